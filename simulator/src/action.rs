@@ -1,0 +1,247 @@
+//! Replay actions: the closed set of things a rank does, named after
+//! SimGrid's time-independent trace verbs (`compute`, `send`, `isend`,
+//! `recv`, `irecv`, `wait`, `waitall`, `barrier`, `bcast`, `reduce`,
+//! `allreduce`, `sendrecv`), and their derivation from interposer traces.
+
+use std::collections::HashMap;
+
+use crate::trace::record::{ANY_SOURCE, PROC_NULL};
+use crate::trace::{CallRecord, CallSite, Op, Params, RankTrace, TraceError};
+
+/// One step of one rank. Peers and roots are world ranks; sizes are bytes;
+/// request ids are opaque and unique among a rank's pending requests.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// A compute block of `seconds` in call-site region `region`
+    /// (see [`region_id`]; 0 when unknown).
+    Compute {
+        /// Duration on the traced machine, seconds.
+        seconds: f64,
+        /// Region id.
+        region: u64,
+    },
+    /// Blocking standard-mode send.
+    Send {
+        /// Destination world rank.
+        dst: u32,
+        /// Tag.
+        tag: i32,
+        /// Size, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Nonblocking send creating request `req`.
+    Isend {
+        /// Destination world rank.
+        dst: u32,
+        /// Tag.
+        tag: i32,
+        /// Size, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+        /// Request id.
+        req: u64,
+    },
+    /// Blocking receive; `src` may be [`ANY_SOURCE`], `tag` may be `ANY_TAG` (-1).
+    Recv {
+        /// Source world rank or [`ANY_SOURCE`].
+        src: i32,
+        /// Tag or -1.
+        tag: i32,
+        /// Size, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Nonblocking receive creating request `req`.
+    Irecv {
+        /// Source world rank or [`ANY_SOURCE`].
+        src: i32,
+        /// Tag or -1.
+        tag: i32,
+        /// Size, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+        /// Request id.
+        req: u64,
+    },
+    /// Wait for one request (unknown or null ids complete at once).
+    Wait {
+        /// Request id.
+        req: u64,
+    },
+    /// Wait for all listed requests.
+    Waitall {
+        /// Request ids.
+        reqs: Vec<u64>,
+    },
+    /// `MPI_Sendrecv`: a send and a receive that progress together.
+    Sendrecv {
+        /// Destination world rank.
+        dst: u32,
+        /// Send tag.
+        send_tag: i32,
+        /// Bytes sent.
+        send_bytes: u64,
+        /// Source world rank or [`ANY_SOURCE`].
+        src: i32,
+        /// Receive tag.
+        recv_tag: i32,
+        /// Bytes received.
+        recv_bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Barrier over `comm`.
+    Barrier {
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Broadcast of `bytes` from world rank `root`.
+    Bcast {
+        /// Root world rank.
+        root: u32,
+        /// Payload, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Reduction of `bytes` per rank to world rank `root`.
+    Reduce {
+        /// Root world rank.
+        root: u32,
+        /// Payload per rank, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// All-reduction of `bytes` per rank.
+    Allreduce {
+        /// Payload per rank, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// `MPI_Init`: the start of the replayed span.
+    Init,
+    /// `MPI_Finalize`: the end of the rank's replayed span.
+    Finalize,
+}
+
+/// Which recorded duration a compute block takes in replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ComputeTime {
+    /// Thread CPU time (default): honest when ranks were oversubscribed.
+    #[default]
+    Cpu,
+    /// Wall time between the two calls.
+    Wall,
+}
+
+/// Stable 64-bit id of the call-site region `prev:next` (FNV-1a of the key
+/// `"<module>+<offset>:<module>+<offset>"`). The key mirrors SimGrid's
+/// "file:line:file:line" region naming (Heinrich et al. 2017, Fig. 7),
+/// before symbolization.
+pub fn region_id(prev: &CallSite, next: &CallSite) -> u64 {
+    let key = format!("{prev}:{next}");
+    key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Turns a rank's call records into actions, streaming.
+#[derive(Debug)]
+pub struct TraceActions {
+    trace: RankTrace,
+    records: crate::trace::Records,
+    pending: Option<Action>,
+    prev_site: CallSite,
+    sites: HashMap<u64, CallSite>,
+    compute: ComputeTime,
+}
+
+impl TraceActions {
+    /// Streams the actions of `trace`.
+    ///
+    /// # Errors
+    /// [`TraceError`] naming the file when it cannot be reopened.
+    pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
+        let records = trace.records()?;
+        let prev_site = CallSite { module: "init".into(), offset: 0 };
+        Ok(TraceActions { trace, records, pending: None, prev_site, sites: HashMap::new(), compute })
+    }
+
+    fn site(&mut self, addr: u64) -> CallSite {
+        if let Some(s) = self.sites.get(&addr) {
+            return s.clone();
+        }
+        let s = self.trace.call_site(addr);
+        self.sites.insert(addr, s.clone());
+        s
+    }
+
+    fn convert(&mut self, rec: CallRecord) -> (Action, Option<Action>) {
+        let site = self.site(rec.caller);
+        let region = region_id(&self.prev_site, &site);
+        self.prev_site = site;
+        let ns = match self.compute {
+            ComputeTime::Cpu => rec.compute_cpu_ns,
+            ComputeTime::Wall => rec.compute_wall_ns,
+        };
+        let compute = Action::Compute { seconds: ns as f64 * 1e-9, region };
+        (compute, op_action(&rec))
+    }
+}
+
+/// The action of one record; `None` for calls replay ignores (rank, size,
+/// sends to or receives from `MPI_PROC_NULL`).
+pub fn op_action(rec: &CallRecord) -> Option<Action> {
+    let root = |r: i32| r.max(0) as u32;
+    Some(match (rec.op, &rec.params) {
+        (Op::Init | Op::InitThread, _) => Action::Init,
+        (Op::Finalize, _) => Action::Finalize,
+        (Op::CommRank | Op::CommSize, _) => return None,
+        (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return None,
+        (Op::Send, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Send { dst: peer as u32, tag, bytes, comm },
+        (Op::Isend, &Params::P2p { peer, tag, bytes, comm, request }) => {
+            Action::Isend { dst: peer as u32, tag, bytes, comm, req: request }
+        }
+        (Op::Recv, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Recv { src: peer, tag, bytes, comm },
+        (Op::Irecv, &Params::P2p { peer, tag, bytes, comm, request }) => {
+            Action::Irecv { src: peer, tag, bytes, comm, req: request }
+        }
+        (Op::Wait, &Params::Wait { request, .. }) => Action::Wait { req: request },
+        (Op::Waitall, Params::Waitall { requests }) => Action::Waitall { reqs: requests.clone() },
+        (Op::Sendrecv, &Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }) => {
+            Action::Sendrecv { dst: dst as u32, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }
+        }
+        (Op::Barrier, &Params::Coll { comm, .. }) => Action::Barrier { comm },
+        (Op::Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
+        (Op::Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
+        (Op::Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
+        _ => return None,
+    })
+}
+
+impl Iterator for TraceActions {
+    type Item = Result<Action, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(a) = self.pending.take() {
+            return Some(Ok(a));
+        }
+        let rec = match self.records.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let (compute, op) = self.convert(rec);
+        self.pending = op;
+        Some(Ok(compute))
+    }
+}
+
+/// True when `src` is the wildcard source.
+pub fn is_any_source(src: i32) -> bool {
+    src == ANY_SOURCE
+}

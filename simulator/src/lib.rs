@@ -1,0 +1,14 @@
+//! The simulator library: trace formats, platform and network models, and
+//! the replay engine that predicts an MPI application's run time on a
+//! target platform.
+//!
+//! The other crates depend on it so that each format and model exists once:
+//! the interposer writes [`trace`] files, `calibrate` writes [`platform`]
+//! files, and [`replay`] consumes both.
+#![deny(missing_docs)]
+
+pub mod action;
+pub mod network;
+pub mod platform;
+pub mod replay;
+pub mod trace;

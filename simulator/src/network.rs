@@ -1,0 +1,147 @@
+//! Point-to-point network models.
+//!
+//! The piecewise-linear model follows SMPI's (Heinrich et al. 2017, §6.3,
+//! Fig. 9; SimGrid options `smpi/os`, `smpi/or`, `smpi/async-small-thresh`,
+//! `smpi/send-is-detached-thresh`): each quantity is `a_k + b_k · size` on
+//! the size interval `k`, and the protocol switches from eager to
+//! rendezvous at `eager_threshold_bytes`.
+
+use serde::{Deserialize, Serialize};
+
+/// One interval of a piecewise-linear function of message size:
+/// `value(s) = intercept_s + s / bandwidth_bytes_per_s` for `s < max_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    /// Exclusive upper end of the interval, bytes; `None` (omitted in
+    /// TOML) extends to infinity. Only the last segment may omit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// Constant term, seconds.
+    pub intercept_s: f64,
+    /// Inverse slope, bytes per second; `inf` means no size-dependent term.
+    pub bandwidth_bytes_per_s: f64,
+}
+
+/// A piecewise-linear function of message size, in seconds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Piecewise {
+    /// Segments in increasing `max_bytes` order.
+    pub segments: Vec<Segment>,
+}
+
+impl Piecewise {
+    /// Seconds for a message of `bytes` bytes: the first segment whose
+    /// `max_bytes` exceeds `bytes` applies (SimGrid's factor lookup rule),
+    /// else the last. An empty function is 0.
+    pub fn eval(&self, bytes: u64) -> f64 {
+        let seg = self.segments.iter().find(|s| s.max_bytes.is_none_or(|m| bytes < m)).or(self.segments.last());
+        match seg {
+            Some(s) => (s.intercept_s + bytes as f64 / s.bandwidth_bytes_per_s).max(0.0),
+            None => 0.0,
+        }
+    }
+
+    /// Checks that segments are ordered and their numbers finite and ≥ 0.
+    ///
+    /// # Errors
+    /// A message naming the first bad segment.
+    pub fn validate(&self) -> Result<(), String> {
+        for (i, s) in self.segments.iter().enumerate() {
+            if !(s.intercept_s.is_finite() && s.intercept_s >= 0.0) {
+                return Err(format!("segment {i}: intercept_s must be finite and >= 0, got {}", s.intercept_s));
+            }
+            if s.bandwidth_bytes_per_s.is_nan() || s.bandwidth_bytes_per_s <= 0.0 {
+                return Err(format!("segment {i}: bandwidth_bytes_per_s must be > 0, got {}", s.bandwidth_bytes_per_s));
+            }
+            if i > 0 {
+                match (self.segments[i - 1].max_bytes, s.max_bytes) {
+                    (None, _) => return Err(format!("segment {}: only the last segment may omit max_bytes", i - 1)),
+                    (Some(a), Some(b)) if b <= a => return Err(format!("segment {i}: max_bytes must increase")),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Point-to-point cost model of one link class (intra-node or inter-node).
+///
+/// Semantics used by the replay:
+/// - **eager** (`bytes < eager_threshold_bytes`): the sender is busy
+///   `send_overhead(bytes)` and continues; the message arrives at
+///   `send_start + transfer(bytes)`; the receive completes at
+///   `max(arrival, recv_post + recv_overhead(bytes))`.
+/// - **rendezvous**: the transfer starts when both sides have posted and
+///   both complete at `max(send_post, recv_post) + transfer(bytes)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct P2pModel {
+    /// Messages strictly smaller than this are sent eagerly, bytes
+    /// (mirrors `smpi/send-is-detached-thresh`).
+    pub eager_threshold_bytes: u64,
+    /// One-way transfer time, from send start to receive completion when
+    /// the receiver is waiting (half a ping-pong round trip), seconds.
+    pub transfer: Piecewise,
+    /// Sender CPU time of an eager send (mirrors `smpi/os`), seconds.
+    #[serde(default)]
+    pub send_overhead: Piecewise,
+    /// Receiver CPU time for an already-arrived message (mirrors `smpi/or`), seconds.
+    #[serde(default)]
+    pub recv_overhead: Piecewise,
+}
+
+impl P2pModel {
+    /// True when a message of `bytes` goes eagerly.
+    pub fn is_eager(&self, bytes: u64) -> bool {
+        bytes < self.eager_threshold_bytes
+    }
+
+    /// Checks every piecewise function.
+    ///
+    /// # Errors
+    /// A message naming the bad function and segment.
+    pub fn validate(&self) -> Result<(), String> {
+        for (name, p) in [("transfer", &self.transfer), ("send_overhead", &self.send_overhead), ("recv_overhead", &self.recv_overhead)] {
+            p.validate().map_err(|e| format!("{name}: {e}"))?;
+        }
+        if self.transfer.segments.is_empty() {
+            return Err("transfer: at least one segment is required".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_piece() -> Piecewise {
+        Piecewise {
+            segments: vec![
+                Segment { max_bytes: Some(4096), intercept_s: 1e-6, bandwidth_bytes_per_s: 1e9 },
+                Segment { max_bytes: None, intercept_s: 5e-6, bandwidth_bytes_per_s: 4e9 },
+            ],
+        }
+    }
+
+    #[test]
+    fn eval_picks_the_interval_of_the_size() {
+        let p = two_piece();
+        assert!((p.eval(0) - 1e-6).abs() < 1e-15);
+        assert!((p.eval(1000) - 2e-6).abs() < 1e-15);
+        assert!((p.eval(4096) - (5e-6 + 4096.0 / 4e9)).abs() < 1e-15);
+        assert_eq!(Piecewise::default().eval(10), 0.0);
+    }
+
+    #[test]
+    fn validate_rejects_unordered_and_negative() {
+        let mut p = two_piece();
+        assert!(p.validate().is_ok());
+        p.segments[1].max_bytes = Some(10);
+        assert!(p.validate().unwrap_err().contains("segment 1"));
+        let mut p = two_piece();
+        p.segments[0].intercept_s = -1.0;
+        assert!(p.validate().unwrap_err().contains("segment 0"));
+    }
+}

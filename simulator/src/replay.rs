@@ -1,0 +1,1 @@
+//! Discrete-event replay of per-rank action streams on a platform.

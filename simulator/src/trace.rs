@@ -1,0 +1,333 @@
+//! The interposer's trace: one chunked binary file per rank plus `meta.json`.
+//!
+//! A trace directory holds `meta.json` ([`TraceMeta`]) and `rank-<r>.trace`
+//! for each rank. Each rank file is a [`chunk`] container: a
+//! [`RankHeader`], [`record::CallRecord`] chunks, a [`Module`] table and an
+//! [`RankFooter`] end marker written at `MPI_Finalize`.
+//!
+//! [`RankTrace::open`] checks a file's whole chunk structure up front (a
+//! seek per chunk), so a truncated or corrupt file is reported before any
+//! replay starts; [`RankTrace::records`] then streams its records.
+
+pub mod chunk;
+pub mod record;
+pub mod writer;
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use record::{CallRecord, Op, Params};
+pub use writer::RankWriter;
+
+use chunk::{ChunkHead, ChunkKind, CHUNK_HEADER_BYTES, MAGIC};
+
+/// Name of the per-directory metadata file.
+pub const META_FILE: &str = "meta.json";
+
+/// File name of rank `r`'s trace inside a trace directory.
+pub fn rank_file_name(rank: u32) -> String {
+    format!("rank-{rank}.trace")
+}
+
+/// How compute blocks were timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingSource {
+    /// `CLOCK_THREAD_CPUTIME_ID` for CPU time and `CLOCK_MONOTONIC` for wall time.
+    ClockGettime,
+}
+
+/// Directory-level metadata, written by rank 0 at `MPI_Init`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceMeta {
+    /// Trace format version (1).
+    pub format_version: u32,
+    /// Number of ranks in `MPI_COMM_WORLD`.
+    pub ranks: u32,
+    /// `MPI_Get_library_version` of the traced run.
+    pub mpi_library: String,
+    /// How compute blocks were timed.
+    pub timing_source: TimingSource,
+    /// Command line of rank 0.
+    pub command: Vec<String>,
+    /// Interposer mode the trace was taken in (`trace` or `online`).
+    pub mode: String,
+}
+
+/// Per-rank header, the first chunk of each rank file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankHeader {
+    /// World rank.
+    pub rank: u32,
+    /// World size.
+    pub ranks: u32,
+    /// Host name of the node the rank ran on.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// How compute blocks were timed.
+    pub timing_source: TimingSource,
+    /// Wall-clock time of the trace epoch (`MPI_Init` exit), Unix seconds.
+    pub epoch_unix_s: f64,
+}
+
+/// One loaded object, for turning return addresses into stable call sites.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Module {
+    /// Path of the mapped file.
+    pub path: String,
+    /// First mapped address (inclusive).
+    pub start: u64,
+    /// End of the mapping (exclusive).
+    pub end: u64,
+    /// File offset the mapping starts at, bytes.
+    pub file_offset: u64,
+}
+
+/// End marker, written at `MPI_Finalize`; a file without it is truncated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankFooter {
+    /// Number of call records written.
+    pub records: u64,
+    /// Calls whose PMPI result was an error.
+    pub failed_calls: u64,
+    /// Records dropped because the file could not be written.
+    pub dropped_records: u64,
+}
+
+/// A call site made stable across runs: module file name and file offset.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallSite {
+    /// Base name of the module, e.g. `jacobi2d`.
+    pub module: String,
+    /// Offset of the return address in that file, bytes.
+    pub offset: u64,
+}
+
+impl std::fmt::Display for CallSite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}+{:#x}", self.module, self.offset)
+    }
+}
+
+/// Error reading a trace; its message names the file and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {kind}")]
+pub struct TraceError {
+    /// The file at fault.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub kind: TraceErrorKind,
+}
+
+/// What is wrong with a trace file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TraceErrorKind {
+    /// The file could not be opened or read.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The first bytes are not a trace file's magic.
+    #[error("not an interposer trace (bad magic)")]
+    BadMagic,
+    /// A chunk header or payload extends past the end of the file.
+    #[error("truncated at byte {at} of {size} (last whole chunk ends at byte {last_whole}); the run was probably killed before MPI_Finalize")]
+    Truncated {
+        /// Offset where the cut chunk starts.
+        at: u64,
+        /// File size, bytes.
+        size: u64,
+        /// End of the last whole chunk.
+        last_whole: u64,
+    },
+    /// The file has whole chunks but no end marker.
+    #[error("no end marker after {size} bytes: truncated, the run stopped before MPI_Finalize")]
+    NoEnd {
+        /// File size, bytes.
+        size: u64,
+    },
+    /// A chunk is malformed (bad tag, checksum or content).
+    #[error("corrupt chunk at byte {at}: {what}")]
+    Corrupt {
+        /// Chunk offset.
+        at: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A JSON file or chunk does not parse.
+    #[error("bad metadata: {0}")]
+    Json(String),
+}
+
+fn err(path: &Path, kind: TraceErrorKind) -> TraceError {
+    TraceError { path: path.to_path_buf(), kind }
+}
+
+/// Reads and validates `meta.json` of a trace directory.
+///
+/// # Errors
+/// [`TraceError`] naming `dir/meta.json` when it is missing or malformed.
+pub fn read_meta(dir: &Path) -> Result<TraceMeta, TraceError> {
+    let path = dir.join(META_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| err(&path, e.into()))?;
+    serde_json::from_str(&text).map_err(|e| err(&path, TraceErrorKind::Json(e.to_string())))
+}
+
+/// An opened, structurally validated per-rank trace file.
+#[derive(Debug, Clone)]
+pub struct RankTrace {
+    /// Path of the file.
+    pub path: PathBuf,
+    /// Its header.
+    pub header: RankHeader,
+    /// Its module table (possibly empty).
+    pub modules: Vec<Module>,
+    /// Its footer.
+    pub footer: RankFooter,
+    record_chunks: Vec<(u64, ChunkHead)>,
+}
+
+impl RankTrace {
+    /// Opens `path`, walks every chunk header and reads header, modules and footer.
+    ///
+    /// # Errors
+    /// [`TraceError`] naming `path`: I/O, bad magic, truncation (a cut chunk
+    /// or a missing end marker), or a corrupt metadata chunk.
+    pub fn open(path: &Path) -> Result<RankTrace, TraceError> {
+        let e = |k| err(path, k);
+        let mut f = File::open(path).map_err(|x| e(x.into()))?;
+        let size = f.metadata().map_err(|x| e(x.into()))?.len();
+        let mut magic = [0u8; 8];
+        if f.read_exact(&mut magic).is_err() || &magic != MAGIC {
+            return Err(e(TraceErrorKind::BadMagic));
+        }
+        let (mut header, mut modules, mut footer) = (None, Vec::new(), None);
+        let mut record_chunks = Vec::new();
+        let mut at = MAGIC.len() as u64;
+        while at < size {
+            let truncated = TraceErrorKind::Truncated { at, size, last_whole: at };
+            if size - at < CHUNK_HEADER_BYTES as u64 {
+                return Err(e(truncated));
+            }
+            let mut h = [0u8; CHUNK_HEADER_BYTES];
+            f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(&mut h)).map_err(|x| e(x.into()))?;
+            let head = chunk::parse_chunk_header(&h).map_err(|what| e(TraceErrorKind::Corrupt { at, what }))?;
+            let end = at + (CHUNK_HEADER_BYTES + head.len) as u64;
+            if end > size {
+                return Err(e(truncated));
+            }
+            if head.kind == ChunkKind::Records {
+                record_chunks.push((at + CHUNK_HEADER_BYTES as u64, head));
+            } else {
+                let mut payload = vec![0u8; head.len];
+                f.read_exact(&mut payload).map_err(|x| e(x.into()))?;
+                if crc32fast::hash(&payload) != head.crc {
+                    return Err(e(TraceErrorKind::Corrupt { at, what: "checksum mismatch".into() }));
+                }
+                let json = |what: &str, x: serde_json::Error| {
+                    e(TraceErrorKind::Corrupt { at, what: format!("{what}: {x}") })
+                };
+                match head.kind {
+                    ChunkKind::Header => header = Some(serde_json::from_slice(&payload).map_err(|x| json("header", x))?),
+                    ChunkKind::Modules => modules = serde_json::from_slice(&payload).map_err(|x| json("modules", x))?,
+                    ChunkKind::End => footer = Some(serde_json::from_slice(&payload).map_err(|x| json("end", x))?),
+                    ChunkKind::Records => unreachable!(),
+                }
+            }
+            at = end;
+        }
+        let header = header.ok_or_else(|| e(TraceErrorKind::Corrupt { at: 8, what: "no header chunk".into() }))?;
+        let footer = footer.ok_or_else(|| e(TraceErrorKind::NoEnd { size }))?;
+        Ok(RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks })
+    }
+
+    /// Streams the call records, one chunk in memory at a time.
+    ///
+    /// # Errors
+    /// Each item is an error naming the file if a chunk fails its checksum
+    /// or a record does not decode.
+    pub fn records(&self) -> Result<Records, TraceError> {
+        let f = File::open(&self.path).map_err(|x| err(&self.path, x.into()))?;
+        Ok(Records {
+            path: self.path.clone(),
+            file: BufReader::new(f),
+            chunks: self.record_chunks.clone().into_iter(),
+            buf: Vec::new(),
+            pos: 0,
+            chunk_at: 0,
+        })
+    }
+
+    /// Resolves a return address to a stable [`CallSite`] using the module table.
+    /// Addresses outside every module keep their raw value under module `"?"`.
+    pub fn call_site(&self, addr: u64) -> CallSite {
+        match self.modules.iter().find(|m| m.start <= addr && addr < m.end) {
+            Some(m) => CallSite {
+                module: Path::new(&m.path).file_name().map_or(m.path.clone(), |n| n.to_string_lossy().into_owned()),
+                offset: addr - m.start + m.file_offset,
+            },
+            None => CallSite { module: "?".into(), offset: addr },
+        }
+    }
+}
+
+/// Streaming iterator over a rank file's call records.
+#[derive(Debug)]
+pub struct Records {
+    path: PathBuf,
+    file: BufReader<File>,
+    chunks: std::vec::IntoIter<(u64, ChunkHead)>,
+    buf: Vec<u8>,
+    pos: usize,
+    chunk_at: u64,
+}
+
+impl Iterator for Records {
+    type Item = Result<CallRecord, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.pos >= self.buf.len() {
+            let (at, head) = self.chunks.next()?;
+            self.chunk_at = at;
+            self.buf.resize(head.len, 0);
+            self.pos = 0;
+            let read = self.file.seek(SeekFrom::Start(at)).and_then(|_| self.file.read_exact(&mut self.buf));
+            if let Err(x) = read {
+                self.buf.clear();
+                return Some(Err(err(&self.path, x.into())));
+            }
+            if crc32fast::hash(&self.buf) != head.crc {
+                self.buf.clear();
+                let what = "checksum mismatch".to_string();
+                return Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what })));
+            }
+        }
+        match CallRecord::decode(&self.buf[self.pos..]) {
+            Ok((rec, n)) => {
+                self.pos += n;
+                Some(Ok(rec))
+            }
+            Err(x) => {
+                let at = self.chunk_at + self.pos as u64;
+                self.pos = self.buf.len();
+                Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what: x.to_string() })))
+            }
+        }
+    }
+}
+
+/// Opens every rank file of a trace directory, in rank order.
+///
+/// # Errors
+/// [`TraceError`] naming the first missing, truncated or corrupt file.
+pub fn open_dir(dir: &Path) -> Result<(TraceMeta, Vec<RankTrace>), TraceError> {
+    let meta = read_meta(dir)?;
+    let ranks = (0..meta.ranks).map(|r| RankTrace::open(&dir.join(rank_file_name(r)))).collect::<Result<_, _>>()?;
+    Ok((meta, ranks))
+}
+
+#[cfg(test)]
+mod tests;

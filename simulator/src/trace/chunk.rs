@@ -1,0 +1,153 @@
+//! The chunked, append-only container of a per-rank trace file.
+//!
+//! ```text
+//! file   := MAGIC (8 bytes) chunk*
+//! chunk  := "CHNK" kind:u8 0:u8 0:u16 len:u32 crc32:u32 payload[len]
+//! ```
+//! Each chunk is self-describing and at most [`MAX_CHUNK_PAYLOAD`] bytes of
+//! payload, so a file cut short by a crash still reads up to its last whole
+//! chunk. A complete file ends with a [`ChunkKind::End`] chunk.
+
+use std::io::{self, Write};
+
+/// First 8 bytes of every per-rank trace file.
+pub const MAGIC: &[u8; 8] = b"MPITRC01";
+/// Bytes in a chunk header.
+pub const CHUNK_HEADER_BYTES: usize = 16;
+/// Largest record payload a writer puts in one chunk, bytes (64 KiB less the header).
+pub const MAX_CHUNK_PAYLOAD: usize = 64 * 1024 - CHUNK_HEADER_BYTES;
+const CHUNK_TAG: &[u8; 4] = b"CHNK";
+
+/// What a chunk holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ChunkKind {
+    /// JSON [`super::RankHeader`].
+    Header = 1,
+    /// Concatenated binary [`super::CallRecord`]s.
+    Records = 2,
+    /// JSON list of [`super::Module`]s (the loaded objects, for call sites).
+    Modules = 3,
+    /// JSON [`super::RankFooter`]; its presence marks a complete file.
+    End = 4,
+}
+
+impl ChunkKind {
+    /// Decodes a kind byte.
+    pub fn from_code(c: u8) -> Option<ChunkKind> {
+        match c {
+            1 => Some(ChunkKind::Header),
+            2 => Some(ChunkKind::Records),
+            3 => Some(ChunkKind::Modules),
+            4 => Some(ChunkKind::End),
+            _ => None,
+        }
+    }
+}
+
+/// Builds the 16-byte header of a chunk holding `payload`.
+pub fn chunk_header(kind: ChunkKind, payload: &[u8]) -> [u8; CHUNK_HEADER_BYTES] {
+    let mut h = [0u8; CHUNK_HEADER_BYTES];
+    h[0..4].copy_from_slice(CHUNK_TAG);
+    h[4] = kind as u8;
+    h[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    h[12..16].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    h
+}
+
+/// Writes one chunk with a single `write_all` of header and payload.
+///
+/// # Errors
+/// The writer's I/O error.
+pub fn write_chunk<W: Write>(w: &mut W, kind: ChunkKind, payload: &[u8]) -> io::Result<()> {
+    let mut whole = Vec::with_capacity(CHUNK_HEADER_BYTES + payload.len());
+    whole.extend_from_slice(&chunk_header(kind, payload));
+    whole.extend_from_slice(payload);
+    w.write_all(&whole)
+}
+
+/// A parsed chunk header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkHead {
+    /// The chunk's kind byte, decoded.
+    pub kind: ChunkKind,
+    /// Payload length, bytes.
+    pub len: usize,
+    /// CRC-32 of the payload.
+    pub crc: u32,
+}
+
+/// Parses a chunk header; `Err` names what is wrong.
+///
+/// # Errors
+/// A description when the tag or kind is not valid.
+pub fn parse_chunk_header(h: &[u8; CHUNK_HEADER_BYTES]) -> Result<ChunkHead, String> {
+    if &h[0..4] != CHUNK_TAG {
+        return Err("bad chunk tag".into());
+    }
+    let kind = ChunkKind::from_code(h[4]).ok_or_else(|| format!("unknown chunk kind {}", h[4]))?;
+    let len = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
+    Ok(ChunkHead { kind, len, crc })
+}
+
+/// Buffers encoded records and emits them as [`ChunkKind::Records`] chunks.
+///
+/// The buffer is allocated once, with room for the chunk header in front,
+/// so pushing a record never allocates and a flush is a single `write`
+/// (whole chunks stay whole on an `O_APPEND` file shared by threads).
+#[derive(Debug)]
+pub struct RecordBuffer {
+    buf: Vec<u8>,
+}
+
+impl Default for RecordBuffer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RecordBuffer {
+    /// An empty buffer of [`MAX_CHUNK_PAYLOAD`] bytes payload capacity.
+    pub fn new() -> Self {
+        let mut buf = Vec::with_capacity(CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD);
+        buf.resize(CHUNK_HEADER_BYTES, 0);
+        RecordBuffer { buf }
+    }
+
+    /// Free payload space left, bytes.
+    pub fn room(&self) -> usize {
+        CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD - self.buf.len()
+    }
+
+    /// Appends an encoded record; returns false (and appends nothing) when
+    /// it does not fit, in which case the caller flushes first.
+    pub fn push(&mut self, record: &[u8]) -> bool {
+        if record.len() > self.room() {
+            return false;
+        }
+        self.buf.extend_from_slice(record);
+        true
+    }
+
+    /// True when no record is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == CHUNK_HEADER_BYTES
+    }
+
+    /// Writes the buffered records as one chunk and empties the buffer.
+    ///
+    /// # Errors
+    /// The writer's I/O error; the buffer is emptied either way so a broken
+    /// file never makes the caller retry forever.
+    pub fn flush_to<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let head = chunk_header(ChunkKind::Records, &self.buf[CHUNK_HEADER_BYTES..]);
+        self.buf[..CHUNK_HEADER_BYTES].copy_from_slice(&head);
+        let r = w.write_all(&self.buf);
+        self.buf.truncate(CHUNK_HEADER_BYTES);
+        r
+    }
+}

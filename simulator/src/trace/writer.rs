@@ -1,0 +1,107 @@
+//! Writes a per-rank trace file: magic, header, record chunks, modules, end.
+
+use std::io::{self, Write};
+
+use super::chunk::{write_chunk, ChunkKind, RecordBuffer, MAGIC, MAX_CHUNK_PAYLOAD};
+use super::record::{CallRecord, Params, HEAD_BYTES};
+use super::{Module, RankFooter, RankHeader};
+
+/// Streams call records of one rank into chunks on `W`.
+///
+/// Pushing a record encodes it on the stack and copies it into a
+/// preallocated chunk buffer: no allocation, and one `write` per full chunk.
+/// Only an `MPI_Waitall` of more than ~50 requests is encoded on the heap.
+#[derive(Debug)]
+pub struct RankWriter<W: Write> {
+    out: W,
+    buf: RecordBuffer,
+    buffered: u64,
+    footer: RankFooter,
+}
+
+impl<W: Write> RankWriter<W> {
+    /// Writes the magic and the header chunk.
+    ///
+    /// # Errors
+    /// The writer's I/O error.
+    pub fn create(mut out: W, header: &RankHeader) -> io::Result<Self> {
+        out.write_all(MAGIC)?;
+        let json = serde_json::to_vec(header).map_err(io::Error::other)?;
+        write_chunk(&mut out, ChunkKind::Header, &json)?;
+        let footer = RankFooter { records: 0, failed_calls: 0, dropped_records: 0 };
+        Ok(RankWriter { out, buf: RecordBuffer::new(), buffered: 0, footer })
+    }
+
+    /// Appends one record, flushing a full chunk first when needed.
+    /// A record that cannot be written is counted in the footer's
+    /// `dropped_records`.
+    ///
+    /// # Errors
+    /// The I/O error of the chunk flush, if any.
+    pub fn push(&mut self, rec: &CallRecord) -> io::Result<()> {
+        if let Params::Waitall { requests } = &rec.params {
+            let per_chunk = (MAX_CHUNK_PAYLOAD - HEAD_BYTES - 4) / 8;
+            if requests.len() > per_chunk {
+                // Completion of a waitall is the max over its requests, so
+                // consecutive waitalls over the pieces replay identically.
+                for piece in requests.chunks(per_chunk) {
+                    let mut part = rec.clone();
+                    part.params = Params::Waitall { requests: piece.to_vec() };
+                    self.push(&part)?;
+                }
+                return Ok(());
+            }
+        }
+        let mut stack = [0u8; 512];
+        let mut heap = Vec::new();
+        let n = rec.encoded_len();
+        let out: &mut [u8] = if n <= stack.len() {
+            &mut stack
+        } else {
+            heap.resize(n, 0);
+            &mut heap
+        };
+        rec.encode(out);
+        let mut result = Ok(());
+        if !self.buf.push(&out[..n]) {
+            result = self.flush();
+            self.buf.push(&out[..n]);
+        }
+        self.buffered += 1;
+        self.footer.records += 1;
+        self.footer.failed_calls += rec.failed as u64;
+        result
+    }
+
+    /// Writes buffered records as a chunk.
+    ///
+    /// # Errors
+    /// The writer's I/O error; the records are then counted as dropped.
+    pub fn flush(&mut self) -> io::Result<()> {
+        let r = self.buf.flush_to(&mut self.out).and_then(|_| self.out.flush());
+        if r.is_err() {
+            self.footer.dropped_records += self.buffered;
+        }
+        self.buffered = 0;
+        r
+    }
+
+    /// Records written so far (including buffered ones).
+    pub fn records(&self) -> u64 {
+        self.footer.records
+    }
+
+    /// Flushes, then writes the module table and the end marker.
+    ///
+    /// # Errors
+    /// The writer's I/O error.
+    pub fn finish(mut self, modules: &[Module]) -> io::Result<W> {
+        self.flush()?;
+        let json = serde_json::to_vec(modules).map_err(io::Error::other)?;
+        write_chunk(&mut self.out, ChunkKind::Modules, &json)?;
+        let json = serde_json::to_vec(&self.footer).map_err(io::Error::other)?;
+        write_chunk(&mut self.out, ChunkKind::End, &json)?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}

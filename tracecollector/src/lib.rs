@@ -1,0 +1,1 @@
+//! tracecollector library.
