@@ -1,1 +1,18 @@
-//! interposer
+//! The interposer: a `cdylib` preloaded into MPI runs (`LD_PRELOAD`) that
+//! intercepts MPI calls through the PMPI profiling interface and records,
+//! per rank, each call's parameters and the compute block before it.
+//!
+//! Environment (DESIGN.md, "Interfaces others rely on"):
+//! - `INTERPOSER_OUT=<dir>`: trace directory, created if missing;
+//! - `INTERPOSER_MODE=trace|online|off` (default `trace`);
+//! - `INTERPOSER_PLATFORM=<file>`: platform for online mode.
+//!
+//! An unset or bad value prints one warning and the application runs
+//! unchanged. Output: `<dir>/meta.json` and `<dir>/rank-<r>.trace`, in the
+//! format of [`simulator::trace`].
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod hooks;
+pub mod modules;
+pub mod recorder;

@@ -72,6 +72,13 @@ pub struct RankHeader {
     pub timing_source: TimingSource,
     /// Wall-clock time of the trace epoch (`MPI_Init` exit), Unix seconds.
     pub epoch_unix_s: f64,
+    /// Thread CPU time the timers themselves add to each compute block,
+    /// nanoseconds; already subtracted from every recorded block.
+    #[serde(default)]
+    pub timer_overhead_cpu_ns: u64,
+    /// Wall time the timers add to each block, nanoseconds; already subtracted.
+    #[serde(default)]
+    pub timer_overhead_wall_ns: u64,
 }
 
 /// One loaded object, for turning return addresses into stable call sites.

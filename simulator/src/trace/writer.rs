@@ -91,17 +91,17 @@ impl<W: Write> RankWriter<W> {
         self.footer.records
     }
 
-    /// Flushes, then writes the module table and the end marker.
+    /// Flushes, then writes the module table and the end marker. Push
+    /// nothing after this.
     ///
     /// # Errors
     /// The writer's I/O error.
-    pub fn finish(mut self, modules: &[Module]) -> io::Result<W> {
+    pub fn finish(&mut self, modules: &[Module]) -> io::Result<()> {
         self.flush()?;
         let json = serde_json::to_vec(modules).map_err(io::Error::other)?;
         write_chunk(&mut self.out, ChunkKind::Modules, &json)?;
         let json = serde_json::to_vec(&self.footer).map_err(io::Error::other)?;
         write_chunk(&mut self.out, ChunkKind::End, &json)?;
-        self.out.flush()?;
-        Ok(self.out)
+        self.out.flush()
     }
 }

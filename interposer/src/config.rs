@@ -1,0 +1,81 @@
+//! The interposer's environment: `INTERPOSER_OUT`, `INTERPOSER_MODE`,
+//! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on").
+
+use std::path::PathBuf;
+
+/// What the interposer does in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Record a per-rank trace (default).
+    Trace,
+    /// Predict the target platform's run time while running (not in this
+    /// version: falls back to tracing, with a warning).
+    Online,
+}
+
+/// Parsed configuration of a traced run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Trace directory, created if missing.
+    pub out: PathBuf,
+    /// Mode.
+    pub mode: Mode,
+    /// Platform file for online mode.
+    pub platform: Option<PathBuf>,
+}
+
+/// Reads the configuration through `get` (the environment in production).
+///
+/// Returns the configuration, or `None` when the interposer must stay
+/// passive, plus warnings to print once. Never fails: a bad value
+/// disables recording and the application runs unchanged.
+pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mode = match get("INTERPOSER_MODE").as_deref().map(str::trim) {
+        None | Some("") | Some("trace") => Mode::Trace,
+        Some("online") => Mode::Online,
+        Some("off") => return (None, warnings),
+        Some(other) => {
+            warnings.push(format!("INTERPOSER_MODE={other:?} is not one of trace|online|off; recording disabled"));
+            return (None, warnings);
+        }
+    };
+    let out = match get("INTERPOSER_OUT") {
+        Some(v) if !v.trim().is_empty() => PathBuf::from(v),
+        _ => {
+            warnings.push("INTERPOSER_OUT is unset; recording disabled (set it to a trace directory)".into());
+            return (None, warnings);
+        }
+    };
+    let platform = get("INTERPOSER_PLATFORM").filter(|p| !p.is_empty()).map(PathBuf::from);
+    if mode == Mode::Online {
+        warnings.push("INTERPOSER_MODE=online is not available in this version; recording a trace only".into());
+    }
+    (Some(Config { out, mode, platform }), warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn defaults_to_trace_mode() {
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x")]));
+        assert_eq!(c.unwrap().mode, Mode::Trace);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn bad_or_missing_values_warn_and_disable() {
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "fast")]));
+        assert!(c.is_none() && w[0].contains("INTERPOSER_MODE"));
+        let (c, w) = from_env(env(&[]));
+        assert!(c.is_none() && w[0].contains("INTERPOSER_OUT"));
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "off")]));
+        assert!(c.is_none() && w.is_empty());
+    }
+}

@@ -1,0 +1,123 @@
+//! The `extern "C"` hooks the C wrappers (`wrappers.c`) call. Each is a
+//! thin shell over [`crate::recorder`] that never lets a panic cross the
+//! FFI boundary: a panic disables recording and the application goes on.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use simulator::trace::record::ANY_SOURCE;
+use simulator::trace::{Op, Params as RecParams};
+
+use crate::recorder;
+
+/// Plain call parameters from C; must match `struct ipr_params` in `wrappers.c`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    /// Peer as world rank (-1 any source, -2 proc null); Wait: status source.
+    pub peer: i32,
+    /// Tag (-1 any tag).
+    pub tag: i32,
+    /// Bytes.
+    pub bytes: u64,
+    /// Communicator id (0 = world).
+    pub comm: u32,
+    /// Root as world rank, -1 for none.
+    pub root: i32,
+    /// Request handle.
+    pub request: u64,
+    /// Sendrecv: source world rank.
+    pub peer2: i32,
+    /// Sendrecv: receive tag.
+    pub tag2: i32,
+    /// Sendrecv: receive bytes.
+    pub bytes2: u64,
+}
+
+fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        recorder::disable(None, "internal error (panic); recording disabled, the application runs unchanged");
+        default
+    })
+}
+
+fn record_params(op: Op, p: &Params) -> RecParams {
+    match op {
+        Op::Send | Op::Recv | Op::Isend | Op::Irecv => {
+            RecParams::P2p { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, request: p.request }
+        }
+        Op::Wait => RecParams::Wait { request: p.request, source: if p.peer < 0 { ANY_SOURCE } else { p.peer } },
+        Op::Sendrecv => RecParams::Sendrecv {
+            dst: p.peer,
+            send_tag: p.tag,
+            send_bytes: p.bytes,
+            src: p.peer2,
+            recv_tag: p.tag2,
+            recv_bytes: p.bytes2,
+            comm: p.comm,
+        },
+        Op::Barrier | Op::Bcast | Op::Reduce | Op::Allreduce => RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm },
+        Op::Waitall => RecParams::Waitall { requests: Vec::new() },
+        Op::Init | Op::InitThread | Op::Finalize | Op::CommRank | Op::CommSize => RecParams::None,
+    }
+}
+
+/// Starts a call; returns 1 when the wrapper must report it with an `ipr_end*`.
+#[no_mangle]
+pub extern "C" fn ipr_begin(op: c_int, caller: *const c_void) -> c_int {
+    guard(0, || recorder::begin(op as u8, caller as u64) as c_int)
+}
+
+/// Ends a call begun with [`ipr_begin`]; `rc` is the PMPI result.
+///
+/// # Safety
+/// `p` points to a valid `struct ipr_params`.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_end(op: c_int, rc: c_int, p: *const Params) {
+    // SAFETY: the C wrapper passes a pointer to a live stack struct.
+    let Some(p) = (unsafe { p.as_ref() }).copied() else { return };
+    guard((), || {
+        let Some(code) = Op::from_code(op as u8) else { return };
+        recorder::end(op as u8, rc != 0, |_| record_params(code, &p));
+    })
+}
+
+/// Room for `n` request handles of the current `MPI_Waitall`; null when not recording.
+#[no_mangle]
+pub extern "C" fn ipr_scratch(n: u64) -> *mut u64 {
+    guard(std::ptr::null_mut(), || recorder::scratch(n as usize))
+}
+
+/// Ends an `MPI_Waitall` whose `n` handles were written to [`ipr_scratch`].
+#[no_mangle]
+pub extern "C" fn ipr_end_waitall(rc: c_int, n: u64) {
+    guard((), || {
+        recorder::end(Op::Waitall as u8, rc != 0, |reqs| {
+            reqs.truncate(n as usize);
+            RecParams::Waitall { requests: std::mem::take(reqs) }
+        })
+    })
+}
+
+/// After a successful `PMPI_Init`/`PMPI_Init_thread`.
+///
+/// # Safety
+/// `library` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_init(rank: c_int, size: c_int, library: *const c_char) {
+    // SAFETY: the C wrapper passes a NUL-terminated stack buffer.
+    let lib = if library.is_null() { String::new() } else { unsafe { CStr::from_ptr(library) }.to_string_lossy().into_owned() };
+    guard((), || recorder::init(rank.max(0) as u32, size.max(0) as u32, &lib))
+}
+
+/// Before `PMPI_Finalize`, after `ipr_begin(FINALIZE)` returned 1.
+#[no_mangle]
+pub extern "C" fn ipr_finalize() {
+    guard((), recorder::finalize)
+}
+
+/// Id of a non-world communicator handle.
+#[no_mangle]
+pub extern "C" fn ipr_comm_id(handle: u64) -> u32 {
+    guard(simulator::trace::record::COMM_UNKNOWN, || recorder::comm_id(handle))
+}

@@ -1,0 +1,329 @@
+//! Per-thread recording state and the process-wide lifecycle.
+//!
+//! Lifecycle: `UNINIT` → (`MPI_Init`) → `TRACING` → (`MPI_Finalize`) →
+//! `FINISHED`, or `DISABLED` for good after a configuration or I/O failure,
+//! a panic, or in a forked child. Only the thread that called `MPI_Init`
+//! records (multi-threaded MPI is recorded from the next interposer
+//! version on); other threads pass through.
+
+use std::cell::{Cell, RefCell};
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use simulator::trace::record::COMM_UNKNOWN;
+use simulator::trace::{
+    rank_file_name, CallRecord, Op, Params, RankHeader, RankWriter, TimingSource, TraceMeta, META_FILE,
+};
+
+use crate::config::{self, Config, Mode};
+use crate::modules;
+
+const UNINIT: u8 = 0;
+const TRACING: u8 = 1;
+const FINISHED: u8 = 2;
+const DISABLED: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static IO_WARNED: AtomicBool = AtomicBool::new(false);
+/// Most communicators a run may name before ids become [`COMM_UNKNOWN`].
+const MAX_COMMS: usize = 4096;
+
+thread_local! {
+    static REC: RefCell<Option<Recorder>> = const { RefCell::new(None) };
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A timestamp pair, nanoseconds: thread CPU time and monotonic wall time.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamp {
+    cpu: u64,
+    wall: u64,
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out-pointer; both clocks exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn now() -> Stamp {
+    Stamp { wall: clock_ns(libc::CLOCK_MONOTONIC), cpu: clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) }
+}
+
+/// The timers' own share of every compute block: the median span between
+/// two back-to-back [`now`] calls, which is what a block of zero
+/// application work measures (`CLOCK_THREAD_CPUTIME_ID` is a system call,
+/// ~0.6 µs in a VM). It is subtracted from each block.
+fn timer_overhead() -> Stamp {
+    const N: usize = 201;
+    let (mut cpu, mut wall) = ([0u64; N], [0u64; N]);
+    for i in 0..N {
+        let a = now();
+        let b = now();
+        cpu[i] = b.cpu.saturating_sub(a.cpu);
+        wall[i] = b.wall.saturating_sub(a.wall);
+    }
+    cpu.sort_unstable();
+    wall.sort_unstable();
+    Stamp { cpu: cpu[N / 2], wall: wall[N / 2] }
+}
+
+/// Recording state of the thread that called `MPI_Init`.
+struct Recorder {
+    rank: u32,
+    writer: RankWriter<File>,
+    epoch_wall: u64,
+    overhead: Stamp,
+    last_end: Stamp,
+    call_start: Stamp,
+    call_op: u8,
+    caller: u64,
+    requests: Vec<u64>,
+    comms: Vec<u64>,
+}
+
+/// Prints one warning line on stderr, prefixed with the interposer's name.
+pub fn warn(rank: Option<u32>, msg: &str) {
+    let who = rank.map_or(String::from("interposer"), |r| format!("interposer[rank {r}]"));
+    let _ = writeln!(std::io::stderr(), "{who}: warning: {msg}");
+}
+
+/// Disables recording for good and says why, once per process.
+pub fn disable(rank: Option<u32>, msg: &str) {
+    if STATE.swap(DISABLED, Ordering::SeqCst) != DISABLED {
+        warn(rank, msg);
+    }
+}
+
+extern "C" fn forked_child() {
+    STATE.store(DISABLED, Ordering::SeqCst);
+}
+
+/// Called after a successful `PMPI_Init`: reads the environment, opens the
+/// rank's file and records the `MPI_Init` record at the trace epoch.
+pub fn init(rank: u32, size: u32, library: &str) {
+    if STATE.compare_exchange(UNINIT, TRACING, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        return;
+    }
+    let (cfg, warnings) = config::from_env(|k| std::env::var(k).ok());
+    // Every rank sees the same environment: let rank 0 alone report it.
+    if rank == 0 {
+        for w in &warnings {
+            warn(None, w);
+        }
+    }
+    let Some(cfg) = cfg else {
+        STATE.store(DISABLED, Ordering::SeqCst);
+        return;
+    };
+    match open(&cfg, rank, size, library) {
+        Ok(rec) => {
+            // SAFETY: registering a plain extern "C" function without arguments.
+            unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+            REC.with(|r| *r.borrow_mut() = Some(rec));
+        }
+        Err(e) => {
+            STATE.store(DISABLED, Ordering::SeqCst);
+            // Same directory for all ranks: one warning, from rank 0.
+            if rank == 0 {
+                warn(None, &format!("{e}; recording disabled, the application runs unchanged"));
+            }
+        }
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: `buf` is writable for its length.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    if rc == 0 { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "unknown".into() }
+}
+
+fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, String> {
+    let dir = &cfg.out;
+    std::fs::create_dir_all(dir).map_err(|e| format!("INTERPOSER_OUT={}: cannot create: {e}", dir.display()))?;
+    let path = dir.join(rank_file_name(rank));
+    let file = File::create(&path).map_err(|e| format!("INTERPOSER_OUT={}: cannot write {}: {e}", dir.display(), path.display()))?;
+    let overhead = timer_overhead();
+    let epoch_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let header = RankHeader {
+        rank,
+        ranks: size,
+        host: hostname(),
+        pid: std::process::id(),
+        timing_source: TimingSource::ClockGettime,
+        epoch_unix_s,
+        timer_overhead_cpu_ns: overhead.cpu,
+        timer_overhead_wall_ns: overhead.wall,
+    };
+    let mut writer = RankWriter::create(file, &header).map_err(|e| format!("{}: {e}", path.display()))?;
+    if rank == 0 {
+        let meta = TraceMeta {
+            format_version: 1,
+            ranks: size,
+            mpi_library: library.trim().to_string(),
+            timing_source: TimingSource::ClockGettime,
+            command: std::env::args().collect(),
+            mode: match cfg.mode {
+                Mode::Trace | Mode::Online => "trace".into(),
+            },
+        };
+        write_meta(dir, &meta)?;
+    }
+    let start = now();
+    let init = CallRecord {
+        op: Op::Init,
+        failed: false,
+        caller: 0,
+        compute_cpu_ns: 0,
+        compute_wall_ns: 0,
+        t_start_ns: 0,
+        t_end_ns: 0,
+        params: Params::None,
+    };
+    writer.push(&init).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Recorder {
+        rank,
+        writer,
+        epoch_wall: start.wall,
+        overhead,
+        last_end: start,
+        call_start: start,
+        call_op: 0,
+        caller: 0,
+        requests: Vec::with_capacity(1024),
+        comms: Vec::new(),
+    })
+}
+
+fn write_meta(dir: &Path, meta: &TraceMeta) -> Result<(), String> {
+    let path = dir.join(META_FILE);
+    let tmp = dir.join(format!("{META_FILE}.tmp"));
+    let json = serde_json::to_vec_pretty(meta).map_err(|e| e.to_string())?;
+    std::fs::write(&tmp, json)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Starts recording a call; true when the wrapper must call [`end`].
+/// False while disabled, inside another recorded call, or on a thread
+/// that does not record.
+pub fn begin(op: u8, caller: u64) -> bool {
+    if STATE.load(Ordering::Relaxed) != TRACING || DEPTH.with(Cell::get) > 0 {
+        return false;
+    }
+    let recording = REC.try_with(|r| {
+        let Ok(mut slot) = r.try_borrow_mut() else { return false };
+        let Some(rec) = slot.as_mut() else { return false };
+        rec.call_start = now();
+        rec.call_op = op;
+        rec.caller = caller;
+        true
+    });
+    let on = recording.unwrap_or(false);
+    if on {
+        DEPTH.with(|d| d.set(1));
+    }
+    on
+}
+
+/// Buffer for `n` request handles of the current `MPI_Waitall`.
+/// Grows only when a larger waitall than any before is seen.
+pub fn scratch(n: usize) -> *mut u64 {
+    REC.with(|r| {
+        let mut slot = r.borrow_mut();
+        match slot.as_mut() {
+            Some(rec) => {
+                rec.requests.clear();
+                rec.requests.resize(n, 0);
+                rec.requests.as_mut_ptr()
+            }
+            None => std::ptr::null_mut(),
+        }
+    })
+}
+
+/// Finishes the current call: builds its record and appends it.
+///
+/// The call's exit time is read before the record is stored, the start of
+/// the next compute block after, so the recorder's own work counts as MPI
+/// time, never as compute.
+pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
+    DEPTH.with(|d| d.set(0));
+    REC.with(|r| {
+        let mut slot = r.borrow_mut();
+        let Some(rec) = slot.as_mut() else { return };
+        let exit_wall = clock_ns(libc::CLOCK_MONOTONIC);
+        let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
+        let (start, last, over) = (rec.call_start, rec.last_end, rec.overhead);
+        let record = CallRecord {
+            op,
+            failed,
+            caller: rec.caller,
+            compute_cpu_ns: start.cpu.saturating_sub(last.cpu).saturating_sub(over.cpu),
+            compute_wall_ns: start.wall.saturating_sub(last.wall).saturating_sub(over.wall),
+            t_start_ns: start.wall.saturating_sub(rec.epoch_wall),
+            t_end_ns: exit_wall.saturating_sub(rec.epoch_wall),
+            params: params(&mut rec.requests),
+        };
+        rec.push(&record);
+        if let Params::Waitall { requests } = record.params {
+            rec.requests = requests; // keep the buffer's capacity for the next waitall
+        }
+        rec.last_end = now();
+    });
+}
+
+impl Recorder {
+    fn push(&mut self, record: &CallRecord) {
+        if let Err(e) = self.writer.push(record) {
+            if !IO_WARNED.swap(true, Ordering::Relaxed) {
+                warn(Some(self.rank), &format!("cannot write the trace: {e}; records are being dropped"));
+            }
+        }
+    }
+}
+
+/// Id of a communicator handle other than `MPI_COMM_WORLD` (ids from 1).
+pub fn comm_id(handle: u64) -> u32 {
+    REC.with(|r| {
+        let mut slot = r.borrow_mut();
+        let Some(rec) = slot.as_mut() else { return COMM_UNKNOWN };
+        if let Some(i) = rec.comms.iter().position(|&h| h == handle) {
+            return i as u32 + 1;
+        }
+        if rec.comms.len() >= MAX_COMMS {
+            return COMM_UNKNOWN;
+        }
+        rec.comms.push(handle);
+        rec.comms.len() as u32
+    })
+}
+
+/// Records `MPI_Finalize` (already begun) and completes the file:
+/// remaining records, module table and end marker.
+pub fn finalize() {
+    end(Op::Finalize as u8, false, |_| Params::None);
+    if STATE.compare_exchange(TRACING, FINISHED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        return;
+    }
+    REC.with(|r| {
+        if let Some(mut rec) = r.borrow_mut().take() {
+            if let Err(e) = rec.writer.finish(&modules::current()) {
+                warn(Some(rec.rank), &format!("cannot complete the trace: {e}"));
+            }
+        }
+    });
+}
+
+impl Drop for Recorder {
+    /// Exit without `MPI_Finalize`: keep the whole chunks written so far.
+    /// The file has no end marker, so readers report it as truncated.
+    fn drop(&mut self) {
+        let _ = self.writer.flush();
+    }
+}
