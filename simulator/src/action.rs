@@ -156,8 +156,11 @@ pub struct TraceActions {
     trace: RankTrace,
     records: crate::trace::Records,
     pending: Option<Action>,
-    prev_site: CallSite,
-    sites: HashMap<u64, CallSite>,
+    /// Return address of the previous call; `None` before the first.
+    prev_caller: Option<u64>,
+    /// Region id per (previous, current) return address, so that the
+    /// common case neither formats nor allocates.
+    regions: HashMap<(Option<u64>, u64), u64>,
     compute: ComputeTime,
 }
 
@@ -168,23 +171,27 @@ impl TraceActions {
     /// [`TraceError`] naming the file when it cannot be reopened.
     pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
         let records = trace.records()?;
-        let prev_site = CallSite { module: "init".into(), offset: 0 };
-        Ok(TraceActions { trace, records, pending: None, prev_site, sites: HashMap::new(), compute })
+        Ok(TraceActions { trace, records, pending: None, prev_caller: None, regions: HashMap::new(), compute })
     }
 
-    fn site(&mut self, addr: u64) -> CallSite {
-        if let Some(s) = self.sites.get(&addr) {
-            return s.clone();
+    /// Region id of the block between the calls at `prev` (`None`: the
+    /// start, named `init+0x0`) and `next`.
+    fn region(&mut self, prev: Option<u64>, next: u64) -> u64 {
+        if let Some(&r) = self.regions.get(&(prev, next)) {
+            return r;
         }
-        let s = self.trace.call_site(addr);
-        self.sites.insert(addr, s.clone());
-        s
+        let prev_site = match prev {
+            Some(a) => self.trace.call_site(a),
+            None => CallSite { module: "init".into(), offset: 0 },
+        };
+        let r = region_id(&prev_site, &self.trace.call_site(next));
+        self.regions.insert((prev, next), r);
+        r
     }
 
     fn convert(&mut self, rec: CallRecord) -> (Action, Option<Action>) {
-        let site = self.site(rec.caller);
-        let region = region_id(&self.prev_site, &site);
-        self.prev_site = site;
+        let region = self.region(self.prev_caller, rec.caller);
+        self.prev_caller = Some(rec.caller);
         let ns = match self.compute {
             ComputeTime::Cpu => rec.compute_cpu_ns,
             ComputeTime::Wall => rec.compute_wall_ns,
@@ -244,4 +251,65 @@ impl Iterator for TraceActions {
 /// True when `src` is the wildcard source.
 pub fn is_any_source(src: i32) -> bool {
     src == ANY_SOURCE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
+
+    #[test]
+    fn region_ids_name_the_call_site_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-0.trace");
+        let header = RankHeader {
+            rank: 0,
+            ranks: 1,
+            host: "h".into(),
+            pid: 1,
+            timing_source: TimingSource::ClockGettime,
+            epoch_unix_s: 0.0,
+            timer_overhead_cpu_ns: 0,
+            timer_overhead_wall_ns: 0,
+        };
+        let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+        let callers = [0x1010, 0x1020, 0x1010, 0x1020, 0x9999];
+        for caller in callers {
+            let rec = CallRecord {
+                op: Op::Barrier,
+                failed: false,
+                caller,
+                compute_cpu_ns: 5,
+                compute_wall_ns: 7,
+                t_start_ns: 0,
+                t_end_ns: 0,
+                params: Params::Coll { root: -1, bytes: 0, comm: 0 },
+            };
+            w.push(&rec).unwrap();
+        }
+        w.finish(&[Module { path: "/bin/app".into(), start: 0x1000, end: 0x2000, file_offset: 0 }]).unwrap();
+        let trace = RankTrace::open(&path).unwrap();
+        let site = |a| trace.call_site(a);
+        let init = CallSite { module: "init".into(), offset: 0 };
+        let want = [
+            region_id(&init, &site(0x1010)),
+            region_id(&site(0x1010), &site(0x1020)),
+            region_id(&site(0x1020), &site(0x1010)),
+            region_id(&site(0x1010), &site(0x1020)),
+            region_id(&site(0x1020), &site(0x9999)),
+        ];
+        let got: Vec<u64> = TraceActions::new(trace.clone(), ComputeTime::Wall)
+            .unwrap()
+            .filter_map(|a| match a.unwrap() {
+                Action::Compute { seconds, region } => {
+                    assert!((seconds - 7e-9).abs() < 1e-18, "{seconds}");
+                    Some(region)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(want[1], want[3]);
+        assert_ne!(want[1], want[2]);
+    }
 }

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod jitter_trace;
 pub mod network;
 pub mod platform;
 pub mod replay;

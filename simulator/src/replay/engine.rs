@@ -1,0 +1,599 @@
+//! The discrete-event core: event queue, rank cursors, point-to-point
+//! matching, requests and per-rank accounting.
+//!
+//! The only event is "rank r may run at time t". A rank runs its actions
+//! while it is the earliest thing in the queue, so actions of all ranks
+//! execute in global simulated-time order (ties by sequence number) and
+//! `MPI_ANY_SOURCE` matches follow simulated time. Completion times are
+//! computed when two operations match, so a blocked rank is woken exactly
+//! once, at the time its wait ends.
+
+use std::fmt;
+
+use super::collectives::{self, Step};
+use super::matching::{
+    coll_ctx, ctx_name, mailbox, matches, user_ctx, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT,
+};
+use super::queue::EventQueue;
+use super::{ActionStream, ReplayError, ReplayErrorKind};
+use crate::action::Action;
+use crate::network::P2pModel;
+use crate::platform::Platform;
+use crate::trace::record::{ANY_SOURCE, ANY_TAG, COMM_WORLD, PROC_NULL};
+
+/// A blocking wait in progress. Accounting rule: when it ends after
+/// `w = resume − since` seconds, `comm_s += min(w, d)` and
+/// `wait_s += w − min(w, d)`, where `d` is the longest model duration
+/// among the awaited operations.
+#[derive(Debug, Clone, Copy, Default)]
+struct Block {
+    since: f64,
+    resume: f64,
+    d: f64,
+    pending: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Runnable,
+    Blocked,
+    Done,
+}
+
+/// `MPI_PROC_NULL` as a destination (`Action` stores destinations as `u32`).
+const NULL_DST: u32 = PROC_NULL as u32;
+
+/// What a rank is doing, for deadlock reports.
+#[derive(Debug, Clone, Copy)]
+enum Doing {
+    Start,
+    Send { dst: u32, tag: i32, bytes: u64, comm: u32 },
+    Recv { src: i32, tag: i32, comm: u32 },
+    Wait { req: u64 },
+    Waitall { n: usize },
+    Sendrecv { dst: u32, src: i32, comm: u32 },
+    Coll { name: &'static str, round: u32 },
+}
+
+impl fmt::Display for Doing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Doing::Start => write!(f, "start"),
+            Doing::Send { dst, tag, bytes, comm } => {
+                write!(f, "MPI_Send(dst={dst}, tag={tag}, {bytes} B, comm={comm})")
+            }
+            Doing::Recv { src, tag, comm } => write!(f, "MPI_Recv(src={src}, tag={tag}, comm={comm})"),
+            Doing::Wait { req } => write!(f, "MPI_Wait(req={req:#x})"),
+            Doing::Waitall { n } => write!(f, "MPI_Waitall({n} requests)"),
+            Doing::Sendrecv { dst, src, comm } => write!(f, "MPI_Sendrecv(dst={dst}, src={src}, comm={comm})"),
+            Doing::Coll { name, round } => write!(f, "{name} round {round}"),
+        }
+    }
+}
+
+/// A collective in progress on one rank.
+#[derive(Debug, Default)]
+struct Coll {
+    active: bool,
+    steps: Vec<Step>,
+    pos: usize,
+    round: u32,
+    tag: i32,
+    ctx: u64,
+    name: &'static str,
+    /// Collectives started so far; gives each one its own tag.
+    seq: u32,
+    round_slots: Vec<u32>,
+}
+
+/// Per-rank totals.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RankStats {
+    pub(crate) end_s: f64,
+    pub(crate) compute_s: f64,
+    pub(crate) comm_s: f64,
+    pub(crate) wait_s: f64,
+    pub(crate) actions: u64,
+    pub(crate) messages: u64,
+    pub(crate) bytes_sent: u64,
+}
+
+struct Rank<'a, E> {
+    stream: ActionStream<'a, E>,
+    host: usize,
+    speed: f64,
+    clock: f64,
+    status: Status,
+    doing: Doing,
+    stats: RankStats,
+    reqs: Requests,
+    block: Block,
+    coll: Coll,
+    /// Mailboxes where this rank receives, one per context used.
+    mail: Vec<Mailbox>,
+}
+
+/// What a finished replay hands back.
+pub(crate) struct Outcome {
+    /// Host index and totals of each rank.
+    pub(crate) ranks: Vec<(usize, RankStats)>,
+    /// Actions replayed.
+    pub(crate) actions: u64,
+    /// Events popped from the queue.
+    pub(crate) events: u64,
+}
+
+enum Flow {
+    Continue,
+    Blocked,
+    Done,
+}
+
+/// The replay state of all ranks.
+pub(crate) struct Engine<'a, 'p, E> {
+    platform: &'p Platform,
+    ranks: Vec<Rank<'a, E>>,
+    queue: EventQueue,
+    actions: u64,
+}
+
+impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
+    /// Places the ranks of `streams` (rank r = index r) on `platform`.
+    pub(crate) fn new(platform: &'p Platform, streams: Vec<ActionStream<'a, E>>) -> Self {
+        let ranks = streams
+            .into_iter()
+            .enumerate()
+            .map(|(r, stream)| {
+                let host = platform.host_of(r as u32);
+                Rank {
+                    stream,
+                    host,
+                    speed: platform.hosts[host].speed_ratio,
+                    clock: 0.0,
+                    status: Status::Runnable,
+                    doing: Doing::Start,
+                    stats: RankStats::default(),
+                    reqs: Requests::default(),
+                    block: Block::default(),
+                    coll: Coll::default(),
+                    mail: Vec::new(),
+                }
+            })
+            .collect();
+        Engine { platform, ranks, queue: EventQueue::default(), actions: 0 }
+    }
+
+    /// Runs every rank to its end.
+    pub(crate) fn run(mut self) -> Result<Outcome, ReplayError> {
+        for r in 0..self.ranks.len() {
+            self.queue.schedule(0.0, r as u32)?;
+        }
+        while let Some(ev) = self.queue.pop() {
+            let r = ev.rank as usize;
+            loop {
+                match self.step(r)? {
+                    Flow::Blocked | Flow::Done => break,
+                    Flow::Continue => {
+                        let t = self.ranks[r].clock;
+                        if self.queue.is_next(t) {
+                            self.queue.now = t;
+                        } else {
+                            self.queue.schedule(t, r as u32)?;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if self.ranks.iter().any(|r| r.status != Status::Done) {
+            return Err(self.deadlock());
+        }
+        let ranks = self.ranks.iter().map(|r| (r.host, r.stats)).collect();
+        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped })
+    }
+
+    /// The network model between world ranks `a` and `b`: [`Platform::p2p`]
+    /// with the placement cached.
+    fn model(&self, a: usize, b: usize) -> &'p P2pModel {
+        let net = &self.platform.network;
+        if self.ranks[a].host == self.ranks[b].host {
+            &net.intra
+        } else {
+            net.inter.as_ref().unwrap_or(&net.intra)
+        }
+    }
+
+    fn err(&self, r: usize, action: &Action, why: impl Into<String>, unsupported: bool) -> ReplayError {
+        let (action, why) = (format!("{action:?}"), why.into());
+        let kind = if unsupported {
+            ReplayErrorKind::Unsupported { action, why }
+        } else {
+            ReplayErrorKind::Invalid { action, why }
+        };
+        ReplayError { rank: Some(r as u32), kind }
+    }
+
+    fn dst(&self, r: usize, action: &Action, dst: u32) -> Result<usize, ReplayError> {
+        let n = self.ranks.len();
+        if (dst as usize) < n {
+            Ok(dst as usize)
+        } else {
+            Err(self.err(r, action, format!("destination rank {dst} is not among the {n} ranks"), false))
+        }
+    }
+
+    fn src(&self, r: usize, action: &Action, src: i32) -> Result<i32, ReplayError> {
+        let n = self.ranks.len();
+        if src == ANY_SOURCE || (0..n as i64).contains(&(src as i64)) {
+            Ok(src)
+        } else {
+            Err(self.err(r, action, format!("source rank {src} is not among the {n} ranks"), false))
+        }
+    }
+
+    /// Runs rank `r`'s next round of a collective, or its next action.
+    fn step(&mut self, r: usize) -> Result<Flow, ReplayError> {
+        if self.ranks[r].coll.active {
+            return self.coll_round(r);
+        }
+        let action = match self.ranks[r].stream.next() {
+            None => return Ok(self.finish(r)),
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) })
+            }
+        };
+        self.actions += 1;
+        self.ranks[r].stats.actions += 1;
+        self.act(r, &action)
+    }
+
+    fn act(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
+        match *action {
+            Action::Compute { seconds, .. } => {
+                if !(seconds.is_finite() && seconds >= 0.0) {
+                    return Err(self.err(r, action, "compute time must be finite and >= 0", false));
+                }
+                let rk = &mut self.ranks[r];
+                let dt = seconds / rk.speed;
+                rk.clock += dt;
+                rk.stats.compute_s += dt;
+            }
+            // MPI_PROC_NULL peers: nothing to transfer, requests complete at once.
+            Action::Send { dst: NULL_DST, .. } | Action::Recv { src: PROC_NULL, .. } => {}
+            Action::Isend { dst: NULL_DST, req, .. } | Action::Irecv { src: PROC_NULL, req, .. } => {
+                let slot = self.ranks[r].reqs.alloc_user(req);
+                let now = self.ranks[r].clock;
+                self.complete(r, slot, now, 0.0)?;
+            }
+            Action::Send { dst, tag, bytes, comm } => {
+                let d = self.dst(r, action, dst)?;
+                self.ranks[r].doing = Doing::Send { dst, tag, bytes, comm };
+                if self.model(r, d).is_eager(bytes) {
+                    self.isend(r, d, user_ctx(comm), tag, bytes, NO_SLOT)?;
+                } else {
+                    let slot = self.ranks[r].reqs.alloc();
+                    self.isend(r, d, user_ctx(comm), tag, bytes, slot)?;
+                    return Ok(self.wait_on(r, &[slot]));
+                }
+            }
+            Action::Isend { dst, tag, bytes, comm, req } => {
+                let d = self.dst(r, action, dst)?;
+                let slot = self.ranks[r].reqs.alloc_user(req);
+                self.isend(r, d, user_ctx(comm), tag, bytes, slot)?;
+            }
+            Action::Recv { src, tag, comm, .. } => {
+                let src = self.src(r, action, src)?;
+                self.ranks[r].doing = Doing::Recv { src, tag, comm };
+                let slot = self.ranks[r].reqs.alloc();
+                self.irecv(r, src, user_ctx(comm), tag, slot)?;
+                return Ok(self.wait_on(r, &[slot]));
+            }
+            Action::Irecv { src, tag, comm, req, .. } => {
+                let src = self.src(r, action, src)?;
+                let slot = self.ranks[r].reqs.alloc_user(req);
+                self.irecv(r, src, user_ctx(comm), tag, slot)?;
+            }
+            Action::Wait { req } => {
+                self.ranks[r].doing = Doing::Wait { req };
+                self.wait_begin(r);
+                if let Some(slot) = self.ranks[r].reqs.take_user(req) {
+                    self.wait_add(r, slot);
+                }
+                return Ok(self.wait_end(r));
+            }
+            Action::Waitall { ref reqs } => {
+                self.ranks[r].doing = Doing::Waitall { n: reqs.len() };
+                self.wait_begin(r);
+                for req in reqs {
+                    if let Some(slot) = self.ranks[r].reqs.take_user(*req) {
+                        self.wait_add(r, slot);
+                    }
+                }
+                return Ok(self.wait_end(r));
+            }
+            Action::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, comm, .. } => {
+                self.ranks[r].doing = Doing::Sendrecv { dst, src, comm };
+                let mut slots = [NO_SLOT; 2];
+                if dst != NULL_DST {
+                    let d = self.dst(r, action, dst)?;
+                    slots[0] = self.ranks[r].reqs.alloc();
+                    self.isend(r, d, user_ctx(comm), send_tag, send_bytes, slots[0])?;
+                }
+                if src != PROC_NULL {
+                    let s = self.src(r, action, src)?;
+                    slots[1] = self.ranks[r].reqs.alloc();
+                    self.irecv(r, s, user_ctx(comm), recv_tag, slots[1])?;
+                }
+                return Ok(self.wait_on(r, &slots));
+            }
+            Action::Barrier { .. } | Action::Bcast { .. } | Action::Reduce { .. } | Action::Allreduce { .. } => {
+                return self.start_coll(r, action);
+            }
+            Action::Init => {}
+            Action::Finalize => return Ok(self.finish(r)),
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn finish(&mut self, r: usize) -> Flow {
+        let rk = &mut self.ranks[r];
+        rk.status = Status::Done;
+        rk.stats.end_s = rk.clock;
+        rk.stream = Box::new(std::iter::empty());
+        Flow::Done
+    }
+
+    /// Posts a send from `r` to `dst` at `r`'s clock. Eager: `r` is busy
+    /// `send_overhead` and `slot` (if any) completes after it. Rendezvous:
+    /// `slot` completes when the transfer ends.
+    fn isend(&mut self, r: usize, dst: usize, ctx: u64, tag: i32, bytes: u64, slot: u32) -> Result<(), ReplayError> {
+        let model = self.model(r, dst);
+        let eager = model.is_eager(bytes);
+        let rk = &mut self.ranks[r];
+        rk.stats.messages += 1;
+        rk.stats.bytes_sent += bytes;
+        let msg =
+            SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
+        let mb = mailbox(&mut self.ranks[dst].mail, ctx);
+        match mb.posted.iter().position(|p| matches(p.src, p.tag, msg.src, tag)) {
+            Some(i) => {
+                let recv = mb.posted.remove(i).expect("index from position");
+                self.matched(dst, msg, recv)?;
+            }
+            None => mb.unexpected.push_back(msg),
+        }
+        if eager {
+            let o = model.send_overhead.eval(bytes);
+            let rk = &mut self.ranks[r];
+            rk.clock += o;
+            rk.stats.comm_s += o;
+            if slot != NO_SLOT {
+                let at = rk.clock;
+                self.complete(r, slot, at, 0.0)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts a receive on `r` at its clock, matching the earliest-posted
+    /// unmatched send from `src` (or any) with `tag` (or any).
+    fn irecv(&mut self, r: usize, src: i32, ctx: u64, tag: i32, slot: u32) -> Result<(), ReplayError> {
+        let recv = RecvPost { src, tag, post: self.ranks[r].clock, slot };
+        let mb = mailbox(&mut self.ranks[r].mail, ctx);
+        match mb.unexpected.iter().position(|m| matches(src, tag, m.src, m.tag)) {
+            Some(i) => {
+                let msg = mb.unexpected.remove(i).expect("index from position");
+                self.matched(r, msg, recv)
+            }
+            None => {
+                mb.posted.push_back(recv);
+                Ok(())
+            }
+        }
+    }
+
+    /// Completion times of a matched pair, per [`P2pModel`]'s semantics.
+    /// The cost uses the sender's size.
+    fn matched(&mut self, dst: usize, msg: SendMsg, recv: RecvPost) -> Result<(), ReplayError> {
+        let model = self.model(msg.src as usize, dst);
+        let t = model.transfer.eval(msg.bytes);
+        if msg.eager {
+            let o_r = model.recv_overhead.eval(msg.bytes);
+            let done = (msg.post + t).max(recv.post + o_r);
+            self.complete(dst, recv.slot, done, t.max(o_r))
+        } else {
+            let done = msg.post.max(recv.post) + t;
+            self.complete(dst, recv.slot, done, t)?;
+            self.complete(msg.src as usize, msg.slot, done, t)
+        }
+    }
+
+    /// Slot `slot` of rank `r` completes at `at` with model duration `d`;
+    /// wakes `r` if that was the last thing its wait needed.
+    fn complete(&mut self, r: usize, slot: u32, at: f64, d: f64) -> Result<(), ReplayError> {
+        let rk = &mut self.ranks[r];
+        let s = &mut rk.reqs.slots[slot as usize];
+        if s.waited {
+            rk.reqs.release(slot);
+            let b = &mut rk.block;
+            b.resume = b.resume.max(at);
+            b.d = b.d.max(d);
+            b.pending -= 1;
+            if b.pending == 0 {
+                resolve(rk);
+                let t = rk.clock;
+                return self.queue.schedule(t, r as u32);
+            }
+        } else if s.orphan {
+            rk.reqs.release(slot);
+        } else {
+            s.state = SlotState::Done { at, d };
+        }
+        Ok(())
+    }
+
+    fn wait_on(&mut self, r: usize, slots: &[u32]) -> Flow {
+        self.wait_begin(r);
+        for &s in slots.iter().filter(|&&s| s != NO_SLOT) {
+            self.wait_add(r, s);
+        }
+        self.wait_end(r)
+    }
+
+    fn wait_begin(&mut self, r: usize) {
+        let rk = &mut self.ranks[r];
+        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0 };
+    }
+
+    fn wait_add(&mut self, r: usize, slot: u32) {
+        let rk = &mut self.ranks[r];
+        match rk.reqs.slots[slot as usize].state {
+            SlotState::Done { at, d } => {
+                rk.block.resume = rk.block.resume.max(at);
+                rk.block.d = rk.block.d.max(d);
+                rk.reqs.release(slot);
+            }
+            SlotState::Pending => {
+                rk.reqs.slots[slot as usize].waited = true;
+                rk.block.pending += 1;
+            }
+            SlotState::Free => unreachable!("user map and internal slots point at live slots"),
+        }
+    }
+
+    fn wait_end(&mut self, r: usize) -> Flow {
+        let rk = &mut self.ranks[r];
+        if rk.block.pending == 0 {
+            resolve(rk);
+            Flow::Continue
+        } else {
+            rk.status = Status::Blocked;
+            Flow::Blocked
+        }
+    }
+
+    fn start_coll(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
+        let n = self.ranks.len() as u32;
+        let (name, comm, root) = match *action {
+            Action::Barrier { comm } => ("MPI_Barrier", comm, 0),
+            Action::Bcast { root, comm, .. } => ("MPI_Bcast", comm, root),
+            Action::Reduce { root, comm, .. } => ("MPI_Reduce", comm, root),
+            Action::Allreduce { comm, .. } => ("MPI_Allreduce", comm, 0),
+            _ => unreachable!("start_coll is called on collectives"),
+        };
+        if comm != COMM_WORLD {
+            let why = format!("collectives on communicator {comm} are not supported yet (only MPI_COMM_WORLD = 0)");
+            return Err(self.err(r, action, why, true));
+        }
+        if root >= n {
+            return Err(self.err(r, action, format!("root {root} is not among the {n} ranks"), false));
+        }
+        let c = &mut self.ranks[r].coll;
+        c.steps.clear();
+        let me = r as u32;
+        match *action {
+            Action::Barrier { .. } => collectives::barrier(me, n, &mut c.steps),
+            Action::Bcast { bytes, .. } => collectives::bcast(me, n, root, bytes, &mut c.steps),
+            Action::Reduce { bytes, .. } => collectives::reduce(me, n, root, bytes, &mut c.steps),
+            Action::Allreduce { bytes, .. } => collectives::allreduce(me, n, bytes, &mut c.steps),
+            _ => unreachable!("matched above"),
+        }
+        c.active = true;
+        c.pos = 0;
+        c.round = 0;
+        c.name = name;
+        c.ctx = coll_ctx(comm);
+        c.tag = (c.seq & 0x7fff_ffff) as i32;
+        c.seq = c.seq.wrapping_add(1);
+        self.coll_round(r)
+    }
+
+    /// Posts the next round of rank `r`'s collective and waits for it.
+    fn coll_round(&mut self, r: usize) -> Result<Flow, ReplayError> {
+        let c = &mut self.ranks[r].coll;
+        if c.pos == c.steps.len() {
+            c.active = false;
+            return Ok(Flow::Continue);
+        }
+        c.round += 1;
+        c.round_slots.clear();
+        let (ctx, tag) = (c.ctx, c.tag);
+        self.ranks[r].doing = Doing::Coll { name: c.name, round: c.round };
+        loop {
+            let rk = &mut self.ranks[r];
+            let st = rk.coll.steps[rk.coll.pos];
+            rk.coll.pos += 1;
+            let slot = rk.reqs.alloc();
+            rk.coll.round_slots.push(slot);
+            if st.send {
+                self.isend(r, st.peer as usize, ctx, tag, st.bytes, slot)?;
+            } else {
+                self.irecv(r, st.peer as i32, ctx, tag, slot)?;
+            }
+            if st.end_round {
+                break;
+            }
+        }
+        self.wait_begin(r);
+        for i in 0..self.ranks[r].coll.round_slots.len() {
+            let s = self.ranks[r].coll.round_slots[i];
+            self.wait_add(r, s);
+        }
+        Ok(self.wait_end(r))
+    }
+
+    /// The deadlock error: up to four blocked ranks and what they wait for.
+    fn deadlock(&self) -> ReplayError {
+        let stuck: Vec<usize> = (0..self.ranks.len()).filter(|&r| self.ranks[r].status != Status::Done).collect();
+        let mut parts = Vec::new();
+        for &r in stuck.iter().take(4) {
+            let rk = &self.ranks[r];
+            let mut waits = Vec::new();
+            for mb in &rk.mail {
+                for p in &mb.posted {
+                    let src = if p.src == ANY_SOURCE { "any".to_string() } else { p.src.to_string() };
+                    let tag = if p.tag == ANY_TAG { "any".to_string() } else { p.tag.to_string() };
+                    waits.push(format!("recv from {src} tag {tag} on {}", ctx_name(mb.ctx)));
+                }
+            }
+            for (dst, other) in self.ranks.iter().enumerate() {
+                for mb in &other.mail {
+                    for m in mb.unexpected.iter().filter(|m| m.src as usize == r && !m.eager) {
+                        waits.push(format!(
+                            "rendezvous send of {} B to {dst} tag {} on {}",
+                            m.bytes,
+                            m.tag,
+                            ctx_name(mb.ctx)
+                        ));
+                    }
+                }
+            }
+            let more = waits.len().saturating_sub(3);
+            waits.truncate(3);
+            if more > 0 {
+                waits.push(format!("{more} more"));
+            }
+            let what = if waits.is_empty() { "no unmatched operation".to_string() } else { waits.join(", ") };
+            parts.push(format!("rank {r} at t={:.9} s in {} waits for {what}", rk.block.since, rk.doing));
+        }
+        if stuck.len() > 4 {
+            parts.push(format!("and {} more", stuck.len() - 4));
+        }
+        let kind =
+            ReplayErrorKind::Deadlock { blocked: stuck.len(), ranks: self.ranks.len(), detail: parts.join("; ") };
+        ReplayError { rank: None, kind }
+    }
+}
+
+/// Ends rank `rk`'s wait at `block.resume` and splits the time between
+/// `comm_s` and `wait_s` (rule documented on [`Block`]).
+fn resolve<E>(rk: &mut Rank<'_, E>) {
+    let b = rk.block;
+    let w = b.resume - b.since;
+    let comm = w.min(b.d).max(0.0);
+    rk.stats.comm_s += comm;
+    rk.stats.wait_s += w - comm;
+    rk.clock = b.resume;
+    rk.status = Status::Runnable;
+}

@@ -1,0 +1,129 @@
+//! The replay's result: makespan and per-rank breakdown, as JSON or a table.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+/// One rank's replayed time and traffic.
+///
+/// `compute_s + comm_s + wait_s = end_s` (up to rounding): every second
+/// of a rank's simulated time is computing, modelled communication, or
+/// waiting for a late partner. See [`crate::replay`] for the rule that
+/// splits blocked time between `comm_s` and `wait_s`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankReport {
+    /// World rank.
+    pub rank: u32,
+    /// Name of the platform host the rank is placed on.
+    pub host: String,
+    /// Simulated time of the rank's `MPI_Finalize` (or end of its actions), seconds.
+    pub end_s: f64,
+    /// Compute blocks, scaled by the host's speed ratio, seconds.
+    pub compute_s: f64,
+    /// Modelled communication: send overheads and the model's own
+    /// transfer time of blocking waits, seconds.
+    pub comm_s: f64,
+    /// Rest of the time blocked in MPI, waiting for a late partner, seconds.
+    pub wait_s: f64,
+    /// Actions replayed.
+    pub actions: u64,
+    /// Point-to-point messages sent, including the steps of collectives.
+    pub messages: u64,
+    /// Bytes sent in those messages.
+    pub bytes_sent: u64,
+}
+
+/// Result of one replay; serialized as the one JSON object that
+/// `simulator replay --json` prints (`makespan_s` comes first).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayReport {
+    /// Predicted run time: the latest rank end time, seconds.
+    pub makespan_s: f64,
+    /// Per-rank breakdown, in rank order.
+    pub ranks: Vec<RankReport>,
+    /// Actions replayed over all ranks.
+    pub actions: u64,
+    /// Discrete events processed (a rank resuming after a wait or after
+    /// another rank ran; consecutive actions of the earliest rank need none).
+    pub events: u64,
+    /// The replay's own wall-clock run time, seconds.
+    pub wall_clock_s: f64,
+}
+
+impl ReplayReport {
+    /// Replay speed: actions per wall-clock second (0 when too fast to time).
+    pub fn actions_per_s(&self) -> f64 {
+        if self.wall_clock_s > 0.0 {
+            self.actions as f64 / self.wall_clock_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Writes a human-readable table: a summary line, then one row per rank.
+    ///
+    /// # Errors
+    /// The writer's I/O error.
+    pub fn write_table<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        writeln!(w, "makespan: {:.6} s  ({} ranks)", self.makespan_s, self.ranks.len())?;
+        let host_width = self.ranks.iter().map(|r| r.host.len()).max().unwrap_or(0).max(4);
+        writeln!(
+            w,
+            "{:>6}  {:<host_width$}  {:>12}  {:>12}  {:>12}  {:>12}  {:>10}  {:>10}  {:>14}",
+            "rank", "host", "end_s", "compute_s", "comm_s", "wait_s", "actions", "messages", "bytes_sent"
+        )?;
+        for r in &self.ranks {
+            writeln!(
+                w,
+                "{:>6}  {:<host_width$}  {:>12.6}  {:>12.6}  {:>12.6}  {:>12.6}  {:>10}  {:>10}  {:>14}",
+                r.rank, r.host, r.end_s, r.compute_s, r.comm_s, r.wait_s, r.actions, r.messages, r.bytes_sent
+            )?;
+        }
+        writeln!(
+            w,
+            "replayed {} actions, {} events in {:.3} s ({:.3e} actions/s)",
+            self.actions,
+            self.events,
+            self.wall_clock_s,
+            self.actions_per_s()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> ReplayReport {
+        let rank = |rank, end_s| RankReport {
+            rank,
+            host: "node0".into(),
+            end_s,
+            compute_s: end_s / 2.0,
+            comm_s: end_s / 4.0,
+            wait_s: end_s / 4.0,
+            actions: 4,
+            messages: 1,
+            bytes_sent: 8,
+        };
+        ReplayReport {
+            makespan_s: 2.0,
+            ranks: vec![rank(0, 2.0), rank(1, 1.0)],
+            actions: 8,
+            events: 3,
+            wall_clock_s: 0.5,
+        }
+    }
+
+    #[test]
+    fn json_starts_with_makespan_and_table_has_a_row_per_rank() {
+        let json = serde_json::to_string(&report()).unwrap();
+        assert!(json.starts_with("{\"makespan_s\":2.0,\"ranks\":[{\"rank\":0,\"host\":\"node0\""), "{json}");
+        let mut out = Vec::new();
+        report().write_table(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 5, "{text}");
+        assert!(text.starts_with("makespan: 2.000000 s"), "{text}");
+        assert!(text.contains("1.600e1 actions/s"), "{text}");
+    }
+}
