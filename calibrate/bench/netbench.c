@@ -1,0 +1,223 @@
+/* netbench: point-to-point samples for `calibrate network`.
+ *
+ * usage: mpirun -np 2 netbench <plan> <out.csv> <warmup>
+ *   <plan>     text file, one message size in bytes per line, in the order
+ *              to measure (the caller shuffles and repeats sizes);
+ *   <out.csv>  written by rank 0: "op,size_bytes,start_s,duration_s";
+ *   <warmup>   number of leading plan entries measured but not written.
+ *
+ * For every plan entry of `size` bytes, three samples:
+ *   pingpong  Barrier; rank 0 spins SYNC_SETTLE_S so that rank 1's Recv is
+ *             surely posted; rank 0 Send, rank 1 Recv then Send back,
+ *             rank 0 Recv; duration = round trip / 2 (measured on rank 0).
+ *   send      Barrier; rank 1 posts its blocking Recv; rank 0 spins
+ *             SYNC_SETTLE_S so the Recv is surely posted, then times one
+ *             blocking MPI_Send (measured on rank 0).
+ *   recv      rank 0 MPI_Isend; Barrier; rank 1 spins RECV_SETTLE_S so an eager
+ *             message has surely arrived, then times one MPI_Recv (measured
+ *             on rank 1); rank 0 MPI_Wait. For rendezvous sizes the Recv
+ *             includes the whole transfer.
+ * start_s is the sample start on the measuring rank's MPI_Wtime, relative
+ * to its time after the initial barrier. Exit status 0 on success, 2 on bad
+ * usage or input, with a one-line message on stderr.
+ */
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Spin before a timed operation so the peer is surely ready: its Recv
+ * posted (pingpong, send) or an eager message arrived (recv), seconds. */
+#define SYNC_SETTLE_S 10e-6
+#define RECV_SETTLE_S 30e-6
+#define MAX_SIZE (1L << 30)
+
+static void spin(double seconds)
+{
+    double end = MPI_Wtime() + seconds;
+    while (MPI_Wtime() < end) {
+    }
+}
+
+static void die(int rank, const char *msg, const char *detail)
+{
+    if (rank == 0)
+        fprintf(stderr, "netbench: %s%s%s\n", msg, detail ? ": " : "", detail ? detail : "");
+    MPI_Finalize();
+    exit(2);
+}
+
+/* Reads the plan on rank 0; returns the sizes (count in *n) or NULL after
+ * printing why. */
+static long *read_plan(const char *path, long *n)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "netbench: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    long cap = 1024, len = 0, v;
+    long *sizes = malloc((size_t)cap * sizeof(long));
+    int rc;
+    while (sizes != NULL && (rc = fscanf(f, "%ld", &v)) == 1) {
+        if (v < 0 || v > MAX_SIZE) {
+            fprintf(stderr, "netbench: %s: entry %ld: size %ld out of [0, %ld]\n", path, len + 1, v, MAX_SIZE);
+            free(sizes);
+            fclose(f);
+            return NULL;
+        }
+        if (len == cap) {
+            cap *= 2;
+            long *grown = realloc(sizes, (size_t)cap * sizeof(long));
+            if (grown == NULL)
+                free(sizes);
+            sizes = grown;
+            if (sizes == NULL)
+                break;
+        }
+        sizes[len++] = v;
+    }
+    if (sizes != NULL && !feof(f)) {
+        fprintf(stderr, "netbench: %s: entry %ld is not an integer\n", path, len + 1);
+        free(sizes);
+        sizes = NULL;
+    }
+    fclose(f);
+    *n = len;
+    return sizes;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, nranks;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (argc != 4)
+        die(rank, "usage: netbench <plan> <out.csv> <warmup>", NULL);
+    if (nranks != 2)
+        die(rank, "needs exactly 2 ranks", NULL);
+    char *end = NULL;
+    long warmup = strtol(argv[3], &end, 10);
+    if (end == argv[3] || *end != '\0' || warmup < 0)
+        die(rank, "bad <warmup>", argv[3]);
+
+    /* Rank 0 reads the plan and broadcasts it (n = -1 on failure). */
+    long n = 0, *plan = NULL;
+    if (rank == 0) {
+        plan = read_plan(argv[1], &n);
+        if (plan == NULL)
+            n = -1;
+    }
+    MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (n < 0) {
+        MPI_Finalize();
+        return 2;
+    }
+    if (rank != 0)
+        plan = malloc((size_t)(n > 0 ? n : 1) * sizeof(long));
+    MPI_Bcast(plan, (int)n, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (warmup > n)
+        die(rank, "<warmup> exceeds the plan length", argv[3]);
+
+    FILE *out = NULL;
+    if (rank == 0 && (out = fopen(argv[2], "w")) == NULL)
+        fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));
+    int ok = out != NULL || rank != 0;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!ok) {
+        MPI_Finalize();
+        return 2;
+    }
+
+    long max = 1;
+    for (long i = 0; i < n; i++)
+        if (plan[i] > max)
+            max = plan[i];
+    char *buf = malloc((size_t)max);
+    /* Per entry: pingpong and send (rank 0) or recv (rank 1) start/duration. */
+    double *rec = malloc((size_t)(n > 0 ? n : 1) * 4 * sizeof(double));
+    if (buf == NULL || rec == NULL) {
+        fprintf(stderr, "netbench: rank %d: cannot allocate %ld bytes\n", rank, max);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(buf, rank + 1, (size_t)max);
+    int peer = 1 - rank;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < n; i++) {
+        int s = (int)plan[i];
+        double *r = &rec[4 * i];
+        double t;
+
+        /* pingpong: rank 1 is already waiting in its Recv */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            spin(SYNC_SETTLE_S);
+            t = MPI_Wtime();
+            MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+            MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            r[0] = t - t0;
+            r[1] = (MPI_Wtime() - t) / 2.0;
+        } else {
+            MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        }
+
+        /* send: the receiver is already waiting */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            spin(SYNC_SETTLE_S);
+            t = MPI_Wtime();
+            MPI_Send(buf, s, MPI_BYTE, peer, 2, MPI_COMM_WORLD);
+            r[2] = t - t0;
+            r[3] = MPI_Wtime() - t;
+        } else {
+            MPI_Recv(buf, s, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+
+        /* recv: the message has already arrived (eager sizes) */
+        if (rank == 0) {
+            MPI_Request req;
+            MPI_Isend(buf, s, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req);
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+            spin(RECV_SETTLE_S);
+            t = MPI_Wtime();
+            MPI_Recv(buf, s, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            rec[2 * i] = t - t0; /* packed (start, duration) pairs */
+            rec[2 * i + 1] = MPI_Wtime() - t;
+        }
+    }
+
+    /* Rank 1's recv samples go to rank 0, which writes everything. */
+    int status = 0;
+    if (rank == 1) {
+        MPI_Send(rec, (int)(2 * n), MPI_DOUBLE, 0, 4, MPI_COMM_WORLD);
+    } else {
+        double *recv1 = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(double));
+        if (recv1 == NULL)
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        MPI_Recv(recv1, (int)(2 * n), MPI_DOUBLE, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        fprintf(out, "op,size_bytes,start_s,duration_s\n");
+        for (long i = warmup; i < n; i++) {
+            fprintf(out, "pingpong,%ld,%.9f,%.9e\n", plan[i], rec[4 * i], rec[4 * i + 1]);
+            fprintf(out, "send,%ld,%.9f,%.9e\n", plan[i], rec[4 * i + 2], rec[4 * i + 3]);
+            fprintf(out, "recv,%ld,%.9f,%.9e\n", plan[i], recv1[2 * i], recv1[2 * i + 1]);
+        }
+        if (fclose(out) != 0) {
+            fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));
+            status = 2;
+        }
+        free(recv1);
+    }
+    free(buf);
+    free(rec);
+    free(plan);
+    MPI_Finalize();
+    return status;
+}

@@ -1,0 +1,330 @@
+//! The point-to-point benchmark: our C program `bench/netbench.c`,
+//! compiled at run time with the MPI compiler wrapper and launched on 2
+//! ranks; its raw samples and their CSV form.
+//!
+//! Measurement design after SMPI's calibration procedure (Heinrich et al.,
+//! IEEE Cluster 2017, §6.3): message sizes drawn log-uniformly, every size
+//! repeated, all measurements in a random order so that slow drifts of the
+//! machine do not alias with size.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, ErrorKind};
+
+/// Source of the benchmark, embedded in the binary.
+pub const NETBENCH_C: &str = include_str!("../bench/netbench.c");
+
+/// Header line of the samples CSV.
+pub const CSV_HEADER: &str = "op,size_bytes,start_s,duration_s";
+
+/// A measured operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// Half a ping-pong round trip: one-way transfer with a waiting receiver.
+    Pingpong,
+    /// A blocking `MPI_Send` whose receive is already posted.
+    Send,
+    /// An `MPI_Recv` of a message sent ~30 µs earlier (already arrived if eager).
+    Recv,
+}
+
+impl Op {
+    /// All operations, in CSV order.
+    pub const ALL: [Op; 3] = [Op::Pingpong, Op::Send, Op::Recv];
+
+    /// The name used in the CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Pingpong => "pingpong",
+            Op::Send => "send",
+            Op::Recv => "recv",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One raw measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// What was measured.
+    pub op: Op,
+    /// Message size, bytes.
+    pub size_bytes: u64,
+    /// Start of the sample on the measuring rank's clock, seconds since
+    /// the benchmark's initial barrier.
+    pub start_s: f64,
+    /// Duration, seconds.
+    pub duration_s: f64,
+}
+
+/// How to build and launch the benchmark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launcher {
+    /// MPI C compiler wrapper; default `$MPICC`, else `mpicc`.
+    pub mpicc: String,
+    /// MPI launcher; default `$MPIRUN`, else `mpirun`.
+    pub mpirun: String,
+    /// Extra launcher arguments, placed before the program; default none.
+    pub mpirun_args: Vec<String>,
+    /// Longest a benchmark run may take before it is killed; default 300 s.
+    pub timeout: Duration,
+}
+
+impl Launcher {
+    /// The defaults, reading `$MPICC` and `$MPIRUN`.
+    pub fn from_env() -> Launcher {
+        let var = |name: &str, default: &str| std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.into());
+        Launcher { mpicc: var("MPICC", "mpicc"), mpirun: var("MPIRUN", "mpirun"), mpirun_args: Vec::new(), timeout: Duration::from_secs(300) }
+    }
+
+    /// Compiles [`NETBENCH_C`] into `dir`; returns the executable's path.
+    ///
+    /// # Errors
+    /// [`ErrorKind::CompilerMissing`] when `mpicc` cannot be started,
+    /// [`ErrorKind::CompileFailed`] with the compiler's first error line,
+    /// [`ErrorKind::Io`] when `dir` is not writable.
+    pub fn compile(&self, dir: &Path) -> Result<PathBuf, Error> {
+        let src = dir.join("netbench.c");
+        let exe = dir.join("netbench");
+        std::fs::write(&src, NETBENCH_C).map_err(|e| Error::io(&src, e))?;
+        let out = Command::new(&self.mpicc).args(["-O2", "-o"]).arg(&exe).arg(&src).stdin(Stdio::null()).output().map_err(|e| {
+            Error::new(
+                ErrorKind::CompilerMissing,
+                format!("cannot run MPI compiler `{}` ({e}); set $MPICC to an MPI C compiler wrapper", self.mpicc),
+            )
+        })?;
+        if !out.status.success() {
+            let text = String::from_utf8_lossy(&out.stderr);
+            let first = text.lines().find(|l| l.contains("error")).or(text.lines().next()).unwrap_or("no output");
+            return Err(Error::new(ErrorKind::CompileFailed, format!("`{}` failed on netbench.c ({}): {first}", self.mpicc, out.status)));
+        }
+        Ok(exe)
+    }
+
+    /// Runs the compiled benchmark `exe` on 2 ranks over `plan` (sizes in
+    /// measurement order; the first `warmup` entries are discarded), with
+    /// files in `dir`; returns the samples, 3 per kept plan entry.
+    ///
+    /// Sets `OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1`, which only Open MPI reads,
+    /// so that calibration also runs as root (containers).
+    ///
+    /// # Errors
+    /// [`ErrorKind::LauncherMissing`] when `mpirun` cannot be started;
+    /// [`ErrorKind::BenchFailed`] on a nonzero exit or timeout, quoting the
+    /// benchmark's message; [`ErrorKind::Csv`] / [`ErrorKind::Io`] for its output.
+    pub fn run(&self, exe: &Path, plan: &[u64], warmup: usize, dir: &Path) -> Result<Vec<Sample>, Error> {
+        let plan_path = dir.join("plan.txt");
+        let csv_path = dir.join("samples.csv");
+        let log_path = dir.join("mpirun.log");
+        let text: String = plan.iter().map(|s| format!("{s}\n")).collect();
+        std::fs::write(&plan_path, text).map_err(|e| Error::io(&plan_path, e))?;
+        let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
+        let log2 = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
+        let mut child = Command::new(&self.mpirun)
+            .args(["-np", "2"])
+            .args(&self.mpirun_args)
+            .arg(exe)
+            .arg(&plan_path)
+            .arg(&csv_path)
+            .arg(warmup.to_string())
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| Error::new(ErrorKind::LauncherMissing, format!("cannot run MPI launcher `{}` ({e}); set $MPIRUN", self.mpirun)))?;
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() > self.timeout => {
+                    // Kill only the launcher we started; it tears down its ranks.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Error::new(ErrorKind::BenchFailed, format!("netbench timed out after {:?}; log in {}", self.timeout, log_path.display())));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(Error::new(ErrorKind::BenchFailed, format!("waiting for `{}`: {e}", self.mpirun))),
+            }
+        };
+        if !status.success() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            // Our own message, else the launcher's error, else its last line.
+            let line = log
+                .lines()
+                .find(|l| l.starts_with("netbench:"))
+                .or(log.lines().find(|l| l.contains("rror")))
+                .or(log.lines().rev().find(|l| !l.trim().is_empty() && !l.starts_with("---")));
+            return Err(Error::new(ErrorKind::BenchFailed, format!("`{} -np 2 netbench` failed ({status}): {}", self.mpirun, line.unwrap_or("no output"))));
+        }
+        read_csv(&csv_path)
+    }
+}
+
+/// `count` distinct message sizes from 1 to `max_bytes`, log-uniform:
+/// one size drawn uniformly in log-space in each of `count` equal strata
+/// (the ends are exactly 1 and `max_bytes`), then spread so they are
+/// distinct. Deterministic for a given `seed`. Sorted ascending.
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] unless `2 <= count <= max_bytes`.
+pub fn size_grid(count: usize, max_bytes: u64, seed: u64) -> Result<Vec<u64>, Error> {
+    if count < 2 || count as u64 > max_bytes {
+        return Err(Error::new(ErrorKind::InvalidArgument, format!("sizes: need 2 <= count <= max_bytes ({max_bytes}), got {count}")));
+    }
+    let mut rng = SplitMix64(seed);
+    let top = (max_bytes as f64).ln();
+    let last = count - 1;
+    let mut sizes: Vec<u64> = (0..count)
+        .map(|i| match i {
+            0 => 1,
+            i if i == last => max_bytes,
+            i => ((i as f64 - 0.5 + rng.next_f64()) / last as f64 * top).exp().round() as u64,
+        })
+        .collect();
+    sizes.sort_unstable();
+    for i in 1..count {
+        sizes[i] = sizes[i].max(sizes[i - 1] + 1);
+    }
+    sizes[last] = max_bytes;
+    for i in (0..last).rev() {
+        sizes[i] = sizes[i].min(sizes[i + 1] - 1);
+    }
+    Ok(sizes)
+}
+
+/// The measurement order: every size of `sizes` `reps` times, shuffled
+/// (Fisher–Yates with a SplitMix64 seeded by `seed`).
+pub fn shuffled_plan(sizes: &[u64], reps: usize, seed: u64) -> Vec<u64> {
+    let mut plan: Vec<u64> = sizes.iter().flat_map(|&s| std::iter::repeat_n(s, reps)).collect();
+    let mut rng = SplitMix64(seed ^ 0x0005_EED0_F91A);
+    for i in (1..plan.len()).rev() {
+        let j = (rng.next_f64() * (i + 1) as f64) as usize;
+        plan.swap(i, j.min(i));
+    }
+    plan
+}
+
+/// Parses a samples CSV (header [`CSV_HEADER`]).
+///
+/// # Errors
+/// [`ErrorKind::Io`] when `path` cannot be read; [`ErrorKind::Csv`] naming
+/// `path` and the line of a bad header or row.
+pub fn read_csv(path: &Path) -> Result<Vec<Sample>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let bad = |line: usize, what: &str| Error::new(ErrorKind::Csv, format!("{}:{line}: {what}", path.display()));
+    let mut lines = text.lines().enumerate();
+    match lines.next() {
+        Some((_, h)) if h.trim() == CSV_HEADER => {}
+        _ => return Err(bad(1, &format!("expected header `{CSV_HEADER}`"))),
+    }
+    let mut out = Vec::new();
+    for (i, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if f.len() != 4 {
+            return Err(bad(i + 1, "expected 4 fields"));
+        }
+        let op = Op::ALL.into_iter().find(|o| o.name() == f[0]).ok_or_else(|| bad(i + 1, &format!("unknown op `{}`", f[0])))?;
+        let size_bytes = f[1].parse().map_err(|_| bad(i + 1, &format!("bad size_bytes `{}`", f[1])))?;
+        let start_s = f[2].parse().map_err(|_| bad(i + 1, &format!("bad start_s `{}`", f[2])))?;
+        let duration_s = f[3].parse().map_err(|_| bad(i + 1, &format!("bad duration_s `{}`", f[3])))?;
+        out.push(Sample { op, size_bytes, start_s, duration_s });
+    }
+    Ok(out)
+}
+
+/// Writes samples as CSV with header [`CSV_HEADER`].
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming `path`.
+pub fn write_csv(path: &Path, samples: &[Sample]) -> Result<(), Error> {
+    let mut text = format!("{CSV_HEADER}\n");
+    for s in samples {
+        text.push_str(&format!("{},{},{:.9},{:.9e}\n", s.op, s.size_bytes, s.start_s, s.duration_s));
+    }
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+}
+
+/// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014): small, seeded, portable.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// Uniform in [0, 1).
+    fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_grid_is_distinct_log_uniform_and_spans_the_range() {
+        let g = size_grid(60, 4 << 20, 1).unwrap();
+        assert_eq!((g.len(), g[0], g[59]), (60, 1, 4 << 20));
+        assert!(g.windows(2).all(|w| w[0] < w[1]));
+        // Log-uniform: about a third of the sizes below 128 B (7 of 22 octaves).
+        let small = g.iter().filter(|&&s| s < 128).count();
+        assert!((15..=25).contains(&small), "{small} sizes below 128 B: {g:?}");
+        assert_eq!(g, size_grid(60, 4 << 20, 1).unwrap());
+        assert_ne!(g, size_grid(60, 4 << 20, 2).unwrap());
+        // Dense grids stay distinct and in range.
+        let g = size_grid(10, 10, 3).unwrap();
+        assert_eq!(g, (1..=10).collect::<Vec<_>>());
+        assert_eq!(size_grid(1, 10, 0).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(size_grid(11, 10, 0).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn plan_repeats_every_size_and_shuffles() {
+        let p = shuffled_plan(&[1, 2, 3], 4, 9);
+        let mut sorted = p.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, vec![1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]);
+        assert_ne!(p, sorted);
+    }
+
+    #[test]
+    fn csv_round_trip_and_errors_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.csv");
+        let samples = vec![
+            Sample { op: Op::Pingpong, size_bytes: 8, start_s: 0.5, duration_s: 2.5e-7 },
+            Sample { op: Op::Recv, size_bytes: 4096, start_s: 1.25, duration_s: 3e-6 },
+        ];
+        write_csv(&f, &samples).unwrap();
+        assert_eq!(read_csv(&f).unwrap(), samples);
+        std::fs::write(&f, format!("{CSV_HEADER}\nsend,8,0.1,1e-7\nbcast,8,0.2,1e-7\n")).unwrap();
+        let e = read_csv(&f).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Csv);
+        assert!(e.to_string().ends_with("s.csv:3: unknown op `bcast`"), "{e}");
+        std::fs::write(&f, "size,time\n").unwrap();
+        assert!(read_csv(&f).unwrap_err().to_string().contains(":1: expected header"));
+    }
+
+    #[test]
+    fn a_missing_compiler_is_reported_in_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Launcher { mpicc: "/nonexistent/mpicc".into(), ..Launcher::from_env() };
+        let e = l.compile(dir.path()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::CompilerMissing);
+        assert!(e.to_string().contains("/nonexistent/mpicc") && !e.to_string().contains('\n'), "{e}");
+    }
+}
