@@ -121,3 +121,16 @@ pub extern "C" fn ipr_finalize() {
 pub extern "C" fn ipr_comm_id(handle: u64) -> u32 {
     guard(simulator::trace::record::COMM_UNKNOWN, || recorder::comm_id(handle))
 }
+
+/// Starts (`on` = 1) or ends the recorder's overhead measurement; returns
+/// 1 when it started. See [`recorder::calibration`].
+#[no_mangle]
+pub extern "C" fn ipr_calibration(on: c_int) -> c_int {
+    guard(0, || recorder::calibration(on != 0) as c_int)
+}
+
+/// Number of calls the C side makes for the overhead measurement.
+#[no_mangle]
+pub extern "C" fn ipr_calibration_calls() -> c_int {
+    recorder::CALIBRATION_CALLS as c_int
+}

@@ -99,6 +99,8 @@ struct Recorder {
     writer: RankWriter<File>,
     epoch_wall: u64,
     overhead: Stamp,
+    /// Raw block wall times collected while measuring [`Recorder::overhead`].
+    calibration: Option<Vec<u64>>,
     last_end: Stamp,
     call_start: Stamp,
     cpu_read: bool,
@@ -171,7 +173,6 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
     std::fs::create_dir_all(dir).map_err(|e| format!("INTERPOSER_OUT={}: cannot create: {e}", dir.display()))?;
     let path = dir.join(rank_file_name(rank));
     let file = File::create(&path).map_err(|e| format!("INTERPOSER_OUT={}: cannot write {}: {e}", dir.display(), path.display()))?;
-    let overhead = timer_overhead();
     let epoch_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let header = RankHeader {
         rank,
@@ -180,8 +181,6 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
         pid: std::process::id(),
         timing_source: TimingSource::ClockGettime,
         epoch_unix_s,
-        timer_overhead_cpu_ns: overhead.cpu,
-        timer_overhead_wall_ns: overhead.wall,
     };
     let mut writer = RankWriter::create(file, &header).map_err(|e| format!("{}: {e}", path.display()))?;
     if rank == 0 {
@@ -213,7 +212,8 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
         rank,
         writer,
         epoch_wall: start.wall,
-        overhead,
+        overhead: Stamp::default(),
+        calibration: None,
         last_end: start,
         call_start: start,
         cpu_read: false,
@@ -231,6 +231,35 @@ fn write_meta(dir: &Path, meta: &TraceMeta) -> Result<(), String> {
     std::fs::write(&tmp, json)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Number of empty calls the C side makes through its own wrappers to
+/// measure the recorder's overhead (see [`calibration`]).
+pub const CALIBRATION_CALLS: usize = 301;
+
+/// Starts (`on`) or ends the overhead measurement. While it runs, the C
+/// side calls a cheap wrapped function ([`CALIBRATION_CALLS`] times) with
+/// no application work between calls; their records are not stored and
+/// their raw block times are collected instead. At the end, the median
+/// raw block wall time becomes the wall overhead subtracted from every
+/// block; blocks whose CPU clock is read also lose the CPU clock's cost.
+/// Returns true when the measurement started.
+pub fn calibration(on: bool) -> bool {
+    let timers = if on { Stamp::default() } else { timer_overhead() };
+    REC.with(|r| {
+        let mut slot = r.borrow_mut();
+        let Some(rec) = slot.as_mut() else { return false };
+        if on {
+            rec.calibration = Some(Vec::with_capacity(CALIBRATION_CALLS));
+            return true;
+        }
+        let mut raw = rec.calibration.take().unwrap_or_default();
+        raw.sort_unstable();
+        let wall = raw.get(raw.len() / 2).copied().unwrap_or(timers.wall);
+        rec.overhead = Stamp { wall, cpu: timers.cpu + wall.saturating_sub(timers.wall) };
+        rec.writer.set_overhead(rec.overhead.cpu, rec.overhead.wall);
+        true
+    })
 }
 
 /// Starts recording a call; true when the wrapper must call [`end`].
@@ -282,6 +311,11 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         let mut slot = r.borrow_mut();
         let Some(rec) = slot.as_mut() else { return };
         let exit_wall = clock_ns(libc::CLOCK_MONOTONIC);
+        if let Some(raw) = rec.calibration.as_mut() {
+            raw.push(rec.call_start.wall.saturating_sub(rec.last_end.wall));
+            rec.last_end = block_start();
+            return;
+        }
         let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
         let (start, last, over) = (rec.call_start, rec.last_end, rec.overhead);
         let cpu_over = if rec.cpu_read { over.cpu } else { over.wall };

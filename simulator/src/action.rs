@@ -269,8 +269,6 @@ mod tests {
             pid: 1,
             timing_source: TimingSource::ClockGettime,
             epoch_unix_s: 0.0,
-            timer_overhead_cpu_ns: 0,
-            timer_overhead_wall_ns: 0,
         };
         let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
         let callers = [0x1010, 0x1020, 0x1010, 0x1020, 0x9999];

@@ -72,13 +72,6 @@ pub struct RankHeader {
     pub timing_source: TimingSource,
     /// Wall-clock time of the trace epoch (`MPI_Init` exit), Unix seconds.
     pub epoch_unix_s: f64,
-    /// Thread CPU time the timers themselves add to each compute block,
-    /// nanoseconds; already subtracted from every recorded block.
-    #[serde(default)]
-    pub timer_overhead_cpu_ns: u64,
-    /// Wall time the timers add to each block, nanoseconds; already subtracted.
-    #[serde(default)]
-    pub timer_overhead_wall_ns: u64,
 }
 
 /// One loaded object, for turning return addresses into stable call sites.
@@ -103,6 +96,15 @@ pub struct RankFooter {
     pub failed_calls: u64,
     /// Records dropped because the file could not be written.
     pub dropped_records: u64,
+    /// The recorder's own share of a compute block whose CPU clock was
+    /// read, nanoseconds of CPU time; already subtracted from those blocks.
+    #[serde(default)]
+    pub overhead_cpu_ns: u64,
+    /// The recorder's own share of every compute block, nanoseconds of
+    /// wall time (measured through the recording path at `MPI_Init`);
+    /// already subtracted.
+    #[serde(default)]
+    pub overhead_wall_ns: u64,
 }
 
 /// A call site made stable across runs: module file name and file offset.

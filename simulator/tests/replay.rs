@@ -74,8 +74,6 @@ fn write_trace(dir: &Path) {
             pid: 100 + r as u32,
             timing_source: TimingSource::ClockGettime,
             epoch_unix_s: 0.0,
-            timer_overhead_cpu_ns: 0,
-            timer_overhead_wall_ns: 0,
         };
         let f = File::create(dir.join(trace::rank_file_name(r as u32))).unwrap();
         let mut w = RankWriter::create(f, &header).unwrap();

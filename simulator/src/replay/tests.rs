@@ -385,8 +385,6 @@ fn replay_speed_from_trace_files() {
             pid: 1,
             timing_source: TimingSource::ClockGettime,
             epoch_unix_s: 0.0,
-            timer_overhead_cpu_ns: 0,
-            timer_overhead_wall_ns: 0,
         };
         let f = std::io::BufWriter::new(std::fs::File::create(dir.path().join(rank_file_name(r))).unwrap());
         let mut w = RankWriter::create(f, &header).unwrap();

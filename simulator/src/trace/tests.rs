@@ -2,7 +2,7 @@ use super::*;
 use crate::trace::record::ANY_SOURCE;
 
 fn header(rank: u32) -> RankHeader {
-    RankHeader { rank, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, epoch_unix_s: 0.0, timer_overhead_cpu_ns: 0, timer_overhead_wall_ns: 0 }
+    RankHeader { rank, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, epoch_unix_s: 0.0 }
 }
 
 fn send(i: u64) -> CallRecord {

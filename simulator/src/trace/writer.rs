@@ -28,7 +28,7 @@ impl<W: Write> RankWriter<W> {
         out.write_all(MAGIC)?;
         let json = serde_json::to_vec(header).map_err(io::Error::other)?;
         write_chunk(&mut out, ChunkKind::Header, &json)?;
-        let footer = RankFooter { records: 0, failed_calls: 0, dropped_records: 0 };
+        let footer = RankFooter { records: 0, failed_calls: 0, dropped_records: 0, overhead_cpu_ns: 0, overhead_wall_ns: 0 };
         Ok(RankWriter { out, buf: RecordBuffer::new(), buffered: 0, footer })
     }
 
@@ -84,6 +84,12 @@ impl<W: Write> RankWriter<W> {
         }
         self.buffered = 0;
         r
+    }
+
+    /// Sets the recorder overheads reported in the footer, nanoseconds.
+    pub fn set_overhead(&mut self, cpu_ns: u64, wall_ns: u64) {
+        self.footer.overhead_cpu_ns = cpu_ns;
+        self.footer.overhead_wall_ns = wall_ns;
     }
 
     /// Records written so far (including buffered ones).
