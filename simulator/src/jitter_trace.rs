@@ -21,12 +21,12 @@
 //! comments anywhere.
 //!
 //! ```text
-//! jitter-trace 1
+//! jitter-trace 1                    (record lines below are tab-separated)
 //! host node07
 //! cpu 3
 //! tsc_hz 2596146212.5
 //! tsc_hz_kernel 2596146000          (optional)
-//! tsc_hz_kernel_source dmesg        (optional)
+//! tsc_hz_kernel_source kernel log   (optional)
 //! t_min_cycles 26
 //! threshold_cycles 234
 //! timer_read rdtsc
@@ -36,8 +36,8 @@
 //! cosched_window_cycles 2596146     (optional, jitSim §3.5)
 //! cosched_origin_cycles 1234567     (with the window)
 //! records
-//! 5210	2590377
-//! 4377	2591012
+//! 5210 2590377
+//! 4377 2591012
 //! end events=2 lead_cycles=1000 duration_cycles=5191976 dropped_events=0
 //! ```
 //!
@@ -85,7 +85,7 @@ pub struct JitterHeader {
     pub tsc_hz: f64,
     /// The kernel's TSC frequency in Hz, when it could be found.
     pub tsc_hz_kernel: Option<f64>,
-    /// Where [`tsc_hz_kernel`](Self::tsc_hz_kernel) came from (`sysfs`, `dmesg`, `cpuinfo`).
+    /// Where [`tsc_hz_kernel`](Self::tsc_hz_kernel) came from (`sysfs tsc_freq_khz`, `kernel log`, `cpuinfo (no cpufreq driver)`).
     pub tsc_hz_kernel_source: Option<String>,
     /// Minimum delta between two successive counter reads, cycles.
     pub t_min_cycles: u64,

@@ -8,7 +8,7 @@ fn header() -> JitterHeader {
         cpu: 3,
         tsc_hz: 2_596_146_212.5,
         tsc_hz_kernel: Some(2_596_146_000.0),
-        tsc_hz_kernel_source: Some("dmesg".into()),
+        tsc_hz_kernel_source: Some("kernel log".into()),
         t_min_cycles: 26,
         threshold_cycles: 234,
         timer_read: "rdtsc".into(),
