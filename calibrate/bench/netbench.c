@@ -35,7 +35,7 @@
 /* Spin before a timed operation so the peer is surely ready: its Recv
  * posted (pingpong, send) or an eager message arrived (recv), seconds. */
 #define SYNC_SETTLE_S 10e-6
-#define PP_BURST 4
+#define PP_BURST 16
 #define RECV_SETTLE_S 30e-6
 #define MAX_SIZE (1L << 30)
 
