@@ -9,6 +9,7 @@
 //! seek per chunk), so a truncated or corrupt file is reported before any
 //! replay starts; [`RankTrace::records`] then streams its records.
 
+pub mod actions;
 pub mod chunk;
 pub mod record;
 pub mod writer;

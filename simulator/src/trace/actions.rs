@@ -1,0 +1,190 @@
+//! From interposer call records to replay [`Action`]s: compute blocks with
+//! their call-site region ids, then each call's action.
+
+use std::collections::HashMap;
+
+use super::record::{ANY_SOURCE, PROC_NULL};
+use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError};
+
+use crate::action::Action;
+
+/// Which recorded duration a compute block takes in replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ComputeTime {
+    /// Thread CPU time (default): honest when ranks were oversubscribed.
+    #[default]
+    Cpu,
+    /// Wall time between the two calls.
+    Wall,
+}
+
+/// Stable 64-bit id of the call-site region `prev:next` (FNV-1a of the key
+/// `"<module>+<offset>:<module>+<offset>"`). The key mirrors SimGrid's
+/// "file:line:file:line" region naming (Heinrich et al. 2017, Fig. 7),
+/// before symbolization.
+pub fn region_id(prev: &CallSite, next: &CallSite) -> u64 {
+    let key = format!("{prev}:{next}");
+    key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Turns a rank's call records into actions, streaming.
+#[derive(Debug)]
+pub struct TraceActions {
+    trace: RankTrace,
+    records: crate::trace::Records,
+    pending: Option<Action>,
+    /// Return address of the previous call; `None` before the first.
+    prev_caller: Option<u64>,
+    /// Region id per (previous, current) return address, so that the
+    /// common case neither formats nor allocates.
+    regions: HashMap<(Option<u64>, u64), u64>,
+    compute: ComputeTime,
+}
+
+impl TraceActions {
+    /// Streams the actions of `trace`.
+    ///
+    /// # Errors
+    /// [`TraceError`] naming the file when it cannot be reopened.
+    pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
+        let records = trace.records()?;
+        Ok(TraceActions { trace, records, pending: None, prev_caller: None, regions: HashMap::new(), compute })
+    }
+
+    /// Region id of the block between the calls at `prev` (`None`: the
+    /// start, named `init+0x0`) and `next`.
+    fn region(&mut self, prev: Option<u64>, next: u64) -> u64 {
+        if let Some(&r) = self.regions.get(&(prev, next)) {
+            return r;
+        }
+        let prev_site = match prev {
+            Some(a) => self.trace.call_site(a),
+            None => CallSite { module: "init".into(), offset: 0 },
+        };
+        let r = region_id(&prev_site, &self.trace.call_site(next));
+        self.regions.insert((prev, next), r);
+        r
+    }
+
+    fn convert(&mut self, rec: CallRecord) -> (Action, Option<Action>) {
+        let region = self.region(self.prev_caller, rec.caller);
+        self.prev_caller = Some(rec.caller);
+        let ns = match self.compute {
+            ComputeTime::Cpu => rec.compute_cpu_ns,
+            ComputeTime::Wall => rec.compute_wall_ns,
+        };
+        let compute = Action::Compute { seconds: ns as f64 * 1e-9, region };
+        (compute, op_action(&rec))
+    }
+}
+
+/// The action of one record; `None` for calls replay ignores (rank, size,
+/// sends to or receives from `MPI_PROC_NULL`).
+pub fn op_action(rec: &CallRecord) -> Option<Action> {
+    let root = |r: i32| r.max(0) as u32;
+    Some(match (rec.op, &rec.params) {
+        (Op::Init | Op::InitThread, _) => Action::Init,
+        (Op::Finalize, _) => Action::Finalize,
+        (Op::CommRank | Op::CommSize, _) => return None,
+        (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return None,
+        (Op::Send, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Send { dst: peer as u32, tag, bytes, comm },
+        (Op::Isend, &Params::P2p { peer, tag, bytes, comm, request }) => {
+            Action::Isend { dst: peer as u32, tag, bytes, comm, req: request }
+        }
+        (Op::Recv, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Recv { src: peer, tag, bytes, comm },
+        (Op::Irecv, &Params::P2p { peer, tag, bytes, comm, request }) => {
+            Action::Irecv { src: peer, tag, bytes, comm, req: request }
+        }
+        (Op::Wait, &Params::Wait { request, .. }) => Action::Wait { req: request },
+        (Op::Waitall, Params::Waitall { requests }) => Action::Waitall { reqs: requests.clone() },
+        (Op::Sendrecv, &Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }) => {
+            Action::Sendrecv { dst: dst as u32, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }
+        }
+        (Op::Barrier, &Params::Coll { comm, .. }) => Action::Barrier { comm },
+        (Op::Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
+        (Op::Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
+        (Op::Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
+        _ => return None,
+    })
+}
+
+impl Iterator for TraceActions {
+    type Item = Result<Action, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(a) = self.pending.take() {
+            return Some(Ok(a));
+        }
+        let rec = match self.records.next()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let (compute, op) = self.convert(rec);
+        self.pending = op;
+        Some(Ok(compute))
+    }
+}
+
+/// True when `src` is the wildcard source.
+pub fn is_any_source(src: i32) -> bool {
+    src == ANY_SOURCE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
+
+    #[test]
+    fn region_ids_name_the_call_site_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-0.trace");
+        let header = RankHeader {
+            rank: 0,
+            ranks: 1,
+            host: "h".into(),
+            pid: 1,
+            timing_source: TimingSource::ClockGettime,
+            epoch_unix_s: 0.0,
+        };
+        let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+        let callers = [0x1010, 0x1020, 0x1010, 0x1020, 0x9999];
+        for caller in callers {
+            let rec = CallRecord {
+                op: Op::Barrier,
+                failed: false,
+                caller,
+                compute_cpu_ns: 5,
+                compute_wall_ns: 7,
+                t_start_ns: 0,
+                t_end_ns: 0,
+                params: Params::Coll { root: -1, bytes: 0, comm: 0 },
+            };
+            w.push(&rec).unwrap();
+        }
+        w.finish(&[Module { path: "/bin/app".into(), start: 0x1000, end: 0x2000, file_offset: 0 }]).unwrap();
+        let trace = RankTrace::open(&path).unwrap();
+        let site = |a| trace.call_site(a);
+        let init = CallSite { module: "init".into(), offset: 0 };
+        let want = [
+            region_id(&init, &site(0x1010)),
+            region_id(&site(0x1010), &site(0x1020)),
+            region_id(&site(0x1020), &site(0x1010)),
+            region_id(&site(0x1010), &site(0x1020)),
+            region_id(&site(0x1020), &site(0x9999)),
+        ];
+        let got: Vec<u64> = TraceActions::new(trace.clone(), ComputeTime::Wall)
+            .unwrap()
+            .filter_map(|a| match a.unwrap() {
+                Action::Compute { seconds, region } => {
+                    assert!((seconds - 7e-9).abs() < 1e-18, "{seconds}");
+                    Some(region)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(want[1], want[3]);
+        assert_ne!(want[1], want[2]);
+    }
+}
