@@ -1,4 +1,4 @@
-//! Compiles the PMPI wrappers (`src/wrappers.c`) with the MPI compiler
+//! Compiles the PMPI wrappers (generated from `csrc/mpi.tbl`, plus `csrc/lifecycle.c`) with the MPI compiler
 //! wrapper and links them into the cdylib, exporting the `MPI_*` symbols.
 //!
 //! The MPI compiler is found the way rsmpi's mpi-sys does it: `$MPICC`,
@@ -7,6 +7,9 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+
+#[path = "build/wrappers.rs"]
+mod wrappers;
 
 fn probe(cc: &str) -> Result<Vec<String>, String> {
     let mut why = Vec::new();
@@ -33,7 +36,9 @@ fn probe(cc: &str) -> Result<Vec<String>, String> {
 
 fn main() {
     println!("cargo:rerun-if-env-changed=MPICC");
-    println!("cargo:rerun-if-changed=src/wrappers.c");
+    for f in ["csrc/mpi.tbl", "csrc/support.h", "csrc/lifecycle.c", "build/wrappers.rs"] {
+        println!("cargo:rerun-if-changed={f}");
+    }
     println!("cargo:rerun-if-changed=src/exports.map");
     let mut candidates = Vec::new();
     if let Ok(cc) = std::env::var("MPICC") {
@@ -57,9 +62,16 @@ fn main() {
             failures.join("\n  ")
         );
     };
+    let table = std::fs::read_to_string("csrc/mpi.tbl").expect("csrc/mpi.tbl");
+    let entries = wrappers::parse(&table).unwrap_or_else(|e| panic!("{e}"));
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let generated = out.join("wrappers_gen.c");
+    std::fs::write(&generated, wrappers::generate(&entries)).expect("write wrappers_gen.c");
     cc::Build::new()
         .compiler(&mpicc)
-        .file("src/wrappers.c")
+        .include("csrc")
+        .file("csrc/lifecycle.c")
+        .file(&generated)
         .flag("-fvisibility=default")
         .warnings(true)
         .link_lib_modifier("+whole-archive")

@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use simulator::trace::record::ANY_SOURCE;
+use simulator::trace::record::{ANY_SOURCE, COMM_UNKNOWN};
 use simulator::trace::{Op, Params as RecParams};
 
 use crate::recorder;
@@ -41,13 +41,21 @@ fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
     })
 }
 
-fn record_params(op: Op, p: &Params) -> RecParams {
+/// The record parameters of `op` from the C side's plain values and, for
+/// calls that end with [`ipr_end_list`], the scratch list.
+fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
+    use Op::*;
+    let list_u32 = |l: &[u64]| l.iter().map(|&v| v as u32).collect();
     match op {
-        Op::Send | Op::Recv | Op::Isend | Op::Irecv => {
+        Send | Recv | Isend | Irecv | Ssend | Bsend | Rsend | Issend | Ibsend | Irsend => {
             RecParams::P2p { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, request: p.request }
         }
-        Op::Wait => RecParams::Wait { request: p.request, source: if p.peer < 0 { ANY_SOURCE } else { p.peer } },
-        Op::Sendrecv => RecParams::Sendrecv {
+        Wait => RecParams::Wait { request: p.request, source: if p.peer < 0 { ANY_SOURCE } else { p.peer } },
+        Test => RecParams::Test { request: p.request, completed: p.root == 1 },
+        Waitall => RecParams::Waitall { requests: std::mem::take(list) },
+        Testall | Waitany | Testany => RecParams::RequestSet { requests: std::mem::take(list), result: p.root },
+        Probe | Iprobe => RecParams::Probe { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, found: p.root == 1 },
+        Sendrecv | SendrecvReplace => RecParams::Sendrecv {
             dst: p.peer,
             send_tag: p.tag,
             send_bytes: p.bytes,
@@ -56,9 +64,16 @@ fn record_params(op: Op, p: &Params) -> RecParams {
             recv_bytes: p.bytes2,
             comm: p.comm,
         },
-        Op::Barrier | Op::Bcast | Op::Reduce | Op::Allreduce => RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm },
-        Op::Waitall => RecParams::Waitall { requests: Vec::new() },
-        Op::Init | Op::InitThread | Op::Finalize | Op::CommRank | Op::CommSize => RecParams::None,
+        CommDup | CommSplit | CommCreate => RecParams::CommCreate {
+            parent: p.comm,
+            comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
+            members: list_u32(list),
+        },
+        Barrier | Bcast | Reduce | Allreduce | Gather | Gatherv | Scatter | Scatterv | Allgather | Allgatherv
+        | Alltoall | Alltoallv | ReduceScatter | ReduceScatterBlock | Scan | Exscan | CommFree => {
+            RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm }
+        }
+        Init | InitThread | Finalize | CommRank | CommSize => RecParams::None,
     }
 }
 
@@ -78,7 +93,7 @@ pub unsafe extern "C" fn ipr_end(op: c_int, rc: c_int, p: *const Params) {
     let Some(p) = (unsafe { p.as_ref() }).copied() else { return };
     guard((), || {
         let Some(code) = Op::from_code(op as u8) else { return };
-        recorder::end(op as u8, rc != 0, |_| record_params(code, &p));
+        recorder::end(op as u8, rc != 0, |list| record_params(code, &p, list));
     })
 }
 
@@ -88,13 +103,20 @@ pub extern "C" fn ipr_scratch(n: u64) -> *mut u64 {
     guard(std::ptr::null_mut(), || recorder::scratch(n as usize))
 }
 
-/// Ends an `MPI_Waitall` whose `n` handles were written to [`ipr_scratch`].
+/// Ends a call whose `n` list values (request handles, communicator
+/// members) were written to [`ipr_scratch`].
+///
+/// # Safety
+/// `p` points to a valid `struct ipr_params`.
 #[no_mangle]
-pub extern "C" fn ipr_end_waitall(rc: c_int, n: u64) {
+pub unsafe extern "C" fn ipr_end_list(op: c_int, rc: c_int, n: u64, p: *const Params) {
+    // SAFETY: the C wrapper passes a pointer to a live stack struct.
+    let Some(p) = (unsafe { p.as_ref() }).copied() else { return };
     guard((), || {
-        recorder::end(Op::Waitall as u8, rc != 0, |reqs| {
-            reqs.truncate(n as usize);
-            RecParams::Waitall { requests: std::mem::take(reqs) }
+        let Some(code) = Op::from_code(op as u8) else { return };
+        recorder::end(op as u8, rc != 0, |list| {
+            list.truncate(n as usize);
+            record_params(code, &p, list)
         })
     })
 }
@@ -119,7 +141,7 @@ pub extern "C" fn ipr_finalize() {
 /// Id of a non-world communicator handle.
 #[no_mangle]
 pub extern "C" fn ipr_comm_id(handle: u64) -> u32 {
-    guard(simulator::trace::record::COMM_UNKNOWN, || recorder::comm_id(handle))
+    guard(COMM_UNKNOWN, || recorder::comm_id(handle))
 }
 
 /// Starts (`on` = 1) or ends the recorder's overhead measurement; returns

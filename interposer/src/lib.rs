@@ -16,3 +16,4 @@ pub mod config;
 pub mod hooks;
 pub mod modules;
 pub mod recorder;
+pub mod signals;

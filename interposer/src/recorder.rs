@@ -19,6 +19,7 @@ use simulator::trace::{
 
 use crate::config::{self, Config, Mode};
 use crate::modules;
+use crate::signals;
 
 const UNINIT: u8 = 0;
 const TRACING: u8 = 1;
@@ -148,7 +149,15 @@ pub fn init(rank: u32, size: u32, library: &str) {
         Ok(rec) => {
             // SAFETY: registering a plain extern "C" function without arguments.
             unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
-            REC.with(|r| *r.borrow_mut() = Some(rec));
+            REC.with(|r| {
+                let mut slot = r.borrow_mut();
+                *slot = Some(rec);
+                // The recorder stays in place in this thread's slot until
+                // finalize or thread exit, which disarm first.
+                let target = slot.as_mut().map_or(std::ptr::null_mut(), |rec| rec as *mut Recorder as *mut ());
+                signals::arm(target, flush_on_signal);
+            });
+            signals::install();
         }
         Err(e) => {
             STATE.store(DISABLED, Ordering::SeqCst);
@@ -284,8 +293,9 @@ pub fn begin(op: u8, caller: u64) -> bool {
     on
 }
 
-/// Buffer for `n` request handles of the current `MPI_Waitall`.
-/// Grows only when a larger waitall than any before is seen.
+/// Buffer for `n` list values of the current call (request handles,
+/// communicator members). Grows only when a longer list than any before
+/// is seen.
 pub fn scratch(n: usize) -> *mut u64 {
     REC.with(|r| {
         let mut slot = r.borrow_mut();
@@ -330,16 +340,38 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
             params: params(&mut rec.requests),
         };
         rec.push(&record);
-        if let Params::Waitall { requests } = record.params {
-            rec.requests = requests; // keep the buffer's capacity for the next waitall
+        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } = record.params {
+            rec.requests = requests; // keep the buffer's capacity for the next list
         }
         rec.last_end = block_start();
     });
 }
 
+/// Signal-time flush of the recorder at `target` (see [`signals::arm`]).
+fn flush_on_signal(target: *mut ()) {
+    // SAFETY: armed with a live recorder, disarmed before it moves or
+    // drops; the handler holds `signals::BUSY`, so no append is in progress.
+    let rec = unsafe { &mut *(target as *mut Recorder) };
+    let _ = rec.writer.flush();
+}
+
+/// Disarms the signal flush, waiting out a handler that may be using it.
+fn disarm() {
+    while signals::BUSY.swap(true, Ordering::Acquire) {
+        std::hint::spin_loop();
+    }
+    signals::arm(std::ptr::null_mut(), flush_on_signal);
+    signals::BUSY.store(false, Ordering::Release);
+}
+
 impl Recorder {
     fn push(&mut self, record: &CallRecord) {
-        if let Err(e) = self.writer.push(record) {
+        if signals::BUSY.swap(true, Ordering::Acquire) {
+            return; // a fatal-signal handler has the buffer: the process is ending
+        }
+        let result = self.writer.push(record);
+        signals::BUSY.store(false, Ordering::Release);
+        if let Err(e) = result {
             if !IO_WARNED.swap(true, Ordering::Relaxed) {
                 warn(Some(self.rank), &format!("cannot write the trace: {e}; records are being dropped"));
             }
@@ -370,6 +402,7 @@ pub fn finalize() {
     if STATE.compare_exchange(TRACING, FINISHED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
         return;
     }
+    disarm();
     REC.with(|r| {
         if let Some(mut rec) = r.borrow_mut().take() {
             if let Err(e) = rec.writer.finish(&modules::current()) {
@@ -383,6 +416,7 @@ impl Drop for Recorder {
     /// Exit without `MPI_Finalize`: keep the whole chunks written so far.
     /// The file has no end marker, so readers report it as truncated.
     fn drop(&mut self) {
+        disarm();
         let _ = self.writer.flush();
     }
 }

@@ -167,6 +167,12 @@ pub enum TraceErrorKind {
         /// What is wrong.
         what: String,
     },
+    /// The trace holds a call the replay cannot represent yet.
+    #[error("{call} is recorded but cannot be replayed yet")]
+    NotReplayable {
+        /// The MPI function, e.g. `MPI_Gather`.
+        call: &'static str,
+    },
     /// A JSON file or chunk does not parse.
     #[error("bad metadata: {0}")]
     Json(String),
@@ -207,6 +213,26 @@ impl RankTrace {
     /// [`TraceError`] naming `path`: I/O, bad magic, truncation (a cut chunk
     /// or a missing end marker), or a corrupt metadata chunk.
     pub fn open(path: &Path) -> Result<RankTrace, TraceError> {
+        let (trace, salvage) = Self::scan(path)?;
+        match salvage {
+            None => Ok(trace),
+            Some(s) => Err(err(path, s.reason)),
+        }
+    }
+
+    /// Opens `path` like [`RankTrace::open`], but recovers a truncated file
+    /// (a run killed before `MPI_Finalize`): every whole chunk is kept, and
+    /// the [`Salvage`] says what was lost. The footer of a salvaged file
+    /// counts the records of the recovered chunks only when they are read.
+    ///
+    /// # Errors
+    /// [`TraceError`] naming `path` for I/O errors, a bad magic, a corrupt
+    /// chunk or a missing header.
+    pub fn open_salvage(path: &Path) -> Result<(RankTrace, Option<Salvage>), TraceError> {
+        Self::scan(path)
+    }
+
+    fn scan(path: &Path) -> Result<(RankTrace, Option<Salvage>), TraceError> {
         let e = |k| err(path, k);
         let mut f = File::open(path).map_err(|x| e(x.into()))?;
         let size = f.metadata().map_err(|x| e(x.into()))?.len();
@@ -217,17 +243,20 @@ impl RankTrace {
         let (mut header, mut modules, mut footer) = (None, Vec::new(), None);
         let mut record_chunks = Vec::new();
         let mut at = MAGIC.len() as u64;
+        let mut cut = None;
         while at < size {
             let truncated = TraceErrorKind::Truncated { at, size, last_whole: at };
             if size - at < CHUNK_HEADER_BYTES as u64 {
-                return Err(e(truncated));
+                cut = Some(truncated);
+                break;
             }
             let mut h = [0u8; CHUNK_HEADER_BYTES];
             f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(&mut h)).map_err(|x| e(x.into()))?;
             let head = chunk::parse_chunk_header(&h).map_err(|what| e(TraceErrorKind::Corrupt { at, what }))?;
             let end = at + (CHUNK_HEADER_BYTES + head.len) as u64;
             if end > size {
-                return Err(e(truncated));
+                cut = Some(truncated);
+                break;
             }
             if head.kind == ChunkKind::Records {
                 record_chunks.push((at + CHUNK_HEADER_BYTES as u64, head));
@@ -250,8 +279,19 @@ impl RankTrace {
             at = end;
         }
         let header = header.ok_or_else(|| e(TraceErrorKind::Corrupt { at: 8, what: "no header chunk".into() }))?;
-        let footer = footer.ok_or_else(|| e(TraceErrorKind::NoEnd { size }))?;
-        Ok(RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks })
+        let salvage = match (cut, &footer) {
+            (Some(reason), _) => Some(Salvage { kept_bytes: at, dropped_bytes: size - at, reason }),
+            (None, None) => Some(Salvage { kept_bytes: size, dropped_bytes: 0, reason: TraceErrorKind::NoEnd { size } }),
+            (None, Some(_)) => None,
+        };
+        let footer = footer.unwrap_or(RankFooter {
+            records: 0,
+            failed_calls: 0,
+            dropped_records: 0,
+            overhead_cpu_ns: 0,
+            overhead_wall_ns: 0,
+        });
+        Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks }, salvage))
     }
 
     /// Streams the call records, one chunk in memory at a time.
@@ -282,6 +322,17 @@ impl RankTrace {
             None => CallSite { module: "?".into(), offset: addr },
         }
     }
+}
+
+/// What [`RankTrace::open_salvage`] recovered from a truncated file.
+#[derive(Debug)]
+pub struct Salvage {
+    /// Bytes of whole chunks kept (from the start of the file).
+    pub kept_bytes: u64,
+    /// Bytes of the cut chunk dropped at the end.
+    pub dropped_bytes: u64,
+    /// Why the file is incomplete ([`TraceErrorKind::Truncated`] or [`TraceErrorKind::NoEnd`]).
+    pub reason: TraceErrorKind,
 }
 
 /// Streaming iterator over a rank file's call records.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::record::{ANY_SOURCE, PROC_NULL};
-use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError};
+use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
 
 use crate::action::Action;
 
@@ -23,7 +23,14 @@ pub enum ComputeTime {
 /// "file:line:file:line" region naming (Heinrich et al. 2017, Fig. 7),
 /// before symbolization.
 pub fn region_id(prev: &CallSite, next: &CallSite) -> u64 {
-    let key = format!("{prev}:{next}");
+    region_key_id(&format!("{prev}:{next}"))
+}
+
+/// Stable 64-bit id of a region key string (FNV-1a 64 of its UTF-8 bytes),
+/// e.g. `"jacobi2d+0x1234:jacobi2d+0x1280"`; the id [`region_id`] gives the
+/// same region, so region keys read from a file (a speed-ratio CSV) match
+/// [`Action::Compute`]'s `region`.
+pub fn region_key_id(key: &str) -> u64 {
     key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
@@ -66,7 +73,7 @@ impl TraceActions {
         r
     }
 
-    fn convert(&mut self, rec: CallRecord) -> (Action, Option<Action>) {
+    fn convert(&mut self, rec: CallRecord) -> (Action, Result<Option<Action>, Op>) {
         let region = self.region(self.prev_caller, rec.caller);
         self.prev_caller = Some(rec.caller);
         let ns = match self.compute {
@@ -78,34 +85,57 @@ impl TraceActions {
     }
 }
 
-/// The action of one record; `None` for calls replay ignores (rank, size,
-/// sends to or receives from `MPI_PROC_NULL`).
-pub fn op_action(rec: &CallRecord) -> Option<Action> {
+/// The action of one record: `Ok(None)` for calls replay ignores (rank,
+/// size, probes, tests that found nothing, communicator management, sends
+/// to or receives from `MPI_PROC_NULL`); `Err(op)` for calls the replay
+/// cannot represent yet.
+///
+/// Send modes map onto the standard ones (`Ssend`/`Bsend`/`Rsend` →
+/// `Send`, `Issend`/`Ibsend`/`Irsend` → `Isend`): the model's
+/// eager/rendezvous switch then decides, which is exact for `Rsend` and
+/// for large `Ssend`s, and under-costs a small `Ssend` by one handshake.
+pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
+    use Op::*;
     let root = |r: i32| r.max(0) as u32;
-    Some(match (rec.op, &rec.params) {
-        (Op::Init | Op::InitThread, _) => Action::Init,
-        (Op::Finalize, _) => Action::Finalize,
-        (Op::CommRank | Op::CommSize, _) => return None,
-        (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return None,
-        (Op::Send, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Send { dst: peer as u32, tag, bytes, comm },
-        (Op::Isend, &Params::P2p { peer, tag, bytes, comm, request }) => {
+    Ok(Some(match (rec.op, &rec.params) {
+        (Init | InitThread, _) => Action::Init,
+        (Finalize, _) => Action::Finalize,
+        (CommRank | CommSize | Probe | Iprobe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),
+        (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
+        (Send | Ssend | Bsend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
+            Action::Send { dst: peer as u32, tag, bytes, comm }
+        }
+        (Isend | Issend | Ibsend | Irsend, &Params::P2p { peer, tag, bytes, comm, request }) => {
             Action::Isend { dst: peer as u32, tag, bytes, comm, req: request }
         }
-        (Op::Recv, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Recv { src: peer, tag, bytes, comm },
-        (Op::Irecv, &Params::P2p { peer, tag, bytes, comm, request }) => {
+        (Recv, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Recv { src: peer, tag, bytes, comm },
+        (Irecv, &Params::P2p { peer, tag, bytes, comm, request }) => {
             Action::Irecv { src: peer, tag, bytes, comm, req: request }
         }
-        (Op::Wait, &Params::Wait { request, .. }) => Action::Wait { req: request },
-        (Op::Waitall, Params::Waitall { requests }) => Action::Waitall { reqs: requests.clone() },
-        (Op::Sendrecv, &Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }) => {
-            Action::Sendrecv { dst: dst as u32, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }
-        }
-        (Op::Barrier, &Params::Coll { comm, .. }) => Action::Barrier { comm },
-        (Op::Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
-        (Op::Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
-        (Op::Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
-        _ => return None,
-    })
+        (Wait, &Params::Wait { request, .. }) => Action::Wait { req: request },
+        (Test, &Params::Test { request, completed }) => match completed {
+            true => Action::Wait { req: request },
+            false => return Ok(None),
+        },
+        (Waitall, Params::Waitall { requests }) => Action::Waitall { reqs: requests.clone() },
+        (Testall, Params::RequestSet { requests, result }) => match result {
+            1 => Action::Waitall { reqs: requests.clone() },
+            _ => return Ok(None),
+        },
+        (Waitany | Testany, Params::RequestSet { requests, result }) => match requests.get(*result as usize) {
+            Some(&req) if *result >= 0 => Action::Wait { req },
+            _ => return Ok(None),
+        },
+        (
+            Sendrecv | SendrecvReplace,
+            &Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm },
+        ) => Action::Sendrecv { dst: dst as u32, send_tag, send_bytes, src, recv_tag, recv_bytes, comm },
+        (Barrier, &Params::Coll { comm, .. }) => Action::Barrier { comm },
+        (Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
+        (Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
+        (Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
+        (op, _) => return Err(op),
+    }))
 }
 
 impl Iterator for TraceActions {
@@ -120,7 +150,13 @@ impl Iterator for TraceActions {
             Err(e) => return Some(Err(e)),
         };
         let (compute, op) = self.convert(rec);
-        self.pending = op;
+        match op {
+            Ok(op) => self.pending = op,
+            Err(op) => {
+                let kind = TraceErrorKind::NotReplayable { call: op.mpi_name() };
+                return Some(Err(TraceError { path: self.trace.path.clone(), kind }));
+            }
+        }
         Some(Ok(compute))
     }
 }

@@ -73,6 +73,32 @@ ops! {
     Waitall = 15, "MPI_Waitall";
     /// `MPI_Sendrecv`.
     Sendrecv = 16, "MPI_Sendrecv";
+    /// `MPI_Ssend` (synchronous send).
+    Ssend = 17, "MPI_Ssend";
+    /// `MPI_Bsend` (buffered send).
+    Bsend = 18, "MPI_Bsend";
+    /// `MPI_Rsend` (ready send).
+    Rsend = 19, "MPI_Rsend";
+    /// `MPI_Issend`.
+    Issend = 20, "MPI_Issend";
+    /// `MPI_Ibsend`.
+    Ibsend = 21, "MPI_Ibsend";
+    /// `MPI_Irsend`.
+    Irsend = 22, "MPI_Irsend";
+    /// `MPI_Probe` (peer, tag and bytes of the probed message).
+    Probe = 23, "MPI_Probe";
+    /// `MPI_Iprobe` (found or not).
+    Iprobe = 24, "MPI_Iprobe";
+    /// `MPI_Test`.
+    Test = 25, "MPI_Test";
+    /// `MPI_Testall`.
+    Testall = 26, "MPI_Testall";
+    /// `MPI_Waitany`.
+    Waitany = 27, "MPI_Waitany";
+    /// `MPI_Testany`.
+    Testany = 28, "MPI_Testany";
+    /// `MPI_Sendrecv_replace`.
+    SendrecvReplace = 29, "MPI_Sendrecv_replace";
     /// `MPI_Barrier`.
     Barrier = 30, "MPI_Barrier";
     /// `MPI_Bcast`.
@@ -81,6 +107,38 @@ ops! {
     Reduce = 32, "MPI_Reduce";
     /// `MPI_Allreduce`.
     Allreduce = 33, "MPI_Allreduce";
+    /// `MPI_Gather` (bytes sent per rank).
+    Gather = 34, "MPI_Gather";
+    /// `MPI_Gatherv` (bytes sent by this rank).
+    Gatherv = 35, "MPI_Gatherv";
+    /// `MPI_Scatter` (bytes received per rank).
+    Scatter = 36, "MPI_Scatter";
+    /// `MPI_Scatterv` (bytes received by this rank).
+    Scatterv = 37, "MPI_Scatterv";
+    /// `MPI_Allgather` (bytes sent per rank).
+    Allgather = 38, "MPI_Allgather";
+    /// `MPI_Allgatherv` (bytes sent by this rank).
+    Allgatherv = 39, "MPI_Allgatherv";
+    /// `MPI_Alltoall` (bytes sent to each rank).
+    Alltoall = 40, "MPI_Alltoall";
+    /// `MPI_Alltoallv` (bytes sent by this rank in all).
+    Alltoallv = 41, "MPI_Alltoallv";
+    /// `MPI_Reduce_scatter` (bytes of the whole vector).
+    ReduceScatter = 42, "MPI_Reduce_scatter";
+    /// `MPI_Reduce_scatter_block` (bytes per rank block).
+    ReduceScatterBlock = 43, "MPI_Reduce_scatter_block";
+    /// `MPI_Scan`.
+    Scan = 44, "MPI_Scan";
+    /// `MPI_Exscan`.
+    Exscan = 45, "MPI_Exscan";
+    /// `MPI_Comm_dup` (new communicator and its members).
+    CommDup = 60, "MPI_Comm_dup";
+    /// `MPI_Comm_split`.
+    CommSplit = 61, "MPI_Comm_split";
+    /// `MPI_Comm_create`.
+    CommCreate = 62, "MPI_Comm_create";
+    /// `MPI_Comm_free`.
+    CommFree = 63, "MPI_Comm_free";
 }
 
 /// Per-op parameters, normalized by the interposer.
@@ -131,6 +189,46 @@ pub enum Params {
     Waitall {
         /// Request handles (0 = `MPI_REQUEST_NULL`).
         requests: Vec<u64>,
+    },
+    /// `MPI_Test`: the request handle and whether it completed.
+    Test {
+        /// Request handle.
+        request: u64,
+        /// True when the test found it complete.
+        completed: bool,
+    },
+    /// `MPI_Testall`, `MPI_Waitany`, `MPI_Testany`: the handles and the
+    /// outcome (Testall: 1 when all completed, else 0; any-variants: the
+    /// index that completed, or -1).
+    RequestSet {
+        /// Request handles, in argument order.
+        requests: Vec<u64>,
+        /// Outcome, as above.
+        result: i32,
+    },
+    /// `MPI_Probe`/`MPI_Iprobe`: the matched message, when found.
+    Probe {
+        /// World rank of the message's source (or the probed source when not found).
+        peer: i32,
+        /// Tag.
+        tag: i32,
+        /// Size of the matched message, bytes (0 when not found).
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+        /// True when a message was found.
+        found: bool,
+    },
+    /// A new communicator (`MPI_Comm_dup`/`split`/`create`): its parent,
+    /// its id ([`COMM_UNKNOWN`] for `MPI_COMM_NULL`) and its members as
+    /// world ranks in communicator rank order.
+    CommCreate {
+        /// Parent communicator id.
+        parent: u32,
+        /// New communicator id.
+        comm: u32,
+        /// World rank of each member.
+        members: Vec<u32>,
     },
     /// Collectives: `root` is a world rank (-1 for rootless), `bytes` the
     /// per-rank payload (count × type size).
@@ -230,13 +328,49 @@ impl Get<'_> {
 
 /// Bytes of the parameter part for `op`, excluding Waitall's handle list.
 fn params_len(op: Op) -> usize {
+    match shape(op) {
+        Shape::P2p => 28,
+        Shape::Sendrecv => 36,
+        Shape::Wait => 12,
+        Shape::Test => 9,
+        Shape::Waitall => 4,
+        Shape::RequestSet => 8,
+        Shape::Probe => 21,
+        Shape::CommCreate => 12,
+        Shape::Coll => 16,
+        Shape::None => 0,
+    }
+}
+
+/// The parameter layout of each op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    None,
+    P2p,
+    Sendrecv,
+    Wait,
+    Test,
+    Waitall,
+    RequestSet,
+    Probe,
+    CommCreate,
+    Coll,
+}
+
+fn shape(op: Op) -> Shape {
+    use Op::*;
     match op {
-        Op::Send | Op::Recv | Op::Isend | Op::Irecv => 28,
-        Op::Sendrecv => 36,
-        Op::Wait => 12,
-        Op::Waitall => 4,
-        Op::Barrier | Op::Bcast | Op::Reduce | Op::Allreduce => 16,
-        Op::Init | Op::InitThread | Op::Finalize | Op::CommRank | Op::CommSize => 0,
+        Send | Recv | Isend | Irecv | Ssend | Bsend | Rsend | Issend | Ibsend | Irsend => Shape::P2p,
+        Sendrecv | SendrecvReplace => Shape::Sendrecv,
+        Wait => Shape::Wait,
+        Test => Shape::Test,
+        Waitall => Shape::Waitall,
+        Testall | Waitany | Testany => Shape::RequestSet,
+        Probe | Iprobe => Shape::Probe,
+        CommDup | CommSplit | CommCreate => Shape::CommCreate,
+        Barrier | Bcast | Reduce | Allreduce | Gather | Gatherv | Scatter | Scatterv | Allgather | Allgatherv
+        | Alltoall | Alltoallv | ReduceScatter | ReduceScatterBlock | Scan | Exscan | CommFree => Shape::Coll,
+        Init | InitThread | Finalize | CommRank | CommSize => Shape::None,
     }
 }
 
@@ -244,7 +378,8 @@ impl CallRecord {
     /// Encoded size in bytes.
     pub fn encoded_len(&self) -> usize {
         let extra = match &self.params {
-            Params::Waitall { requests } => 8 * requests.len(),
+            Params::Waitall { requests } | Params::RequestSet { requests, .. } => 8 * requests.len(),
+            Params::CommCreate { members, .. } => 4 * members.len(),
             _ => 0,
         };
         HEAD_BYTES + params_len(self.op) + extra
@@ -261,16 +396,16 @@ impl CallRecord {
         for v in [self.caller, self.compute_cpu_ns, self.compute_wall_ns, self.t_start_ns, self.t_end_ns] {
             p.u64(v);
         }
-        match (&self.params, self.op) {
-            (Params::None, _) if params_len(self.op) == 0 => {}
-            (&Params::P2p { peer, tag, bytes, comm, request }, Op::Send | Op::Recv | Op::Isend | Op::Irecv) => {
+        match (&self.params, shape(self.op)) {
+            (Params::None, Shape::None) => {}
+            (&Params::P2p { peer, tag, bytes, comm, request }, Shape::P2p) => {
                 p.i32(peer);
                 p.i32(tag);
                 p.u64(bytes);
                 p.u32(comm);
                 p.u64(request);
             }
-            (&Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }, Op::Sendrecv) => {
+            (&Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }, Shape::Sendrecv) => {
                 p.i32(dst);
                 p.i32(send_tag);
                 p.u64(send_bytes);
@@ -279,22 +414,42 @@ impl CallRecord {
                 p.u64(recv_bytes);
                 p.u32(comm);
             }
-            (&Params::Wait { request, source }, Op::Wait) => {
+            (&Params::Wait { request, source }, Shape::Wait) => {
                 p.u64(request);
                 p.i32(source);
             }
-            (Params::Waitall { requests }, Op::Waitall) => {
-                p.u32(requests.len() as u32);
-                for &r in requests {
-                    p.u64(r);
-                }
+            (&Params::Test { request, completed }, Shape::Test) => {
+                p.u64(request);
+                p.bytes(&[completed as u8]);
             }
-            (&Params::Coll { root, bytes, comm }, Op::Barrier | Op::Bcast | Op::Reduce | Op::Allreduce) => {
+            (Params::Waitall { requests }, Shape::Waitall) => {
+                p.u32(requests.len() as u32);
+                requests.iter().for_each(|&r| p.u64(r));
+            }
+            (Params::RequestSet { requests, result }, Shape::RequestSet) => {
+                p.u32(requests.len() as u32);
+                p.i32(*result);
+                requests.iter().for_each(|&r| p.u64(r));
+            }
+            (&Params::Probe { peer, tag, bytes, comm, found }, Shape::Probe) => {
+                p.i32(peer);
+                p.i32(tag);
+                p.u64(bytes);
+                p.u32(comm);
+                p.bytes(&[found as u8]);
+            }
+            (Params::CommCreate { parent, comm, members }, Shape::CommCreate) => {
+                p.u32(*parent);
+                p.u32(*comm);
+                p.u32(members.len() as u32);
+                members.iter().for_each(|&m| p.u32(m));
+            }
+            (&Params::Coll { root, bytes, comm }, Shape::Coll) => {
                 p.i32(root);
                 p.u64(bytes);
                 p.u32(comm);
             }
-            (params, op) => panic!("params {params:?} do not fit {op:?}"),
+            (params, _) => panic!("params {params:?} do not fit {:?}", self.op),
         }
         p.pos
     }
@@ -314,15 +469,12 @@ impl CallRecord {
         let compute_wall_ns = g.u64()?;
         let t_start_ns = g.u64()?;
         let t_end_ns = g.u64()?;
-        let params = match op {
-            Op::Send | Op::Recv | Op::Isend | Op::Irecv => Params::P2p {
-                peer: g.i32()?,
-                tag: g.i32()?,
-                bytes: g.u64()?,
-                comm: g.u32()?,
-                request: g.u64()?,
-            },
-            Op::Sendrecv => Params::Sendrecv {
+        let list = |g: &mut Get, n: usize, width: usize| {
+            if buf.len() < g.pos + width * n { Err(DecodeError::Short) } else { Ok(()) }
+        };
+        let params = match shape(op) {
+            Shape::P2p => Params::P2p { peer: g.i32()?, tag: g.i32()?, bytes: g.u64()?, comm: g.u32()?, request: g.u64()? },
+            Shape::Sendrecv => Params::Sendrecv {
                 dst: g.i32()?,
                 send_tag: g.i32()?,
                 send_bytes: g.u64()?,
@@ -331,19 +483,33 @@ impl CallRecord {
                 recv_bytes: g.u64()?,
                 comm: g.u32()?,
             },
-            Op::Wait => Params::Wait { request: g.u64()?, source: g.i32()? },
-            Op::Waitall => {
+            Shape::Wait => Params::Wait { request: g.u64()?, source: g.i32()? },
+            Shape::Test => Params::Test { request: g.u64()?, completed: g.take::<1>()?[0] != 0 },
+            Shape::Waitall => {
                 let n = g.u32()? as usize;
-                if buf.len() < g.pos + 8 * n {
-                    return Err(DecodeError::Short);
-                }
-                let requests = (0..n).map(|_| g.u64()).collect::<Result<Vec<_>, _>>()?;
-                Params::Waitall { requests }
+                list(&mut g, n, 8)?;
+                Params::Waitall { requests: (0..n).map(|_| g.u64()).collect::<Result<_, _>>()? }
             }
-            Op::Barrier | Op::Bcast | Op::Reduce | Op::Allreduce => {
-                Params::Coll { root: g.i32()?, bytes: g.u64()?, comm: g.u32()? }
+            Shape::RequestSet => {
+                let n = g.u32()? as usize;
+                let result = g.i32()?;
+                list(&mut g, n, 8)?;
+                Params::RequestSet { requests: (0..n).map(|_| g.u64()).collect::<Result<_, _>>()?, result }
             }
-            Op::Init | Op::InitThread | Op::Finalize | Op::CommRank | Op::CommSize => Params::None,
+            Shape::Probe => Params::Probe {
+                peer: g.i32()?,
+                tag: g.i32()?,
+                bytes: g.u64()?,
+                comm: g.u32()?,
+                found: g.take::<1>()?[0] != 0,
+            },
+            Shape::CommCreate => {
+                let (parent, comm, n) = (g.u32()?, g.u32()?, g.u32()? as usize);
+                list(&mut g, n, 4)?;
+                Params::CommCreate { parent, comm, members: (0..n).map(|_| g.u32()).collect::<Result<_, _>>()? }
+            }
+            Shape::Coll => Params::Coll { root: g.i32()?, bytes: g.u64()?, comm: g.u32()? },
+            Shape::None => Params::None,
         };
         let rec = CallRecord { op, failed, caller, compute_cpu_ns, compute_wall_ns, t_start_ns, t_end_ns, params };
         Ok((rec, g.pos))
@@ -380,6 +546,11 @@ mod tests {
                 Params::Sendrecv { dst: 1, send_tag: 0, send_bytes: 8, src: 1, recv_tag: 0, recv_bytes: 8, comm: 0 },
             ),
             rec(Op::Allreduce, Params::Coll { root: -1, bytes: 8, comm: 0 }),
+            rec(Op::Test, Params::Test { request: 9, completed: true }),
+            rec(Op::Waitany, Params::RequestSet { requests: vec![4, 5], result: 1 }),
+            rec(Op::Iprobe, Params::Probe { peer: 2, tag: 3, bytes: 64, comm: 1, found: true }),
+            rec(Op::CommSplit, Params::CommCreate { parent: 0, comm: 3, members: vec![0, 2, 4] }),
+            rec(Op::Alltoallv, Params::Coll { root: -1, bytes: 4096, comm: 3 }),
         ];
         let mut buf = vec![0u8; 4096];
         let mut pos = 0;

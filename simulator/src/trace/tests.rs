@@ -99,3 +99,26 @@ fn flipped_byte_is_detected_by_checksum() {
     let errs: Vec<_> = t.records().unwrap().filter_map(|r| r.err()).collect();
     assert!(errs[0].to_string().contains("checksum"), "{}", errs[0]);
 }
+
+#[test]
+fn salvage_keeps_every_whole_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rank-0.trace");
+    let written = write_file(&p, 3000);
+    let full = std::fs::read(&p).unwrap();
+    // Cut inside the third record chunk: the first two survive whole.
+    let t = RankTrace::open(&p).unwrap();
+    let (third_at, _) = t.record_chunks[2];
+    let cut = third_at as usize + 10;
+    std::fs::write(&p, &full[..cut]).unwrap();
+    let (s, salvage) = RankTrace::open_salvage(&p).unwrap();
+    let salvage = salvage.expect("a salvage report");
+    assert_eq!(salvage.kept_bytes + salvage.dropped_bytes, cut as u64);
+    assert!(matches!(salvage.reason, TraceErrorKind::Truncated { .. }));
+    let read: Vec<CallRecord> = s.records().unwrap().map(|r| r.unwrap()).collect();
+    assert!(!read.is_empty() && read.len() < 3000, "{}", read.len());
+    assert_eq!(read[..], written[..read.len()]);
+    // A complete file needs no salvage.
+    std::fs::write(&p, &full).unwrap();
+    assert!(RankTrace::open_salvage(&p).unwrap().1.is_none());
+}
