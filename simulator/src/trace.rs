@@ -11,6 +11,7 @@
 
 pub mod actions;
 pub mod chunk;
+pub mod codec;
 pub mod record;
 pub mod writer;
 
@@ -308,6 +309,7 @@ impl RankTrace {
             buf: Vec::new(),
             pos: 0,
             chunk_at: 0,
+            decoder: codec::Decoder::default(),
         })
     }
 
@@ -344,6 +346,7 @@ pub struct Records {
     buf: Vec<u8>,
     pos: usize,
     chunk_at: u64,
+    decoder: codec::Decoder,
 }
 
 impl Iterator for Records {
@@ -366,7 +369,7 @@ impl Iterator for Records {
                 return Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what })));
             }
         }
-        match CallRecord::decode(&self.buf[self.pos..]) {
+        match self.decoder.decode(&self.buf[self.pos..]) {
             Ok((rec, n)) => {
                 self.pos += n;
                 Some(Ok(rec))

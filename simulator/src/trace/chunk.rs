@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 
 /// First 8 bytes of every per-rank trace file.
-pub const MAGIC: &[u8; 8] = b"MPITRC01";
+pub const MAGIC: &[u8; 8] = b"MPITRC02";
 /// Bytes in a chunk header.
 pub const CHUNK_HEADER_BYTES: usize = 16;
 /// Largest record payload a writer puts in one chunk, bytes (64 KiB less the header).
@@ -24,7 +24,7 @@ const CHUNK_TAG: &[u8; 4] = b"CHNK";
 pub enum ChunkKind {
     /// JSON [`super::RankHeader`].
     Header = 1,
-    /// Concatenated binary [`super::CallRecord`]s.
+    /// Concatenated [`super::CallRecord`]s in the [`super::codec`] encoding.
     Records = 2,
     /// JSON list of [`super::Module`]s (the loaded objects, for call sites).
     Modules = 3,

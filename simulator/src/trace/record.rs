@@ -7,8 +7,7 @@
 //! parameters, already normalized by the interposer: peers and roots as
 //! world ranks, sizes in bytes, requests as opaque 64-bit handles.
 //!
-//! Layout (little-endian): a fixed 48-byte head, then per-op parameters.
-//! `MPI_Waitall` carries a variable list of request handles.
+//! Their encoding is in [`super::codec`].
 
 use std::fmt;
 
@@ -23,8 +22,6 @@ pub const COMM_WORLD: u32 = 0;
 /// Communicator id stored when the interposer could not name the communicator.
 pub const COMM_UNKNOWN: u32 = u32::MAX;
 
-/// Size in bytes of the fixed record head.
-pub const HEAD_BYTES: usize = 48;
 
 macro_rules! ops {
     ($($(#[$doc:meta])* $name:ident = $code:expr, $mpi:expr;)*) => {
@@ -270,6 +267,8 @@ pub enum DecodeError {
     Short,
     /// The op code is not one this reader knows.
     UnknownOp(u8),
+    /// A call-site index that no earlier record defined.
+    BadSite(u64),
 }
 
 impl fmt::Display for DecodeError {
@@ -277,74 +276,14 @@ impl fmt::Display for DecodeError {
         match self {
             DecodeError::Short => write!(f, "record cut short"),
             DecodeError::UnknownOp(c) => write!(f, "unknown op code {c}"),
+            DecodeError::BadSite(i) => write!(f, "call-site index {i} was never defined"),
         }
-    }
-}
-
-/// Appends little-endian fields to a fixed buffer; never allocates.
-struct Put<'a> {
-    buf: &'a mut [u8],
-    pos: usize,
-}
-
-impl Put<'_> {
-    fn bytes(&mut self, b: &[u8]) {
-        self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
-        self.pos += b.len();
-    }
-    fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes())
-    }
-    fn i32(&mut self, v: i32) {
-        self.bytes(&v.to_le_bytes())
-    }
-    fn u32(&mut self, v: u32) {
-        self.bytes(&v.to_le_bytes())
-    }
-}
-
-/// Reads little-endian fields, failing with [`DecodeError::Short`].
-struct Get<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl Get<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        let s = self.buf.get(self.pos..self.pos + N).ok_or(DecodeError::Short)?;
-        self.pos += N;
-        Ok(s.try_into().expect("slice of length N"))
-    }
-    fn u64(&mut self) -> Result<u64, DecodeError> {
-        self.take::<8>().map(u64::from_le_bytes)
-    }
-    fn i32(&mut self) -> Result<i32, DecodeError> {
-        self.take::<4>().map(i32::from_le_bytes)
-    }
-    fn u32(&mut self) -> Result<u32, DecodeError> {
-        self.take::<4>().map(u32::from_le_bytes)
-    }
-}
-
-/// Bytes of the parameter part for `op`, excluding Waitall's handle list.
-fn params_len(op: Op) -> usize {
-    match shape(op) {
-        Shape::P2p => 28,
-        Shape::Sendrecv => 36,
-        Shape::Wait => 12,
-        Shape::Test => 9,
-        Shape::Waitall => 4,
-        Shape::RequestSet => 8,
-        Shape::Probe => 21,
-        Shape::CommCreate => 12,
-        Shape::Coll => 16,
-        Shape::None => 0,
     }
 }
 
 /// The parameter layout of each op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shape {
+pub(crate) enum Shape {
     None,
     P2p,
     Sendrecv,
@@ -357,7 +296,7 @@ enum Shape {
     Coll,
 }
 
-fn shape(op: Op) -> Shape {
+pub(crate) fn shape(op: Op) -> Shape {
     use Op::*;
     match op {
         Send | Recv | Isend | Irecv | Ssend | Bsend | Rsend | Issend | Ibsend | Irsend => Shape::P2p,
@@ -371,209 +310,5 @@ fn shape(op: Op) -> Shape {
         Barrier | Bcast | Reduce | Allreduce | Gather | Gatherv | Scatter | Scatterv | Allgather | Allgatherv
         | Alltoall | Alltoallv | ReduceScatter | ReduceScatterBlock | Scan | Exscan | CommFree => Shape::Coll,
         Init | InitThread | Finalize | CommRank | CommSize => Shape::None,
-    }
-}
-
-impl CallRecord {
-    /// Encoded size in bytes.
-    pub fn encoded_len(&self) -> usize {
-        let extra = match &self.params {
-            Params::Waitall { requests } | Params::RequestSet { requests, .. } => 8 * requests.len(),
-            Params::CommCreate { members, .. } => 4 * members.len(),
-            _ => 0,
-        };
-        HEAD_BYTES + params_len(self.op) + extra
-    }
-
-    /// Encodes into `out`, returning the bytes written.
-    ///
-    /// # Panics
-    /// If `out` is shorter than [`CallRecord::encoded_len`], or if `params`
-    /// does not match the shape `op` requires.
-    pub fn encode(&self, out: &mut [u8]) -> usize {
-        let mut p = Put { buf: out, pos: 0 };
-        p.bytes(&[self.op as u8, self.failed as u8, 0, 0, 0, 0, 0, 0]);
-        for v in [self.caller, self.compute_cpu_ns, self.compute_wall_ns, self.t_start_ns, self.t_end_ns] {
-            p.u64(v);
-        }
-        match (&self.params, shape(self.op)) {
-            (Params::None, Shape::None) => {}
-            (&Params::P2p { peer, tag, bytes, comm, request }, Shape::P2p) => {
-                p.i32(peer);
-                p.i32(tag);
-                p.u64(bytes);
-                p.u32(comm);
-                p.u64(request);
-            }
-            (&Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }, Shape::Sendrecv) => {
-                p.i32(dst);
-                p.i32(send_tag);
-                p.u64(send_bytes);
-                p.i32(src);
-                p.i32(recv_tag);
-                p.u64(recv_bytes);
-                p.u32(comm);
-            }
-            (&Params::Wait { request, source }, Shape::Wait) => {
-                p.u64(request);
-                p.i32(source);
-            }
-            (&Params::Test { request, completed }, Shape::Test) => {
-                p.u64(request);
-                p.bytes(&[completed as u8]);
-            }
-            (Params::Waitall { requests }, Shape::Waitall) => {
-                p.u32(requests.len() as u32);
-                requests.iter().for_each(|&r| p.u64(r));
-            }
-            (Params::RequestSet { requests, result }, Shape::RequestSet) => {
-                p.u32(requests.len() as u32);
-                p.i32(*result);
-                requests.iter().for_each(|&r| p.u64(r));
-            }
-            (&Params::Probe { peer, tag, bytes, comm, found }, Shape::Probe) => {
-                p.i32(peer);
-                p.i32(tag);
-                p.u64(bytes);
-                p.u32(comm);
-                p.bytes(&[found as u8]);
-            }
-            (Params::CommCreate { parent, comm, members }, Shape::CommCreate) => {
-                p.u32(*parent);
-                p.u32(*comm);
-                p.u32(members.len() as u32);
-                members.iter().for_each(|&m| p.u32(m));
-            }
-            (&Params::Coll { root, bytes, comm }, Shape::Coll) => {
-                p.i32(root);
-                p.u64(bytes);
-                p.u32(comm);
-            }
-            (params, _) => panic!("params {params:?} do not fit {:?}", self.op),
-        }
-        p.pos
-    }
-
-    /// Decodes one record from the front of `buf`; returns it and its length.
-    ///
-    /// # Errors
-    /// [`DecodeError::Short`] when `buf` ends inside the record,
-    /// [`DecodeError::UnknownOp`] for an op code this reader does not know.
-    pub fn decode(buf: &[u8]) -> Result<(CallRecord, usize), DecodeError> {
-        let mut g = Get { buf, pos: 0 };
-        let head = g.take::<8>()?;
-        let op = Op::from_code(head[0]).ok_or(DecodeError::UnknownOp(head[0]))?;
-        let failed = head[1] != 0;
-        let caller = g.u64()?;
-        let compute_cpu_ns = g.u64()?;
-        let compute_wall_ns = g.u64()?;
-        let t_start_ns = g.u64()?;
-        let t_end_ns = g.u64()?;
-        let list = |g: &mut Get, n: usize, width: usize| {
-            if buf.len() < g.pos + width * n { Err(DecodeError::Short) } else { Ok(()) }
-        };
-        let params = match shape(op) {
-            Shape::P2p => Params::P2p { peer: g.i32()?, tag: g.i32()?, bytes: g.u64()?, comm: g.u32()?, request: g.u64()? },
-            Shape::Sendrecv => Params::Sendrecv {
-                dst: g.i32()?,
-                send_tag: g.i32()?,
-                send_bytes: g.u64()?,
-                src: g.i32()?,
-                recv_tag: g.i32()?,
-                recv_bytes: g.u64()?,
-                comm: g.u32()?,
-            },
-            Shape::Wait => Params::Wait { request: g.u64()?, source: g.i32()? },
-            Shape::Test => Params::Test { request: g.u64()?, completed: g.take::<1>()?[0] != 0 },
-            Shape::Waitall => {
-                let n = g.u32()? as usize;
-                list(&mut g, n, 8)?;
-                Params::Waitall { requests: (0..n).map(|_| g.u64()).collect::<Result<_, _>>()? }
-            }
-            Shape::RequestSet => {
-                let n = g.u32()? as usize;
-                let result = g.i32()?;
-                list(&mut g, n, 8)?;
-                Params::RequestSet { requests: (0..n).map(|_| g.u64()).collect::<Result<_, _>>()?, result }
-            }
-            Shape::Probe => Params::Probe {
-                peer: g.i32()?,
-                tag: g.i32()?,
-                bytes: g.u64()?,
-                comm: g.u32()?,
-                found: g.take::<1>()?[0] != 0,
-            },
-            Shape::CommCreate => {
-                let (parent, comm, n) = (g.u32()?, g.u32()?, g.u32()? as usize);
-                list(&mut g, n, 4)?;
-                Params::CommCreate { parent, comm, members: (0..n).map(|_| g.u32()).collect::<Result<_, _>>()? }
-            }
-            Shape::Coll => Params::Coll { root: g.i32()?, bytes: g.u64()?, comm: g.u32()? },
-            Shape::None => Params::None,
-        };
-        let rec = CallRecord { op, failed, caller, compute_cpu_ns, compute_wall_ns, t_start_ns, t_end_ns, params };
-        Ok((rec, g.pos))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(op: Op, params: Params) -> CallRecord {
-        CallRecord {
-            op,
-            failed: false,
-            caller: 0x7f00_1234,
-            compute_cpu_ns: 1500,
-            compute_wall_ns: 1700,
-            t_start_ns: 10,
-            t_end_ns: 20,
-            params,
-        }
-    }
-
-    #[test]
-    fn every_shape_round_trips() {
-        let cases = vec![
-            rec(Op::Init, Params::None),
-            rec(Op::Send, Params::P2p { peer: 3, tag: 7, bytes: 4096, comm: 0, request: 0 }),
-            rec(Op::Irecv, Params::P2p { peer: ANY_SOURCE, tag: ANY_TAG, bytes: 8, comm: 2, request: 0xdead }),
-            rec(Op::Wait, Params::Wait { request: 0xdead, source: 1 }),
-            rec(Op::Waitall, Params::Waitall { requests: vec![1, 2, 3] }),
-            rec(
-                Op::Sendrecv,
-                Params::Sendrecv { dst: 1, send_tag: 0, send_bytes: 8, src: 1, recv_tag: 0, recv_bytes: 8, comm: 0 },
-            ),
-            rec(Op::Allreduce, Params::Coll { root: -1, bytes: 8, comm: 0 }),
-            rec(Op::Test, Params::Test { request: 9, completed: true }),
-            rec(Op::Waitany, Params::RequestSet { requests: vec![4, 5], result: 1 }),
-            rec(Op::Iprobe, Params::Probe { peer: 2, tag: 3, bytes: 64, comm: 1, found: true }),
-            rec(Op::CommSplit, Params::CommCreate { parent: 0, comm: 3, members: vec![0, 2, 4] }),
-            rec(Op::Alltoallv, Params::Coll { root: -1, bytes: 4096, comm: 3 }),
-        ];
-        let mut buf = vec![0u8; 4096];
-        let mut pos = 0;
-        for c in &cases {
-            assert_eq!(c.encode(&mut buf[pos..]), c.encoded_len());
-            pos += c.encoded_len();
-        }
-        let mut at = 0;
-        for c in &cases {
-            let (d, n) = CallRecord::decode(&buf[at..pos]).unwrap();
-            assert_eq!(&d, c);
-            at += n;
-        }
-        assert_eq!(at, pos);
-    }
-
-    #[test]
-    fn short_and_unknown_are_errors() {
-        let r = rec(Op::Send, Params::P2p { peer: 1, tag: 0, bytes: 1, comm: 0, request: 0 });
-        let mut buf = vec![0u8; 128];
-        let n = r.encode(&mut buf);
-        assert_eq!(CallRecord::decode(&buf[..n - 1]), Err(DecodeError::Short));
-        buf[0] = 250;
-        assert_eq!(CallRecord::decode(&buf[..n]), Err(DecodeError::UnknownOp(250)));
     }
 }

@@ -39,13 +39,13 @@ fn write_file(path: &Path, n: u64) -> Vec<CallRecord> {
 fn many_chunks_round_trip_and_big_waitall_splits() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("rank-0.trace");
-    let written = write_file(&p, 5000);
+    let written = write_file(&p, 30_000);
     let t = RankTrace::open(&p).unwrap();
     assert_eq!(t.header.rank, 0);
     assert!(t.record_chunks.len() > 3, "expected several chunks");
     let read: Vec<CallRecord> = t.records().unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(read[..5000], written[..5000]);
-    let reqs: Vec<u64> = read[5000..]
+    assert_eq!(read[..30_000], written[..30_000]);
+    let reqs: Vec<u64> = read[30_000..]
         .iter()
         .flat_map(|r| match &r.params {
             Params::Waitall { requests } => requests.clone(),
@@ -104,7 +104,7 @@ fn flipped_byte_is_detected_by_checksum() {
 fn salvage_keeps_every_whole_chunk() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("rank-0.trace");
-    let written = write_file(&p, 3000);
+    let written = write_file(&p, 30_000);
     let full = std::fs::read(&p).unwrap();
     // Cut inside the third record chunk: the first two survive whole.
     let t = RankTrace::open(&p).unwrap();
@@ -116,7 +116,7 @@ fn salvage_keeps_every_whole_chunk() {
     assert_eq!(salvage.kept_bytes + salvage.dropped_bytes, cut as u64);
     assert!(matches!(salvage.reason, TraceErrorKind::Truncated { .. }));
     let read: Vec<CallRecord> = s.records().unwrap().map(|r| r.unwrap()).collect();
-    assert!(!read.is_empty() && read.len() < 3000, "{}", read.len());
+    assert!(!read.is_empty() && read.len() < 30_000, "{}", read.len());
     assert_eq!(read[..], written[..read.len()]);
     // A complete file needs no salvage.
     std::fs::write(&p, &full).unwrap();

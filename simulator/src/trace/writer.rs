@@ -2,19 +2,22 @@
 
 use std::io::{self, Write};
 
-use super::chunk::{write_chunk, ChunkKind, RecordBuffer, MAGIC, MAX_CHUNK_PAYLOAD};
-use super::record::{CallRecord, Params, HEAD_BYTES};
+use super::chunk::{write_chunk, ChunkKind, RecordBuffer, MAGIC};
+use super::codec::{list_len, max_encoded_len, Encoder};
+use super::record::{CallRecord, Params};
 use super::{Module, RankFooter, RankHeader};
 
 /// Streams call records of one rank into chunks on `W`.
 ///
-/// Pushing a record encodes it on the stack and copies it into a
-/// preallocated chunk buffer: no allocation, and one `write` per full chunk.
-/// Only an `MPI_Waitall` of more than ~50 requests is encoded on the heap.
+/// Pushing a record encodes it ([`super::codec`]) on the stack and copies it
+/// into a preallocated chunk buffer: no allocation, and one `write` per full
+/// chunk. Only a list of more than ~30 requests or members is encoded on the
+/// heap.
 #[derive(Debug)]
 pub struct RankWriter<W: Write> {
     out: W,
     buf: RecordBuffer,
+    encoder: Encoder,
     buffered: u64,
     footer: RankFooter,
 }
@@ -29,7 +32,7 @@ impl<W: Write> RankWriter<W> {
         let json = serde_json::to_vec(header).map_err(io::Error::other)?;
         write_chunk(&mut out, ChunkKind::Header, &json)?;
         let footer = RankFooter { records: 0, failed_calls: 0, dropped_records: 0, overhead_cpu_ns: 0, overhead_wall_ns: 0 };
-        Ok(RankWriter { out, buf: RecordBuffer::new(), buffered: 0, footer })
+        Ok(RankWriter { out, buf: RecordBuffer::new(), encoder: Encoder::default(), buffered: 0, footer })
     }
 
     /// Appends one record, flushing a full chunk first when needed.
@@ -40,7 +43,8 @@ impl<W: Write> RankWriter<W> {
     /// The I/O error of the chunk flush, if any.
     pub fn push(&mut self, rec: &CallRecord) -> io::Result<()> {
         if let Params::Waitall { requests } = &rec.params {
-            let per_chunk = (MAX_CHUNK_PAYLOAD - HEAD_BYTES - 4) / 8;
+            const PER_CHUNK: usize = 4096; // ≤ 41 KiB encoded: fits a chunk
+            let per_chunk = PER_CHUNK;
             if requests.len() > per_chunk {
                 // Completion of a waitall is the max over its requests, so
                 // consecutive waitalls over the pieces replay identically.
@@ -54,18 +58,28 @@ impl<W: Write> RankWriter<W> {
         }
         let mut stack = [0u8; 512];
         let mut heap = Vec::new();
-        let n = rec.encoded_len();
-        let out: &mut [u8] = if n <= stack.len() {
-            &mut stack
-        } else {
-            heap.resize(n, 0);
-            &mut heap
+        let n = match self.encoder.encode(rec, &mut stack) {
+            Some(n) => n,
+            None => {
+                heap.resize(max_encoded_len(list_len(rec)), 0);
+                self.encoder.encode(rec, &mut heap).expect("a buffer of the maximum size")
+            }
         };
-        rec.encode(out);
+        let out: &[u8] = if heap.is_empty() { &stack } else { &heap };
         let mut result = Ok(());
         if !self.buf.push(&out[..n]) {
             result = self.flush();
-            self.buf.push(&out[..n]);
+            if !self.buf.push(&out[..n]) {
+                // Larger than a chunk (a huge communicator's member list):
+                // a chunk of its own, which readers accept at any size.
+                let own = write_chunk(&mut self.out, ChunkKind::Records, &out[..n]);
+                result = result.and(own.map_err(|e| {
+                    self.footer.dropped_records += 1;
+                    e
+                }));
+                self.footer.records += 1;
+                return result;
+            }
         }
         self.buffered += 1;
         self.footer.records += 1;
@@ -97,14 +111,16 @@ impl<W: Write> RankWriter<W> {
         self.footer.records
     }
 
-    /// Flushes, then writes the module table and the end marker. Push
-    /// nothing after this.
+    /// Flushes, then writes the module table (only the modules that hold
+    /// a recorded call site) and the end marker. Push nothing after this.
     ///
     /// # Errors
     /// The writer's I/O error.
     pub fn finish(&mut self, modules: &[Module]) -> io::Result<()> {
         self.flush()?;
-        let json = serde_json::to_vec(modules).map_err(io::Error::other)?;
+        let used: Vec<&Module> =
+            modules.iter().filter(|m| self.encoder.sites().any(|a| m.start <= a && a < m.end)).collect();
+        let json = serde_json::to_vec(&used).map_err(io::Error::other)?;
         write_chunk(&mut self.out, ChunkKind::Modules, &json)?;
         let json = serde_json::to_vec(&self.footer).map_err(io::Error::other)?;
         write_chunk(&mut self.out, ChunkKind::End, &json)?;

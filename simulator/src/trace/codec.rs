@@ -1,0 +1,425 @@
+//! The compact encoding of call records (trace format 2): LEB128 varints,
+//! zigzag for signed values, and deltas against the stream's state, so a
+//! typical record takes about a dozen bytes.
+//!
+//! ```text
+//! record := op:u8 flags:u8 site [compute_wall] [compute_cpu] gap duration params
+//! flags  := bit0 failed | bit1 cpu == wall | bit2 new call site
+//!         | bit3 request present (P2p) | bit4 completed/found (Test, Probe)
+//!         | bit5 communicator is MPI_COMM_WORLD (P2p, Coll: comm omitted)
+//! site   := new ? varint(return address) : varint(site index)
+//! gap    := zigzag(t_start − previous t_end − compute_wall)
+//! ```
+//! Request handles are stored as zigzag deltas from the previous handle
+//! in the stream. The state (call-site table, previous end, previous
+//! handle) runs across chunks, so a file decodes from its start; a cut file
+//! still decodes up to its last whole chunk.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::record::{shape, CallRecord, DecodeError, Op, Params, Shape, COMM_WORLD};
+
+const FAILED: u8 = 1;
+const CPU_IS_WALL: u8 = 2;
+const NEW_SITE: u8 = 4;
+const HAS_REQUEST: u8 = 8;
+const YES: u8 = 16;
+const WORLD: u8 = 32;
+
+/// Upper bound of one encoded record, bytes, for a list of `list_len` values.
+pub fn max_encoded_len(list_len: usize) -> usize {
+    2 + 12 * 10 + 10 * list_len
+}
+
+/// Number of list values (request handles, members) `rec` carries.
+pub fn list_len(rec: &CallRecord) -> usize {
+    match &rec.params {
+        Params::Waitall { requests } | Params::RequestSet { requests, .. } => requests.len(),
+        Params::CommCreate { members, .. } => members.len(),
+        _ => 0,
+    }
+}
+
+/// A multiply-shift hasher for 64-bit return addresses (the interposer's
+/// per-call lookup: no SipHash cost, no allocation).
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+struct Out<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl Out<'_> {
+    fn u8(&mut self, b: u8) {
+        self.buf[self.pos] = b;
+        self.pos += 1;
+    }
+    fn v(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.u8((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.u8(v as u8);
+    }
+    fn z(&mut self, v: i64) {
+        self.v(zigzag(v))
+    }
+}
+
+struct In<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl In<'_> {
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        let b = *self.buf.get(self.pos).ok_or(DecodeError::Short)?;
+        self.pos += 1;
+        Ok(b)
+    }
+    fn v(&mut self) -> Result<u64, DecodeError> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::Short)
+    }
+    fn z(&mut self) -> Result<i64, DecodeError> {
+        self.v().map(unzigzag)
+    }
+    fn i32(&mut self) -> Result<i32, DecodeError> {
+        self.z().map(|v| v as i32)
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        self.v().map(|v| v as u32)
+    }
+}
+
+/// Encoder state of one rank's stream.
+#[derive(Default)]
+pub struct Encoder {
+    sites: HashMap<u64, u32, BuildHasherDefault<AddrHasher>>,
+    prev_end: u64,
+    prev_request: u64,
+}
+
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Encoder({} sites)", self.sites.len())
+    }
+}
+
+impl Encoder {
+    /// Return addresses of the call sites seen so far.
+    pub fn sites(&self) -> impl Iterator<Item = u64> + '_ {
+        self.sites.keys().copied()
+    }
+
+    /// Encodes `rec` into `out`, returning the bytes written; `None` when
+    /// `out` is shorter than [`max_encoded_len`] requires (nothing changes).
+    ///
+    /// # Panics
+    /// When `rec.params` does not fit `rec.op`'s shape.
+    pub fn encode(&mut self, rec: &CallRecord, out: &mut [u8]) -> Option<usize> {
+        if out.len() < max_encoded_len(list_len(rec)) {
+            return None;
+        }
+        let mut o = Out { buf: out, pos: 2 };
+        let mut flags = if rec.failed { FAILED } else { 0 };
+        match self.sites.get(&rec.caller) {
+            Some(&i) => o.v(i as u64),
+            None => {
+                flags |= NEW_SITE;
+                self.sites.insert(rec.caller, self.sites.len() as u32);
+                o.v(rec.caller);
+            }
+        }
+        o.v(rec.compute_wall_ns);
+        if rec.compute_cpu_ns == rec.compute_wall_ns {
+            flags |= CPU_IS_WALL;
+        } else {
+            o.v(rec.compute_cpu_ns);
+        }
+        o.z(rec.t_start_ns as i64 - self.prev_end as i64 - rec.compute_wall_ns as i64);
+        o.v(rec.t_end_ns.saturating_sub(rec.t_start_ns));
+        self.prev_end = rec.t_end_ns;
+        let mut req = |o: &mut Out, r: u64| {
+            o.z(r.wrapping_sub(self.prev_request) as i64);
+            self.prev_request = r;
+        };
+        match (&rec.params, shape(rec.op)) {
+            (Params::None, Shape::None) => {}
+            (&Params::P2p { peer, tag, bytes, comm, request }, Shape::P2p) => {
+                o.z(peer as i64);
+                o.z(tag as i64);
+                o.v(bytes);
+                flags |= world(&mut o, comm);
+                if request != 0 {
+                    flags |= HAS_REQUEST;
+                    req(&mut o, request);
+                }
+            }
+            (&Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }, Shape::Sendrecv) => {
+                o.z(dst as i64);
+                o.z(send_tag as i64);
+                o.v(send_bytes);
+                o.z(src as i64);
+                o.z(recv_tag as i64);
+                o.v(recv_bytes);
+                o.v(comm as u64);
+            }
+            (&Params::Wait { request, source }, Shape::Wait) => {
+                req(&mut o, request);
+                o.z(source as i64);
+            }
+            (&Params::Test { request, completed }, Shape::Test) => {
+                req(&mut o, request);
+                flags |= if completed { YES } else { 0 };
+            }
+            (Params::Waitall { requests }, Shape::Waitall) => {
+                o.v(requests.len() as u64);
+                requests.iter().for_each(|&r| req(&mut o, r));
+            }
+            (Params::RequestSet { requests, result }, Shape::RequestSet) => {
+                o.v(requests.len() as u64);
+                o.z(*result as i64);
+                requests.iter().for_each(|&r| req(&mut o, r));
+            }
+            (&Params::Probe { peer, tag, bytes, comm, found }, Shape::Probe) => {
+                o.z(peer as i64);
+                o.z(tag as i64);
+                o.v(bytes);
+                o.v(comm as u64);
+                flags |= if found { YES } else { 0 };
+            }
+            (Params::CommCreate { parent, comm, members }, Shape::CommCreate) => {
+                o.v(*parent as u64);
+                o.v(*comm as u64);
+                o.v(members.len() as u64);
+                members.iter().for_each(|&m| o.v(m as u64));
+            }
+            (&Params::Coll { root, bytes, comm }, Shape::Coll) => {
+                o.z(root as i64);
+                o.v(bytes);
+                flags |= world(&mut o, comm);
+            }
+            (params, _) => panic!("params {params:?} do not fit {:?}", rec.op),
+        }
+        o.buf[0] = rec.op as u8;
+        o.buf[1] = flags;
+        Some(o.pos)
+    }
+}
+
+/// Writes `comm` unless it is `MPI_COMM_WORLD`; returns the flag to set.
+fn world(o: &mut Out, comm: u32) -> u8 {
+    if comm == COMM_WORLD {
+        WORLD
+    } else {
+        o.v(comm as u64);
+        0
+    }
+}
+
+/// Decoder state of one rank's stream.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    sites: Vec<u64>,
+    prev_end: u64,
+    prev_request: u64,
+}
+
+impl Decoder {
+    /// Decodes one record from the front of `buf`; returns it and its length.
+    ///
+    /// # Errors
+    /// [`DecodeError::Short`] when `buf` ends inside the record,
+    /// [`DecodeError::UnknownOp`] for an op code this reader does not know,
+    /// [`DecodeError::BadSite`] for a call-site index never defined.
+    pub fn decode(&mut self, buf: &[u8]) -> Result<(CallRecord, usize), DecodeError> {
+        let mut i = In { buf, pos: 0 };
+        let code = i.u8()?;
+        let op = Op::from_code(code).ok_or(DecodeError::UnknownOp(code))?;
+        let flags = i.u8()?;
+        let site = i.v()?;
+        let caller = if flags & NEW_SITE != 0 {
+            site
+        } else {
+            *self.sites.get(site as usize).ok_or(DecodeError::BadSite(site))?
+        };
+        let compute_wall_ns = i.v()?;
+        let compute_cpu_ns = if flags & CPU_IS_WALL != 0 { compute_wall_ns } else { i.v()? };
+        let t_start_ns = (self.prev_end as i64 + compute_wall_ns as i64 + i.z()?) as u64;
+        let t_end_ns = t_start_ns + i.v()?;
+        let mut prev_request = self.prev_request;
+        let mut req = |i: &mut In| -> Result<u64, DecodeError> {
+            prev_request = prev_request.wrapping_add(i.z()? as u64);
+            Ok(prev_request)
+        };
+        let yes = flags & YES != 0;
+        let params = match shape(op) {
+            Shape::None => Params::None,
+            Shape::P2p => {
+                let (peer, tag, bytes) = (i.i32()?, i.i32()?, i.v()?);
+                let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
+                let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
+                Params::P2p { peer, tag, bytes, comm, request }
+            }
+            Shape::Sendrecv => Params::Sendrecv {
+                dst: i.i32()?,
+                send_tag: i.i32()?,
+                send_bytes: i.v()?,
+                src: i.i32()?,
+                recv_tag: i.i32()?,
+                recv_bytes: i.v()?,
+                comm: i.u32()?,
+            },
+            Shape::Wait => Params::Wait { request: req(&mut i)?, source: i.i32()? },
+            Shape::Test => Params::Test { request: req(&mut i)?, completed: yes },
+            Shape::Waitall => {
+                let n = bounded(i.v()?, buf)?;
+                Params::Waitall { requests: (0..n).map(|_| req(&mut i)).collect::<Result<_, _>>()? }
+            }
+            Shape::RequestSet => {
+                let n = bounded(i.v()?, buf)?;
+                let result = i.i32()?;
+                Params::RequestSet { requests: (0..n).map(|_| req(&mut i)).collect::<Result<_, _>>()?, result }
+            }
+            Shape::Probe => Params::Probe { peer: i.i32()?, tag: i.i32()?, bytes: i.v()?, comm: i.u32()?, found: yes },
+            Shape::CommCreate => {
+                let (parent, comm, n) = (i.u32()?, i.u32()?, bounded(i.v()?, buf)?);
+                Params::CommCreate { parent, comm, members: (0..n).map(|_| i.u32()).collect::<Result<_, _>>()? }
+            }
+            Shape::Coll => {
+                let (root, bytes) = (i.i32()?, i.v()?);
+                Params::Coll { root, bytes, comm: if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? } }
+            }
+        };
+        // Commit the state only for a whole record.
+        if flags & NEW_SITE != 0 {
+            self.sites.push(caller);
+        }
+        self.prev_request = prev_request;
+        self.prev_end = t_end_ns;
+        let failed = flags & FAILED != 0;
+        let rec = CallRecord { op, failed, caller, compute_cpu_ns, compute_wall_ns, t_start_ns, t_end_ns, params };
+        Ok((rec, i.pos))
+    }
+}
+
+/// A list length that cannot exceed the bytes left (each entry ≥ 1 byte).
+fn bounded(n: u64, buf: &[u8]) -> Result<usize, DecodeError> {
+    if n as usize > buf.len() {
+        Err(DecodeError::Short)
+    } else {
+        Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::record::{ANY_SOURCE, ANY_TAG};
+
+    fn rec(op: Op, params: Params, t: u64) -> CallRecord {
+        CallRecord {
+            op,
+            failed: t % 3 == 0,
+            caller: 0x7f00_1234 + (t % 2) * 8,
+            compute_cpu_ns: 1500 + t % 2,
+            compute_wall_ns: 1500,
+            t_start_ns: 10 + 3000 * t,
+            t_end_ns: 20 + 3000 * t,
+            params,
+        }
+    }
+
+    fn cases() -> Vec<CallRecord> {
+        let shapes = vec![
+            (Op::Init, Params::None),
+            (Op::Send, Params::P2p { peer: 3, tag: 7, bytes: 4096, comm: 0, request: 0 }),
+            (Op::Irecv, Params::P2p { peer: ANY_SOURCE, tag: ANY_TAG, bytes: 8, comm: 2, request: 0x5600_dead }),
+            (Op::Wait, Params::Wait { request: 0x5600_dead, source: 1 }),
+            (Op::Waitall, Params::Waitall { requests: vec![0x5600_0010, 0, 0x5600_0090] }),
+            (Op::Sendrecv, Params::Sendrecv { dst: 1, send_tag: 0, send_bytes: 8, src: 1, recv_tag: 0, recv_bytes: 8, comm: 0 }),
+            (Op::Allreduce, Params::Coll { root: -1, bytes: 8, comm: 0 }),
+            (Op::Test, Params::Test { request: 9, completed: true }),
+            (Op::Waitany, Params::RequestSet { requests: vec![4, 5], result: 1 }),
+            (Op::Iprobe, Params::Probe { peer: 2, tag: 3, bytes: 64, comm: 1, found: true }),
+            (Op::CommSplit, Params::CommCreate { parent: 0, comm: 3, members: vec![0, 2, 4] }),
+            (Op::Alltoallv, Params::Coll { root: -1, bytes: 4096, comm: 3 }),
+        ];
+        shapes.into_iter().enumerate().map(|(t, (op, p))| rec(op, p, t as u64)).collect()
+    }
+
+    #[test]
+    fn every_shape_round_trips_through_the_stream_state() {
+        let (mut enc, mut dec) = (Encoder::default(), Decoder::default());
+        let mut buf = vec![0u8; 8192];
+        let mut pos = 0;
+        for c in cases().iter().chain(cases().iter()) {
+            pos += enc.encode(c, &mut buf[pos..]).unwrap();
+        }
+        let mut at = 0;
+        for c in cases().iter().chain(cases().iter()) {
+            let (d, n) = dec.decode(&buf[at..pos]).unwrap();
+            assert_eq!(&d, c);
+            at += n;
+        }
+        assert_eq!(at, pos);
+    }
+
+    #[test]
+    fn a_ring_send_takes_at_most_twelve_bytes() {
+        let mut enc = Encoder::default();
+        let mut buf = [0u8; 256];
+        let first = rec(Op::Send, Params::P2p { peer: 1, tag: 0, bytes: 8, comm: 0, request: 0 }, 0);
+        enc.encode(&first, &mut buf).unwrap();
+        let mut next = first.clone();
+        (next.t_start_ns, next.t_end_ns, next.compute_wall_ns, next.compute_cpu_ns) = (first.t_end_ns + 60, first.t_end_ns + 300, 40, 40);
+        let n = enc.encode(&next, &mut buf).unwrap();
+        assert!(n <= 11, "{n} bytes");
+    }
+
+    #[test]
+    fn short_unknown_and_undefined_sites_are_errors() {
+        let mut enc = Encoder::default();
+        let mut buf = [0u8; 256];
+        let r = rec(Op::Send, Params::P2p { peer: 1, tag: 0, bytes: 1, comm: 0, request: 0 }, 1);
+        let n = enc.encode(&r, &mut buf).unwrap();
+        assert_eq!(Decoder::default().decode(&buf[..n - 1]), Err(DecodeError::Short));
+        let n2 = enc.encode(&r, &mut buf).unwrap(); // now refers to site 0
+        assert_eq!(Decoder::default().decode(&buf[..n2]), Err(DecodeError::BadSite(0)));
+        buf[0] = 250;
+        assert_eq!(Decoder::default().decode(&buf[..n2]), Err(DecodeError::UnknownOp(250)));
+        assert!(enc.encode(&r, &mut buf[..10]).is_none());
+    }
+}
