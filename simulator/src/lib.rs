@@ -11,5 +11,6 @@ pub mod action;
 pub mod jitter_trace;
 pub mod network;
 pub mod platform;
+pub mod regions;
 pub mod replay;
 pub mod trace;

@@ -13,6 +13,7 @@ pub mod actions;
 pub mod chunk;
 pub mod codec;
 pub mod record;
+pub mod symbols;
 pub mod writer;
 
 use std::fs::File;

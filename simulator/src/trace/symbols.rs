@@ -1,0 +1,88 @@
+//! Offline symbolization of call sites to `file:line`, from the DWARF
+//! debug information of the traced binaries (programs built with `-g`).
+//!
+//! A call site is a return address inside a module; the trace's module
+//! table gives the module's file and the file offset of the address. The
+//! ELF load segments turn that offset into the module's virtual address,
+//! and `addr2line` looks up the line of the call instruction (the return
+//! address minus one). Sites without debug information keep their stable
+//! `module+0xoffset` name.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{Module, RankTrace};
+
+struct Debug {
+    loader: addr2line::Loader,
+    /// Load segments: (file offset, file size, virtual address).
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl Debug {
+    fn open(path: &Path) -> Option<Debug> {
+        use object::{Object, ObjectSegment};
+        let data = std::fs::read(path).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let segments = file
+            .segments()
+            .filter_map(|s| {
+                let (off, size) = s.file_range();
+                (size > 0).then_some((off, size, s.address()))
+            })
+            .collect();
+        let loader = addr2line::Loader::new(path).ok()?;
+        Some(Debug { loader, segments })
+    }
+
+    fn line(&self, file_offset: u64) -> Option<String> {
+        let &(off, _, vaddr) = self.segments.iter().find(|(o, s, _)| *o <= file_offset && file_offset < o + s)?;
+        let probe = vaddr + (file_offset - off);
+        let loc = self.loader.find_location(probe.checked_sub(1)?).ok()??;
+        let file = Path::new(loc.file?).file_name()?.to_string_lossy().into_owned();
+        Some(format!("{file}:{}", loc.line?))
+    }
+}
+
+/// Resolves call sites to `file:line`, caching each module's debug data.
+#[derive(Default)]
+pub struct Symbolizer {
+    modules: HashMap<String, Option<Debug>>,
+    names: HashMap<(String, u64), String>,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Symbolizer({} modules)", self.modules.len())
+    }
+}
+
+impl Symbolizer {
+    /// A symbolizer with empty caches.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `file:line` of the call whose return address is `addr` in `trace`,
+    /// or the site's stable `module+0xoffset` name without debug info.
+    /// The `init` pseudo-site (address 0) is named `init`.
+    pub fn name(&mut self, trace: &RankTrace, addr: u64) -> String {
+        if addr == 0 {
+            return "init".into();
+        }
+        let Some(m) = module_of(&trace.modules, addr) else { return trace.call_site(addr).to_string() };
+        let offset = addr - m.start + m.file_offset;
+        let key = (m.path.clone(), offset);
+        if let Some(n) = self.names.get(&key) {
+            return n.clone();
+        }
+        let debug = self.modules.entry(m.path.clone()).or_insert_with(|| Debug::open(Path::new(&m.path)));
+        let name = debug.as_ref().and_then(|d| d.line(offset)).unwrap_or_else(|| trace.call_site(addr).to_string());
+        self.names.insert(key, name.clone());
+        name
+    }
+}
+
+fn module_of(modules: &[Module], addr: u64) -> Option<&Module> {
+    modules.iter().find(|m| m.start <= addr && addr < m.end)
+}
