@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::counters::Counters;
+
 /// What the interposer does in this run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -22,6 +24,8 @@ pub struct Config {
     pub mode: Mode,
     /// Platform file for online mode.
     pub platform: Option<PathBuf>,
+    /// Which clocks time compute blocks (`INTERPOSER_COUNTERS`).
+    pub counters: Counters,
 }
 
 /// Reads the configuration through `get` (the environment in production).
@@ -48,10 +52,17 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
         }
     };
     let platform = get("INTERPOSER_PLATFORM").filter(|p| !p.is_empty()).map(PathBuf::from);
+    let counters = match get("INTERPOSER_COUNTERS") {
+        None => Counters::Auto,
+        Some(v) => Counters::parse(&v).unwrap_or_else(|| {
+            warnings.push(format!("INTERPOSER_COUNTERS={v:?} is not one of auto|hw|sw|off; using auto"));
+            Counters::Auto
+        }),
+    };
     if mode == Mode::Online {
         warnings.push("INTERPOSER_MODE=online is not available in this version; recording a trace only".into());
     }
-    (Some(Config { out, mode, platform }), warnings)
+    (Some(Config { out, mode, platform, counters }), warnings)
 }
 
 #[cfg(test)]
@@ -77,5 +88,8 @@ mod tests {
         assert!(c.is_none() && w[0].contains("INTERPOSER_OUT"));
         let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "off")]));
         assert!(c.is_none() && w.is_empty());
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_COUNTERS", "lots")]));
+        assert_eq!(c.unwrap().counters, Counters::Auto);
+        assert!(w[0].contains("INTERPOSER_COUNTERS"));
     }
 }

@@ -5,7 +5,8 @@
 //! Environment (DESIGN.md, "Interfaces others rely on"):
 //! - `INTERPOSER_OUT=<dir>`: trace directory, created if missing;
 //! - `INTERPOSER_MODE=trace|online|off` (default `trace`);
-//! - `INTERPOSER_PLATFORM=<file>`: platform for online mode.
+//! - `INTERPOSER_PLATFORM=<file>`: platform for online mode;
+//! - `INTERPOSER_COUNTERS=auto|hw|sw|off`: block timing (see [`counters`]).
 //!
 //! An unset or bad value prints one warning and the application runs
 //! unchanged. Output: `<dir>/meta.json` and `<dir>/rank-<r>.trace`, in the
@@ -13,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod counters;
 pub mod hooks;
 pub mod modules;
 pub mod recorder;

@@ -18,6 +18,7 @@ use simulator::trace::{
 };
 
 use crate::config::{self, Config, Mode};
+use crate::counters::{self, Counters};
 use crate::modules;
 use crate::signals;
 
@@ -28,6 +29,8 @@ const DISABLED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static IO_WARNED: AtomicBool = AtomicBool::new(false);
+/// False with `INTERPOSER_COUNTERS=off`: blocks are timed by the wall clock alone.
+static CPU_TIME: AtomicBool = AtomicBool::new(true);
 /// Most communicators a run may name before ids become [`COMM_UNKNOWN`].
 const MAX_COMMS: usize = 4096;
 
@@ -59,7 +62,7 @@ pub const CPU_READ_MIN_BLOCK_NS: u64 = 10_000;
 /// Stamp at the start of a compute block (a call's exit): CPU time first,
 /// so the system call's cost stays out of the block's wall time.
 fn block_start() -> Stamp {
-    let cpu = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+    let cpu = if CPU_TIME.load(Ordering::Relaxed) { clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) } else { 0 };
     Stamp { cpu, wall: clock_ns(libc::CLOCK_MONOTONIC) }
 }
 
@@ -69,7 +72,7 @@ fn block_start() -> Stamp {
 fn block_end(start: Stamp) -> (Stamp, bool) {
     let wall = clock_ns(libc::CLOCK_MONOTONIC);
     let elapsed = wall.saturating_sub(start.wall);
-    if elapsed < CPU_READ_MIN_BLOCK_NS {
+    if elapsed < CPU_READ_MIN_BLOCK_NS || !CPU_TIME.load(Ordering::Relaxed) {
         (Stamp { cpu: start.cpu + elapsed, wall }, false)
     } else {
         (Stamp { wall, cpu: clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) }, true)
@@ -177,7 +180,29 @@ fn hostname() -> String {
     if rc == 0 { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "unknown".into() }
 }
 
+/// Resolves `INTERPOSER_COUNTERS`: the timing source, a note for the
+/// footer, and a warning for rank 0 when `hw` cannot be honoured.
+fn counters(requested: Counters) -> (TimingSource, String, Option<String>) {
+    if requested == Counters::Off {
+        return (TimingSource::WallOnly, "off".into(), None);
+    }
+    if requested == Counters::Sw {
+        return (TimingSource::ClockGettime, "sw".into(), None);
+    }
+    let (note, why) = match counters::probe_hw() {
+        Ok(()) => ("sw (hardware counters present, not recorded by this version)".to_string(), "not recorded by this version".to_string()),
+        Err(e) => (format!("sw (hardware counters unavailable: {e})"), format!("unavailable: {e}")),
+    };
+    let warning = (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters {why}; using sw"));
+    (TimingSource::ClockGettime, note, warning)
+}
+
 fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, String> {
+    let (timing_source, counters_note, warning) = counters(cfg.counters);
+    if let (0, Some(w)) = (rank, &warning) {
+        warn(None, w);
+    }
+    CPU_TIME.store(timing_source != TimingSource::WallOnly, Ordering::Relaxed);
     let dir = &cfg.out;
     std::fs::create_dir_all(dir).map_err(|e| format!("INTERPOSER_OUT={}: cannot create: {e}", dir.display()))?;
     let path = dir.join(rank_file_name(rank));
@@ -188,16 +213,17 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
         ranks: size,
         host: hostname(),
         pid: std::process::id(),
-        timing_source: TimingSource::ClockGettime,
+        timing_source,
         epoch_unix_s,
     };
     let mut writer = RankWriter::create(file, &header).map_err(|e| format!("{}: {e}", path.display()))?;
+    writer.set_counters(&counters_note);
     if rank == 0 {
         let meta = TraceMeta {
             format_version: 1,
             ranks: size,
             mpi_library: library.trim().to_string(),
-            timing_source: TimingSource::ClockGettime,
+            timing_source,
             command: std::env::args().collect(),
             mode: match cfg.mode {
                 Mode::Trace | Mode::Online => "trace".into(),

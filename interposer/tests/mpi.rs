@@ -349,3 +349,23 @@ fn region_report_names_source_lines_and_counts_every_block() {
     assert_eq!(loop_body.ranks, 2);
     assert!(loop_body.cpu_mean_s > 0.0 && loop_body.cpu_stdev_s >= 0.0);
 }
+
+#[test]
+fn counter_modes_are_recorded_in_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("INTERPOSER_OUT", dir.path().to_str().unwrap()), ("INTERPOSER_COUNTERS", "off")];
+    mpirun(2, "allreduce_loop", &["20", "8"], &env, true);
+    let (meta, ranks) = open_dir(dir.path()).unwrap();
+    assert_eq!(meta.timing_source, simulator::trace::TimingSource::WallOnly);
+    assert_eq!(ranks[0].footer.counters, "off");
+    assert!(records(&ranks[0]).iter().all(|r| r.compute_cpu_ns == r.compute_wall_ns));
+    // auto: hardware counters when present, else sw with the reason why.
+    let (dir, _) = traced(2, "allreduce_loop", &["20", "8"]);
+    let (meta, ranks) = open_dir(dir.path()).unwrap();
+    assert_eq!(meta.timing_source, simulator::trace::TimingSource::ClockGettime);
+    let note = &ranks[0].footer.counters;
+    assert!(note.starts_with("sw (hardware counters"), "{note}");
+    if note.contains("unavailable") {
+        println!("SKIPPED hardware-counter recording: {note}");
+    }
+}

@@ -41,6 +41,8 @@ pub fn rank_file_name(rank: u32) -> String {
 pub enum TimingSource {
     /// `CLOCK_THREAD_CPUTIME_ID` for CPU time and `CLOCK_MONOTONIC` for wall time.
     ClockGettime,
+    /// `CLOCK_MONOTONIC` only: CPU time equals wall time (`INTERPOSER_COUNTERS=off`).
+    WallOnly,
 }
 
 /// Directory-level metadata, written by rank 0 at `MPI_Init`.
@@ -91,7 +93,7 @@ pub struct Module {
 }
 
 /// End marker, written at `MPI_Finalize`; a file without it is truncated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RankFooter {
     /// Number of call records written.
     pub records: u64,
@@ -108,6 +110,10 @@ pub struct RankFooter {
     /// already subtracted.
     #[serde(default)]
     pub overhead_wall_ns: u64,
+    /// `INTERPOSER_COUNTERS` mode used (`sw`, `off`) and, when hardware
+    /// counters were not used, why.
+    #[serde(default)]
+    pub counters: String,
 }
 
 /// A call site made stable across runs: module file name and file offset.
@@ -286,13 +292,7 @@ impl RankTrace {
             (None, None) => Some(Salvage { kept_bytes: size, dropped_bytes: 0, reason: TraceErrorKind::NoEnd { size } }),
             (None, Some(_)) => None,
         };
-        let footer = footer.unwrap_or(RankFooter {
-            records: 0,
-            failed_calls: 0,
-            dropped_records: 0,
-            overhead_cpu_ns: 0,
-            overhead_wall_ns: 0,
-        });
+        let footer = footer.unwrap_or_default();
         Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks }, salvage))
     }
 

@@ -31,7 +31,7 @@ impl<W: Write> RankWriter<W> {
         out.write_all(MAGIC)?;
         let json = serde_json::to_vec(header).map_err(io::Error::other)?;
         write_chunk(&mut out, ChunkKind::Header, &json)?;
-        let footer = RankFooter { records: 0, failed_calls: 0, dropped_records: 0, overhead_cpu_ns: 0, overhead_wall_ns: 0 };
+        let footer = RankFooter::default();
         Ok(RankWriter { out, buf: RecordBuffer::new(), encoder: Encoder::default(), buffered: 0, footer })
     }
 
@@ -104,6 +104,11 @@ impl<W: Write> RankWriter<W> {
     pub fn set_overhead(&mut self, cpu_ns: u64, wall_ns: u64) {
         self.footer.overhead_cpu_ns = cpu_ns;
         self.footer.overhead_wall_ns = wall_ns;
+    }
+
+    /// Sets the counter-mode note reported in the footer.
+    pub fn set_counters(&mut self, note: &str) {
+        self.footer.counters = note.to_string();
     }
 
     /// Records written so far (including buffered ones).

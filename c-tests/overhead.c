@@ -1,0 +1,46 @@
+/* overhead: the interposer's cost per call. Ranks 0 and 1 ping-pong a
+ * 1-byte message `iters` times (2 calls per rank per iteration), then each
+ * rank calls MPI_Iprobe `iters` times with no message pending.
+ *
+ * usage: mpirun -np 2 overhead [iters]
+ * Rank 0 prints `pingpong_ns_per_call=<ns>` and `iprobe_ns_per_call=<ns>`.
+ */
+#include "common.h"
+
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    long iters = 1000000;
+    if (argc > 2 || parse_arg(argc, argv, 1, "iters", 1, 1000000000, &iters, rank) != 0 || size != 2)
+        usage_exit(argv[0], "[iters]  (2 ranks)", rank);
+    char b = 0;
+    int flag;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (long i = 0; i < iters; i++) {
+        if (rank == 0) {
+            MPI_Send(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    double t1 = MPI_Wtime();
+    for (long i = 0; i < iters; i++)
+        MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    double t2 = MPI_Wtime();
+    if (rank == 0) {
+        /* A ping-pong iteration is 4 calls on the critical path (2 per rank). */
+        printf("pingpong_ns_per_call=%.1f\n", (t1 - t0) / (4.0 * iters) * 1e9);
+        printf("iprobe_ns_per_call=%.1f\n", (t2 - t1) / iters * 1e9);
+    }
+    MPI_Finalize();
+    return 0;
+}
