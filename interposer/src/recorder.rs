@@ -6,7 +6,7 @@
 //! records (multi-threaded MPI is recorded from the next interposer
 //! version on); other threads pass through.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
@@ -36,7 +36,6 @@ const MAX_COMMS: usize = 4096;
 
 thread_local! {
     static REC: RefCell<Option<Recorder>> = const { RefCell::new(None) };
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
 /// A timestamp pair, nanoseconds: thread CPU time and monotonic wall time.
@@ -106,6 +105,9 @@ struct Recorder {
     /// Raw block wall times collected while measuring [`Recorder::overhead`].
     calibration: Option<Vec<u64>>,
     last_end: Stamp,
+    /// Inside a recorded call: nested MPI calls (MPICH's Fortran binding
+    /// calling the C one, an MPI library calling MPI_ internally) pass through.
+    in_call: bool,
     call_start: Stamp,
     cpu_read: bool,
     call_op: u8,
@@ -250,6 +252,7 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
         overhead: Stamp::default(),
         calibration: None,
         last_end: start,
+        in_call: false,
         call_start: start,
         cpu_read: false,
         call_op: 0,
@@ -301,22 +304,19 @@ pub fn calibration(on: bool) -> bool {
 /// False while disabled, inside another recorded call, or on a thread
 /// that does not record.
 pub fn begin(op: u8, caller: u64) -> bool {
-    if STATE.load(Ordering::Relaxed) != TRACING || DEPTH.with(Cell::get) > 0 {
+    if STATE.load(Ordering::Relaxed) != TRACING {
         return false;
     }
     let recording = REC.try_with(|r| {
         let Ok(mut slot) = r.try_borrow_mut() else { return false };
-        let Some(rec) = slot.as_mut() else { return false };
+        let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) else { return false };
+        rec.in_call = true;
         (rec.call_start, rec.cpu_read) = block_end(rec.last_end);
         rec.call_op = op;
         rec.caller = caller;
         true
     });
-    let on = recording.unwrap_or(false);
-    if on {
-        DEPTH.with(|d| d.set(1));
-    }
-    on
+    recording.unwrap_or(false)
 }
 
 /// Buffer for `n` list values of the current call (request handles,
@@ -342,10 +342,10 @@ pub fn scratch(n: usize) -> *mut u64 {
 /// the next compute block after, so the recorder's own work counts as MPI
 /// time, never as compute.
 pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
-    DEPTH.with(|d| d.set(0));
     REC.with(|r| {
         let mut slot = r.borrow_mut();
         let Some(rec) = slot.as_mut() else { return };
+        rec.in_call = false;
         let exit_wall = clock_ns(libc::CLOCK_MONOTONIC);
         if let Some(raw) = rec.calibration.as_mut() {
             raw.push(rec.call_start.wall.saturating_sub(rec.last_end.wall));

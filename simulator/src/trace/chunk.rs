@@ -94,11 +94,12 @@ pub fn parse_chunk_header(h: &[u8; CHUNK_HEADER_BYTES]) -> Result<ChunkHead, Str
 /// Buffers encoded records and emits them as [`ChunkKind::Records`] chunks.
 ///
 /// The buffer is allocated once, with room for the chunk header in front,
-/// so pushing a record never allocates and a flush is a single `write`
+/// so appending a record never allocates and a flush is a single `write`
 /// (whole chunks stay whole on an `O_APPEND` file shared by threads).
 #[derive(Debug)]
 pub struct RecordBuffer {
-    buf: Vec<u8>,
+    buf: Box<[u8]>,
+    len: usize,
 }
 
 impl Default for RecordBuffer {
@@ -110,14 +111,12 @@ impl Default for RecordBuffer {
 impl RecordBuffer {
     /// An empty buffer of [`MAX_CHUNK_PAYLOAD`] bytes payload capacity.
     pub fn new() -> Self {
-        let mut buf = Vec::with_capacity(CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD);
-        buf.resize(CHUNK_HEADER_BYTES, 0);
-        RecordBuffer { buf }
+        RecordBuffer { buf: vec![0u8; CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD].into_boxed_slice(), len: CHUNK_HEADER_BYTES }
     }
 
     /// Free payload space left, bytes.
     pub fn room(&self) -> usize {
-        CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD - self.buf.len()
+        self.buf.len() - self.len
     }
 
     /// Appends an encoded record; returns false (and appends nothing) when
@@ -126,13 +125,28 @@ impl RecordBuffer {
         if record.len() > self.room() {
             return false;
         }
-        self.buf.extend_from_slice(record);
+        self.spare()[..record.len()].copy_from_slice(record);
+        self.commit(record.len());
         true
+    }
+
+    /// The free space, to encode a record in place before [`RecordBuffer::commit`].
+    pub fn spare(&mut self) -> &mut [u8] {
+        &mut self.buf[self.len..]
+    }
+
+    /// Keeps the first `n` bytes written into [`RecordBuffer::spare`].
+    ///
+    /// # Panics
+    /// If `n` exceeds [`RecordBuffer::room`].
+    pub fn commit(&mut self, n: usize) {
+        assert!(n <= self.room(), "commit past the buffer");
+        self.len += n;
     }
 
     /// True when no record is buffered.
     pub fn is_empty(&self) -> bool {
-        self.buf.len() == CHUNK_HEADER_BYTES
+        self.len == CHUNK_HEADER_BYTES
     }
 
     /// Writes the buffered records as one chunk and empties the buffer.
@@ -144,10 +158,10 @@ impl RecordBuffer {
         if self.is_empty() {
             return Ok(());
         }
-        let head = chunk_header(ChunkKind::Records, &self.buf[CHUNK_HEADER_BYTES..]);
+        let head = chunk_header(ChunkKind::Records, &self.buf[CHUNK_HEADER_BYTES..self.len]);
         self.buf[..CHUNK_HEADER_BYTES].copy_from_slice(&head);
-        let r = w.write_all(&self.buf);
-        self.buf.truncate(CHUNK_HEADER_BYTES);
+        let r = w.write_all(&self.buf[..self.len]);
+        self.len = CHUNK_HEADER_BYTES;
         r
     }
 }

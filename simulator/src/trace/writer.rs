@@ -9,10 +9,9 @@ use super::{Module, RankFooter, RankHeader};
 
 /// Streams call records of one rank into chunks on `W`.
 ///
-/// Pushing a record encodes it ([`super::codec`]) on the stack and copies it
-/// into a preallocated chunk buffer: no allocation, and one `write` per full
-/// chunk. Only a list of more than ~30 requests or members is encoded on the
-/// heap.
+/// Pushing a record encodes it ([`super::codec`]) in place in a
+/// preallocated chunk buffer: no allocation, and one `write` per full
+/// chunk. Only a record larger than a chunk is encoded on the heap.
 #[derive(Debug)]
 pub struct RankWriter<W: Write> {
     out: W,
@@ -44,11 +43,10 @@ impl<W: Write> RankWriter<W> {
     pub fn push(&mut self, rec: &CallRecord) -> io::Result<()> {
         if let Params::Waitall { requests } = &rec.params {
             const PER_CHUNK: usize = 4096; // ≤ 41 KiB encoded: fits a chunk
-            let per_chunk = PER_CHUNK;
-            if requests.len() > per_chunk {
+            if requests.len() > PER_CHUNK {
                 // Completion of a waitall is the max over its requests, so
                 // consecutive waitalls over the pieces replay identically.
-                for piece in requests.chunks(per_chunk) {
+                for piece in requests.chunks(PER_CHUNK) {
                     let mut part = rec.clone();
                     part.params = Params::Waitall { requests: piece.to_vec() };
                     self.push(&part)?;
@@ -56,30 +54,25 @@ impl<W: Write> RankWriter<W> {
                 return Ok(());
             }
         }
-        let mut stack = [0u8; 512];
-        let mut heap = Vec::new();
-        let n = match self.encoder.encode(rec, &mut stack) {
-            Some(n) => n,
-            None => {
-                heap.resize(max_encoded_len(list_len(rec)), 0);
-                self.encoder.encode(rec, &mut heap).expect("a buffer of the maximum size")
-            }
-        };
-        let out: &[u8] = if heap.is_empty() { &stack } else { &heap };
+        let max = max_encoded_len(list_len(rec));
         let mut result = Ok(());
-        if !self.buf.push(&out[..n]) {
+        if self.buf.room() < max {
             result = self.flush();
-            if !self.buf.push(&out[..n]) {
-                // Larger than a chunk (a huge communicator's member list):
-                // a chunk of its own, which readers accept at any size.
-                let own = write_chunk(&mut self.out, ChunkKind::Records, &out[..n]);
-                result = result.and(own.map_err(|e| {
-                    self.footer.dropped_records += 1;
-                    e
-                }));
-                self.footer.records += 1;
-                return result;
+        }
+        if self.buf.room() >= max {
+            let n = self.encoder.encode(rec, self.buf.spare()).expect("room for the largest encoding");
+            self.buf.commit(n);
+        } else {
+            // Larger than a chunk (a huge communicator's member list): a
+            // chunk of its own, which readers accept at any size.
+            let mut heap = vec![0u8; max];
+            let n = self.encoder.encode(rec, &mut heap).expect("a buffer of the largest encoding");
+            let own = write_chunk(&mut self.out, ChunkKind::Records, &heap[..n]);
+            if own.is_err() {
+                self.footer.dropped_records += 1;
             }
+            self.footer.records += 1;
+            return result.and(own);
         }
         self.buffered += 1;
         self.footer.records += 1;
