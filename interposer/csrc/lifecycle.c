@@ -5,6 +5,8 @@
 #include "support.h"
 
 static void started(void) {
+    static int done = 0;
+    if (done++) return; /* a Fortran MPI_Init may reach the C one too */
     int rank = 0, size = 0, len = 0;
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -35,3 +37,41 @@ int MPI_Finalize(void) {
     if (ipr_begin(3 /* Op::Finalize */, IPR_CALLER)) ipr_finalize();
     return PMPI_Finalize();
 }
+
+#ifdef OPEN_MPI
+/* Fortran: OpenMPI's bindings call PMPI_Init directly, so wrap them, call
+ * the next definition (OpenMPI's own Fortran initialization), then start. */
+#include <dlfcn.h>
+
+typedef void (*ipr_fn1)(MPI_Fint *);
+typedef void (*ipr_fn3)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
+
+#define IPR_FORTRAN_INIT(sym)                                            \
+    void sym(MPI_Fint *ierr) {                                           \
+        static ipr_fn1 next;                                             \
+        if (next == NULL) next = (ipr_fn1)dlsym(RTLD_NEXT, #sym);        \
+        if (next != NULL) next(ierr);                                    \
+        else *ierr = PMPI_Init(NULL, NULL);                              \
+        if (*ierr == MPI_SUCCESS) started();                             \
+    }
+#define IPR_FORTRAN_INIT_THREAD(sym)                                     \
+    void sym(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr) {   \
+        static ipr_fn3 next;                                             \
+        if (next == NULL) next = (ipr_fn3)dlsym(RTLD_NEXT, #sym);        \
+        if (next != NULL) next(required, provided, ierr);                \
+        else *ierr = PMPI_Init_thread(NULL, NULL, *required, provided);  \
+        if (*ierr == MPI_SUCCESS) started();                             \
+    }
+#define IPR_FORTRAN_FINALIZE(sym)                                        \
+    void sym(MPI_Fint *ierr) {                                           \
+        static ipr_fn1 next;                                             \
+        if (next == NULL) next = (ipr_fn1)dlsym(RTLD_NEXT, #sym);        \
+        if (ipr_begin(3, IPR_CALLER)) ipr_finalize();                    \
+        if (next != NULL) next(ierr);                                    \
+        else *ierr = PMPI_Finalize();                                    \
+    }
+#define IPR_SPELLINGS(m, x, X) m(x##_) m(x##__) m(x) m(X)
+IPR_SPELLINGS(IPR_FORTRAN_INIT, mpi_init, MPI_INIT)
+IPR_SPELLINGS(IPR_FORTRAN_INIT_THREAD, mpi_init_thread, MPI_INIT_THREAD)
+IPR_SPELLINGS(IPR_FORTRAN_FINALIZE, mpi_finalize, MPI_FINALIZE)
+#endif

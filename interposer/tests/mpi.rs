@@ -211,9 +211,8 @@ fn wider_coverage_counts_and_sub_communicators() {
     check_mpi_calls(dir.path(), &out);
 }
 
-/// The `mpi_calls` program's own call counts equal the records of each
-/// rank; sub-communicators carry their members; probes their message.
-fn check_mpi_calls(dir: &Path, out: &Output) {
+/// The `calls <MPI_Name>=<n>` lines a c-test prints: its own count per rank.
+fn expected_calls(out: &Output) -> Vec<(String, usize)> {
     let expected: Vec<(String, usize)> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.strip_prefix("calls "))
@@ -222,7 +221,13 @@ fn check_mpi_calls(dir: &Path, out: &Output) {
             (name.to_string(), n.parse().unwrap())
         })
         .collect();
-    assert!(expected.len() > 15, "{expected:?}");
+    expected
+}
+
+/// Each rank's records of each call the program counted equal its count.
+fn check_counts(dir: &Path, out: &Output) -> Vec<RankTrace> {
+    let expected = expected_calls(out);
+    assert!(!expected.is_empty(), "no `calls` lines in {}", String::from_utf8_lossy(&out.stdout));
     let (_, ranks) = open_dir(dir).unwrap();
     for t in &ranks {
         let recs = records(t);
@@ -230,6 +235,17 @@ fn check_mpi_calls(dir: &Path, out: &Output) {
             let got = recs.iter().filter(|r| r.op.mpi_name() == name).count();
             assert_eq!(got, *n, "rank {} {name}", t.header.rank);
         }
+    }
+    ranks
+}
+
+/// The `mpi_calls` program's own call counts equal the records of each
+/// rank; sub-communicators carry their members; probes their message.
+fn check_mpi_calls(dir: &Path, out: &Output) {
+    assert!(expected_calls(out).len() > 15);
+    let ranks = check_counts(dir, out);
+    for t in &ranks {
+        let recs = records(t);
         let me = t.header.rank;
         let split: Vec<_> = recs.iter().filter(|r| r.op == Op::CommSplit).collect();
         let Params::CommCreate { parent, comm, members } = &split[0].params else { panic!("{:?}", split[0]) };
@@ -274,7 +290,7 @@ fn mpich_traces_the_same_calls() {
     let st = Command::new("make")
         .args(["-s", "-C"])
         .arg(&ctests)
-        .args(["MPICC=mpicc.mpich", "BUILD=build-mpich"])
+        .args(["MPICC=mpicc.mpich", "MPIFC=mpif90.mpich", "BUILD=build-mpich"])
         .status()
         .expect("make");
     assert!(st.success(), "make -C c-tests MPICC=mpicc.mpich failed");
@@ -293,6 +309,21 @@ fn mpich_traces_the_same_calls() {
     let (meta, _) = open_dir(dir.path()).unwrap();
     assert!(meta.mpi_library.contains("MPICH"), "{}", meta.mpi_library);
     check_mpi_calls(dir.path(), &out);
+    // Fortran: MPICH's binding calls the C MPI_X, which the wrappers record.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("mpirun.mpich")
+        .args(["-np", "3", "-env", "INTERPOSER_OUT"])
+        .arg(dir.path())
+        .args(["-env", "LD_PRELOAD"])
+        .arg(&lib)
+        .arg(ctests.join("build-mpich/fortran_calls"))
+        .arg("7")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("mpirun.mpich");
+    assert!(out.status.success(), "fortran_calls under MPICH failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert_in_place_worked(&out);
+    check_counts(dir.path(), &out);
 }
 
 /// Runs `crash <mode>` (rank 1 dies at iteration 300 of 1000) and checks
@@ -368,4 +399,22 @@ fn counter_modes_are_recorded_in_the_trace() {
     if note.contains("unavailable") {
         println!("SKIPPED hardware-counter recording: {note}");
     }
+}
+
+/// The printed `sum=` equals `expected=`: MPI_IN_PLACE from Fortran reached
+/// the library as MPI_IN_PLACE.
+fn assert_in_place_worked(out: &Output) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |k: &str| text.lines().find_map(|l| l.strip_prefix(k)).map(str::to_string);
+    assert_eq!(get("sum="), get("expected="), "{text}");
+}
+
+#[test]
+fn fortran_programs_are_traced_like_c_ones() {
+    let (dir, out) = traced(3, "fortran_calls", &["7"]);
+    assert_in_place_worked(&out);
+    let ranks = check_counts(dir.path(), &out);
+    // Call sites are in the Fortran program itself, symbolized to its lines.
+    let stats = simulator::regions::region_report(&ranks).unwrap();
+    assert!(stats.iter().any(|s| s.region.matches("fortran_calls.f90:").count() == 2), "{stats:#?}");
 }
