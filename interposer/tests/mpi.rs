@@ -418,3 +418,40 @@ fn fortran_programs_are_traced_like_c_ones() {
     let stats = simulator::regions::region_report(&ranks).unwrap();
     assert!(stats.iter().any(|s| s.region.matches("fortran_calls.f90:").count() == 2), "{stats:#?}");
 }
+
+/// SimGrid interop: the TI export of a real jacobi2d run at 4 ranks
+/// replays under SimGrid's own `smpirun -replay`.
+#[test]
+fn ti_export_replays_in_simgrid() {
+    if Command::new("smpirun").arg("-version").output().is_err() {
+        println!("SKIPPED: smpirun not found (install libsimgrid-dev)");
+        return;
+    }
+    let (dir, _) = traced(4, "jacobi2d", &["128", "10"]);
+    let (_, ranks) = open_dir(dir.path()).unwrap();
+    let ti = tempfile::tempdir().unwrap();
+    let e = simulator::trace::ti_export::export_ti(&ranks, ti.path(), 1e9).unwrap();
+    assert!(e.lines > 100, "{e:?}");
+    let platform = ti.path().join("cluster.xml");
+    std::fs::write(
+        &platform,
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n  \
+         <cluster id=\"c\" prefix=\"node-\" suffix=\"\" radical=\"0-3\" speed=\"1Gf\" bw=\"10GBps\" lat=\"1us\"/>\n</platform>\n",
+    )
+    .unwrap();
+    let hosts = ti.path().join("hosts");
+    std::fs::write(&hosts, "node-0\nnode-1\nnode-2\nnode-3\n").unwrap();
+    let out = Command::new("smpirun")
+        .args(["-np", "4", "-platform"])
+        .arg(&platform)
+        .arg("-hostfile")
+        .arg(&hosts)
+        .arg("-replay")
+        .arg(&e.list)
+        .current_dir(ti.path())
+        .output()
+        .expect("smpirun");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "smpirun -replay failed: {log}");
+    assert!(log.contains("Simulation time"), "{log}");
+}

@@ -14,6 +14,7 @@ pub mod chunk;
 pub mod codec;
 pub mod record;
 pub mod symbols;
+pub mod ti_export;
 pub mod writer;
 
 use std::fs::File;

@@ -1,0 +1,218 @@
+//! Export of an interposer trace as a SimGrid time-independent (TI) trace:
+//! a trace-list file naming one action file per rank, in the grammar that
+//! `smpirun -trace-ti` writes and `smpirun -replay` reads (SimGrid 3.32).
+//!
+//! Sizes are written in bytes (`init` without a datatype field makes
+//! `MPI_BYTE` the default). A compute block of `t` seconds becomes
+//! `compute <t × host_speed>` flops. Requests are written by SMPI's key
+//! (source, destination, tag); an `MPI_Waitall` becomes one `wait` per
+//! listed request, which keeps its exact set. Calls without a TI verb
+//! (probes, communicator management, rank and size queries) are left out.
+//! v-collectives are written as their regular form with this rank's
+//! size: TI's per-rank count vectors are not recorded.
+//!
+//! # Errors
+//! A collective on a communicator other than `MPI_COMM_WORLD` is an error:
+//! TI traces carry no communicator, and SMPI would replay it on all ranks.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::record::{CallRecord, Op, Params, COMM_WORLD, PROC_NULL};
+use super::{RankTrace, TraceError};
+
+/// Name of the trace-list file written into the output directory.
+pub const TI_LIST: &str = "ti_traces.txt";
+
+/// Error exporting a TI trace; the message names the file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum TiExportError {
+    /// Reading the interposer trace failed.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// Writing an output file failed.
+    #[error("{path}: {source}")]
+    Write {
+        /// The output file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The trace holds something TI cannot express.
+    #[error("{path}: record {index}: {what}")]
+    Unsupported {
+        /// The rank file.
+        path: PathBuf,
+        /// 0-based record index.
+        index: u64,
+        /// What cannot be expressed.
+        what: String,
+    },
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TiExport {
+    /// The trace-list file.
+    pub list: PathBuf,
+    /// Action lines written, over all ranks.
+    pub lines: u64,
+    /// Records left out (no TI verb).
+    pub skipped: u64,
+}
+
+/// Writes `ranks` as a TI trace into `out` (created if missing):
+/// `ti_traces.txt` and `rank-<r>.ti`. `host_speed_flops` converts compute
+/// seconds to flops (flop/s of the host the replay platform declares).
+///
+/// # Errors
+/// [`TiExportError`] naming the rank file or output file at fault.
+pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Result<TiExport, TiExportError> {
+    let werr = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| TiExportError::Write { path: path.clone(), source }
+    };
+    std::fs::create_dir_all(out).map_err(werr(out))?;
+    let list = out.join(TI_LIST);
+    let mut names = String::new();
+    let (mut lines, mut skipped) = (0, 0);
+    for t in ranks {
+        let path = out.join(format!("rank-{}.ti", t.header.rank));
+        let mut w = BufWriter::new(File::create(&path).map_err(werr(&path))?);
+        let mut state = RankState { me: t.header.rank as i32, requests: HashMap::new() };
+        for (index, rec) in t.records()?.enumerate() {
+            let rec = rec?;
+            let mut text = String::new();
+            if rec.compute_cpu_ns > 0 && !matches!(rec.op, Op::Init | Op::InitThread) {
+                text += &format!("{} compute {}\n", t.header.rank, (rec.compute_cpu_ns as f64 * 1e-9 * host_speed_flops).round());
+            }
+            let unsupported = |what: String| TiExportError::Unsupported { path: t.path.clone(), index: index as u64, what };
+            let verbs = state.verbs(&rec).map_err(unsupported)?;
+            if verbs.is_empty() {
+                skipped += 1;
+            }
+            for v in verbs {
+                text += &format!("{} {v}\n", t.header.rank);
+            }
+            lines += text.lines().count() as u64;
+            w.write_all(text.as_bytes()).map_err(werr(&path))?;
+        }
+        w.flush().map_err(werr(&path))?;
+        names += &format!("{}\n", path.display());
+    }
+    std::fs::write(&list, names).map_err(werr(&list))?;
+    Ok(TiExport { list, lines, skipped })
+}
+
+/// Per-rank export state: pending requests by handle, as SMPI's keys.
+struct RankState {
+    me: i32,
+    requests: HashMap<u64, (i32, i32, i32)>,
+}
+
+impl RankState {
+    /// The TI verbs (without the rank prefix) of one record.
+    fn verbs(&mut self, rec: &CallRecord) -> Result<Vec<String>, String> {
+        use Op::*;
+        let me = self.me;
+        let v = |s: String| Ok(vec![s]);
+        match (rec.op, &rec.params) {
+            (Init | InitThread, _) => v("init".into()),
+            (Finalize, _) => v("finalize".into()),
+            (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => Ok(vec![]),
+            (Send | Ssend | Bsend | Rsend, &Params::P2p { peer, tag, bytes, .. }) => v(format!("send {peer} {tag} {bytes}")),
+            (Recv, &Params::P2p { peer, tag, bytes, .. }) => v(format!("recv {peer} {tag} {bytes}")),
+            (Isend | Issend | Ibsend | Irsend, &Params::P2p { peer, tag, bytes, request, .. }) => {
+                self.requests.insert(request, (me, peer, tag));
+                v(format!("isend {peer} {tag} {bytes}"))
+            }
+            (Irecv, &Params::P2p { peer, tag, bytes, request, .. }) => {
+                self.requests.insert(request, (peer, me, tag));
+                v(format!("irecv {peer} {tag} {bytes}"))
+            }
+            (Wait, &Params::Wait { request, .. }) => Ok(self.wait(&[request])),
+            (Test, &Params::Test { request, completed: true }) => Ok(self.wait(&[request])),
+            (Waitall, Params::Waitall { requests }) => Ok(self.wait(requests)),
+            (Testall, Params::RequestSet { requests, result: 1 }) => Ok(self.wait(requests)),
+            (Waitany | Testany, Params::RequestSet { requests, result }) if *result >= 0 => {
+                Ok(requests.get(*result as usize).map(|&r| self.wait(&[r])).unwrap_or_default())
+            }
+            (Sendrecv | SendrecvReplace, &Params::Sendrecv { dst, send_bytes, src, recv_bytes, .. }) => {
+                v(format!("sendRecv {send_bytes} {dst} {recv_bytes} {src}"))
+            }
+            (_, &Params::Coll { comm, .. }) if comm != COMM_WORLD && rec.op != CommFree => Err(format!(
+                "{} on communicator {comm}: TI traces have no communicators (SMPI would replay it on all ranks)",
+                rec.op.mpi_name()
+            )),
+            (op, &Params::Coll { root, bytes, .. }) => {
+                let root = root.max(0);
+                Ok(match op {
+                    Barrier => vec!["barrier".into()],
+                    Bcast => vec![format!("bcast {bytes} {root}")],
+                    Reduce => vec![format!("reduce {bytes} 0 {root}")],
+                    Allreduce => vec![format!("allreduce {bytes} 0")],
+                    Gather | Gatherv => vec![format!("gather {bytes} {bytes} {root}")],
+                    Scatter | Scatterv => vec![format!("scatter {bytes} {bytes} {root}")],
+                    Allgather | Allgatherv => vec![format!("allgather {bytes} {bytes}")],
+                    Alltoall | Alltoallv => vec![format!("alltoall {bytes} {bytes}")],
+                    Scan => vec![format!("scan {bytes} 0")],
+                    Exscan => vec![format!("exscan {bytes} 0")],
+                    _ => vec![],
+                })
+            }
+            _ => Ok(vec![]),
+        }
+    }
+
+    /// One `wait <src> <dst> <tag>` per known request; unknown or null
+    /// handles (already complete) are left out.
+    fn wait(&mut self, requests: &[u64]) -> Vec<String> {
+        requests
+            .iter()
+            .filter_map(|r| self.requests.remove(r))
+            .map(|(src, dst, tag)| format!("wait {src} {dst} {tag}"))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
+
+    fn rec(op: Op, params: Params) -> CallRecord {
+        CallRecord { op, failed: false, caller: 1, compute_cpu_ns: 2_000, compute_wall_ns: 2_000, t_start_ns: 0, t_end_ns: 0, params }
+    }
+
+    #[test]
+    fn writes_smpi_verbs_with_request_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rank-0.trace");
+        let header = RankHeader { rank: 0, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, epoch_unix_s: 0.0 };
+        let mut w = RankWriter::create(File::create(&p).unwrap(), &header).unwrap();
+        let p2p = |peer, request| Params::P2p { peer, tag: 5, bytes: 64, comm: 0, request };
+        for r in [
+            rec(Op::Init, Params::None),
+            rec(Op::Isend, p2p(1, 11)),
+            rec(Op::Irecv, p2p(1, 12)),
+            rec(Op::Waitall, Params::Waitall { requests: vec![12, 11, 0] }),
+            rec(Op::Allreduce, Params::Coll { root: -1, bytes: 8, comm: 0 }),
+            rec(Op::CommRank, Params::None),
+            rec(Op::Finalize, Params::None),
+        ] {
+            w.push(&r).unwrap();
+        }
+        w.finish(&[Module { path: "/a".into(), start: 0, end: 10, file_offset: 0 }]).unwrap();
+        let t = RankTrace::open(&p).unwrap();
+        let out = dir.path().join("ti");
+        let e = export_ti(&[t], &out, 1e9).unwrap();
+        let text = std::fs::read_to_string(out.join("rank-0.ti")).unwrap();
+        let expect = "0 init\n0 compute 2000\n0 isend 1 5 64\n0 compute 2000\n0 irecv 1 5 64\n0 compute 2000\n\
+                      0 wait 1 0 5\n0 wait 0 1 5\n0 compute 2000\n0 allreduce 8 0\n0 compute 2000\n0 compute 2000\n0 finalize\n";
+        assert_eq!(text, expect);
+        assert_eq!(e.skipped, 1);
+        assert!(std::fs::read_to_string(&e.list).unwrap().contains("rank-0.ti"));
+    }
+}
