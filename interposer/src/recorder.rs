@@ -2,15 +2,20 @@
 //!
 //! Lifecycle: `UNINIT` → (`MPI_Init`) → `TRACING` → (`MPI_Finalize`) →
 //! `FINISHED`, or `DISABLED` for good after a configuration or I/O failure,
-//! a panic, or in a forked child. Only the thread that called `MPI_Init`
-//! records (multi-threaded MPI is recorded from the next interposer
-//! version on); other threads pass through.
+//! a panic, or in a forked child.
+//!
+//! Each thread records into its own buffer: the thread that called
+//! `MPI_Init` as stream 0 of the rank file, any other thread that makes an
+//! MPI call (`MPI_THREAD_MULTIPLE`) as a further stream, appended to the
+//! same file in whole chunks. Other threads' buffers are flushed when the
+//! thread exits; only stream 0 is flushed on a fatal signal.
 
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use simulator::trace::record::COMM_UNKNOWN;
 use simulator::trace::{
@@ -98,6 +103,8 @@ fn timer_overhead() -> Stamp {
 
 /// Recording state of the thread that called `MPI_Init`.
 struct Recorder {
+    /// Held while a record is appended, or by a signal handler flushing.
+    busy: AtomicBool,
     rank: u32,
     writer: RankWriter<File>,
     epoch_wall: u64,
@@ -113,7 +120,48 @@ struct Recorder {
     call_op: u8,
     caller: u64,
     requests: Vec<u64>,
-    comms: Vec<u64>,
+}
+
+/// What other threads need to open their streams: set at `MPI_Init`.
+struct ThreadSetup {
+    path: std::path::PathBuf,
+    rank: u32,
+    epoch_wall: u64,
+}
+
+static THREADS: OnceLock<ThreadSetup> = OnceLock::new();
+static NEXT_STREAM: AtomicU16 = AtomicU16::new(1);
+/// The measured recorder overhead (wall, CPU), shared with later threads.
+static OVERHEAD: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// Communicator handles by id − 1, shared by all threads of the process.
+static COMMS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// A recorder for a thread other than the `MPI_Init` one, on its first MPI
+/// call; `None` (the thread passes through) when the file cannot be opened
+/// or 65535 streams exist.
+fn thread_recorder() -> Option<Recorder> {
+    let setup = THREADS.get()?;
+    let stream = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
+    if stream == 0 {
+        return None;
+    }
+    let file = File::options().append(true).open(&setup.path).ok()?;
+    let start = block_start();
+    Some(Recorder {
+        busy: AtomicBool::new(false),
+        rank: setup.rank,
+        writer: RankWriter::stream(file, stream),
+        epoch_wall: setup.epoch_wall,
+        overhead: Stamp { wall: OVERHEAD[0].load(Ordering::Relaxed), cpu: OVERHEAD[1].load(Ordering::Relaxed) },
+        calibration: None,
+        last_end: start,
+        in_call: false,
+        call_start: start,
+        cpu_read: false,
+        call_op: 0,
+        caller: 0,
+        requests: Vec::with_capacity(64),
+    })
 }
 
 /// Prints one warning line on stderr, prefixed with the interposer's name.
@@ -208,7 +256,11 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
     let dir = &cfg.out;
     std::fs::create_dir_all(dir).map_err(|e| format!("INTERPOSER_OUT={}: cannot create: {e}", dir.display()))?;
     let path = dir.join(rank_file_name(rank));
-    let file = File::create(&path).map_err(|e| format!("INTERPOSER_OUT={}: cannot write {}: {e}", dir.display(), path.display()))?;
+    // Created empty, then written in append mode: other threads' streams
+    // append whole chunks to the same file with single writes.
+    let file = File::create(&path)
+        .and_then(|_| File::options().append(true).open(&path))
+        .map_err(|e| format!("INTERPOSER_OUT={}: cannot write {}: {e}", dir.display(), path.display()))?;
     let epoch_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let header = RankHeader {
         rank,
@@ -245,7 +297,9 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
         params: Params::None,
     };
     writer.push(&init).map_err(|e| format!("{}: {e}", path.display()))?;
+    THREADS.get_or_init(|| ThreadSetup { path: path.clone(), rank, epoch_wall: start.wall });
     Ok(Recorder {
+        busy: AtomicBool::new(false),
         rank,
         writer,
         epoch_wall: start.wall,
@@ -258,7 +312,6 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
         call_op: 0,
         caller: 0,
         requests: Vec::with_capacity(1024),
-        comms: Vec::new(),
     })
 }
 
@@ -296,6 +349,8 @@ pub fn calibration(on: bool) -> bool {
         let wall = raw.get(raw.len() / 2).copied().unwrap_or(timers.wall);
         rec.overhead = Stamp { wall, cpu: timers.cpu + wall.saturating_sub(timers.wall) };
         rec.writer.set_overhead(rec.overhead.cpu, rec.overhead.wall);
+        OVERHEAD[0].store(wall, Ordering::Relaxed);
+        OVERHEAD[1].store(rec.overhead.cpu, Ordering::Relaxed);
         true
     })
 }
@@ -309,6 +364,9 @@ pub fn begin(op: u8, caller: u64) -> bool {
     }
     let recording = REC.try_with(|r| {
         let Ok(mut slot) = r.try_borrow_mut() else { return false };
+        if slot.is_none() {
+            *slot = thread_recorder();
+        }
         let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) else { return false };
         rec.in_call = true;
         (rec.call_start, rec.cpu_read) = block_end(rec.last_end);
@@ -373,30 +431,31 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
     });
 }
 
-/// Signal-time flush of the recorder at `target` (see [`signals::arm`]).
+/// Signal-time flush of the recorder at `target` (see [`signals::arm`]):
+/// only when no append is in progress (a signal that interrupted one
+/// leaves that buffer alone).
 fn flush_on_signal(target: *mut ()) {
-    // SAFETY: armed with a live recorder, disarmed before it moves or
-    // drops; the handler holds `signals::BUSY`, so no append is in progress.
+    // SAFETY: armed with a live recorder, disarmed before it moves or drops.
     let rec = unsafe { &mut *(target as *mut Recorder) };
-    let _ = rec.writer.flush();
-}
-
-/// Disarms the signal flush, waiting out a handler that may be using it.
-fn disarm() {
-    while signals::BUSY.swap(true, Ordering::Acquire) {
-        std::hint::spin_loop();
+    if !rec.busy.swap(true, Ordering::Acquire) {
+        let _ = rec.writer.flush();
+        rec.busy.store(false, Ordering::Release);
     }
-    signals::arm(std::ptr::null_mut(), flush_on_signal);
-    signals::BUSY.store(false, Ordering::Release);
 }
 
 impl Recorder {
+    /// Disarms the signal flush if it targets this recorder, waiting out a
+    /// handler that may be flushing it.
+    fn disarm(&mut self) {
+        signals::disarm(self as *mut Recorder as *mut ());
+    }
+
     fn push(&mut self, record: &CallRecord) {
-        if signals::BUSY.swap(true, Ordering::Acquire) {
+        if self.busy.swap(true, Ordering::Acquire) {
             return; // a fatal-signal handler has the buffer: the process is ending
         }
         let result = self.writer.push(record);
-        signals::BUSY.store(false, Ordering::Release);
+        self.busy.store(false, Ordering::Release);
         if let Err(e) = result {
             if !IO_WARNED.swap(true, Ordering::Relaxed) {
                 warn(Some(self.rank), &format!("cannot write the trace: {e}; records are being dropped"));
@@ -407,18 +466,15 @@ impl Recorder {
 
 /// Id of a communicator handle other than `MPI_COMM_WORLD` (ids from 1).
 pub fn comm_id(handle: u64) -> u32 {
-    REC.with(|r| {
-        let mut slot = r.borrow_mut();
-        let Some(rec) = slot.as_mut() else { return COMM_UNKNOWN };
-        if let Some(i) = rec.comms.iter().position(|&h| h == handle) {
-            return i as u32 + 1;
-        }
-        if rec.comms.len() >= MAX_COMMS {
-            return COMM_UNKNOWN;
-        }
-        rec.comms.push(handle);
-        rec.comms.len() as u32
-    })
+    let Ok(mut comms) = COMMS.lock() else { return COMM_UNKNOWN };
+    if let Some(i) = comms.iter().position(|&h| h == handle) {
+        return i as u32 + 1;
+    }
+    if comms.len() >= MAX_COMMS {
+        return COMM_UNKNOWN;
+    }
+    comms.push(handle);
+    comms.len() as u32
 }
 
 /// Records `MPI_Finalize` (already begun) and completes the file:
@@ -428,9 +484,9 @@ pub fn finalize() {
     if STATE.compare_exchange(TRACING, FINISHED, Ordering::SeqCst, Ordering::SeqCst).is_err() {
         return;
     }
-    disarm();
     REC.with(|r| {
         if let Some(mut rec) = r.borrow_mut().take() {
+            rec.disarm();
             if let Err(e) = rec.writer.finish(&modules::current()) {
                 warn(Some(rec.rank), &format!("cannot complete the trace: {e}"));
             }
@@ -442,7 +498,7 @@ impl Drop for Recorder {
     /// Exit without `MPI_Finalize`: keep the whole chunks written so far.
     /// The file has no end marker, so readers report it as truncated.
     fn drop(&mut self) {
-        disarm();
+        self.disarm();
         let _ = self.writer.flush();
     }
 }

@@ -4,8 +4,8 @@
 //!
 //! The handler only calls `write(2)` and `sigaction(2)`/`raise(3)`, which
 //! are async-signal-safe. It never touches a buffer that the interrupted
-//! code was filling: the recorder holds [`BUSY`] while it appends a record,
-//! and the handler flushes only when it can take it.
+//! code was filling: the recorder holds its own busy flag while it appends
+//! a record, and the flush function skips a recorder whose flag is taken.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Once;
@@ -13,8 +13,8 @@ use std::sync::Once;
 /// Signals whose arrival flushes the trace.
 pub const SIGNALS: [libc::c_int; 5] = [libc::SIGTERM, libc::SIGINT, libc::SIGSEGV, libc::SIGABRT, libc::SIGBUS];
 
-/// Held while the recording thread appends a record (or by a handler).
-pub static BUSY: AtomicBool = AtomicBool::new(false);
+/// Taken by the first handler that runs, so one flush happens.
+static FIRED: AtomicBool = AtomicBool::new(false);
 
 type Flush = fn(*mut ());
 static TARGET: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
@@ -22,11 +22,21 @@ static FLUSH: AtomicPtr<()> = AtomicPtr::new(std::ptr::null_mut());
 static mut PREVIOUS: [Option<libc::sigaction>; 5] = [None; 5];
 static INSTALL: Once = Once::new();
 
-/// Makes `flush(target)` the action taken on a fatal signal; a null
-/// `target` disarms it. The caller keeps `target` alive until it disarms.
+/// Makes `flush(target)` the action taken on a fatal signal. The caller
+/// keeps `target` alive until [`disarm`].
 pub fn arm(target: *mut (), flush: Flush) {
     FLUSH.store(flush as *mut (), Ordering::SeqCst);
     TARGET.store(target, Ordering::SeqCst);
+}
+
+/// Stops flushing `target` on a signal (no effect if another is armed),
+/// then waits out a handler that may have taken it before, so `target`
+/// can be moved or dropped on return.
+pub fn disarm(target: *mut ()) {
+    let _ = TARGET.compare_exchange(target, std::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst);
+    while FIRED.load(Ordering::SeqCst) {
+        std::hint::spin_loop();
+    }
 }
 
 /// Installs the handlers once per process, keeping the previous ones.
@@ -50,15 +60,15 @@ pub fn install() {
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
-    if !BUSY.swap(true, Ordering::Acquire) {
-        let target = TARGET.swap(std::ptr::null_mut(), Ordering::SeqCst);
+    if !FIRED.swap(true, Ordering::SeqCst) {
+        let target = TARGET.load(Ordering::SeqCst);
         let flush = FLUSH.load(Ordering::SeqCst);
         if !target.is_null() && !flush.is_null() {
             // SAFETY: FLUSH only ever holds a `Flush` stored by `arm`.
             let f: Flush = unsafe { std::mem::transmute::<*mut (), Flush>(flush) };
             f(target);
         }
-        BUSY.store(false, Ordering::Release);
+        FIRED.store(false, Ordering::SeqCst);
     }
     // Chain: put the previous action back and deliver the signal again; it
     // is blocked while this handler runs, so it arrives as we return (a

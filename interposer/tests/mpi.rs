@@ -455,3 +455,21 @@ fn ti_export_replays_in_simgrid() {
     assert!(out.status.success(), "smpirun -replay failed: {log}");
     assert!(log.contains("Simulation time"), "{log}");
 }
+
+#[test]
+fn thread_multiple_records_every_call_of_every_thread() {
+    let (dir, out) = traced(2, "threads", &["100000", "4"]);
+    let expected = expected_calls(&out);
+    let (_, ranks) = open_dir(dir.path()).unwrap();
+    for t in &ranks {
+        let streams = t.streams();
+        assert_eq!(streams.len(), 5, "the init thread and 4 workers: {streams:?}");
+        for (name, n) in &expected {
+            let got: usize = streams
+                .iter()
+                .map(|&s| t.records_of(s).unwrap().filter(|r| r.as_ref().unwrap().op.mpi_name() == name).count())
+                .sum();
+            assert_eq!(got, *n, "rank {} {name}", t.header.rank);
+        }
+    }
+}

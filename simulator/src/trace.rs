@@ -297,17 +297,36 @@ impl RankTrace {
         Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks }, salvage))
     }
 
-    /// Streams the call records, one chunk in memory at a time.
+    /// Streams the call records of the thread that called `MPI_Init`
+    /// (stream 0), one chunk in memory at a time.
     ///
     /// # Errors
     /// Each item is an error naming the file if a chunk fails its checksum
     /// or a record does not decode.
     pub fn records(&self) -> Result<Records, TraceError> {
+        self.records_of(0)
+    }
+
+    /// The record streams present: 0 for the thread that called
+    /// `MPI_Init`, then one per other thread that made MPI calls.
+    pub fn streams(&self) -> Vec<u16> {
+        let mut s: Vec<u16> = self.record_chunks.iter().map(|(_, h)| h.stream).collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    /// Streams the call records of one thread's `stream`.
+    ///
+    /// # Errors
+    /// As [`RankTrace::records`].
+    pub fn records_of(&self, stream: u16) -> Result<Records, TraceError> {
         let f = File::open(&self.path).map_err(|x| err(&self.path, x.into()))?;
+        let chunks: Vec<(u64, ChunkHead)> = self.record_chunks.iter().filter(|(_, h)| h.stream == stream).copied().collect();
         Ok(Records {
             path: self.path.clone(),
             file: BufReader::new(f),
-            chunks: self.record_chunks.clone().into_iter(),
+            chunks: chunks.into_iter(),
             buf: Vec::new(),
             pos: 0,
             chunk_at: 0,

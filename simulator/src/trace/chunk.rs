@@ -2,11 +2,14 @@
 //!
 //! ```text
 //! file   := MAGIC (8 bytes) chunk*
-//! chunk  := "CHNK" kind:u8 0:u8 0:u16 len:u32 crc32:u32 payload[len]
+//! chunk  := "CHNK" kind:u8 0:u8 stream:u16 len:u32 crc32:u32 payload[len]
 //! ```
 //! Each chunk is self-describing and at most [`MAX_CHUNK_PAYLOAD`] bytes of
 //! payload, so a file cut short by a crash still reads up to its last whole
-//! chunk. A complete file ends with a [`ChunkKind::End`] chunk.
+//! chunk. A complete file has a [`ChunkKind::End`] chunk. Record chunks
+//! carry the stream (thread) they belong to: 0 for the thread that called
+//! `MPI_Init`, 1, 2, … for other threads that made MPI calls; each stream
+//! decodes on its own.
 
 use std::io::{self, Write};
 
@@ -45,23 +48,24 @@ impl ChunkKind {
     }
 }
 
-/// Builds the 16-byte header of a chunk holding `payload`.
-pub fn chunk_header(kind: ChunkKind, payload: &[u8]) -> [u8; CHUNK_HEADER_BYTES] {
+/// Builds the 16-byte header of a chunk of `stream` holding `payload`.
+pub fn chunk_header(kind: ChunkKind, stream: u16, payload: &[u8]) -> [u8; CHUNK_HEADER_BYTES] {
     let mut h = [0u8; CHUNK_HEADER_BYTES];
     h[0..4].copy_from_slice(CHUNK_TAG);
     h[4] = kind as u8;
+    h[6..8].copy_from_slice(&stream.to_le_bytes());
     h[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
     h[12..16].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
     h
 }
 
-/// Writes one chunk with a single `write_all` of header and payload.
+/// Writes one chunk of `stream` with a single `write_all` of header and payload.
 ///
 /// # Errors
 /// The writer's I/O error.
-pub fn write_chunk<W: Write>(w: &mut W, kind: ChunkKind, payload: &[u8]) -> io::Result<()> {
+pub fn write_chunk<W: Write>(w: &mut W, kind: ChunkKind, stream: u16, payload: &[u8]) -> io::Result<()> {
     let mut whole = Vec::with_capacity(CHUNK_HEADER_BYTES + payload.len());
-    whole.extend_from_slice(&chunk_header(kind, payload));
+    whole.extend_from_slice(&chunk_header(kind, stream, payload));
     whole.extend_from_slice(payload);
     w.write_all(&whole)
 }
@@ -71,6 +75,8 @@ pub fn write_chunk<W: Write>(w: &mut W, kind: ChunkKind, payload: &[u8]) -> io::
 pub struct ChunkHead {
     /// The chunk's kind byte, decoded.
     pub kind: ChunkKind,
+    /// Stream (thread) of a record chunk; 0 for other kinds.
+    pub stream: u16,
     /// Payload length, bytes.
     pub len: usize,
     /// CRC-32 of the payload.
@@ -88,7 +94,8 @@ pub fn parse_chunk_header(h: &[u8; CHUNK_HEADER_BYTES]) -> Result<ChunkHead, Str
     let kind = ChunkKind::from_code(h[4]).ok_or_else(|| format!("unknown chunk kind {}", h[4]))?;
     let len = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes")) as usize;
     let crc = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
-    Ok(ChunkHead { kind, len, crc })
+    let stream = u16::from_le_bytes(h[6..8].try_into().expect("2 bytes"));
+    Ok(ChunkHead { kind, stream, len, crc })
 }
 
 /// Buffers encoded records and emits them as [`ChunkKind::Records`] chunks.
@@ -100,18 +107,21 @@ pub fn parse_chunk_header(h: &[u8; CHUNK_HEADER_BYTES]) -> Result<ChunkHead, Str
 pub struct RecordBuffer {
     buf: Box<[u8]>,
     len: usize,
+    stream: u16,
 }
 
 impl Default for RecordBuffer {
     fn default() -> Self {
-        Self::new()
+        Self::new(0)
     }
 }
 
 impl RecordBuffer {
-    /// An empty buffer of [`MAX_CHUNK_PAYLOAD`] bytes payload capacity.
-    pub fn new() -> Self {
-        RecordBuffer { buf: vec![0u8; CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD].into_boxed_slice(), len: CHUNK_HEADER_BYTES }
+    /// An empty buffer of [`MAX_CHUNK_PAYLOAD`] bytes payload capacity for
+    /// the records of `stream`.
+    pub fn new(stream: u16) -> Self {
+        let buf = vec![0u8; CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD].into_boxed_slice();
+        RecordBuffer { buf, len: CHUNK_HEADER_BYTES, stream }
     }
 
     /// Free payload space left, bytes.
@@ -149,6 +159,11 @@ impl RecordBuffer {
         self.len == CHUNK_HEADER_BYTES
     }
 
+    /// The stream whose records this buffer holds.
+    pub fn stream(&self) -> u16 {
+        self.stream
+    }
+
     /// Writes the buffered records as one chunk and empties the buffer.
     ///
     /// # Errors
@@ -158,7 +173,7 @@ impl RecordBuffer {
         if self.is_empty() {
             return Ok(());
         }
-        let head = chunk_header(ChunkKind::Records, &self.buf[CHUNK_HEADER_BYTES..self.len]);
+        let head = chunk_header(ChunkKind::Records, self.stream, &self.buf[CHUNK_HEADER_BYTES..self.len]);
         self.buf[..CHUNK_HEADER_BYTES].copy_from_slice(&head);
         let r = w.write_all(&self.buf[..self.len]);
         self.len = CHUNK_HEADER_BYTES;

@@ -29,9 +29,16 @@ impl<W: Write> RankWriter<W> {
     pub fn create(mut out: W, header: &RankHeader) -> io::Result<Self> {
         out.write_all(MAGIC)?;
         let json = serde_json::to_vec(header).map_err(io::Error::other)?;
-        write_chunk(&mut out, ChunkKind::Header, &json)?;
+        write_chunk(&mut out, ChunkKind::Header, 0, &json)?;
+        Ok(Self::stream(out, 0))
+    }
+
+    /// A writer of stream `stream` (another thread of the rank) appending to
+    /// a file that [`RankWriter::create`] started; writes no header. Such a
+    /// writer only pushes and flushes: the stream-0 writer finishes the file.
+    pub fn stream(out: W, stream: u16) -> Self {
         let footer = RankFooter::default();
-        Ok(RankWriter { out, buf: RecordBuffer::new(), encoder: Encoder::default(), buffered: 0, footer })
+        RankWriter { out, buf: RecordBuffer::new(stream), encoder: Encoder::default(), buffered: 0, footer }
     }
 
     /// Appends one record, flushing a full chunk first when needed.
@@ -67,7 +74,7 @@ impl<W: Write> RankWriter<W> {
             // chunk of its own, which readers accept at any size.
             let mut heap = vec![0u8; max];
             let n = self.encoder.encode(rec, &mut heap).expect("a buffer of the largest encoding");
-            let own = write_chunk(&mut self.out, ChunkKind::Records, &heap[..n]);
+            let own = write_chunk(&mut self.out, ChunkKind::Records, self.buf.stream(), &heap[..n]);
             if own.is_err() {
                 self.footer.dropped_records += 1;
             }
@@ -119,9 +126,9 @@ impl<W: Write> RankWriter<W> {
         let used: Vec<&Module> =
             modules.iter().filter(|m| self.encoder.sites().any(|a| m.start <= a && a < m.end)).collect();
         let json = serde_json::to_vec(&used).map_err(io::Error::other)?;
-        write_chunk(&mut self.out, ChunkKind::Modules, &json)?;
+        write_chunk(&mut self.out, ChunkKind::Modules, 0, &json)?;
         let json = serde_json::to_vec(&self.footer).map_err(io::Error::other)?;
-        write_chunk(&mut self.out, ChunkKind::End, &json)?;
+        write_chunk(&mut self.out, ChunkKind::End, 0, &json)?;
         self.out.flush()
     }
 }
