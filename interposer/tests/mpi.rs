@@ -379,6 +379,16 @@ fn region_report_names_source_lines_and_counts_every_block() {
     let loop_body = loop_body.unwrap_or_else(|| panic!("no per-iteration region: {stats:#?}"));
     assert_eq!(loop_body.ranks, 2);
     assert!(loop_body.cpu_mean_s > 0.0 && loop_body.cpu_stdev_s >= 0.0);
+    // The same run as a Chrome/Perfetto timeline: valid JSON, one event per
+    // call and per non-empty compute block, plus a name per rank.
+    let out = dir.path().join("timeline.json");
+    let n = simulator::trace::timeline::write_chrome(&ranks, &out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    assert_eq!(events.len() as u64, n);
+    let calls = events.iter().filter(|e| e["cat"] == "mpi").count() as u64;
+    assert_eq!(calls, records);
+    assert!(events.iter().any(|e| e["name"] == "MPI_Allreduce" && e["args"]["bytes"] == 8));
 }
 
 #[test]

@@ -15,6 +15,7 @@ pub mod codec;
 pub mod record;
 pub mod symbols;
 pub mod ti_export;
+pub mod timeline;
 pub mod writer;
 
 use std::fs::File;
