@@ -11,6 +11,7 @@
 
 pub mod actions;
 pub mod chunk;
+pub mod cli;
 pub mod codec;
 pub mod record;
 pub mod symbols;

@@ -1,0 +1,121 @@
+//! `simulator trace <command>`: tools over an interposer trace directory
+//! (per-region report, SimGrid TI export, Chrome/Perfetto timeline, dump).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::{open_dir, ti_export, timeline};
+use crate::regions::region_report as regions_report;
+
+/// Arguments of `simulator trace`.
+#[derive(Debug, clap::Args)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    command: TraceCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum TraceCommand {
+    /// Per call-site region: count, total, mean and stdev of compute time
+    /// (mpiP's call-site report for compute blocks; file:line with -g).
+    Regions {
+        /// Trace directory (INTERPOSER_OUT).
+        trace: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a SimGrid time-independent trace (for `smpirun -replay`).
+    ExportTi {
+        /// Trace directory (INTERPOSER_OUT).
+        trace: PathBuf,
+        /// Output directory: ti_traces.txt and rank-<r>.ti.
+        #[arg(long)]
+        out: PathBuf,
+        /// Host speed of the replay platform, flop/s: compute seconds × it.
+        #[arg(long, default_value_t = 1e9)]
+        host_speed: f64,
+    },
+    /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the recorded run.
+    Timeline {
+        /// Trace directory (INTERPOSER_OUT).
+        trace: PathBuf,
+        /// Output JSON file.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print every record of every rank as text, one per line.
+    Dump {
+        /// Trace directory (INTERPOSER_OUT).
+        trace: PathBuf,
+    },
+}
+
+/// Runs `simulator trace …`.
+///
+/// # Errors
+/// One-line errors naming the file at fault.
+pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
+    let dir = match &args.command {
+        TraceCommand::Regions { trace, .. }
+        | TraceCommand::ExportTi { trace, .. }
+        | TraceCommand::Timeline { trace, .. }
+        | TraceCommand::Dump { trace } => trace,
+    };
+    let (_, ranks) = open_dir(dir).context("cannot open trace")?;
+    let mut out = std::io::stdout().lock();
+    match &args.command {
+        TraceCommand::Regions { json, .. } => {
+            let stats = regions_report(&ranks)?;
+            if *json {
+                serde_json::to_writer(&mut out, &stats)?;
+                writeln!(out)?;
+            } else {
+                write!(out, "{}", crate::regions::format_table(&stats))?;
+            }
+        }
+        TraceCommand::ExportTi { out: dir, host_speed, .. } => {
+            let e = ti_export::export_ti(&ranks, dir, *host_speed)?;
+            writeln!(out, "wrote {} ({} lines, {} records without a TI verb)", e.list.display(), e.lines, e.skipped)?;
+        }
+        TraceCommand::Timeline { out: file, .. } => {
+            let n = timeline::write_chrome(&ranks, file)?;
+            writeln!(out, "wrote {} ({n} events)", file.display())?;
+        }
+        TraceCommand::Dump { .. } => {
+            let written = dump(&ranks, &mut out);
+            // `simulator trace dump … | head` closes the pipe early: not an error.
+            if let Err(e) = written {
+                if !e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn dump(ranks: &[super::RankTrace], out: &mut impl Write) -> anyhow::Result<()> {
+    for t in ranks {
+        for stream in t.streams() {
+            for rec in t.records_of(stream)? {
+                let r = rec?;
+                writeln!(
+                    out,
+                    "rank {} stream {stream} {} {} start_ns={} dur_ns={} block_cpu_ns={} block_wall_ns={} {:?}",
+                    t.header.rank,
+                    r.op.mpi_name(),
+                    t.call_site(r.caller),
+                    r.t_start_ns,
+                    r.t_end_ns - r.t_start_ns,
+                    r.compute_cpu_ns,
+                    r.compute_wall_ns,
+                    r.params
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
