@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::trace::symbols::Symbolizer;
+use crate::trace::symbols::RegionNames;
 use crate::trace::{RankTrace, TraceError};
 
 /// Statistics of one region over all ranks. Times in seconds.
@@ -67,25 +67,16 @@ fn mean_stdev(n: u64, (sum, sq): (f64, f64)) -> (f64, f64) {
 /// # Errors
 /// The first [`TraceError`] met while reading a rank file.
 pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError> {
-    let mut sym = Symbolizer::new();
-    let mut acc: HashMap<String, Acc> = HashMap::new();
-    let mut names: HashMap<(u64, u64), String> = HashMap::new();
+    let mut acc: HashMap<std::rc::Rc<str>, Acc> = HashMap::new();
     for t in ranks {
+        let mut names = RegionNames::new(); // addresses differ between processes
         let mut prev = 0u64;
         for rec in t.records()? {
             let rec = rec?;
-            let key = match names.get(&(prev, rec.caller)) {
-                Some(k) => k.clone(),
-                None => {
-                    let k = format!("{}:{}", sym.name(t, prev), sym.name(t, rec.caller));
-                    names.insert((prev, rec.caller), k.clone());
-                    k
-                }
-            };
+            let (key, _) = names.region(t, prev, rec.caller);
             prev = rec.caller;
             acc.entry(key).or_default().add(t.header.rank, rec.compute_cpu_ns as f64 * 1e-9, rec.compute_wall_ns as f64 * 1e-9);
         }
-        names.clear(); // addresses differ between processes
     }
     let mut out: Vec<RegionStats> = acc
         .into_iter()
@@ -93,7 +84,7 @@ pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError
             let (cpu_mean_s, cpu_stdev_s) = mean_stdev(a.n, a.cpu);
             let (wall_mean_s, wall_stdev_s) = mean_stdev(a.n, a.wall);
             RegionStats {
-                region,
+                region: region.to_string(),
                 count: a.n,
                 ranks: a.ranks,
                 cpu_total_s: a.cpu.0,

@@ -1,9 +1,8 @@
 //! From interposer call records to replay [`Action`]s: compute blocks with
 //! their call-site region ids, then each call's action.
 
-use std::collections::HashMap;
-
 use super::record::{ANY_SOURCE, PROC_NULL};
+use super::symbols::RegionNames;
 use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
 
 use crate::action::Action;
@@ -18,10 +17,10 @@ pub enum ComputeTime {
     Wall,
 }
 
-/// Stable 64-bit id of the call-site region `prev:next` (FNV-1a of the key
-/// `"<module>+<offset>:<module>+<offset>"`). The key mirrors SimGrid's
-/// "file:line:file:line" region naming (Heinrich et al. 2017, Fig. 7),
-/// before symbolization.
+/// Stable 64-bit id of the region `prev:next` between two unsymbolized
+/// call sites (FNV-1a of `"<module>+<offset>:<module>+<offset>"`): the id
+/// replay gives a region whose binaries carry no debug information (see
+/// [`super::symbols::region_key`] for the general key).
 pub fn region_id(prev: &CallSite, next: &CallSite) -> u64 {
     region_key_id(&format!("{prev}:{next}"))
 }
@@ -40,11 +39,11 @@ pub struct TraceActions {
     trace: RankTrace,
     records: crate::trace::Records,
     pending: Option<Action>,
-    /// Return address of the previous call; `None` before the first.
-    prev_caller: Option<u64>,
-    /// Region id per (previous, current) return address, so that the
-    /// common case neither formats nor allocates.
-    regions: HashMap<(Option<u64>, u64), u64>,
+    /// Return address of the previous call; 0 before the first.
+    prev_caller: u64,
+    /// Region keys and ids, cached per (previous, current) return address,
+    /// so that the common case neither formats nor allocates.
+    regions: RegionNames,
     compute: ComputeTime,
 }
 
@@ -55,27 +54,12 @@ impl TraceActions {
     /// [`TraceError`] naming the file when it cannot be reopened.
     pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
         let records = trace.records()?;
-        Ok(TraceActions { trace, records, pending: None, prev_caller: None, regions: HashMap::new(), compute })
-    }
-
-    /// Region id of the block between the calls at `prev` (`None`: the
-    /// start, named `init+0x0`) and `next`.
-    fn region(&mut self, prev: Option<u64>, next: u64) -> u64 {
-        if let Some(&r) = self.regions.get(&(prev, next)) {
-            return r;
-        }
-        let prev_site = match prev {
-            Some(a) => self.trace.call_site(a),
-            None => CallSite { module: "init".into(), offset: 0 },
-        };
-        let r = region_id(&prev_site, &self.trace.call_site(next));
-        self.regions.insert((prev, next), r);
-        r
+        Ok(TraceActions { trace, records, pending: None, prev_caller: 0, regions: RegionNames::new(), compute })
     }
 
     fn convert(&mut self, rec: CallRecord) -> (Action, Result<Option<Action>, Op>) {
-        let region = self.region(self.prev_caller, rec.caller);
-        self.prev_caller = Some(rec.caller);
+        let (_, region) = self.regions.region(&self.trace, self.prev_caller, rec.caller);
+        self.prev_caller = rec.caller;
         let ns = match self.compute {
             ComputeTime::Cpu => rec.compute_cpu_ns,
             ComputeTime::Wall => rec.compute_wall_ns,
@@ -200,10 +184,10 @@ mod tests {
         }
         w.finish(&[Module { path: "/bin/app".into(), start: 0x1000, end: 0x2000, file_offset: 0 }]).unwrap();
         let trace = RankTrace::open(&path).unwrap();
+        // /bin/app is not a file here: sites keep their module+offset names.
         let site = |a| trace.call_site(a);
-        let init = CallSite { module: "init".into(), offset: 0 };
         let want = [
-            region_id(&init, &site(0x1010)),
+            region_key_id("init:app+0x10"),
             region_id(&site(0x1010), &site(0x1020)),
             region_id(&site(0x1020), &site(0x1010)),
             region_id(&site(0x1010), &site(0x1020)),

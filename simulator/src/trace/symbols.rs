@@ -86,3 +86,40 @@ impl Symbolizer {
 fn module_of(modules: &[Module], addr: u64) -> Option<&Module> {
     modules.iter().find(|m| m.start <= addr && addr < m.end)
 }
+
+/// Names the compute-block regions of one rank, as [`region_key`]s with
+/// their ids ([`crate::trace::actions::region_key_id`]), caching both per
+/// (previous call site, next call site) pair.
+#[derive(Debug, Default)]
+pub struct RegionNames {
+    sym: Symbolizer,
+    keys: HashMap<(u64, u64), (std::rc::Rc<str>, u64)>,
+}
+
+impl RegionNames {
+    /// Empty caches; use one per rank (addresses differ between processes).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Key and id of the region between the calls whose return addresses
+    /// are `prev` (0 for the start of the trace) and `next` in `trace`.
+    pub fn region(&mut self, trace: &RankTrace, prev: u64, next: u64) -> (std::rc::Rc<str>, u64) {
+        if let Some(k) = self.keys.get(&(prev, next)) {
+            return k.clone();
+        }
+        let key: std::rc::Rc<str> = region_key(&mut self.sym, trace, prev, next).into();
+        let v = (key.clone(), crate::trace::actions::region_key_id(&key));
+        self.keys.insert((prev, next), v.clone());
+        v
+    }
+}
+
+/// The region key `prev:next`: each call site as `file:line` when its
+/// binary has debug information, else `module+0xoffset`; the trace start
+/// (address 0) is `init`. The same key names a region in the per-region
+/// report, in speed-ratio files (SimGrid's "file:line:file:line",
+/// Heinrich et al. 2017, Fig. 7) and in replay.
+pub fn region_key(sym: &mut Symbolizer, trace: &RankTrace, prev: u64, next: u64) -> String {
+    format!("{}:{}", sym.name(trace, prev), sym.name(trace, next))
+}
