@@ -352,7 +352,7 @@ mod tests {
     fn rec(op: Op, params: Params, t: u64) -> CallRecord {
         CallRecord {
             op,
-            failed: t % 3 == 0,
+            failed: t.is_multiple_of(3),
             caller: 0x7f00_1234 + (t % 2) * 8,
             compute_cpu_ns: 1500 + t % 2,
             compute_wall_ns: 1500,
