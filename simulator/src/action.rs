@@ -1,9 +1,9 @@
 //! Replay actions: the closed set of things a rank does, named after
 //! SimGrid's time-independent trace verbs (`compute`, `send`, `isend`,
 //! `recv`, `irecv`, `wait`, `waitall`, `barrier`, `bcast`, `reduce`,
-//! `allreduce`, `sendrecv`), and their derivation from interposer traces.
-
-
+//! `allreduce`, `sendrecv`, `alltoall`, …), and their derivation from
+//! interposer traces ([`TraceActions`]) and SimGrid TI traces
+//! ([`crate::ti`]).
 
 /// One step of one rank. Peers and roots are world ranks; sizes are bytes;
 /// request ids are opaque and unique among a rank's pending requests.
@@ -121,6 +121,83 @@ pub enum Action {
         bytes: u64,
         /// Communicator id.
         comm: u32,
+    },
+    /// All-to-all: `bytes` to and from every rank (SimGrid `alltoall`).
+    Alltoall {
+        /// Payload sent to each rank, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// All-to-all with per-peer sizes (SimGrid `alltoallv`).
+    Alltoallv {
+        /// Bytes sent to each rank, len = communicator size.
+        send_bytes: Vec<u64>,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// All-gather of `bytes` per rank (SimGrid `allgather`).
+    Allgather {
+        /// Contribution of each rank, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// All-gather with per-rank contributions (SimGrid `allgatherv`).
+    Allgatherv {
+        /// Contribution of each rank, bytes, len = communicator size.
+        recv_bytes: Vec<u64>,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Gather (or gatherv: the sender's size is what costs) to `root`.
+    Gather {
+        /// Root world rank.
+        root: u32,
+        /// This rank's contribution, bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Scatter of `bytes` to each rank from `root`.
+    Scatter {
+        /// Root world rank.
+        root: u32,
+        /// Bytes each rank receives.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Scatter with per-rank sizes from `root` (only the root's sizes matter).
+    Scatterv {
+        /// Root world rank.
+        root: u32,
+        /// Bytes sent to each rank (root's view; empty on other ranks).
+        send_bytes: Vec<u64>,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Reduce-scatter: rank i ends with `recv_bytes[i]` of the reduction.
+    ReduceScatter {
+        /// Bytes each rank receives, len = communicator size.
+        recv_bytes: Vec<u64>,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// Inclusive (`exclusive = false`) or exclusive prefix reduction.
+    Scan {
+        /// Payload per rank, bytes.
+        bytes: u64,
+        /// `MPI_Exscan` rather than `MPI_Scan`.
+        exclusive: bool,
+        /// Communicator id.
+        comm: u32,
+    },
+    /// A SimGrid TI `compute <flops>`: work timed at the host's
+    /// `speed_flops` (flop/s).
+    Flops {
+        /// Floating-point operations.
+        flops: f64,
     },
     /// `MPI_Init`: the start of the replayed span.
     Init,

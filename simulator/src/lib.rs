@@ -8,9 +8,12 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod jitter;
 pub mod jitter_trace;
 pub mod network;
 pub mod platform;
 pub mod regions;
 pub mod replay;
+pub mod speed;
+pub mod ti;
 pub mod trace;

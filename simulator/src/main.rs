@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! simulator replay --platform <file> <trace> [--json] [--compute-time cpu|wall]
+//!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|smpi]
+//!                  [--timeline <file.json>]
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
 //! code is then 1.
@@ -14,7 +16,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use simulator::action::ComputeTime;
-use simulator::platform::Platform;
+use simulator::platform;
+use simulator::replay::collectives::CollAlgs;
 use simulator::replay::{self, TraceInput};
 
 #[derive(Parser)]
@@ -32,16 +35,37 @@ struct Cli {
 enum Command {
     /// Replay a trace on a platform and report the makespan and a per-rank breakdown.
     Replay(ReplayArgs),
+    /// Simulate OS-jitter slowdown of a bulk-synchronous application (jitSim) from jitter traces.
+    Jitter(simulator::jitter::cli::JitterArgs),
+    /// Tools over an interposer trace: regions, export-ti, timeline, dump.
+    Trace(simulator::trace::cli::TraceArgs),
 }
 
 #[derive(clap::Args)]
 struct ReplayArgs {
-    /// Platform file (our TOML format).
+    /// Platform file: our TOML, or a SimGrid platform XML with one <cluster>.
     #[arg(long, value_name = "FILE")]
     platform: PathBuf,
-    /// Trace directory written by the interposer (INTERPOSER_OUT).
+    /// Trace directory written by the interposer (INTERPOSER_OUT), or a
+    /// SimGrid TI trace-list file (smpirun -trace-ti).
     #[arg(value_name = "TRACE")]
     trace: PathBuf,
+    /// SimGrid setting for an XML platform, as smpirun's --cfg=name:value
+    /// (e.g. smpi/async-small-thresh:65536); repeatable, applied last.
+    #[arg(long = "cfg", value_name = "NAME:VALUE")]
+    cfg: Vec<String>,
+    /// Per-region speed ratios (CSV from `calibrate speed`, SimGrid's
+    /// comp-adjustment format): compute blocks take seconds × ratio;
+    /// regions not in the file keep ratio 1 and are counted in the report.
+    #[arg(long, value_name = "CSV")]
+    speed_ratios: Option<PathBuf>,
+    /// Collective algorithms: mpich, or smpi (SimGrid's default selector).
+    /// Default: smpi on a SimGrid XML platform (as smpirun), else mpich.
+    #[arg(long, value_name = "NAME")]
+    coll_selector: Option<String>,
+    /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the simulated run.
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<PathBuf>,
     /// Print one JSON object (the report) on stdout instead of a table.
     #[arg(long)]
     json: bool,
@@ -59,7 +83,10 @@ enum ComputeArg {
 }
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
-    let platform = Platform::load(&args.platform).context("cannot load platform")?;
+    let (platform, mut extras) = platform::load_any(&args.platform, &args.cfg).context("cannot load platform")?;
+    if let Some(name) = &args.coll_selector {
+        extras.coll = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?;
+    }
     let compute = match args.compute_time {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
@@ -68,8 +95,21 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         .map_err(anyhow::Error::from)
         .and_then(|input| Ok(input.open(compute)?))
         .context("cannot open trace")?;
-    let report = replay::replay(&platform, streams)
+    let (streams, tally) = match &args.speed_ratios {
+        Some(path) => {
+            let ratios = simulator::speed::SpeedRatios::load(path).context("cannot load speed ratios")?;
+            let (s, t) = replay::apply_speed_ratios(streams, ratios);
+            (s, Some(t))
+        }
+        None => (streams, None),
+    };
+    let timeline = match &args.timeline {
+        Some(p) => Some(replay::Timeline::create(p).context("cannot create the timeline")?),
+        None => None,
+    };
+    let mut report = replay::replay_timeline(&platform, &extras, streams, timeline)
         .with_context(|| format!("replay of {} on {} failed", args.trace.display(), args.platform.display()))?;
+    report.speed_ratios = tally.map(|t| t.stats());
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &report).context("cannot write the report")?;
@@ -84,6 +124,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Replay(args) => run_replay(args),
+        Command::Jitter(args) => simulator::jitter::cli::run(args),
+        Command::Trace(args) => simulator::trace::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

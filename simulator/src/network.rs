@@ -35,11 +35,16 @@ impl Piecewise {
     /// `max_bytes` exceeds `bytes` applies (SimGrid's factor lookup rule),
     /// else the last. An empty function is 0.
     pub fn eval(&self, bytes: u64) -> f64 {
-        let seg = self.segments.iter().find(|s| s.max_bytes.is_none_or(|m| bytes < m)).or(self.segments.last());
-        match seg {
+        match self.segment(bytes) {
             Some(s) => (s.intercept_s + bytes as f64 / s.bandwidth_bytes_per_s).max(0.0),
             None => 0.0,
         }
+    }
+
+    /// The segment that applies to `bytes` (see [`Piecewise::eval`]);
+    /// `None` for an empty function.
+    pub fn segment(&self, bytes: u64) -> Option<&Segment> {
+        self.segments.iter().find(|s| s.max_bytes.is_none_or(|m| bytes < m)).or(self.segments.last())
     }
 
     /// Checks that segments are ordered and their numbers finite and ≥ 0.
@@ -102,7 +107,11 @@ impl P2pModel {
     /// # Errors
     /// A message naming the bad function and segment.
     pub fn validate(&self) -> Result<(), String> {
-        for (name, p) in [("transfer", &self.transfer), ("send_overhead", &self.send_overhead), ("recv_overhead", &self.recv_overhead)] {
+        for (name, p) in [
+            ("transfer", &self.transfer),
+            ("send_overhead", &self.send_overhead),
+            ("recv_overhead", &self.recv_overhead),
+        ] {
             p.validate().map_err(|e| format!("{name}: {e}"))?;
         }
         if self.transfer.segments.is_empty() {
@@ -110,6 +119,32 @@ impl P2pModel {
         }
         Ok(())
     }
+}
+
+/// Flow-level sharing of the hosts' links among concurrent inter-host
+/// transfers, as SimGrid's CM02/SMPI model under max-min fairness
+/// (Casanova et al., JPDC 2014, §4; SimGrid 3.32 `network_cm02.cpp`).
+///
+/// Each host has an up and a down link of capacity `link_bw_bytes_per_s`
+/// (a `SPLITDUPLEX` cluster link). A transfer from host a to host b of
+/// payload s first spends the latency part of its [`P2pModel::transfer`]
+/// segment without using bandwidth, then moves s + `header_bytes` bytes at
+/// a rate r that is at most that segment's bandwidth (the flow's bound)
+/// and shares links: on a's up and b's down link it consumes r / f, and
+/// on b's up and a's down link `crosstraffic` · r / f (the acknowledgement
+/// traffic, SimGrid's `network/crosstraffic`), where the bandwidth factor f
+/// = bound / `nominal_rate_bytes_per_s`. Rates are max-min fair and are
+/// recomputed whenever a transfer enters or leaves its bandwidth phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowSharing {
+    /// Capacity of each host's up and down link, bytes/s.
+    pub link_bw_bytes_per_s: f64,
+    /// Route rate before the bandwidth factor, min(bandwidth, TCP-gamma / 2·latency), bytes/s.
+    pub nominal_rate_bytes_per_s: f64,
+    /// Weight of the reverse traffic (SimGrid: 0.05), dimensionless.
+    pub crosstraffic: f64,
+    /// Bytes added to each payload (see `platform::simgrid::SMPI_HEADER_BYTES`).
+    pub header_bytes: u64,
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::network::P2pModel;
 
+pub mod simgrid;
+
 /// One host (node).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {
@@ -79,6 +81,106 @@ pub struct Platform {
     pub mapping: Mapping,
     /// Network models.
     pub network: Network,
+}
+
+/// Platform properties beyond [`Platform`] (kept apart so that code
+/// building a `Platform` literally keeps compiling). Read from the same
+/// TOML file (`speed_flops` in `[[hosts]]`, an optional `[smpi]` table) or
+/// from a SimGrid platform XML ([`simgrid`]).
+///
+/// ```toml
+/// [[hosts]]
+/// name = "node0"
+/// cores = 1
+/// speed_flops = 1e9            # optional
+/// [smpi]
+/// async_small_thresh_bytes = 0 # optional
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Extras {
+    /// Core speed of each host, flop/s, in `Platform::hosts` order (mirrors
+    /// the `speed` of a SimGrid host); times TI `compute <flops>`. `None`
+    /// (or a missing entry) when unknown.
+    #[serde(default)]
+    pub speed_flops: Vec<Option<f64>>,
+    /// Mirrors SMPI's `smpi/async-small-thresh`: an eager message of at
+    /// least this many bytes starts its transfer only once the receive is
+    /// posted (SMPI's default 0: every message). `None` (our default): an
+    /// eager message starts at its send.
+    #[serde(default)]
+    pub async_small_thresh_bytes: Option<u64>,
+    /// Link sharing among concurrent inter-host transfers; `None`: every
+    /// transfer gets its model's full bandwidth.
+    #[serde(default)]
+    pub flows: Option<crate::network::FlowSharing>,
+    /// Collective algorithms: MPICH's by default; SimGrid's default
+    /// selector for a SimGrid XML platform (mirroring `smpirun`), changed
+    /// by `smpi/coll-selector` and `smpi/<collective>` settings.
+    #[serde(default)]
+    pub coll: crate::replay::collectives::CollAlgs,
+    /// Refuse a trace with more ranks than the platform has cores (set for
+    /// SimGrid XML platforms); otherwise ranks wrap around the hosts.
+    #[serde(default)]
+    pub no_oversubscription: bool,
+}
+
+#[derive(Deserialize)]
+struct ExtrasToml {
+    #[serde(default)]
+    hosts: Vec<HostExtra>,
+    #[serde(default)]
+    smpi: SmpiToml,
+}
+
+#[derive(Deserialize)]
+struct HostExtra {
+    #[serde(default)]
+    speed_flops: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+struct SmpiToml {
+    #[serde(default)]
+    async_small_thresh_bytes: Option<u64>,
+}
+
+impl Extras {
+    /// Speed of host `host`, flop/s, if known.
+    pub fn host_speed_flops(&self, host: usize) -> Option<f64> {
+        self.speed_flops.get(host).copied().flatten()
+    }
+}
+
+/// Loads a platform of either kind: a SimGrid platform XML (the file
+/// starts with `<`, after blanks) via [`simgrid::load`], else our TOML.
+/// `smpi_options` are `--cfg`-style `name:value` pairs (`smpi/os:…`)
+/// applied over an XML platform's `<config>`/`<prop>` settings; a TOML
+/// platform accepts none.
+///
+/// # Errors
+/// [`PlatformError`] naming the file (and line for XML) at fault.
+pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extras), PlatformError> {
+    let e = |what: String| PlatformError { path: path.to_path_buf(), what };
+    let text = std::fs::read_to_string(path).map_err(|x| e(x.to_string()))?;
+    if text.trim_start().starts_with('<') {
+        return simgrid::parse(&text, path, smpi_options);
+    }
+    if let Some(o) = smpi_options.first() {
+        return Err(e(format!("--smpi option {o} applies to SimGrid XML platforms only")));
+    }
+    let p = Platform::load(path)?;
+    let x: ExtrasToml = toml::from_str(&text).map_err(|x| e(x.to_string().replace('\n', " ")))?;
+    let extras = Extras {
+        speed_flops: x.hosts.iter().map(|h| h.speed_flops).collect(),
+        async_small_thresh_bytes: x.smpi.async_small_thresh_bytes,
+        flows: None,
+        coll: Default::default(),
+        no_oversubscription: false,
+    };
+    if let Some(i) = extras.speed_flops.iter().position(|s| s.is_some_and(|s| !(s.is_finite() && s > 0.0))) {
+        return Err(e(format!("hosts[{i}].speed_flops must be > 0")));
+    }
+    Ok((p, extras))
 }
 
 /// Error loading a platform; the message names the file.
@@ -193,7 +295,10 @@ mod tests {
         };
         Platform {
             name: "t".into(),
-            hosts: vec![Host { name: "a".into(), cores: 2, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 2, speed_ratio: 1.0 }],
+            hosts: vec![
+                Host { name: "a".into(), cores: 2, speed_ratio: 1.0 },
+                Host { name: "b".into(), cores: 2, speed_ratio: 1.0 },
+            ],
             mapping: Mapping::Block,
             network: Network { intra: model, inter: None },
         }
@@ -208,6 +313,23 @@ mod tests {
         let q = Platform::load(&f).unwrap();
         assert_eq!(p, q);
         assert_eq!((q.host_of(0), q.host_of(1), q.host_of(2), q.host_of(4)), (0, 0, 1, 0));
+    }
+
+    #[test]
+    fn toml_extras_give_host_speeds_and_smpi_threshold() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.toml");
+        let mut text = toml::to_string_pretty(&sample()).unwrap();
+        text = text.replacen("speed_ratio = 1.0", "speed_ratio = 1.0\nspeed_flops = 2e9", 1);
+        text.push_str("\n[smpi]\nasync_small_thresh_bytes = 0\n");
+        std::fs::write(&f, text).unwrap();
+        let (p, x) = load_any(&f, &[]).unwrap();
+        assert_eq!(p, sample());
+        assert_eq!(
+            (x.host_speed_flops(0), x.host_speed_flops(1), x.async_small_thresh_bytes),
+            (Some(2e9), None, Some(0))
+        );
+        assert!(load_any(&f, &["smpi/os:0:1:0".into()]).unwrap_err().to_string().contains("XML"));
     }
 
     #[test]

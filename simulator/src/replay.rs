@@ -11,7 +11,8 @@
 //!   global simulated-time order, events ordered by `(time, seq)` with
 //!   `f64::total_cmp`; scheduling into the past is an error.
 //! - **Compute** `{seconds}` advances the rank by `seconds / speed_ratio`
-//!   of its host.
+//!   of its host; `Flops {flops}` (SimGrid TI `compute`) by
+//!   `flops / speed_flops` of its host ([`Extras::speed_flops`]).
 //! - **Matching** follows MPI: per receiver and communicator, a receive
 //!   matches the earliest-posted unmatched send from its source (any for
 //!   `ANY_SOURCE`) with its tag (any for `ANY_TAG`); a send matches the
@@ -25,18 +26,28 @@
 //!   Rendezvous: both sides complete at
 //!   `max(send_post, recv_post) + transfer(bytes)`; a blocking `Send`
 //!   blocks until then, an `Isend` returns at once and its request
-//!   completes then.
+//!   completes then. With [`Extras::async_small_thresh_bytes`] = `Some(k)`
+//!   (SMPI's `smpi/async-small-thresh`), an eager message of at least k
+//!   bytes also starts only at `max(send_post, recv_post)`.
+//! - **Link sharing** ([`Extras::flows`], from SimGrid cluster XML):
+//!   transfers between different hosts that start at their match time
+//!   share the hosts' up and down links max-min fairly, as in SimGrid's
+//!   CM02/SMPI model ([`crate::network::FlowSharing`]); they end when their
+//!   bytes are through, and the matched requests complete then.
 //! - **Requests** are per rank. `Wait`/`Waitall` block until the
 //!   completion times of all their requests are known, then continue at
 //!   `max(now, completions)`. Unknown or 0 handles (`MPI_REQUEST_NULL`)
 //!   complete at once; a handle may be reused once completed.
 //!   `Sendrecv` is `Isend` + `Irecv` + `Waitall` (either side may be
 //!   `MPI_PROC_NULL`).
-//! - **Collectives** (`Barrier`, `Bcast`, `Reduce`, `Allreduce`) run as
-//!   point-to-point rounds ([`collectives`]) on a matching context of
-//!   their own, so they never match user messages. Only `MPI_COMM_WORLD`
-//!   (comm 0) is supported so far; another comm is an error naming the rank
-//!   and the action.
+//! - **Collectives** (`Barrier`, `Bcast`, `Reduce`, `Allreduce`,
+//!   `Alltoall(v)`, `Allgather(v)`, `Gather`, `Scatter(v)`,
+//!   `ReduceScatter`, `Scan`) run as point-to-point rounds
+//!   ([`collectives`]) on a matching context of their own, so they never
+//!   match user messages. Only `MPI_COMM_WORLD` (comm 0) is supported so
+//!   far; another comm is an error naming the rank and the action. (TI
+//!   traces record no communicator: SimGrid replays every collective on
+//!   `MPI_COMM_WORLD`, and so do we.)
 //! - **Finalize** ends the rank; its end time is its clock there (or
 //!   after its last action when there is no `Finalize`).
 //! - **Deadlock**: when no event is left but some rank has not finished,
@@ -56,17 +67,21 @@
 
 pub mod collectives;
 mod engine;
+mod flows;
 mod matching;
 mod queue;
 pub mod report;
+pub mod timeline;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use report::{RankReport, ReplayReport};
+pub use report::{RankReport, RatioStats, ReplayReport};
+pub use timeline::Timeline;
 
 use crate::action::{Action, ComputeTime, TraceActions};
-use crate::platform::{Mapping, Platform};
+use crate::platform::{Extras, Mapping, Platform};
+use crate::ti::{self, TiError};
 use crate::trace::{self, TraceError, TraceErrorKind};
 
 /// A rank's actions, streamed: rank r of a replay is the r-th stream.
@@ -86,6 +101,39 @@ pub fn replay<'a, E>(platform: &Platform, streams: Vec<ActionStream<'a, E>>) -> 
 where
     E: std::error::Error + Send + Sync + 'static,
 {
+    replay_with(platform, &Extras::default(), streams)
+}
+
+/// [`replay`] with the platform's [`Extras`]: host speeds in flop/s for
+/// TI `compute <flops>` and SMPI's async-small threshold.
+///
+/// # Errors
+/// As [`replay`]; also a TI `compute` on a host without a speed.
+pub fn replay_with<'a, E>(
+    platform: &Platform,
+    extras: &Extras,
+    streams: Vec<ActionStream<'a, E>>,
+) -> Result<ReplayReport, ReplayError>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    replay_timeline(platform, extras, streams, None)
+}
+
+/// [`replay_with`], also writing every rank's compute blocks and blocking
+/// MPI calls to `timeline` ([`Timeline`]), which is finished at the end.
+///
+/// # Errors
+/// As [`replay`]; also the timeline's I/O error ([`ReplayErrorKind::Timeline`]).
+pub fn replay_timeline<'a, E>(
+    platform: &Platform,
+    extras: &Extras,
+    streams: Vec<ActionStream<'a, E>>,
+    timeline: Option<Timeline>,
+) -> Result<ReplayReport, ReplayError>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
     let started = Instant::now();
     if let Mapping::Explicit { hosts } = &platform.mapping {
         if hosts.len() < streams.len() {
@@ -93,7 +141,17 @@ where
             return Err(ReplayError { rank: None, kind: ReplayErrorKind::Platform(what) });
         }
     }
-    let out = engine::Engine::new(platform, streams).run()?;
+    let cores: u64 = platform.hosts.iter().map(|h| h.cores as u64).sum();
+    if extras.no_oversubscription && streams.len() as u64 > cores {
+        let what = format!("{} ranks but only {cores} cores on {} hosts", streams.len(), platform.hosts.len());
+        return Err(ReplayError { rank: None, kind: ReplayErrorKind::Platform(what) });
+    }
+    let mut engine = engine::Engine::new(platform, extras, streams);
+    engine.timeline = timeline;
+    let mut out = engine.run()?;
+    if let Some(t) = out.timeline.take() {
+        t.finish().map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Timeline(e.to_string()) })?;
+    }
     let ranks: Vec<RankReport> = out
         .ranks
         .into_iter()
@@ -117,6 +175,7 @@ where
         actions: out.actions,
         events: out.events,
         wall_clock_s: started.elapsed().as_secs_f64(),
+        speed_ratios: None,
     })
 }
 
@@ -126,7 +185,7 @@ pub enum TraceInput {
     /// A trace directory written by the interposer (`meta.json` + `rank-<r>.trace`).
     InterposerDir(PathBuf),
     /// A SimGrid time-independent trace list: a file naming one action
-    /// file per rank (not supported yet).
+    /// file per rank ([`crate::ti`]).
     TiList(PathBuf),
 }
 
@@ -142,22 +201,45 @@ impl TraceInput {
     }
 
     /// Opens and validates every rank's trace, then returns their action
-    /// streams in rank order.
+    /// streams in rank order. `compute` applies to interposer traces only.
     ///
     /// # Errors
     /// [`ReplayError`] naming the first missing, truncated or corrupt file
-    /// ([`ReplayErrorKind::Trace`]), or [`ReplayErrorKind::UnsupportedInput`]
-    /// for a TI trace list.
-    pub fn open(&self, compute: ComputeTime) -> Result<Vec<ActionStream<'static, TraceError>>, ReplayError> {
+    /// ([`ReplayErrorKind::Trace`]), or a TI trace list that cannot be read
+    /// or names a missing file ([`ReplayErrorKind::Ti`]).
+    pub fn open(&self, compute: ComputeTime) -> Result<Vec<ActionStream<'static, InputError>>, ReplayError> {
         match self {
             TraceInput::InterposerDir(dir) => {
-                open_trace_dir(dir, compute).map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Trace(e) })
+                let streams = open_trace_dir(dir, compute)
+                    .map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Trace(e) })?;
+                Ok(streams
+                    .into_iter()
+                    .map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>)
+                    .collect())
             }
             TraceInput::TiList(path) => {
-                Err(ReplayError { rank: None, kind: ReplayErrorKind::UnsupportedInput { path: path.clone() } })
+                let ranks =
+                    ti::open_list(path).map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Ti(e) })?;
+                Ok(ranks
+                    .into_iter()
+                    .map(|s| Box::new(s.map(|a| a.map_err(InputError::Ti))) as ActionStream<'static, InputError>)
+                    .collect())
             }
         }
     }
+}
+
+/// An error of a trace stream of either input kind; its message names the
+/// file (and, for TI, the line).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// From an interposer trace.
+    #[error("{0}")]
+    Trace(TraceError),
+    /// From a SimGrid TI trace.
+    #[error("{0}")]
+    Ti(TiError),
 }
 
 /// Opens an interposer trace directory: reads `meta.json`, checks every
@@ -181,6 +263,52 @@ pub fn open_trace_dir(dir: &Path, compute: ComputeTime) -> Result<Vec<ActionStre
         streams.push(Box::new(TraceActions::new(t, compute)?));
     }
     Ok(streams)
+}
+
+/// Scales every `Compute { seconds, region }` of `streams` by the
+/// region's ratio in `ratios` (1 when absent), as SimGrid's
+/// `smpi/comp-adjustment-file` does. Returns the streams and a handle
+/// whose [`RatioTally::stats`] counts blocks and misses once they ran.
+pub fn apply_speed_ratios<'a, E: 'a>(
+    streams: Vec<ActionStream<'a, E>>,
+    ratios: crate::speed::SpeedRatios,
+) -> (Vec<ActionStream<'a, E>>, RatioTally) {
+    let tally = RatioTally(std::rc::Rc::new(std::cell::RefCell::new(Default::default())));
+    let ratios = std::rc::Rc::new(ratios);
+    let out = streams
+        .into_iter()
+        .map(|s| {
+            let (t, r) = (tally.clone(), ratios.clone());
+            Box::new(s.map(move |a| {
+                a.map(|a| match a {
+                    Action::Compute { seconds, region } => {
+                        let mut t = t.0.borrow_mut();
+                        t.0.blocks += 1;
+                        let ratio = r.get(region).unwrap_or_else(|| {
+                            t.0.missing_blocks += 1;
+                            t.1.insert(region);
+                            1.0
+                        });
+                        Action::Compute { seconds: seconds * ratio, region }
+                    }
+                    other => other,
+                })
+            })) as ActionStream<'a, E>
+        })
+        .collect();
+    (out, tally)
+}
+
+/// Counts of [`apply_speed_ratios`], shared with its streams.
+#[derive(Clone)]
+pub struct RatioTally(std::rc::Rc<std::cell::RefCell<(RatioStats, std::collections::HashSet<u64>)>>);
+
+impl RatioTally {
+    /// Blocks seen so far, and misses.
+    pub fn stats(&self) -> RatioStats {
+        let t = self.0.borrow();
+        RatioStats { missing_regions: t.1.len() as u64, ..t.0.clone() }
+    }
 }
 
 /// Why a replay failed; one line, starting with the rank when one is at fault.
@@ -210,8 +338,11 @@ pub enum ReplayErrorKind {
     /// A trace could not be opened (its message names the file).
     #[error("{0}")]
     Trace(TraceError),
-    /// The `<trace>` is a kind of input not supported yet.
-    #[error("SimGrid TI trace lists are not supported yet: {}", path.display())]
+    /// A SimGrid TI trace list or action file could not be opened.
+    #[error("{0}")]
+    Ti(TiError),
+    /// The `<trace>` is a kind of input not supported.
+    #[error("unsupported trace input: {}", path.display())]
     UnsupportedInput {
         /// The input file.
         path: PathBuf,
@@ -236,6 +367,9 @@ pub enum ReplayErrorKind {
         /// What is wrong.
         why: String,
     },
+    /// The timeline could not be written (the message names the file).
+    #[error("timeline: {0}")]
+    Timeline(String),
     /// The platform does not fit the trace.
     #[error("platform: {0}")]
     Platform(String),

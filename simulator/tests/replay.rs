@@ -199,12 +199,78 @@ fn bad_platform_toml_fails_naming_file_and_line() {
     fails_with(&out, &[s(&c.platform), "line 3"]);
 }
 
+const CLUSTER_XML: &str = r#"<?xml version='1.0'?>
+<platform version="4.1"><zone id="w" routing="Full">
+<cluster id="c" prefix="n" suffix="" radical="0-3" speed="1Gf" core="1" bw="1MBps" lat="0s"/>
+</zone></platform>
+"#;
+
+/// Writes a TI trace list with one file per entry of `ranks` (its lines
+/// after the rank column) and a cluster platform; returns (dir, list, xml).
+fn ti_case(ranks: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut list = String::new();
+    for (r, body) in ranks.iter().enumerate() {
+        let f = dir.path().join(format!("rank-{r}.txt"));
+        let text: String = body.lines().map(|l| format!("{r} {}\n", l.trim())).collect();
+        std::fs::write(&f, text).unwrap();
+        list.push_str(&format!("rank-{r}.txt\n"));
+    }
+    std::fs::write(dir.path().join("trace.txt"), list).unwrap();
+    std::fs::write(dir.path().join("c.xml"), CLUSTER_XML).unwrap();
+    let (l, x) = (dir.path().join("trace.txt"), dir.path().join("c.xml"));
+    (dir, l, x)
+}
+
+fn makespan(out: &Output) -> f64 {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["makespan_s"].as_f64().unwrap()
+}
+
 #[test]
-fn ti_trace_list_is_not_supported_yet() {
-    let c = case();
-    let list = c.trace.join("meta.json");
-    let out = simulator(&["replay", "--platform", s(&c.platform), s(&list), "--json"]);
-    fails_with(&out, &[&format!("SimGrid TI trace lists are not supported yet: {}", s(&list))]);
+fn ti_trace_list_replays_on_a_simgrid_cluster() {
+    // 2e9 flops at 1 Gf, then 1 MB at 1 MBps: SMPI times it as 1 000 016 B
+    // at 0.940694 × 1 MBps (bw-factor above 65472 B), no latency.
+    let (_d, list, xml) =
+        ti_case(&["init\ncompute 2e9\nsend 1 0 1000000 6\nfinalize", "init\nrecv 0 0 1000000 6\nfinalize"]);
+    let m = makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]));
+    close(m, 2.0 + 1_000_016.0 / 940_694.0);
+}
+
+#[test]
+fn concurrent_transfers_share_the_bottleneck_uplink() {
+    // Issue 6, contention: k transfers of 1 MB from rank 0 take k times one.
+    let one = |k: usize| {
+        let mut ranks = vec![String::from("init\n")];
+        for d in 1..=k {
+            ranks[0].push_str(&format!("isend {d} 0 1000000 6\n"));
+            ranks.push("init\nrecv 0 0 1000000 6\nfinalize".to_string());
+        }
+        ranks[0].push_str("waitall\nfinalize");
+        let refs: Vec<&str> = ranks.iter().map(String::as_str).collect();
+        let (_d, list, xml) = ti_case(&refs);
+        makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]))
+    };
+    let t1 = one(1);
+    for k in [2, 3] {
+        close(one(k), k as f64 * t1);
+    }
+}
+
+#[test]
+fn ti_errors_name_file_and_line() {
+    let (d, list, xml) = ti_case(&["init\nfrobnicate 1\nfinalize"]);
+    let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]);
+    fails_with(&out, &[&format!("{}:2: unknown action `frobnicate`", d.path().join("rank-0.txt").display())]);
+    std::fs::write(d.path().join("rank-1.txt"), "1 init\n").unwrap();
+    let five = "rank-0.txt\nrank-1.txt\nrank-1.txt\nrank-1.txt\nrank-1.txt\n";
+    std::fs::write(&list, five).unwrap();
+    let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]);
+    fails_with(&out, &["platform: 5 ranks but only 4 cores on 4 hosts"]);
+    std::fs::write(&list, "rank-0.txt\nrank-9.txt\n").unwrap();
+    let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]);
+    fails_with(&out, &[&format!("{}:2: rank 1 trace file rank-9.txt does not exist", s(&list))]);
 }
 
 #[test]
@@ -213,4 +279,26 @@ fn missing_trace_fails_naming_it() {
     let missing = c.trace.join("nowhere");
     let out = simulator(&["replay", "--platform", s(&c.platform), s(&missing)]);
     fails_with(&out, &[s(&missing)]);
+}
+
+#[test]
+fn timeline_has_compute_and_mpi_spans_per_rank() {
+    let (d, list, xml) =
+        ti_case(&["init\ncompute 1e9\nsend 1 0 1000000 6\nfinalize", "init\nrecv 0 0 1000000 6\nfinalize"]);
+    let tl = d.path().join("t.json");
+    let m = makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json", "--timeline", s(&tl)]));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&tl).unwrap()).unwrap();
+    let mut spans: Vec<(String, u64, f64)> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap().to_string(), e["tid"].as_u64().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    spans.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+    assert_eq!(
+        spans.iter().map(|x| (x.0.as_str(), x.1)).collect::<Vec<_>>(),
+        [("MPI_Send", 0), ("compute", 0), ("MPI_Recv", 1)]
+    );
+    // The receive waits from t = 0 to the makespan.
+    assert!((spans[2].2 - m * 1e6).abs() < 1e-3, "{spans:?} vs {m}");
 }

@@ -11,14 +11,16 @@
 use std::fmt;
 
 use super::collectives::{self, Step};
+use super::flows::{Done, Net};
 use super::matching::{
     coll_ctx, ctx_name, mailbox, matches, user_ctx, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT,
 };
 use super::queue::EventQueue;
+use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
 use crate::action::Action;
 use crate::network::P2pModel;
-use crate::platform::Platform;
+use crate::platform::{Extras, Platform};
 use crate::trace::record::{ANY_SOURCE, ANY_TAG, COMM_WORLD, PROC_NULL};
 
 /// A blocking wait in progress. Accounting rule: when it ends after
@@ -43,6 +45,13 @@ enum Status {
 /// `MPI_PROC_NULL` as a destination (`Action` stores destinations as `u32`).
 const NULL_DST: u32 = PROC_NULL as u32;
 
+mod coll;
+mod deadlock;
+mod net;
+
+/// The event "the network may have something to finish" (not a rank).
+const NET_EVENT: u32 = u32::MAX;
+
 /// What a rank is doing, for deadlock reports.
 #[derive(Debug, Clone, Copy)]
 enum Doing {
@@ -53,6 +62,21 @@ enum Doing {
     Waitall { n: usize },
     Sendrecv { dst: u32, src: i32, comm: u32 },
     Coll { name: &'static str, round: u32 },
+}
+
+impl Doing {
+    /// The MPI call, for timeline spans.
+    fn name(&self) -> &'static str {
+        match *self {
+            Doing::Start => "start",
+            Doing::Send { .. } => "MPI_Send",
+            Doing::Recv { .. } => "MPI_Recv",
+            Doing::Wait { .. } => "MPI_Wait",
+            Doing::Waitall { .. } => "MPI_Waitall",
+            Doing::Sendrecv { .. } => "MPI_Sendrecv",
+            Doing::Coll { name, .. } => name,
+        }
+    }
 }
 
 impl fmt::Display for Doing {
@@ -121,6 +145,8 @@ pub(crate) struct Outcome {
     pub(crate) actions: u64,
     /// Events popped from the queue.
     pub(crate) events: u64,
+    /// The timeline, to be finished by the caller.
+    pub(crate) timeline: Option<Timeline>,
 }
 
 enum Flow {
@@ -132,6 +158,13 @@ enum Flow {
 /// The replay state of all ranks.
 pub(crate) struct Engine<'a, 'p, E> {
     platform: &'p Platform,
+    extras: &'p Extras,
+    /// Transfers in flight when links are shared ([`Extras::flows`]).
+    net: Option<Net>,
+    /// Earliest network event already in the queue, seconds.
+    net_next: f64,
+    /// Where spans go, if a timeline is asked for.
+    pub(crate) timeline: Option<Timeline>,
     ranks: Vec<Rank<'a, E>>,
     queue: EventQueue,
     actions: u64,
@@ -139,7 +172,7 @@ pub(crate) struct Engine<'a, 'p, E> {
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Places the ranks of `streams` (rank r = index r) on `platform`.
-    pub(crate) fn new(platform: &'p Platform, streams: Vec<ActionStream<'a, E>>) -> Self {
+    pub(crate) fn new(platform: &'p Platform, extras: &'p Extras, streams: Vec<ActionStream<'a, E>>) -> Self {
         let ranks = streams
             .into_iter()
             .enumerate()
@@ -160,7 +193,17 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
             })
             .collect();
-        Engine { platform, ranks, queue: EventQueue::default(), actions: 0 }
+        let net = extras.flows.clone().map(|m| Net::new(m, platform.hosts.len()));
+        Engine {
+            platform,
+            extras,
+            net,
+            net_next: f64::INFINITY,
+            timeline: None,
+            ranks,
+            queue: EventQueue::default(),
+            actions: 0,
+        }
     }
 
     /// Runs every rank to its end.
@@ -169,6 +212,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             self.queue.schedule(0.0, r as u32)?;
         }
         while let Some(ev) = self.queue.pop() {
+            if ev.rank == NET_EVENT {
+                self.net_event(ev.time)?;
+                continue;
+            }
             let r = ev.rank as usize;
             loop {
                 match self.step(r)? {
@@ -189,7 +236,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             return Err(self.deadlock());
         }
         let ranks = self.ranks.iter().map(|r| (r.host, r.stats)).collect();
-        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped })
+        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped, timeline: self.timeline.take() })
     }
 
     /// The network model between world ranks `a` and `b`: [`Platform::p2p`]
@@ -258,6 +305,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let dt = seconds / rk.speed;
                 rk.clock += dt;
                 rk.stats.compute_s += dt;
+                if let Some(t) = self.timeline.as_mut() {
+                    t.span(r, "compute", rk.clock - dt, rk.clock);
+                }
             }
             // MPI_PROC_NULL peers: nothing to transfer, requests complete at once.
             Action::Send { dst: NULL_DST, .. } | Action::Recv { src: PROC_NULL, .. } => {}
@@ -327,8 +377,37 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
                 return Ok(self.wait_on(r, &slots));
             }
-            Action::Barrier { .. } | Action::Bcast { .. } | Action::Reduce { .. } | Action::Allreduce { .. } => {
+            Action::Barrier { .. }
+            | Action::Bcast { .. }
+            | Action::Reduce { .. }
+            | Action::Allreduce { .. }
+            | Action::Alltoall { .. }
+            | Action::Alltoallv { .. }
+            | Action::Allgather { .. }
+            | Action::Allgatherv { .. }
+            | Action::Gather { .. }
+            | Action::Scatter { .. }
+            | Action::Scatterv { .. }
+            | Action::ReduceScatter { .. }
+            | Action::Scan { .. } => {
                 return self.start_coll(r, action);
+            }
+            Action::Flops { flops } => {
+                let Some(speed) = self.extras.host_speed_flops(self.ranks[r].host) else {
+                    let host = &self.platform.hosts[self.ranks[r].host].name;
+                    let why = format!("host {host} has no speed_flops to time TI `compute <flops>`");
+                    return Err(self.err(r, action, why, false));
+                };
+                if !(flops.is_finite() && flops >= 0.0) {
+                    return Err(self.err(r, action, "flops must be finite and >= 0", false));
+                }
+                let rk = &mut self.ranks[r];
+                let dt = flops / speed;
+                rk.clock += dt;
+                rk.stats.compute_s += dt;
+                if let Some(t) = self.timeline.as_mut() {
+                    t.span(r, "compute", rk.clock - dt, rk.clock);
+                }
             }
             Action::Init => {}
             Action::Finalize => return Ok(self.finish(r)),
@@ -397,10 +476,43 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// The cost uses the sender's size.
     fn matched(&mut self, dst: usize, msg: SendMsg, recv: RecvPost) -> Result<(), ReplayError> {
         let model = self.model(msg.src as usize, dst);
+        let (ha, hb) = (self.ranks[msg.src as usize].host, self.ranks[dst].host);
+        let start = msg.post.max(recv.post);
+        let shared_start = match self.extras.async_small_thresh_bytes {
+            Some(th) => !msg.eager || msg.bytes >= th,
+            None => !msg.eager,
+        };
+        if ha != hb && shared_start && start >= self.queue.now {
+            if let (Some(net), Some(seg)) = (self.net.as_mut(), model.transfer.segment(msg.bytes)) {
+                let bound = seg.bandwidth_bytes_per_s;
+                let lat = (seg.intercept_s - net_header(net) as f64 / bound).max(0.0);
+                let recv_ready = if msg.eager { recv.post + model.recv_overhead.eval(msg.bytes) } else { 0.0 };
+                let done = Done {
+                    dst: dst as u32,
+                    recv_slot: recv.slot,
+                    recv_ready,
+                    src: msg.src,
+                    send_slot: msg.slot,
+                    start,
+                };
+                net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
+                // Re-share once for every transfer starting now.
+                if start < self.net_next {
+                    self.net_next = start;
+                    self.queue.schedule(start, NET_EVENT)?;
+                }
+                return Ok(());
+            }
+        }
         let t = model.transfer.eval(msg.bytes);
         if msg.eager {
             let o_r = model.recv_overhead.eval(msg.bytes);
-            let done = (msg.post + t).max(recv.post + o_r);
+            // SMPI's async-small-thresh: larger messages start when both sides posted.
+            let start = match self.extras.async_small_thresh_bytes {
+                Some(th) if msg.bytes >= th => msg.post.max(recv.post),
+                _ => msg.post,
+            };
+            let done = (start + t).max(recv.post + o_r);
             self.complete(dst, recv.slot, done, t.max(o_r))
         } else {
             let done = msg.post.max(recv.post) + t;
@@ -423,6 +535,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             if b.pending == 0 {
                 resolve(rk);
                 let t = rk.clock;
+                if let Some(tl) = self.timeline.as_mut() {
+                    tl.span(r, rk.doing.name(), rk.block.since, t);
+                }
                 return self.queue.schedule(t, r as u32);
             }
         } else if s.orphan {
@@ -466,124 +581,19 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let rk = &mut self.ranks[r];
         if rk.block.pending == 0 {
             resolve(rk);
+            if let Some(tl) = self.timeline.as_mut() {
+                tl.span(r, rk.doing.name(), rk.block.since, rk.clock);
+            }
             Flow::Continue
         } else {
             rk.status = Status::Blocked;
             Flow::Blocked
         }
     }
+}
 
-    fn start_coll(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
-        let n = self.ranks.len() as u32;
-        let (name, comm, root) = match *action {
-            Action::Barrier { comm } => ("MPI_Barrier", comm, 0),
-            Action::Bcast { root, comm, .. } => ("MPI_Bcast", comm, root),
-            Action::Reduce { root, comm, .. } => ("MPI_Reduce", comm, root),
-            Action::Allreduce { comm, .. } => ("MPI_Allreduce", comm, 0),
-            _ => unreachable!("start_coll is called on collectives"),
-        };
-        if comm != COMM_WORLD {
-            let why = format!("collectives on communicator {comm} are not supported yet (only MPI_COMM_WORLD = 0)");
-            return Err(self.err(r, action, why, true));
-        }
-        if root >= n {
-            return Err(self.err(r, action, format!("root {root} is not among the {n} ranks"), false));
-        }
-        let c = &mut self.ranks[r].coll;
-        c.steps.clear();
-        let me = r as u32;
-        match *action {
-            Action::Barrier { .. } => collectives::barrier(me, n, &mut c.steps),
-            Action::Bcast { bytes, .. } => collectives::bcast(me, n, root, bytes, &mut c.steps),
-            Action::Reduce { bytes, .. } => collectives::reduce(me, n, root, bytes, &mut c.steps),
-            Action::Allreduce { bytes, .. } => collectives::allreduce(me, n, bytes, &mut c.steps),
-            _ => unreachable!("matched above"),
-        }
-        c.active = true;
-        c.pos = 0;
-        c.round = 0;
-        c.name = name;
-        c.ctx = coll_ctx(comm);
-        c.tag = (c.seq & 0x7fff_ffff) as i32;
-        c.seq = c.seq.wrapping_add(1);
-        self.coll_round(r)
-    }
-
-    /// Posts the next round of rank `r`'s collective and waits for it.
-    fn coll_round(&mut self, r: usize) -> Result<Flow, ReplayError> {
-        let c = &mut self.ranks[r].coll;
-        if c.pos == c.steps.len() {
-            c.active = false;
-            return Ok(Flow::Continue);
-        }
-        c.round += 1;
-        c.round_slots.clear();
-        let (ctx, tag) = (c.ctx, c.tag);
-        self.ranks[r].doing = Doing::Coll { name: c.name, round: c.round };
-        loop {
-            let rk = &mut self.ranks[r];
-            let st = rk.coll.steps[rk.coll.pos];
-            rk.coll.pos += 1;
-            let slot = rk.reqs.alloc();
-            rk.coll.round_slots.push(slot);
-            if st.send {
-                self.isend(r, st.peer as usize, ctx, tag, st.bytes, slot)?;
-            } else {
-                self.irecv(r, st.peer as i32, ctx, tag, slot)?;
-            }
-            if st.end_round {
-                break;
-            }
-        }
-        self.wait_begin(r);
-        for i in 0..self.ranks[r].coll.round_slots.len() {
-            let s = self.ranks[r].coll.round_slots[i];
-            self.wait_add(r, s);
-        }
-        Ok(self.wait_end(r))
-    }
-
-    /// The deadlock error: up to four blocked ranks and what they wait for.
-    fn deadlock(&self) -> ReplayError {
-        let stuck: Vec<usize> = (0..self.ranks.len()).filter(|&r| self.ranks[r].status != Status::Done).collect();
-        let mut parts = Vec::new();
-        for &r in stuck.iter().take(4) {
-            let rk = &self.ranks[r];
-            let mut waits = Vec::new();
-            for mb in &rk.mail {
-                for p in &mb.posted {
-                    let src = if p.src == ANY_SOURCE { "any".to_string() } else { p.src.to_string() };
-                    let tag = if p.tag == ANY_TAG { "any".to_string() } else { p.tag.to_string() };
-                    waits.push(format!("recv from {src} tag {tag} on {}", ctx_name(mb.ctx)));
-                }
-            }
-            for (dst, other) in self.ranks.iter().enumerate() {
-                for mb in &other.mail {
-                    for m in mb.unexpected.iter().filter(|m| m.src as usize == r && !m.eager) {
-                        waits.push(format!(
-                            "rendezvous send of {} B to {dst} tag {} on {}",
-                            m.bytes,
-                            m.tag,
-                            ctx_name(mb.ctx)
-                        ));
-                    }
-                }
-            }
-            let more = waits.len().saturating_sub(3);
-            waits.truncate(3);
-            if more > 0 {
-                waits.push(format!("{more} more"));
-            }
-            let what = if waits.is_empty() { "no unmatched operation".to_string() } else { waits.join(", ") };
-            parts.push(format!("rank {r} at t={:.9} s in {} waits for {what}", rk.block.since, rk.doing));
-        }
-        if stuck.len() > 4 {
-            parts.push(format!("and {} more", stuck.len() - 4));
-        }
-        let kind =
-            ReplayErrorKind::Deadlock { blocked: stuck.len(), ranks: self.ranks.len(), detail: parts.join("; ") };
-        ReplayError { rank: None, kind }
-    }
+fn net_header(net: &Net) -> u64 {
+    net.header_bytes()
 }
 
 /// Ends rank `rk`'s wait at `block.resume` and splits the time between

@@ -48,6 +48,20 @@ pub struct ReplayReport {
     pub events: u64,
     /// The replay's own wall-clock run time, seconds.
     pub wall_clock_s: f64,
+    /// How `--speed-ratios` applied, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed_ratios: Option<RatioStats>,
+}
+
+/// How per-region speed ratios applied to the compute blocks of a replay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RatioStats {
+    /// Compute blocks seen.
+    pub blocks: u64,
+    /// Blocks whose region the ratio file does not name (kept at ratio 1).
+    pub missing_blocks: u64,
+    /// Distinct regions the ratio file does not name.
+    pub missing_regions: u64,
 }
 
 impl ReplayReport {
@@ -77,6 +91,13 @@ impl ReplayReport {
                 w,
                 "{:>6}  {:<host_width$}  {:>12.6}  {:>12.6}  {:>12.6}  {:>12.6}  {:>10}  {:>10}  {:>14}",
                 r.rank, r.host, r.end_s, r.compute_s, r.comm_s, r.wait_s, r.actions, r.messages, r.bytes_sent
+            )?;
+        }
+        if let Some(t) = &self.speed_ratios {
+            writeln!(
+                w,
+                "speed ratios: {} compute blocks, {} in {} regions not in the file (ratio 1)",
+                t.blocks, t.missing_blocks, t.missing_regions
             )?;
         }
         writeln!(
@@ -112,6 +133,7 @@ mod tests {
             actions: 8,
             events: 3,
             wall_clock_s: 0.5,
+            speed_ratios: None,
         }
     }
 

@@ -418,3 +418,47 @@ fn replay_speed_from_trace_files() {
         r.actions as f64 / total
     );
 }
+
+#[test]
+fn speed_ratios_scale_compute_by_region_and_count_misses() {
+    let mut ratios = crate::speed::SpeedRatios::new();
+    ratios.insert("a.c:1:a.c:2", 0.5).unwrap();
+    let known = crate::trace::actions::region_key_id("a.c:1:a.c:2");
+    let streams: Vec<ActionStream<'static, Infallible>> = vec![Box::new(
+        vec![
+            Action::Compute { seconds: 2.0, region: known },
+            Action::Compute { seconds: 1.0, region: 7 },
+            compute(1.0),
+        ]
+        .into_iter()
+        .map(Ok),
+    )];
+    let (streams, tally) = apply_speed_ratios(streams, ratios);
+    let r = replay(&simple(), streams).unwrap();
+    close(r.makespan_s, 2.0 * 0.5 + 1.0 + 1.0);
+    assert_eq!(tally.stats(), RatioStats { blocks: 3, missing_blocks: 2, missing_regions: 2 });
+}
+
+#[test]
+fn ti_flops_need_a_host_speed_and_take_flops_over_speed() {
+    let p = simple();
+    let e = run(&p, vec![vec![Action::Flops { flops: 1e9 }]]).unwrap_err().to_string();
+    assert!(e.contains("host node0 has no speed_flops"), "{e}");
+    let x = Extras { speed_flops: vec![Some(2e9)], ..Extras::default() };
+    let s: Vec<ActionStream<'static, Infallible>> = vec![Box::new([Ok(Action::Flops { flops: 1e9 })].into_iter())];
+    close(replay_with(&p, &x, s).unwrap().makespan_s, 0.5);
+}
+
+#[test]
+fn new_collectives_complete_with_expected_rounds() {
+    // 4 ranks on one host, transfer = 1 ms whatever the size: a pairwise
+    // all-to-all is 3 rounds, a ring all-gather 3, linear gather 1, chain scan 3.
+    let n = 4;
+    let all = |a: Action| (0..n).map(|_| vec![a.clone()]).collect::<Vec<_>>();
+    close(run(&simple(), all(Action::Alltoall { bytes: 8, comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    close(run(&simple(), all(Action::Allgatherv { recv_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    close(run(&simple(), all(Action::Gather { root: 2, bytes: 8, comm: 0 })).unwrap().makespan_s, L);
+    close(run(&simple(), all(Action::Scan { bytes: 8, exclusive: false, comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    let e = run(&simple(), all(Action::Alltoallv { send_bytes: vec![8; 3], comm: 0 })).unwrap_err().to_string();
+    assert!(e.contains("needs one size per rank (4), got 3"), "{e}");
+}

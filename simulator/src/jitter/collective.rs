@@ -1,0 +1,312 @@
+//! The synchronization at the end of each phase (jitSim §3.6, and the
+//! collectives its §6 leaves as future work), with every send and receive
+//! stretched by the sending or receiving task's jitter.
+//!
+//! Trees are complete k-ary trees over task ids (root 0, children of `i` are
+//! `k·i + 1 ..= k·i + k`), processed level by level in parallel.
+//! Tasks are placed sequentially on cores, then nodes: task `i` is on node
+//! `i / cores_per_node`.
+
+use rayon::prelude::*;
+
+use super::engine::Tasks;
+use crate::network::P2pModel;
+
+/// What ends each phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collective {
+    /// No communication: the next phase starts when the slowest task finishes (jitSim Fig. 3).
+    None,
+    /// Pre-barrier up a k-ary tree, then post-barrier down it (jitSim §3.6, Fig. 6); 0-byte messages.
+    Barrier,
+    /// Recursive doubling (with the usual fold-in of the ranks above the largest power of two).
+    Allreduce,
+    /// Allreduce as a reduce up the k-ary tree then a bcast down it (the barrier's shape, with payload).
+    ReduceBcast,
+    /// Broadcast from task 0 down the k-ary tree. Not a synchronization: a
+    /// task leaves once it has its message, so tasks drift apart.
+    Bcast,
+    /// Gather to task 0 up the k-ary tree; each message carries its sender's
+    /// subtree (`bytes` × members). Not a synchronization: a task leaves after its send.
+    Gather,
+}
+
+/// CPU and wire cost of one message, cycles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkCost {
+    /// Sender CPU time, exposed to the sender's jitter.
+    pub send: u64,
+    /// Receiver CPU time, exposed to the receiver's jitter.
+    pub recv: u64,
+    /// Time on the wire, not exposed to jitter.
+    pub wire: u64,
+}
+
+/// Message costs within and across nodes.
+#[derive(Debug, Clone)]
+pub struct Net {
+    /// Model within a node (shared memory).
+    pub intra: P2pModel,
+    /// Model across nodes.
+    pub inter: P2pModel,
+    /// Tasks per node (≥ 1).
+    pub cores_per_node: u64,
+    /// Cycles per second of the simulation's time base.
+    pub hz: f64,
+}
+
+/// A latency-only model: `transfer(bytes) = latency_s` (negative or NaN read as 0).
+pub fn latency_model(latency_s: f64) -> P2pModel {
+    // Built through serde so that fields added to the model later take their defaults.
+    let lat = if latency_s.is_finite() && latency_s > 0.0 { latency_s } else { 0.0 };
+    let text = format!("eager_threshold_bytes = {}\ntransfer = [{{ intercept_s = {lat:e}, bandwidth_bytes_per_s = inf }}]\n", u64::MAX >> 1);
+    toml::from_str(&text).expect("a latency-only model is valid TOML")
+}
+
+impl Net {
+    /// Cost of a `bytes`-byte message between tasks `a` and `b`. With the
+    /// model's `send_overhead`/`recv_overhead` (SMPI `smpi/os`, `smpi/or`)
+    /// those are the CPU parts and the rest of `transfer` is wire time;
+    /// without them `transfer` is split evenly into send and receive CPU time,
+    /// as jitSim §3.2 halves the MPI stack latency.
+    pub fn link(&self, a: u64, b: u64, bytes: u64) -> LinkCost {
+        let m = if a / self.cores_per_node == b / self.cores_per_node { &self.intra } else { &self.inter };
+        let cyc = |s: f64| (s * self.hz).round().max(0.0) as u64;
+        let total = m.transfer.eval(bytes);
+        let (os, or) = (m.send_overhead.eval(bytes), m.recv_overhead.eval(bytes));
+        if os + or <= 0.0 {
+            LinkCost { send: cyc(total / 2.0), recv: cyc(total / 2.0), wire: 0 }
+        } else {
+            LinkCost { send: cyc(os), recv: cyc(or), wire: cyc((total - os - or).max(0.0)) }
+        }
+    }
+}
+
+/// [`Net::link`] at one message size, precomputed.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedLinks {
+    /// Cost within a node.
+    pub intra: LinkCost,
+    /// Cost across nodes.
+    pub inter: LinkCost,
+    /// Tasks per node.
+    pub cores_per_node: u64,
+}
+
+impl FixedLinks {
+    /// Cost of a message from task `a` to task `b`.
+    #[inline]
+    pub fn get(&self, a: u64, b: u64) -> LinkCost {
+        if a / self.cores_per_node == b / self.cores_per_node {
+            self.intra
+        } else {
+            self.inter
+        }
+    }
+}
+
+impl Net {
+    /// Costs of `bytes`-byte messages, precomputed for the hot loops.
+    pub fn fixed(&self, bytes: u64) -> FixedLinks {
+        let cpn = self.cores_per_node;
+        FixedLinks { intra: self.link(0, 0, bytes), inter: self.link(0, cpn, bytes), cores_per_node: cpn }
+    }
+}
+
+/// First task id of each level of a complete `k`-ary tree over `n` tasks, plus `n`.
+fn levels(n: u64, k: u64) -> Vec<u64> {
+    let mut v = vec![0];
+    let (mut start, mut width) = (0u64, 1u64);
+    while start < n {
+        start = (start + width).min(n);
+        width = width.saturating_mul(k);
+        v.push(start);
+    }
+    v
+}
+
+/// Nodes in the subtree of `i` in a complete `k`-ary tree over `n` tasks.
+fn subtree(i: u64, n: u64, k: u64) -> u64 {
+    let (mut lo, mut hi, mut count) = (i, i, 0);
+    while lo < n {
+        count += hi.min(n - 1) - lo + 1;
+        lo = lo * k + 1;
+        hi = hi * k + k;
+    }
+    count
+}
+
+/// Runs `c` once: `ts.t[i]` enters as task `i`'s arrival, leaves as its exit, cycles.
+/// `bytes` is the payload of each message (gather: per subtree member).
+pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, bytes: u64) {
+    let zero = net.fixed(0);
+    let fixed = net.fixed(bytes);
+    match c {
+        Collective::None => {}
+        Collective::Barrier => {
+            up(ts, arity, |a, b| zero.get(a, b));
+            down(ts, arity, |a, b| zero.get(a, b));
+        }
+        Collective::ReduceBcast => {
+            up(ts, arity, |a, b| fixed.get(a, b));
+            down(ts, arity, |a, b| fixed.get(a, b));
+        }
+        Collective::Bcast => down(ts, arity, |a, b| fixed.get(a, b)),
+        Collective::Gather => {
+            let n = ts.n();
+            up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)));
+        }
+        Collective::Allreduce => allreduce(ts, |a, b| fixed.get(a, b)),
+    }
+}
+
+const MIN_LEN: usize = 2048;
+
+/// Pre-barrier / reduce: each task receives from its children in order, then sends to its parent.
+fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+    let n = ts.n();
+    let lv = levels(n, k);
+    for w in lv.windows(2).rev() {
+        let (a, b) = (w[0] as usize, w[1] as usize);
+        let (head, tail) = ts.arr.split_at_mut(b);
+        let tail: &[u64] = tail;
+        let env = ts.env;
+        ts.t[a..b]
+            .par_iter_mut()
+            .zip(ts.hints[a..b].par_iter_mut())
+            .zip(head[a..b].par_iter_mut())
+            .enumerate()
+            .with_min_len(MIN_LEN)
+            .for_each(|(j, ((t, h), arr))| {
+                let i = (a + j) as u64;
+                let mut x = *t;
+                for c in (k * i + 1)..=(k * i + k).min(n - 1) {
+                    let l = link(c, i);
+                    x = env.stretch(i, h, x.max(tail[(c as usize) - b]), l.recv);
+                }
+                if i > 0 {
+                    let l = link(i, (i - 1) / k);
+                    x = env.stretch(i, h, x, l.send);
+                    *arr = x + l.wire;
+                }
+                *t = x;
+            });
+    }
+}
+
+/// Post-barrier / bcast: each task receives from its parent, then sends to its children in order.
+fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+    let n = ts.n();
+    let lv = levels(n, k);
+    for w in lv.windows(2) {
+        let (a, b) = (w[0] as usize, w[1] as usize);
+        let (head, tail) = ts.arr.split_at_mut(b);
+        let head: &[u64] = head;
+        let env = ts.env;
+        let nchild = tail.len().min((b - a) * k as usize);
+        let with_children = nchild.div_ceil(k as usize);
+        let recv = |i: u64, x: u64, h: &mut u32| {
+            if i == 0 {
+                return x;
+            }
+            let l = link((i - 1) / k, i);
+            env.stretch(i, h, x.max(head[i as usize]), l.recv)
+        };
+        ts.t[a..a + with_children]
+            .par_iter_mut()
+            .zip(ts.hints[a..a + with_children].par_iter_mut())
+            .zip(tail[..nchild].par_chunks_mut(k as usize))
+            .enumerate()
+            .with_min_len(MIN_LEN / k as usize)
+            .for_each(|(j, ((t, h), kids))| {
+                let i = (a + j) as u64;
+                let mut x = recv(i, *t, h);
+                for (m, slot) in kids.iter_mut().enumerate() {
+                    let l = link(i, k * i + 1 + m as u64);
+                    x = env.stretch(i, h, x, l.send);
+                    *slot = x + l.wire;
+                }
+                *t = x;
+            });
+        ts.t[a + with_children..b]
+            .par_iter_mut()
+            .zip(ts.hints[a + with_children..b].par_iter_mut())
+            .enumerate()
+            .with_min_len(MIN_LEN)
+            .for_each(|(j, (t, h))| *t = recv((a + with_children + j) as u64, *t, h));
+    }
+}
+
+/// Allreduce by recursive doubling; the `n − p2` tasks above the largest
+/// power of two `p2` first fold into tasks `0..n − p2` and get the result back at the end.
+fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+    let n = ts.n();
+    let p2 = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
+    let extra = (n - p2) as usize;
+    let env = ts.env;
+    // Each pass: tasks in `senders` send to `partner(i)`; tasks in `receivers` receive from it.
+    let send_pass = |ts: &mut Tasks<'_>, range: std::ops::Range<usize>, partner: &(dyn Fn(u64) -> u64 + Sync)| {
+        ts.t[range.clone()]
+            .par_iter_mut()
+            .zip(ts.hints[range.clone()].par_iter_mut())
+            .zip(ts.arr[range.clone()].par_iter_mut())
+            .enumerate()
+            .with_min_len(MIN_LEN)
+            .for_each(|(j, ((t, h), arr))| {
+                let i = (range.start + j) as u64;
+                let l = link(i, partner(i));
+                *t = env.stretch(i, h, *t, l.send);
+                *arr = *t + l.wire;
+            });
+    };
+    let recv_pass = |ts: &mut Tasks<'_>, range: std::ops::Range<usize>, partner: &(dyn Fn(u64) -> u64 + Sync)| {
+        let arr: &[u64] = ts.arr;
+        ts.t[range.clone()]
+            .par_iter_mut()
+            .zip(ts.hints[range.clone()].par_iter_mut())
+            .enumerate()
+            .with_min_len(MIN_LEN)
+            .for_each(|(j, (t, h))| {
+                let i = (range.start + j) as u64;
+                let p = partner(i);
+                let l = link(p, i);
+                *t = env.stretch(i, h, (*t).max(arr[p as usize]), l.recv);
+            });
+    };
+    let p2u = p2 as usize;
+    if extra > 0 {
+        send_pass(ts, p2u..n as usize, &|i| i - p2);
+        recv_pass(ts, 0..extra, &|i| i + p2);
+    }
+    let mut mask = 1u64;
+    while mask < p2 {
+        send_pass(ts, 0..p2u, &|i| i ^ mask);
+        recv_pass(ts, 0..p2u, &|i| i ^ mask);
+        mask <<= 1;
+    }
+    if extra > 0 {
+        send_pass(ts, 0..extra, &|i| i + p2);
+        recv_pass(ts, p2u..n as usize, &|i| i - p2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_shape() {
+        assert_eq!(levels(7, 2), vec![0, 1, 3, 7]);
+        assert_eq!(levels(1, 2), vec![0, 1]);
+        assert_eq!(levels(5, 3), vec![0, 1, 4, 5]);
+        assert_eq!((subtree(0, 7, 2), subtree(1, 7, 2), subtree(3, 7, 2)), (7, 3, 1));
+        assert_eq!((subtree(1, 5, 2), subtree(2, 5, 2)), (3, 1));
+    }
+
+    #[test]
+    fn link_splits_latency_like_jitsim() {
+        let net = Net { intra: latency_model(1e-6), inter: latency_model(4e-6), cores_per_node: 2, hz: 1e9 };
+        assert_eq!(net.link(0, 1, 0), LinkCost { send: 500, recv: 500, wire: 0 });
+        assert_eq!(net.link(1, 2, 0), LinkCost { send: 2000, recv: 2000, wire: 0 });
+    }
+}

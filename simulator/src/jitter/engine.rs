@@ -1,0 +1,345 @@
+//! The BSP jitter engine (jitSim §§3.3–3.6): `phases` compute phases of
+//! `work` cycles each, every task stretched by its own slice of a jitter
+//! trace, each phase closed by a collective. Parallel over tasks (rayon);
+//! the traces are shared read-only and a task's state is an offset, a
+//! cursor hint and a clock.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::collective::{self, Collective, Net};
+use super::track::{Cur, Track};
+use super::JitterError;
+
+/// Where in the trace each task starts (jitSim §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Unsynchronized jitter: every task starts at its own random offset.
+    Unsync,
+    /// Synchronized jitter: all tasks start at one shared random offset.
+    Sync,
+    /// Co-scheduled jitter: every task starts at a random high-priority window start (§3.5).
+    Cosched,
+}
+
+/// Parameters of one simulation.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Number of tasks (≥ 1).
+    pub tasks: u64,
+    /// Number of compute phases (≥ 1).
+    pub phases: u32,
+    /// Compute per phase, seconds (> 0); converted to cycles with the traces' TSC frequency.
+    pub work_s: f64,
+    /// Start offsets.
+    pub mode: Mode,
+    /// Share of its trace each task reads, percent in (0, 100] (jitSim §4.2):
+    /// a task reads `[offset, offset + coverage × duration)` cyclically.
+    pub coverage_pct: f64,
+    /// Synchronization at the end of each phase.
+    pub collective: Collective,
+    /// Tree arity for barrier, bcast and gather (≥ 2).
+    pub arity: u32,
+    /// Payload of allreduce/bcast messages and per-member payload of gather, bytes.
+    pub bytes: u64,
+    /// Message costs.
+    pub net: Net,
+    /// RNG seed; the same inputs and seed give the same result on any thread count.
+    pub seed: u64,
+}
+
+/// One phase's outcome, cycles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct PhaseStat {
+    /// From the end of the previous phase (last task out of the collective) to the end of this one.
+    pub consumed_cycles: u64,
+    /// Longest compute part over tasks (work plus the jitter met), the "maximum completion time" of §3.4.
+    pub compute_max_cycles: u64,
+}
+
+/// Result of [`simulate`].
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Compute per phase, cycles.
+    pub work_cycles: u64,
+    /// Frequency of the cycle counts, Hz.
+    pub hz: f64,
+    /// Per-phase outcome.
+    pub phases: Vec<PhaseStat>,
+    /// Wall-clock time of the simulation, seconds.
+    pub elapsed_s: f64,
+}
+
+impl RunResult {
+    /// Total slowdown, percent: (consumed − compute) ÷ compute over all phases.
+    pub fn slowdown_pct(&self) -> f64 {
+        let total: u64 = self.phases.iter().map(|p| p.consumed_cycles).sum();
+        let compute = self.work_cycles as f64 * self.phases.len() as f64;
+        100.0 * (total as f64 - compute) / compute
+    }
+
+    /// Compute-phase part of the slowdown, percent: (max compute part − work) ÷ work, averaged over phases.
+    pub fn compute_slowdown_pct(&self) -> f64 {
+        let s: u64 = self.phases.iter().map(|p| p.compute_max_cycles).sum();
+        let compute = self.work_cycles as f64 * self.phases.len() as f64;
+        100.0 * (s as f64 - compute) / compute
+    }
+
+    /// Communication part, percent: the rest of [`slowdown_pct`](Self::slowdown_pct).
+    pub fn comm_slowdown_pct(&self) -> f64 {
+        self.slowdown_pct() - self.compute_slowdown_pct()
+    }
+}
+
+/// Read-only view shared by all tasks.
+#[derive(Clone, Copy)]
+pub(crate) struct Env<'a> {
+    tracks: &'a [Track],
+    offsets: &'a [u64],
+    segments: &'a [u64],
+}
+
+impl Env<'_> {
+    /// Task `i` starts `work` cycles at its time `t`; returns its finish time.
+    #[inline]
+    pub(crate) fn stretch(&self, i: u64, hint: &mut u32, t: u64, work: u64) -> u64 {
+        let k = if self.tracks.len() == 1 { 0 } else { (i % self.tracks.len() as u64) as usize };
+        self.tracks[k].stretch(hint, self.offsets[i as usize], self.segments[k], t, work)
+    }
+}
+
+/// Mutable per-task state for the collectives.
+pub(crate) struct Tasks<'a> {
+    /// Task clocks, cycles.
+    pub t: &'a mut [u64],
+    /// Cursor hints.
+    pub hints: &'a mut [u32],
+    /// Message arrival times, cycles (scratch).
+    pub arr: &'a mut [u64],
+    pub env: Env<'a>,
+}
+
+impl Tasks<'_> {
+    pub(crate) fn n(&self) -> u64 {
+        self.t.len() as u64
+    }
+}
+
+/// SplitMix64 (Steele et al., OOPSLA 2014): a counter-based generator, so
+/// each task's draw depends only on (seed, task), not on thread scheduling.
+pub fn splitmix(seed: u64, i: u64) -> u64 {
+    let mut z = seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x632B_E59B_D9B3_E22E);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+const MIN_LEN: usize = 4096;
+/// Tasks per sweep chunk in the collective-free path.
+const SWEEP_CHUNK: usize = 16 * 1024;
+/// Tasks per pruning block in [`sweep`].
+const PRUNE_BLOCK: usize = 32;
+
+/// Pruning block for the next phase: blocks spanning about half of the last
+/// phase's excess over `work` are usually skipped whole.
+fn next_block(track: &Track, tasks: usize, last_consumed: u64, work: u64) -> usize {
+    let excess = last_consumed.saturating_sub(work) / 2;
+    let per_task = (track.period() / tasks.max(1) as u64).max(1);
+    ((excess / per_task) as usize).clamp(8, SWEEP_CHUNK).next_power_of_two().min(SWEEP_CHUNK) / 2
+}
+
+/// Latest finish time of the tasks with sorted `offsets` starting `work` at `now`.
+///
+/// With full coverage the trace is one continuous (cyclic) timeline, so a
+/// later start never finishes earlier: a task at offset `o ≤ b` finishes by
+/// `finish(b) + (b − o)`. A first pass probes the last task of each block of
+/// `block` tasks (a power of two ≤ [`SWEEP_CHUNK`]); the second evaluates only
+/// blocks whose bound can beat the best probe. The answer is exact.
+fn sweep(track: &Track, segment: u64, offsets: &[u64], now: u64, work: u64, block: usize) -> u64 {
+    let all = |chunk: &[u64]| {
+        let mut c = Cur::default();
+        chunk.iter().map(|&o| track.stretch_cur(&mut c, o, segment, now, work)).max().unwrap_or(now)
+    };
+    if segment != track.period() {
+        return offsets.par_chunks(SWEEP_CHUNK).map(all).max().unwrap_or(now);
+    }
+    let probes: Vec<u64> = offsets
+        .par_chunks(SWEEP_CHUNK)
+        .flat_map_iter(|chunk| {
+            let mut c = Cur::default();
+            chunk.chunks(block).map(move |b| track.stretch_cur(&mut c, b[b.len() - 1], segment, now, work)).collect::<Vec<_>>()
+        })
+        .collect();
+    let best = probes.iter().copied().max().unwrap_or(now);
+    offsets
+        .par_chunks(SWEEP_CHUNK)
+        .zip(probes.par_chunks(SWEEP_CHUNK / block))
+        .map(|(chunk, probes)| {
+            let mut c = Cur::default();
+            let mut m = now;
+            for (b, &f) in chunk.chunks(block).zip(probes) {
+                if f + (b[b.len() - 1] - b[0]) > best {
+                    for &o in b {
+                        m = m.max(track.stretch_cur(&mut c, o, segment, now, work));
+                    }
+                }
+            }
+            m
+        })
+        .max()
+        .unwrap_or(now)
+        .max(best)
+}
+
+/// Checks `cfg` against `tracks`.
+///
+/// # Errors
+/// [`JitterError::BadParam`] naming the flag.
+pub fn validate(tracks: &[Track], hz: f64, cfg: &Config) -> Result<(), JitterError> {
+    let bad = |flag, why: &str| Err(JitterError::BadParam { flag, why: why.into() });
+    if tracks.is_empty() {
+        return bad("--trace", "no traces");
+    }
+    if cfg.tasks == 0 {
+        return bad("--tasks", "must be >= 1");
+    }
+    if cfg.tasks > u32::MAX as u64 {
+        return bad("--tasks", "must be < 2^32");
+    }
+    if cfg.phases == 0 {
+        return bad("--phases", "must be >= 1");
+    }
+    if !(cfg.work_s.is_finite() && cfg.work_s > 0.0) {
+        return bad("--work", "must be a positive number of seconds");
+    }
+    if (cfg.work_s * hz).round() < 1.0 {
+        return bad("--work", "is shorter than one TSC cycle");
+    }
+    if !(cfg.coverage_pct > 0.0 && cfg.coverage_pct <= 100.0) {
+        return bad("--coverage", "must be in (0, 100] percent");
+    }
+    if cfg.arity < 2 {
+        return bad("--arity", "must be >= 2");
+    }
+    if cfg.net.cores_per_node == 0 {
+        return bad("--cores-per-node", "must be >= 1");
+    }
+    for t in tracks {
+        if cfg.mode == Mode::Cosched && t.windows().is_empty() {
+            let why = format!("{}: cosched mode needs window marks (tracecollector --cosched-window) or --cosched-window", t.name);
+            return Err(JitterError::BadParam { flag: "--mode", why });
+        }
+        if segment(t, cfg.coverage_pct) <= t.longest_jitter_run() {
+            let why = format!("{}: the covered segment is not longer than the longest jitter burst", t.name);
+            return Err(JitterError::BadParam { flag: "--coverage", why });
+        }
+    }
+    Ok(())
+}
+
+fn segment(t: &Track, coverage_pct: f64) -> u64 {
+    ((t.period() as f64 * coverage_pct / 100.0).round() as u64).clamp(1, t.period())
+}
+
+/// Runs the BSP simulation: every task does `cfg.work_s` of compute per
+/// phase, stretched by its trace slice (jitSim §3.4), then `cfg.collective`.
+/// All times are cycles at `hz` (the first trace's TSC frequency; see
+/// [`load_tracks`](super::load_tracks)).
+///
+/// # Errors
+/// [`JitterError::BadParam`] from [`validate`].
+pub fn simulate(tracks: &[Track], hz: f64, cfg: &Config) -> Result<RunResult, JitterError> {
+    validate(tracks, hz, cfg)?;
+    let started = Instant::now();
+    let n = cfg.tasks as usize;
+    let offsets = start_offsets(tracks, cfg.mode, n, cfg.seed);
+    Ok(run(tracks, hz, cfg, &offsets, started))
+}
+
+/// Start offset in its trace of each of `n` tasks (task `i` reads track
+/// `i mod tracks.len()`), cycles, for `mode` (jitSim §3.3): the same draw
+/// for the same `seed` whatever the thread count. Replays and online runs
+/// use it to place each rank's [`TraceCursor`](super::TraceCursor).
+///
+/// # Panics
+/// If `tracks` is empty, or in cosched mode a track has no window starts.
+pub fn start_offsets(tracks: &[Track], mode: Mode, n: usize, seed: u64) -> Vec<u64> {
+    let shared = splitmix(seed, u64::MAX);
+    (0..n)
+        .into_par_iter()
+        .with_min_len(MIN_LEN)
+        .map(|i| {
+            let i = i as u64;
+            let t = &tracks[(i % tracks.len() as u64) as usize];
+            match mode {
+                Mode::Unsync => splitmix(seed, i) % t.period(),
+                Mode::Sync => shared % t.period(),
+                Mode::Cosched => t.windows()[(splitmix(seed, i) % t.windows().len() as u64) as usize],
+            }
+        })
+        .collect()
+}
+
+/// The engine proper, with given start offsets (cycles, one per task).
+pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], started: Instant) -> RunResult {
+    let n = cfg.tasks as usize;
+    let work = (cfg.work_s * hz).round() as u64;
+    let segments: Vec<u64> = tracks.iter().map(|t| segment(t, cfg.coverage_pct)).collect();
+    let env = Env { tracks, offsets, segments: &segments };
+    let mut phases = Vec::with_capacity(cfg.phases as usize);
+    if cfg.collective == Collective::None {
+        // All tasks start each phase together, when the slowest has finished
+        // (jitSim Fig. 3). Task identity does not matter here, so each trace's
+        // tasks are swept in offset order: their positions all move by the
+        // same amount, so a sweep walks the trace once per phase.
+        let nt = tracks.len();
+        let groups: Vec<Vec<u64>> = (0..nt)
+            .map(|g| {
+                let mut v: Vec<u64> = offsets.iter().skip(g).step_by(nt).copied().collect();
+                v.par_sort_unstable();
+                v
+            })
+            .collect();
+        let mut now = 0u64;
+        let mut blocks = vec![PRUNE_BLOCK; nt];
+        for _ in 0..cfg.phases {
+            let end = groups
+                .iter()
+                .enumerate()
+                .map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work, blocks[g]))
+                .max()
+                .unwrap_or(now);
+            for (g, b) in blocks.iter_mut().enumerate() {
+                *b = next_block(&tracks[g], groups[g].len(), end - now, work);
+            }
+            phases.push(PhaseStat { consumed_cycles: end - now, compute_max_cycles: end - now });
+            now = end;
+        }
+    } else {
+        let mut hints = vec![0u32; n];
+        let mut t = vec![0u64; n];
+        let mut arr = vec![0u64; n];
+        let mut last_end = 0u64;
+        for _ in 0..cfg.phases {
+            let compute_max = t
+                .par_iter_mut()
+                .zip(hints.par_iter_mut())
+                .enumerate()
+                .with_min_len(MIN_LEN)
+                .map(|(i, (t, h))| {
+                    let s = *t;
+                    *t = env.stretch(i as u64, h, s, work);
+                    *t - s
+                })
+                .max()
+                .unwrap_or(0);
+            let mut ts = Tasks { t: &mut t, hints: &mut hints, arr: &mut arr, env };
+            collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes);
+            let end = t.par_iter().with_min_len(MIN_LEN).copied().max().unwrap_or(0);
+            phases.push(PhaseStat { consumed_cycles: end - last_end, compute_max_cycles: compute_max });
+            last_end = end;
+        }
+    }
+    RunResult { work_cycles: work, hz, phases, elapsed_s: started.elapsed().as_secs_f64() }
+}

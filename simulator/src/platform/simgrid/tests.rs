@@ -1,0 +1,94 @@
+use super::*;
+
+fn xml(cluster_attrs: &str, config: &str) -> String {
+    format!(
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n\
+         <!-- a comment with <cluster> inside -->\n{config}\n<zone id=\"w\" routing=\"Full\">\n\
+         <cluster id=\"c\" prefix=\"node-\" suffix=\".x\" {cluster_attrs}/>\n</zone>\n</platform>\n"
+    )
+}
+
+fn load(text: &str, opts: &[&str]) -> Result<(Platform, Extras), PlatformError> {
+    let opts: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
+    parse(text, Path::new("p.xml"), &opts)
+}
+
+const SLOW: &str = r#"radical="0-1" speed="1Gf" core="1" bw="1MBps" lat="1s""#;
+
+#[test]
+fn cluster_gives_hosts_speeds_and_round_robin_mapping() {
+    let (p, x) = load(&xml(r#"radical="0-2,7" speed="2.5Gf,1Gf" core="4" bw="10Gbps" lat="2us""#, ""), &[]).unwrap();
+    let names: Vec<&str> = p.hosts.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["node-0.x", "node-1.x", "node-2.x", "node-7.x"]);
+    assert!(p.hosts.iter().all(|h| h.cores == 4));
+    assert_eq!(p.mapping, Mapping::RoundRobin);
+    assert_eq!(x.host_speed_flops(3), Some(2.5e9));
+    assert_eq!(x.async_small_thresh_bytes, Some(0));
+    let inter = p.network.inter.as_ref().unwrap();
+    assert_eq!(inter.eager_threshold_bytes, 65536);
+    let f = x.flows.unwrap();
+    assert_eq!((f.link_bw_bytes_per_s, f.header_bytes, f.crosstraffic), (1.25e9, 16, 0.05));
+}
+
+/// Makespans printed by `smpirun -replay` (SimGrid 3.32, default SMPI
+/// model) of one `send`/`recv` of s bytes between two hosts of a cluster
+/// with 1 s links, at 1 MBps and 1 GBps (the latter bound by TCP-gamma).
+#[test]
+fn transfer_matches_smpirun_replay_of_single_messages() {
+    let cases = [
+        ("1MBps", 0, 4.029360),
+        ("1MBps", 241, 4.029656),
+        ("1MBps", 242, 3.907583),
+        ("1MBps", 731, 3.902784),
+        ("1MBps", 1426, 3.223868),
+        ("1MBps", 65471, 23.356816),
+        ("1MBps", 1_000_000, 24.350262),
+        ("1GBps", 0, 4.029359),
+        ("1GBps", 1_000_000, 24.301015),
+    ];
+    for (bw, s, want) in cases {
+        let (p, _) = load(&xml(&SLOW.replace("1MBps", bw), ""), &[]).unwrap();
+        let got = p.network.inter.as_ref().unwrap().transfer.eval(s);
+        assert!((got - want).abs() < 2e-6, "{bw} {s} B: {got} vs smpirun {want}");
+    }
+}
+
+#[test]
+fn config_props_and_options_override_defaults() {
+    let config = r#"<config><prop id="smpi/send-is-detached-thresh" value="1024"/><prop id="smpi/os" value="0:1e-6:1e-9"/></config>"#;
+    let (p, x) = load(&xml(SLOW, config), &["smpi/async-small-thresh:100", "network/crosstraffic:no"]).unwrap();
+    let inter = p.network.inter.as_ref().unwrap();
+    assert_eq!(inter.eager_threshold_bytes, 1024);
+    assert_eq!(x.async_small_thresh_bytes, Some(100));
+    assert_eq!(x.flows.unwrap().crosstraffic, 0.0);
+    // smpi/os: threshold 0 applies to sizes > 0.
+    assert_eq!(inter.send_overhead.eval(0), 0.0);
+    assert!((inter.send_overhead.eval(1000) - 2e-6).abs() < 1e-15);
+    assert_eq!(x.coll, CollAlgs::smpi());
+    let (_, x) = load(&xml(SLOW, ""), &["smpi/coll-selector:mpich", "smpi/barrier:ompi_basic_linear"]).unwrap();
+    assert_eq!((x.coll.allreduce, x.coll.barrier), (CollAlgs::mpich().allreduce, CollAlgs::smpi().barrier));
+    let e = load(&xml(SLOW, ""), &["smpi/allreduce:bogus"]).unwrap_err().to_string();
+    assert!(e.ends_with("smpi/allreduce: unknown algorithm `bogus` for allreduce"), "{e}");
+    let (p, _) = load(&xml(SLOW, ""), &["network/model:CM02"]).unwrap();
+    assert!((p.network.inter.as_ref().unwrap().transfer.eval(1_000_000) - 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn unsupported_or_bad_platforms_are_one_line_errors() {
+    for (text, needle) in [
+        (xml(&SLOW.replace("1s", "fast"), ""), "line 7: <cluster>: bad lat `fast`"),
+        (xml(&format!("{SLOW} topology=\"TORUS\""), ""), "topology TORUS is not supported yet"),
+        (xml(r#"radical="0-1" speed="1Gf""#, ""), "line 7: <cluster>: missing attribute bw"),
+        (
+            "<platform><host id=\"a\" speed=\"1Gf\"/></platform>".to_string(),
+            "line 1: <host> platforms are not supported",
+        ),
+        ("<platform></platform>".to_string(), "no <cluster> element"),
+        (xml(SLOW, ""), "network/model X is not supported"),
+    ] {
+        let opts: &[&str] = if needle.contains("model X") { &["network/model:X"] } else { &[] };
+        let e = load(&text, opts).unwrap_err().to_string();
+        assert!(e.starts_with("p.xml: ") && e.contains(needle), "{e} !~ {needle}");
+        assert_eq!(e.lines().count(), 1);
+    }
+}

@@ -1,0 +1,36 @@
+//! The engine's side of link sharing: network events ([`Net`]).
+
+use super::*;
+
+impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
+    /// Queues the network's next event unless an earlier one is queued.
+    pub(super) fn net_schedule(&mut self) -> Result<(), ReplayError> {
+        if let Some(t) = self.net.as_ref().and_then(Net::next_event) {
+            if t < self.net_next {
+                self.net_next = t;
+                self.queue.schedule(t, NET_EVENT)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the transfers done by `now` and completes their requests.
+    pub(super) fn net_event(&mut self, now: f64) -> Result<(), ReplayError> {
+        if now != self.net_next {
+            return Ok(()); // superseded by an earlier network event
+        }
+        self.net_next = f64::INFINITY;
+        let mut ended = Vec::new();
+        if let Some(net) = self.net.as_mut() {
+            net.finish_until(now, &mut ended);
+        }
+        for d in ended {
+            let took = now - d.start;
+            self.complete(d.dst as usize, d.recv_slot, now.max(d.recv_ready), took)?;
+            if d.send_slot != NO_SLOT {
+                self.complete(d.src as usize, d.send_slot, now, took)?;
+            }
+        }
+        self.net_schedule()
+    }
+}

@@ -1,0 +1,296 @@
+//! Flow-level link sharing for the replay: the transfers in flight
+//! between hosts, their max-min fair rates, and when the next one ends
+//! (semantics in [`crate::network::FlowSharing`]).
+
+use crate::network::FlowSharing;
+
+/// What to do when a transfer ends: complete these request slots.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Done {
+    /// Receiving rank and its slot.
+    pub(crate) dst: u32,
+    pub(crate) recv_slot: u32,
+    /// Receive posting time plus receive overhead: the receive completes
+    /// no earlier, seconds.
+    pub(crate) recv_ready: f64,
+    /// Sending rank and its slot (`NO_SLOT` for an eager send).
+    pub(crate) src: u32,
+    pub(crate) send_slot: u32,
+    /// Transfer start, seconds.
+    pub(crate) start: f64,
+}
+
+#[derive(Debug, Clone)]
+struct Flow {
+    /// (link, weight) pairs: forward links weigh 1/f, reverse ones crosstraffic/f.
+    links: [(u32, f64); 4],
+    bound: f64,
+    lat_end: f64,
+    remaining: f64,
+    rate: f64,
+    done: Done,
+}
+
+/// The transfers in flight and the link capacities.
+#[derive(Debug)]
+pub(crate) struct Net {
+    model: FlowSharing,
+    flows: Vec<Flow>,
+    /// Simulated time up to which `remaining` is accounted, seconds.
+    last: f64,
+    // Scratch, one entry per link.
+    cap: Vec<f64>,
+    load: Vec<f64>,
+    // Scratch: flow indices.
+    open: Vec<usize>,
+    still: Vec<usize>,
+    // Scratch: links whose `load` is current (stamp == epoch).
+    stamp: Vec<u64>,
+    epoch: u64,
+    touched: Vec<u32>,
+    /// The next time a flow ends its latency or its transfer (∞: none), seconds.
+    next_t: f64,
+}
+
+impl Net {
+    pub(crate) fn new(model: FlowSharing, hosts: usize) -> Net {
+        let links = 2 * hosts;
+        Net {
+            model,
+            flows: Vec::new(),
+            last: 0.0,
+            cap: vec![0.0; links],
+            load: vec![0.0; links],
+            open: Vec::new(),
+            still: Vec::new(),
+            stamp: vec![0; links],
+            epoch: 0,
+            touched: Vec::new(),
+            next_t: f64::INFINITY,
+        }
+    }
+
+    /// Bytes added to each payload.
+    pub(crate) fn header_bytes(&self) -> u64 {
+        self.model.header_bytes
+    }
+
+    /// Starts a transfer of `bytes` payload from host `a` to host `b` at
+    /// `now`, with latency `lat_s` and bound `bound` bytes/s. Rates are
+    /// stale until the next [`Net::finish_until`] (call it at `now`, once
+    /// for all the transfers that start at the same time).
+    pub(crate) fn start(
+        &mut self,
+        now: f64,
+        (a, b): (usize, usize),
+        bytes: u64,
+        (lat_s, bound): (f64, f64),
+        done: Done,
+    ) {
+        let inv_f = self.model.nominal_rate_bytes_per_s / bound;
+        let x = self.model.crosstraffic * inv_f;
+        // Link 2h is host h's up link, 2h + 1 its down link.
+        let links = [(2 * a as u32, inv_f), (2 * b as u32 + 1, inv_f), (2 * b as u32, x), (2 * a as u32 + 1, x)];
+        let remaining = (bytes + self.model.header_bytes) as f64;
+        self.flows.push(Flow { links, bound, lat_end: now + lat_s, remaining, rate: 0.0, done });
+    }
+
+    /// Max-min fair rates (progressive filling, equal rates per level) of
+    /// the flows past their latency at `now`.
+    fn share(&mut self, now: f64) {
+        let mut open = std::mem::take(&mut self.open);
+        let mut still = std::mem::take(&mut self.still);
+        open.clear();
+        self.epoch += 1;
+        let (ep, bw) = (self.epoch, self.model.link_bw_bytes_per_s);
+        let mut next_t = f64::INFINITY;
+        // Fast path: every flow at its own bound fits on every link.
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            f.rate = 0.0;
+            if f.lat_end > now {
+                next_t = next_t.min(f.lat_end);
+                continue;
+            }
+            open.push(i);
+            for &(l, w) in &f.links {
+                let li = l as usize;
+                if self.stamp[li] != ep {
+                    self.stamp[li] = ep;
+                    self.load[li] = 0.0;
+                    self.cap[li] = bw;
+                    self.touched.push(l);
+                }
+                self.load[li] += w * f.bound;
+            }
+        }
+        let fits = self.touched.iter().all(|&l| self.load[l as usize] <= bw * (1.0 + 1e-12));
+        self.touched.clear();
+        if fits {
+            for &i in &open {
+                let f = &mut self.flows[i];
+                f.rate = f.bound;
+                next_t = next_t.min(now + f.remaining.max(0.0) / f.rate);
+            }
+            open.clear();
+        }
+        // Otherwise (contended): progressive filling, then `next_t` below.
+        let slow = !open.is_empty();
+        while !open.is_empty() {
+            for &i in &open {
+                for &(l, _) in &self.flows[i].links {
+                    self.load[l as usize] = 0.0;
+                }
+            }
+            for &i in &open {
+                for &(l, w) in &self.flows[i].links {
+                    self.load[l as usize] += w;
+                }
+            }
+            // The level at which the first link saturates or the first bound binds.
+            let mut level = f64::INFINITY;
+            for &i in &open {
+                let f = &self.flows[i];
+                level = level.min(f.bound);
+                for &(l, _) in &f.links {
+                    let load = self.load[l as usize];
+                    if load > 0.0 {
+                        level = level.min(self.cap[l as usize].max(0.0) / load);
+                    }
+                }
+            }
+            let tight = |cap: f64, load: f64| load > 0.0 && cap / load <= level * (1.0 + 1e-12);
+            still.clear();
+            for &i in &open {
+                let f = &self.flows[i];
+                let fixed = f.bound <= level * (1.0 + 1e-12)
+                    || f.links.iter().any(|&(l, w)| w > 0.0 && tight(self.cap[l as usize], self.load[l as usize]));
+                if fixed {
+                    self.flows[i].rate = level;
+                } else {
+                    still.push(i);
+                }
+            }
+            for &i in &open {
+                if self.flows[i].rate > 0.0 {
+                    for &(l, w) in &self.flows[i].links {
+                        self.cap[l as usize] -= w * level;
+                    }
+                }
+            }
+            if still.len() == open.len() {
+                break; // cannot happen with positive bounds; avoids a loop on NaN
+            }
+            std::mem::swap(&mut open, &mut still);
+        }
+        if slow {
+            next_t = f64::INFINITY;
+            for f in &self.flows {
+                if f.lat_end > now {
+                    next_t = next_t.min(f.lat_end);
+                } else if f.rate > 0.0 {
+                    next_t = next_t.min(now + f.remaining.max(0.0) / f.rate);
+                }
+            }
+        }
+        self.next_t = next_t;
+        self.open = open;
+        self.still = still;
+    }
+
+    /// The next time a flow ends its latency or its transfer, if any
+    /// (as of the last [`Net::finish_until`]).
+    pub(crate) fn next_event(&self) -> Option<f64> {
+        self.next_t.is_finite().then_some(self.next_t)
+    }
+
+    /// Advances to `now`, removes the flows that have ended (appending
+    /// them to `ended`, in start order) and re-shares the links.
+    pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
+        let eps = 1e-12 * now.abs().max(1.0);
+        let last = self.last;
+        let mut kept = 0;
+        for i in 0..self.flows.len() {
+            let f = &mut self.flows[i];
+            let from = last.max(f.lat_end);
+            if now > from {
+                f.remaining -= f.rate * (now - from);
+            }
+            let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
+            if f.lat_end <= now && (f.remaining <= 1e-9 || left_s <= eps) {
+                ended.push(f.done);
+            } else {
+                self.flows.swap(kept, i);
+                kept += 1;
+            }
+        }
+        self.flows.truncate(kept);
+        self.last = last.max(now);
+        self.share(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net() -> Net {
+        let m = FlowSharing {
+            link_bw_bytes_per_s: 1e6,
+            nominal_rate_bytes_per_s: 1e6,
+            crosstraffic: 0.05,
+            header_bytes: 0,
+        };
+        Net::new(m, 4)
+    }
+
+    fn done(start: f64) -> Done {
+        Done { dst: 0, recv_slot: 0, recv_ready: 0.0, src: 0, send_slot: 0, start }
+    }
+
+    fn run(n: &mut Net) -> Vec<f64> {
+        let mut out = Vec::new();
+        n.finish_until(0.0, &mut Vec::new());
+        while let Some(t) = n.next_event() {
+            let mut ended = Vec::new();
+            n.finish_until(t, &mut ended);
+            out.extend(ended.iter().map(|_| t));
+        }
+        out
+    }
+
+    #[test]
+    fn n_flows_through_one_uplink_take_n_times_one() {
+        let mut one = net();
+        one.start(0.0, (0, 1), 1_000_000, (0.0, 1e6), done(0.0));
+        let t1 = run(&mut one)[0];
+        assert!((t1 - 1.0).abs() < 1e-9, "{t1}");
+        for n in [2usize, 3] {
+            let mut many = net();
+            for k in 0..n {
+                many.start(0.0, (0, 1 + k), 1_000_000, (0.0, 1e6), done(0.0));
+            }
+            let ends = run(&mut many);
+            assert_eq!(ends.len(), n);
+            assert!(ends.iter().all(|t| (t - n as f64 * t1).abs() < 1e-9), "{n}: {ends:?}");
+        }
+    }
+
+    #[test]
+    fn opposite_flows_slow_each_other_by_the_crosstraffic() {
+        let mut n = net();
+        n.start(0.0, (0, 1), 1_000_000, (0.0, 0.94e6), done(0.0));
+        n.start(0.0, (1, 0), 1_000_000, (0.0, 0.94e6), done(0.0));
+        let ends = run(&mut n);
+        let want = 1.0 / 0.94 * 1.05;
+        assert!(ends.iter().all(|t| (t - want).abs() < 1e-9), "{ends:?} vs {want}");
+    }
+
+    #[test]
+    fn latency_phase_uses_no_bandwidth() {
+        let mut n = net();
+        n.start(0.0, (0, 1), 1_000_000, (0.0, 1e6), done(0.0));
+        n.start(0.0, (0, 2), 500_000, (2.0, 1e6), done(0.0));
+        let ends = run(&mut n);
+        assert!((ends[0] - 1.0).abs() < 1e-9 && (ends[1] - 2.5).abs() < 1e-9, "{ends:?}");
+    }
+}

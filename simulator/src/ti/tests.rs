@@ -1,0 +1,128 @@
+use super::*;
+
+/// Rank 0 of a 2-rank `smpirun -trace-ti` run (SimGrid 3.32) of a program
+/// calling each verb once, with MPI_INT (code 1) unless noted.
+const RANK0: &str = "0 init
+0 compute 3.5
+0 send 1 8 3 0
+0 isend 1 99 1 1
+0 wait 0 1 99
+0 sendRecv 2 1 2 1 1 1
+0 bcast 4 1 1
+0 reduce 4 0 1 0
+0 allreduce 5 7 1
+0 alltoall 2 2 1 1
+0 allgather 2 2 1 1
+0 gather 2 2 0 1 1
+0 scatter 2 2 1 1 1
+0 gatherv 1 1 2 0 1 1
+0 allgatherv 1 1 2 1 1
+0 scatterv 1 2 1 0 1 1
+0 alltoallv 2 1 1 2 1 1 1 1
+0 reducescatter 1 1 0 1
+0 scan 2 0 1
+0 exscan 2 0 1
+0 barrier
+0 isend -333 3 128 0
+0 irecv 1 4 2
+0 test 0 1 7
+0 waitall 2
+0 location foo.c 12
+0 finalize
+";
+
+fn actions(text: &str, rank: u32, ranks: u32) -> (tempfile::TempDir, Vec<Result<Action, TiError>>) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.txt");
+    std::fs::write(&f, text).unwrap();
+    let a = TiActions::open(&f, rank, ranks).unwrap().collect();
+    (dir, a)
+}
+
+#[test]
+fn every_verb_smpirun_writes_maps_to_an_action() {
+    let (_d, got) = actions(RANK0, 0, 2);
+    let got: Vec<Action> = got.into_iter().map(Result::unwrap).collect();
+    let want = vec![
+        Action::Init,
+        Action::Flops { flops: 3.5 },
+        Action::Send { dst: 1, tag: 8, bytes: 24, comm: 0 },
+        Action::Isend { dst: 1, tag: 99, bytes: 4, comm: 0, req: 1 },
+        Action::Wait { req: 1 },
+        Action::Sendrecv { dst: 1, send_tag: 0, send_bytes: 8, src: 1, recv_tag: 0, recv_bytes: 8, comm: 0 },
+        Action::Bcast { root: 1, bytes: 16, comm: 0 },
+        Action::Reduce { root: 1, bytes: 32, comm: 0 },
+        Action::Allreduce { bytes: 20, comm: 0 },
+        Action::Flops { flops: 7.0 },
+        Action::Alltoall { bytes: 8, comm: 0 },
+        Action::Allgather { bytes: 8, comm: 0 },
+        Action::Gather { root: 0, bytes: 8, comm: 0 },
+        Action::Scatter { root: 1, bytes: 8, comm: 0 },
+        Action::Gather { root: 0, bytes: 4, comm: 0 },
+        Action::Allgatherv { recv_bytes: vec![4, 8], comm: 0 },
+        Action::Scatterv { root: 0, send_bytes: vec![4, 8], comm: 0 },
+        Action::Alltoallv { send_bytes: vec![4, 4], comm: 0 },
+        Action::ReduceScatter { recv_bytes: vec![4, 4], comm: 0 },
+        Action::Scan { bytes: 8, exclusive: false, comm: 0 },
+        Action::Scan { bytes: 8, exclusive: true, comm: 0 },
+        Action::Barrier { comm: 0 },
+        Action::Isend { dst: PROC_NULL as u32, tag: 3, bytes: 1024, comm: 0, req: 2 },
+        // No datatype after `init` without argument: MPI_BYTE.
+        Action::Irecv { src: 1, tag: 4, bytes: 2, comm: 0, req: 3 },
+        Action::Waitall { reqs: vec![2, 3] },
+        Action::Finalize,
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
+fn init_with_an_argument_makes_double_the_default_datatype() {
+    let (_d, got) = actions("1 init 1\n1 recv 0 0 4\n", 1, 2);
+    assert_eq!(got[1].as_ref().unwrap(), &Action::Recv { src: 0, tag: 0, bytes: 32, comm: 0 });
+}
+
+#[test]
+fn bad_lines_are_one_line_errors_naming_file_and_line() {
+    for (text, needle) in [
+        ("0 init\n0 frobnicate 3\n", ":2: unknown action `frobnicate`"),
+        ("0 init\n0 compute 1\n0 send 1 0\n", ":3: `send` needs at least 3 fields, found 2"),
+        ("0 send 1 0 8 99\n", ":1: `send`: unknown datatype code `99`"),
+        ("1 init\n", ":1: expected rank 0 in the first column, found `1`"),
+        ("0 send 5 0 8\n", ":1: `send`: peer 5 is not among the 2 ranks"),
+        ("0 bcast 8 7\n", ":1: `bcast`: root 7 is not among the 2 ranks"),
+        ("0 compute -1\n", ":1: `compute`: field 1 `-1` is not a count >= 0"),
+    ] {
+        let (d, got) = actions(text, 0, 2);
+        let e = got.into_iter().find_map(Result::err).expect(text).to_string();
+        assert!(e.starts_with(d.path().join("r.txt").to_str().unwrap()), "{e}");
+        assert!(e.ends_with(needle), "{e} !~ {needle}");
+        assert_eq!(e.lines().count(), 1);
+    }
+}
+
+#[test]
+fn trace_list_resolves_relative_paths_and_names_missing_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "0 init\n").unwrap();
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "a.txt\n\n").unwrap();
+    assert_eq!(read_trace_list(&list).unwrap(), vec![dir.path().join("a.txt")]);
+    std::fs::write(&list, "a.txt\nb.txt\n").unwrap();
+    let e = read_trace_list(&list).unwrap_err().to_string();
+    assert_eq!(e, format!("{}:2: rank 1 trace file b.txt does not exist", list.display()));
+    std::fs::write(&list, "\n").unwrap();
+    assert!(read_trace_list(&list).unwrap_err().to_string().ends_with("the trace list names no file"));
+}
+
+#[test]
+fn datatype_codes_match_smpi_3_32() {
+    // Codes seen in traces of MPI_Send(…, 3, type, …) under SimGrid 3.32.
+    for (code, size) in [("0", 8), ("1", 4), ("2", 1), ("3", 2), ("4", 8), ("5", 4), ("6", 1), ("7", 8), ("9", 1)] {
+        assert_eq!(datatype_size(code), Some(size), "code {code}");
+    }
+    for (code, size) in [("11", 4), ("14", 16), ("20", 8), ("21", 1), ("26", 16), ("32", 16), ("34", 8), ("57", 1)] {
+        assert_eq!(datatype_size(code), Some(size), "code {code}");
+    }
+    assert_eq!(datatype_size("x"), None);
+    assert_eq!(datatype_size("999"), None);
+}
