@@ -1,10 +1,17 @@
 /* netbench: point-to-point samples for `calibrate network`.
  *
- * usage: mpirun -np 2 netbench <plan> <out.csv> <warmup>
+ * usage: mpirun -np 2 netbench <plan> <out.csv> <warmup> [<n> <d_s>]
  *   <plan>     text file, one message size in bytes per line, in the order
  *              to measure (the caller shuffles and repeats sizes);
  *   <out.csv>  written by rank 0: "op,size_bytes,start_s,duration_s";
- *   <warmup>   number of leading plan entries measured but not written.
+ *   <warmup>   number of leading plan entries measured but not written;
+ *   <n> <d_s>  PRTT mode (netgauge's LogGP assessment, Hoefler et al.,
+ *              IPDPS 2007): instead of the three samples below, every entry
+ *              gives prtt1 = PRTT(1,0,s), prttn = PRTT(n,0,s) and
+ *              prttd = PRTT(n,d,s), where PRTT(n,d,s) is the time rank 0
+ *              takes to send n messages of s bytes, spinning d seconds after
+ *              each but the last, and receive one s-byte reply that rank 1
+ *              sends after receiving all n.
  *
  * For every plan entry of `size` bytes, three samples:
  *   pingpong  Barrier; rank 0 spins SYNC_SETTLE_S so that rank 1's Recv is
@@ -18,6 +25,11 @@
  *   send      Barrier; rank 1 posts its blocking Recv; rank 0 spins
  *             SYNC_SETTLE_S so the Recv is surely posted, then times one
  *             blocking MPI_Send (measured on rank 0).
+ *   isend     like send, timing one MPI_Isend (its MPI_Wait untimed).
+ *   wtime     one MPI_Wtime call: the mean of CALL_BURST calls (rank 0;
+ *             size 0).
+ *   iprobe    one MPI_Iprobe finding no message: mean of CALL_BURST calls
+ *             (rank 0; size 0).
  *   recv      rank 0 MPI_Isend; Barrier; rank 1 spins RECV_SETTLE_S so an eager
  *             message has surely arrived, then times one MPI_Recv (measured
  *             on rank 1); rank 0 MPI_Wait. For rendezvous sizes the Recv
@@ -36,6 +48,8 @@
  * posted (pingpong, send) or an eager message arrived (recv), seconds. */
 #define SYNC_SETTLE_S 10e-6
 #define PP_BURST 16
+#define CALL_BURST 32
+#define REC 10 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
 #define MAX_SIZE (1L << 30)
 
@@ -44,6 +58,30 @@ static void spin(double seconds)
     double end = MPI_Wtime() + seconds;
     while (MPI_Wtime() < end) {
     }
+}
+
+/* PRTT(n, d, s) on rank 0 (seconds; rank 1 returns 0); see the header. */
+static double prtt(int rank, char *buf, int s, int n, double d)
+{
+    int peer = 1 - rank;
+    double t = 0.0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        spin(SYNC_SETTLE_S);
+        t = MPI_Wtime();
+        for (int k = 0; k < n; k++) {
+            MPI_Send(buf, s, MPI_BYTE, peer, 5, MPI_COMM_WORLD);
+            if (k + 1 < n && d > 0.0)
+                spin(d);
+        }
+        MPI_Recv(buf, s, MPI_BYTE, peer, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        t = MPI_Wtime() - t;
+    } else {
+        for (int k = 0; k < n; k++)
+            MPI_Recv(buf, s, MPI_BYTE, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, s, MPI_BYTE, peer, 6, MPI_COMM_WORLD);
+    }
+    return t;
 }
 
 static void die(int rank, const char *msg, const char *detail)
@@ -100,14 +138,24 @@ int main(int argc, char **argv)
     int rank, nranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (argc != 4)
-        die(rank, "usage: netbench <plan> <out.csv> <warmup>", NULL);
+    if (argc != 4 && argc != 6)
+        die(rank, "usage: netbench <plan> <out.csv> <warmup> [<n> <d_s>]", NULL);
     if (nranks != 2)
         die(rank, "needs exactly 2 ranks", NULL);
     char *end = NULL;
     long warmup = strtol(argv[3], &end, 10);
     if (end == argv[3] || *end != '\0' || warmup < 0)
         die(rank, "bad <warmup>", argv[3]);
+    int prtt_n = 0;
+    double prtt_d = 0.0;
+    if (argc == 6) {
+        prtt_n = (int)strtol(argv[4], &end, 10);
+        if (end == argv[4] || *end != '\0' || prtt_n < 2)
+            die(rank, "bad <n> (an integer >= 2)", argv[4]);
+        prtt_d = strtod(argv[5], &end);
+        if (end == argv[5] || *end != '\0' || prtt_d < 0.0 || prtt_d > 1.0)
+            die(rank, "bad <d_s> (seconds in [0, 1])", argv[5]);
+    }
 
     /* Rank 0 reads the plan and broadcasts it (n = -1 on failure). */
     long n = 0, *plan = NULL;
@@ -142,8 +190,10 @@ int main(int argc, char **argv)
         if (plan[i] > max)
             max = plan[i];
     char *buf = malloc((size_t)max);
-    /* Per entry: pingpong and send (rank 0) or recv (rank 1) start/duration. */
-    double *rec = malloc((size_t)(n > 0 ? n : 1) * 4 * sizeof(double));
+    /* Per entry, rank 0: start/duration of pingpong, send, isend, wtime,
+     * iprobe (PRTT mode: start, prtt1, prttn, prttd); rank 1: recv
+     * start/duration packed two per entry. */
+    double *rec = malloc((size_t)(n > 0 ? n : 1) * REC * sizeof(double));
     if (buf == NULL || rec == NULL) {
         fprintf(stderr, "netbench: rank %d: cannot allocate %ld bytes\n", rank, max);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -153,9 +203,17 @@ int main(int argc, char **argv)
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    for (long i = 0; i < n; i++) {
+    for (long i = 0; prtt_n > 0 && i < n; i++) {
         int s = (int)plan[i];
-        double *r = &rec[4 * i];
+        double *r = &rec[REC * i];
+        r[0] = MPI_Wtime() - t0;
+        r[1] = prtt(rank, buf, s, 1, 0.0);
+        r[2] = prtt(rank, buf, s, prtt_n, 0.0);
+        r[3] = prtt(rank, buf, s, prtt_n, prtt_d);
+    }
+    for (long i = 0; prtt_n == 0 && i < n; i++) {
+        int s = (int)plan[i];
+        double *r = &rec[REC * i];
         double t;
 
         /* pingpong: rank 1 is already waiting in its Recv */
@@ -190,6 +248,33 @@ int main(int argc, char **argv)
             MPI_Recv(buf, s, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
 
+        /* isend: the receiver is already waiting; the Wait is not timed */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            MPI_Request req;
+            spin(SYNC_SETTLE_S);
+            t = MPI_Wtime();
+            MPI_Isend(buf, s, MPI_BYTE, peer, 7, MPI_COMM_WORLD, &req);
+            r[4] = t - t0;
+            r[5] = MPI_Wtime() - t;
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+
+            /* wtime, iprobe: per-call costs, no message pending (tag 8) */
+            int flag;
+            t = MPI_Wtime();
+            for (int k = 0; k < CALL_BURST; k++)
+                (void)MPI_Wtime();
+            r[6] = t - t0;
+            r[7] = (MPI_Wtime() - t) / CALL_BURST;
+            t = MPI_Wtime();
+            for (int k = 0; k < CALL_BURST; k++)
+                MPI_Iprobe(peer, 8, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            r[8] = t - t0;
+            r[9] = (MPI_Wtime() - t) / CALL_BURST;
+        } else {
+            MPI_Recv(buf, s, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+
         /* recv: the message has already arrived (eager sizes) */
         if (rank == 0) {
             MPI_Request req;
@@ -208,7 +293,21 @@ int main(int argc, char **argv)
 
     /* Rank 1's recv samples go to rank 0, which writes everything. */
     int status = 0;
-    if (rank == 1) {
+    if (prtt_n > 0) {
+        if (rank == 0) {
+            fprintf(out, "op,size_bytes,start_s,duration_s\n");
+            for (long i = warmup; i < n; i++) {
+                double *r = &rec[REC * i];
+                fprintf(out, "prtt1,%ld,%.9f,%.9e\n", plan[i], r[0], r[1]);
+                fprintf(out, "prttn,%ld,%.9f,%.9e\n", plan[i], r[0], r[2]);
+                fprintf(out, "prttd,%ld,%.9f,%.9e\n", plan[i], r[0], r[3]);
+            }
+            if (fclose(out) != 0) {
+                fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));
+                status = 2;
+            }
+        }
+    } else if (rank == 1) {
         MPI_Send(rec, (int)(2 * n), MPI_DOUBLE, 0, 4, MPI_COMM_WORLD);
     } else {
         double *recv1 = malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(double));
@@ -217,9 +316,13 @@ int main(int argc, char **argv)
         MPI_Recv(recv1, (int)(2 * n), MPI_DOUBLE, 1, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         fprintf(out, "op,size_bytes,start_s,duration_s\n");
         for (long i = warmup; i < n; i++) {
-            fprintf(out, "pingpong,%ld,%.9f,%.9e\n", plan[i], rec[4 * i], rec[4 * i + 1]);
-            fprintf(out, "send,%ld,%.9f,%.9e\n", plan[i], rec[4 * i + 2], rec[4 * i + 3]);
+            double *r = &rec[REC * i];
+            fprintf(out, "pingpong,%ld,%.9f,%.9e\n", plan[i], r[0], r[1]);
+            fprintf(out, "send,%ld,%.9f,%.9e\n", plan[i], r[2], r[3]);
             fprintf(out, "recv,%ld,%.9f,%.9e\n", plan[i], recv1[2 * i], recv1[2 * i + 1]);
+            fprintf(out, "isend,%ld,%.9f,%.9e\n", plan[i], r[4], r[5]);
+            fprintf(out, "wtime,0,%.9f,%.9e\n", r[6], r[7]);
+            fprintf(out, "iprobe,0,%.9f,%.9e\n", r[8], r[9]);
         }
         if (fclose(out) != 0) {
             fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));

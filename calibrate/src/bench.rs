@@ -29,11 +29,25 @@ pub enum Op {
     Send,
     /// An `MPI_Recv` of a message sent ~30 µs earlier (already arrived if eager).
     Recv,
+    /// A nonblocking `MPI_Isend` whose receive is already posted (the
+    /// `MPI_Wait` is not timed).
+    Isend,
+    /// One `MPI_Wtime` call (size 0).
+    Wtime,
+    /// One `MPI_Iprobe` finding no message (size 0).
+    Iprobe,
+    /// netgauge's PRTT(1, 0, s): one message and its reply (LogGP mode).
+    Prtt1,
+    /// PRTT(n, 0, s): n messages back to back, then one reply.
+    PrttN,
+    /// PRTT(n, d, s): n messages, `d` seconds of spinning after each but the
+    /// last, then one reply.
+    PrttD,
 }
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 3] = [Op::Pingpong, Op::Send, Op::Recv];
+    pub const ALL: [Op; 9] = [Op::Pingpong, Op::Send, Op::Recv, Op::Isend, Op::Wtime, Op::Iprobe, Op::Prtt1, Op::PrttN, Op::PrttD];
 
     /// The name used in the CSV.
     pub fn name(self) -> &'static str {
@@ -41,6 +55,12 @@ impl Op {
             Op::Pingpong => "pingpong",
             Op::Send => "send",
             Op::Recv => "recv",
+            Op::Isend => "isend",
+            Op::Wtime => "wtime",
+            Op::Iprobe => "iprobe",
+            Op::Prtt1 => "prtt1",
+            Op::PrttN => "prttn",
+            Op::PrttD => "prttd",
         }
     }
 }
@@ -111,7 +131,8 @@ impl Launcher {
 
     /// Runs the compiled benchmark `exe` on 2 ranks over `plan` (sizes in
     /// measurement order; the first `warmup` entries are discarded), with
-    /// files in `dir`; returns the samples, 3 per kept plan entry.
+    /// files in `dir`; returns the samples, 6 per kept plan entry (`pingpong`,
+    /// `send`, `recv`, `isend`, `wtime`, `iprobe`).
     ///
     /// Sets `OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1`, which only Open MPI reads,
     /// so that calibration also runs as root (containers).
@@ -121,6 +142,20 @@ impl Launcher {
     /// [`ErrorKind::BenchFailed`] on a nonzero exit or timeout, quoting the
     /// benchmark's message; [`ErrorKind::Csv`] / [`ErrorKind::Io`] for its output.
     pub fn run(&self, exe: &Path, plan: &[u64], warmup: usize, dir: &Path) -> Result<Vec<Sample>, Error> {
+        self.run_mode(exe, plan, warmup, &[], dir)
+    }
+
+    /// Like [`Launcher::run`] in PRTT mode: 3 samples (`prtt1`, `prttn`,
+    /// `prttd`) per kept plan entry, with `n` messages and `d_s` seconds of
+    /// delay (netgauge's LogGP assessment).
+    ///
+    /// # Errors
+    /// As [`Launcher::run`].
+    pub fn run_prtt(&self, exe: &Path, plan: &[u64], warmup: usize, n: u32, d_s: f64, dir: &Path) -> Result<Vec<Sample>, Error> {
+        self.run_mode(exe, plan, warmup, &[n.to_string(), format!("{d_s:e}")], dir)
+    }
+
+    fn run_mode(&self, exe: &Path, plan: &[u64], warmup: usize, mode: &[String], dir: &Path) -> Result<Vec<Sample>, Error> {
         let plan_path = dir.join("plan.txt");
         let csv_path = dir.join("samples.csv");
         let log_path = dir.join("mpirun.log");
@@ -135,6 +170,7 @@ impl Launcher {
             .arg(&plan_path)
             .arg(&csv_path)
             .arg(warmup.to_string())
+            .args(mode)
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .stdin(Stdio::null())

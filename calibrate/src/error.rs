@@ -22,6 +22,11 @@ pub enum ErrorKind {
     Fit,
     /// Reading or writing a file failed; the message names the file.
     Io,
+    /// An interposer trace cannot be read; the message names the file.
+    Trace,
+    /// Two inputs that must describe the same program or workload do not
+    /// (different programs, rank counts, no common region).
+    Mismatch,
 }
 
 /// An error of the calibrate library: a one-line message naming the file,

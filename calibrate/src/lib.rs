@@ -1,13 +1,25 @@
 //! Calibration of the simulator's models on the machine at hand.
 //!
 //! - [`bench`](mod@bench): our point-to-point MPI benchmark and its samples;
+//! - [`blocks`]: dPerf's threshold-iteration rule per region;
 //! - [`segmented`]: segmented linear regression with BIC model choice;
-//! - [`network`]: the intra-node network model, fitted from the benchmark.
+//! - [`loggp`]: LogGP parameters from parametrized round trips;
+//! - [`network`]: the intra-node network model, fitted from the benchmark;
+//! - [`plot`]: SVG plots of samples and fitted segments;
+//! - [`power`]: power model from wattmeter samples;
+//! - [`simgrid`]: the same model as SMPI `smpi/*` properties;
+//! - [`speed`]: per-region speed ratios from two traces.
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod blocks;
 pub mod error;
+pub mod loggp;
 pub mod network;
+pub mod plot;
+pub mod power;
 pub mod segmented;
+pub mod simgrid;
+pub mod speed;
 
 pub use error::{Error, ErrorKind};

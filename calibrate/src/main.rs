@@ -4,9 +4,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use calibrate::bench::{self, Launcher};
-use calibrate::network::{self, NetworkOptions};
+use calibrate::bench::{self, Launcher, Op};
+use calibrate::{plot, power};
+use calibrate::network::{self, JitsimLatencies, NetworkCalibration, NetworkOptions};
 use calibrate::segmented::FitOptions;
+use calibrate::simgrid::SmpiProps;
+use calibrate::speed;
+use simulator::trace::actions::ComputeTime;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -23,6 +27,61 @@ enum Command {
     /// model. The MPI compiler is $MPICC (else mpicc), the launcher $MPIRUN
     /// (else mpirun).
     Network(NetworkArgs),
+    /// Per-region compute speed ratios (target ÷ reference, summed over
+    /// ranks) from two interposer traces of the same program, written as
+    /// SimGrid's CSV ("start-stop","ratio"). Regions seen in one run only
+    /// are listed on stderr.
+    Speed(SpeedArgs),
+    /// Fits P = P_static + P_dyn × u per host and pstate (u = active cores
+    /// ÷ cores) and a quadratic in frequency from wattmeter samples; writes
+    /// our power model (TOML) and prints SimGrid's wattage_per_state.
+    Power(PowerArgs),
+    /// dPerf's threshold-iteration rule per region of a trace: th, the
+    /// block count after which the running mean stays within epsilon, and
+    /// t_avg = t_th / th.
+    Blocks(BlocksArgs),
+}
+
+#[derive(Args)]
+struct BlocksArgs {
+    /// Trace directory.
+    trace: PathBuf,
+    /// Tolerance of the running mean (fraction).
+    #[arg(long, default_value_t = calibrate::blocks::DEFAULT_EPSILON)]
+    epsilon: f64,
+    /// Time compute blocks by wall time instead of thread CPU time.
+    #[arg(long)]
+    wall: bool,
+}
+
+#[derive(Args)]
+struct PowerArgs {
+    /// Samples CSV: timestamp_s,host,pstate_or_frequency_hz,active_cores,watts.
+    #[arg(required_unless_present = "measure")]
+    samples: Option<PathBuf>,
+    /// Power model TOML to write.
+    #[arg(long, required_unless_present = "measure")]
+    out: Option<PathBuf>,
+    /// Write an SVG plot per host (<DIR>/power-<host>.svg).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+    /// Measure with RAPL instead of reading a CSV.
+    #[arg(long)]
+    measure: bool,
+}
+
+#[derive(Args)]
+struct SpeedArgs {
+    /// Trace directory of the reference run.
+    reference: PathBuf,
+    /// Trace directory of the target (or emulated) run.
+    target: PathBuf,
+    /// Ratio CSV to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Time compute blocks by wall time instead of thread CPU time.
+    #[arg(long)]
+    wall: bool,
 }
 
 #[derive(Args)]
@@ -56,6 +115,27 @@ struct NetworkArgs {
     /// --mpirun-arg=--bind-to --mpirun-arg=core.
     #[arg(long = "mpirun-arg", allow_hyphen_values = true, value_name = "ARG")]
     mpirun_args: Vec<String>,
+    /// Messages per PRTT burst of the LogGP assessment (0 skips it).
+    #[arg(long, default_value_t = 8)]
+    loggp_n: u32,
+    /// Share of the samples held back from the fit to validate it.
+    #[arg(long, default_value_t = 0.2)]
+    holdout: f64,
+    /// Also write a SimGrid platform (2 hosts, one calibrated link) whose
+    /// <config> block holds the smpi/os, or, ois, bw-factor, lat-factor,
+    /// async-small-thresh and send-is-detached-thresh properties.
+    #[arg(long, value_name = "XML")]
+    simgrid: Option<PathBuf>,
+    /// Write SVG plots of the samples and fitted pieces per operation
+    /// (<DIR>/intra-pingpong.svg, … and inter-*.svg with --hostfile).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+    /// Also measure two ranks on two nodes: run the benchmark again with
+    /// `--hostfile <FILE> --map-by node` (Open MPI syntax; for another
+    /// launcher pass its options with --mpirun-arg instead) and write a
+    /// cluster platform of the file's hosts with an inter-node model.
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
     /// Kill a benchmark run after this many seconds.
     #[arg(long, default_value_t = 300)]
     timeout_s: u64,
@@ -64,7 +144,61 @@ struct NetworkArgs {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Network(args) => network_cmd(args),
+        Command::Speed(args) => speed_cmd(args),
+        Command::Power(args) => power_cmd(args),
+        Command::Blocks(a) => {
+            let compute = if a.wall { ComputeTime::Wall } else { ComputeTime::Cpu };
+            print!("{}", calibrate::blocks::summary(&calibrate::blocks::block_thresholds(&a.trace, compute, a.epsilon)?));
+            Ok(())
+        }
     }
+}
+
+fn power_cmd(a: PowerArgs) -> anyhow::Result<()> {
+    if a.measure {
+        match power::rapl_source() {
+            None => anyhow::bail!("calibrate power --measure: no RAPL on this machine (no /sys/class/powercap/intel-rapl:* nor perf power/energy-pkg); give a wattmeter CSV instead"),
+            Some(src) => anyhow::bail!("calibrate power --measure: RAPL found at {src}, but measuring with it is not implemented yet; give a wattmeter CSV instead"),
+        }
+    }
+    let (Some(samples), Some(out)) = (a.samples, a.out) else { anyhow::bail!("calibrate power: give a samples CSV and --out") };
+    let hosts = power::fit_power(&power::read_csv(&samples)?, &samples)?;
+    std::fs::write(&out, power::to_toml(&hosts)).with_context(|| format!("write {}", out.display()))?;
+    if let Some(dir) = &a.plot {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        for h in &hosts {
+            let svg = dir.join(format!("power-{}.svg", h.host));
+            plot::power_svg(&svg, h)?;
+            eprintln!("wrote {}", svg.display());
+        }
+    }
+    for h in &hosts {
+        println!("{}: {} cores, {} pstates", h.host, h.cores, h.pstates.len());
+        for p in &h.pstates {
+            println!("  pstate {:e}: P_static {:.3} W, P_dyn {:.3} W ({} segments)", p.pstate, p.static_w, p.dynamic_w, p.segments);
+        }
+        println!("  <prop id=\"wattage_per_state\" value=\"{}\"/>", h.wattage_per_state());
+    }
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+fn speed_cmd(a: SpeedArgs) -> anyhow::Result<()> {
+    let compute = if a.wall { ComputeTime::Wall } else { ComputeTime::Cpu };
+    let reference = speed::region_profile(&a.reference, compute)?;
+    let target = speed::region_profile(&a.target, compute)?;
+    let report = speed::speed_ratios(&reference, &target, (&a.reference, &a.target))?;
+    report.ratios.save(&a.out)?;
+    print!("{}", report.summary());
+    eprintln!(
+        "wrote {} ({} regions; {} only in the reference run, {} only in the target run, {} without reference time)",
+        a.out.display(),
+        report.ratios.len(),
+        report.only_reference.len(),
+        report.only_target.len(),
+        report.no_reference_time.len()
+    );
+    Ok(())
 }
 
 fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
@@ -77,18 +211,63 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         seed: a.seed,
         refine_rounds: a.refine_rounds,
         fit: FitOptions { max_segments: a.max_segments, ..FitOptions::default() },
+        holdout_fraction: a.holdout,
+        loggp_n: a.loggp_n,
         ..NetworkOptions::default()
     };
-    let cal = network::calibrate(&launcher, &options).context("calibrate network")?;
+    let cal = network::calibrate(&launcher, &options).context("calibrate network (one node)")?;
+    let inter = match &a.hostfile {
+        Some(hostfile) => {
+            let hosts = network::hostfile_hosts(hostfile)?;
+            let mut two_nodes = launcher.clone();
+            two_nodes.mpirun_args.extend(["--hostfile".to_string(), hostfile.display().to_string(), "--map-by".into(), "node".into()]);
+            let cal = network::calibrate(&two_nodes, &options).context("calibrate network (two nodes, --hostfile)")?;
+            Some((hosts, cal))
+        }
+        None => None,
+    };
     if let Some(csv) = &a.csv {
         bench::write_csv(csv, &cal.samples)?;
         if !cal.refine_samples.is_empty() {
-            bench::write_csv(&refine_path(csv), &cal.refine_samples)?;
+            bench::write_csv(&sibling(csv, "refine"), &cal.refine_samples)?;
+        }
+        if !cal.prtt_samples.is_empty() {
+            bench::write_csv(&sibling(csv, "prtt"), &cal.prtt_samples)?;
+        }
+        if let Some((_, inter)) = &inter {
+            bench::write_csv(&sibling(csv, "inter"), &inter.samples)?;
         }
     }
-    let platform = network::host_platform(&host_name(), cores(), cal.fit.p2p_model());
+    if let Some(dir) = &a.plot {
+        let mut runs = vec![("intra-", &cal)];
+        runs.extend(inter.as_ref().map(|(_, c)| ("inter-", c)));
+        for (prefix, c) in runs {
+            let mut fits = vec![(Op::Pingpong, &c.fit.transfer), (Op::Send, &c.fit.send), (Op::Recv, &c.fit.recv)];
+            fits.extend(c.fit.isend.as_ref().map(|f| (Op::Isend, f)));
+            for p in plot::plot_all(dir, prefix, &c.samples, &fits)? {
+                eprintln!("wrote {}", p.display());
+            }
+        }
+    }
+    let platform = match &inter {
+        Some((hosts, inter)) => network::cluster_platform(hosts, cores(), cal.fit.p2p_model(), inter.fit.p2p_model()),
+        None => network::host_platform(&host_name(), cores(), cal.fit.p2p_model()),
+    };
     platform.save(&a.out)?;
-    print!("{}", cal.fit.summary());
+    println!("one node (shared memory):");
+    report(&cal);
+    if let Some((_, inter)) = &inter {
+        println!("two nodes (--hostfile):");
+        report(inter);
+    }
+    println!("{}", JitsimLatencies::new(&cal.fit, inter.as_ref().map(|(_, c)| &c.fit)).summary());
+    // SMPI's factors describe the network between hosts when it was measured.
+    let smpi = SmpiProps::from_fit(&inter.as_ref().map_or(&cal, |(_, c)| c).fit);
+    print!("SimGrid snippet:\n{}", smpi.snippet());
+    if let Some(xml) = &a.simgrid {
+        std::fs::write(xml, smpi.platform_xml(2, cores())).with_context(|| format!("write {}", xml.display()))?;
+        eprintln!("wrote {}", xml.display());
+    }
     eprintln!(
         "wrote {} ({} samples, {} refinement samples) in {:.1} s",
         a.out.display(),
@@ -99,10 +278,30 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `dir/stem.csv` → `dir/stem.refine.csv`.
-fn refine_path(csv: &Path) -> PathBuf {
+/// `dir/stem.csv` → `dir/stem.<tag>.csv`.
+fn sibling(csv: &Path, tag: &str) -> PathBuf {
     let stem = csv.file_stem().map_or_else(|| "samples".into(), |s| s.to_string_lossy().into_owned());
-    csv.with_file_name(format!("{stem}.refine.csv"))
+    csv.with_file_name(format!("{stem}.{tag}.csv"))
+}
+
+/// Prints the fits, their held-back validation and LogGP.
+fn report(cal: &NetworkCalibration) {
+    print!("{}", cal.fit.summary());
+    match &cal.validation {
+        Some(v) => println!(
+            "held-back validation: {} ping-pong samples at {} sizes; median error {:.2}% per size (model vs held-back median), {:.2}% per sample (p90 {:.2}%)",
+            v.samples,
+            v.sizes,
+            v.median_rel_error * 100.0,
+            v.sample_median_rel_error * 100.0,
+            v.sample_p90_rel_error * 100.0
+        ),
+        None => println!("held-back validation: skipped (no samples held back)"),
+    }
+    match &cal.loggp {
+        Some(l) => println!("{}", l.summary()),
+        None => println!("LogGP: skipped (--loggp-n 0)"),
+    }
 }
 
 /// This host's name (Linux), else `localhost`.

@@ -24,6 +24,7 @@ use simulator::platform::{Host, Mapping, Network, Platform};
 
 use crate::bench::{self, Launcher, Op, Sample};
 use crate::error::{Error, ErrorKind};
+use crate::loggp::{self, LogGp};
 use crate::segmented::{self, FitOptions, SegmentedFit};
 
 /// Smallest jump factor of the `recv` fit taken as the eager → rendezvous
@@ -49,6 +50,13 @@ pub struct NetworkOptions {
     pub refine_reps: usize,
     /// Segmented-fit options; default [`FitOptions::default`].
     pub fit: FitOptions,
+    /// Share of the main-grid samples held back from the fit to validate
+    /// it, in [0, 0.5]; default 0.2.
+    pub holdout_fraction: f64,
+    /// Messages per PRTT burst of the LogGP assessment; default 8, 0 skips it.
+    pub loggp_n: u32,
+    /// Repetitions per size of the LogGP assessment; default 10.
+    pub loggp_reps: usize,
 }
 
 impl Default for NetworkOptions {
@@ -62,6 +70,9 @@ impl Default for NetworkOptions {
             refine_sizes: 12,
             refine_reps: 10,
             fit: FitOptions::default(),
+            holdout_fraction: 0.2,
+            loggp_n: 8,
+            loggp_reps: 10,
         }
     }
 }
@@ -75,6 +86,12 @@ pub struct NetworkFit {
     pub send: SegmentedFit,
     /// Receive time of an already-sent message against size.
     pub recv: SegmentedFit,
+    /// `MPI_Isend` time against size, when measured.
+    pub isend: Option<SegmentedFit>,
+    /// Median cost of one `MPI_Wtime` call, seconds, when measured.
+    pub wtime_s: Option<f64>,
+    /// Median cost of one `MPI_Iprobe` finding nothing, seconds, when measured.
+    pub iprobe_s: Option<f64>,
     /// Messages strictly smaller than this are eager, bytes.
     pub eager_threshold_bytes: u64,
     /// How the threshold was found, one line for humans.
@@ -95,7 +112,9 @@ impl NetworkFit {
     /// A table of the pieces of every fit, with microseconds and GB/s.
     pub fn summary(&self) -> String {
         let mut out = format!("{:<14} {:>21} {:>8} {:>14} {:>11} {:>8}\n", "model", "sizes (B)", "points", "intercept (us)", "bw (GB/s)", "rms err");
-        for (name, f) in [("transfer", &self.transfer), ("send_overhead", &self.send), ("recv_overhead", &self.recv)] {
+        let mut fits = vec![("transfer", &self.transfer), ("send_overhead", &self.send), ("recv_overhead", &self.recv)];
+        fits.extend(self.isend.as_ref().map(|f| ("isend", f)));
+        for (name, f) in fits {
             for (i, p) in f.pieces.iter().enumerate() {
                 let bw = if p.slope_s_per_byte > 0.0 { format!("{:.3}", 1e-9 / p.slope_s_per_byte) } else { "inf".into() };
                 out.push_str(&format!(
@@ -111,6 +130,9 @@ impl NetworkFit {
             }
         }
         out.push_str(&format!("eager_threshold_bytes = {} ({})\n", self.eager_threshold_bytes, self.threshold_note));
+        if let (Some(w), Some(p)) = (self.wtime_s, self.iprobe_s) {
+            out.push_str(&format!("MPI_Wtime {:.1} ns, MPI_Iprobe {:.1} ns per call\n", w * 1e9, p * 1e9));
+        }
         out
     }
 }
@@ -140,7 +162,13 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
             (top, format!("no recv jump >= x{MIN_SWITCH_JUMP}: all measured sizes eager"))
         }
     };
-    Ok(NetworkFit { transfer, send, recv, eager_threshold_bytes, threshold_note })
+    let isend = if samples.iter().any(|s| s.op == Op::Isend) { Some(one(Op::Isend)?) } else { None };
+    let median = |op: Op| {
+        let mut v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
+        v.sort_by(f64::total_cmp);
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    Ok(NetworkFit { transfer, send, recv, isend, wtime_s: median(Op::Wtime), iprobe_s: median(Op::Iprobe), eager_threshold_bytes, threshold_note })
 }
 
 /// The piece index `k ≥ 1` where the `recv` fit jumps most at its start,
@@ -156,15 +184,143 @@ pub fn protocol_switch(recv: &SegmentedFit) -> Option<(usize, f64)> {
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// How well a fit predicts ping-pong samples it was not fitted on.
+///
+/// Two views: per size, the model against the median of the held-back
+/// samples of that size (the quantity the fit models; robust to the
+/// bimodal times of a shared, oversubscribed machine), and per sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Validation {
+    /// Held-back ping-pong samples compared.
+    pub samples: usize,
+    /// Distinct sizes among them.
+    pub sizes: usize,
+    /// Median over sizes of `|model − median measured| ÷ median measured`
+    /// (dimensionless).
+    pub median_rel_error: f64,
+    /// Median over samples of `|model − measured| ÷ measured` (dimensionless).
+    pub sample_median_rel_error: f64,
+    /// 90th percentile over samples of the same (dimensionless).
+    pub sample_p90_rel_error: f64,
+}
+
+/// Splits `samples` into `(fit, held_back)`: each ping-pong sample is held
+/// back with probability `fraction`, decided by a hash of its index and
+/// `seed` (deterministic, independent of size and order); `send` and
+/// `recv` samples are all kept for the fit (only the ping-pong model is
+/// validated).
+pub fn hold_out(samples: &[Sample], fraction: f64, seed: u64) -> (Vec<Sample>, Vec<Sample>) {
+    let mut fit = Vec::with_capacity(samples.len());
+    let mut held = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        let mut z = (i as u64 ^ seed.rotate_left(32)).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+        if s.op == Op::Pingpong && u < fraction { held.push(*s) } else { fit.push(*s) }
+    }
+    (fit, held)
+}
+
+/// Relative errors of `fit.transfer` on the ping-pong samples of `held`
+/// (see [`Validation`]); `None` when there are none.
+pub fn validate(fit: &NetworkFit, held: &[Sample]) -> Option<Validation> {
+    let pts: Vec<(u64, f64)> = held.iter().filter(|s| s.op == Op::Pingpong && s.duration_s > 0.0).map(|s| (s.size_bytes, s.duration_s)).collect();
+    let rel = |(size, y): (u64, f64)| (fit.transfer.eval(size) - y).abs() / y;
+    let quantile = |mut v: Vec<f64>, p: f64| {
+        v.sort_by(f64::total_cmp);
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    };
+    if pts.is_empty() {
+        return None;
+    }
+    let per_size: Vec<f64> = segmented::median_by_size(&pts).into_iter().map(rel).collect();
+    let per_sample: Vec<f64> = pts.iter().copied().map(rel).collect();
+    Some(Validation {
+        samples: pts.len(),
+        sizes: per_size.len(),
+        median_rel_error: quantile(per_size, 0.5),
+        sample_median_rel_error: quantile(per_sample.clone(), 0.5),
+        sample_p90_rel_error: quantile(per_sample, 0.9),
+    })
+}
+
+/// jitSim's message-passing latencies (De & Mann, jitSim §3.2), for its
+/// tree barrier, in seconds, from 1-byte messages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JitsimLatencies {
+    /// Shared-memory latency: one-way time between two ranks on one node
+    /// (half ping-pong round trip).
+    pub shared_memory_s: f64,
+    /// MPI stack latency: blocking send plus receive overhead on one node;
+    /// jitSim halves it into its send and receive costs.
+    pub mpi_stack_s: f64,
+    /// One-hop network latency: one-way time between two nodes minus the
+    /// MPI stack latency (floored at 0); `None` without a two-node run.
+    pub one_hop_network_s: Option<f64>,
+}
+
+impl JitsimLatencies {
+    /// From the one-node fit and, if measured, the two-node fit.
+    pub fn new(intra: &NetworkFit, inter: Option<&NetworkFit>) -> JitsimLatencies {
+        let mpi_stack_s = intra.send.eval(1) + intra.recv.eval(1);
+        JitsimLatencies {
+            shared_memory_s: intra.transfer.eval(1),
+            mpi_stack_s,
+            one_hop_network_s: inter.map(|f| (f.transfer.eval(1) - mpi_stack_s).max(0.0)),
+        }
+    }
+
+    /// One line for humans, in microseconds.
+    pub fn summary(&self) -> String {
+        let hop = self.one_hop_network_s.map_or_else(|| "skipped (needs two nodes: give --hostfile)".into(), |s| format!("{:.3} us", s * 1e6));
+        format!(
+            "jitSim latencies: shared memory {:.3} us, MPI stack {:.3} us (send/recv {:.3} us each), one-hop network {hop}",
+            self.shared_memory_s * 1e6,
+            self.mpi_stack_s * 1e6,
+            self.mpi_stack_s * 0.5e6
+        )
+    }
+}
+
+/// Host names of an Open MPI / MPICH hostfile: the first word of every
+/// line that is not blank or a `#` comment, in order, without repeats.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming `path` when unreadable; [`ErrorKind::InvalidArgument`]
+/// naming `path` when it lists no host.
+pub fn hostfile_hosts(path: &Path) -> Result<Vec<String>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut hosts: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        if let Some(h) = line.split_whitespace().next() {
+            if !hosts.iter().any(|x| x == h) {
+                hosts.push(h.to_string());
+            }
+        }
+    }
+    if hosts.is_empty() {
+        return Err(Error::new(ErrorKind::InvalidArgument, format!("{}: no host listed", path.display())));
+    }
+    Ok(hosts)
+}
+
 /// Everything measured and fitted by [`calibrate`].
 #[derive(Debug, Clone)]
 pub struct NetworkCalibration {
-    /// Samples of the main size grid (the fits use these).
+    /// Validation of the fit on the held-back samples, if any.
+    pub validation: Option<Validation>,
+    /// Samples of the main size grid (the fits use all but the held-back ones).
     pub samples: Vec<Sample>,
     /// Samples of the refinement rounds (the eager threshold uses these).
     pub refine_samples: Vec<Sample>,
     /// The fits, threshold refined.
     pub fit: NetworkFit,
+    /// PRTT samples of the LogGP assessment (eager sizes of the grid).
+    pub prtt_samples: Vec<Sample>,
+    /// LogGP parameters, when assessed.
+    pub loggp: Option<LogGp>,
 }
 
 /// Compiles and runs the benchmark in a fresh temporary directory: the
@@ -186,7 +342,12 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
     let exe = launcher.compile(dir.path())?;
     let grid = bench::size_grid(options.sizes, options.max_bytes, options.seed)?;
     let samples = run_warm(launcher, &exe, &grid, options.reps, options.seed, dir.path())?;
-    let mut fit = fit_network(&samples, &options.fit)?;
+    if !(0.0..=0.5).contains(&options.holdout_fraction) {
+        return Err(Error::new(ErrorKind::InvalidArgument, format!("holdout fraction: {} is not in [0, 0.5]", options.holdout_fraction)));
+    }
+    let (fit_samples, held) = hold_out(&samples, options.holdout_fraction, options.seed);
+    let mut fit = fit_network(&fit_samples, &options.fit)?;
+    let validation = validate(&fit, &held);
     let mut refine_samples = Vec::new();
     if let Some((k, _)) = protocol_switch(&fit.recv) {
         let (eager, rndv) = (&fit.recv.pieces[k - 1], &fit.recv.pieces[k]);
@@ -210,7 +371,18 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
             fit.threshold_note = format!("{}; refined in {rounds} rounds: eager at {lo} B, rendezvous at {hi} B", fit.threshold_note);
         }
     }
-    Ok(NetworkCalibration { samples, refine_samples, fit })
+    let (prtt_samples, loggp) = if options.loggp_n >= 2 && options.loggp_reps > 0 {
+        let sizes: Vec<u64> = grid.iter().copied().filter(|&s| s < fit.eager_threshold_bytes).collect();
+        let largest = sizes.last().copied().unwrap_or(1);
+        // The delay must exceed the gap: a few one-way transfers of the largest size.
+        let d_s = (4.0 * fit.transfer.eval(largest)).max(5e-6);
+        let prtt = run_prtt(launcher, &exe, &sizes, options, d_s, dir.path())?;
+        let loggp = loggp::fit_loggp(&prtt, options.loggp_n, d_s, fit.recv.eval(1).max(0.0))?;
+        (prtt, Some(loggp))
+    } else {
+        (Vec::new(), None)
+    };
+    Ok(NetworkCalibration { validation, samples, refine_samples, fit, prtt_samples, loggp })
 }
 
 /// Runs `sizes` once unrecorded (warm-up), then `reps` times shuffled.
@@ -218,6 +390,13 @@ fn run_warm(launcher: &Launcher, exe: &Path, sizes: &[u64], reps: usize, seed: u
     let mut plan = sizes.to_vec();
     plan.extend(bench::shuffled_plan(sizes, reps, seed));
     launcher.run(exe, &plan, sizes.len(), dir)
+}
+
+/// The PRTT runs of the LogGP assessment over `sizes`, warmed up.
+fn run_prtt(launcher: &Launcher, exe: &Path, sizes: &[u64], options: &NetworkOptions, d_s: f64, dir: &Path) -> Result<Vec<Sample>, Error> {
+    let mut plan = sizes.to_vec();
+    plan.extend(bench::shuffled_plan(sizes, options.loggp_reps, options.seed.wrapping_add(99)));
+    launcher.run_prtt(exe, &plan, sizes.len(), options.loggp_n, d_s, dir)
 }
 
 /// Up to `count` distinct sizes evenly spaced strictly between `lo` and
@@ -237,6 +416,17 @@ pub fn host_platform(host_name: &str, cores: u32, model: P2pModel) -> Platform {
         hosts: vec![Host { name: host_name.into(), cores, speed_ratio: 1.0 }],
         mapping: Mapping::Block,
         network: Network { intra: model, inter: None },
+    }
+}
+
+/// A cluster platform: `hosts` (e.g. from [`hostfile_hosts`]) of `cores`
+/// cores each, block mapping, `intra` within a host and `inter` between.
+pub fn cluster_platform(hosts: &[String], cores: u32, intra: P2pModel, inter: P2pModel) -> Platform {
+    Platform {
+        name: format!("calibrated-{}", hosts.first().map_or("cluster", String::as_str)),
+        hosts: hosts.iter().map(|h| Host { name: h.clone(), cores, speed_ratio: 1.0 }).collect(),
+        mapping: Mapping::Block,
+        network: Network { intra, inter: Some(inter) },
     }
 }
 
@@ -293,6 +483,44 @@ mod tests {
         let only_pingpong: Vec<Sample> = vader_like().into_iter().filter(|s| s.op == Op::Pingpong).collect();
         let e = fit_network(&only_pingpong, &FitOptions::default()).unwrap_err();
         assert!(e.to_string().starts_with("send: "), "{e}");
+    }
+
+    #[test]
+    fn held_back_samples_validate_the_fit() {
+        let all = vader_like();
+        let (fit_part, held) = hold_out(&all, 0.2, 7);
+        assert_eq!(fit_part.len() + held.len(), all.len());
+        assert!(held.iter().all(|s| s.op == Op::Pingpong));
+        let share = 3.0 * held.len() as f64 / all.len() as f64;
+        assert!((0.12..0.28).contains(&share), "held back {share}");
+        assert_eq!(hold_out(&all, 0.2, 7).1, held);
+        let f = fit_network(&fit_part, &FitOptions::default()).unwrap();
+        let v = validate(&f, &held).unwrap();
+        // The synthetic wobble is at most 4 %.
+        assert!(v.samples > 0 && v.sizes > 0 && v.median_rel_error < 0.05, "{v:?}");
+        assert!(v.sample_median_rel_error < 0.05 && v.sample_p90_rel_error < 0.1, "{v:?}");
+        assert!(validate(&f, &[]).is_none());
+    }
+
+    #[test]
+    fn jitsim_latencies_come_from_1_byte_messages() {
+        let f = fit_network(&vader_like(), &FitOptions::default()).unwrap();
+        let j = JitsimLatencies::new(&f, None);
+        assert!((j.shared_memory_s / (3e-7 + 1.0 / 3e9) - 1.0).abs() < 0.05, "{j:?}");
+        assert!((j.mpi_stack_s / (1e-7 + 1.5e-7) - 1.0).abs() < 0.1, "{j:?}");
+        assert!(j.summary().contains("one-hop network skipped (needs two nodes: give --hostfile)"), "{}", j.summary());
+        let j2 = JitsimLatencies::new(&f, Some(&f));
+        assert!(j2.one_hop_network_s.is_some_and(|h| h >= 0.0));
+    }
+
+    #[test]
+    fn hostfiles_list_hosts_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hosts");
+        std::fs::write(&p, "# nodes\nnode1 slots=2\n\nnode0 slots=2 # second\nnode1\n").unwrap();
+        assert_eq!(hostfile_hosts(&p).unwrap(), vec!["node1".to_string(), "node0".to_string()]);
+        std::fs::write(&p, "# none\n").unwrap();
+        assert!(hostfile_hosts(&p).unwrap_err().to_string().ends_with("hosts: no host listed"));
     }
 
     #[test]
