@@ -146,22 +146,8 @@ fn thread_recorder() -> Option<Recorder> {
         return None;
     }
     let file = File::options().append(true).open(&setup.path).ok()?;
-    let start = block_start();
-    Some(Recorder {
-        busy: AtomicBool::new(false),
-        rank: setup.rank,
-        writer: RankWriter::stream(file, stream),
-        epoch_wall: setup.epoch_wall,
-        overhead: Stamp { wall: OVERHEAD[0].load(Ordering::Relaxed), cpu: OVERHEAD[1].load(Ordering::Relaxed) },
-        calibration: None,
-        last_end: start,
-        in_call: false,
-        call_start: start,
-        cpu_read: false,
-        call_op: 0,
-        caller: 0,
-        requests: Vec::with_capacity(64),
-    })
+    let overhead = Stamp { wall: OVERHEAD[0].load(Ordering::Relaxed), cpu: OVERHEAD[1].load(Ordering::Relaxed) };
+    Some(Recorder::new(setup.rank, RankWriter::stream(file, stream), setup.epoch_wall, overhead, block_start()))
 }
 
 /// Prints one warning line on stderr, prefixed with the interposer's name.
@@ -298,21 +284,7 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
     };
     writer.push(&init).map_err(|e| format!("{}: {e}", path.display()))?;
     THREADS.get_or_init(|| ThreadSetup { path: path.clone(), rank, epoch_wall: start.wall });
-    Ok(Recorder {
-        busy: AtomicBool::new(false),
-        rank,
-        writer,
-        epoch_wall: start.wall,
-        overhead: Stamp::default(),
-        calibration: None,
-        last_end: start,
-        in_call: false,
-        call_start: start,
-        cpu_read: false,
-        call_op: 0,
-        caller: 0,
-        requests: Vec::with_capacity(1024),
-    })
+    Ok(Recorder::new(rank, writer, start.wall, Stamp::default(), start))
 }
 
 fn write_meta(dir: &Path, meta: &TraceMeta) -> Result<(), String> {
@@ -444,6 +416,26 @@ fn flush_on_signal(target: *mut ()) {
 }
 
 impl Recorder {
+    /// A recorder whose first compute block starts at `start`; times are
+    /// taken relative to `epoch_wall` (ns, `CLOCK_MONOTONIC`).
+    fn new(rank: u32, writer: RankWriter<File>, epoch_wall: u64, overhead: Stamp, start: Stamp) -> Self {
+        Recorder {
+            busy: AtomicBool::new(false),
+            rank,
+            writer,
+            epoch_wall,
+            overhead,
+            calibration: None,
+            last_end: start,
+            in_call: false,
+            call_start: start,
+            cpu_read: false,
+            call_op: 0,
+            caller: 0,
+            requests: Vec::with_capacity(64),
+        }
+    }
+
     /// Disarms the signal flush if it targets this recorder, waiting out a
     /// handler that may be flushing it.
     fn disarm(&mut self) {

@@ -294,34 +294,28 @@ fn mpich_traces_the_same_calls() {
         .status()
         .expect("make");
     assert!(st.success(), "make -C c-tests MPICC=mpicc.mpich failed");
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new("mpirun.mpich")
-        .args(["-np", "4", "-env", "INTERPOSER_OUT"])
-        .arg(dir.path())
-        .args(["-env", "LD_PRELOAD"])
-        .arg(&lib)
-        .arg(ctests.join("build-mpich/mpi_calls"))
-        .arg("3")
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("mpirun.mpich");
-    assert!(out.status.success(), "mpi_calls under MPICH failed: {}", String::from_utf8_lossy(&out.stderr));
+    // Hydra's -env passes the variables to the ranks only, not to mpiexec.
+    let run = |np: &str, prog: &str, arg: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new("mpirun.mpich")
+            .args(["-np", np, "-env", "INTERPOSER_OUT"])
+            .arg(dir.path())
+            .args(["-env", "LD_PRELOAD"])
+            .arg(&lib)
+            .arg(ctests.join("build-mpich").join(prog))
+            .arg(arg)
+            .env_remove("LD_PRELOAD")
+            .output()
+            .expect("mpirun.mpich");
+        assert!(out.status.success(), "{prog} under MPICH failed: {}", String::from_utf8_lossy(&out.stderr));
+        (dir, out)
+    };
+    let (dir, out) = run("4", "mpi_calls", "3");
     let (meta, _) = open_dir(dir.path()).unwrap();
     assert!(meta.mpi_library.contains("MPICH"), "{}", meta.mpi_library);
     check_mpi_calls(dir.path(), &out);
     // Fortran: MPICH's binding calls the C MPI_X, which the wrappers record.
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new("mpirun.mpich")
-        .args(["-np", "3", "-env", "INTERPOSER_OUT"])
-        .arg(dir.path())
-        .args(["-env", "LD_PRELOAD"])
-        .arg(&lib)
-        .arg(ctests.join("build-mpich/fortran_calls"))
-        .arg("7")
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("mpirun.mpich");
-    assert!(out.status.success(), "fortran_calls under MPICH failed: {}", String::from_utf8_lossy(&out.stderr));
+    let (dir, out) = run("3", "fortran_calls", "7");
     assert_in_place_worked(&out);
     check_counts(dir.path(), &out);
 }
