@@ -97,5 +97,28 @@ pub fn rank_cursors(tracks: &[Track], mode: Mode, ranks: usize, seed: u64) -> Ve
         .collect()
 }
 
+/// A compute-block stretcher for [`crate::replay::replay_jitter`]: rank
+/// `r` reads track `r mod tracks.len()` from its own offset ([`rank_cursors`]
+/// in `mode`), and a block of `d` seconds starting at simulated time `t`
+/// takes the cycles jitSim's work-conserving rule gives for `d × tsc_hz`
+/// work cycles starting at cycle `t × tsc_hz`. Ranks beyond `ranks` are
+/// not stretched.
+///
+/// # Panics
+/// If `tracks` is empty, or in cosched mode a track has no window starts.
+pub fn compute_stretch(tracks: &[Track], tsc_hz: f64, mode: Mode, ranks: usize, seed: u64) -> crate::replay::Stretch<'_> {
+    let mut cursors = rank_cursors(tracks, mode, ranks, seed);
+    Box::new(move |r, start_s, duration_s| match cursors.get_mut(r) {
+        Some(c) => {
+            let work = (duration_s * tsc_hz).round() as u64;
+            if work == 0 {
+                return duration_s;
+            }
+            c.stretch((start_s * tsc_hz).round() as u64, work) as f64 / tsc_hz
+        }
+        None => duration_s,
+    })
+}
+
 #[cfg(test)]
 mod tests;

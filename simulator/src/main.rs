@@ -66,6 +66,18 @@ struct ReplayArgs {
     /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the simulated run.
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
+    /// Expose every rank's compute blocks to OS jitter from a tracecollector
+    /// trace (one per-CPU file, or a whole output directory whose traces go
+    /// to ranks round-robin), each rank from its own offset (jitSim §3.4).
+    #[arg(long, value_name = "FILE|DIR")]
+    jitter: Option<PathBuf>,
+    /// Offsets of the ranks in the jitter trace: unsync (each its own),
+    /// sync (one shared), cosched (window starts marked in the trace).
+    #[arg(long, value_name = "MODE", default_value = "unsync")]
+    jitter_mode: String,
+    /// Seed of the jitter offsets (the same seed gives the same answer).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jitter_seed: u64,
     /// Print one JSON object (the report) on stdout instead of a table.
     #[arg(long)]
     json: bool,
@@ -107,7 +119,19 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         Some(p) => Some(replay::Timeline::create(p).context("cannot create the timeline")?),
         None => None,
     };
-    let mut report = replay::replay_timeline(&platform, &extras, streams, timeline)
+    let tracks = match &args.jitter {
+        Some(path) => {
+            let mode = simulator::jitter::cli::parse_mode(&args.jitter_mode).context("--jitter-mode")?;
+            let (tracks, hz) = simulator::jitter::load_tracks(path, None).context("cannot load the jitter trace")?;
+            if mode == simulator::jitter::Mode::Cosched && tracks.iter().any(|t| t.windows().is_empty()) {
+                anyhow::bail!("--jitter-mode cosched: {} has no co-scheduling window marks (tracecollector --cosched-window)", path.display());
+            }
+            Some((tracks, hz, mode))
+        }
+        None => None,
+    };
+    let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
+    let mut report = replay::replay_jitter(&platform, &extras, streams, timeline, stretch)
         .with_context(|| format!("replay of {} on {} failed", args.trace.display(), args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     let mut out = std::io::stdout().lock();

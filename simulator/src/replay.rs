@@ -120,6 +120,11 @@ where
     replay_timeline(platform, extras, streams, None)
 }
 
+/// OS-jitter injection into a replay: `(rank, start_s, duration_s)` →
+/// the compute block's duration once stretched by the jitter it meets
+/// (see [`crate::jitter::compute_stretch`]).
+pub type Stretch<'a> = Box<dyn FnMut(usize, f64, f64) -> f64 + 'a>;
+
 /// [`replay_with`], also writing every rank's compute blocks and blocking
 /// MPI calls to `timeline` ([`Timeline`]), which is finished at the end.
 ///
@@ -130,6 +135,25 @@ pub fn replay_timeline<'a, E>(
     extras: &Extras,
     streams: Vec<ActionStream<'a, E>>,
     timeline: Option<Timeline>,
+) -> Result<ReplayReport, ReplayError>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    replay_jitter(platform, extras, streams, timeline, None)
+}
+
+/// [`replay_timeline`] with every rank's compute blocks exposed to OS
+/// jitter by `jitter` (DESIGN "Jitter" (b); jitSim §3.4's work-conserving
+/// rule from each rank's own trace offset).
+///
+/// # Errors
+/// As [`replay_timeline`].
+pub fn replay_jitter<'a, E>(
+    platform: &Platform,
+    extras: &Extras,
+    streams: Vec<ActionStream<'a, E>>,
+    timeline: Option<Timeline>,
+    jitter: Option<Stretch<'a>>,
 ) -> Result<ReplayReport, ReplayError>
 where
     E: std::error::Error + Send + Sync + 'static,
@@ -148,6 +172,7 @@ where
     }
     let mut engine = engine::Engine::new(platform, extras, streams);
     engine.timeline = timeline;
+    engine.jitter = jitter;
     let mut out = engine.run()?;
     if let Some(t) = out.timeline.take() {
         t.finish().map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Timeline(e.to_string()) })?;

@@ -302,3 +302,48 @@ fn timeline_has_compute_and_mpi_spans_per_rank() {
     // The receive waits from t = 0 to the makespan.
     assert!((spans[2].2 - m * 1e6).abs() < 1e-3, "{spans:?} vs {m}");
 }
+
+/// A 1 GHz jitter trace: a 2 µs event after every 98 µs of compute (2 %).
+fn jitter_trace(dir: &Path) -> PathBuf {
+    use simulator::jitter_trace::{JitterHeader, JitterRecord, JitterTrace};
+    let header = JitterHeader {
+        host: "node0".into(),
+        cpu: 0,
+        tsc_hz: 1e9,
+        tsc_hz_kernel: None,
+        tsc_hz_kernel_source: None,
+        t_min_cycles: 20,
+        threshold_cycles: 180,
+        timer_read: "rdtsc".into(),
+        start_unix_ns: 0,
+        requested_duration_s: 0.01,
+        kernel: "test".into(),
+        cosched_window_cycles: None,
+        cosched_origin_cycles: None,
+    };
+    let records: Vec<JitterRecord> = (0..100).map(|_| JitterRecord { jitter_cycles: 2_000, cycles_to_next: 98_000 }).collect();
+    let duration_cycles = records.iter().map(|r| r.jitter_cycles + r.cycles_to_next).sum();
+    let t = JitterTrace { header, lead_cycles: 0, records, duration_cycles, dropped_events: 0 };
+    let path = dir.join("node0.cpu0.jitter");
+    t.write(&path).unwrap();
+    path
+}
+
+#[test]
+fn jitter_stretches_compute_blocks_by_the_trace_noise() {
+    let c = case();
+    let jt = jitter_trace(c._tmp.path());
+    let plain = makespan(&simulator(&["replay", "--platform", s(&c.platform), s(&c.trace), "--json"]));
+    for mode in ["sync", "unsync"] {
+        let args = ["replay", "--platform", s(&c.platform), s(&c.trace), "--json", "--jitter", s(&jt), "--jitter-mode", mode];
+        let jittered = makespan(&simulator(&args));
+        // 4 ms of compute on the critical path (four 1 ms blocks), 2 µs
+        // lost per 98 µs worked: each block meets 10 or 11 events, so
+        // 80-88 µs more, whatever the offsets.
+        let added = jittered - plain;
+        assert!(added > 79e-6 && added < 89e-6, "{mode}: {jittered} vs {plain}");
+        assert_eq!(jittered, makespan(&simulator(&args)), "{mode}: not deterministic");
+    }
+    let out = simulator(&["replay", "--platform", s(&c.platform), s(&c.trace), "--jitter", s(&jt), "--jitter-mode", "cosched"]);
+    fails_with(&out, &["cosched", "window"]);
+}

@@ -127,7 +127,11 @@ pub fn parse_tasks(s: &str) -> anyhow::Result<Vec<u64>> {
     Ok(out)
 }
 
-fn parse_mode(s: &str) -> anyhow::Result<Mode> {
+/// Parses a jitter mode name: `unsync`, `sync` or `cosched`.
+///
+/// # Errors
+/// A one-line message for any other name.
+pub fn parse_mode(s: &str) -> anyhow::Result<Mode> {
     Ok(match s {
         "unsync" => Mode::Unsync,
         "sync" => Mode::Sync,

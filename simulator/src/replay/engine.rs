@@ -165,6 +165,9 @@ pub(crate) struct Engine<'a, 'p, E> {
     net_next: f64,
     /// Where spans go, if a timeline is asked for.
     pub(crate) timeline: Option<Timeline>,
+    /// OS-jitter injection: `(rank, start_s, duration_s)` → the compute
+    /// block's stretched duration (jitSim's work-conserving rule).
+    pub(crate) jitter: Option<super::Stretch<'a>>,
     ranks: Vec<Rank<'a, E>>,
     queue: EventQueue,
     actions: u64,
@@ -197,6 +200,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         Engine {
             platform,
             extras,
+            jitter: None,
             net,
             net_next: f64::INFINITY,
             timeline: None,
@@ -301,8 +305,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if !(seconds.is_finite() && seconds >= 0.0) {
                     return Err(self.err(r, action, "compute time must be finite and >= 0", false));
                 }
+                let (clock, speed) = (self.ranks[r].clock, self.ranks[r].speed);
+                let dt = match self.jitter.as_mut() {
+                    Some(stretch) => stretch(r, clock, seconds / speed),
+                    None => seconds / speed,
+                };
                 let rk = &mut self.ranks[r];
-                let dt = seconds / rk.speed;
                 rk.clock += dt;
                 rk.stats.compute_s += dt;
                 if let Some(t) = self.timeline.as_mut() {
