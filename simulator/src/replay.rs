@@ -142,9 +142,10 @@ where
     replay_jitter(platform, extras, streams, timeline, None)
 }
 
-/// [`replay_timeline`] with every rank's compute blocks exposed to OS
-/// jitter by `jitter` (DESIGN "Jitter" (b); jitSim §3.4's work-conserving
-/// rule from each rank's own trace offset).
+/// [`replay_timeline`] with every rank's compute blocks and eager-send
+/// overheads exposed to OS jitter by `jitter` (DESIGN "Jitter" (b); jitSim
+/// §3.4's work-conserving rule from each rank's own trace offset). Receive
+/// overheads are not stretched yet.
 ///
 /// # Errors
 /// As [`replay_timeline`].

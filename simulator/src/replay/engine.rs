@@ -452,6 +452,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         if eager {
             let o = model.send_overhead.eval(bytes);
+            // The sender's CPU time of an eager send meets OS jitter too.
+            let o = match self.jitter.as_mut() {
+                Some(stretch) => stretch(r, self.ranks[r].clock, o),
+                None => o,
+            };
             let rk = &mut self.ranks[r];
             rk.clock += o;
             rk.stats.comm_s += o;
