@@ -294,11 +294,11 @@ pub fn write_csv(path: &Path, samples: &[Sample]) -> Result<(), Error> {
 }
 
 /// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014): small, seeded, portable.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
     /// Uniform in [0, 1).
-    fn next_f64(&mut self) -> f64 {
+    pub(crate) fn next_f64(&mut self) -> f64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

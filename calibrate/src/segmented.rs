@@ -295,17 +295,7 @@ fn fit_piece(pts: &[(u64, f64)]) -> LinearPiece {
 mod tests {
     use super::*;
 
-    /// SplitMix64 (Steele et al., OOPSLA 2014): a deterministic test RNG.
-    struct Rng(u64);
-    impl Rng {
-        fn next_f64(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-        }
-    }
+    use crate::bench::SplitMix64 as Rng;
 
     /// `count` log-spaced sizes from 1 to 4 MiB.
     fn sizes(count: usize) -> Vec<u64> {

@@ -4,25 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use simulator::jitter_trace::{trace_file_name, JitterHeader, JitterRecord, JitterTrace};
+use simulator::jitter_trace::{trace_file_name, JitterRecord, JitterTrace};
 
-fn header(cpu: u32, window: Option<u64>) -> JitterHeader {
-    JitterHeader {
-        host: "node0".into(),
-        cpu,
-        tsc_hz: 1e9,
-        tsc_hz_kernel: None,
-        tsc_hz_kernel_source: None,
-        t_min_cycles: 20,
-        threshold_cycles: 180,
-        timer_read: "rdtsc".into(),
-        start_unix_ns: 0,
-        requested_duration_s: 0.01,
-        kernel: "test".into(),
-        cosched_window_cycles: window,
-        cosched_origin_cycles: window.map(|_| 0),
-    }
-}
+mod common;
+
 
 /// A 10 ms trace at 1 GHz: a 2 µs event every 100 µs (2 % noise), plus a 50 µs one.
 fn write_trace(dir: &Path, cpu: u32, window: Option<u64>) -> PathBuf {
@@ -31,7 +16,7 @@ fn write_trace(dir: &Path, cpu: u32, window: Option<u64>) -> PathBuf {
     records[40].cycles_to_next = 50_000;
     let lead = 1_000;
     let duration_cycles = lead + records.iter().map(|r| r.jitter_cycles + r.cycles_to_next).sum::<u64>();
-    let t = JitterTrace { header: header(cpu, window), lead_cycles: lead, records, duration_cycles, dropped_events: 0 };
+    let t = JitterTrace { header: common::jitter_header(cpu, window), lead_cycles: lead, records, duration_cycles, dropped_events: 0 };
     let path = dir.join(trace_file_name("node0", cpu));
     t.write(&path).unwrap();
     path

@@ -303,24 +303,12 @@ fn timeline_has_compute_and_mpi_spans_per_rank() {
     assert!((spans[2].2 - m * 1e6).abs() < 1e-3, "{spans:?} vs {m}");
 }
 
+mod common;
+
 /// A 1 GHz jitter trace: a 2 µs event after every 98 µs of compute (2 %).
 fn jitter_trace(dir: &Path) -> PathBuf {
-    use simulator::jitter_trace::{JitterHeader, JitterRecord, JitterTrace};
-    let header = JitterHeader {
-        host: "node0".into(),
-        cpu: 0,
-        tsc_hz: 1e9,
-        tsc_hz_kernel: None,
-        tsc_hz_kernel_source: None,
-        t_min_cycles: 20,
-        threshold_cycles: 180,
-        timer_read: "rdtsc".into(),
-        start_unix_ns: 0,
-        requested_duration_s: 0.01,
-        kernel: "test".into(),
-        cosched_window_cycles: None,
-        cosched_origin_cycles: None,
-    };
+    use simulator::jitter_trace::{JitterRecord, JitterTrace};
+    let header = common::jitter_header(0, None);
     let records: Vec<JitterRecord> = (0..100).map(|_| JitterRecord { jitter_cycles: 2_000, cycles_to_next: 98_000 }).collect();
     let duration_cycles = records.iter().map(|r| r.jitter_cycles + r.cycles_to_next).sum();
     let t = JitterTrace { header, lead_cycles: 0, records, duration_cycles, dropped_events: 0 };
