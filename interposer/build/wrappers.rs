@@ -122,11 +122,12 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 fparams.push(format!("MPI_Fint *{n}"));
                 args.push(format!("(int)*{n}"));
             }
-            ("MPI_Comm", false) | ("MPI_Datatype", false) | ("MPI_Op", false) | ("MPI_Group", false) => {
+            ("MPI_Comm", false) | ("MPI_Datatype", false) | ("MPI_Op", false) | ("MPI_Group", false) | ("MPI_File", false) => {
                 let f = match ty {
                     "MPI_Comm" => "MPI_Comm_f2c",
                     "MPI_Datatype" => "MPI_Type_f2c",
                     "MPI_Op" => "MPI_Op_f2c",
+                    "MPI_File" => "MPI_File_f2c",
                     _ => "MPI_Group_f2c",
                 };
                 fparams.push(format!("MPI_Fint *{n}"));
@@ -140,9 +141,13 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 fparams.push(format!("MPI_Fint *{n}"));
                 args.push(format!("(int *){n}"));
             }
-            ("MPI_Request *", false) | ("MPI_Comm *", false) => {
+            ("MPI_Offset", false) => {
+                fparams.push(format!("MPI_Offset *{n}"));
+                args.push(format!("*{n}"));
+            }
+            ("MPI_Request *", false) | ("MPI_Comm *", false) | ("MPI_Message *", false) | ("MPI_File *", false) => {
                 let base = ty.trim_end_matches(" *");
-                let (f2c, c2f) = if base == "MPI_Request" { ("MPI_Request_f2c", "MPI_Request_c2f") } else { ("MPI_Comm_f2c", "MPI_Comm_c2f") };
+                let (f2c, c2f) = (format!("{base}_f2c"), format!("{base}_c2f"));
                 fparams.push(format!("MPI_Fint *{n}"));
                 pre.push(format!("{base} {n}_c = {f2c}(*{n});"));
                 args.push(format!("&{n}_c"));

@@ -126,6 +126,19 @@ static inline void handles(int count, const MPI_Request reqs[], uint64_t **ids, 
     *nids = (uint64_t)count;
 }
 
+/* World ranks of the `n` members of group `g`, into out[0..n). */
+static inline void group_members(MPI_Group g, int n, uint64_t *out) {
+    int *in = malloc(2 * (size_t)n * sizeof(int));
+    MPI_Group wg;
+    if (in == NULL) return;
+    for (int i = 0; i < n; i++) in[i] = i;
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    PMPI_Group_translate_ranks(g, n, in, wg, in + n);
+    PMPI_Group_free(&wg);
+    for (int i = 0; i < n; i++) out[i] = (uint64_t)(uint32_t)in[n + i];
+    free(in);
+}
+
 /* A new communicator: parent id in p->comm, new id in p->peer2 (-1 for
  * MPI_COMM_NULL), members as world ranks in the scratch list. */
 static inline void comm_created(struct ipr_params *p, MPI_Comm parent, int rc, MPI_Comm created,
@@ -135,23 +148,94 @@ static inline void comm_created(struct ipr_params *p, MPI_Comm parent, int rc, M
     if (rc != MPI_SUCCESS || created == MPI_COMM_NULL) return;
     p->peer2 = (int32_t)comm_id(created);
     int n = 0;
-    MPI_Group g, wg;
+    MPI_Group g;
     if (PMPI_Comm_size(created, &n) != MPI_SUCCESS || n <= 0) return;
-    int *in = malloc(2 * (size_t)n * sizeof(int));
     *ids = ipr_scratch((uint64_t)n);
-    if (in == NULL || *ids == NULL) {
-        free(in);
-        return;
-    }
-    for (int i = 0; i < n; i++) in[i] = i;
+    if (*ids == NULL) return;
     PMPI_Comm_group(created, &g);
-    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    PMPI_Group_translate_ranks(g, n, in, wg, in + n);
+    group_members(g, n, *ids);
     PMPI_Group_free(&g);
-    PMPI_Group_free(&wg);
-    for (int i = 0; i < n; i++) (*ids)[i] = (uint64_t)(uint32_t)in[n + i];
     *nids = (uint64_t)n;
-    free(in);
+}
+
+/* A new intercommunicator: as comm_created, with the local group's
+ * members then the remote group's in the scratch list, p->root local ones. */
+static inline void intercomm_created(struct ipr_params *p, MPI_Comm local, int rc, MPI_Comm created,
+                                     uint64_t **ids, uint64_t *nids) {
+    p->comm = comm_id(local);
+    p->peer2 = -1;
+    if (rc != MPI_SUCCESS || created == MPI_COMM_NULL) return;
+    p->peer2 = (int32_t)comm_id(created);
+    int nl = 0, nr = 0;
+    MPI_Group g;
+    if (PMPI_Comm_size(created, &nl) != MPI_SUCCESS || PMPI_Comm_remote_size(created, &nr) != MPI_SUCCESS) return;
+    if (nl <= 0 || nr < 0) return;
+    *ids = ipr_scratch((uint64_t)(nl + nr));
+    if (*ids == NULL) return;
+    PMPI_Comm_group(created, &g);
+    group_members(g, nl, *ids);
+    PMPI_Group_free(&g);
+    PMPI_Comm_remote_group(created, &g);
+    group_members(g, nr, *ids + nl);
+    PMPI_Group_free(&g);
+    p->root = nl;
+    *nids = (uint64_t)(nl + nr);
+}
+
+/* Bytes a completed receive moved, from its status (count × size when
+ * the status says nothing). */
+static inline uint64_t status_bytes(int rc, MPI_Status *st, int count, MPI_Datatype dt) {
+    int got = count;
+    if (rc == MPI_SUCCESS && (PMPI_Get_count(st, dt, &got) != MPI_SUCCESS || got == MPI_UNDEFINED)) got = count;
+    return bytes_of(got, dt);
+}
+
+/* Waitsome/Testsome: room for the handles and as many indices. */
+static inline void handles_some(int count, const MPI_Request reqs[], uint64_t **ids, uint64_t *nids) {
+    if (count <= 0) return;
+    *ids = ipr_scratch(2 * (uint64_t)count);
+    if (*ids == NULL) return;
+    for (int i = 0; i < count; i++) (*ids)[i] = handle_u64(&reqs[i], sizeof reqs[i]);
+    *nids = (uint64_t)count;
+}
+
+/* Waitsome/Testsome: appends the completed indices; p->root = how many. */
+static inline void some_done(struct ipr_params *p, int rc, int count, const int *outcount, const int indices[],
+                             uint64_t *ids, uint64_t *nids) {
+    p->root = 0;
+    if (ids == NULL || count <= 0 || rc != MPI_SUCCESS || *outcount == MPI_UNDEFINED || *outcount <= 0) return;
+    int m = *outcount < count ? *outcount : count;
+    for (int i = 0; i < m; i++) ids[count + i] = (uint64_t)(uint32_t)indices[i];
+    p->root = m;
+    *nids = (uint64_t)(count + m);
+}
+
+/* MPI-IO: a file's id, from the communicators' table with the top bit set
+ * on the handle, so that it never equals a communicator's id. */
+static inline int32_t file_id(MPI_File fh) {
+    if (fh == MPI_FILE_NULL) return -1;
+    return (int32_t)ipr_comm_id(handle_u64(&fh, sizeof fh) ^ (1ull << 63));
+}
+
+/* Absolute byte offset of `offset` (etype units, relative to the view). */
+static inline uint64_t io_offset(MPI_File fh, MPI_Offset offset) {
+    MPI_Offset b = 0;
+    if (PMPI_File_get_byte_offset(fh, offset, &b) != MPI_SUCCESS || b < 0) return 0;
+    return (uint64_t)b;
+}
+
+/* Absolute byte offset of the individual file pointer. */
+static inline uint64_t io_pointer(MPI_File fh) {
+    MPI_Offset o = 0;
+    if (PMPI_File_get_position(fh, &o) != MPI_SUCCESS) return 0;
+    return io_offset(fh, o);
+}
+
+/* An MPI-IO record: file id in p->peer2, byte offset in p->bytes2, bytes. */
+static inline void io(struct ipr_params *p, MPI_File fh, uint64_t offset, uint64_t bytes) {
+    p->peer2 = file_id(fh);
+    p->bytes2 = offset;
+    p->bytes = bytes;
 }
 
 #endif

@@ -22,15 +22,19 @@ pub struct Params {
     pub bytes: u64,
     /// Communicator id (0 = world).
     pub comm: u32,
-    /// Root as world rank, -1 for none.
+    /// Root as world rank, -1 for none; Test*/Wait*: the outcome;
+    /// Waitsome/Testsome: how many indices follow the handles in the list;
+    /// Intercomm_create: how many list members are local.
     pub root: i32,
     /// Request handle.
     pub request: u64,
-    /// Sendrecv: source world rank.
+    /// Sendrecv: source world rank; new communicators: their id (-1 none);
+    /// MPI-IO: the file id (-1 none).
     pub peer2: i32,
     /// Sendrecv: receive tag.
     pub tag2: i32,
-    /// Sendrecv: receive bytes.
+    /// Sendrecv: receive bytes; Mrecv/Imrecv: the message handle; MPI-IO:
+    /// the absolute byte offset.
     pub bytes2: u64,
 }
 
@@ -52,8 +56,41 @@ fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
         }
         Wait => RecParams::Wait { request: p.request, source: if p.peer < 0 { ANY_SOURCE } else { p.peer } },
         Test => RecParams::Test { request: p.request, completed: p.root == 1 },
-        Waitall => RecParams::Waitall { requests: std::mem::take(list) },
+        Waitall | Startall => RecParams::Waitall { requests: std::mem::take(list) },
         Testall | Waitany | Testany => RecParams::RequestSet { requests: std::mem::take(list), result: p.root },
+        SendInit | SsendInit | BsendInit | RsendInit | RecvInit | Mprobe | Improbe => {
+            RecParams::P2p { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, request: p.request }
+        }
+        Start | Cancel | RequestFree => RecParams::Request { request: p.request },
+        Waitsome | Testsome => {
+            let done = (p.root.max(0) as usize).min(list.len() / 2);
+            let completed = list[list.len() - done..].iter().map(|&i| i as u32).collect();
+            list.truncate(list.len() - done);
+            RecParams::RequestSome { requests: std::mem::take(list), completed }
+        }
+        Mrecv | Imrecv => RecParams::Mrecv { message: p.bytes2, bytes: p.bytes, request: p.request },
+        IntercommCreate => {
+            let local = (p.root.max(0) as usize).min(list.len());
+            RecParams::Intercomm {
+                parent: p.comm,
+                comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
+                local: list_u32(&list[..local]),
+                remote: list_u32(&list[local..]),
+            }
+        }
+        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | Igatherv | Iscatter | Iscatterv | Iallgather
+        | Iallgatherv | Ialltoall | Ialltoallv | IreduceScatter | IreduceScatterBlock | Iscan | Iexscan => {
+            RecParams::Icoll { root: p.root, bytes: p.bytes, comm: p.comm, request: p.request }
+        }
+        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll
+        | FileWrite | FileWriteAll | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt
+        | FileIwriteAt => RecParams::Io {
+            file: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
+            offset: p.bytes2,
+            bytes: p.bytes,
+            comm: p.comm,
+            request: p.request,
+        },
         Probe | Iprobe => RecParams::Probe { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, found: p.root == 1 },
         Sendrecv | SendrecvReplace => RecParams::Sendrecv {
             dst: p.peer,
@@ -64,7 +101,7 @@ fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
             recv_bytes: p.bytes2,
             comm: p.comm,
         },
-        CommDup | CommSplit | CommCreate => RecParams::CommCreate {
+        CommDup | CommSplit | CommCreate | CartCreate | CartSub | IntercommMerge | CommCreateGroup => RecParams::CommCreate {
             parent: p.comm,
             comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
             members: list_u32(list),

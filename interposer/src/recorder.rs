@@ -396,7 +396,9 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
             params: params(&mut rec.requests),
         };
         rec.push(&record);
-        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } = record.params {
+        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
+            record.params
+        {
             rec.requests = requests; // keep the buffer's capacity for the next list
         }
         rec.last_end = block_start();

@@ -199,6 +199,29 @@ pub enum Action {
         /// Floating-point operations.
         flops: f64,
     },
+    /// A nonblocking collective (`MPI_Ibarrier`, `MPI_Iallreduce`, …):
+    /// `coll` is the blocking collective it stands for, run on the same
+    /// schedule, and `req` the request a later wait completes. The
+    /// schedule progresses on its own while the rank goes on (see
+    /// `replay`'s "Nonblocking collectives").
+    Icoll {
+        /// Request id.
+        req: u64,
+        /// The collective (one of the blocking collective actions).
+        coll: Box<Action>,
+    },
+    /// `MPI_Cancel`: a receive not matched yet is withdrawn and its
+    /// request completes at once; anything else is left to complete.
+    Cancel {
+        /// Request id.
+        req: u64,
+    },
+    /// `MPI_Request_free`: the handle is forgotten; an active operation
+    /// still completes, with no one waiting for it.
+    RequestFree {
+        /// Request id.
+        req: u64,
+    },
     /// `MPI_Init`: the start of the replayed span.
     Init,
     /// `MPI_Finalize`: the end of the rank's replayed span.

@@ -47,10 +47,13 @@ const NULL_DST: u32 = PROC_NULL as u32;
 
 mod coll;
 mod deadlock;
+mod nbc;
 mod net;
 
 /// The event "the network may have something to finish" (not a rank).
 const NET_EVENT: u32 = u32::MAX;
+/// Bit of the event "rank r's nonblocking collectives may progress" (`NBC_EVENT | r`).
+const NBC_EVENT: u32 = 1 << 31;
 
 /// What a rank is doing, for deadlock reports.
 #[derive(Debug, Clone, Copy)]
@@ -135,6 +138,8 @@ struct Rank<'a, E> {
     coll: Coll,
     /// Mailboxes where this rank receives, one per context used.
     mail: Vec<Mailbox>,
+    /// Nonblocking collectives in progress.
+    nbc: Vec<nbc::Nbc>,
 }
 
 /// What a finished replay hands back.
@@ -193,6 +198,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     block: Block::default(),
                     coll: Coll::default(),
                     mail: Vec::new(),
+                    nbc: Vec::new(),
                 }
             })
             .collect();
@@ -218,6 +224,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         while let Some(ev) = self.queue.pop() {
             if ev.rank == NET_EVENT {
                 self.net_event(ev.time)?;
+                continue;
+            }
+            if ev.rank & NBC_EVENT != 0 {
+                self.nbc_event((ev.rank & !NBC_EVENT) as usize, ev.time)?;
                 continue;
             }
             let r = ev.rank as usize;
@@ -400,6 +410,17 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             | Action::Scan { .. } => {
                 return self.start_coll(r, action);
             }
+            Action::Icoll { req, ref coll } => self.start_icoll(r, req, coll)?,
+            Action::Cancel { req } => self.cancel(r, req)?,
+            Action::RequestFree { req } => {
+                let rk = &mut self.ranks[r];
+                if let Some(slot) = rk.reqs.take_user(req) {
+                    match rk.reqs.slots[slot as usize].state {
+                        SlotState::Pending => rk.reqs.slots[slot as usize].orphan = true,
+                        _ => rk.reqs.release(slot),
+                    }
+                }
+            }
             Action::Flops { flops } => {
                 let Some(speed) = self.extras.host_speed_flops(self.ranks[r].host) else {
                     let host = &self.platform.hosts[self.ranks[r].host].name;
@@ -537,6 +558,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Slot `slot` of rank `r` completes at `at` with model duration `d`;
     /// wakes `r` if that was the last thing its wait needed.
     fn complete(&mut self, r: usize, slot: u32, at: f64, d: f64) -> Result<(), ReplayError> {
+        if self.ranks[r].reqs.slots[slot as usize].nbc {
+            return self.nbc_step_done(r, slot, at);
+        }
         let rk = &mut self.ranks[r];
         let s = &mut rk.reqs.slots[slot as usize];
         if s.waited {

@@ -54,6 +54,8 @@ pub(crate) struct Slot {
     pub(crate) waited: bool,
     /// No one can wait on this slot any more (handle reused or null).
     pub(crate) orphan: bool,
+    /// A step of a nonblocking collective's schedule (`engine::nbc`).
+    pub(crate) nbc: bool,
 }
 
 /// A rank's requests: a slab of slots plus the user handle → slot map.
@@ -66,7 +68,7 @@ pub(crate) struct Requests {
 
 impl Requests {
     pub(crate) fn alloc(&mut self) -> u32 {
-        let fresh = Slot { state: SlotState::Pending, waited: false, orphan: false };
+        let fresh = Slot { state: SlotState::Pending, waited: false, orphan: false, nbc: false };
         match self.free.pop() {
             Some(s) => {
                 self.slots[s as usize] = fresh;
@@ -98,6 +100,11 @@ impl Requests {
     /// consumes it); `None` for null or unknown handles.
     pub(crate) fn take_user(&mut self, id: u64) -> Option<u32> {
         self.user.remove(&id)
+    }
+
+    /// The slot of user handle `id`, keeping the handle.
+    pub(crate) fn user_slot(&self, id: u64) -> Option<u32> {
+        self.user.get(&id).copied()
     }
 
     pub(crate) fn release(&mut self, s: u32) {

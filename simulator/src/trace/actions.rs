@@ -1,6 +1,8 @@
 //! From interposer call records to replay [`Action`]s: compute blocks with
 //! their call-site region ids, then each call's action.
 
+use std::collections::{HashMap, VecDeque};
+
 use super::record::{ANY_SOURCE, PROC_NULL};
 use super::symbols::RegionNames;
 use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
@@ -38,7 +40,9 @@ pub fn region_key_id(key: &str) -> u64 {
 pub struct TraceActions {
     trace: RankTrace,
     records: crate::trace::Records,
-    pending: Option<Action>,
+    pending: VecDeque<Action>,
+    /// Persistent requests and matched messages seen so far.
+    requests: RequestBook,
     /// Return address of the previous call; 0 before the first.
     prev_caller: u64,
     /// Region keys and ids, cached per (previous, current) return address,
@@ -54,10 +58,15 @@ impl TraceActions {
     /// [`TraceError`] naming the file when it cannot be reopened.
     pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
         let records = trace.records()?;
-        Ok(TraceActions { trace, records, pending: None, prev_caller: 0, regions: RegionNames::new(), compute })
+        Ok(TraceActions {
+            trace,
+            records,
+            pending: VecDeque::new(),
+            requests: RequestBook::default(),
+            prev_caller: 0, regions: RegionNames::new(), compute })
     }
 
-    fn convert(&mut self, rec: CallRecord) -> (Action, Result<Option<Action>, Op>) {
+    fn convert(&mut self, rec: CallRecord) -> (Action, Result<(), Op>) {
         let (_, region) = self.regions.region(&self.trace, self.prev_caller, rec.caller);
         self.prev_caller = rec.caller;
         let ns = match self.compute {
@@ -65,14 +74,21 @@ impl TraceActions {
             ComputeTime::Wall => rec.compute_wall_ns,
         };
         let compute = Action::Compute { seconds: ns as f64 * 1e-9, region };
-        (compute, op_action(&rec))
+        let actions = match self.requests.actions(&rec, &mut self.pending) {
+            true => Ok(()),
+            false => op_action(&rec).map(|a| self.pending.extend(a)),
+        };
+        (compute, actions)
     }
 }
 
 /// The action of one record: `Ok(None)` for calls replay ignores (rank,
 /// size, probes, tests that found nothing, communicator management, sends
 /// to or receives from `MPI_PROC_NULL`); `Err(op)` for calls the replay
-/// cannot represent yet.
+/// cannot represent yet. Nonblocking collectives become [`Action::Icoll`]
+/// around their blocking action; MPI-IO calls a compute block of their
+/// measured duration in region [`IO_REGION`]. Persistent requests and
+/// matched probes need the stream's state: [`RequestBook`].
 ///
 /// Send modes map onto the standard ones (`Ssend`/`Bsend`/`Rsend` →
 /// `Send`, `Issend`/`Ibsend`/`Irsend` → `Isend`): the model's
@@ -85,6 +101,7 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Init | InitThread, _) => Action::Init,
         (Finalize, _) => Action::Finalize,
         (CommRank | CommSize | Probe | Iprobe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),
+        (CartCreate | CartSub | CommCreateGroup | IntercommCreate | IntercommMerge, _) => return Ok(None),
         (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
         (Send | Ssend | Bsend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
             Action::Send { dst: peer as u32, tag, bytes, comm }
@@ -118,6 +135,30 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
         (Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
         (Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
+        (op, &Params::Icoll { root, bytes, comm, request }) => {
+            let Some(blocking) = blocking_of(op) else { return Err(op) };
+            let rec = CallRecord { op: blocking, params: Params::Coll { root, bytes, comm }, ..rec.clone() };
+            match op_action(&rec) {
+                Ok(Some(coll)) => Action::Icoll { req: request, coll: Box::new(coll) },
+                Ok(None) => return Ok(None),
+                Err(_) => return Err(op),
+            }
+        }
+        (Cancel, &Params::Request { request }) => Action::Cancel { req: request },
+        (Waitsome | Testsome, Params::RequestSome { requests, completed }) => {
+            let reqs: Vec<u64> = completed.iter().filter_map(|&i| requests.get(i as usize).copied()).collect();
+            match reqs.is_empty() {
+                true => return Ok(None),
+                false => Action::Waitall { reqs },
+            }
+        }
+        // MPI-IO is recorded, not simulated: each call's measured duration
+        // replays as a compute block of region `MPI-IO` (a nonblocking
+        // call's request is unknown to replay and completes at once).
+        (_, Params::Io { .. }) => Action::Compute {
+            seconds: rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9,
+            region: region_key_id(IO_REGION),
+        },
         (op, _) => return Err(op),
     }))
 }
@@ -126,7 +167,7 @@ impl Iterator for TraceActions {
     type Item = Result<Action, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(a) = self.pending.take() {
+        if let Some(a) = self.pending.pop_front() {
             return Some(Ok(a));
         }
         let rec = match self.records.next()? {
@@ -135,13 +176,105 @@ impl Iterator for TraceActions {
         };
         let (compute, op) = self.convert(rec);
         match op {
-            Ok(op) => self.pending = op,
+            Ok(()) => {}
             Err(op) => {
                 let kind = TraceErrorKind::NotReplayable { call: op.mpi_name() };
                 return Some(Err(TraceError { path: self.trace.path.clone(), kind }));
             }
         }
         Some(Ok(compute))
+    }
+}
+
+/// Region key of the compute blocks MPI-IO calls replay as.
+pub const IO_REGION: &str = "MPI-IO";
+
+/// The blocking collective a nonblocking one stands for.
+pub fn blocking_of(op: Op) -> Option<Op> {
+    use Op::*;
+    Some(match op {
+        Ibarrier => Barrier,
+        Ibcast => Bcast,
+        Ireduce => Reduce,
+        Iallreduce => Allreduce,
+        Igather => Gather,
+        Igatherv => Gatherv,
+        Iscatter => Scatter,
+        Iscatterv => Scatterv,
+        Iallgather => Allgather,
+        Iallgatherv => Allgatherv,
+        Ialltoall => Alltoall,
+        Ialltoallv => Alltoallv,
+        IreduceScatter => ReduceScatter,
+        IreduceScatterBlock => ReduceScatterBlock,
+        Iscan => Scan,
+        Iexscan => Exscan,
+        _ => return None,
+    })
+}
+
+/// Per-rank request state the records alone do not carry: what each
+/// persistent request posts when started, and the message each matched
+/// probe found.
+#[derive(Debug, Default)]
+pub struct RequestBook {
+    /// Persistent request → the `Isend`/`Irecv` a start posts (`None`:
+    /// `MPI_PROC_NULL`, nothing to post).
+    persistent: HashMap<u64, Option<Action>>,
+    /// Message handle of an `Mprobe`/`Improbe` → (source, tag, comm).
+    messages: HashMap<u64, (i32, i32, u32)>,
+}
+
+impl RequestBook {
+    /// Appends the actions of `rec` to `out` when it is one of the calls
+    /// this book handles (persistent requests, `Request_free`, matched
+    /// probes and receives, nonblocking MPI-IO); false for the others,
+    /// which [`op_action`] converts.
+    ///
+    /// `MPI_Start` posts what the init call described, under the same
+    /// request, which a wait completes and a later start reuses;
+    /// `MPI_Mrecv` receives from the source and tag its probe matched.
+    pub fn actions(&mut self, rec: &CallRecord, out: &mut VecDeque<Action>) -> bool {
+        use Op::*;
+        match (rec.op, &rec.params) {
+            (SendInit | SsendInit | BsendInit | RsendInit, &Params::P2p { peer, tag, bytes, comm, request }) => {
+                let post = (peer != PROC_NULL).then_some(Action::Isend { dst: peer as u32, tag, bytes, comm, req: request });
+                self.persistent.insert(request, post);
+            }
+            (RecvInit, &Params::P2p { peer, tag, bytes, comm, request }) => {
+                let post = (peer != PROC_NULL).then_some(Action::Irecv { src: peer, tag, bytes, comm, req: request });
+                self.persistent.insert(request, post);
+            }
+            (Start, &Params::Request { request }) => out.extend(self.start(request)),
+            (Startall, Params::Waitall { requests }) => {
+                for &r in requests {
+                    out.extend(self.start(r));
+                }
+            }
+            (RequestFree, &Params::Request { request }) => {
+                self.persistent.remove(&request);
+                out.push_back(Action::RequestFree { req: request });
+            }
+            (Mprobe | Improbe, &Params::P2p { peer, tag, comm, request, .. }) => {
+                if request != 0 && peer >= 0 {
+                    self.messages.insert(request, (peer, tag, comm));
+                }
+            }
+            (Mrecv | Imrecv, &Params::Mrecv { message, bytes, request }) => {
+                if let Some((src, tag, comm)) = self.messages.remove(&message) {
+                    out.push_back(match rec.op {
+                        Mrecv => Action::Recv { src, tag, bytes, comm },
+                        _ => Action::Irecv { src, tag, bytes, comm, req: request },
+                    });
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn start(&self, request: u64) -> Option<Action> {
+        self.persistent.get(&request).cloned().flatten()
     }
 }
 

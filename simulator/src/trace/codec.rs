@@ -5,8 +5,8 @@
 //! ```text
 //! record := op:u8 flags:u8 site [compute_wall] [compute_cpu] gap duration params
 //! flags  := bit0 failed | bit1 cpu == wall | bit2 new call site
-//!         | bit3 request present (P2p) | bit4 completed/found (Test, Probe)
-//!         | bit5 communicator is MPI_COMM_WORLD (P2p, Coll: comm omitted)
+//!         | bit3 request present (P2p, Mrecv, Io) | bit4 completed/found (Test, Probe)
+//!         | bit5 communicator is MPI_COMM_WORLD (P2p, Coll, Icoll, Io: comm omitted)
 //! site   := new ? varint(return address) : varint(site index)
 //! gap    := zigzag(t_start − previous t_end − compute_wall)
 //! ```
@@ -37,6 +37,8 @@ pub fn list_len(rec: &CallRecord) -> usize {
     match &rec.params {
         Params::Waitall { requests } | Params::RequestSet { requests, .. } => requests.len(),
         Params::CommCreate { members, .. } => members.len(),
+        Params::RequestSome { requests, completed } => requests.len() + completed.len(),
+        Params::Intercomm { local, remote, .. } => local.len() + remote.len(),
         _ => 0,
     }
 }
@@ -231,6 +233,45 @@ impl Encoder {
                 o.v(bytes);
                 flags |= world(&mut o, comm);
             }
+            (&Params::Request { request }, Shape::Request) => req(&mut o, request),
+            (Params::RequestSome { requests, completed }, Shape::RequestSome) => {
+                o.v(requests.len() as u64);
+                requests.iter().for_each(|&r| req(&mut o, r));
+                o.v(completed.len() as u64);
+                completed.iter().for_each(|&i| o.v(i as u64));
+            }
+            (&Params::Mrecv { message, bytes, request }, Shape::Mrecv) => {
+                req(&mut o, message);
+                o.v(bytes);
+                if request != 0 {
+                    flags |= HAS_REQUEST;
+                    req(&mut o, request);
+                }
+            }
+            (Params::Intercomm { parent, comm, local, remote }, Shape::Intercomm) => {
+                o.v(*parent as u64);
+                o.v(*comm as u64);
+                for group in [local, remote] {
+                    o.v(group.len() as u64);
+                    group.iter().for_each(|&m| o.v(m as u64));
+                }
+            }
+            (&Params::Icoll { root, bytes, comm, request }, Shape::Icoll) => {
+                o.z(root as i64);
+                o.v(bytes);
+                flags |= world(&mut o, comm);
+                req(&mut o, request);
+            }
+            (&Params::Io { file, offset, bytes, comm, request }, Shape::Io) => {
+                o.v(file as u64);
+                o.v(offset);
+                o.v(bytes);
+                flags |= world(&mut o, comm);
+                if request != 0 {
+                    flags |= HAS_REQUEST;
+                    req(&mut o, request);
+                }
+            }
             (params, _) => panic!("params {params:?} do not fit {:?}", rec.op),
         }
         o.buf[0] = rec.op as u8;
@@ -322,6 +363,38 @@ impl Decoder {
                 let (root, bytes) = (i.i32()?, i.v()?);
                 Params::Coll { root, bytes, comm: if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? } }
             }
+            Shape::Request => Params::Request { request: req(&mut i)? },
+            Shape::RequestSome => {
+                let n = bounded(i.v()?, buf)?;
+                let requests = (0..n).map(|_| req(&mut i)).collect::<Result<_, _>>()?;
+                let m = bounded(i.v()?, buf)?;
+                Params::RequestSome { requests, completed: (0..m).map(|_| i.u32()).collect::<Result<_, _>>()? }
+            }
+            Shape::Mrecv => {
+                let (message, bytes) = (req(&mut i)?, i.v()?);
+                let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
+                Params::Mrecv { message, bytes, request }
+            }
+            Shape::Intercomm => {
+                let (parent, comm) = (i.u32()?, i.u32()?);
+                let group = |i: &mut In| -> Result<Vec<u32>, DecodeError> {
+                    let n = bounded(i.v()?, buf)?;
+                    (0..n).map(|_| i.u32()).collect()
+                };
+                let local = group(&mut i)?;
+                Params::Intercomm { parent, comm, local, remote: group(&mut i)? }
+            }
+            Shape::Icoll => {
+                let (root, bytes) = (i.i32()?, i.v()?);
+                let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
+                Params::Icoll { root, bytes, comm, request: req(&mut i)? }
+            }
+            Shape::Io => {
+                let (file, offset, bytes) = (i.u32()?, i.v()?, i.v()?);
+                let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
+                let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
+                Params::Io { file, offset, bytes, comm, request }
+            }
         };
         // Commit the state only for a whole record.
         if flags & NEW_SITE != 0 {
@@ -376,6 +449,23 @@ mod tests {
             (Op::Iprobe, Params::Probe { peer: 2, tag: 3, bytes: 64, comm: 1, found: true }),
             (Op::CommSplit, Params::CommCreate { parent: 0, comm: 3, members: vec![0, 2, 4] }),
             (Op::Alltoallv, Params::Coll { root: -1, bytes: 4096, comm: 3 }),
+            (Op::SendInit, Params::P2p { peer: 1, tag: 4, bytes: 64, comm: 0, request: 0x5600_0200 }),
+            (Op::Start, Params::Request { request: 0x5600_0200 }),
+            (Op::Startall, Params::Waitall { requests: vec![0x5600_0200, 0x5600_0300] }),
+            (Op::Waitsome, Params::RequestSome { requests: vec![7, 0, 9], completed: vec![2, 0] }),
+            (Op::Testsome, Params::RequestSome { requests: vec![7], completed: vec![] }),
+            (Op::Improbe, Params::P2p { peer: 1, tag: 4, bytes: 64, comm: 2, request: 0 }),
+            (Op::Mrecv, Params::Mrecv { message: 0x5600_0400, bytes: 64, request: 0 }),
+            (Op::Imrecv, Params::Mrecv { message: 0x5600_0400, bytes: 64, request: 0x5600_0500 }),
+            (Op::CartSub, Params::CommCreate { parent: 4, comm: 5, members: vec![1, 3] }),
+            (Op::IntercommCreate, Params::Intercomm { parent: 3, comm: 6, local: vec![0, 2], remote: vec![1, 3] }),
+            (Op::Iallreduce, Params::Icoll { root: -1, bytes: 8, comm: 0, request: 0x5600_0600 }),
+            (Op::Ibcast, Params::Icoll { root: 2, bytes: 80, comm: 5, request: 0x5600_0700 }),
+            (Op::FileOpen, Params::Io { file: 7, offset: 0, bytes: 0, comm: 0, request: 0 }),
+            (Op::FileWriteAt, Params::Io { file: 7, offset: 1 << 33, bytes: 4096, comm: 0, request: 0 }),
+            (Op::FileIread, Params::Io { file: 7, offset: 64, bytes: 32, comm: 0, request: 0x5600_0800 }),
+            (Op::Cancel, Params::Request { request: 0x5600_0800 }),
+            (Op::RequestFree, Params::Request { request: 0x5600_0200 }),
         ];
         shapes.into_iter().enumerate().map(|(t, (op, p))| rec(op, p, t as u64)).collect()
     }

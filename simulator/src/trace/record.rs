@@ -128,6 +128,34 @@ ops! {
     Scan = 44, "MPI_Scan";
     /// `MPI_Exscan`.
     Exscan = 45, "MPI_Exscan";
+    /// `MPI_Waitsome` (the requests and the indices that completed).
+    Waitsome = 46, "MPI_Waitsome";
+    /// `MPI_Testsome` (the requests and the indices that completed).
+    Testsome = 47, "MPI_Testsome";
+    /// `MPI_Cancel`.
+    Cancel = 48, "MPI_Cancel";
+    /// `MPI_Request_free`.
+    RequestFree = 49, "MPI_Request_free";
+    /// `MPI_Send_init` (a persistent send: peer, tag, bytes, comm, request).
+    SendInit = 50, "MPI_Send_init";
+    /// `MPI_Ssend_init`.
+    SsendInit = 51, "MPI_Ssend_init";
+    /// `MPI_Bsend_init`.
+    BsendInit = 52, "MPI_Bsend_init";
+    /// `MPI_Rsend_init`.
+    RsendInit = 53, "MPI_Rsend_init";
+    /// `MPI_Recv_init` (a persistent receive).
+    RecvInit = 54, "MPI_Recv_init";
+    /// `MPI_Start` (a persistent request).
+    Start = 55, "MPI_Start";
+    /// `MPI_Startall` (persistent requests, in argument order).
+    Startall = 56, "MPI_Startall";
+    /// `MPI_Mprobe` (the matched message and its handle).
+    Mprobe = 57, "MPI_Mprobe";
+    /// `MPI_Improbe` (message handle 0 when nothing was found).
+    Improbe = 58, "MPI_Improbe";
+    /// `MPI_Mrecv` (receives the message of an earlier `Mprobe`).
+    Mrecv = 59, "MPI_Mrecv";
     /// `MPI_Comm_dup` (new communicator and its members).
     CommDup = 60, "MPI_Comm_dup";
     /// `MPI_Comm_split`.
@@ -136,6 +164,82 @@ ops! {
     CommCreate = 62, "MPI_Comm_create";
     /// `MPI_Comm_free`.
     CommFree = 63, "MPI_Comm_free";
+    /// `MPI_Cart_create` (new communicator and its members).
+    CartCreate = 64, "MPI_Cart_create";
+    /// `MPI_Cart_sub`.
+    CartSub = 65, "MPI_Cart_sub";
+    /// `MPI_Intercomm_create` (local and remote group members).
+    IntercommCreate = 66, "MPI_Intercomm_create";
+    /// `MPI_Intercomm_merge` (the new intracommunicator's members).
+    IntercommMerge = 67, "MPI_Intercomm_merge";
+    /// `MPI_Imrecv` (message handle and the new request).
+    Imrecv = 68, "MPI_Imrecv";
+    /// `MPI_Comm_create_group`.
+    CommCreateGroup = 69, "MPI_Comm_create_group";
+    /// `MPI_Ibarrier`.
+    Ibarrier = 70, "MPI_Ibarrier";
+    /// `MPI_Ibcast`.
+    Ibcast = 71, "MPI_Ibcast";
+    /// `MPI_Ireduce`.
+    Ireduce = 72, "MPI_Ireduce";
+    /// `MPI_Iallreduce`.
+    Iallreduce = 73, "MPI_Iallreduce";
+    /// `MPI_Igather` (bytes sent per rank).
+    Igather = 74, "MPI_Igather";
+    /// `MPI_Igatherv` (bytes sent by this rank).
+    Igatherv = 75, "MPI_Igatherv";
+    /// `MPI_Iscatter` (bytes received per rank).
+    Iscatter = 76, "MPI_Iscatter";
+    /// `MPI_Iscatterv` (bytes received by this rank).
+    Iscatterv = 77, "MPI_Iscatterv";
+    /// `MPI_Iallgather` (bytes sent per rank).
+    Iallgather = 78, "MPI_Iallgather";
+    /// `MPI_Iallgatherv` (bytes sent by this rank).
+    Iallgatherv = 79, "MPI_Iallgatherv";
+    /// `MPI_Ialltoall` (bytes sent to each rank).
+    Ialltoall = 80, "MPI_Ialltoall";
+    /// `MPI_Ialltoallv` (bytes sent by this rank in all).
+    Ialltoallv = 81, "MPI_Ialltoallv";
+    /// `MPI_Ireduce_scatter` (bytes of the whole vector).
+    IreduceScatter = 82, "MPI_Ireduce_scatter";
+    /// `MPI_Ireduce_scatter_block` (bytes per rank block).
+    IreduceScatterBlock = 83, "MPI_Ireduce_scatter_block";
+    /// `MPI_Iscan`.
+    Iscan = 84, "MPI_Iscan";
+    /// `MPI_Iexscan`.
+    Iexscan = 85, "MPI_Iexscan";
+    /// `MPI_File_open` (file id, communicator).
+    FileOpen = 100, "MPI_File_open";
+    /// `MPI_File_close`.
+    FileClose = 101, "MPI_File_close";
+    /// `MPI_File_seek` (the individual file pointer after it, as a byte offset).
+    FileSeek = 102, "MPI_File_seek";
+    /// `MPI_File_set_view` (the view's displacement, bytes).
+    FileSetView = 103, "MPI_File_set_view";
+    /// `MPI_File_read` (bytes read, at the byte offset of the individual pointer).
+    FileRead = 104, "MPI_File_read";
+    /// `MPI_File_read_all`.
+    FileReadAll = 105, "MPI_File_read_all";
+    /// `MPI_File_read_at` (explicit offset, converted to bytes).
+    FileReadAt = 106, "MPI_File_read_at";
+    /// `MPI_File_read_at_all`.
+    FileReadAtAll = 107, "MPI_File_read_at_all";
+    /// `MPI_File_write`.
+    FileWrite = 108, "MPI_File_write";
+    /// `MPI_File_write_all`.
+    FileWriteAll = 109, "MPI_File_write_all";
+    /// `MPI_File_write_at`.
+    FileWriteAt = 110, "MPI_File_write_at";
+    /// `MPI_File_write_at_all`.
+    FileWriteAtAll = 111, "MPI_File_write_at_all";
+    /// `MPI_File_iread` (bytes asked for; the request completes it).
+    FileIread = 112, "MPI_File_iread";
+    /// `MPI_File_iwrite`.
+    FileIwrite = 113, "MPI_File_iwrite";
+    /// `MPI_File_iread_at`.
+    FileIreadAt = 114, "MPI_File_iread_at";
+    /// `MPI_File_iwrite_at`.
+    FileIwriteAt = 115, "MPI_File_iwrite_at";
 }
 
 /// Per-op parameters, normalized by the interposer.
@@ -145,7 +249,10 @@ pub enum Params {
     None,
     /// Point-to-point: `peer` is a world rank (or [`ANY_SOURCE`] /
     /// [`PROC_NULL`]), `bytes` = count × type size, `request` is the
-    /// request handle (0 for blocking calls).
+    /// request handle (0 for blocking calls). Also the persistent
+    /// `MPI_*_init` calls (their request) and `MPI_Mprobe`/`MPI_Improbe`
+    /// (the matched message as for `MPI_Probe`; `request` is the message
+    /// handle, 0 when `Improbe` found nothing).
     P2p {
         /// World rank of the destination or source.
         peer: i32,
@@ -182,7 +289,7 @@ pub enum Params {
         /// World rank from the status, or [`ANY_SOURCE`] when not a receive.
         source: i32,
     },
-    /// `MPI_Waitall`: the request handles, in argument order.
+    /// `MPI_Waitall` and `MPI_Startall`: the request handles, in argument order.
     Waitall {
         /// Request handles (0 = `MPI_REQUEST_NULL`).
         requests: Vec<u64>,
@@ -236,6 +343,72 @@ pub enum Params {
         bytes: u64,
         /// Communicator id.
         comm: u32,
+    },
+    /// `MPI_Start`, `MPI_Cancel`, `MPI_Request_free`: one request handle.
+    Request {
+        /// Request handle.
+        request: u64,
+    },
+    /// `MPI_Waitsome`/`MPI_Testsome`: the handles and the indices (into
+    /// `requests`) that completed, in the order MPI returned them; empty
+    /// when none did or all were inactive (`MPI_UNDEFINED`).
+    RequestSome {
+        /// Request handles, in argument order.
+        requests: Vec<u64>,
+        /// Indices of the completed requests.
+        completed: Vec<u32>,
+    },
+    /// `MPI_Mrecv`/`MPI_Imrecv`: the message handle of the earlier
+    /// `MPI_Mprobe`/`MPI_Improbe` (whose record names peer, tag and
+    /// communicator), the bytes received and, for `Imrecv`, the request.
+    Mrecv {
+        /// Message handle (as the probe recorded it).
+        message: u64,
+        /// Bytes received (from the status; the buffer size for `Imrecv`).
+        bytes: u64,
+        /// Request handle; 0 for `MPI_Mrecv`.
+        request: u64,
+    },
+    /// `MPI_Intercomm_create`: the local communicator, the new
+    /// intercommunicator's id and both groups as world ranks.
+    Intercomm {
+        /// Local intracommunicator id.
+        parent: u32,
+        /// New intercommunicator id ([`COMM_UNKNOWN`] on failure).
+        comm: u32,
+        /// World rank of each local group member, in group rank order.
+        local: Vec<u32>,
+        /// World rank of each remote group member, in group rank order.
+        remote: Vec<u32>,
+    },
+    /// Nonblocking collectives: as [`Params::Coll`] plus the request.
+    Icoll {
+        /// World rank of the root, or -1.
+        root: i32,
+        /// Payload in bytes.
+        bytes: u64,
+        /// Communicator id.
+        comm: u32,
+        /// Request handle.
+        request: u64,
+    },
+    /// MPI-IO: the file (an id, not a handle), the absolute byte offset the
+    /// access starts at (`MPI_File_get_byte_offset` of the explicit offset
+    /// or of the individual pointer; `File_seek`: the pointer after it;
+    /// `File_set_view`: the displacement), the bytes moved (from the status
+    /// where there is one), the communicator (`File_open` only, else
+    /// [`COMM_WORLD`]) and the request (`File_i*`, else 0).
+    Io {
+        /// File id (ids are shared with communicators, never equal to one).
+        file: u32,
+        /// Byte offset from the start of the file.
+        offset: u64,
+        /// Bytes read or written.
+        bytes: u64,
+        /// Communicator id (`File_open`).
+        comm: u32,
+        /// Request handle; 0 for blocking calls.
+        request: u64,
     },
 }
 
@@ -294,12 +467,30 @@ pub(crate) enum Shape {
     Probe,
     CommCreate,
     Coll,
+    Request,
+    RequestSome,
+    Mrecv,
+    Intercomm,
+    Icoll,
+    Io,
 }
 
 pub(crate) fn shape(op: Op) -> Shape {
     use Op::*;
     match op {
         Send | Recv | Isend | Irecv | Ssend | Bsend | Rsend | Issend | Ibsend | Irsend => Shape::P2p,
+        SendInit | SsendInit | BsendInit | RsendInit | RecvInit | Mprobe | Improbe => Shape::P2p,
+        Start | Cancel | RequestFree => Shape::Request,
+        Startall => Shape::Waitall,
+        Waitsome | Testsome => Shape::RequestSome,
+        Mrecv | Imrecv => Shape::Mrecv,
+        CartCreate | CartSub | IntercommMerge | CommCreateGroup => Shape::CommCreate,
+        IntercommCreate => Shape::Intercomm,
+        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | Igatherv | Iscatter | Iscatterv | Iallgather
+        | Iallgatherv | Ialltoall | Ialltoallv | IreduceScatter | IreduceScatterBlock | Iscan | Iexscan => Shape::Icoll,
+        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll
+        | FileWrite | FileWriteAll | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt
+        | FileIwriteAt => Shape::Io,
         Sendrecv | SendrecvReplace => Shape::Sendrecv,
         Wait => Shape::Wait,
         Test => Shape::Test,

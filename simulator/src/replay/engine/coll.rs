@@ -6,6 +6,13 @@ use crate::replay::collectives::{AllreduceAlg, BarrierAlg, ReduceAlg};
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn start_coll(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
+        self.coll_setup(r, action)?;
+        self.coll_round(r)
+    }
+
+    /// Fills rank `r`'s collective state (schedule, context, tag) for
+    /// `action` and marks it active; nothing is posted yet.
+    pub(super) fn coll_setup(&mut self, r: usize, action: &Action) -> Result<(), ReplayError> {
         let n = self.ranks.len() as u32;
         let (name, comm, root) = match *action {
             Action::Barrier { comm } => ("MPI_Barrier", comm, 0),
@@ -101,7 +108,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         c.ctx = coll_ctx(comm);
         c.tag = (c.seq & 0x7fff_ffff) as i32;
         c.seq = c.seq.wrapping_add(1);
-        self.coll_round(r)
+        Ok(())
     }
 
     /// Posts the next round of rank `r`'s collective and waits for it.
