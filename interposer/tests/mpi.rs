@@ -267,6 +267,170 @@ fn check_mpi_calls(dir: &Path, out: &Output) {
     assert!(msg.contains("rank-0.trace") && msg.contains("MPI_Gather"), "{msg}");
 }
 
+#[test]
+fn more_coverage_counts_peers_bytes_and_members() {
+    let (dir, io) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let file = io.path().join("io.dat");
+    let out = mpirun(
+        4,
+        "mpi_more",
+        &["2", file.to_str().unwrap()],
+        &[("INTERPOSER_OUT", dir.path().to_str().unwrap())],
+        true,
+    );
+    check_mpi_more(dir.path(), &out, 4, 2);
+}
+
+/// The `calls@<rank> <MPI_Name>=<n>` lines of `mpi_more`: each rank's own counts.
+fn rank_calls(out: &Output) -> BTreeMap<u32, Vec<(String, usize)>> {
+    let mut by_rank: BTreeMap<u32, Vec<(String, usize)>> = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.strip_prefix("calls@")) {
+        let (rank, rest) = l.split_once(' ').unwrap();
+        let (name, n) = rest.split_once('=').unwrap();
+        by_rank.entry(rank.parse().unwrap()).or_default().push((name.to_string(), n.parse().unwrap()));
+    }
+    by_rank
+}
+
+/// `mpi_more`'s per-rank counts equal each rank's records (every wrapped
+/// function it calls, 52 of them); persistent requests, matched probes,
+/// new communicators and MPI-IO records carry the right peers, bytes,
+/// members and byte offsets.
+fn check_mpi_more(dir: &Path, out: &Output, np: u32, iters: u64) {
+    let expected = rank_calls(out);
+    assert_eq!(expected.len(), np as usize, "{}", String::from_utf8_lossy(&out.stdout));
+    let (_, ranks) = open_dir(dir).unwrap();
+    for t in &ranks {
+        let me = t.header.rank;
+        let recs = records(t);
+        let want = &expected[&me];
+        assert_eq!(want.len(), 52);
+        for (name, n) in want {
+            let got = recs.iter().filter(|r| r.op.mpi_name() == name).count();
+            assert_eq!(got, *n, "rank {me} {name}");
+            assert!(*n > 0, "rank {me} never called {name}");
+        }
+        let peer = (me ^ 1) as i32;
+        let of = |op| recs.iter().filter(move |r: &&CallRecord| r.op == op);
+        // Persistent requests: Start and Startall name the init calls' requests.
+        let init = |op| match of(op).next().unwrap().params {
+            Params::P2p { peer: p, bytes: 32, request, .. } if p == peer && request != 0 => request,
+            ref other => panic!("rank {me} {op:?}: {other:?}"),
+        };
+        let (send, recv) = (init(Op::SendInit), init(Op::RecvInit));
+        let modes = [init(Op::SsendInit), init(Op::BsendInit), init(Op::RsendInit)];
+        for r in of(Op::Startall) {
+            assert_eq!(r.params, Params::Waitall { requests: vec![send, recv] });
+        }
+        for r in of(Op::Start) {
+            assert!(matches!(r.params, Params::Request { request } if modes.contains(&request)), "{r:?}");
+        }
+        let freed: Vec<u64> = of(Op::RequestFree)
+            .filter_map(|r| match r.params {
+                Params::Request { request } => Some(request),
+                _ => None,
+            })
+            .collect();
+        assert!([send, recv].iter().chain(&modes).all(|r| freed.contains(r)), "{freed:?}");
+        // Waitsome returns each of the 6 requests of an iteration once.
+        let done: usize = of(Op::Waitsome)
+            .map(|r| match &r.params {
+                Params::RequestSome { requests, completed } => {
+                    assert_eq!(requests.len(), 6);
+                    completed.len()
+                }
+                p => panic!("{p:?}"),
+            })
+            .sum();
+        assert_eq!(done as u64, 6 * iters, "rank {me}");
+        // Mrecv receives the message its Mprobe matched.
+        for (probe, mrecv) in of(Op::Mprobe).zip(of(Op::Mrecv)) {
+            let Params::P2p { peer: p, tag: 15, bytes: 32, request: msg, .. } = probe.params else { panic!("{probe:?}") };
+            assert_eq!(p, peer);
+            assert_eq!(mrecv.params, Params::Mrecv { message: msg, bytes: 32, request: 0 });
+        }
+        let found: Vec<_> = of(Op::Improbe).filter(|r| matches!(r.params, Params::P2p { request, .. } if request != 0)).collect();
+        assert_eq!(found.len() as u64, iters);
+        assert!(matches!(found[0].params, Params::P2p { peer: p, tag: 16, bytes: 16, .. } if p == peer), "{:?}", found[0]);
+        // Nonblocking collectives: bytes, roots as world ranks, a request.
+        for r in of(Op::Iallreduce) {
+            assert!(matches!(r.params, Params::Icoll { root: -1, bytes: 32, comm: 0, request } if request != 0), "{r:?}");
+        }
+        for r in of(Op::Ireduce) {
+            assert!(matches!(r.params, Params::Icoll { root, bytes: 32, .. } if root == np as i32 - 1), "{r:?}");
+        }
+        // Communicators: members as world ranks.
+        let members = |op| match &of(op).next().unwrap().params {
+            Params::CommCreate { members, .. } => members.clone(),
+            p => panic!("{op:?}: {p:?}"),
+        };
+        assert_eq!(members(Op::CartCreate), (0..np).collect::<Vec<_>>());
+        let row: Vec<u32> = (0..np).filter(|r| r / (np / 2) == me / (np / 2)).collect();
+        assert_eq!(members(Op::CartSub), row, "rank {me}");
+        let same: Vec<u32> = (0..np).filter(|r| r % 2 == me % 2).collect();
+        let other: Vec<u32> = (0..np).filter(|r| r % 2 != me % 2).collect();
+        assert_eq!(members(Op::CommCreateGroup), same);
+        let Params::Intercomm { comm: inter, local, remote, .. } = &of(Op::IntercommCreate).next().unwrap().params else {
+            panic!("no intercommunicator")
+        };
+        assert_eq!((local, remote), (&same, &other), "rank {me}");
+        // Point-to-point on the intercommunicator: the peer as a world rank.
+        let on_inter = recs.iter().find(|r| matches!(r.params, Params::Sendrecv { comm, .. } if comm == *inter)).unwrap();
+        assert!(matches!(on_inter.params, Params::Sendrecv { dst, src, .. } if dst == peer && src == peer), "{on_inter:?}");
+        assert_eq!(members(Op::IntercommMerge).len(), np as usize);
+        // MPI-IO: one file id; a view after a 64-byte header; rank r's
+        // first explicit-offset block at doubles (0 * np + r) * 4, the
+        // individual pointer at doubles 4000 * np + r * 4 after seek.
+        let Params::Io { file, comm: 0, .. } = of(Op::FileOpen).next().unwrap().params else { panic!("File_open") };
+        assert!(recs.iter().all(|r| !matches!(r.params, Params::Io { file: f, .. } if f != file)));
+        assert!(matches!(of(Op::FileSetView).next().unwrap().params, Params::Io { offset: 64, .. }));
+        let io = |op| match of(op).next().unwrap().params {
+            Params::Io { offset, bytes, .. } => (offset, bytes),
+            ref p => panic!("{op:?}: {p:?}"),
+        };
+        let at = 64 + 8 * 4 * me as u64;
+        let ptr = 64 + 8 * (4000 * np as u64 + 4 * me as u64);
+        for op in [Op::FileWriteAt, Op::FileWriteAtAll, Op::FileIwriteAt, Op::FileReadAt, Op::FileReadAtAll, Op::FileIreadAt] {
+            assert_eq!(io(op), (at, 32), "rank {me} {op:?}");
+        }
+        for op in [Op::FileWrite, Op::FileWriteAll, Op::FileIwrite, Op::FileRead, Op::FileReadAll, Op::FileIread] {
+            assert_eq!(io(op), (ptr, 32), "rank {me} {op:?}");
+        }
+        assert_eq!(io(Op::FileSeek).0, ptr);
+    }
+}
+
+/// Persistent requests, Iallreduce overlapped with compute, matched
+/// probes, a cancel and Waitsome, traced and replayed: every call is
+/// counted, and on a 4-core host with a fast network the makespan is the
+/// ranks' compute (CPU time, 20 × 2 blocks of 3·10^5 flops, some ms) plus
+/// little communication, and below the traced span (4 ranks spinning on
+/// 2 cores).
+#[test]
+fn overlap_trace_replays_with_a_plausible_makespan() {
+    let (dir, out) = traced(4, "overlap", &["20", "30"]);
+    let ranks = check_counts(dir.path(), &out);
+    let span_s = ranks
+        .iter()
+        .map(|t| records(t).iter().find(|r| r.op == Op::Finalize).unwrap().t_start_ns as f64 * 1e-9)
+        .fold(0.0, f64::max);
+    let platform = dir.path().join("platform.toml");
+    std::fs::write(
+        &platform,
+        "name = \"local\"\n[[hosts]]\nname = \"node0\"\ncores = 4\n[network.intra]\neager_threshold_bytes = 4096\n\
+         transfer = [ { intercept_s = 2e-6, bandwidth_bytes_per_s = 5e9 } ]\n",
+    )
+    .unwrap();
+    let platform = simulator::platform::Platform::load(&platform).unwrap();
+    let streams = simulator::replay::open_trace_dir(dir.path(), Default::default()).unwrap();
+    let report = simulator::replay::replay(&platform, streams).unwrap();
+    let compute = report.ranks.iter().map(|r| r.compute_s).fold(0.0, f64::max);
+    println!("traced span {span_s:.4} s, replayed makespan {:.4} s, max compute {compute:.4} s", report.makespan_s);
+    assert!(report.ranks.iter().all(|r| r.compute_s > 2e-3), "{report:?}");
+    assert!(report.makespan_s >= compute && report.makespan_s < compute * 1.5 + 0.01, "{report:?}");
+    assert!(report.makespan_s < span_s, "{report:?} vs {span_s} s");
+}
+
 /// MPICH from the same source: the interposer built with
 /// `MPICC=mpicc.mpich` into its own target directory, the c-tests built
 /// with MPICH, launched by MPICH's `mpirun.mpich` (Hydra).
@@ -295,7 +459,7 @@ fn mpich_traces_the_same_calls() {
         .expect("make");
     assert!(st.success(), "make -C c-tests MPICC=mpicc.mpich failed");
     // Hydra's -env passes the variables to the ranks only, not to mpiexec.
-    let run = |np: &str, prog: &str, arg: &str| {
+    let run = |np: &str, prog: &str, args: &[&str]| {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new("mpirun.mpich")
             .args(["-np", np, "-env", "INTERPOSER_OUT"])
@@ -303,21 +467,25 @@ fn mpich_traces_the_same_calls() {
             .args(["-env", "LD_PRELOAD"])
             .arg(&lib)
             .arg(ctests.join("build-mpich").join(prog))
-            .arg(arg)
+            .args(args)
             .env_remove("LD_PRELOAD")
             .output()
             .expect("mpirun.mpich");
         assert!(out.status.success(), "{prog} under MPICH failed: {}", String::from_utf8_lossy(&out.stderr));
         (dir, out)
     };
-    let (dir, out) = run("4", "mpi_calls", "3");
+    let (dir, out) = run("4", "mpi_calls", &["3"]);
     let (meta, _) = open_dir(dir.path()).unwrap();
     assert!(meta.mpi_library.contains("MPICH"), "{}", meta.mpi_library);
     check_mpi_calls(dir.path(), &out);
     // Fortran: MPICH's binding calls the C MPI_X, which the wrappers record.
-    let (dir, out) = run("3", "fortran_calls", "7");
+    let (dir, out) = run("3", "fortran_calls", &["7"]);
     assert_in_place_worked(&out);
     check_counts(dir.path(), &out);
+    let io = tempfile::tempdir().unwrap();
+    let file = io.path().join("io.dat");
+    let (dir, out) = run("4", "mpi_more", &["2", file.to_str().unwrap()]);
+    check_mpi_more(dir.path(), &out, 4, 2);
 }
 
 /// Runs `crash <mode>` (rank 1 dies at iteration 300 of 1000) and checks

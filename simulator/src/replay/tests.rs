@@ -462,3 +462,5 @@ fn new_collectives_complete_with_expected_rounds() {
     let e = run(&simple(), all(Action::Alltoallv { send_bytes: vec![8; 3], comm: 0 })).unwrap_err().to_string();
     assert!(e.contains("needs one size per rank (4), got 3"), "{e}");
 }
+
+mod nbc;

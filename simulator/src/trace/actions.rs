@@ -74,10 +74,7 @@ impl TraceActions {
             ComputeTime::Wall => rec.compute_wall_ns,
         };
         let compute = Action::Compute { seconds: ns as f64 * 1e-9, region };
-        let actions = match self.requests.actions(&rec, &mut self.pending) {
-            true => Ok(()),
-            false => op_action(&rec).map(|a| self.pending.extend(a)),
-        };
+        let actions = self.requests.push_actions(&rec, &mut self.pending);
         (compute, actions)
     }
 }
@@ -226,6 +223,17 @@ pub struct RequestBook {
 }
 
 impl RequestBook {
+    /// Appends the actions of `rec` (none, one or several) to `out`.
+    ///
+    /// # Errors
+    /// `Err(op)` for a call replay cannot represent ([`op_action`]).
+    pub fn push_actions(&mut self, rec: &CallRecord, out: &mut VecDeque<Action>) -> Result<(), Op> {
+        if !self.actions(rec, out) {
+            out.extend(op_action(rec)?);
+        }
+        Ok(())
+    }
+
     /// Appends the actions of `rec` to `out` when it is one of the calls
     /// this book handles (persistent requests, `Request_free`, matched
     /// probes and receives, nonblocking MPI-IO); false for the others,
@@ -234,7 +242,7 @@ impl RequestBook {
     /// `MPI_Start` posts what the init call described, under the same
     /// request, which a wait completes and a later start reuses;
     /// `MPI_Mrecv` receives from the source and tag its probe matched.
-    pub fn actions(&mut self, rec: &CallRecord, out: &mut VecDeque<Action>) -> bool {
+    fn actions(&mut self, rec: &CallRecord, out: &mut VecDeque<Action>) -> bool {
         use Op::*;
         match (rec.op, &rec.params) {
             (SendInit | SsendInit | BsendInit | RsendInit, &Params::P2p { peer, tag, bytes, comm, request }) => {
