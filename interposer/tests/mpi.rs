@@ -486,6 +486,9 @@ fn mpich_traces_the_same_calls() {
     let file = io.path().join("io.dat");
     let (dir, out) = run("4", "mpi_more", &["2", file.to_str().unwrap()]);
     check_mpi_more(dir.path(), &out, 4, 2);
+    let (dir, out) = run("3", "fortran_more", &["5"]);
+    assert_in_place_worked(&out);
+    check_counts(dir.path(), &out);
 }
 
 /// Runs `crash <mode>` (rank 1 dies at iteration 300 of 1000) and checks
@@ -593,6 +596,23 @@ fn fortran_programs_are_traced_like_c_ones() {
 
 /// SimGrid interop: the TI export of a real jacobi2d run at 4 ranks
 /// replays under SimGrid's own `smpirun -replay`.
+/// The Fortran bindings generated for the wider coverage (persistent
+/// requests, Iallreduce with MPI_IN_PLACE, Mprobe/Mrecv, Cart_create)
+/// record every call once, with peers as world ranks.
+#[test]
+fn fortran_wider_coverage_is_traced() {
+    let (dir, out) = traced(3, "fortran_more", &["5"]);
+    assert_in_place_worked(&out);
+    for t in check_counts(dir.path(), &out) {
+        let me = t.header.rank as i32;
+        let recs = records(&t);
+        let init = recs.iter().find(|r| r.op == Op::SendInit).unwrap();
+        assert!(matches!(init.params, Params::P2p { peer, bytes: 8, comm, .. } if peer == (me + 1) % 3 && comm != 0), "{init:?}");
+        let probe = recs.iter().find(|r| r.op == Op::Mprobe).unwrap();
+        assert!(matches!(probe.params, Params::P2p { peer, tag: 2, bytes: 8, .. } if peer == (me + 2) % 3), "{probe:?}");
+    }
+}
+
 #[test]
 fn ti_export_replays_in_simgrid() {
     if Command::new("smpirun").arg("-version").output().is_err() {

@@ -7,13 +7,18 @@
 //! `compute <t × host_speed>` flops. Requests are written by SMPI's key
 //! (source, destination, tag); an `MPI_Waitall` becomes one `wait` per
 //! listed request, which keeps its exact set. Calls without a TI verb
-//! (probes, communicator management, rank and size queries) are left out.
+//! (probes, communicator management, rank and size queries, MPI-IO) are
+//! left out. Persistent requests become an `isend`/`irecv` at each
+//! `MPI_Start`; `MPI_Mrecv` a `recv` from the source its probe matched;
+//! `MPI_Waitsome`/`Testsome` a `wait` per completed request.
 //! v-collectives are written as their regular form with this rank's
 //! size: TI's per-rank count vectors are not recorded.
 //!
 //! # Errors
 //! A collective on a communicator other than `MPI_COMM_WORLD` is an error:
 //! TI traces carry no communicator, and SMPI would replay it on all ranks.
+//! So are nonblocking collectives (SMPI 3.32 aborts on them) and
+//! `MPI_Cancel` (TI has no verb for it).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -81,7 +86,7 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
     for t in ranks {
         let path = out.join(format!("rank-{}.ti", t.header.rank));
         let mut w = BufWriter::new(File::create(&path).map_err(werr(&path))?);
-        let mut state = RankState { me: t.header.rank as i32, requests: HashMap::new() };
+        let mut state = RankState { me: t.header.rank as i32, ..RankState::default() };
         for (index, rec) in t.records()?.enumerate() {
             let rec = rec?;
             let mut text = String::new();
@@ -107,9 +112,14 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
 }
 
 /// Per-rank export state: pending requests by handle, as SMPI's keys.
+#[derive(Default)]
 struct RankState {
     me: i32,
     requests: HashMap<u64, (i32, i32, i32)>,
+    /// Persistent request → its init record, as the `Isend`/`Irecv` a start posts.
+    persistent: HashMap<u64, CallRecord>,
+    /// Message handle of a matched probe → (source, tag).
+    messages: HashMap<u64, (i32, i32)>,
 }
 
 impl RankState {
@@ -131,6 +141,37 @@ impl RankState {
             (Irecv, &Params::P2p { peer, tag, bytes, request, .. }) => {
                 self.requests.insert(request, (peer, me, tag));
                 v(format!("irecv {peer} {tag} {bytes}"))
+            }
+            (SendInit | SsendInit | BsendInit | RsendInit | RecvInit, &Params::P2p { request, .. }) => {
+                let op = if rec.op == RecvInit { Irecv } else { Isend };
+                self.persistent.insert(request, CallRecord { op, ..rec.clone() });
+                Ok(vec![])
+            }
+            (Start, &Params::Request { request }) => self.start(&[request]),
+            (Startall, Params::Waitall { requests }) => self.start(requests),
+            (RequestFree, &Params::Request { request }) => {
+                self.persistent.remove(&request);
+                Ok(vec![])
+            }
+            (Mprobe | Improbe, &Params::P2p { peer, tag, request, .. }) if request != 0 => {
+                self.messages.insert(request, (peer, tag));
+                Ok(vec![])
+            }
+            (Mrecv | Imrecv, &Params::Mrecv { message, bytes, request }) => match self.messages.remove(&message) {
+                Some((peer, tag)) if rec.op == Mrecv => v(format!("recv {peer} {tag} {bytes}")),
+                Some((peer, tag)) => {
+                    self.requests.insert(request, (peer, me, tag));
+                    v(format!("irecv {peer} {tag} {bytes}"))
+                }
+                None => Ok(vec![]),
+            },
+            (Waitsome | Testsome, Params::RequestSome { requests, completed }) => {
+                let done: Vec<u64> = completed.iter().filter_map(|&i| requests.get(i as usize).copied()).collect();
+                Ok(self.wait(&done))
+            }
+            (Cancel, _) => Err("MPI_Cancel: TI traces have no cancel (the receive would stay posted)".into()),
+            (op, Params::Icoll { .. }) => {
+                Err(format!("{}: TI traces have no nonblocking collectives (SMPI aborts on them)", op.mpi_name()))
             }
             (Wait, &Params::Wait { request, .. }) => Ok(self.wait(&[request])),
             (Test, &Params::Test { request, completed: true }) => Ok(self.wait(&[request])),
@@ -164,6 +205,17 @@ impl RankState {
             }
             _ => Ok(vec![]),
         }
+    }
+
+    /// The `isend`/`irecv` verbs of starting persistent `requests`.
+    fn start(&mut self, requests: &[u64]) -> Result<Vec<String>, String> {
+        let mut out = Vec::new();
+        for r in requests {
+            if let Some(init) = self.persistent.get(r).cloned() {
+                out.extend(self.verbs(&init)?);
+            }
+        }
+        Ok(out)
     }
 
     /// One `wait <src> <dst> <tag>` per known request; unknown or null
@@ -214,5 +266,24 @@ mod tests {
         assert_eq!(text, expect);
         assert_eq!(e.skipped, 1);
         assert!(std::fs::read_to_string(&e.list).unwrap().contains("rank-0.ti"));
+    }
+
+    #[test]
+    fn persistent_requests_and_matched_receives_become_smpi_verbs() {
+        let mut st = RankState { me: 0, ..RankState::default() };
+        let p2p = |peer, tag, request| Params::P2p { peer, tag, bytes: 64, comm: 0, request };
+        let mut verbs = |op, params| st.verbs(&rec(op, params));
+        assert!(verbs(Op::SendInit, p2p(1, 5, 11)).unwrap().is_empty());
+        assert!(verbs(Op::RecvInit, p2p(1, 6, 12)).unwrap().is_empty());
+        let started = verbs(Op::Startall, Params::Waitall { requests: vec![11, 12] }).unwrap();
+        assert_eq!(started, ["isend 1 5 64", "irecv 1 6 64"]);
+        let waited = verbs(Op::Waitsome, Params::RequestSome { requests: vec![11, 12], completed: vec![1] }).unwrap();
+        assert_eq!(waited, ["wait 1 0 6"]);
+        assert_eq!(verbs(Op::Start, Params::Request { request: 12 }).unwrap(), ["irecv 1 6 64"]);
+        assert!(verbs(Op::Mprobe, p2p(1, 7, 0x99)).unwrap().is_empty());
+        let got = verbs(Op::Mrecv, Params::Mrecv { message: 0x99, bytes: 64, request: 0 }).unwrap();
+        assert_eq!(got, ["recv 1 7 64"]);
+        let icoll = Params::Icoll { root: -1, bytes: 8, comm: 0, request: 3 };
+        assert!(verbs(Op::Iallreduce, icoll).unwrap_err().contains("MPI_Iallreduce"));
     }
 }

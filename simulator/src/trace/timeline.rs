@@ -37,7 +37,12 @@ fn args(p: &Params) -> serde_json::Value {
         Params::Sendrecv { dst, src, send_bytes, recv_bytes, .. } => {
             json!({"dst": dst, "src": src, "send_bytes": send_bytes, "recv_bytes": recv_bytes})
         }
-        Params::Coll { root, bytes, comm } => json!({"root": root, "bytes": bytes, "comm": comm}),
+        Params::Coll { root, bytes, comm } | Params::Icoll { root, bytes, comm, .. } => {
+            json!({"root": root, "bytes": bytes, "comm": comm})
+        }
+        Params::Io { file, offset, bytes, .. } => json!({"file": file, "offset": offset, "bytes": bytes}),
+        Params::Mrecv { bytes, .. } => json!({"bytes": bytes}),
+        Params::RequestSome { requests, completed } => json!({"requests": requests.len(), "completed": completed.len()}),
         Params::Waitall { requests } | Params::RequestSet { requests, .. } => json!({"requests": requests.len()}),
         Params::Probe { peer, bytes, found, .. } => json!({"peer": peer, "bytes": bytes, "found": found}),
         Params::CommCreate { comm, members, .. } => json!({"comm": comm, "members": members.len()}),

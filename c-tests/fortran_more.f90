@@ -1,0 +1,79 @@
+! fortran_more: the wider coverage from Fortran. Each of `iters` laps: a
+! ring exchange on persistent requests (MPI_SEND_INIT/MPI_RECV_INIT,
+! MPI_STARTALL, MPI_WAITALL), the same started one by one (MPI_START), an
+! MPI_IALLREDUCE with MPI_IN_PLACE completed by MPI_WAIT, and a matched
+! probe and receive (MPI_MPROBE, MPI_MRECV); once, a Cartesian ring
+! (MPI_CART_CREATE) and MPI_REQUEST_FREE of the persistent requests.
+!
+! usage: mpirun -np N fortran_more [iters]
+! Rank 0 prints `calls MPI_<name>=<count per rank>`, `sum=` and
+! `expected=` (equal when MPI_IN_PLACE worked), then `wall_s=`.
+program fortran_more
+  use mpi
+  implicit none
+  integer :: ierr, rank, size, iters, i, next, prev, nargs, cart, msg, req
+  integer :: reqs(2), st(MPI_STATUS_SIZE), dims(1)
+  logical :: periods(1)
+  double precision :: out, in, total, t0, t1
+  character(len=32) :: arg
+
+  call MPI_INIT(ierr)
+  call MPI_COMM_RANK(MPI_COMM_WORLD, rank, ierr)
+  call MPI_COMM_SIZE(MPI_COMM_WORLD, size, ierr)
+  iters = 10
+  nargs = command_argument_count()
+  if (nargs >= 1) then
+    call get_command_argument(1, arg)
+    read(arg, *, iostat=ierr) iters
+    if (ierr /= 0 .or. iters < 1) then
+      if (rank == 0) write(0, '(a)') 'usage: fortran_more [iters >= 1]'
+      call MPI_FINALIZE(ierr)
+      stop 2
+    end if
+  end if
+  next = mod(rank + 1, size)
+  prev = mod(rank + size - 1, size)
+  dims(1) = size
+  periods(1) = .true.
+  call MPI_CART_CREATE(MPI_COMM_WORLD, 1, dims, periods, .false., cart, ierr)
+  call MPI_SEND_INIT(out, 1, MPI_DOUBLE_PRECISION, next, 1, cart, reqs(1), ierr)
+  call MPI_RECV_INIT(in, 1, MPI_DOUBLE_PRECISION, prev, 1, cart, reqs(2), ierr)
+  call MPI_BARRIER(MPI_COMM_WORLD, ierr)
+  t0 = MPI_WTIME()
+  do i = 1, iters
+    out = rank
+    call MPI_STARTALL(2, reqs, ierr)
+    call MPI_WAITALL(2, reqs, MPI_STATUSES_IGNORE, ierr)
+    call MPI_START(reqs(2), ierr)
+    call MPI_START(reqs(1), ierr)
+    call MPI_WAITALL(2, reqs, MPI_STATUSES_IGNORE, ierr)
+    total = in
+    call MPI_IALLREDUCE(MPI_IN_PLACE, total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, req, ierr)
+    call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+    call MPI_SEND(out, 1, MPI_DOUBLE_PRECISION, next, 2, MPI_COMM_WORLD, ierr)
+    call MPI_MPROBE(prev, 2, MPI_COMM_WORLD, msg, st, ierr)
+    call MPI_MRECV(in, 1, MPI_DOUBLE_PRECISION, msg, MPI_STATUS_IGNORE, ierr)
+  end do
+  call MPI_BARRIER(MPI_COMM_WORLD, ierr)
+  t1 = MPI_WTIME()
+  call MPI_REQUEST_FREE(reqs(1), ierr)
+  call MPI_REQUEST_FREE(reqs(2), ierr)
+  call MPI_COMM_FREE(cart, ierr)
+  if (rank == 0) then
+    write(*, '(a)') 'calls MPI_Cart_create=1'
+    write(*, '(a)') 'calls MPI_Send_init=1'
+    write(*, '(a)') 'calls MPI_Recv_init=1'
+    write(*, '(a,i0)') 'calls MPI_Startall=', iters
+    write(*, '(a,i0)') 'calls MPI_Start=', 2 * iters
+    write(*, '(a,i0)') 'calls MPI_Waitall=', 2 * iters
+    write(*, '(a,i0)') 'calls MPI_Iallreduce=', iters
+    write(*, '(a,i0)') 'calls MPI_Wait=', iters
+    write(*, '(a,i0)') 'calls MPI_Mprobe=', iters
+    write(*, '(a,i0)') 'calls MPI_Mrecv=', iters
+    write(*, '(a)') 'calls MPI_Request_free=2'
+    write(*, '(a,f0.1)') 'sum=', total
+    write(*, '(a,f0.1)') 'expected=', dble(size) * dble(size - 1) / 2d0
+    write(*, '(a,f0.6)') 'wall_s=', t1 - t0
+  end if
+  call MPI_FINALIZE(ierr)
+end program fortran_more
