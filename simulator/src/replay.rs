@@ -48,6 +48,32 @@
 //!   far; another comm is an error naming the rank and the action. (TI
 //!   traces record no communicator: SimGrid replays every collective on
 //!   `MPI_COMM_WORLD`, and so do we.)
+//! - **Persistent requests** (interposer traces): `MPI_Start`/`Startall`
+//!   post the `Isend`/`Irecv` the `*_init` call described, under the same
+//!   request, which a wait completes and the next start reuses
+//!   ([`crate::trace::actions::RequestBook`]); `Ssend`/`Bsend`/`Rsend_init`
+//!   map onto standard sends as their blocking forms do. `MPI_Mrecv`/
+//!   `Imrecv` receive from the source and tag their `Mprobe` matched;
+//!   `Waitsome`/`Testsome` wait for the requests that completed.
+//!   `Cancel` withdraws a receive that no send matched yet (its request
+//!   completes at once) and otherwise does nothing, as a failed cancel;
+//!   sends are never cancelled. `Request_free` forgets the handle; the
+//!   operation still completes.
+//! - **Nonblocking collectives** (`Icoll`) run the blocking collective's
+//!   schedule, on its context and in the same per-rank order of
+//!   collectives, with asynchronous progress: round k + 1 is posted when
+//!   round k completes, whether the rank computes or waits, and the
+//!   request completes with the last round (a wait on it is
+//!   communication up to the collective's span, waiting beyond). Posting
+//!   costs the rank nothing. This is the overlap a progress thread or
+//!   offloading NIC gives; an MPI library that progresses only inside MPI
+//!   calls overlaps less (see `engine/nbc.rs`). SimGrid 3.32 aborts on
+//!   these calls.
+//! - **MPI-IO** is recorded, not simulated: each call replays as a compute
+//!   block of its measured duration in region `MPI-IO`
+//!   ([`crate::trace::actions::IO_REGION`]), so it keeps its traced time
+//!   (scaled by the host's speed ratio like any compute); the requests of
+//!   `File_i*` complete at once.
 //! - **Finalize** ends the rank; its end time is its clock there (or
 //!   after its last action when there is no `Finalize`).
 //! - **Deadlock**: when no event is left but some rank has not finished,
