@@ -122,7 +122,7 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 fparams.push(format!("MPI_Fint *{n}"));
                 args.push(format!("(int)*{n}"));
             }
-            ("MPI_Comm", false) | ("MPI_Datatype", false) | ("MPI_Op", false) | ("MPI_Group", false) | ("MPI_File", false) => {
+            ("MPI_Comm" | "MPI_Datatype" | "MPI_Op" | "MPI_Group" | "MPI_File", false) => {
                 let f = match ty {
                     "MPI_Comm" => "MPI_Comm_f2c",
                     "MPI_Datatype" => "MPI_Type_f2c",

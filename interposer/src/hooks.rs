@@ -101,7 +101,8 @@ fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
             recv_bytes: p.bytes2,
             comm: p.comm,
         },
-        CommDup | CommSplit | CommCreate | CartCreate | CartSub | IntercommMerge | CommCreateGroup => RecParams::CommCreate {
+        CommDup | CommSplit | CommCreate | CartCreate | CartSub | IntercommMerge
+        | CommCreateGroup => RecParams::CommCreate {
             parent: p.comm,
             comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
             members: list_u32(list),

@@ -63,7 +63,10 @@ impl TraceActions {
             records,
             pending: VecDeque::new(),
             requests: RequestBook::default(),
-            prev_caller: 0, regions: RegionNames::new(), compute })
+            prev_caller: 0,
+            regions: RegionNames::new(),
+            compute,
+        })
     }
 
     fn convert(&mut self, rec: CallRecord) -> (Action, Result<(), Op>) {
