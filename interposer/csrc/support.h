@@ -217,17 +217,26 @@ static inline int32_t file_id(MPI_File fh) {
     return (int32_t)ipr_comm_id(handle_u64(&fh, sizeof fh) ^ (1ull << 63));
 }
 
-/* Absolute byte offset of `offset` (etype units, relative to the view). */
+/* True when the file has positions to ask about: not MPI_FILE_NULL, not
+ * opened MPI_MODE_SEQUENTIAL (where the position queries are errors, which
+ * an application's fatal error handler would turn into an abort). */
+static inline int io_positioned(MPI_File fh) {
+    int amode = 0;
+    return fh != MPI_FILE_NULL && PMPI_File_get_amode(fh, &amode) == MPI_SUCCESS && !(amode & MPI_MODE_SEQUENTIAL);
+}
+
+/* Absolute byte offset of `offset` (etype units, relative to the view);
+ * 0 when unknown. */
 static inline uint64_t io_offset(MPI_File fh, MPI_Offset offset) {
     MPI_Offset b = 0;
-    if (PMPI_File_get_byte_offset(fh, offset, &b) != MPI_SUCCESS || b < 0) return 0;
+    if (offset < 0 || !io_positioned(fh) || PMPI_File_get_byte_offset(fh, offset, &b) != MPI_SUCCESS || b < 0) return 0;
     return (uint64_t)b;
 }
 
-/* Absolute byte offset of the individual file pointer. */
+/* Absolute byte offset of the individual file pointer; 0 when unknown. */
 static inline uint64_t io_pointer(MPI_File fh) {
     MPI_Offset o = 0;
-    if (PMPI_File_get_position(fh, &o) != MPI_SUCCESS) return 0;
+    if (!io_positioned(fh) || PMPI_File_get_position(fh, &o) != MPI_SUCCESS) return 0;
     return io_offset(fh, o);
 }
 
