@@ -2,17 +2,20 @@
 ! ring exchange on persistent requests (MPI_SEND_INIT/MPI_RECV_INIT,
 ! MPI_STARTALL, MPI_WAITALL), the same started one by one (MPI_START), an
 ! MPI_IALLREDUCE with MPI_IN_PLACE completed by MPI_WAIT, and a matched
-! probe and receive (MPI_MPROBE, MPI_MRECV); once, a Cartesian ring
-! (MPI_CART_CREATE) and MPI_REQUEST_FREE of the persistent requests.
+! probe and receive (MPI_MPROBE, MPI_MRECV), and exchanges completed by
+! MPI_WAITANY and MPI_WAITSOME, whose indices must come back 1-based;
+! once, a Cartesian ring (MPI_CART_CREATE) and MPI_REQUEST_FREE of the
+! persistent requests.
 !
 ! usage: mpirun -np N fortran_more [iters]
 ! Rank 0 prints `calls MPI_<name>=<count per rank>`, `sum=` and
-! `expected=` (equal when MPI_IN_PLACE worked), then `wall_s=`.
+! `expected=` (equal when MPI_IN_PLACE worked), then `wall_s=`. A rank
+! that sees an index out of 1..2 says so on stderr and aborts.
 program fortran_more
   use mpi
   implicit none
   integer :: ierr, rank, size, iters, i, next, prev, nargs, cart, msg, req
-  integer :: reqs(2), st(MPI_STATUS_SIZE), dims(1)
+  integer :: reqs(2), st(MPI_STATUS_SIZE), dims(1), more(2), idx, idxs(2), outc, left, k
   logical :: periods(1)
   double precision :: out, in, total, t0, t1
   character(len=32) :: arg
@@ -53,6 +56,22 @@ program fortran_more
     call MPI_SEND(out, 1, MPI_DOUBLE_PRECISION, next, 2, MPI_COMM_WORLD, ierr)
     call MPI_MPROBE(prev, 2, MPI_COMM_WORLD, msg, st, ierr)
     call MPI_MRECV(in, 1, MPI_DOUBLE_PRECISION, msg, MPI_STATUS_IGNORE, ierr)
+    call MPI_IRECV(in, 1, MPI_DOUBLE_PRECISION, prev, 3, MPI_COMM_WORLD, more(1), ierr)
+    call MPI_ISEND(out, 1, MPI_DOUBLE_PRECISION, next, 3, MPI_COMM_WORLD, more(2), ierr)
+    do k = 1, 2
+      call MPI_WAITANY(2, more, idx, MPI_STATUS_IGNORE, ierr)
+      call check_index(idx)
+    end do
+    call MPI_IRECV(in, 1, MPI_DOUBLE_PRECISION, prev, 4, MPI_COMM_WORLD, more(1), ierr)
+    call MPI_ISEND(out, 1, MPI_DOUBLE_PRECISION, next, 4, MPI_COMM_WORLD, more(2), ierr)
+    left = 2
+    do while (left > 0)
+      call MPI_WAITSOME(2, more, outc, idxs, MPI_STATUSES_IGNORE, ierr)
+      do k = 1, outc
+        call check_index(idxs(k))
+      end do
+      left = left - outc
+    end do
   end do
   call MPI_BARRIER(MPI_COMM_WORLD, ierr)
   t1 = MPI_WTIME()
@@ -71,9 +90,19 @@ program fortran_more
     write(*, '(a,i0)') 'calls MPI_Mprobe=', iters
     write(*, '(a,i0)') 'calls MPI_Mrecv=', iters
     write(*, '(a)') 'calls MPI_Request_free=2'
+    write(*, '(a,i0)') 'calls MPI_Waitany=', 2 * iters
     write(*, '(a,f0.1)') 'sum=', total
     write(*, '(a,f0.1)') 'expected=', dble(size) * dble(size - 1) / 2d0
     write(*, '(a,f0.6)') 'wall_s=', t1 - t0
   end if
   call MPI_FINALIZE(ierr)
+contains
+  subroutine check_index(j)
+    integer, intent(in) :: j
+    integer :: e
+    if (j < 1 .or. j > 2) then
+      write(0, '(a,i0)') 'fortran_more: request index out of 1..2: ', j
+      call MPI_ABORT(MPI_COMM_WORLD, 1, e)
+    end if
+  end subroutine check_index
 end program fortran_more

@@ -111,7 +111,7 @@ fn core(e: &Entry) -> String {
 /// with the four symbol spellings compilers use. Only under OpenMPI.
 fn fortran(e: &Entry) -> Result<String, String> {
     let (mut fparams, mut pre, mut args, mut post) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let count = if e.names.iter().any(|n| n == "count") { "count" } else { "" };
+    let count = ["count", "incount"].into_iter().find(|c| e.names.iter().any(|n| n == c)).unwrap_or("");
     for (d, n) in e.decls.iter().zip(&e.names) {
         let array = d.trim_end().ends_with("[]");
         let bare = d.trim().trim_end_matches("[]").trim();
@@ -140,6 +140,17 @@ fn fortran(e: &Entry) -> Result<String, String> {
             ("int *", false) | ("const int", true) => {
                 fparams.push(format!("MPI_Fint *{n}"));
                 args.push(format!("(int *){n}"));
+                // Fortran indices start at 1 (Waitany, Testany).
+                if n == "index" {
+                    post.push(format!("if (rc == MPI_SUCCESS && *{n} != MPI_UNDEFINED) *{n} += 1;"));
+                }
+            }
+            ("int", true) if n == "array_of_indices" && e.names.iter().any(|n| n == "outcount") => {
+                fparams.push(format!("MPI_Fint *{n}"));
+                args.push(format!("(int *){n}"));
+                post.push(format!(
+                    "if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED) for (int i = 0; i < *outcount; i++) {n}[i] += 1;"
+                ));
             }
             ("MPI_Offset", false) => {
                 fparams.push(format!("MPI_Offset *{n}"));

@@ -597,8 +597,9 @@ fn fortran_programs_are_traced_like_c_ones() {
 /// SimGrid interop: the TI export of a real jacobi2d run at 4 ranks
 /// replays under SimGrid's own `smpirun -replay`.
 /// The Fortran bindings generated for the wider coverage (persistent
-/// requests, Iallreduce with MPI_IN_PLACE, Mprobe/Mrecv, Cart_create)
-/// record every call once, with peers as world ranks.
+/// requests, Iallreduce with MPI_IN_PLACE, Mprobe/Mrecv, Cart_create,
+/// Waitany/Waitsome) record every call once, with peers as world ranks,
+/// and hand Fortran its 1-based indices (the program aborts otherwise).
 #[test]
 fn fortran_wider_coverage_is_traced() {
     let (dir, out) = traced(3, "fortran_more", &["5"]);
@@ -606,6 +607,14 @@ fn fortran_wider_coverage_is_traced() {
     for t in check_counts(dir.path(), &out) {
         let me = t.header.rank as i32;
         let recs = records(&t);
+        let some: usize = recs
+            .iter()
+            .map(|r| match &r.params {
+                Params::RequestSome { completed, .. } if r.op == Op::Waitsome => completed.len(),
+                _ => 0,
+            })
+            .sum();
+        assert_eq!(some, 2 * 5, "rank {me}: requests completed by MPI_WAITSOME");
         let init = recs.iter().find(|r| r.op == Op::SendInit).unwrap();
         assert!(matches!(init.params, Params::P2p { peer, bytes: 8, comm, .. } if peer == (me + 1) % 3 && comm != 0), "{init:?}");
         let probe = recs.iter().find(|r| r.op == Op::Mprobe).unwrap();
