@@ -1,7 +1,7 @@
 //! From interposer call records to replay [`Action`]s: compute blocks with
 //! their call-site region ids, then each call's action.
 
-use super::record::{ANY_SOURCE, PROC_NULL};
+use super::record::{ANY_SOURCE, COMM_UNKNOWN, PROC_NULL};
 use super::symbols::RegionNames;
 use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
 
@@ -70,9 +70,11 @@ impl TraceActions {
 }
 
 /// The action of one record: `Ok(None)` for calls replay ignores (rank,
-/// size, probes, tests that found nothing, communicator management, sends
-/// to or receives from `MPI_PROC_NULL`); `Err(op)` for calls the replay
-/// cannot represent yet.
+/// size, probes, tests that found nothing, `MPI_Comm_free`, communicators
+/// this rank is not in, sends to or receives from `MPI_PROC_NULL`);
+/// `Err(op)` for calls the replay cannot represent yet (the v-collectives
+/// other than gatherv, whose records lack the other ranks' sizes).
+/// `MPI_Gatherv` costs as a gather of this rank's contribution.
 ///
 /// Send modes map onto the standard ones (`Ssend`/`Bsend`/`Rsend` →
 /// `Send`, `Issend`/`Ibsend`/`Irsend` → `Isend`): the model's
@@ -84,6 +86,10 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
     Ok(Some(match (rec.op, &rec.params) {
         (Init | InitThread, _) => Action::Init,
         (Finalize, _) => Action::Finalize,
+        (CommDup | CommSplit | CommCreate, Params::CommCreate { comm, members, .. }) => match *comm {
+            COMM_UNKNOWN => return Ok(None),
+            comm => Action::CommCreate { comm, members: members.clone() },
+        },
         (CommRank | CommSize | Probe | Iprobe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),
         (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
         (Send | Ssend | Bsend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
@@ -118,6 +124,12 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
         (Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
         (Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
+        (Gather | Gatherv, &Params::Coll { root: r, bytes, comm }) => Action::Gather { root: root(r), bytes, comm },
+        (Scatter, &Params::Coll { root: r, bytes, comm }) => Action::Scatter { root: root(r), bytes, comm },
+        (Allgather, &Params::Coll { bytes, comm, .. }) => Action::Allgather { bytes, comm },
+        (Alltoall, &Params::Coll { bytes, comm, .. }) => Action::Alltoall { bytes, comm },
+        (Scan, &Params::Coll { bytes, comm, .. }) => Action::Scan { bytes, exclusive: false, comm },
+        (Exscan, &Params::Coll { bytes, comm, .. }) => Action::Scan { bytes, exclusive: true, comm },
         (op, _) => return Err(op),
     }))
 }
