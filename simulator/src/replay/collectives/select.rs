@@ -125,11 +125,12 @@ pub enum Alg {
         /// Falls back as SimGrid's port does.
         simgrid: bool,
     },
-    /// All-reduce as linear reduce to rank 0 + binomial bcast (SMPI's default, `redbcast`).
+    /// All-reduce as linear reduce to rank 0 + binomial bcast (SMPI's `default`).
     RedBcast,
     /// All-reduce as linear reduce + linear bcast (OpenMPI's `basic_linear`).
     BasicLinear,
-    /// All-reduce as reduce + bcast, each chosen by the selector (OpenMPI's `nonoverlapping`).
+    /// All-reduce as reduce + bcast, each chosen by the selector (OpenMPI's
+    /// `nonoverlapping`, SimGrid's `redbcast`).
     Nonoverlapping,
     /// Bruck (allgather(v), alltoall).
     Bruck,
@@ -207,8 +208,8 @@ pub fn alg_names(coll: Coll) -> &'static [(&'static str, Alg)] {
         Coll::Allreduce => &[
             ("rdb", RecursiveDoubling),
             ("recursive_doubling", RecursiveDoubling),
-            ("redbcast", RedBcast),
             ("default", RedBcast),
+            ("redbcast", Nonoverlapping),
             ("basic_linear", BasicLinear),
             ("nonoverlapping", Nonoverlapping),
             ("lr", Lr),
@@ -592,8 +593,7 @@ fn ompi(coll: Coll, n: u32, bytes: u64, simgrid: bool) -> Alg {
     match coll {
         Coll::Allreduce => match (id(ALLREDUCE), simgrid) {
             (1, false) => BasicLinear,
-            (2, false) => Nonoverlapping,
-            (1 | 2, true) => RedBcast,
+            (1, true) | (2, _) => Nonoverlapping,
             (3, _) => RecursiveDoubling,
             (4, false) => Ring,
             (4, true) => Lr,
