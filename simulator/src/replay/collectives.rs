@@ -39,7 +39,7 @@ pub use exchange::{
     ring_allgather, ring_allreduce, ring_reduce_scatter, split_blocks,
 };
 pub use schedule::{elem_size, schedule, CollCall};
-pub use select::{Alg, Coll, CollAlgs, Selector};
+pub use select::{alg_names, parse_alg, Alg, Coll, CollAlgs, Selector, SELECTORS};
 pub use trees::{
     barrier, bcast, binary_bcast, binary_reduce, binomial_gather, binomial_scatter, chain_bcast, chain_reduce,
     knomial_bcast, linear_barrier, linear_gather, linear_scatter, recursive_doubling_barrier, reduce,
