@@ -29,6 +29,7 @@
 //! and per-collective overrides.
 
 mod exchange;
+mod ompi;
 mod schedule;
 mod select;
 mod trees;

@@ -348,7 +348,7 @@ pub fn neighbor_allgather(rank: u32, n: u32, bytes: u64, out: &mut Vec<Step>) {
         return ring_allgather(rank, n, |_| bytes, out);
     }
     let (right, left) = ((rank + 1) % n, (rank + n - 1) % n);
-    let nb = if rank % 2 == 0 { [right, left] } else { [left, right] };
+    let nb = if rank.is_multiple_of(2) { [right, left] } else { [left, right] };
     push_ops(out, &[(nb[0], true, bytes), (nb[0], false, 0)]);
     for i in 1..n / 2 {
         let p = nb[(i % 2) as usize];

@@ -45,7 +45,7 @@ impl CollCall<'_> {
 /// not counts): 8 when it divides, else 4, 2 or 1. Algorithms that split
 /// a buffer by elements, and the `count < ranks` fallbacks, use it.
 pub fn elem_size(bytes: u64) -> u64 {
-    [8, 4, 2].into_iter().find(|e| bytes % e == 0).unwrap_or(1)
+    [8, 4, 2].into_iter().find(|e| bytes.is_multiple_of(*e)).unwrap_or(1)
 }
 
 /// Appends rank `me`'s steps of `call` on `n` ranks, with the algorithm
