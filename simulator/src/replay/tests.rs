@@ -504,3 +504,17 @@ fn sub_communicator_collectives_run_among_their_members() {
     let e = run(&simple(), (0..4).map(|r| vec![split(r), Action::Bcast { root: 0, bytes: 8, comm: 1 }]).collect());
     assert!(e.unwrap_err().to_string().contains("root 0 is not among the 2 ranks of communicator 1"));
 }
+
+#[test]
+fn scatterv_takes_one_algorithm_on_every_rank() {
+    // OpenMPI's table says binomial for a small scatter on 8 ranks, but
+    // only the root knows a scatterv's sizes: every rank goes linear.
+    let ompi = Extras { coll: CollAlgs::preset("ompi").unwrap(), ..Extras::default() };
+    let ranks = (0..8u32).map(|r| {
+        let send_bytes = if r == 3 { vec![8; 8] } else { vec![] };
+        Box::new([Ok(Action::Scatterv { root: 3, send_bytes, comm: 0 })].into_iter()) as ActionStream<'static, Infallible>
+    });
+    let r = replay_with(&simple(), &ompi, ranks.collect()).unwrap();
+    close(r.makespan_s, L);
+    assert_eq!(r.ranks[3].messages, 7);
+}

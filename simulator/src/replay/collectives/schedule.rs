@@ -20,6 +20,10 @@ pub struct CollCall<'a> {
     /// the block of each rank, alltoallv this rank's send to each peer,
     /// scatterv the root's send to each rank (empty on other ranks).
     pub sizes: &'a [u64],
+    /// A v-collective (scatterv, alltoallv, …): every rank then takes an
+    /// algorithm that needs no other rank's sizes where one differs
+    /// (linear scatterv, pairwise or linear alltoallv).
+    pub vector: bool,
 }
 
 impl CollCall<'_> {
@@ -92,7 +96,7 @@ pub fn schedule(algs: &CollAlgs, call: &CollCall, me: u32, n: u32, out: &mut Vec
             _ => linear_gather(me, n, root, bytes, out),
         },
         Coll::Scatter => match alg {
-            Alg::Binomial if call.sizes.is_empty() => binomial_scatter(me, n, root, bytes, out),
+            Alg::Binomial if !call.vector => binomial_scatter(me, n, root, bytes, out),
             _ => linear_scatter(me, n, root, |p| call.size(p), out),
         },
         Coll::Allgather | Coll::Allgatherv => {
@@ -107,7 +111,7 @@ pub fn schedule(algs: &CollAlgs, call: &CollCall, me: u32, n: u32, out: &mut Vec
         }
         Coll::Alltoall | Coll::Alltoallv => match alg {
             Alg::Linear => linear_alltoall(me, n, |p| call.size(p), out),
-            Alg::Bruck if call.sizes.is_empty() => bruck_alltoall(me, n, bytes, out),
+            Alg::Bruck if !call.vector => bruck_alltoall(me, n, bytes, out),
             _ => pairwise(me, n, |p| call.size(p), out),
         },
         Coll::ReduceScatter => match alg {
@@ -144,7 +148,7 @@ fn allreduce_alg(algs: &CollAlgs, alg: Alg, me: u32, n: u32, bytes: u64, out: &m
             linear_scatter(me, n, 0, |_| bytes, out);
         }
         Alg::Nonoverlapping => {
-            let call = |coll| CollCall { coll, root: 0, bytes, sizes: &[] };
+            let call = |coll| CollCall { coll, root: 0, bytes, sizes: &[], vector: false };
             schedule(algs, &call(Coll::Reduce), me, n, out);
             schedule(algs, &call(Coll::Bcast), me, n, out);
         }

@@ -96,7 +96,7 @@ fn every_algorithm_of_every_collective_delivers() {
                 for root in [0, n / 2, n - 1] {
                     let bytes = 8 * 64;
                     let v = matches!(coll, Coll::Allgatherv | Coll::Alltoallv | Coll::ReduceScatter);
-                    let call = CollCall { coll, root, bytes, sizes: if v { &sizes[..n as usize] } else { &[] } };
+                    let call = CollCall { coll, root, bytes, sizes: if v { &sizes[..n as usize] } else { &[] }, vector: v };
                     let alg = if name.contains("pipeline") || name.contains("chain") { format!("{name}:100") } else { name.to_string() };
                     let k = run(&forced(&call, &alg, n)).know;
                     let ok = match coll {
@@ -240,7 +240,7 @@ fn mpich_selector_follows_the_default_cvars() {
 fn fallbacks_of_ring_and_lr_for_short_vectors() {
     // 8 bytes on 16 ranks: OpenMPI's segmented ring → ring → recursive
     // doubling; SimGrid's → lr → its default reduce + bcast.
-    let call = CollCall { coll: Coll::Allreduce, root: 0, bytes: 8, sizes: &[] };
+    let call = CollCall { coll: Coll::Allreduce, root: 0, bytes: 8, sizes: &[], vector: false };
     let (o, sg) = (CollAlgs::preset("ompi").unwrap(), CollAlgs::preset("simgrid-ompi").unwrap());
     let rdb = schedules(16, |r, v| allreduce(r, 16, 8, v));
     let redbcast = schedules(16, |r, v| {

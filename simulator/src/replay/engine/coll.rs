@@ -58,7 +58,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             let why = format!("{who} one size per rank ({n}), got {}", sizes.len());
             return Err(self.err(r, action, why, false));
         }
-        let call = CollCall { coll, root, bytes, sizes };
+        let call = CollCall { coll, root, bytes, sizes, vector: !sizes.is_empty() || matches!(action, Action::Scatterv { .. }) };
         let tag = self.comms.next_tag(r, g);
         let c = &mut self.ranks[r].coll;
         c.steps.clear();
