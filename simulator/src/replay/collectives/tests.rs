@@ -155,6 +155,27 @@ fn message_volumes_match_the_textbook_formulas() {
         // every rank passes n − 1 chunks on.
         let vg = run(&schedules(n, |r, v| scatter_allgather_bcast(r, n, 0, m, true, v)));
         assert_eq!(vg.sent[0], (n as u64 - 1) * b + (n as u64 - 1) * b);
+        // Rabenseifner's reduce: the root receives (n − 1)/n of the message
+        // in the reduce-scatter and as much again in the gather.
+        let rr = run(&schedules(n, |r, v| rabenseifner_reduce(r, n, 0, m, 8, v)));
+        assert_eq!(rr.received[0], 2 * (n as u64 - 1) * b, "rabenseifner reduce n = {n}");
+        // Segmented trees and chains: (n − 1) edges × segments.
+        for (what, s) in [
+            ("binary bcast", schedules(n, |r, v| binary_bcast(r, n, 0, b, 100, v))),
+            ("binary reduce", schedules(n, |r, v| binary_reduce(r, n, 0, b, 100, v))),
+            ("chain reduce", schedules(n, |r, v| chain_reduce(r, n, 0, b, 100, v))),
+        ] {
+            assert_eq!(run(&s).messages, (n as usize - 1) * 11, "{what} n = {n}");
+        }
+        // Recursive-doubling scan: log2 n exchanges of the whole buffer.
+        every(&run(&schedules(n, |r, v| rdb_scan(r, n, b, v))), n.ilog2() as u64 * b, "rdb scan");
+        // OpenMPI's segmented ring in 2 phases moves what the ring moves.
+        let mut seg = CollAlgs::mpich();
+        seg.set("allreduce", &format!("segmented_ring:{}", b / 2)).unwrap();
+        let call = CollCall { coll: Coll::Allreduce, root: 0, bytes: m, sizes: &[], vector: false };
+        let sr = run(&schedules(n, |r, v| schedule(&seg, &call, r, n, v)));
+        every(&sr, 2 * (n as u64 - 1) * b, "segmented ring");
+        assert_eq!(sr.messages, n as usize * (n as usize - 1) * 3, "segmented ring n = {n}");
         // Barriers: ⌈log2 n⌉ rounds of 0 bytes.
         let d = schedules(n, |r, v| barrier(r, n, v));
         assert!(d.iter().all(|x| rounds(x) == n.ilog2() as usize && x.iter().all(|s| s.bytes == 0)));
