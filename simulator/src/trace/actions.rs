@@ -45,6 +45,9 @@ pub struct TraceActions {
     /// so that the common case neither formats nor allocates.
     regions: RegionNames,
     compute: ComputeTime,
+    /// Size of each communicator this rank created (by its id), for
+    /// `MPI_Reduce_scatter_block`, whose record has the block size only.
+    comm_sizes: Vec<(u32, u32)>,
 }
 
 impl TraceActions {
@@ -54,7 +57,15 @@ impl TraceActions {
     /// [`TraceError`] naming the file when it cannot be reopened.
     pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
         let records = trace.records()?;
-        Ok(TraceActions { trace, records, pending: None, prev_caller: 0, regions: RegionNames::new(), compute })
+        Ok(TraceActions {
+            trace,
+            records,
+            pending: None,
+            prev_caller: 0,
+            regions: RegionNames::new(),
+            compute,
+            comm_sizes: Vec::new(),
+        })
     }
 
     fn convert(&mut self, rec: CallRecord) -> (Action, Result<Option<Action>, Op>) {
@@ -65,7 +76,26 @@ impl TraceActions {
             ComputeTime::Wall => rec.compute_wall_ns,
         };
         let compute = Action::Compute { seconds: ns as f64 * 1e-9, region };
-        (compute, op_action(&rec))
+        let action = match (rec.op, &rec.params) {
+            (Op::CommDup | Op::CommSplit | Op::CommCreate, Params::CommCreate { comm, members, .. }) => {
+                self.comm_sizes.retain(|(c, _)| c != comm);
+                self.comm_sizes.push((*comm, members.len() as u32));
+                op_action(&rec)
+            }
+            // Equal blocks: one per rank of the communicator.
+            (Op::ReduceScatterBlock, &Params::Coll { bytes, comm, .. }) => {
+                let n = match comm {
+                    0 => Some(self.trace.header.ranks),
+                    c => self.comm_sizes.iter().find(|(id, _)| *id == c).map(|&(_, n)| n),
+                };
+                match n {
+                    Some(n) => Ok(Some(Action::ReduceScatter { recv_bytes: vec![bytes; n as usize], comm })),
+                    None => Err(rec.op),
+                }
+            }
+            _ => op_action(&rec),
+        };
+        (compute, action)
     }
 }
 
@@ -73,8 +103,10 @@ impl TraceActions {
 /// size, probes, tests that found nothing, `MPI_Comm_free`, communicators
 /// this rank is not in, sends to or receives from `MPI_PROC_NULL`);
 /// `Err(op)` for calls the replay cannot represent yet (the v-collectives
-/// other than gatherv, whose records lack the other ranks' sizes).
-/// `MPI_Gatherv` costs as a gather of this rank's contribution.
+/// other than gatherv, whose records lack the other ranks' sizes, and
+/// `MPI_Reduce_scatter_block`, which [`TraceActions`] completes with the
+/// communicator's size). `MPI_Gatherv` costs as a gather of this rank's
+/// contribution.
 ///
 /// Send modes map onto the standard ones (`Ssend`/`Bsend`/`Rsend` →
 /// `Send`, `Issend`/`Ibsend`/`Irsend` → `Isend`): the model's
@@ -218,5 +250,51 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(want[1], want[3]);
         assert_ne!(want[1], want[2]);
+    }
+
+    #[test]
+    fn reduce_scatter_block_takes_the_communicator_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-0.trace");
+        let header = RankHeader {
+            rank: 0,
+            ranks: 4,
+            host: "h".into(),
+            pid: 1,
+            timing_source: TimingSource::ClockGettime,
+            epoch_unix_s: 0.0,
+        };
+        let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+        let rsb = |comm| Params::Coll { root: -1, bytes: 16, comm };
+        let params = [
+            (Op::CommSplit, Params::CommCreate { parent: 0, comm: 1, members: vec![0, 2, 3] }),
+            (Op::ReduceScatterBlock, rsb(1)),
+            (Op::ReduceScatterBlock, rsb(0)),
+            (Op::ReduceScatterBlock, rsb(9)),
+        ];
+        for (op, params) in params {
+            let rec = CallRecord {
+                op,
+                failed: false,
+                caller: 0x1010,
+                compute_cpu_ns: 0,
+                compute_wall_ns: 0,
+                t_start_ns: 0,
+                t_end_ns: 0,
+                params,
+            };
+            w.push(&rec).unwrap();
+        }
+        w.finish(&[]).unwrap();
+        let trace = RankTrace::open(&path).unwrap();
+        let got: Vec<_> = TraceActions::new(trace, ComputeTime::Cpu)
+            .unwrap()
+            .filter(|a| !matches!(a, Ok(Action::Compute { .. })))
+            .map(|a| a.map_err(|e| e.to_string()))
+            .collect();
+        assert_eq!(got[0], Ok(Action::CommCreate { comm: 1, members: vec![0, 2, 3] }));
+        assert_eq!(got[1], Ok(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 }));
+        assert_eq!(got[2], Ok(Action::ReduceScatter { recv_bytes: vec![16; 4], comm: 0 }));
+        assert!(got[3].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[3]);
     }
 }
