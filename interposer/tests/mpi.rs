@@ -257,14 +257,47 @@ fn check_mpi_calls(dir: &Path, out: &Output) {
             assert!(matches!(r.params, Params::Probe { found: true, bytes: 32, .. }), "{r:?}");
         }
     }
-    // The replay cannot represent MPI_Gather yet: a clear error naming the file.
+    // The replay cannot represent MPI_Scatterv yet (its record lacks the
+    // root's sizes): a clear error naming the file.
     let t = ranks[0].clone();
     let err = simulator::action::TraceActions::new(t, Default::default())
         .unwrap()
         .find_map(|a| a.err())
         .expect("an unsupported call");
     let msg = err.to_string();
-    assert!(msg.contains("rank-0.trace") && msg.contains("MPI_Gather"), "{msg}");
+    assert!(msg.contains("rank-0.trace") && msg.contains("MPI_Scatterv"), "{msg}");
+}
+
+/// `comm_split` traced under mpirun replays with its collectives among
+/// the members of its row and column communicators and its ring on a
+/// duplicate of WORLD: per iteration a rank sends 1 message for the row
+/// all-reduce (2 ranks), 1 for the ring, 1 for the column barrier, and the
+/// column's root 1 for the bcast; plus 2 × 2 for the two WORLD barriers.
+/// On WORLD the all-reduce and barrier alone would take 2 messages each.
+#[test]
+fn comm_split_replays_sub_communicator_collectives_on_their_members() {
+    let iters = 20u64;
+    let (dir, out) = traced(4, "comm_split", &[&iters.to_string(), "100"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("grid=2x2"));
+    let platform = dir.path().join("platform.toml");
+    std::fs::write(
+        &platform,
+        "name = \"t\"\n[[hosts]]\nname = \"n\"\ncores = 4\n[network.intra]\neager_threshold_bytes = 4096\n\
+         transfer = [ { intercept_s = 1e-3, bandwidth_bytes_per_s = 1e9 } ]\n",
+    )
+    .unwrap();
+    let (p, extras) = simulator::platform::load_any(&platform, &[]).unwrap();
+    for selector in ["mpich", "ompi", "smpi"] {
+        let mut x = extras.clone();
+        x.coll = simulator::replay::collectives::CollAlgs::preset(selector).unwrap();
+        let streams = simulator::replay::open_trace_dir(dir.path(), Default::default()).unwrap();
+        let r = simulator::replay::replay_with(&p, &x, streams).unwrap();
+        let msgs: Vec<u64> = r.ranks.iter().map(|k| k.messages).collect();
+        // WORLD barriers on 4 ranks: dissemination (mpich), linear (ompi, smpi).
+        let world_barriers = if selector == "mpich" { [4; 4] } else { [6, 2, 2, 2] };
+        let want: Vec<u64> = (0..4).map(|w| iters * (3 + u64::from(w < 2)) + world_barriers[w]).collect();
+        assert_eq!(msgs, want, "{selector}");
+    }
 }
 
 #[test]

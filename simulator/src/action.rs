@@ -222,6 +222,16 @@ pub enum Action {
         /// Request id.
         req: u64,
     },
+    /// A new communicator (`MPI_Comm_dup`/`split`/`create`) this rank is
+    /// a member of. `comm` is the rank's own id for it (ids are per rank);
+    /// ranks whose member lists are equal, and who created such a list
+    /// equally often before, name the same communicator.
+    CommCreate {
+        /// This rank's id of the new communicator.
+        comm: u32,
+        /// World rank of each member, in communicator rank order.
+        members: Vec<u32>,
+    },
     /// `MPI_Init`: the start of the replayed span.
     Init,
     /// `MPI_Finalize`: the end of the rank's replayed span.

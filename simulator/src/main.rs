@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! simulator replay --platform <file> <trace> [--json] [--compute-time cpu|wall]
-//!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|smpi]
+//!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|ompi|simgrid-ompi|smpi]
+//!                  [--coll <coll>=<alg>]…
 //!                  [--timeline <file.json>]
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
@@ -59,10 +60,18 @@ struct ReplayArgs {
     /// regions not in the file keep ratio 1 and are counted in the report.
     #[arg(long, value_name = "CSV")]
     speed_ratios: Option<PathBuf>,
-    /// Collective algorithms: mpich, or smpi (SimGrid's default selector).
-    /// Default: smpi on a SimGrid XML platform (as smpirun), else mpich.
+    /// Collective algorithm selector: mpich (MPICH 4.0's defaults), ompi
+    /// (OpenMPI 4.1's tuned fixed decisions), simgrid-ompi (SimGrid's port
+    /// of them, what smpi/coll-selector:ompi means), or smpi (SimGrid's
+    /// default). Default: smpi on a SimGrid XML platform (as smpirun), else
+    /// mpich. Overrides (--coll, smpi/<coll>) are kept.
     #[arg(long, value_name = "NAME")]
     coll_selector: Option<String>,
+    /// One collective's algorithm, whatever the selector says, e.g.
+    /// allreduce=rabenseifner, bcast=pipeline:65536 (segment bytes);
+    /// SimGrid's smpi/<coll> names are accepted. Repeatable.
+    #[arg(long = "coll", value_name = "COLL=ALG")]
+    coll: Vec<String>,
     /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the simulated run.
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
@@ -98,7 +107,13 @@ enum ComputeArg {
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let (platform, mut extras) = platform::load_any(&args.platform, &args.cfg).context("cannot load platform")?;
     if let Some(name) = &args.coll_selector {
-        extras.coll = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?;
+        extras.coll.selector = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?.selector;
+    }
+    for spec in &args.coll {
+        let (coll, alg) = spec
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--coll {spec}: expected <collective>=<algorithm>"))?;
+        extras.coll.set(coll, alg).map_err(anyhow::Error::msg).with_context(|| format!("--coll {spec}"))?;
     }
     let compute = match args.compute_time {
         ComputeArg::Cpu => ComputeTime::Cpu,

@@ -42,12 +42,20 @@
 //!   `MPI_PROC_NULL`).
 //! - **Collectives** (`Barrier`, `Bcast`, `Reduce`, `Allreduce`,
 //!   `Alltoall(v)`, `Allgather(v)`, `Gather`, `Scatter(v)`,
-//!   `ReduceScatter`, `Scan`) run as point-to-point rounds
-//!   ([`collectives`]) on a matching context of their own, so they never
-//!   match user messages. Only `MPI_COMM_WORLD` (comm 0) is supported so
-//!   far; another comm is an error naming the rank and the action. (TI
-//!   traces record no communicator: SimGrid replays every collective on
-//!   `MPI_COMM_WORLD`, and so do we.)
+//!   `ReduceScatter`, `Scan`) run as point-to-point rounds of the algorithm
+//!   [`Extras::coll`] picks ([`collectives`]: selectors `mpich`, `ompi`,
+//!   `simgrid-ompi`, `smpi`, and per-collective overrides), on a matching
+//!   context of their own, so they never match user messages.
+//! - **Communicators.** `CommCreate` actions (interposer traces of
+//!   `MPI_Comm_dup`/`split`/`create`) define a rank's communicator ids; a
+//!   collective on one runs among its members only, with communicator
+//!   ranks mapped to world ranks and the root translated; point-to-point
+//!   traffic on it matches in its own context. Ranks that number one
+//!   communicator differently still meet (a communicator is known by its
+//!   members and creation order). A collective on an id never created is
+//!   an error naming the rank and the action. SimGrid's TI traces record
+//!   no communicator: SimGrid replays every collective on
+//!   `MPI_COMM_WORLD`, and so do we for them.
 //! - **Persistent requests** (interposer traces): `MPI_Start`/`Startall`
 //!   post the `Isend`/`Irecv` the `*_init` call described, under the same
 //!   request, which a wait completes and the next start reuses

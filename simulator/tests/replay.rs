@@ -335,3 +335,22 @@ fn jitter_stretches_compute_blocks_by_the_trace_noise() {
     let out = simulator(&["replay", "--platform", s(&c.platform), s(&c.trace), "--jitter", s(&jt), "--jitter-mode", "cosched"]);
     fails_with(&out, &["cosched", "window"]);
 }
+
+#[test]
+fn collective_selectors_and_overrides_from_the_command_line() {
+    let c = case();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["replay", "--platform", s(&c.platform), s(&c.trace), "--json"];
+        args.extend_from_slice(extra);
+        simulator(&args)
+    };
+    for extra in [&["--coll-selector", "ompi"][..], &["--coll-selector", "simgrid-ompi", "--coll", "barrier=linear"]] {
+        let out = run(extra);
+        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = run(&["--coll", "allreduce=bogus"]);
+    fails_with(&out, &["--coll allreduce=bogus", "unknown algorithm `bogus` for allreduce (valid: rdb,", "rabenseifner"]);
+    fails_with(&run(&["--coll", "allreduce"]), &["--coll allreduce: expected <collective>=<algorithm>"]);
+    fails_with(&run(&["--coll", "bcast=pipeline:lots"]), &["segment size `lots`"]);
+    fails_with(&run(&["--coll-selector", "openmpi"]), &["--coll-selector", "valid: smpi (or default), mpich, ompi, simgrid-ompi"]);
+}

@@ -36,9 +36,13 @@
 //!   1 MB transfers (1.05 × one).
 //! - **Collectives** → [`Extras::coll`]: SimGrid's `default` selector
 //!   (linear barrier, linear reduce, reduce + binomial bcast all-reduce),
-//!   or `smpi/coll-selector:mpich`; `smpi/barrier`, `smpi/reduce` and
-//!   `smpi/allreduce` override one collective (e.g. `rdb`, `ompi_bruck`);
-//!   an unknown name is an error.
+//!   `smpi/coll-selector:mpich`, or `smpi/coll-selector:ompi` read as
+//!   SimGrid defines it (its port of OpenMPI 4.1's tables with SimGrid's
+//!   algorithms: `simgrid-ompi`); `smpi/<collective>` (`barrier`, `bcast`,
+//!   `reduce`, `allreduce`, `gather`, `scatter`, `allgather(v)`,
+//!   `alltoall(v)`, `reduce_scatter`, `scan`, `exscan`) overrides one
+//!   collective (e.g. `rdb`, `ompi_bruck`); an unknown name is an error
+//!   listing the valid ones.
 //! - **Not modelled** (accepted, then ignored): `sharing_policy` (always
 //!   SPLITDUPLEX), `network/weight-S` (equal for all routes of a flat
 //!   cluster), `smpi/ois`, `wattage_per_state` and other host properties;
@@ -50,7 +54,7 @@ use std::path::Path;
 
 use super::{Extras, Host, Mapping, Network, Platform, PlatformError};
 use crate::network::{FlowSharing, P2pModel, Piecewise, Segment};
-use crate::replay::collectives::CollAlgs;
+use crate::replay::collectives::{Coll, CollAlgs};
 
 /// SMPI's default `smpi/bw-factor` (SimGrid 3.32).
 pub const SMPI_BW_FACTOR: &str =
@@ -365,10 +369,14 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         crosstraffic,
         header_bytes: hdr,
     });
-    let mut coll = CollAlgs::preset(cfg.get("smpi/coll-selector").unwrap_or("default"))
-        .map_err(|w| e(format!("smpi/coll-selector: {w}")))?;
+    // SimGrid's `ompi` selector is its own port of OpenMPI's tables.
+    let selector = match cfg.get("smpi/coll-selector").unwrap_or("default") {
+        "ompi" => "simgrid-ompi",
+        s => s,
+    };
+    let mut coll = CollAlgs::preset(selector).map_err(|w| e(format!("smpi/coll-selector: {w}")))?;
     for (k, v) in &cfg.0 {
-        if let Some(name) = k.strip_prefix("smpi/").filter(|n| ["barrier", "reduce", "allreduce"].contains(n)) {
+        if let Some(name) = k.strip_prefix("smpi/").filter(|n| Coll::from_name(n).is_some()) {
             coll.set(name, v).map_err(|w| e(format!("{k}: {w}")))?;
         }
     }

@@ -13,7 +13,7 @@ use std::fmt;
 use super::collectives::{self, Step};
 use super::flows::{Done, Net};
 use super::matching::{
-    coll_ctx, ctx_name, mailbox, matches, user_ctx, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT,
+    coll_ctx, ctx_name, mailbox, matches, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT,
 };
 use super::queue::EventQueue;
 use super::timeline::Timeline;
@@ -21,7 +21,7 @@ use super::{ActionStream, ReplayError, ReplayErrorKind};
 use crate::action::Action;
 use crate::network::P2pModel;
 use crate::platform::{Extras, Platform};
-use crate::trace::record::{ANY_SOURCE, ANY_TAG, COMM_WORLD, PROC_NULL};
+use crate::trace::record::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 
 /// A blocking wait in progress. Accounting rule: when it ends after
 /// `w = resume − since` seconds, `comm_s += min(w, d)` and
@@ -46,6 +46,7 @@ enum Status {
 const NULL_DST: u32 = PROC_NULL as u32;
 
 mod coll;
+mod comms;
 mod deadlock;
 mod nbc;
 mod net;
@@ -107,9 +108,9 @@ struct Coll {
     round: u32,
     tag: i32,
     ctx: u64,
+    /// Global communicator id ([`comms::Comms`]).
+    comm: u32,
     name: &'static str,
-    /// Collectives started so far; gives each one its own tag.
-    seq: u32,
     round_slots: Vec<u32>,
 }
 
@@ -174,6 +175,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     /// block's stretched duration (jitSim's work-conserving rule).
     pub(crate) jitter: Option<super::Stretch<'a>>,
     ranks: Vec<Rank<'a, E>>,
+    /// Communicators and their members.
+    comms: comms::Comms,
     queue: EventQueue,
     actions: u64,
 }
@@ -181,7 +184,7 @@ pub(crate) struct Engine<'a, 'p, E> {
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Places the ranks of `streams` (rank r = index r) on `platform`.
     pub(crate) fn new(platform: &'p Platform, extras: &'p Extras, streams: Vec<ActionStream<'a, E>>) -> Self {
-        let ranks = streams
+        let ranks: Vec<Rank<'a, E>> = streams
             .into_iter()
             .enumerate()
             .map(|(r, stream)| {
@@ -202,6 +205,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
             })
             .collect();
+        let comms = comms::Comms::new(ranks.len());
         let net = extras.flows.clone().map(|m| Net::new(m, platform.hosts.len()));
         Engine {
             platform,
@@ -211,6 +215,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             net_next: f64::INFINITY,
             timeline: None,
             ranks,
+            comms,
             queue: EventQueue::default(),
             actions: 0,
         }
@@ -338,29 +343,29 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let d = self.dst(r, action, dst)?;
                 self.ranks[r].doing = Doing::Send { dst, tag, bytes, comm };
                 if self.model(r, d).is_eager(bytes) {
-                    self.isend(r, d, user_ctx(comm), tag, bytes, NO_SLOT)?;
+                    self.isend(r, d, self.comms.user_ctx(r, comm), tag, bytes, NO_SLOT)?;
                 } else {
                     let slot = self.ranks[r].reqs.alloc();
-                    self.isend(r, d, user_ctx(comm), tag, bytes, slot)?;
+                    self.isend(r, d, self.comms.user_ctx(r, comm), tag, bytes, slot)?;
                     return Ok(self.wait_on(r, &[slot]));
                 }
             }
             Action::Isend { dst, tag, bytes, comm, req } => {
                 let d = self.dst(r, action, dst)?;
                 let slot = self.ranks[r].reqs.alloc_user(req);
-                self.isend(r, d, user_ctx(comm), tag, bytes, slot)?;
+                self.isend(r, d, self.comms.user_ctx(r, comm), tag, bytes, slot)?;
             }
             Action::Recv { src, tag, comm, .. } => {
                 let src = self.src(r, action, src)?;
                 self.ranks[r].doing = Doing::Recv { src, tag, comm };
                 let slot = self.ranks[r].reqs.alloc();
-                self.irecv(r, src, user_ctx(comm), tag, slot)?;
+                self.irecv(r, src, self.comms.user_ctx(r, comm), tag, slot)?;
                 return Ok(self.wait_on(r, &[slot]));
             }
             Action::Irecv { src, tag, comm, req, .. } => {
                 let src = self.src(r, action, src)?;
                 let slot = self.ranks[r].reqs.alloc_user(req);
-                self.irecv(r, src, user_ctx(comm), tag, slot)?;
+                self.irecv(r, src, self.comms.user_ctx(r, comm), tag, slot)?;
             }
             Action::Wait { req } => {
                 self.ranks[r].doing = Doing::Wait { req };
@@ -386,12 +391,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if dst != NULL_DST {
                     let d = self.dst(r, action, dst)?;
                     slots[0] = self.ranks[r].reqs.alloc();
-                    self.isend(r, d, user_ctx(comm), send_tag, send_bytes, slots[0])?;
+                    self.isend(r, d, self.comms.user_ctx(r, comm), send_tag, send_bytes, slots[0])?;
                 }
                 if src != PROC_NULL {
                     let s = self.src(r, action, src)?;
                     slots[1] = self.ranks[r].reqs.alloc();
-                    self.irecv(r, s, user_ctx(comm), recv_tag, slots[1])?;
+                    self.irecv(r, s, self.comms.user_ctx(r, comm), recv_tag, slots[1])?;
                 }
                 return Ok(self.wait_on(r, &slots));
             }
@@ -437,6 +442,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if let Some(t) = self.timeline.as_mut() {
                     t.span(r, "compute", rk.clock - dt, rk.clock);
                 }
+            }
+            Action::CommCreate { comm, ref members } => {
+                if let Some(&m) = members.iter().find(|&&m| m as usize >= self.ranks.len()) {
+                    let why = format!("member {m} is not among the {} ranks", self.ranks.len());
+                    return Err(self.err(r, action, why, false));
+                }
+                self.comms.create(r, comm, members);
             }
             Action::Init => {}
             Action::Finalize => return Ok(self.finish(r)),

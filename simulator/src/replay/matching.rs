@@ -142,22 +142,18 @@ pub(crate) struct Mailbox {
     pub(crate) posted: VecDeque<RecvPost>,
 }
 
-/// Matching context of user point-to-point traffic on `comm`.
-pub(crate) fn user_ctx(comm: u32) -> u64 {
-    comm as u64
-}
-
-/// Matching context of collective-internal traffic on `comm`, disjoint
-/// from every user context.
+/// Matching context of collective-internal traffic on global communicator
+/// `comm`, disjoint from every user context (user contexts are global
+/// communicator ids, or `2 << 32 | id` for ids never created).
 pub(crate) fn coll_ctx(comm: u32) -> u64 {
     1 << 32 | comm as u64
 }
 
 pub(crate) fn ctx_name(ctx: u64) -> String {
-    if ctx >> 32 == 0 {
-        format!("comm {ctx}")
-    } else {
-        format!("collectives of comm {}", ctx & 0xffff_ffff)
+    match ctx >> 32 {
+        0 => format!("comm {ctx}"),
+        1 => format!("collectives of comm {}", ctx & 0xffff_ffff),
+        _ => format!("uncreated comm {}", ctx & 0xffff_ffff),
     }
 }
 

@@ -7,6 +7,7 @@ use std::convert::Infallible;
 use super::*;
 use crate::network::{P2pModel, Piecewise, Segment};
 use crate::platform::{Host, Network};
+use crate::replay::collectives::CollAlgs;
 
 const L: f64 = 1e-3;
 
@@ -276,7 +277,7 @@ fn host_speed_and_inter_node_model_apply() {
 fn unsupported_and_invalid_actions_name_rank_and_action() {
     let bc = Action::Bcast { root: 0, bytes: 8, comm: 5 };
     let e = run(&simple(), vec![vec![], vec![bc]]).unwrap_err().to_string();
-    assert_eq!(e, "rank 1: Bcast { root: 0, bytes: 8, comm: 5 }: collectives on communicator 5 are not supported yet (only MPI_COMM_WORLD = 0)");
+    assert_eq!(e, "rank 1: Bcast { root: 0, bytes: 8, comm: 5 }: communicator 5 of rank 1 was never created in its trace");
     let e = run(&simple(), vec![vec![send(3, 8)]]).unwrap_err().to_string();
     assert!(e.starts_with("rank 0: Send { dst: 3") && e.contains("not among the 1 ranks"), "{e}");
     let e = run(&simple(), vec![vec![compute(-1.0)]]).unwrap_err().to_string();
@@ -451,16 +452,71 @@ fn ti_flops_need_a_host_speed_and_take_flops_over_speed() {
 
 #[test]
 fn new_collectives_complete_with_expected_rounds() {
-    // 4 ranks on one host, transfer = 1 ms whatever the size: a pairwise
-    // all-to-all is 3 rounds, a ring all-gather 3, linear gather 1, chain scan 3.
+    // 4 ranks on one host, transfer = 1 ms whatever the size, SimGrid's
+    // default selector: a pairwise all-to-all is 3 rounds, a ring
+    // all-gather 3, linear gather 1, chain scan 3.
     let n = 4;
     let all = |a: Action| (0..n).map(|_| vec![a.clone()]).collect::<Vec<_>>();
-    close(run(&simple(), all(Action::Alltoall { bytes: 8, comm: 0 })).unwrap().makespan_s, 3.0 * L);
-    close(run(&simple(), all(Action::Allgatherv { recv_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, 3.0 * L);
-    close(run(&simple(), all(Action::Gather { root: 2, bytes: 8, comm: 0 })).unwrap().makespan_s, L);
-    close(run(&simple(), all(Action::Scan { bytes: 8, exclusive: false, comm: 0 })).unwrap().makespan_s, 3.0 * L);
-    let e = run(&simple(), all(Action::Alltoallv { send_bytes: vec![8; 3], comm: 0 })).unwrap_err().to_string();
+    let smpi = Extras { coll: CollAlgs::smpi(), ..Extras::default() };
+    let go = |ranks: Vec<Vec<Action>>| {
+        let streams = ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>);
+        replay_with(&simple(), &smpi, streams.collect())
+    };
+    close(go(all(Action::Alltoall { bytes: 8, comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    close(go(all(Action::Allgatherv { recv_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    close(go(all(Action::Gather { root: 2, bytes: 8, comm: 0 })).unwrap().makespan_s, L);
+    close(go(all(Action::Scan { bytes: 8, exclusive: false, comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    let e = go(all(Action::Alltoallv { send_bytes: vec![8; 3], comm: 0 })).unwrap_err().to_string();
     assert!(e.contains("needs one size per rank (4), got 3"), "{e}");
+}
+
+#[test]
+fn sub_communicator_collectives_run_among_their_members() {
+    // 4 ranks, transfer 1 ms. Ranks {0, 1} and {2, 3} each split off a pair
+    // and give it the same local id 1 (ids are per rank). A recursive
+    // doubling all-reduce on a pair is one exchange; on WORLD it is two.
+    let split = |r: u32| Action::CommCreate { comm: 1, members: if r < 2 { vec![0, 1] } else { vec![2, 3] } };
+    let on = |comm| (0..4).map(|r| vec![split(r), Action::Allreduce { bytes: 8, comm }]).collect::<Vec<_>>();
+    let sub = run(&simple(), on(1)).unwrap();
+    let world = run(&simple(), on(0)).unwrap();
+    close(sub.makespan_s, L);
+    close(world.makespan_s, 2.0 * L);
+    assert!(sub.ranks.iter().all(|k| k.messages == 1) && world.ranks.iter().all(|k| k.messages == 2));
+    // Roots are world ranks, translated: a bcast from world rank 3 on
+    // {2, 3} reaches rank 2 only; ranks 0 and 1 take no part.
+    let bc = |r: u32| if r < 2 { vec![] } else { vec![split(r), Action::Bcast { root: 3, bytes: 8, comm: 1 }] };
+    let r = run(&simple(), (0..4).map(bc).collect()).unwrap();
+    assert_eq!(r.ranks.iter().map(|k| k.messages).collect::<Vec<_>>(), [0, 0, 0, 1]);
+    close(r.ranks[2].end_s, L);
+    // Point-to-point on one communicator that the two ranks number
+    // differently (0 calls it 3, 1 calls it 2) matches; a message on WORLD
+    // does not match a receive on the duplicate.
+    let dup = |id| Action::CommCreate { comm: id, members: vec![0, 1] };
+    let ranks = vec![
+        vec![dup(3), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 3 }, compute(5.0 * L), send(1, 8)],
+        vec![dup(2), recv(0), Action::Recv { src: 0, tag: 0, bytes: 8, comm: 2 }],
+    ];
+    let r = run(&simple(), ranks).unwrap();
+    close(r.ranks[1].end_s, 6.0 * L);
+    // A rank not among the members, or a root outside them, is an error.
+    let e = run(&simple(), vec![vec![Action::CommCreate { comm: 1, members: vec![1] }, Action::Barrier { comm: 1 }], vec![]]);
+    assert!(e.unwrap_err().to_string().contains("rank 0 is not a member of communicator 1"));
+    let e = run(&simple(), (0..4).map(|r| vec![split(r), Action::Bcast { root: 0, bytes: 8, comm: 1 }]).collect());
+    assert!(e.unwrap_err().to_string().contains("root 0 is not among the 2 ranks of communicator 1"));
+}
+
+#[test]
+fn scatterv_takes_one_algorithm_on_every_rank() {
+    // OpenMPI's table says binomial for a small scatter on 8 ranks, but
+    // only the root knows a scatterv's sizes: every rank goes linear.
+    let ompi = Extras { coll: CollAlgs::preset("ompi").unwrap(), ..Extras::default() };
+    let ranks = (0..8u32).map(|r| {
+        let send_bytes = if r == 3 { vec![8; 8] } else { vec![] };
+        Box::new([Ok(Action::Scatterv { root: 3, send_bytes, comm: 0 })].into_iter()) as ActionStream<'static, Infallible>
+    });
+    let r = replay_with(&simple(), &ompi, ranks.collect()).unwrap();
+    close(r.makespan_s, L);
+    assert_eq!(r.ranks[3].messages, 7);
 }
 
 mod nbc;

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::record::{ANY_SOURCE, PROC_NULL};
+use super::record::{ANY_SOURCE, COMM_UNKNOWN, PROC_NULL};
 use super::symbols::RegionNames;
 use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
 
@@ -49,6 +49,9 @@ pub struct TraceActions {
     /// so that the common case neither formats nor allocates.
     regions: RegionNames,
     compute: ComputeTime,
+    /// Size of each communicator this rank created (by its id), for
+    /// `MPI_Reduce_scatter_block`, whose record has the block size only.
+    comm_sizes: Vec<(u32, u32)>,
 }
 
 impl TraceActions {
@@ -66,6 +69,7 @@ impl TraceActions {
             prev_caller: 0,
             regions: RegionNames::new(),
             compute,
+            comm_sizes: Vec::new(),
         })
     }
 
@@ -77,18 +81,44 @@ impl TraceActions {
             ComputeTime::Wall => rec.compute_wall_ns,
         };
         let compute = Action::Compute { seconds: ns as f64 * 1e-9, region };
-        let actions = self.requests.push_actions(&rec, &mut self.pending);
+        if let (op, Params::CommCreate { comm, members, .. }) = (rec.op, &rec.params) {
+            if op != Op::IntercommCreate {
+                self.comm_sizes.retain(|(c, _)| c != comm);
+                self.comm_sizes.push((*comm, members.len() as u32));
+            }
+        }
+        let actions = match (rec.op, &rec.params) {
+            // Equal blocks: one per rank of the communicator.
+            (Op::ReduceScatterBlock, &Params::Coll { bytes, comm, .. }) => {
+                let n = match comm {
+                    0 => Some(self.trace.header.ranks),
+                    c => self.comm_sizes.iter().find(|(id, _)| *id == c).map(|&(_, n)| n),
+                };
+                match n {
+                    Some(n) => {
+                        self.pending.push_back(Action::ReduceScatter { recv_bytes: vec![bytes; n as usize], comm });
+                        Ok(())
+                    }
+                    None => Err(rec.op),
+                }
+            }
+            _ => self.requests.push_actions(&rec, &mut self.pending),
+        };
         (compute, actions)
     }
 }
 
 /// The action of one record: `Ok(None)` for calls replay ignores (rank,
-/// size, probes, tests that found nothing, communicator management, sends
-/// to or receives from `MPI_PROC_NULL`); `Err(op)` for calls the replay
-/// cannot represent yet. Nonblocking collectives become [`Action::Icoll`]
-/// around their blocking action; MPI-IO calls a compute block of their
-/// measured duration in region [`IO_REGION`]. Persistent requests and
-/// matched probes need the stream's state: [`RequestBook`].
+/// size, probes, tests that found nothing, `MPI_Comm_free`, communicators
+/// this rank is not in, intercommunicators, sends to or receives from
+/// `MPI_PROC_NULL`); `Err(op)` for calls the replay cannot represent yet
+/// (the v-collectives other than gatherv, whose records lack the other
+/// ranks' sizes, and `MPI_Reduce_scatter_block`, which [`TraceActions`]
+/// completes with the communicator's size). `MPI_Gatherv` costs as a
+/// gather of this rank's contribution. Nonblocking collectives become
+/// [`Action::Icoll`] around their blocking action; MPI-IO calls a compute
+/// block of their measured duration in region [`IO_REGION`]. Persistent
+/// requests and matched probes need the stream's state: [`RequestBook`].
 ///
 /// Send modes map onto the standard ones (`Ssend`/`Bsend`/`Rsend` →
 /// `Send`, `Issend`/`Ibsend`/`Irsend` → `Isend`): the model's
@@ -100,6 +130,13 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
     Ok(Some(match (rec.op, &rec.params) {
         (Init | InitThread, _) => Action::Init,
         (Finalize, _) => Action::Finalize,
+        (
+            CommDup | CommSplit | CommCreate | CartCreate | CartSub | CommCreateGroup | IntercommMerge,
+            Params::CommCreate { comm, members, .. },
+        ) => match *comm {
+            COMM_UNKNOWN => return Ok(None),
+            comm => Action::CommCreate { comm, members: members.clone() },
+        },
         (CommRank | CommSize | Probe | Iprobe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),
         (CartCreate | CartSub | CommCreateGroup | IntercommCreate | IntercommMerge, _) => return Ok(None),
         (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
@@ -135,6 +172,12 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
         (Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
         (Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
+        (Gather | Gatherv, &Params::Coll { root: r, bytes, comm }) => Action::Gather { root: root(r), bytes, comm },
+        (Scatter, &Params::Coll { root: r, bytes, comm }) => Action::Scatter { root: root(r), bytes, comm },
+        (Allgather, &Params::Coll { bytes, comm, .. }) => Action::Allgather { bytes, comm },
+        (Alltoall, &Params::Coll { bytes, comm, .. }) => Action::Alltoall { bytes, comm },
+        (Scan, &Params::Coll { bytes, comm, .. }) => Action::Scan { bytes, exclusive: false, comm },
+        (Exscan, &Params::Coll { bytes, comm, .. }) => Action::Scan { bytes, exclusive: true, comm },
         (op, &Params::Icoll { root, bytes, comm, request }) => {
             let Some(blocking) = blocking_of(op) else { return Err(op) };
             let rec = CallRecord { op: blocking, params: Params::Coll { root, bytes, comm }, ..rec.clone() };
@@ -350,5 +393,51 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(want[1], want[3]);
         assert_ne!(want[1], want[2]);
+    }
+
+    #[test]
+    fn reduce_scatter_block_takes_the_communicator_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-0.trace");
+        let header = RankHeader {
+            rank: 0,
+            ranks: 4,
+            host: "h".into(),
+            pid: 1,
+            timing_source: TimingSource::ClockGettime,
+            epoch_unix_s: 0.0,
+        };
+        let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+        let rsb = |comm| Params::Coll { root: -1, bytes: 16, comm };
+        let params = [
+            (Op::CommSplit, Params::CommCreate { parent: 0, comm: 1, members: vec![0, 2, 3] }),
+            (Op::ReduceScatterBlock, rsb(1)),
+            (Op::ReduceScatterBlock, rsb(0)),
+            (Op::ReduceScatterBlock, rsb(9)),
+        ];
+        for (op, params) in params {
+            let rec = CallRecord {
+                op,
+                failed: false,
+                caller: 0x1010,
+                compute_cpu_ns: 0,
+                compute_wall_ns: 0,
+                t_start_ns: 0,
+                t_end_ns: 0,
+                params,
+            };
+            w.push(&rec).unwrap();
+        }
+        w.finish(&[]).unwrap();
+        let trace = RankTrace::open(&path).unwrap();
+        let got: Vec<_> = TraceActions::new(trace, ComputeTime::Cpu)
+            .unwrap()
+            .filter(|a| !matches!(a, Ok(Action::Compute { .. })))
+            .map(|a| a.map_err(|e| e.to_string()))
+            .collect();
+        assert_eq!(got[0], Ok(Action::CommCreate { comm: 1, members: vec![0, 2, 3] }));
+        assert_eq!(got[1], Ok(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 }));
+        assert_eq!(got[2], Ok(Action::ReduceScatter { recv_bytes: vec![16; 4], comm: 0 }));
+        assert!(got[3].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[3]);
     }
 }

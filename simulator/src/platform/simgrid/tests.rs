@@ -1,4 +1,5 @@
 use super::*;
+use crate::replay::collectives::{Alg, Selector};
 
 fn xml(cluster_attrs: &str, config: &str) -> String {
     format!(
@@ -66,9 +67,11 @@ fn config_props_and_options_override_defaults() {
     assert!((inter.send_overhead.eval(1000) - 2e-6).abs() < 1e-15);
     assert_eq!(x.coll, CollAlgs::smpi());
     let (_, x) = load(&xml(SLOW, ""), &["smpi/coll-selector:mpich", "smpi/barrier:ompi_basic_linear"]).unwrap();
-    assert_eq!((x.coll.allreduce, x.coll.barrier), (CollAlgs::mpich().allreduce, CollAlgs::smpi().barrier));
+    assert_eq!((x.coll.selector, x.coll.get(Coll::Barrier)), (Selector::Mpich, Some(Alg::Linear)));
+    let (_, x) = load(&xml(SLOW, ""), &["smpi/coll-selector:ompi", "smpi/alltoall:bruck"]).unwrap();
+    assert_eq!((x.coll.selector, x.coll.get(Coll::Alltoall)), (Selector::SimgridOmpi, Some(Alg::Bruck)));
     let e = load(&xml(SLOW, ""), &["smpi/allreduce:bogus"]).unwrap_err().to_string();
-    assert!(e.ends_with("smpi/allreduce: unknown algorithm `bogus` for allreduce"), "{e}");
+    assert!(e.contains("smpi/allreduce: unknown algorithm `bogus` for allreduce (valid: rdb, "), "{e}");
     let (p, _) = load(&xml(SLOW, ""), &["network/model:CM02"]).unwrap();
     assert!((p.network.inter.as_ref().unwrap().transfer.eval(1_000_000) - 3.0).abs() < 1e-9);
 }

@@ -20,6 +20,8 @@ pub(super) struct Nbc {
     user: u32,
     steps: Vec<Step>,
     pos: usize,
+    /// Global communicator index (its members map schedule peers to world ranks).
+    comm: u32,
     ctx: u64,
     tag: i32,
     /// Slots of the round in flight.
@@ -50,6 +52,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             user,
             steps: std::mem::take(&mut c.steps),
             pos: 0,
+            comm: c.comm,
             ctx: c.ctx,
             tag: c.tag,
             round: Vec::new(),
@@ -78,7 +81,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         n.pos += len;
         n.pending = len as u32;
         n.at = t;
-        let (ctx, tag) = (n.ctx, n.tag);
+        let (ctx, tag, g) = (n.ctx, n.tag, n.comm);
         for _ in 0..len {
             let s = rk.reqs.alloc();
             rk.reqs.slots[s as usize].nbc = true;
@@ -93,10 +96,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let jitter = self.jitter.take();
         let mut posted = Ok(());
         for (st, slot) in round.iter().zip(slots) {
+            let peer = self.comms.world_rank(g, st.peer);
             posted = if st.send {
-                self.isend(r, st.peer as usize, ctx, tag, st.bytes, slot)
+                self.isend(r, peer as usize, ctx, tag, st.bytes, slot)
             } else {
-                self.irecv(r, st.peer as i32, ctx, tag, slot)
+                self.irecv(r, peer as i32, ctx, tag, slot)
             };
             if posted.is_err() {
                 break;
