@@ -3,7 +3,7 @@
 //! ```text
 //! simulator replay --platform <file> <trace> [--json] [--compute-time cpu|wall]
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|smpi]
-//!                  [--timeline <file.json>]
+//!                  [--timeline <file.json>] [--pstate N|HOST=N]…
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
 //! code is then 1.
@@ -79,6 +79,12 @@ struct ReplayArgs {
     /// Seed of the jitter offsets (the same seed gives the same answer).
     #[arg(long, value_name = "N", default_value_t = 1)]
     jitter_seed: u64,
+    /// Running pstate: N for every host with pstates, or HOST=N for one
+    /// host (by name or index); repeatable, later ones win. Recorded
+    /// compute seconds scale by speed(recorded_pstate)/speed(N), TI flops
+    /// take flops/speed(N), and energy uses pstate N's power.
+    #[arg(long, value_name = "N|HOST=N")]
+    pstate: Vec<String>,
     /// Print one JSON object (the report) on stdout instead of a table.
     #[arg(long)]
     json: bool,
@@ -99,6 +105,9 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let (platform, mut extras) = platform::load_any(&args.platform, &args.cfg).context("cannot load platform")?;
     if let Some(name) = &args.coll_selector {
         extras.coll = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?;
+    }
+    for spec in &args.pstate {
+        extras.set_pstate(&platform, spec).map_err(anyhow::Error::msg).context("--pstate")?;
     }
     let compute = match args.compute_time {
         ComputeArg::Cpu => ComputeTime::Cpu,

@@ -76,7 +76,7 @@ pub mod timeline;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use report::{RankReport, RatioStats, ReplayReport};
+pub use report::{HostReport, RankReport, RatioStats, ReplayReport};
 pub use timeline::Timeline;
 
 use crate::action::{Action, ComputeTime, TraceActions};
@@ -195,8 +195,12 @@ where
         })
         .collect();
     let makespan_s = ranks.iter().map(|r| r.end_s).fold(0.0, f64::max);
+    let hosts = report::host_reports(platform, extras, out.energy_j.as_deref());
+    let energy_j = out.energy_j.map(|e| e.iter().flatten().sum());
     Ok(ReplayReport {
         makespan_s,
+        energy_j,
+        hosts,
         ranks,
         actions: out.actions,
         events: out.events,

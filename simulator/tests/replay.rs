@@ -335,3 +335,6 @@ fn jitter_stretches_compute_blocks_by_the_trace_noise() {
     let out = simulator(&["replay", "--platform", s(&c.platform), s(&c.trace), "--jitter", s(&jt), "--jitter-mode", "cosched"]);
     fails_with(&out, &["cosched", "window"]);
 }
+
+#[path = "replay/models.rs"]
+mod models;
