@@ -41,3 +41,42 @@ fn energy_per_host_from_simgrid_wattage_per_state_and_pstate_option() {
     let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--pstate", "2"]);
     fails_with(&out, &["--pstate", "`2`", "2 pstates"]);
 }
+
+/// Two one-core hosts with LogGP(S) between and within them.
+const LOGGP_TOML: &str = r#"
+name = "loggp"
+[[hosts]]
+name = "a"
+cores = 1
+[[hosts]]
+name = "b"
+cores = 1
+[network.intra]
+loggp = { L = 5e-6, o_s = 1e-6, o_r = 2e-6, g = 3e-6, G = 1e-9, S = 4096 }
+"#;
+
+#[test]
+fn loggps_platform_times_eager_and_rendezvous_by_hand() {
+    let (_d, list, _) =
+        ti_case(&["send 1 0 1000 6\nsend 1 0 10000 6", "recv 0 0 1000 6\nrecv 0 0 10000 6"]);
+    let toml = list.with_file_name("loggp.toml");
+    std::fs::write(&toml, LOGGP_TOML).unwrap();
+    // Eager 1000 B: the sender is busy max(o_s, g) = 3 us; the receive ends at
+    // o_s + L + 999 G + o_r = 8.999 us. Rendezvous 10000 B (≥ S), posted at
+    // 3 us and 8.999 us: both end at 8.999 + 2 (o_s + L + o_r) + 9999 G us.
+    let out = simulator(&["replay", "--platform", s(&toml), s(&list), "--json"]);
+    let m = makespan(&out);
+    let want = 8.999e-6 + 16e-6 + 9999e-9;
+    assert!((m - want).abs() < 1e-15, "{m} != {want}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Rank 0: its 3 us eager overhead, then the rendezvous: 25.999 us of
+    // transfer (comm) and 5.999 us waiting for the late receive.
+    let r0 = &v["ranks"][0];
+    assert!((r0["comm_s"].as_f64().unwrap() - 28.999e-6).abs() < 1e-15, "{v}");
+    assert!((r0["wait_s"].as_f64().unwrap() - 5.999e-6).abs() < 1e-15, "{v}");
+    std::fs::write(&toml, format!("{LOGGP_TOML}eager_threshold_bytes = 1\n")).unwrap();
+    let out = simulator(&["replay", "--platform", s(&toml), s(&list)]);
+    fails_with(&out, &["loggp.toml", "either loggp or eager_threshold_bytes"]);
+    std::fs::write(&toml, LOGGP_TOML.replace("G = 1e-9", "G = -1")).unwrap();
+    fails_with(&simulator(&["replay", "--platform", s(&toml), s(&list)]), &["loggp.toml", "loggp.G must be"]);
+}
