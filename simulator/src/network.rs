@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod loggp;
+pub mod topology;
 
 /// One interval of a piecewise-linear function of message size:
 /// `value(s) = intercept_s + s / bandwidth_bytes_per_s` for `s < max_bytes`.
@@ -180,11 +181,18 @@ pub struct FlowSharing {
     /// Capacity of each host's up and down link, bytes/s.
     pub link_bw_bytes_per_s: f64,
     /// Route rate before the bandwidth factor, min(bandwidth, TCP-gamma / 2·latency), bytes/s.
+    /// 0 (as for our TOML's `[links]`): no bandwidth factor, f = 1: a flow
+    /// at rate r uses r of each link of its route.
     pub nominal_rate_bytes_per_s: f64,
     /// Weight of the reverse traffic (SimGrid: 0.05), dimensionless.
     pub crosstraffic: f64,
     /// Bytes added to each payload (see `platform::simgrid::SMPI_HEADER_BYTES`).
     pub header_bytes: u64,
+    /// Which links a transfer crosses (default: crossbar, one up and one
+    /// down link per host); each link's capacity is `link_bw_bytes_per_s`
+    /// times its [`topology::Topology::link_weights`].
+    #[serde(default)]
+    pub topology: topology::Topology,
 }
 
 #[cfg(test)]

@@ -103,6 +103,11 @@ pub struct Platform {
 ///             { speed_flops = 1e9, watts = "93:110:150" } ]
 /// [smpi]
 /// async_small_thresh_bytes = 0 # optional
+/// [links]                      # optional: link sharing between hosts
+/// bw_bytes_per_s = 1.25e9      # every link (x count for fat-tree levels)
+/// crosstraffic = 0.0           # optional (SimGrid: 0.05)
+/// topology = { kind = "torus", dims = [4, 4] }   # or "crossbar" (default),
+///            # { kind = "fat-tree", down = [4, 4], up = [1, 2], count = [1, 2] }
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Extras {
@@ -145,6 +150,18 @@ struct ExtrasToml {
     hosts: Vec<HostExtra>,
     #[serde(default)]
     smpi: SmpiToml,
+    links: Option<LinksToml>,
+}
+
+/// `[links]`: link sharing over a topology.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinksToml {
+    bw_bytes_per_s: f64,
+    #[serde(default)]
+    crosstraffic: f64,
+    #[serde(default)]
+    topology: crate::network::topology::Topology,
 }
 
 #[derive(Deserialize)]
@@ -235,7 +252,13 @@ pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extra
     let extras = Extras {
         speed_flops: x.hosts.iter().map(|h| h.speed_flops).collect(),
         async_small_thresh_bytes: x.smpi.async_small_thresh_bytes,
-        flows: None,
+        flows: x.links.map(|l| crate::network::FlowSharing {
+            link_bw_bytes_per_s: l.bw_bytes_per_s,
+            nominal_rate_bytes_per_s: 0.0,
+            crosstraffic: l.crosstraffic,
+            header_bytes: 0,
+            topology: l.topology,
+        }),
         coll: Default::default(),
         no_oversubscription: false,
         pstates: x
@@ -246,6 +269,15 @@ pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extra
     };
     if let Some(i) = extras.speed_flops.iter().position(|s| s.is_some_and(|s| !(s.is_finite() && s > 0.0))) {
         return Err(e(format!("hosts[{i}].speed_flops must be > 0")));
+    }
+    if let Some(f) = &extras.flows {
+        if !(f.link_bw_bytes_per_s.is_finite() && f.link_bw_bytes_per_s > 0.0) {
+            return Err(e("links.bw_bytes_per_s must be > 0".into()));
+        }
+        if !(f.crosstraffic.is_finite() && f.crosstraffic >= 0.0) {
+            return Err(e("links.crosstraffic must be >= 0".into()));
+        }
+        f.topology.validate(p.hosts.len()).map_err(|w| e(format!("links.topology: {w}")))?;
     }
     for (i, (h, p)) in x.hosts.iter().zip(&extras.pstates).enumerate() {
         p.validate().map_err(|w| e(format!("hosts[{i}].{w}")))?;

@@ -55,6 +55,7 @@ use std::path::Path;
 
 use super::{Extras, Host, Mapping, Network, Platform, PlatformError};
 use crate::energy::{HostPstates, PowerRange, Pstate};
+use crate::network::topology::Topology;
 use crate::network::{FlowSharing, P2pModel, Piecewise, Segment};
 use crate::replay::collectives::CollAlgs;
 
@@ -295,10 +296,8 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
     let unit = |k: &str, v: &str, s: &[(&str, f64)]| {
         with_unit(v, s).filter(|x| *x >= 0.0).ok_or_else(|| at(format!("bad {k} `{v}`")))
     };
-    let topo = c.get("topology").unwrap_or("FLAT");
-    if topo != "FLAT" {
-        return Err(at(format!("topology {topo} is not supported yet (only FLAT)")));
-    }
+    let topology = Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or(""))
+        .map_err(&at)?;
     let speeds: Vec<f64> =
         req("speed")?.split(',').map(|v| unit("speed", v, SPEED)).collect::<Result<_, _>>()?;
     let speed = speeds[0];
@@ -375,6 +374,10 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         network: Network { intra: link_model(lb_lat, lb_bw), inter: Some(link_model(route_lat, route_bw)) },
     };
     platform.validate().map_err(&e)?;
+    topology.validate(platform.hosts.len()).map_err(&at)?;
+    if topology != Topology::Crossbar && c.get("bb_bw").is_some() {
+        return Err(at("a backbone (bb_bw) applies to FLAT clusters only".into()));
+    }
     let crosstraffic = match cfg.get("network/crosstraffic").unwrap_or("yes") {
         "yes" | "1" | "on" | "true" => 0.05,
         _ => 0.0,
@@ -384,6 +387,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         nominal_rate_bytes_per_s: if gamma > 0.0 && route_lat > 0.0 { bw.min(gamma / (2.0 * route_lat)) } else { bw },
         crosstraffic,
         header_bytes: hdr,
+        topology: topology.clone(),
     });
     let mut coll = CollAlgs::preset(cfg.get("smpi/coll-selector").unwrap_or("default"))
         .map_err(|w| e(format!("smpi/coll-selector: {w}")))?;

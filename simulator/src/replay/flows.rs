@@ -23,7 +23,7 @@ pub(crate) struct Done {
 #[derive(Debug, Clone)]
 struct Flow {
     /// (link, weight) pairs: forward links weigh 1/f, reverse ones crosstraffic/f.
-    links: [(u32, f64); 4],
+    links: Vec<(u32, f64)>,
     bound: f64,
     lat_end: f64,
     remaining: f64,
@@ -38,8 +38,13 @@ pub(crate) struct Net {
     flows: Vec<Flow>,
     /// Simulated time up to which `remaining` is accounted, seconds.
     last: f64,
+    /// Capacity of each directed link, bytes/s.
+    base: Vec<f64>,
     // Scratch, one entry per link.
     cap: Vec<f64>,
+    // Link lists of ended flows, for reuse; and a route.
+    pool: Vec<Vec<(u32, f64)>>,
+    route: Vec<u32>,
     load: Vec<f64>,
     // Scratch: flow indices.
     open: Vec<usize>,
@@ -54,8 +59,13 @@ pub(crate) struct Net {
 
 impl Net {
     pub(crate) fn new(model: FlowSharing, hosts: usize) -> Net {
-        let links = 2 * hosts;
+        let base: Vec<f64> =
+            model.topology.link_weights(hosts).iter().flat_map(|w| [w * model.link_bw_bytes_per_s; 2]).collect();
+        let links = base.len();
         Net {
+            base,
+            pool: Vec::new(),
+            route: Vec::new(),
             model,
             flows: Vec::new(),
             last: 0.0,
@@ -87,10 +97,18 @@ impl Net {
         (lat_s, bound): (f64, f64),
         done: Done,
     ) {
-        let inv_f = self.model.nominal_rate_bytes_per_s / bound;
+        let nominal = self.model.nominal_rate_bytes_per_s;
+        let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
         let x = self.model.crosstraffic * inv_f;
-        // Link 2h is host h's up link, 2h + 1 its down link.
-        let links = [(2 * a as u32, inv_f), (2 * b as u32 + 1, inv_f), (2 * b as u32, x), (2 * a as u32 + 1, x)];
+        self.route.clear();
+        self.model.topology.route(a, b, &mut self.route);
+        let mut links = self.pool.pop().unwrap_or_default();
+        links.clear();
+        // The route, then its reverse (`id ^ 1`) for the acknowledgements.
+        links.extend(self.route.iter().map(|&l| (l, inv_f)));
+        if x > 0.0 {
+            links.extend(self.route.iter().rev().map(|&l| (l ^ 1, x)));
+        }
         let remaining = (bytes + self.model.header_bytes) as f64;
         self.flows.push(Flow { links, bound, lat_end: now + lat_s, remaining, rate: 0.0, done });
     }
@@ -102,7 +120,7 @@ impl Net {
         let mut still = std::mem::take(&mut self.still);
         open.clear();
         self.epoch += 1;
-        let (ep, bw) = (self.epoch, self.model.link_bw_bytes_per_s);
+        let ep = self.epoch;
         let mut next_t = f64::INFINITY;
         // Fast path: every flow at its own bound fits on every link.
         for (i, f) in self.flows.iter_mut().enumerate() {
@@ -117,13 +135,13 @@ impl Net {
                 if self.stamp[li] != ep {
                     self.stamp[li] = ep;
                     self.load[li] = 0.0;
-                    self.cap[li] = bw;
+                    self.cap[li] = self.base[li];
                     self.touched.push(l);
                 }
                 self.load[li] += w * f.bound;
             }
         }
-        let fits = self.touched.iter().all(|&l| self.load[l as usize] <= bw * (1.0 + 1e-12));
+        let fits = self.touched.iter().all(|&l| self.load[l as usize] <= self.base[l as usize] * (1.0 + 1e-12));
         self.touched.clear();
         if fits {
             for &i in &open {
@@ -218,6 +236,7 @@ impl Net {
             let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
             if f.lat_end <= now && (f.remaining <= 1e-9 || left_s <= eps) {
                 ended.push(f.done);
+                self.pool.push(std::mem::take(&mut f.links));
             } else {
                 self.flows.swap(kept, i);
                 kept += 1;
@@ -239,6 +258,7 @@ mod tests {
             nominal_rate_bytes_per_s: 1e6,
             crosstraffic: 0.05,
             header_bytes: 0,
+            topology: Default::default(),
         };
         Net::new(m, 4)
     }

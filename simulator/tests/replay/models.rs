@@ -80,3 +80,65 @@ fn loggps_platform_times_eager_and_rendezvous_by_hand() {
     std::fs::write(&toml, LOGGP_TOML.replace("G = 1e-9", "G = -1")).unwrap();
     fails_with(&simulator(&["replay", "--platform", s(&toml), s(&list)]), &["loggp.toml", "loggp.G must be"]);
 }
+
+/// Four one-core hosts, 1 MB/s links and transfers, rendezvous always.
+fn topo_toml(topology: &str) -> String {
+    format!(
+        r#"
+[[hosts]]
+name = "h0"
+cores = 1
+[[hosts]]
+name = "h1"
+cores = 1
+[[hosts]]
+name = "h2"
+cores = 1
+[[hosts]]
+name = "h3"
+cores = 1
+[network.intra]
+eager_threshold_bytes = 0
+transfer = [ {{ intercept_s = 0.0, bandwidth_bytes_per_s = 1e6 }} ]
+[links]
+bw_bytes_per_s = 1e6
+topology = {topology}
+"#
+    )
+}
+
+#[test]
+fn torus_and_fat_tree_routes_share_links_as_expected() {
+    let pair = |a: usize, b: usize| {
+        let mut r = vec![String::new(); 4];
+        r[a] = format!("send {b} 0 1000000 6");
+        r[b] = format!("recv {a} 0 1000000 6");
+        r
+    };
+    // Ranks 0 → 2 and 1 → 3 at once.
+    let crossing: Vec<String> = pair(0, 2).into_iter().zip(pair(1, 3)).map(|(a, b)| a + &b).collect();
+    let disjoint: Vec<String> = pair(0, 1).into_iter().zip(pair(2, 3)).map(|(a, b)| a + &b).collect();
+    let run = |ranks: &[String], topology: &str| {
+        let refs: Vec<&str> = ranks.iter().map(String::as_str).collect();
+        let (_d, list, _) = ti_case(&refs);
+        let toml = list.with_file_name("topo.toml");
+        std::fs::write(&toml, topo_toml(topology)).unwrap();
+        makespan(&simulator(&["replay", "--platform", s(&toml), s(&list), "--json"]))
+    };
+    // Ring of 4 (1-D torus): 0 → 2 goes up via links (0,1), (1,2); 1 → 3 via
+    // (1,2), (2,3): they share link (1,2) and each gets half of it.
+    let ring = r#"{ kind = "torus", dims = [4] }"#;
+    close(run(&crossing, ring), 2.0);
+    close(run(&disjoint, ring), 1.0);
+    // Crossbar: no shared link.
+    close(run(&crossing, r#"{ kind = "crossbar" }"#), 1.0);
+    // Fat tree of 2 leaves with 2 hosts each, one top switch: 0 → 2 and 1 → 3
+    // share leaf 0's uplink (and leaf 1's downlink) ...
+    close(run(&crossing, r#"{ kind = "fat-tree", down = [2, 2], up = [1, 1], count = [1, 1] }"#), 2.0);
+    // ... unless that link is doubled (count 2).
+    close(run(&crossing, r#"{ kind = "fat-tree", down = [2, 2], up = [1, 1], count = [1, 2] }"#), 1.0);
+    let (_d, list, _) = ti_case(&["", "", "", ""]);
+    let toml = list.with_file_name("topo.toml");
+    std::fs::write(&toml, topo_toml(r#"{ kind = "torus", dims = [3] }"#)).unwrap();
+    fails_with(&simulator(&["replay", "--platform", s(&toml), s(&list)]), &["topo.toml", "links.topology: torus dims [3]"]);
+}
