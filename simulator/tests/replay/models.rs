@@ -142,3 +142,66 @@ fn torus_and_fat_tree_routes_share_links_as_expected() {
     std::fs::write(&toml, topo_toml(r#"{ kind = "torus", dims = [3] }"#)).unwrap();
     fails_with(&simulator(&["replay", "--platform", s(&toml), s(&list)]), &["topo.toml", "links.topology: torus dims [3]"]);
 }
+
+#[test]
+fn compare_prints_measured_against_predicted_from_a_platform_or_a_report() {
+    let c = case();
+    let json = simulator(&["compare", s(&c.trace), s(&c.platform), "--json"]);
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    // Measured compute (cpu): rank 0 2 + 1 ms, rank 1 1 ms; predicted end as the replay's.
+    close(rows[0]["measured"]["compute_s"].as_f64().unwrap(), 3e-3);
+    close(rows[1]["measured"]["compute_s"].as_f64().unwrap(), 1e-3);
+    close(rows[0]["predicted"]["end_s"].as_f64().unwrap(), 4e-3 + 2.0 * T);
+    close(rows[1]["predicted"]["mpi_s"].as_f64().unwrap(), 2e-3 + T);
+    // A saved report gives the same table as replaying the platform.
+    let report = c.trace.with_file_name("report.json");
+    let out = simulator(&["replay", "--platform", s(&c.platform), s(&c.trace), "--json"]);
+    std::fs::write(&report, &out.stdout).unwrap();
+    let a = simulator(&["compare", s(&c.trace), s(&report)]);
+    let b = simulator(&["compare", s(&c.trace), s(&c.platform)]);
+    assert!(a.status.success() && a.stdout == b.stdout, "{}", String::from_utf8_lossy(&a.stderr));
+    let table = String::from_utf8(a.stdout).unwrap();
+    assert_eq!(table.lines().count(), 1 + 2 * 3 + 1, "{table}");
+    assert!(table.lines().last().unwrap().starts_with("   all  makespan"), "{table}");
+    std::fs::write(&report, "{\"makespan_s\": 1}").unwrap();
+    fails_with(&simulator(&["compare", s(&c.trace), s(&report)]), &["report.json", "no `ranks` list"]);
+}
+
+/// Issue 6 "Progress and determinism": the same inputs give the same JSON
+/// to the last bit (but for the replay's own wall-clock time).
+#[test]
+fn same_inputs_give_bit_identical_json() {
+    // Contention, collectives, any-source receives and energy in one run.
+    let body = |r: usize| {
+        let (next, prev) = ((r + 1) % 4, (r + 3) % 4);
+        format!(
+            "init\ncompute {}e8\nisend {next} 0 300000 6\nirecv {prev} 0 300000 6\nwaitall 2\nallreduce 1000 1000 6\nbcast 70000 0 6\nfinalize",
+            r + 1
+        )
+    };
+    let ranks: Vec<String> = (0..4).map(body).collect();
+    let refs: Vec<&str> = ranks.iter().map(String::as_str).collect();
+    let (_d, list, _) = ti_case(&refs);
+    let xml = list.with_file_name("energy.xml");
+    std::fs::write(&xml, ENERGY_XML).unwrap();
+    let strip = |o: Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mut v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        v.as_object_mut().unwrap().remove("wall_clock_s");
+        serde_json::to_string(&v).unwrap()
+    };
+    let runs: Vec<String> =
+        (0..3).map(|_| strip(simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]))).collect();
+    assert!(runs.iter().all(|r| r == &runs[0]), "{runs:?}");
+    assert!(runs[0].contains("\"makespan_s\":") && runs[0].contains("\"energy_j\":"), "{}", runs[0]);
+}
+
+#[test]
+fn ti_line_with_missing_fields_names_file_and_line() {
+    let (d, list, xml) = ti_case(&["init\nsend 1\nfinalize", "init\nfinalize"]);
+    let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]);
+    fails_with(&out, &[&format!("{}:2:", d.path().join("rank-0.txt").display())]);
+}
