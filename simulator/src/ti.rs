@@ -42,7 +42,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::action::Action;
@@ -131,11 +131,38 @@ pub fn open_list(list: &Path) -> Result<Vec<TiActions>, TiError> {
     files.into_iter().enumerate().map(|(r, f)| TiActions::open(&f, r as u32, n)).collect()
 }
 
+/// Above this many ranks, a TI rank file is opened only while its buffer
+/// refills, so that replays of many ranks stay under `ulimit -n`.
+pub const REOPEN_ABOVE: usize = 512;
+
+/// A rank file read sequentially: kept open, or (`file` = `None`)
+/// reopened at `offset` for each read and closed again.
+struct RankFile {
+    path: PathBuf,
+    file: Option<File>,
+    offset: u64,
+}
+
+impl Read for RankFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = match &mut self.file {
+            Some(f) => f.read(buf)?,
+            None => {
+                let mut f = File::open(&self.path)?;
+                f.seek(SeekFrom::Start(self.offset))?;
+                f.read(buf)?
+            }
+        };
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
 /// One rank's TI action file as a stream of [`Action`]s, read line by
 /// line (memory does not grow with the file).
 pub struct TiActions {
     path: PathBuf,
-    reader: BufReader<File>,
+    reader: BufReader<RankFile>,
     buf: String,
     line: usize,
     rank: u32,
@@ -155,9 +182,13 @@ impl TiActions {
     /// [`TiError`] naming `path` when it cannot be opened.
     pub fn open(path: &Path, rank: u32, ranks: u32) -> Result<TiActions, TiError> {
         let f = File::open(path).map_err(|e| TiError { path: path.into(), line: None, what: e.to_string() })?;
+        // Beyond REOPEN_ABOVE ranks, files are closed between buffer refills
+        // (bounded open files) and buffers are smaller (bounded memory).
+        let reopen = ranks as usize > REOPEN_ABOVE;
+        let file = RankFile { path: path.into(), file: (!reopen).then_some(f), offset: 0 };
         Ok(TiActions {
             path: path.into(),
-            reader: BufReader::with_capacity(1 << 16, f),
+            reader: BufReader::with_capacity(if reopen { 1 << 13 } else { 1 << 16 }, file),
             buf: String::new(),
             line: 0,
             rank,

@@ -29,13 +29,48 @@ struct Flow {
     remaining: f64,
     rate: f64,
     done: Done,
+    /// Start order.
+    seq: u64,
+}
+
+/// A flow in its latency phase: `(lat_end, seq)` and its slot in
+/// `Net::parked`, ordered for a min-heap by `(lat_end, seq)`.
+#[derive(Debug, Clone, Copy)]
+struct Pending(f64, u64, u32);
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    /// Reversed: `BinaryHeap` pops the earliest `(lat_end, seq)`.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+    }
 }
 
 /// The transfers in flight and the link capacities.
 #[derive(Debug)]
 pub(crate) struct Net {
     model: FlowSharing,
+    /// Flows in their bandwidth phase, in start order.
     flows: Vec<Flow>,
+    /// Flows in their latency phase (they use no bandwidth), by end of latency.
+    pending: std::collections::BinaryHeap<Pending>,
+    /// Where those flows are, and the free slots.
+    parked: Vec<Flow>,
+    parked_free: Vec<u32>,
+    /// Flows started so far.
+    seq: u64,
+    // Scratch: ended flows with their start order.
+    ended: Vec<(u64, Done)>,
     /// Simulated time up to which `remaining` is accounted, seconds.
     last: f64,
     /// Capacity of each directed link, bytes/s.
@@ -63,6 +98,11 @@ impl Net {
             model.topology.link_weights(hosts).iter().flat_map(|w| [w * model.link_bw_bytes_per_s; 2]).collect();
         let links = base.len();
         Net {
+            pending: Default::default(),
+            parked: Vec::new(),
+            parked_free: Vec::new(),
+            seq: 0,
+            ended: Vec::new(),
             base,
             pool: Vec::new(),
             route: Vec::new(),
@@ -110,11 +150,25 @@ impl Net {
             links.extend(self.route.iter().rev().map(|&l| (l ^ 1, x)));
         }
         let remaining = (bytes + self.model.header_bytes) as f64;
-        self.flows.push(Flow { links, bound, lat_end: now + lat_s, remaining, rate: 0.0, done });
+        self.seq += 1;
+        let seq = self.seq;
+        let lat_end = now + lat_s;
+        let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq };
+        let slot = match self.parked_free.pop() {
+            Some(i) => {
+                self.parked[i as usize] = f;
+                i
+            }
+            None => {
+                self.parked.push(f);
+                (self.parked.len() - 1) as u32
+            }
+        };
+        self.pending.push(Pending(lat_end, seq, slot));
     }
 
     /// Max-min fair rates (progressive filling, equal rates per level) of
-    /// the flows past their latency at `now`.
+    /// the flows in their bandwidth phase at `now`.
     fn share(&mut self, now: f64) {
         let mut open = std::mem::take(&mut self.open);
         let mut still = std::mem::take(&mut self.still);
@@ -125,10 +179,6 @@ impl Net {
         // Fast path: every flow at its own bound fits on every link.
         for (i, f) in self.flows.iter_mut().enumerate() {
             f.rate = 0.0;
-            if f.lat_end > now {
-                next_t = next_t.min(f.lat_end);
-                continue;
-            }
             open.push(i);
             for &(l, w) in &f.links {
                 let li = l as usize;
@@ -200,19 +250,21 @@ impl Net {
             }
             std::mem::swap(&mut open, &mut still);
         }
-        if slow {
-            next_t = f64::INFINITY;
-            for f in &self.flows {
-                if f.lat_end > now {
-                    next_t = next_t.min(f.lat_end);
-                } else if f.rate > 0.0 {
-                    next_t = next_t.min(now + f.remaining.max(0.0) / f.rate);
-                }
-            }
-        }
-        self.next_t = next_t;
         self.open = open;
         self.still = still;
+        self.next_t = if slow { self.next_end(now) } else { next_t.min(self.next_lat_end()) };
+    }
+
+    /// End of the earliest latency phase, seconds (∞: none).
+    fn next_lat_end(&self) -> f64 {
+        self.pending.peek().map_or(f64::INFINITY, |p| p.0)
+    }
+
+    /// The next time a flow ends its latency or (at its current rate) its
+    /// transfer, seconds (∞: none).
+    fn next_end(&self, now: f64) -> f64 {
+        let ends = self.flows.iter().filter(|f| f.rate > 0.0).map(|f| now + f.remaining.max(0.0) / f.rate);
+        ends.fold(self.next_lat_end(), f64::min)
     }
 
     /// The next time a flow ends its latency or its transfer, if any
@@ -222,11 +274,14 @@ impl Net {
     }
 
     /// Advances to `now`, removes the flows that have ended (appending
-    /// them to `ended`, in start order) and re-shares the links.
+    /// them to `ended`, in start order) and re-shares the links when a
+    /// flow entered or left its bandwidth phase.
     pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
         let eps = 1e-12 * now.abs().max(1.0);
         let last = self.last;
+        let mut changed = false;
         let mut kept = 0;
+        self.ended.clear();
         for i in 0..self.flows.len() {
             let f = &mut self.flows[i];
             let from = last.max(f.lat_end);
@@ -234,17 +289,42 @@ impl Net {
                 f.remaining -= f.rate * (now - from);
             }
             let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
-            if f.lat_end <= now && (f.remaining <= 1e-9 || left_s <= eps) {
-                ended.push(f.done);
+            if f.remaining <= 1e-9 || left_s <= eps {
+                self.ended.push((f.seq, f.done));
                 self.pool.push(std::mem::take(&mut f.links));
+                changed = true;
             } else {
                 self.flows.swap(kept, i);
                 kept += 1;
             }
         }
         self.flows.truncate(kept);
+        // Flows whose latency is over start using bandwidth (kept in start order).
+        while self.pending.peek().is_some_and(|p| p.0 <= now) {
+            let Pending(_, _, slot) = self.pending.pop().expect("peeked");
+            self.parked_free.push(slot);
+            let f = &mut self.parked[slot as usize];
+            let mut f = Flow { links: std::mem::take(&mut f.links), ..*f };
+            changed = true;
+            if f.remaining <= 1e-9 {
+                self.ended.push((f.seq, f.done));
+                self.pool.push(std::mem::take(&mut f.links));
+            } else {
+                let at = self.flows.partition_point(|g| g.seq < f.seq);
+                self.flows.insert(at, f);
+            }
+        }
+        if !self.ended.is_empty() {
+            self.ended.sort_unstable_by_key(|e| e.0);
+            ended.extend(self.ended.iter().map(|e| e.1));
+        }
         self.last = last.max(now);
-        self.share(now);
+        if changed {
+            self.share(now);
+        } else {
+            // Same flows in their bandwidth phase: same rates.
+            self.next_t = self.next_end(now);
+        }
     }
 }
 

@@ -25,9 +25,10 @@ struct State {
 }
 
 impl State {
+    /// Called every [`TICK`] actions.
     fn tick(&mut self) {
-        self.actions += 1;
-        if self.actions % TICK != 0 || !self.tty {
+        self.actions += TICK;
+        if !self.tty {
             return;
         }
         if self.bar.is_none() && self.started.elapsed().as_secs_f64() >= SHOW_AFTER_S {
@@ -65,11 +66,17 @@ pub fn with_progress<'a, E: 'a>(streams: Vec<ActionStream<'a, E>>) -> (Vec<Actio
         bar: None,
         tty: std::io::stderr().is_terminal(),
     }));
+    let count = Rc::new(std::cell::Cell::new(0u64));
     let out = streams
         .into_iter()
         .map(|s| {
-            let st = state.clone();
-            Box::new(s.inspect(move |_| st.borrow_mut().tick())) as ActionStream<'a, E>
+            let (st, n) = (state.clone(), count.clone());
+            Box::new(s.inspect(move |_| {
+                n.set(n.get() + 1);
+                if n.get() % TICK == 0 {
+                    st.borrow_mut().tick();
+                }
+            })) as ActionStream<'a, E>
         })
         .collect();
     (out, Progress(state))
