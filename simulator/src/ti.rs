@@ -131,6 +131,16 @@ pub fn open_list(list: &Path) -> Result<Vec<TiActions>, TiError> {
     files.into_iter().enumerate().map(|(r, f)| TiActions::open(&f, r as u32, n)).collect()
 }
 
+/// A count of at most 15 decimal digits, parsed exactly without the
+/// general float parser (most TI fields); `None` otherwise.
+fn fast_count(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 15 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0u64, |v, &d| v * 10 + (d - b'0') as u64) as f64)
+}
+
 /// Above this many ranks, a TI rank file is opened only while its buffer
 /// refills, so that replays of many ranks stay under `ulimit -n`.
 pub const REOPEN_ABOVE: usize = 512;
@@ -261,8 +271,8 @@ impl TiActions {
         };
         let num = |i: usize| -> Result<f64, TiError> {
             let s = f.get(i).ok_or_else(|| bad!("`{verb}`: missing field {}", i + 1))?;
-            s.parse::<f64>()
-                .ok()
+            fast_count(s)
+                .or_else(|| s.parse::<f64>().ok())
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .ok_or_else(|| bad!("`{verb}`: field {} `{s}` is not a count >= 0", i + 1))
         };

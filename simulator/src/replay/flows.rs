@@ -71,6 +71,11 @@ pub(crate) struct Net {
     seq: u64,
     // Scratch: ended flows with their start order.
     ended: Vec<(u64, Done)>,
+    /// Per directed link, Σ weight × bound of the flows in their bandwidth
+    /// phase (kept up to date as flows come and go), bytes/s.
+    demand: Vec<f64>,
+    /// Every flow runs at its bound (the last sharing found no link short).
+    uncontended: bool,
     /// Simulated time up to which `remaining` is accounted, seconds.
     last: f64,
     /// Capacity of each directed link, bytes/s.
@@ -103,6 +108,8 @@ impl Net {
             parked_free: Vec::new(),
             seq: 0,
             ended: Vec::new(),
+            demand: vec![0.0; links],
+            uncontended: true,
             base,
             pool: Vec::new(),
             route: Vec::new(),
@@ -192,6 +199,7 @@ impl Net {
             }
         }
         let fits = self.touched.iter().all(|&l| self.load[l as usize] <= self.base[l as usize] * (1.0 + 1e-12));
+        self.uncontended = fits;
         self.touched.clear();
         if fits {
             for &i in &open {
@@ -279,6 +287,9 @@ impl Net {
     pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
         let eps = 1e-12 * now.abs().max(1.0);
         let last = self.last;
+        // Re-share when a flow leaves a contended network or a new one does
+        // not fit at its bound; otherwise every flow keeps its bound.
+        let mut reshare = false;
         let mut changed = false;
         let mut kept = 0;
         self.ended.clear();
@@ -291,8 +302,12 @@ impl Net {
             let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
             if f.remaining <= 1e-9 || left_s <= eps {
                 self.ended.push((f.seq, f.done));
+                for &(l, w) in &f.links {
+                    self.demand[l as usize] -= w * f.bound;
+                }
                 self.pool.push(std::mem::take(&mut f.links));
                 changed = true;
+                reshare |= !self.uncontended;
             } else {
                 self.flows.swap(kept, i);
                 kept += 1;
@@ -310,6 +325,13 @@ impl Net {
                 self.ended.push((f.seq, f.done));
                 self.pool.push(std::mem::take(&mut f.links));
             } else {
+                for &(l, w) in &f.links {
+                    let d = &mut self.demand[l as usize];
+                    *d += w * f.bound;
+                    reshare |= *d > self.base[l as usize] * (1.0 + 1e-12);
+                }
+                reshare |= !self.uncontended;
+                f.rate = f.bound;
                 let at = self.flows.partition_point(|g| g.seq < f.seq);
                 self.flows.insert(at, f);
             }
@@ -319,10 +341,10 @@ impl Net {
             ended.extend(self.ended.iter().map(|e| e.1));
         }
         self.last = last.max(now);
-        if changed {
+        if changed && reshare {
             self.share(now);
         } else {
-            // Same flows in their bandwidth phase: same rates.
+            // No flow is short of its bound: rates are the bounds.
             self.next_t = self.next_end(now);
         }
     }
