@@ -522,11 +522,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     send_slot: msg.slot,
                     start,
                 };
-                net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
-                // Re-share once for every transfer starting now.
-                if start < self.net_next {
-                    self.net_next = start;
-                    self.queue.schedule(start, NET_EVENT)?;
+                // The transfer needs the network's attention when its
+                // latency is over (it uses no bandwidth before).
+                let lat_end = net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
+                if lat_end < self.net_next {
+                    self.net_next = lat_end;
+                    self.queue.schedule(lat_end, NET_EVENT)?;
                 }
                 return Ok(());
             }

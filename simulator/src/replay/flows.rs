@@ -133,9 +133,10 @@ impl Net {
     }
 
     /// Starts a transfer of `bytes` payload from host `a` to host `b` at
-    /// `now`, with latency `lat_s` and bound `bound` bytes/s. Rates are
-    /// stale until the next [`Net::finish_until`] (call it at `now`, once
-    /// for all the transfers that start at the same time).
+    /// `now`, with latency `lat_s` and bound `bound` bytes/s, and returns
+    /// the end of its latency phase (`now + lat_s`), seconds: call
+    /// [`Net::finish_until`] then at the latest (once for all the
+    /// transfers whose latency ends at the same time).
     pub(crate) fn start(
         &mut self,
         now: f64,
@@ -143,7 +144,7 @@ impl Net {
         bytes: u64,
         (lat_s, bound): (f64, f64),
         done: Done,
-    ) {
+    ) -> f64 {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
         let x = self.model.crosstraffic * inv_f;
@@ -172,6 +173,7 @@ impl Net {
             }
         };
         self.pending.push(Pending(lat_end, seq, slot));
+        lat_end
     }
 
     /// Max-min fair rates (progressive filling, equal rates per level) of
