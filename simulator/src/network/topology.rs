@@ -2,15 +2,18 @@
 //! transfer between two hosts crosses ([`super::FlowSharing`]).
 //!
 //! Every link is full duplex (SimGrid's `SPLITDUPLEX`): undirected link k
-//! has directed ids 2k and 2k + 1 (the reverse way), so the reverse of a
-//! route, where acknowledgements flow (`crosstraffic`), is each id `^ 1`.
+//! has directed ids 2k and 2k + 1 (the reverse way). Acknowledgements
+//! (`crosstraffic`) take the route from b back to a, as in SimGrid.
 //! - **Crossbar** (SimGrid's `FLAT` cluster): host h has one private link
 //!   h to a non-blocking switch; a → b crosses 2a (a's up) and 2b + 1 (b's down).
 //! - **Torus** (SimGrid's `TORUS`, `topo_parameters="d0,d1,…"`): hosts are
 //!   the torus nodes, numbered with coordinate 0 fastest; node n has one
 //!   link per dimension i to its +1 neighbour (wrapping). Routes are
-//!   dimension-ordered (0 first), each dimension the shorter way round
-//!   (ties go up).
+//!   dimension-ordered (0 first), each dimension the shorter way round,
+//!   with SimGrid 3.32's tie rule (`TorusZone::get_local_route`: from
+//!   coordinate m to t in a dimension of size d, go up iff m < t ≤ m + d/2,
+//!   or m > d/2 and (m + d/2) mod d ≥ t). Checked against `smpirun
+//!   -replay` of concurrent 1 MB transfers on 4 and 4×2 tori (same times).
 //! - **Fat tree** (SimGrid's `FAT_TREE`, `topo_parameters=
 //!   "L;down_1,…,down_L;up_1,…,up_L;count_1,…,count_L"`, an extended
 //!   generalized fat tree): level-l switches have down_l children, level
@@ -18,9 +21,13 @@
 //!   link of count_l times the capacity here). Hosts = ∏ down_l. A route
 //!   climbs to the lowest common ancestor and comes down; at level l it
 //!   takes parent port (b's digit l) mod up_l, so the way down mirrors
-//!   the way up (D-mod-k routing).
+//!   the way up (D-mod-k routing). This is not SimGrid's `FatTreeZone`
+//!   port choice (nor its separate parallel links): imported `FAT_TREE`
+//!   clusters share links differently from `smpirun`.
 //!
 //! Latency is not per hop: every route gets the network model's latency.
+//! Only transfers that start when both sides have posted go through the
+//! links (see `crate::replay`, "Link sharing").
 
 use serde::{Deserialize, Serialize};
 
@@ -139,9 +146,9 @@ impl Topology {
                 let mut stride = 1;
                 for (i, &d) in dims.iter().enumerate() {
                     let d = d as usize;
-                    let (mut c, cb) = ((cur / stride) % d, (b / stride) % d);
-                    let fwd = (cb + d - c) % d;
-                    let (steps, up) = if fwd <= d - fwd { (fwd, true) } else { (d - fwd, false) };
+                    let (mut c, t) = ((cur / stride) % d, (b / stride) % d);
+                    let up = (t > c && t <= c + d / 2) || (c > d / 2 && (c + d / 2) % d >= t);
+                    let steps = if up { (t + d - c) % d } else { (c + d - t) % d };
                     for _ in 0..steps {
                         let next = if up { (c + 1) % d } else { (c + d - 1) % d };
                         let node = cur - c * stride + next * stride;
@@ -203,7 +210,8 @@ mod tests {
         t.validate(8).unwrap();
         assert_eq!(route(&t, 0, 1), [0]); // x+ from node 0
         assert_eq!(route(&t, 0, 3), [2 * 6 + 1]); // x− wraps: link (3, x) reversed
-        assert_eq!(route(&t, 0, 2), [0, 2 * 2]); // tie: up, via node 1
+        assert_eq!(route(&t, 0, 2), [0, 2 * 2]); // tie from 0: up, via node 1
+        assert_eq!(route(&t, 2, 0), [2 * 2 + 1, 1]); // tie from 2: down (SimGrid's rule)
         assert_eq!(route(&t, 1, 6), [2 * 2, 2 * 5]); // x+ to 2, then y+ from 2
         assert_eq!(t.link_weights(8).len(), 16);
         assert!(t.validate(9).is_err());

@@ -148,14 +148,16 @@ impl Net {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
         let x = self.model.crosstraffic * inv_f;
-        self.route.clear();
-        self.model.topology.route(a, b, &mut self.route);
         let mut links = self.pool.pop().unwrap_or_default();
         links.clear();
-        // The route, then its reverse (`id ^ 1`) for the acknowledgements.
+        // The route, then the route back for the acknowledgements.
+        self.route.clear();
+        self.model.topology.route(a, b, &mut self.route);
         links.extend(self.route.iter().map(|&l| (l, inv_f)));
         if x > 0.0 {
-            links.extend(self.route.iter().rev().map(|&l| (l ^ 1, x)));
+            self.route.clear();
+            self.model.topology.route(b, a, &mut self.route);
+            links.extend(self.route.iter().map(|&l| (l, x)));
         }
         let remaining = (bytes + self.model.header_bytes) as f64;
         self.seq += 1;

@@ -205,3 +205,86 @@ fn ti_line_with_missing_fields_names_file_and_line() {
     let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]);
     fails_with(&out, &[&format!("{}:2:", d.path().join("rank-0.txt").display())]);
 }
+
+/// `smpirun -replay` of `list` (`ranks` ranks) on `xml` with `hosts`
+/// hosts and `extra` options: its output, or `None` (with the reason
+/// printed) when SimGrid is not installed.
+fn smpirun(dir: &Path, xml: &Path, list: &Path, (ranks, hosts): (usize, usize), extra: &[&str]) -> Option<String> {
+    let hf = dir.join("hostfile");
+    std::fs::write(&hf, (0..hosts).map(|h| format!("n{h}\n")).collect::<String>()).unwrap();
+    let n = ranks.to_string();
+    let args = ["-np", &n, "-platform", s(xml), "-hostfile", s(&hf), "-replay", s(list)];
+    // SimGrid resolves the list's relative file names against its working directory.
+    let out = match Command::new("smpirun").args(extra).args(args).current_dir(dir).output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skip: smpirun not runnable ({e})");
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "smpirun failed: {text}");
+    Some(text)
+}
+
+/// The number after the last `before` in `text`.
+fn after(text: &str, before: &str) -> f64 {
+    let t = text.rsplit(before).next().and_then(|r| r.split_whitespace().next());
+    t.and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("no `{before}` number in: {text}"))
+}
+
+#[test]
+fn energy_matches_smpirun_host_energy_plugin() {
+    let (d, list, _) = ti_case(&["compute 2e9", "compute 1e9", "compute 3e9", "compute 0"]);
+    let xml = d.path().join("energy.xml");
+    std::fs::write(&xml, ENERGY_XML).unwrap();
+    let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]);
+    let (total, hosts) = energy(&out);
+    let Some(sg) = smpirun(d.path(), &xml, &list, (4, 2), &["--cfg=plugin:host_energy"]) else { return };
+    for (h, e) in hosts.iter().enumerate() {
+        let want = after(&sg, &format!("Energy consumption of host n{h}: "));
+        assert!((e - want).abs() < 1e-6 * want, "host n{h}: ours {e} J, smpirun {want} J");
+    }
+    let want = after(&sg, "Total energy consumption: ");
+    assert!((total - want).abs() < 1e-6 * want, "total: ours {total} J, smpirun {want} J");
+}
+
+#[test]
+fn torus_link_sharing_matches_smpirun() {
+    // Concurrent transfers on SimGrid TORUS clusters (1 MBps links, no
+    // latency): makespans as smpirun -replay gives them (SimGrid 3.32).
+    let cases: [(&str, usize, &[(usize, usize)]); 3] = [
+        ("4,2", 8, &[(0, 3), (1, 6), (2, 5), (7, 4)]),
+        ("4,2", 8, &[(0, 2), (1, 3), (4, 6), (5, 1)]),
+        ("3,3,2", 18, &[(0, 17), (4, 13), (8, 1), (9, 2), (12, 7), (16, 5)]),
+    ];
+    for (dims, n, pairs) in cases {
+        let mut ranks = vec![String::new(); n];
+        for &(a, b) in pairs {
+            ranks[a] += &format!("isend {b} 0 1000000 6\nwaitall 1\n");
+            ranks[b] += &format!("irecv {a} 0 1000000 6\nwaitall 1\n");
+        }
+        let refs: Vec<&str> = ranks.iter().map(String::as_str).collect();
+        let (d, list, _) = ti_case(&refs);
+        let xml = d.path().join("torus.xml");
+        std::fs::write(
+            &xml,
+            format!(
+                r#"<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <cluster id="c" prefix="n" radical="0-{}" suffix="" speed="1Gf" core="1" bw="1MBps" lat="0" topology="TORUS" topo_parameters="{dims}"/>
+</platform>
+"#,
+                n - 1
+            ),
+        )
+        .unwrap();
+        let ours = makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]));
+        let Some(out) = smpirun(d.path(), &xml, &list, (n, n), &[]) else { return };
+        // Each rank may print it; the last is the end of the simulation.
+        let sg = after(&out, "Simulation time ");
+        // smpirun prints 6 decimals.
+        assert!((ours - sg).abs() < 1e-6, "torus {dims} {pairs:?}: ours {ours} s, smpirun {sg} s");
+    }
+}
