@@ -193,6 +193,12 @@ pub struct FlowSharing {
     /// times its [`topology::Topology::link_weights`].
     #[serde(default)]
     pub topology: topology::Topology,
+    /// The model's latency is that of a two-link route (a crossbar's) and
+    /// a route of k links gets k/2 of it, as SimGrid sums link latencies
+    /// (set for SimGrid XML imports). `false`: every route gets the
+    /// model's latency.
+    #[serde(default)]
+    pub latency_per_link: bool,
 }
 
 #[cfg(test)]

@@ -258,6 +258,7 @@ pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extra
             crosstraffic: l.crosstraffic,
             header_bytes: 0,
             topology: l.topology,
+            latency_per_link: false,
         }),
         coll: Default::default(),
         no_oversubscription: false,

@@ -25,7 +25,10 @@
 //!   port choice (nor its separate parallel links): imported `FAT_TREE`
 //!   clusters share links differently from `smpirun`.
 //!
-//! Latency is not per hop: every route gets the network model's latency.
+//! Latency: with [`super::FlowSharing::latency_per_link`] (SimGrid
+//! imports), a route of k links gets k/2 of the model's (two-link)
+//! latency, as SimGrid sums link latencies; otherwise every route gets
+//! the model's latency.
 //! Only transfers that start when both sides have posted go through the
 //! links (see `crate::replay`, "Link sharing").
 

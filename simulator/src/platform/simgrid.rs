@@ -15,7 +15,9 @@
 //!   Ranks are placed round-robin over the hosts, as `smpirun -hostfile`
 //!   does with a host file listing each host once; a trace with more
 //!   ranks than cores in all is refused.
-//! - **Routes** (`topology="FLAT"` only): between two hosts, the source's
+//! - **Routes**: `topology="TORUS"` and `"FAT_TREE"` with `topo_parameters`
+//!   give the links shared ([`crate::network::topology`]; latency grows
+//!   with the route's link count). `FLAT`: between two hosts, the source's
 //!   private link, the backbone (`bb_bw`/`bb_lat`) if any, and the
 //!   destination's link: latency = 2·`lat` (+ `bb_lat`), bandwidth =
 //!   min(`bw`, `bb_bw`). Within a host, the loopback link (`loopback_bw`
@@ -388,6 +390,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         crosstraffic,
         header_bytes: hdr,
         topology: topology.clone(),
+        latency_per_link: true,
     });
     let mut coll = CollAlgs::preset(cfg.get("smpi/coll-selector").unwrap_or("default"))
         .map_err(|w| e(format!("smpi/coll-selector: {w}")))?;

@@ -154,6 +154,7 @@ impl Net {
         self.route.clear();
         self.model.topology.route(a, b, &mut self.route);
         links.extend(self.route.iter().map(|&l| (l, inv_f)));
+        let lat_s = if self.model.latency_per_link { lat_s * self.route.len() as f64 / 2.0 } else { lat_s };
         if x > 0.0 {
             self.route.clear();
             self.model.topology.route(b, a, &mut self.route);
@@ -365,6 +366,7 @@ mod tests {
             crosstraffic: 0.05,
             header_bytes: 0,
             topology: Default::default(),
+            latency_per_link: false,
         };
         Net::new(m, 4)
     }

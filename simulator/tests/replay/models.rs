@@ -251,8 +251,8 @@ fn energy_matches_smpirun_host_energy_plugin() {
 
 #[test]
 fn torus_link_sharing_matches_smpirun() {
-    // Concurrent transfers on SimGrid TORUS clusters (1 MBps links, no
-    // latency): makespans as smpirun -replay gives them (SimGrid 3.32).
+    // Concurrent transfers on SimGrid TORUS clusters (1 MBps, 1 ms links;
+    // routes of 1 to 4 links): makespans as smpirun -replay gives them.
     let cases: [(&str, usize, &[(usize, usize)]); 3] = [
         ("4,2", 8, &[(0, 3), (1, 6), (2, 5), (7, 4)]),
         ("4,2", 8, &[(0, 2), (1, 3), (4, 6), (5, 1)]),
@@ -273,7 +273,7 @@ fn torus_link_sharing_matches_smpirun() {
                 r#"<?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <platform version="4.1">
-  <cluster id="c" prefix="n" radical="0-{}" suffix="" speed="1Gf" core="1" bw="1MBps" lat="0" topology="TORUS" topo_parameters="{dims}"/>
+  <cluster id="c" prefix="n" radical="0-{}" suffix="" speed="1Gf" core="1" bw="1MBps" lat="1ms" topology="TORUS" topo_parameters="{dims}"/>
 </platform>
 "#,
                 n - 1
