@@ -19,7 +19,7 @@
 //!   generalized fat tree): level-l switches have down_l children, level
 //!   l − 1 nodes have up_l parents, joined by count_l parallel links.
 //!   Hosts = ∏ down_l. Routes climb to the lowest common ancestor and
-//!   come down with SimGrid's `FatTreeZone` port choices ([`fat_tree`]).
+//!   come down with SimGrid's `FatTreeZone` port choices (module `fat_tree`).
 //!
 //! Known gap: some fat-tree cases with acknowledgement traffic differ from
 //! `smpirun` (see the README, "Topologies").

@@ -82,6 +82,7 @@ pub(crate) struct Net {
     base: Vec<f64>,
     // Scratch, one entry per link.
     cap: Vec<f64>,
+    tight: Vec<bool>,
     // Link lists of ended flows, for reuse; and a route.
     pool: Vec<Vec<(u32, f64)>>,
     route: Vec<u32>,
@@ -117,6 +118,7 @@ impl Net {
             flows: Vec::new(),
             last: 0.0,
             cap: vec![0.0; links],
+            tight: vec![false; links],
             load: vec![0.0; links],
             open: Vec::new(),
             still: Vec::new(),
@@ -205,7 +207,7 @@ impl Net {
         }
         let fits = self.touched.iter().all(|&l| self.load[l as usize] <= self.base[l as usize] * (1.0 + 1e-12));
         self.uncontended = fits;
-        self.touched.clear();
+        let touched = std::mem::take(&mut self.touched);
         if fits {
             for &i in &open {
                 let f = &mut self.flows[i];
@@ -217,10 +219,10 @@ impl Net {
         // Otherwise (contended): progressive filling, then `next_t` below.
         let slow = !open.is_empty();
         while !open.is_empty() {
-            for &i in &open {
-                for &(l, _) in &self.flows[i].links {
-                    self.load[l as usize] = 0.0;
-                }
+            // Per link (each once): the open flows' weights, then whether it
+            // saturates at the level.
+            for &l in &touched {
+                self.load[l as usize] = 0.0;
             }
             for &i in &open {
                 for &(l, w) in &self.flows[i].links {
@@ -228,23 +230,22 @@ impl Net {
                 }
             }
             // The level at which the first link saturates or the first bound binds.
-            let mut level = f64::INFINITY;
-            for &i in &open {
-                let f = &self.flows[i];
-                level = level.min(f.bound);
-                for &(l, _) in &f.links {
-                    let load = self.load[l as usize];
-                    if load > 0.0 {
-                        level = level.min(self.cap[l as usize].max(0.0) / load);
-                    }
+            let mut level = open.iter().map(|&i| self.flows[i].bound).fold(f64::INFINITY, f64::min);
+            for &l in &touched {
+                let load = self.load[l as usize];
+                if load > 0.0 {
+                    level = level.min(self.cap[l as usize].max(0.0) / load);
                 }
             }
-            let tight = |cap: f64, load: f64| load > 0.0 && cap / load <= level * (1.0 + 1e-12);
+            for &l in &touched {
+                let (cap, load) = (self.cap[l as usize], self.load[l as usize]);
+                self.tight[l as usize] = load > 0.0 && cap / load <= level * (1.0 + 1e-12);
+            }
             still.clear();
             for &i in &open {
                 let f = &self.flows[i];
                 let fixed = f.bound <= level * (1.0 + 1e-12)
-                    || f.links.iter().any(|&(l, w)| w > 0.0 && tight(self.cap[l as usize], self.load[l as usize]));
+                    || f.links.iter().any(|&(l, w)| w > 0.0 && self.tight[l as usize]);
                 if fixed {
                     self.flows[i].rate = level;
                 } else {
@@ -265,6 +266,8 @@ impl Net {
         }
         self.open = open;
         self.still = still;
+        self.touched = touched;
+        self.touched.clear();
         self.next_t = if slow { self.next_end(now) } else { next_t.min(self.next_lat_end()) };
     }
 
