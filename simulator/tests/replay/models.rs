@@ -254,7 +254,9 @@ fn torus_and_fat_tree_link_sharing_match_smpirun() {
     // Concurrent transfers on SimGrid TORUS and FAT_TREE clusters (1 MBps,
     // 1 ms links; routes of 1 to 4 links): makespans as smpirun -replay
     // gives them. (Not every fat-tree case agrees yet: see the README.)
-    let cases: [(&str, &str, usize, &[(usize, usize)]); 5] = [
+    // (topology, topo_parameters, hosts, transfers as (from, to))
+    type Case = (&'static str, &'static str, usize, &'static [(usize, usize)]);
+    let cases: [Case; 5] = [
         ("TORUS", "4,2", 8, &[(0, 3), (1, 6), (2, 5), (7, 4)]),
         ("TORUS", "4,2", 8, &[(0, 2), (1, 3), (4, 6), (5, 1)]),
         ("TORUS", "3,3,2", 18, &[(0, 17), (4, 13), (8, 1), (9, 2), (12, 7), (16, 5)]),
