@@ -66,6 +66,9 @@ pub fn with_progress<'a, E: 'a>(streams: Vec<ActionStream<'a, E>>) -> (Vec<Actio
         bar: None,
         tty: std::io::stderr().is_terminal(),
     }));
+    if !state.borrow().tty {
+        return (streams, Progress(state)); // no bar, no cost
+    }
     let count = Rc::new(std::cell::Cell::new(0u64));
     let out = streams
         .into_iter()
