@@ -84,6 +84,12 @@ struct SpeedArgs {
     wall: bool,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ModelArg {
+    Piecewise,
+    Loggp,
+}
+
 #[derive(Args)]
 struct NetworkArgs {
     /// Platform TOML to write.
@@ -118,6 +124,11 @@ struct NetworkArgs {
     /// Messages per PRTT burst of the LogGP assessment (0 skips it).
     #[arg(long, default_value_t = 8)]
     loggp_n: u32,
+    /// Network model written to --out: piecewise (the segmented fit) or
+    /// loggp (the LogGP assessment with S = the fitted eager threshold,
+    /// written as its equivalent piecewise model; see simulator::network::loggp).
+    #[arg(long, value_enum, default_value_t = ModelArg::Piecewise)]
+    model: ModelArg,
     /// Share of the samples held back from the fit to validate it.
     #[arg(long, default_value_t = 0.2)]
     holdout: f64,
@@ -249,9 +260,19 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
             }
         }
     }
+    let model = |c: &network::NetworkCalibration| -> anyhow::Result<simulator::network::P2pModel> {
+        let pw = c.fit.p2p_model();
+        if a.model == ModelArg::Piecewise {
+            return Ok(pw);
+        }
+        let l = c.loggp.ok_or_else(|| anyhow::anyhow!("--model loggp needs the LogGP assessment (--loggp-n >= 2)"))?;
+        #[allow(non_snake_case)]
+        let S = pw.eager_threshold_bytes;
+        Ok(simulator::network::loggp::LogGps { L: l.L, o_s: l.o_s, o_r: l.o_r, g: l.g, G: l.G, S }.to_p2p())
+    };
     let platform = match &inter {
-        Some((hosts, inter)) => network::cluster_platform(hosts, cores(), cal.fit.p2p_model(), inter.fit.p2p_model()),
-        None => network::host_platform(&host_name(), cores(), cal.fit.p2p_model()),
+        Some((hosts, inter)) => network::cluster_platform(hosts, cores(), model(&cal)?, model(inter)?),
+        None => network::host_platform(&host_name(), cores(), model(&cal)?),
     };
     platform.save(&a.out)?;
     println!("one node (shared memory):");

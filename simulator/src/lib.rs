@@ -8,6 +8,8 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod compare;
+pub mod energy;
 pub mod jitter;
 pub mod jitter_trace;
 pub mod network;

@@ -1,10 +1,11 @@
 //! `simulator`: replays MPI traces on a modelled platform.
 //!
 //! ```text
+//! simulator compare <trace-dir> <report.json | platform> [--json]
 //! simulator replay --platform <file> <trace> [--json] [--compute-time cpu|wall]
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|ompi|simgrid-ompi|smpi]
 //!                  [--coll <coll>=<alg>]…
-//!                  [--timeline <file.json>]
+//!                  [--timeline <file.json>] [--pstate N|HOST=N]…
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
 //! code is then 1.
@@ -40,6 +41,26 @@ enum Command {
     Jitter(simulator::jitter::cli::JitterArgs),
     /// Tools over an interposer trace: regions, export-ti, timeline, dump.
     Trace(simulator::trace::cli::TraceArgs),
+    /// Measured against predicted time, per rank and phase (compute, MPI, end).
+    Compare(CompareArgs),
+}
+
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// The recorded trace directory (INTERPOSER_OUT).
+    #[arg(value_name = "TRACE")]
+    trace: PathBuf,
+    /// The prediction: a saved `simulator replay --json` report, or a
+    /// platform file (our TOML or SimGrid XML) to replay TRACE on now.
+    #[arg(value_name = "SIMULATED")]
+    simulated: PathBuf,
+    /// Which recorded duration a compute block takes (measured and, when
+    /// SIMULATED is a platform, replayed).
+    #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
+    compute_time: ComputeArg,
+    /// Print one JSON object (`rows`: rank, measured, predicted) instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -88,6 +109,12 @@ struct ReplayArgs {
     /// Seed of the jitter offsets (the same seed gives the same answer).
     #[arg(long, value_name = "N", default_value_t = 1)]
     jitter_seed: u64,
+    /// Running pstate: N for every host with pstates, or HOST=N for one
+    /// host (by name or index); repeatable, later ones win. Recorded
+    /// compute seconds scale by speed(recorded_pstate)/speed(N), TI flops
+    /// take flops/speed(N), and energy uses pstate N's power.
+    #[arg(long, value_name = "N|HOST=N")]
+    pstate: Vec<String>,
     /// Print one JSON object (the report) on stdout instead of a table.
     #[arg(long)]
     json: bool,
@@ -114,6 +141,9 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("--coll {spec}: expected <collective>=<algorithm>"))?;
         extras.coll.set(coll, alg).map_err(anyhow::Error::msg).with_context(|| format!("--coll {spec}"))?;
+    }
+    for spec in &args.pstate {
+        extras.set_pstate(&platform, spec).map_err(anyhow::Error::msg).context("--pstate")?;
     }
     let compute = match args.compute_time {
         ComputeArg::Cpu => ComputeTime::Cpu,
@@ -146,9 +176,12 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let (streams, progress) = replay::progress::with_progress(streams);
     let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
-    let mut report = replay::replay_jitter(&platform, &extras, streams, timeline, stretch)
-        .with_context(|| format!("replay of {} on {} failed", args.trace.display(), args.platform.display()))?;
+    let report = replay::replay_jitter(&platform, &extras, streams, timeline, stretch);
+    progress.finish();
+    let mut report =
+        report.with_context(|| format!("replay of {} on {} failed", args.trace.display(), args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -160,12 +193,44 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
+    let compute = match args.compute_time {
+        ComputeArg::Cpu => ComputeTime::Cpu,
+        ComputeArg::Wall => ComputeTime::Wall,
+    };
+    let measured = simulator::compare::measure(&args.trace, compute).context("cannot read the recorded trace")?;
+    let sim = &args.simulated;
+    let text = std::fs::read_to_string(sim).with_context(|| format!("cannot read {}", sim.display()))?;
+    let report = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) if v.is_object() => v,
+        _ => {
+            let (platform, extras) = platform::load_any(sim, &[]).context("cannot load platform")?;
+            let streams = TraceInput::InterposerDir(args.trace.clone()).open(compute).context("cannot open trace")?;
+            let r = replay::replay_with(&platform, &extras, streams)
+                .with_context(|| format!("replay of {} on {} failed", args.trace.display(), sim.display()))?;
+            serde_json::to_value(&r)?
+        }
+    };
+    let predicted =
+        simulator::compare::predicted(&report).map_err(anyhow::Error::msg).with_context(|| format!("{}", sim.display()))?;
+    let rows = simulator::compare::rows(&measured, &predicted).map_err(anyhow::Error::msg)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &serde_json::json!({ "rows": rows }))?;
+        writeln!(out)?;
+    } else {
+        simulator::compare::write_table(&rows, &mut out)?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Replay(args) => run_replay(args),
         Command::Jitter(args) => simulator::jitter::cli::run(args),
         Command::Trace(args) => simulator::trace::cli::run(args),
+        Command::Compare(args) => run_compare(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

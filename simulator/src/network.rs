@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod loggp;
+pub mod topology;
+
 /// One interval of a piecewise-linear function of message size:
 /// `value(s) = intercept_s + s / bandwidth_bytes_per_s` for `s < max_bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -53,8 +56,11 @@ impl Piecewise {
     /// A message naming the first bad segment.
     pub fn validate(&self) -> Result<(), String> {
         for (i, s) in self.segments.iter().enumerate() {
-            if !(s.intercept_s.is_finite() && s.intercept_s >= 0.0) {
-                return Err(format!("segment {i}: intercept_s must be finite and >= 0, got {}", s.intercept_s));
+            // The value at the segment's start must be >= 0 (a LogGP segment
+            // from 1 byte on has intercept o + L − G, which may be negative).
+            let start = if i == 0 { 0 } else { self.segments[i - 1].max_bytes.unwrap_or(0) };
+            if !(s.intercept_s.is_finite() && s.intercept_s + start as f64 / s.bandwidth_bytes_per_s >= 0.0) {
+                return Err(format!("segment {i}: intercept_s must be finite and the value >= 0, got {}", s.intercept_s));
             }
             if s.bandwidth_bytes_per_s.is_nan() || s.bandwidth_bytes_per_s <= 0.0 {
                 return Err(format!("segment {i}: bandwidth_bytes_per_s must be > 0, got {}", s.bandwidth_bytes_per_s));
@@ -80,7 +86,11 @@ impl Piecewise {
 ///   `max(arrival, recv_post + recv_overhead(bytes))`.
 /// - **rendezvous**: the transfer starts when both sides have posted and
 ///   both complete at `max(send_post, recv_post) + transfer(bytes)`.
+///
+/// In TOML, a model is either these fields or one `loggp` table
+/// ([`loggp::LogGps`]), converted to them on load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "P2pToml")]
 pub struct P2pModel {
     /// Messages strictly smaller than this are sent eagerly, bytes
     /// (mirrors `smpi/send-is-detached-thresh`).
@@ -94,6 +104,37 @@ pub struct P2pModel {
     /// Receiver CPU time for an already-arrived message (mirrors `smpi/or`), seconds.
     #[serde(default)]
     pub recv_overhead: Piecewise,
+}
+
+/// The TOML form of [`P2pModel`]: its fields, or `loggp`.
+#[derive(Deserialize)]
+struct P2pToml {
+    eager_threshold_bytes: Option<u64>,
+    transfer: Option<Piecewise>,
+    #[serde(default)]
+    send_overhead: Piecewise,
+    #[serde(default)]
+    recv_overhead: Piecewise,
+    loggp: Option<loggp::LogGps>,
+}
+
+impl TryFrom<P2pToml> for P2pModel {
+    type Error = String;
+
+    fn try_from(t: P2pToml) -> Result<P2pModel, String> {
+        match (t.loggp, t.eager_threshold_bytes, t.transfer) {
+            (Some(l), None, None) => l.validate().map(|()| l.to_p2p()),
+            (Some(_), _, _) => Err("give either loggp or eager_threshold_bytes/transfer, not both".into()),
+            (None, Some(eager_threshold_bytes), Some(transfer)) => Ok(P2pModel {
+                eager_threshold_bytes,
+                transfer,
+                send_overhead: t.send_overhead,
+                recv_overhead: t.recv_overhead,
+            }),
+            (None, None, _) => Err("missing field `eager_threshold_bytes` (or a `loggp` table)".into()),
+            (None, _, None) => Err("missing field `transfer` (or a `loggp` table)".into()),
+        }
+    }
 }
 
 impl P2pModel {
@@ -140,11 +181,24 @@ pub struct FlowSharing {
     /// Capacity of each host's up and down link, bytes/s.
     pub link_bw_bytes_per_s: f64,
     /// Route rate before the bandwidth factor, min(bandwidth, TCP-gamma / 2·latency), bytes/s.
+    /// 0 (as for our TOML's `[links]`): no bandwidth factor, f = 1: a flow
+    /// at rate r uses r of each link of its route.
     pub nominal_rate_bytes_per_s: f64,
     /// Weight of the reverse traffic (SimGrid: 0.05), dimensionless.
     pub crosstraffic: f64,
     /// Bytes added to each payload (see `platform::simgrid::SMPI_HEADER_BYTES`).
     pub header_bytes: u64,
+    /// Which links a transfer crosses (default: crossbar, one up and one
+    /// down link per host); each link's capacity is `link_bw_bytes_per_s`
+    /// times its [`topology::Topology::link_weights`].
+    #[serde(default)]
+    pub topology: topology::Topology,
+    /// The model's latency is that of a two-link route (a crossbar's) and
+    /// a route of k links gets k/2 of it, as SimGrid sums link latencies
+    /// (set for SimGrid XML imports). `false`: every route gets the
+    /// model's latency.
+    #[serde(default)]
+    pub latency_per_link: bool,
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::energy::{HostPstates, Pstate};
 use crate::network::P2pModel;
 
 pub mod simgrid;
@@ -93,8 +94,20 @@ pub struct Platform {
 /// name = "node0"
 /// cores = 1
 /// speed_flops = 1e9            # optional
+/// [[hosts]]
+/// name = "node1"
+/// cores = 4
+/// pstate = 1                   # running pstate (default 0; --pstate node1=N)
+/// recorded_pstate = 0          # pstate the trace was recorded at (default 0)
+/// pstates = [ { speed_flops = 2e9, watts = "95:120:200" },   # Idle:Epsilon:AllCores
+///             { speed_flops = 1e9, watts = "93:110:150" } ]
 /// [smpi]
 /// async_small_thresh_bytes = 0 # optional
+/// [links]                      # optional: link sharing between hosts
+/// bw_bytes_per_s = 1.25e9      # every link (x count for fat-tree levels)
+/// crosstraffic = 0.0           # optional (SimGrid: 0.05)
+/// topology = { kind = "torus", dims = [4, 4] }   # or "crossbar" (default),
+///            # { kind = "fat-tree", down = [4, 4], up = [1, 2], count = [1, 2] }
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Extras {
@@ -122,6 +135,13 @@ pub struct Extras {
     /// SimGrid XML platforms); otherwise ranks wrap around the hosts.
     #[serde(default)]
     pub no_oversubscription: bool,
+    /// Pstates of each host, in `Platform::hosts` order (a missing or
+    /// empty entry: no pstates). The running pstate's speed replaces
+    /// `speed_flops`, scales recorded compute seconds
+    /// ([`HostPstates::time_scale`]) and its power range gives the host's
+    /// energy ([`crate::energy`]).
+    #[serde(default)]
+    pub pstates: Vec<HostPstates>,
 }
 
 #[derive(Deserialize)]
@@ -130,12 +150,30 @@ struct ExtrasToml {
     hosts: Vec<HostExtra>,
     #[serde(default)]
     smpi: SmpiToml,
+    links: Option<LinksToml>,
+}
+
+/// `[links]`: link sharing over a topology.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinksToml {
+    bw_bytes_per_s: f64,
+    #[serde(default)]
+    crosstraffic: f64,
+    #[serde(default)]
+    topology: crate::network::topology::Topology,
 }
 
 #[derive(Deserialize)]
 struct HostExtra {
     #[serde(default)]
     speed_flops: Option<f64>,
+    #[serde(default)]
+    pstates: Vec<Pstate>,
+    #[serde(default)]
+    pstate: usize,
+    #[serde(default)]
+    recorded_pstate: usize,
 }
 
 #[derive(Deserialize, Default)]
@@ -145,9 +183,50 @@ struct SmpiToml {
 }
 
 impl Extras {
-    /// Speed of host `host`, flop/s, if known.
+    /// Speed of host `host`, flop/s, if known: its running pstate's speed
+    /// when it has pstates, else its `speed_flops`.
     pub fn host_speed_flops(&self, host: usize) -> Option<f64> {
-        self.speed_flops.get(host).copied().flatten()
+        self.host_pstates(host).and_then(HostPstates::speed_flops).or(self.speed_flops.get(host).copied().flatten())
+    }
+
+    /// The pstates of host `host`, if it has any.
+    pub fn host_pstates(&self, host: usize) -> Option<&HostPstates> {
+        self.pstates.get(host).filter(|p| !p.pstates.is_empty())
+    }
+
+    /// Sets the running pstate, as `simulator replay --pstate`: `spec` is
+    /// `N` (every host with pstates) or `HOST=N` (one host, by name or
+    /// index); repeatable, later settings win.
+    ///
+    /// # Errors
+    /// A message quoting `spec` when it does not parse, names no host, or
+    /// the pstate is out of range for a host.
+    pub fn set_pstate(&mut self, platform: &Platform, spec: &str) -> Result<(), String> {
+        let (who, n) = match spec.split_once('=') {
+            Some((h, n)) => (Some(h.trim()), n),
+            None => (None, spec),
+        };
+        let n: usize = n.trim().parse().map_err(|_| format!("`{spec}`: the pstate must be an integer >= 0"))?;
+        self.pstates.resize(platform.hosts.len(), HostPstates::default());
+        let hosts: Vec<usize> = match who {
+            None => (0..platform.hosts.len()).filter(|&h| self.host_pstates(h).is_some()).collect(),
+            Some(h) => {
+                let i = platform.hosts.iter().position(|x| x.name == h).or(h.parse().ok().filter(|&i: &usize| i < platform.hosts.len()));
+                vec![i.ok_or_else(|| format!("`{spec}`: no host named {h}"))?]
+            }
+        };
+        if hosts.is_empty() {
+            return Err(format!("`{spec}`: no host of the platform has pstates"));
+        }
+        for h in hosts {
+            let p = &mut self.pstates[h];
+            let count = p.pstates.len();
+            if n >= count {
+                return Err(format!("`{spec}`: host {} has {count} pstates (0..{count})", platform.hosts[h].name));
+            }
+            p.pstate = n;
+        }
+        Ok(())
     }
 }
 
@@ -173,12 +252,39 @@ pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extra
     let extras = Extras {
         speed_flops: x.hosts.iter().map(|h| h.speed_flops).collect(),
         async_small_thresh_bytes: x.smpi.async_small_thresh_bytes,
-        flows: None,
+        flows: x.links.map(|l| crate::network::FlowSharing {
+            link_bw_bytes_per_s: l.bw_bytes_per_s,
+            nominal_rate_bytes_per_s: 0.0,
+            crosstraffic: l.crosstraffic,
+            header_bytes: 0,
+            topology: l.topology,
+            latency_per_link: false,
+        }),
         coll: Default::default(),
         no_oversubscription: false,
+        pstates: x
+            .hosts
+            .iter()
+            .map(|h| HostPstates { pstates: h.pstates.clone(), pstate: h.pstate, recorded_pstate: h.recorded_pstate })
+            .collect(),
     };
     if let Some(i) = extras.speed_flops.iter().position(|s| s.is_some_and(|s| !(s.is_finite() && s > 0.0))) {
         return Err(e(format!("hosts[{i}].speed_flops must be > 0")));
+    }
+    if let Some(f) = &extras.flows {
+        if !(f.link_bw_bytes_per_s.is_finite() && f.link_bw_bytes_per_s > 0.0) {
+            return Err(e("links.bw_bytes_per_s must be > 0".into()));
+        }
+        if !(f.crosstraffic.is_finite() && f.crosstraffic >= 0.0) {
+            return Err(e("links.crosstraffic must be >= 0".into()));
+        }
+        f.topology.validate(p.hosts.len()).map_err(|w| e(format!("links.topology: {w}")))?;
+    }
+    for (i, (h, p)) in x.hosts.iter().zip(&extras.pstates).enumerate() {
+        p.validate().map_err(|w| e(format!("hosts[{i}].{w}")))?;
+        if h.speed_flops.is_some() && !p.pstates.is_empty() {
+            return Err(e(format!("hosts[{i}]: give speed_flops or pstates, not both")));
+        }
     }
     Ok((p, extras))
 }
@@ -342,5 +448,25 @@ mod tests {
         let e = Platform::load(&f).unwrap_err().to_string();
         assert!(e.contains("bad.toml") && e.contains("hosts"), "{e}");
         assert_eq!(e.lines().count(), 1);
+    }
+
+    #[test]
+    fn toml_pstates_load_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.toml");
+        let mut text = toml::to_string_pretty(&sample()).unwrap();
+        let ps = "pstate = 1\npstates = [{ speed_flops = 2e9, watts = \"95:120:200\" }, { speed_flops = 1e9, watts = \"93:150\" }]";
+        text = text.replacen("speed_ratio = 1.0", &format!("speed_ratio = 1.0\n{ps}"), 1);
+        std::fs::write(&f, &text).unwrap();
+        let (_, x) = load_any(&f, &[]).unwrap();
+        assert_eq!(x.host_speed_flops(0), Some(1e9));
+        assert_eq!(x.host_pstates(0).unwrap().watts().unwrap().epsilon_w, 93.0);
+        assert!(x.host_pstates(1).is_none());
+        std::fs::write(&f, text.replace("pstate = 1", "pstate = 5")).unwrap();
+        let e = load_any(&f, &[]).unwrap_err().to_string();
+        assert!(e.contains("hosts[0].pstate 5 is out of range"), "{e}");
+        std::fs::write(&f, text.replace("93:150", "93")).unwrap();
+        let e = load_any(&f, &[]).unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains("Idle:Epsilon:AllCores") && e.lines().count() == 1, "{e}");
     }
 }

@@ -11,8 +11,13 @@
 //!   global simulated-time order, events ordered by `(time, seq)` with
 //!   `f64::total_cmp`; scheduling into the past is an error.
 //! - **Compute** `{seconds}` advances the rank by `seconds / speed_ratio`
-//!   of its host; `Flops {flops}` (SimGrid TI `compute`) by
-//!   `flops / speed_flops` of its host ([`Extras::speed_flops`]).
+//!   of its host, times speed(recorded pstate) / speed(running pstate)
+//!   when the host has pstates; `Flops {flops}` (SimGrid TI `compute`) by
+//!   `flops / speed_flops` of its host ([`Extras::speed_flops`], or its
+//!   running pstate's speed).
+//! - **Energy** ([`crate::energy`]): with power ranges for the running
+//!   pstates, each host's power (SimGrid's `host_energy` rule, a core busy
+//!   while one of its ranks computes) is integrated from 0 to the makespan.
 //! - **Matching** follows MPI: per receiver and communicator, a receive
 //!   matches the earliest-posted unmatched send from its source (any for
 //!   `ANY_SOURCE`) with its tag (any for `ANY_TAG`); a send matches the
@@ -32,7 +37,8 @@
 //! - **Link sharing** ([`Extras::flows`], from SimGrid cluster XML):
 //!   transfers between different hosts that start at their match time
 //!   share the hosts' up and down links max-min fairly, as in SimGrid's
-//!   CM02/SMPI model ([`crate::network::FlowSharing`]); they end when their
+//!   CM02/SMPI model ([`crate::network::FlowSharing`]), along the routes of
+//!   its topology ([`crate::network::topology`]); they end when their
 //!   bytes are through, and the matched requests complete then.
 //! - **Requests** are per rank. `Wait`/`Waitall` block until the
 //!   completion times of all their requests are known, then continue at
@@ -103,6 +109,7 @@ pub mod collectives;
 mod engine;
 mod flows;
 mod matching;
+pub mod progress;
 mod queue;
 pub mod report;
 pub mod timeline;
@@ -110,7 +117,7 @@ pub mod timeline;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use report::{RankReport, RatioStats, ReplayReport};
+pub use report::{HostReport, RankReport, RatioStats, ReplayReport};
 pub use timeline::Timeline;
 
 use crate::action::{Action, ComputeTime, TraceActions};
@@ -229,8 +236,12 @@ where
         })
         .collect();
     let makespan_s = ranks.iter().map(|r| r.end_s).fold(0.0, f64::max);
+    let hosts = report::host_reports(platform, extras, out.energy_j.as_deref());
+    let energy_j = out.energy_j.map(|e| e.iter().flatten().sum());
     Ok(ReplayReport {
         makespan_s,
+        energy_j,
+        hosts,
         ranks,
         actions: out.actions,
         events: out.events,

@@ -42,7 +42,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::action::Action;
@@ -131,11 +131,48 @@ pub fn open_list(list: &Path) -> Result<Vec<TiActions>, TiError> {
     files.into_iter().enumerate().map(|(r, f)| TiActions::open(&f, r as u32, n)).collect()
 }
 
+/// A count of at most 15 decimal digits, parsed exactly without the
+/// general float parser (most TI fields); `None` otherwise.
+fn fast_count(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > 15 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0u64, |v, &d| v * 10 + (d - b'0') as u64) as f64)
+}
+
+/// Above this many ranks, a TI rank file is opened only while its buffer
+/// refills, so that replays of many ranks stay under `ulimit -n`.
+pub const REOPEN_ABOVE: usize = 512;
+
+/// A rank file read sequentially: kept open, or (`file` = `None`)
+/// reopened at `offset` for each read and closed again.
+struct RankFile {
+    path: PathBuf,
+    file: Option<File>,
+    offset: u64,
+}
+
+impl Read for RankFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = match &mut self.file {
+            Some(f) => f.read(buf)?,
+            None => {
+                let mut f = File::open(&self.path)?;
+                f.seek(SeekFrom::Start(self.offset))?;
+                f.read(buf)?
+            }
+        };
+        self.offset += n as u64;
+        Ok(n)
+    }
+}
+
 /// One rank's TI action file as a stream of [`Action`]s, read line by
 /// line (memory does not grow with the file).
 pub struct TiActions {
     path: PathBuf,
-    reader: BufReader<File>,
+    reader: BufReader<RankFile>,
     buf: String,
     line: usize,
     rank: u32,
@@ -155,9 +192,13 @@ impl TiActions {
     /// [`TiError`] naming `path` when it cannot be opened.
     pub fn open(path: &Path, rank: u32, ranks: u32) -> Result<TiActions, TiError> {
         let f = File::open(path).map_err(|e| TiError { path: path.into(), line: None, what: e.to_string() })?;
+        // Beyond REOPEN_ABOVE ranks, files are closed between buffer refills
+        // (bounded open files) and buffers are smaller (bounded memory).
+        let reopen = ranks as usize > REOPEN_ABOVE;
+        let file = RankFile { path: path.into(), file: (!reopen).then_some(f), offset: 0 };
         Ok(TiActions {
             path: path.into(),
-            reader: BufReader::with_capacity(1 << 16, f),
+            reader: BufReader::with_capacity(if reopen { 1 << 13 } else { 1 << 16 }, file),
             buf: String::new(),
             line: 0,
             rank,
@@ -230,8 +271,8 @@ impl TiActions {
         };
         let num = |i: usize| -> Result<f64, TiError> {
             let s = f.get(i).ok_or_else(|| bad!("`{verb}`: missing field {}", i + 1))?;
-            s.parse::<f64>()
-                .ok()
+            fast_count(s)
+                .or_else(|| s.parse::<f64>().ok())
                 .filter(|v| v.is_finite() && *v >= 0.0)
                 .ok_or_else(|| bad!("`{verb}`: field {} `{s}` is not a count >= 0", i + 1))
         };

@@ -354,3 +354,6 @@ fn collective_selectors_and_overrides_from_the_command_line() {
     fails_with(&run(&["--coll", "bcast=pipeline:lots"]), &["segment size `lots`"]);
     fails_with(&run(&["--coll-selector", "openmpi"]), &["--coll-selector", "valid: smpi (or default), mpich, ompi, simgrid-ompi"]);
 }
+
+#[path = "replay/models.rs"]
+mod models;

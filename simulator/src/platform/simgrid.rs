@@ -7,10 +7,17 @@
 //! - **Hosts**: `prefix` + each number of `radical` (`0-15`, `0-3,8`) +
 //!   `suffix`; `core` → cores; the first value of `speed` (flop/s; units
 //!   `f`, `kf`, `Mf`, `Gf`, `Tf`, `Pf`) → [`Extras::speed_flops`].
+//! - **Pstates and energy** → [`Extras::pstates`]: every value of `speed`
+//!   is a pstate; the cluster's `<prop id="wattage_per_state">` (one
+//!   `Idle:Epsilon:AllCores` per pstate) gives their power and
+//!   `<prop id="pstate">` the running one, as for SimGrid's
+//!   `host_energy` plugin ([`crate::energy`]).
 //!   Ranks are placed round-robin over the hosts, as `smpirun -hostfile`
 //!   does with a host file listing each host once; a trace with more
 //!   ranks than cores in all is refused.
-//! - **Routes** (`topology="FLAT"` only): between two hosts, the source's
+//! - **Routes**: `topology="TORUS"` and `"FAT_TREE"` with `topo_parameters`
+//!   give the links shared ([`crate::network::topology`]; latency grows
+//!   with the route's link count). `FLAT`: between two hosts, the source's
 //!   private link, the backbone (`bb_bw`/`bb_lat`) if any, and the
 //!   destination's link: latency = 2·`lat` (+ `bb_lat`), bandwidth =
 //!   min(`bw`, `bb_bw`). Within a host, the loopback link (`loopback_bw`
@@ -45,7 +52,7 @@
 //!   listing the valid ones.
 //! - **Not modelled** (accepted, then ignored): `sharing_policy` (always
 //!   SPLITDUPLEX), `network/weight-S` (equal for all routes of a flat
-//!   cluster), `smpi/ois`, `wattage_per_state` and other host properties;
+//!   cluster), `smpi/ois`, `wattage_off` and other host properties;
 //!   with a backbone (`bb_bw`), link sharing is off (the backbone only
 //!   adds latency and bounds bandwidth). Other topologies, several
 //!   clusters and host/link/route-based platforms are errors.
@@ -53,6 +60,8 @@
 use std::path::Path;
 
 use super::{Extras, Host, Mapping, Network, Platform, PlatformError};
+use crate::energy::{HostPstates, PowerRange, Pstate};
+use crate::network::topology::Topology;
 use crate::network::{FlowSharing, P2pModel, Piecewise, Segment};
 use crate::replay::collectives::{Coll, CollAlgs};
 
@@ -70,6 +79,8 @@ struct Elem<'t> {
     attrs: Vec<(&'t str, String)>,
     line: usize,
     closing: bool,
+    /// `<x … />`.
+    self_closing: bool,
 }
 
 impl Elem<'_> {
@@ -99,6 +110,7 @@ fn elements(text: &str) -> Result<Vec<Elem<'_>>, (usize, String)> {
         }
         let mut body = &text[s + 1..e];
         let closing = body.starts_with('/');
+        let self_closing = body.ends_with('/');
         body = body.trim_start_matches('/').trim_end_matches('/');
         let name_end = body.find(|c: char| c.is_whitespace()).unwrap_or(body.len());
         let (name, mut rest) = (&body[..name_end], &body[name_end..]);
@@ -122,7 +134,7 @@ fn elements(text: &str) -> Result<Vec<Elem<'_>>, (usize, String)> {
             attrs.push((key, v));
             rest = &after[end + 2..];
         }
-        out.push(Elem { name, attrs, line: line_at(s), closing });
+        out.push(Elem { name, attrs, line: line_at(s), closing, self_closing });
     }
     Ok(out)
 }
@@ -243,16 +255,24 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
     let els = elements(text).map_err(|(l, w)| e(format!("line {l}: {w}")))?;
     let mut cfg = Cfg(Vec::new());
     let mut in_config = false;
+    let mut in_cluster = false;
     let mut cluster: Option<&Elem> = None;
+    // `<prop>`s of the cluster (host properties such as `wattage_per_state`).
+    let mut props: Vec<(String, String, usize)> = Vec::new();
     for el in &els {
         match (el.name, el.closing) {
             ("config", c) => in_config = !c,
-            ("prop", false) if in_config => {
+            ("prop", false) if in_config || in_cluster => {
                 let (Some(k), Some(v)) = (el.get("id"), el.get("value")) else {
                     return Err(e(format!("line {}: <prop> needs id and value", el.line)));
                 };
-                cfg.0.push((k.to_string(), v.to_string()));
+                if in_config {
+                    cfg.0.push((k.to_string(), v.to_string()));
+                } else {
+                    props.push((k.to_string(), v.to_string(), el.line));
+                }
             }
+            ("cluster", true) => in_cluster = false,
             ("cluster", false) => {
                 if let Some(c) = cluster {
                     return Err(e(format!(
@@ -261,6 +281,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
                     )));
                 }
                 cluster = Some(el);
+                in_cluster = !el.self_closing;
             }
             ("host" | "link" | "route" | "peer" | "cabinet" | "backbone", false) => {
                 return Err(e(format!(
@@ -281,11 +302,11 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
     let unit = |k: &str, v: &str, s: &[(&str, f64)]| {
         with_unit(v, s).filter(|x| *x >= 0.0).ok_or_else(|| at(format!("bad {k} `{v}`")))
     };
-    let topo = c.get("topology").unwrap_or("FLAT");
-    if topo != "FLAT" {
-        return Err(at(format!("topology {topo} is not supported yet (only FLAT)")));
-    }
-    let speed = unit("speed", req("speed")?.split(',').next().unwrap_or(""), SPEED)?;
+    let topology = Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or(""))
+        .map_err(&at)?;
+    let speeds: Vec<f64> =
+        req("speed")?.split(',').map(|v| unit("speed", v, SPEED)).collect::<Result<_, _>>()?;
+    let speed = speeds[0];
     let cores: u32 =
         c.get("core").unwrap_or("1").parse().ok().filter(|&n| n > 0).ok_or_else(|| at("bad core".into()))?;
     let bw = unit("bw", req("bw")?, BW)?;
@@ -359,6 +380,10 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         network: Network { intra: link_model(lb_lat, lb_bw), inter: Some(link_model(route_lat, route_bw)) },
     };
     platform.validate().map_err(&e)?;
+    topology.validate(platform.hosts.len()).map_err(&at)?;
+    if topology != Topology::Crossbar && c.get("bb_bw").is_some() {
+        return Err(at("a backbone (bb_bw) applies to FLAT clusters only".into()));
+    }
     let crosstraffic = match cfg.get("network/crosstraffic").unwrap_or("yes") {
         "yes" | "1" | "on" | "true" => 0.05,
         _ => 0.0,
@@ -368,6 +393,8 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         nominal_rate_bytes_per_s: if gamma > 0.0 && route_lat > 0.0 { bw.min(gamma / (2.0 * route_lat)) } else { bw },
         crosstraffic,
         header_bytes: hdr,
+        topology: topology.clone(),
+        latency_per_link: true,
     });
     // SimGrid's `ompi` selector is its own port of OpenMPI's tables.
     let selector = match cfg.get("smpi/coll-selector").unwrap_or("default") {
@@ -380,7 +407,9 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
             coll.set(name, v).map_err(|w| e(format!("{k}: {w}")))?;
         }
     }
+    let pstates = host_pstates(&speeds, &props).map_err(|(l, w)| e(format!("line {l}: <prop> {w}")))?;
     let extras = Extras {
+        pstates: vec![pstates; platform.hosts.len()],
         speed_flops: vec![Some(speed); platform.hosts.len()],
         async_small_thresh_bytes: Some(async_small),
         flows,
@@ -388,6 +417,43 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         no_oversubscription: true,
     };
     Ok((platform, extras))
+}
+
+/// The pstates of the cluster's hosts: one per `speed` value, with the
+/// power ranges of the `wattage_per_state` property (one `Idle:Epsilon:AllCores`
+/// per pstate, comma-separated) and the running `pstate` property. No
+/// pstates when there is a single speed and no `wattage_per_state`.
+fn host_pstates(speeds: &[f64], props: &[(String, String, usize)]) -> Result<HostPstates, (usize, String)> {
+    let prop = |k: &str| props.iter().rev().find(|p| p.0 == k);
+    let watts: Vec<Option<PowerRange>> = match prop("wattage_per_state") {
+        None => vec![None; speeds.len()],
+        Some((_, v, line)) => {
+            let w: Vec<PowerRange> = v
+                .split(',')
+                .map(|x| PowerRange::parse(x.trim()))
+                .collect::<Result<_, _>>()
+                .map_err(|w| (*line, format!("wattage_per_state: {w}")))?;
+            if w.len() != speeds.len() {
+                let what = format!("wattage_per_state has {} power ranges for {} pstates (speeds)", w.len(), speeds.len());
+                return Err((*line, what));
+            }
+            w.into_iter().map(Some).collect()
+        }
+    };
+    if speeds.len() == 1 && watts[0].is_none() {
+        return Ok(HostPstates::default());
+    }
+    let pstate = match prop("pstate") {
+        None => 0,
+        Some((_, v, line)) => v
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&p| p < speeds.len())
+            .ok_or((*line, format!("pstate `{v}` is not one of the {} pstates", speeds.len())))?,
+    };
+    let pstates = speeds.iter().zip(watts).map(|(&speed_flops, watts)| Pstate { speed_flops, watts }).collect();
+    Ok(HostPstates { pstates, pstate, recorded_pstate: 0 })
 }
 
 #[cfg(test)]

@@ -153,6 +153,9 @@ pub(crate) struct Outcome {
     pub(crate) events: u64,
     /// The timeline, to be finished by the caller.
     pub(crate) timeline: Option<Timeline>,
+    /// Joules per host over `[0, makespan]` (`None` for hosts without a
+    /// power range); `None` when no host has one.
+    pub(crate) energy_j: Option<Vec<Option<f64>>>,
 }
 
 enum Flow {
@@ -179,6 +182,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     comms: comms::Comms,
     queue: EventQueue,
     actions: u64,
+    /// Host energy, when some host has a power range ([`crate::energy`]).
+    energy: Option<crate::energy::EnergyMeter>,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
@@ -192,7 +197,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 Rank {
                     stream,
                     host,
-                    speed: platform.hosts[host].speed_ratio,
+                    speed: platform.hosts[host].speed_ratio / extras.host_pstates(host).map_or(1.0, |p| p.time_scale()),
                     clock: 0.0,
                     status: Status::Runnable,
                     doing: Doing::Start,
@@ -207,7 +212,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             .collect();
         let comms = comms::Comms::new(ranks.len());
         let net = extras.flows.clone().map(|m| Net::new(m, platform.hosts.len()));
+        let watts = |h: usize| extras.host_pstates(h).and_then(|p| p.watts());
+        let energy = (0..platform.hosts.len()).any(|h| watts(h).is_some()).then(|| {
+            crate::energy::EnergyMeter::new(platform.hosts.iter().enumerate().map(|(h, x)| (watts(h), x.cores)))
+        });
         Engine {
+            energy,
             platform,
             extras,
             jitter: None,
@@ -255,7 +265,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             return Err(self.deadlock());
         }
         let ranks = self.ranks.iter().map(|r| (r.host, r.stats)).collect();
-        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped, timeline: self.timeline.take() })
+        let makespan = self.ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max);
+        let energy_j = self.energy.take().map(|m| m.finish(makespan));
+        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped, timeline: self.timeline.take(), energy_j })
     }
 
     /// The network model between world ranks `a` and `b`: [`Platform::p2p`]
@@ -325,12 +337,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     Some(stretch) => stretch(r, clock, seconds / speed),
                     None => seconds / speed,
                 };
-                let rk = &mut self.ranks[r];
-                rk.clock += dt;
-                rk.stats.compute_s += dt;
-                if let Some(t) = self.timeline.as_mut() {
-                    t.span(r, "compute", rk.clock - dt, rk.clock);
-                }
+                self.computed(r, dt);
             }
             // MPI_PROC_NULL peers: nothing to transfer, requests complete at once.
             Action::Send { dst: NULL_DST, .. } | Action::Recv { src: PROC_NULL, .. } => {}
@@ -435,13 +442,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if !(flops.is_finite() && flops >= 0.0) {
                     return Err(self.err(r, action, "flops must be finite and >= 0", false));
                 }
-                let rk = &mut self.ranks[r];
-                let dt = flops / speed;
-                rk.clock += dt;
-                rk.stats.compute_s += dt;
-                if let Some(t) = self.timeline.as_mut() {
-                    t.span(r, "compute", rk.clock - dt, rk.clock);
-                }
+                self.computed(r, flops / speed);
             }
             Action::CommCreate { comm, ref members } => {
                 if let Some(&m) = members.iter().find(|&&m| m as usize >= self.ranks.len()) {
@@ -454,6 +455,19 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Action::Finalize => return Ok(self.finish(r)),
         }
         Ok(Flow::Continue)
+    }
+
+    /// Rank `r` computes for `dt` seconds from its clock.
+    fn computed(&mut self, r: usize, dt: f64) {
+        let rk = &mut self.ranks[r];
+        if let Some(m) = self.energy.as_mut() {
+            m.busy(rk.host, rk.clock, dt);
+        }
+        rk.clock += dt;
+        rk.stats.compute_s += dt;
+        if let Some(t) = self.timeline.as_mut() {
+            t.span(r, "compute", rk.clock - dt, rk.clock);
+        }
     }
 
     fn finish(&mut self, r: usize) -> Flow {
@@ -541,11 +555,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     send_slot: msg.slot,
                     start,
                 };
-                net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
-                // Re-share once for every transfer starting now.
-                if start < self.net_next {
-                    self.net_next = start;
-                    self.queue.schedule(start, NET_EVENT)?;
+                // The transfer needs the network's attention when its
+                // latency is over (it uses no bandwidth before).
+                let lat_end = net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
+                if lat_end < self.net_next {
+                    self.net_next = lat_end;
+                    self.queue.schedule(lat_end, NET_EVENT)?;
                 }
                 return Ok(());
             }

@@ -23,23 +23,69 @@ pub(crate) struct Done {
 #[derive(Debug, Clone)]
 struct Flow {
     /// (link, weight) pairs: forward links weigh 1/f, reverse ones crosstraffic/f.
-    links: [(u32, f64); 4],
+    links: Vec<(u32, f64)>,
     bound: f64,
     lat_end: f64,
     remaining: f64,
     rate: f64,
     done: Done,
+    /// Start order.
+    seq: u64,
+}
+
+/// A flow in its latency phase: `(lat_end, seq)` and its slot in
+/// `Net::parked`, ordered for a min-heap by `(lat_end, seq)`.
+#[derive(Debug, Clone, Copy)]
+struct Pending(f64, u64, u32);
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    /// Reversed: `BinaryHeap` pops the earliest `(lat_end, seq)`.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
+    }
 }
 
 /// The transfers in flight and the link capacities.
 #[derive(Debug)]
 pub(crate) struct Net {
     model: FlowSharing,
+    /// Flows in their bandwidth phase, in start order.
     flows: Vec<Flow>,
+    /// Flows in their latency phase (they use no bandwidth), by end of latency.
+    pending: std::collections::BinaryHeap<Pending>,
+    /// Where those flows are, and the free slots.
+    parked: Vec<Flow>,
+    parked_free: Vec<u32>,
+    /// Flows started so far.
+    seq: u64,
+    // Scratch: ended flows with their start order.
+    ended: Vec<(u64, Done)>,
+    /// Per directed link, Σ weight × bound of the flows in their bandwidth
+    /// phase (kept up to date as flows come and go), bytes/s.
+    demand: Vec<f64>,
+    /// Every flow runs at its bound (the last sharing found no link short).
+    uncontended: bool,
     /// Simulated time up to which `remaining` is accounted, seconds.
     last: f64,
+    /// Capacity of each directed link, bytes/s.
+    base: Vec<f64>,
     // Scratch, one entry per link.
     cap: Vec<f64>,
+    tight: Vec<bool>,
+    // Link lists of ended flows, for reuse; and a route.
+    pool: Vec<Vec<(u32, f64)>>,
+    route: Vec<u32>,
     load: Vec<f64>,
     // Scratch: flow indices.
     open: Vec<usize>,
@@ -54,12 +100,25 @@ pub(crate) struct Net {
 
 impl Net {
     pub(crate) fn new(model: FlowSharing, hosts: usize) -> Net {
-        let links = 2 * hosts;
+        let base: Vec<f64> =
+            model.topology.link_weights(hosts).iter().flat_map(|w| [w * model.link_bw_bytes_per_s; 2]).collect();
+        let links = base.len();
         Net {
+            pending: Default::default(),
+            parked: Vec::new(),
+            parked_free: Vec::new(),
+            seq: 0,
+            ended: Vec::new(),
+            demand: vec![0.0; links],
+            uncontended: true,
+            base,
+            pool: Vec::new(),
+            route: Vec::new(),
             model,
             flows: Vec::new(),
             last: 0.0,
             cap: vec![0.0; links],
+            tight: vec![false; links],
             load: vec![0.0; links],
             open: Vec::new(),
             still: Vec::new(),
@@ -76,9 +135,10 @@ impl Net {
     }
 
     /// Starts a transfer of `bytes` payload from host `a` to host `b` at
-    /// `now`, with latency `lat_s` and bound `bound` bytes/s. Rates are
-    /// stale until the next [`Net::finish_until`] (call it at `now`, once
-    /// for all the transfers that start at the same time).
+    /// `now`, with latency `lat_s` and bound `bound` bytes/s, and returns
+    /// the end of its latency phase (`now + lat_s`), seconds: call
+    /// [`Net::finish_until`] then at the latest (once for all the
+    /// transfers whose latency ends at the same time).
     pub(crate) fn start(
         &mut self,
         now: f64,
@@ -86,45 +146,68 @@ impl Net {
         bytes: u64,
         (lat_s, bound): (f64, f64),
         done: Done,
-    ) {
-        let inv_f = self.model.nominal_rate_bytes_per_s / bound;
+    ) -> f64 {
+        let nominal = self.model.nominal_rate_bytes_per_s;
+        let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
         let x = self.model.crosstraffic * inv_f;
-        // Link 2h is host h's up link, 2h + 1 its down link.
-        let links = [(2 * a as u32, inv_f), (2 * b as u32 + 1, inv_f), (2 * b as u32, x), (2 * a as u32 + 1, x)];
+        let mut links = self.pool.pop().unwrap_or_default();
+        links.clear();
+        // The route, then the route back for the acknowledgements.
+        self.route.clear();
+        self.model.topology.route(a, b, &mut self.route);
+        links.extend(self.route.iter().map(|&l| (l, inv_f)));
+        let lat_s = if self.model.latency_per_link { lat_s * self.route.len() as f64 / 2.0 } else { lat_s };
+        if x > 0.0 {
+            self.route.clear();
+            self.model.topology.route(b, a, &mut self.route);
+            links.extend(self.route.iter().map(|&l| (l, x)));
+        }
         let remaining = (bytes + self.model.header_bytes) as f64;
-        self.flows.push(Flow { links, bound, lat_end: now + lat_s, remaining, rate: 0.0, done });
+        self.seq += 1;
+        let seq = self.seq;
+        let lat_end = now + lat_s;
+        let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq };
+        let slot = match self.parked_free.pop() {
+            Some(i) => {
+                self.parked[i as usize] = f;
+                i
+            }
+            None => {
+                self.parked.push(f);
+                (self.parked.len() - 1) as u32
+            }
+        };
+        self.pending.push(Pending(lat_end, seq, slot));
+        lat_end
     }
 
     /// Max-min fair rates (progressive filling, equal rates per level) of
-    /// the flows past their latency at `now`.
+    /// the flows in their bandwidth phase at `now`.
     fn share(&mut self, now: f64) {
         let mut open = std::mem::take(&mut self.open);
         let mut still = std::mem::take(&mut self.still);
         open.clear();
         self.epoch += 1;
-        let (ep, bw) = (self.epoch, self.model.link_bw_bytes_per_s);
+        let ep = self.epoch;
         let mut next_t = f64::INFINITY;
         // Fast path: every flow at its own bound fits on every link.
         for (i, f) in self.flows.iter_mut().enumerate() {
             f.rate = 0.0;
-            if f.lat_end > now {
-                next_t = next_t.min(f.lat_end);
-                continue;
-            }
             open.push(i);
             for &(l, w) in &f.links {
                 let li = l as usize;
                 if self.stamp[li] != ep {
                     self.stamp[li] = ep;
                     self.load[li] = 0.0;
-                    self.cap[li] = bw;
+                    self.cap[li] = self.base[li];
                     self.touched.push(l);
                 }
                 self.load[li] += w * f.bound;
             }
         }
-        let fits = self.touched.iter().all(|&l| self.load[l as usize] <= bw * (1.0 + 1e-12));
-        self.touched.clear();
+        let fits = self.touched.iter().all(|&l| self.load[l as usize] <= self.base[l as usize] * (1.0 + 1e-12));
+        self.uncontended = fits;
+        let touched = std::mem::take(&mut self.touched);
         if fits {
             for &i in &open {
                 let f = &mut self.flows[i];
@@ -136,10 +219,10 @@ impl Net {
         // Otherwise (contended): progressive filling, then `next_t` below.
         let slow = !open.is_empty();
         while !open.is_empty() {
-            for &i in &open {
-                for &(l, _) in &self.flows[i].links {
-                    self.load[l as usize] = 0.0;
-                }
+            // Per link (each once): the open flows' weights, then whether it
+            // saturates at the level.
+            for &l in &touched {
+                self.load[l as usize] = 0.0;
             }
             for &i in &open {
                 for &(l, w) in &self.flows[i].links {
@@ -147,23 +230,22 @@ impl Net {
                 }
             }
             // The level at which the first link saturates or the first bound binds.
-            let mut level = f64::INFINITY;
-            for &i in &open {
-                let f = &self.flows[i];
-                level = level.min(f.bound);
-                for &(l, _) in &f.links {
-                    let load = self.load[l as usize];
-                    if load > 0.0 {
-                        level = level.min(self.cap[l as usize].max(0.0) / load);
-                    }
+            let mut level = open.iter().map(|&i| self.flows[i].bound).fold(f64::INFINITY, f64::min);
+            for &l in &touched {
+                let load = self.load[l as usize];
+                if load > 0.0 {
+                    level = level.min(self.cap[l as usize].max(0.0) / load);
                 }
             }
-            let tight = |cap: f64, load: f64| load > 0.0 && cap / load <= level * (1.0 + 1e-12);
+            for &l in &touched {
+                let (cap, load) = (self.cap[l as usize], self.load[l as usize]);
+                self.tight[l as usize] = load > 0.0 && cap / load <= level * (1.0 + 1e-12);
+            }
             still.clear();
             for &i in &open {
                 let f = &self.flows[i];
                 let fixed = f.bound <= level * (1.0 + 1e-12)
-                    || f.links.iter().any(|&(l, w)| w > 0.0 && tight(self.cap[l as usize], self.load[l as usize]));
+                    || f.links.iter().any(|&(l, w)| w > 0.0 && self.tight[l as usize]);
                 if fixed {
                     self.flows[i].rate = level;
                 } else {
@@ -182,19 +264,23 @@ impl Net {
             }
             std::mem::swap(&mut open, &mut still);
         }
-        if slow {
-            next_t = f64::INFINITY;
-            for f in &self.flows {
-                if f.lat_end > now {
-                    next_t = next_t.min(f.lat_end);
-                } else if f.rate > 0.0 {
-                    next_t = next_t.min(now + f.remaining.max(0.0) / f.rate);
-                }
-            }
-        }
-        self.next_t = next_t;
         self.open = open;
         self.still = still;
+        self.touched = touched;
+        self.touched.clear();
+        self.next_t = if slow { self.next_end(now) } else { next_t.min(self.next_lat_end()) };
+    }
+
+    /// End of the earliest latency phase, seconds (∞: none).
+    fn next_lat_end(&self) -> f64 {
+        self.pending.peek().map_or(f64::INFINITY, |p| p.0)
+    }
+
+    /// The next time a flow ends its latency or (at its current rate) its
+    /// transfer, seconds (∞: none).
+    fn next_end(&self, now: f64) -> f64 {
+        let ends = self.flows.iter().filter(|f| f.rate > 0.0).map(|f| now + f.remaining.max(0.0) / f.rate);
+        ends.fold(self.next_lat_end(), f64::min)
     }
 
     /// The next time a flow ends its latency or its transfer, if any
@@ -204,11 +290,17 @@ impl Net {
     }
 
     /// Advances to `now`, removes the flows that have ended (appending
-    /// them to `ended`, in start order) and re-shares the links.
+    /// them to `ended`, in start order) and re-shares the links when a
+    /// flow entered or left its bandwidth phase.
     pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
         let eps = 1e-12 * now.abs().max(1.0);
         let last = self.last;
+        // Re-share when a flow leaves a contended network or a new one does
+        // not fit at its bound; otherwise every flow keeps its bound.
+        let mut reshare = false;
+        let mut changed = false;
         let mut kept = 0;
+        self.ended.clear();
         for i in 0..self.flows.len() {
             let f = &mut self.flows[i];
             let from = last.max(f.lat_end);
@@ -216,16 +308,53 @@ impl Net {
                 f.remaining -= f.rate * (now - from);
             }
             let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
-            if f.lat_end <= now && (f.remaining <= 1e-9 || left_s <= eps) {
-                ended.push(f.done);
+            if f.remaining <= 1e-9 || left_s <= eps {
+                self.ended.push((f.seq, f.done));
+                for &(l, w) in &f.links {
+                    self.demand[l as usize] -= w * f.bound;
+                }
+                self.pool.push(std::mem::take(&mut f.links));
+                changed = true;
+                reshare |= !self.uncontended;
             } else {
                 self.flows.swap(kept, i);
                 kept += 1;
             }
         }
         self.flows.truncate(kept);
+        // Flows whose latency is over start using bandwidth (kept in start order).
+        while self.pending.peek().is_some_and(|p| p.0 <= now) {
+            let Pending(_, _, slot) = self.pending.pop().expect("peeked");
+            self.parked_free.push(slot);
+            let f = &mut self.parked[slot as usize];
+            let mut f = Flow { links: std::mem::take(&mut f.links), ..*f };
+            changed = true;
+            if f.remaining <= 1e-9 {
+                self.ended.push((f.seq, f.done));
+                self.pool.push(std::mem::take(&mut f.links));
+            } else {
+                for &(l, w) in &f.links {
+                    let d = &mut self.demand[l as usize];
+                    *d += w * f.bound;
+                    reshare |= *d > self.base[l as usize] * (1.0 + 1e-12);
+                }
+                reshare |= !self.uncontended;
+                f.rate = f.bound;
+                let at = self.flows.partition_point(|g| g.seq < f.seq);
+                self.flows.insert(at, f);
+            }
+        }
+        if !self.ended.is_empty() {
+            self.ended.sort_unstable_by_key(|e| e.0);
+            ended.extend(self.ended.iter().map(|e| e.1));
+        }
         self.last = last.max(now);
-        self.share(now);
+        if changed && reshare {
+            self.share(now);
+        } else {
+            // No flow is short of its bound: rates are the bounds.
+            self.next_t = self.next_end(now);
+        }
     }
 }
 
@@ -239,6 +368,8 @@ mod tests {
             nominal_rate_bytes_per_s: 1e6,
             crosstraffic: 0.05,
             header_bytes: 0,
+            topology: Default::default(),
+            latency_per_link: false,
         };
         Net::new(m, 4)
     }

@@ -39,6 +39,15 @@ pub struct RankReport {
 pub struct ReplayReport {
     /// Predicted run time: the latest rank end time, seconds.
     pub makespan_s: f64,
+    /// Energy of all hosts with a power range over `[0, makespan_s]`,
+    /// joules (SimGrid's `host_energy` total; [`crate::energy`]); absent
+    /// when no host has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// Per-host pstate and energy, in platform order; empty (and absent
+    /// from the JSON) when no host has pstates.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostReport>,
     /// Per-rank breakdown, in rank order.
     pub ranks: Vec<RankReport>,
     /// Actions replayed over all ranks.
@@ -51,6 +60,42 @@ pub struct ReplayReport {
     /// How `--speed-ratios` applied, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speed_ratios: Option<RatioStats>,
+}
+
+/// One host's running pstate and energy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostReport {
+    /// Host name.
+    pub name: String,
+    /// The pstate it ran at.
+    pub pstate: usize,
+    /// Core speed at that pstate, flop/s.
+    pub speed_flops: f64,
+    /// Energy over `[0, makespan]`, joules; `None` without a power range.
+    pub energy_j: Option<f64>,
+}
+
+/// The [`HostReport`]s of a replay: one per host when some host has
+/// pstates, else none. `energy_j`: joules per host, if metered.
+pub(crate) fn host_reports(
+    platform: &crate::platform::Platform,
+    extras: &crate::platform::Extras,
+    energy_j: Option<&[Option<f64>]>,
+) -> Vec<HostReport> {
+    if !(0..platform.hosts.len()).any(|h| extras.host_pstates(h).is_some()) {
+        return Vec::new();
+    }
+    platform
+        .hosts
+        .iter()
+        .enumerate()
+        .map(|(h, x)| HostReport {
+            name: x.name.clone(),
+            pstate: extras.host_pstates(h).map_or(0, |p| p.pstate),
+            speed_flops: extras.host_speed_flops(h).unwrap_or(f64::NAN),
+            energy_j: energy_j.and_then(|e| e.get(h).copied().flatten()),
+        })
+        .collect()
 }
 
 /// How per-region speed ratios applied to the compute blocks of a replay.
@@ -93,6 +138,17 @@ impl ReplayReport {
                 r.rank, r.host, r.end_s, r.compute_s, r.comm_s, r.wait_s, r.actions, r.messages, r.bytes_sent
             )?;
         }
+        if !self.hosts.is_empty() {
+            let hw = self.hosts.iter().map(|h| h.name.len()).max().unwrap_or(0).max(4);
+            writeln!(w, "{:<hw$}  {:>6}  {:>14}  {:>16}", "host", "pstate", "speed_flops", "energy_j")?;
+            for h in &self.hosts {
+                let e = h.energy_j.map_or("-".to_string(), |e| format!("{e:.6}"));
+                writeln!(w, "{:<hw$}  {:>6}  {:>14.6e}  {:>16}", h.name, h.pstate, h.speed_flops, e)?;
+            }
+        }
+        if let Some(e) = self.energy_j {
+            writeln!(w, "energy: {e:.6} J")?;
+        }
         if let Some(t) = &self.speed_ratios {
             writeln!(
                 w,
@@ -129,6 +185,8 @@ mod tests {
         };
         ReplayReport {
             makespan_s: 2.0,
+            energy_j: None,
+            hosts: Vec::new(),
             ranks: vec![rank(0, 2.0), rank(1, 1.0)],
             actions: 8,
             events: 3,

@@ -470,6 +470,56 @@ fn new_collectives_complete_with_expected_rounds() {
     assert!(e.contains("needs one size per rank (4), got 3"), "{e}");
 }
 
+/// Issue 6 acceptance "Energy": two hosts, a known load profile and known
+/// pstates, joules by hand to 1e-9 relative.
+#[test]
+fn energy_of_two_hosts_matches_the_hand_computed_joules() {
+    use crate::energy::{HostPstates, PowerRange, Pstate};
+    let mut p = simple();
+    p.hosts = vec![
+        Host { name: "a".into(), cores: 2, speed_ratio: 1.0 },
+        Host { name: "b".into(), cores: 1, speed_ratio: 1.0 },
+    ];
+    p.mapping = Mapping::Explicit { hosts: vec![0, 0, 1] };
+    let ps = |speed_flops: f64, w: &str| Pstate { speed_flops, watts: Some(PowerRange::parse(w).unwrap()) };
+    let mut x = Extras {
+        pstates: vec![
+            HostPstates { pstates: vec![ps(2e9, "100:120:200"), ps(1e9, "90:100:140")], pstate: 0, recorded_pstate: 0 },
+            HostPstates { pstates: vec![ps(1e9, "50:60:80")], pstate: 0, recorded_pstate: 0 },
+        ],
+        ..Extras::default()
+    };
+    x.set_pstate(&p, "a=1").unwrap();
+    let ranks = vec![
+        // Host a, pstate 1 (1 Gflop/s): 2 Gflop = 2 s.
+        vec![Action::Flops { flops: 2e9 }, Action::Finalize],
+        // 0.5 s recorded at pstate 0 (2 Gflop/s) = 1 s at pstate 1; then
+        // waits (idle) for rank 2's message sent at 3 s, arriving at 3 s + L.
+        vec![compute(0.5), Action::Recv { src: 2, tag: 0, bytes: 8, comm: 0 }, Action::Finalize],
+        // Host b, one pstate: 1 Gflop = 1 s, then 2 s recorded, then the send.
+        vec![Action::Flops { flops: 1e9 }, compute(2.0), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 0 }],
+    ];
+    let streams: Vec<ActionStream<'static, Infallible>> =
+        ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
+    let r = replay_with(&p, &x, streams).unwrap();
+    let end = 3.0 + L;
+    close(r.makespan_s, end);
+    // Host a (2 cores, 90:100:140 W): 0–1 s two busy 140 W, 1–2 s one busy
+    // 100 + ½·40 = 120 W, then idle 90 W to the end.
+    let a = 140.0 + 120.0 + 90.0 * (end - 2.0);
+    // Host b (1 core, 50:60:80 W): busy 0–3 s at 80 W, then idle 50 W.
+    let b = 80.0 * 3.0 + 50.0 * (end - 3.0);
+    let rel = |x: f64, y: f64| assert!((x - y).abs() <= 1e-9 * y, "{x} J != {y} J");
+    rel(r.hosts[0].energy_j.unwrap(), a);
+    rel(r.hosts[1].energy_j.unwrap(), b);
+    rel(r.energy_j.unwrap(), a + b);
+    assert_eq!((r.hosts[0].pstate, r.hosts[0].speed_flops, r.hosts[1].pstate), (1, 1e9, 0));
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains("\"energy_j\":") && json.contains("\"hosts\":[{\"name\":\"a\",\"pstate\":1"), "{json}");
+    assert!(x.set_pstate(&p, "a=2").unwrap_err().contains("host a has 2 pstates"));
+    assert!(x.set_pstate(&p, "zz=0").unwrap_err().contains("no host named zz"));
+}
+
 #[test]
 fn sub_communicator_collectives_run_among_their_members() {
     // 4 ranks, transfer 1 ms. Ranks {0, 1} and {2, 3} each split off a pair

@@ -126,3 +126,25 @@ fn datatype_codes_match_smpi_3_32() {
     assert_eq!(datatype_size("x"), None);
     assert_eq!(datatype_size("999"), None);
 }
+
+#[test]
+fn many_ranks_hold_no_file_open_between_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r0.txt");
+    // > 8 KiB so that the small buffer refills several times.
+    let text: String = (0..3000).map(|i| format!("0 compute {i}\n")).collect();
+    std::fs::write(&f, text).unwrap();
+    let open = |p: &Path| {
+        std::fs::read_dir("/proc/self/fd").unwrap().flatten().any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == p))
+    };
+    let few: Vec<String> = TiActions::open(&f, 0, 2).unwrap().map(|a| format!("{:?}", a.unwrap())).collect();
+    let mut many = TiActions::open(&f, 0, REOPEN_ABOVE as u32 + 1).unwrap();
+    let first = many.next().unwrap().unwrap();
+    assert!(!open(&f), "{} stays open", f.display());
+    let mut kept = TiActions::open(&f, 0, 2).unwrap();
+    kept.next();
+    assert!(open(&f), "the fd check sees nothing");
+    let rest: Vec<String> = std::iter::once(first).chain(many.map(Result::unwrap)).map(|a| format!("{a:?}")).collect();
+    assert_eq!(few.len(), 2999); // `compute 0` is dropped
+    assert_eq!(rest, few);
+}

@@ -80,7 +80,9 @@ fn config_props_and_options_override_defaults() {
 fn unsupported_or_bad_platforms_are_one_line_errors() {
     for (text, needle) in [
         (xml(&SLOW.replace("1s", "fast"), ""), "line 7: <cluster>: bad lat `fast`"),
-        (xml(&format!("{SLOW} topology=\"TORUS\""), ""), "topology TORUS is not supported yet"),
+        (xml(&format!("{SLOW} topology=\"TORUS\""), ""), "line 7: <cluster>: bad topo_parameters ``"),
+        (xml(&format!("{SLOW} topology=\"TORUS\" topo_parameters=\"3\""), ""), "torus dims [3] do not give the 2 hosts"),
+        (xml(&format!("{SLOW} topology=\"DRAGONFLY\""), ""), "topology DRAGONFLY is not supported"),
         (xml(r#"radical="0-1" speed="1Gf""#, ""), "line 7: <cluster>: missing attribute bw"),
         (
             "<platform><host id=\"a\" speed=\"1Gf\"/></platform>".to_string(),
@@ -94,4 +96,14 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
         assert!(e.starts_with("p.xml: ") && e.contains(needle), "{e} !~ {needle}");
         assert_eq!(e.lines().count(), 1);
     }
+}
+
+#[test]
+fn torus_and_fat_tree_clusters_give_their_topology() {
+    let torus = SLOW.replace("0-1", "0-7") + r#" topology="TORUS" topo_parameters="4,2""#;
+    let (_, x) = load(&xml(&torus, ""), &[]).unwrap();
+    assert_eq!(x.flows.unwrap().topology, Topology::Torus { dims: vec![4, 2] });
+    let ft = SLOW.replace("0-1", "0-15") + r#" topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2""#;
+    let (_, x) = load(&xml(&ft, ""), &[]).unwrap();
+    assert_eq!(x.flows.unwrap().topology, Topology::FatTree { down: vec![4, 4], up: vec![1, 2], count: vec![1, 2] });
 }
