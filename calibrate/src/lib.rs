@@ -2,6 +2,7 @@
 //!
 //! - [`bench`](mod@bench): our point-to-point MPI benchmark and its samples;
 //! - [`blocks`]: dPerf's threshold-iteration rule per region;
+//! - [`compress`]: traces compressed by that rule (averaged blocks, repeat markers);
 //! - [`segmented`]: segmented linear regression with BIC model choice;
 //! - [`loggp`]: LogGP parameters from parametrized round trips;
 //! - [`network`]: the intra-node network model, fitted from the benchmark;
@@ -13,6 +14,7 @@
 
 pub mod bench;
 pub mod blocks;
+pub mod compress;
 pub mod error;
 pub mod loggp;
 pub mod network;

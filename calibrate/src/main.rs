@@ -49,9 +49,22 @@ struct BlocksArgs {
     /// Tolerance of the running mean (fraction).
     #[arg(long, default_value_t = calibrate::blocks::DEFAULT_EPSILON)]
     epsilon: f64,
-    /// Time compute blocks by wall time instead of thread CPU time.
+    /// Time compute blocks by wall time instead of thread CPU time (the
+    /// table, and the replay of --platform).
     #[arg(long)]
     wall: bool,
+    /// Write a compressed copy of the trace to this directory: blocks after
+    /// each region's threshold at t_avg, loop iterations stored once as
+    /// repeat records (simulator replay reads it as any trace).
+    #[arg(long, value_name = "DIR")]
+    compress: Option<PathBuf>,
+    /// Longest loop body looked for when compressing, records.
+    #[arg(long, default_value_t = calibrate::compress::DEFAULT_MAX_BODY)]
+    max_body: usize,
+    /// With --compress: replay both traces on this platform and print
+    /// their makespans.
+    #[arg(long, requires = "compress")]
+    platform: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -146,12 +159,23 @@ fn main() -> anyhow::Result<()> {
         Command::Network(args) => network_cmd(args),
         Command::Speed(args) => speed_cmd(args),
         Command::Power(args) => power_cmd(args),
-        Command::Blocks(a) => {
-            let compute = if a.wall { ComputeTime::Wall } else { ComputeTime::Cpu };
-            print!("{}", calibrate::blocks::summary(&calibrate::blocks::block_thresholds(&a.trace, compute, a.epsilon)?));
-            Ok(())
-        }
+        Command::Blocks(a) => blocks_cmd(a),
     }
+}
+
+fn blocks_cmd(a: BlocksArgs) -> anyhow::Result<()> {
+    let compute = if a.wall { ComputeTime::Wall } else { ComputeTime::Cpu };
+    print!("{}", calibrate::blocks::summary(&calibrate::blocks::block_thresholds(&a.trace, compute, a.epsilon)?));
+    let Some(out) = &a.compress else { return Ok(()) };
+    let report = calibrate::compress::compress_trace(&a.trace, out, a.epsilon, a.max_body)?;
+    print!("{}", report.summary());
+    if let Some(platform) = &a.platform {
+        let before = calibrate::compress::replay_makespan(platform, &a.trace, compute)?;
+        let after = calibrate::compress::replay_makespan(platform, out, compute)?;
+        println!("makespan_s: {before:.6} before, {after:.6} after ({:+.3}%)", (after / before - 1.0) * 100.0);
+    }
+    eprintln!("wrote {}", out.display());
+    Ok(())
 }
 
 fn power_cmd(a: PowerArgs) -> anyhow::Result<()> {
