@@ -52,7 +52,7 @@ fn calibrate_network_writes_a_loadable_platform() {
     let csv = dir.path().join("samples.csv");
     let xml = dir.path().join("simgrid.xml");
     let run = Command::new(env!("CARGO_BIN_EXE_calibrate"))
-        .args(["network", "--reps", "10", "--sizes", "30", "--refine-rounds", "1", "--out"])
+        .args(["network", "--reps", "10", "--sizes", "30", "--refine-rounds", "1", "--budget-s", "30", "--out"])
         .arg(&out)
         .arg("--csv")
         .arg(&csv)
@@ -79,7 +79,9 @@ fn calibrate_network_writes_a_loadable_platform() {
 
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert!(rows.starts_with("op,size_bytes,start_s,duration_s\n"));
-    assert_eq!(rows.lines().count(), 1 + 6 * 10 * 30);
+    // One grid pass, plus at most 3 more while the medians are unstable.
+    let passes = (rows.lines().count() - 1) as f64 / (6 * 10 * 30) as f64;
+    assert!(passes.fract() == 0.0 && (1.0..=4.0).contains(&passes), "{passes} grid passes");
     if stdout.contains("refined") {
         assert!(Path::new(&dir.path().join("samples.refine.csv")).exists());
     }
