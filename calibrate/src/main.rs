@@ -54,8 +54,8 @@ struct BlocksArgs {
     #[arg(long)]
     wall: bool,
     /// Write a compressed copy of the trace to this directory: blocks after
-    /// each region's threshold at t_avg, loop iterations stored once as
-    /// repeat records (simulator replay reads it as any trace).
+    /// each region's threshold at their mean, loop iterations stored once
+    /// as repeat records (simulator replay reads it as any trace).
     #[arg(long, value_name = "DIR")]
     compress: Option<PathBuf>,
     /// Longest loop body looked for when compressing, records.

@@ -95,6 +95,10 @@ impl<W: Write> RankWriter<W> {
     /// # Errors
     /// The I/O error of a chunk flush, if any.
     ///
+    /// A `Waitall` of more than 4096 requests in `body` is split into
+    /// several records by [`RankWriter::push`], which breaks the count of
+    /// the body: leave such records out of repeats.
+    ///
     /// # Panics
     /// When `body` is empty or longer than [`super::codec::MAX_REPEAT_BODY`],
     /// or `copies` is 0.
