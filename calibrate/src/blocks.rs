@@ -22,30 +22,47 @@ pub const DEFAULT_EPSILON: f64 = 0.02;
 ///
 /// `times`: block durations in execution order, seconds.
 pub fn threshold_iteration(times: &[f64], epsilon: f64) -> Option<(usize, f64)> {
-    if times.is_empty() {
+    let th = joint_threshold(&[times], epsilon, 0.0)?;
+    Some((th, times[..th].iter().sum::<f64>() / th as f64))
+}
+
+/// The threshold of several sequences of the same blocks (e.g. their CPU
+/// and wall times): the smallest `th ≥ 1` at which the rule of
+/// [`threshold_iteration`] holds for every sequence, with the tolerance
+/// `max(epsilon × m_th, floor)` (`floor` in the sequences' unit; 0 gives
+/// dPerf's rule); `None` when they are empty.
+///
+/// # Panics
+/// If the sequences differ in length.
+pub fn joint_threshold(seqs: &[&[f64]], epsilon: f64, floor: f64) -> Option<usize> {
+    let n = seqs.first()?.len();
+    if n == 0 {
         return None;
     }
-    let mut sum = 0.0;
-    let means: Vec<f64> = times
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            sum += t;
-            sum / (i + 1) as f64
-        })
-        .collect();
-    // Suffix minimum and maximum of the running means.
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    let mut th = means.len();
-    for x in (0..means.len()).rev() {
-        lo = lo.min(means[x]);
-        hi = hi.max(means[x]);
-        let m = means[x];
-        if hi - m <= epsilon * m.abs() && m - lo <= epsilon * m.abs() {
-            th = x + 1;
+    let mut stable = vec![true; n];
+    for times in seqs {
+        assert_eq!(times.len(), n, "sequences of the same blocks");
+        let mut sum = 0.0;
+        let means: Vec<f64> = times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                sum += t;
+                sum / (i + 1) as f64
+            })
+            .collect();
+        // Suffix minimum and maximum of the running means.
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for x in (0..n).rev() {
+            lo = lo.min(means[x]);
+            hi = hi.max(means[x]);
+            let m = means[x];
+            let tol = (epsilon * m.abs()).max(floor);
+            stable[x] &= hi - m <= tol && m - lo <= tol;
         }
     }
-    Some((th, means[th - 1]))
+    // The last block is always stable: its suffix is itself.
+    Some(stable.iter().position(|&s| s).expect("the last block is stable") + 1)
 }
 
 /// The rule's result for one region, over all ranks.
@@ -125,5 +142,11 @@ mod tests {
         assert_eq!(threshold_iteration(&[], 0.02), None);
         // Looser epsilon, earlier threshold.
         assert!(threshold_iteration(&t, 0.2).unwrap().0 < th);
+        // Jointly: the later of the two thresholds here.
+        let steady = [1.0; 203];
+        assert_eq!(joint_threshold(&[&steady, &t], 0.02, 0.0), Some(th));
+        assert_eq!(joint_threshold(&[&steady, &steady], 0.02, 0.0), Some(1));
+        // An absolute floor as large as the warm-up's pull: stable at once.
+        assert_eq!(joint_threshold(&[&t], 0.02, 4.0), Some(1));
     }
 }

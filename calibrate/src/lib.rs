@@ -2,8 +2,10 @@
 //!
 //! - [`bench`](mod@bench): our point-to-point MPI benchmark and its samples;
 //! - [`blocks`]: dPerf's threshold-iteration rule per region;
+//! - [`compress`]: traces compressed by that rule (averaged blocks, repeat markers);
 //! - [`segmented`]: segmented linear regression with BIC model choice;
 //! - [`loggp`]: LogGP parameters from parametrized round trips;
+//! - [`modes`]: fast and slow modes of a noisy machine's timings;
 //! - [`network`]: the intra-node network model, fitted from the benchmark;
 //! - [`plot`]: SVG plots of samples and fitted segments;
 //! - [`power`]: power model from wattmeter samples;
@@ -13,8 +15,10 @@
 
 pub mod bench;
 pub mod blocks;
+pub mod compress;
 pub mod error;
 pub mod loggp;
+pub mod modes;
 pub mod network;
 pub mod plot;
 pub mod power;

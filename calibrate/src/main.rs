@@ -49,9 +49,22 @@ struct BlocksArgs {
     /// Tolerance of the running mean (fraction).
     #[arg(long, default_value_t = calibrate::blocks::DEFAULT_EPSILON)]
     epsilon: f64,
-    /// Time compute blocks by wall time instead of thread CPU time.
+    /// Time compute blocks by wall time instead of thread CPU time (the
+    /// table, and the replay of --platform).
     #[arg(long)]
     wall: bool,
+    /// Write a compressed copy of the trace to this directory: blocks after
+    /// each region's threshold at their mean, loop iterations stored once
+    /// as repeat records (simulator replay reads it as any trace).
+    #[arg(long, value_name = "DIR")]
+    compress: Option<PathBuf>,
+    /// Longest loop body looked for when compressing, records.
+    #[arg(long, default_value_t = calibrate::compress::DEFAULT_MAX_BODY)]
+    max_body: usize,
+    /// With --compress: replay both traces on this platform and print
+    /// their makespans.
+    #[arg(long, requires = "compress")]
+    platform: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -96,10 +109,10 @@ struct NetworkArgs {
     #[arg(long)]
     out: PathBuf,
     /// Repetitions of every message size.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 60)]
     reps: usize,
     /// Distinct message sizes, log-uniform from 1 B to --max-bytes.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, default_value_t = 30)]
     sizes: usize,
     /// Largest message size, bytes.
     #[arg(long, default_value_t = 4 << 20)]
@@ -112,7 +125,7 @@ struct NetworkArgs {
     #[arg(long)]
     csv: Option<PathBuf>,
     /// Most pieces per piecewise-linear model.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 6)]
     max_segments: usize,
     /// Rounds narrowing the eager threshold (0: grid resolution only).
     #[arg(long, default_value_t = 3)]
@@ -150,6 +163,23 @@ struct NetworkArgs {
     /// Kill a benchmark run after this many seconds.
     #[arg(long, default_value_t = 300)]
     timeout_s: u64,
+    /// Add grid passes (each --reps more per size) while the per-size
+    /// ping-pong medians of the fast state are less stable than this
+    /// (relative half-width of their 95 % confidence interval).
+    #[arg(long, default_value_t = 0.025)]
+    stable: f64,
+    /// Most extra grid passes.
+    #[arg(long, default_value_t = 3)]
+    max_extra_passes: usize,
+    /// Start no extra grid pass that would end the main grid's passes
+    /// after this many seconds.
+    #[arg(long, default_value_t = 120)]
+    budget_s: u64,
+    /// Measure nothing: refit the samples of an earlier --csv file (no
+    /// refinement of the eager threshold, no LogGP) and print the fit and
+    /// its held-back validation.
+    #[arg(long, value_name = "CSV", conflicts_with = "hostfile")]
+    from_csv: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -157,12 +187,23 @@ fn main() -> anyhow::Result<()> {
         Command::Network(args) => network_cmd(args),
         Command::Speed(args) => speed_cmd(args),
         Command::Power(args) => power_cmd(args),
-        Command::Blocks(a) => {
-            let compute = if a.wall { ComputeTime::Wall } else { ComputeTime::Cpu };
-            print!("{}", calibrate::blocks::summary(&calibrate::blocks::block_thresholds(&a.trace, compute, a.epsilon)?));
-            Ok(())
-        }
+        Command::Blocks(a) => blocks_cmd(a),
     }
+}
+
+fn blocks_cmd(a: BlocksArgs) -> anyhow::Result<()> {
+    let compute = if a.wall { ComputeTime::Wall } else { ComputeTime::Cpu };
+    print!("{}", calibrate::blocks::summary(&calibrate::blocks::block_thresholds(&a.trace, compute, a.epsilon)?));
+    let Some(out) = &a.compress else { return Ok(()) };
+    let report = calibrate::compress::compress_trace(&a.trace, out, a.epsilon, a.max_body)?;
+    print!("{}", report.summary());
+    if let Some(platform) = &a.platform {
+        let before = calibrate::compress::replay_makespan(platform, &a.trace, compute)?;
+        let after = calibrate::compress::replay_makespan(platform, out, compute)?;
+        println!("makespan_s: {before:.6} before, {after:.6} after ({:+.3}%)", (after / before - 1.0) * 100.0);
+    }
+    eprintln!("wrote {}", out.display());
+    Ok(())
 }
 
 fn power_cmd(a: PowerArgs) -> anyhow::Result<()> {
@@ -224,9 +265,20 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         fit: FitOptions { max_segments: a.max_segments, ..FitOptions::default() },
         holdout_fraction: a.holdout,
         loggp_n: a.loggp_n,
+        stable_rel: a.stable,
+        max_extra_passes: a.max_extra_passes,
+        budget: Duration::from_secs(a.budget_s),
         ..NetworkOptions::default()
     };
-    let cal = network::calibrate(&launcher, &options).context("calibrate network (one node)")?;
+    let cal = match &a.from_csv {
+        Some(csv) => {
+            let samples = bench::read_csv(csv)?;
+            let f = network::fit_validated(&samples, &options).with_context(|| format!("{}", csv.display()))?;
+            let (fit, validation, bimodal, slow_state) = (f.fit, f.validation, f.bimodal, f.slow_state);
+            NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples: Vec::new(), fit, prtt_samples: Vec::new(), loggp: None }
+        }
+        None => network::calibrate(&launcher, &options).context("calibrate network (one node)")?,
+    };
     let inter = match &a.hostfile {
         Some(hostfile) => {
             let hosts = network::hostfile_hosts(hostfile)?;
@@ -290,10 +342,11 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         eprintln!("wrote {}", xml.display());
     }
     eprintln!(
-        "wrote {} ({} samples, {} refinement samples) in {:.1} s",
+        "wrote {} ({} samples, {} refinement samples; ping-pong medians stable to {:.1}%) in {:.1} s",
         a.out.display(),
         cal.samples.len(),
         cal.refine_samples.len(),
+        network::median_ci(&cal.slow_state.as_ref().map_or_else(|| cal.samples.clone(), |st| st.keep_fast(&cal.samples))) * 100.0,
         started.elapsed().as_secs_f64()
     );
     Ok(())
@@ -305,17 +358,26 @@ fn sibling(csv: &Path, tag: &str) -> PathBuf {
     csv.with_file_name(format!("{stem}.{tag}.csv"))
 }
 
-/// Prints the fits, their held-back validation and LogGP.
+/// Prints the fits, their held-back validation and LogGP; bimodal
+/// operations as warnings on stderr.
 fn report(cal: &NetworkCalibration) {
+    if let Some(st) = &cal.slow_state {
+        eprintln!("calibrate network: {}", st.warning());
+    }
+    for b in &cal.bimodal {
+        eprintln!("calibrate network: {}", b.warning());
+    }
     print!("{}", cal.fit.summary());
     match &cal.validation {
         Some(v) => println!(
-            "held-back validation: {} ping-pong samples at {} sizes; median error {:.2}% per size (model vs held-back median), {:.2}% per sample (p90 {:.2}%)",
+            "held-back validation: {} ping-pong samples at {} sizes ({} more in slow states or modes left out); median error {:.2}% per size (model vs held-back median), {:.2}% per sample (p90 {:.2}%); {:.2}% per size with them",
             v.samples,
             v.sizes,
+            v.slow_mode_samples,
             v.median_rel_error * 100.0,
             v.sample_median_rel_error * 100.0,
-            v.sample_p90_rel_error * 100.0
+            v.sample_p90_rel_error * 100.0,
+            v.all_modes_median_rel_error * 100.0
         ),
         None => println!("held-back validation: skipped (no samples held back)"),
     }

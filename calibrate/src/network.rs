@@ -25,7 +25,11 @@ use simulator::platform::{Host, Mapping, Network, Platform};
 use crate::bench::{self, Launcher, Op, Sample};
 use crate::error::{Error, ErrorKind};
 use crate::loggp::{self, LogGp};
+use crate::modes::{self, Bimodal, SlowState};
 use crate::segmented::{self, FitOptions, SegmentedFit};
+
+mod validation;
+pub use validation::{hold_out, median_ci, validate, Validation};
 
 /// Smallest jump factor of the `recv` fit taken as the eager → rendezvous
 /// switch (dimensionless). Observed: about 10 with Open MPI's vader BTL.
@@ -34,9 +38,10 @@ pub const MIN_SWITCH_JUMP: f64 = 2.0;
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NetworkOptions {
-    /// Repetitions of every size; default 30.
+    /// Repetitions of every size; default 60.
     pub reps: usize,
-    /// Number of distinct sizes of the main grid; default 60.
+    /// Number of distinct sizes of the main grid; default 30 (fewer sizes,
+    /// more repetitions: steadier per-size medians on a noisy machine).
     pub sizes: usize,
     /// Largest message size, bytes; default 4 MiB.
     pub max_bytes: u64,
@@ -57,13 +62,22 @@ pub struct NetworkOptions {
     pub loggp_n: u32,
     /// Repetitions per size of the LogGP assessment; default 10.
     pub loggp_reps: usize,
+    /// Grid passes are added (each `reps` more per size) while the
+    /// per-size ping-pong medians of the fast state are less stable than
+    /// this ([`median_ci`], dimensionless); default 0.025.
+    pub stable_rel: f64,
+    /// Most extra grid passes; default 3.
+    pub max_extra_passes: usize,
+    /// No extra pass starts unless the main grid's passes so far, plus one
+    /// more of the same duration, fit in this budget; default 120 s.
+    pub budget: std::time::Duration,
 }
 
 impl Default for NetworkOptions {
     fn default() -> NetworkOptions {
         NetworkOptions {
-            reps: 30,
-            sizes: 60,
+            reps: 60,
+            sizes: 30,
             max_bytes: 4 << 20,
             seed: 1,
             refine_rounds: 3,
@@ -73,6 +87,9 @@ impl Default for NetworkOptions {
             holdout_fraction: 0.2,
             loggp_n: 8,
             loggp_reps: 10,
+            stable_rel: 0.025,
+            max_extra_passes: 3,
+            budget: std::time::Duration::from_secs(120),
         }
     }
 }
@@ -184,67 +201,6 @@ pub fn protocol_switch(recv: &SegmentedFit) -> Option<(usize, f64)> {
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// How well a fit predicts ping-pong samples it was not fitted on.
-///
-/// Two views: per size, the model against the median of the held-back
-/// samples of that size (the quantity the fit models; robust to the
-/// bimodal times of a shared, oversubscribed machine), and per sample.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Validation {
-    /// Held-back ping-pong samples compared.
-    pub samples: usize,
-    /// Distinct sizes among them.
-    pub sizes: usize,
-    /// Median over sizes of `|model − median measured| ÷ median measured`
-    /// (dimensionless).
-    pub median_rel_error: f64,
-    /// Median over samples of `|model − measured| ÷ measured` (dimensionless).
-    pub sample_median_rel_error: f64,
-    /// 90th percentile over samples of the same (dimensionless).
-    pub sample_p90_rel_error: f64,
-}
-
-/// Splits `samples` into `(fit, held_back)`: each ping-pong sample is held
-/// back with probability `fraction`, decided by a hash of its index and
-/// `seed` (deterministic, independent of size and order); `send` and
-/// `recv` samples are all kept for the fit (only the ping-pong model is
-/// validated).
-pub fn hold_out(samples: &[Sample], fraction: f64, seed: u64) -> (Vec<Sample>, Vec<Sample>) {
-    let mut fit = Vec::with_capacity(samples.len());
-    let mut held = Vec::new();
-    for (i, s) in samples.iter().enumerate() {
-        let mut z = (i as u64 ^ seed.rotate_left(32)).wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
-        if s.op == Op::Pingpong && u < fraction { held.push(*s) } else { fit.push(*s) }
-    }
-    (fit, held)
-}
-
-/// Relative errors of `fit.transfer` on the ping-pong samples of `held`
-/// (see [`Validation`]); `None` when there are none.
-pub fn validate(fit: &NetworkFit, held: &[Sample]) -> Option<Validation> {
-    let pts: Vec<(u64, f64)> = held.iter().filter(|s| s.op == Op::Pingpong && s.duration_s > 0.0).map(|s| (s.size_bytes, s.duration_s)).collect();
-    let rel = |(size, y): (u64, f64)| (fit.transfer.eval(size) - y).abs() / y;
-    let quantile = |mut v: Vec<f64>, p: f64| {
-        v.sort_by(f64::total_cmp);
-        v[((v.len() - 1) as f64 * p).round() as usize]
-    };
-    if pts.is_empty() {
-        return None;
-    }
-    let per_size: Vec<f64> = segmented::median_by_size(&pts).into_iter().map(rel).collect();
-    let per_sample: Vec<f64> = pts.iter().copied().map(rel).collect();
-    Some(Validation {
-        samples: pts.len(),
-        sizes: per_size.len(),
-        median_rel_error: quantile(per_size, 0.5),
-        sample_median_rel_error: quantile(per_sample.clone(), 0.5),
-        sample_p90_rel_error: quantile(per_sample, 0.9),
-    })
-}
-
 /// jitSim's message-passing latencies (De & Mann, jitSim §3.2), for its
 /// tree barrier, in seconds, from 1-byte messages.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -306,9 +262,52 @@ pub fn hostfile_hosts(path: &Path) -> Result<Vec<String>, Error> {
     Ok(hosts)
 }
 
+/// What [`fit_validated`] gives.
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    /// The fits, on the fast state's samples.
+    pub fit: NetworkFit,
+    /// Validation on the held-back samples, if any.
+    pub validation: Option<Validation>,
+    /// Operations still bimodal at some sizes within the fast state (fitted on their fast mode).
+    pub bimodal: Vec<Bimodal>,
+    /// The machine's slow periods, when its ping-pong times show two states.
+    pub slow_state: Option<SlowState>,
+}
+
+/// Fits the models on `samples` less a held-back share and validates the
+/// ping-pong model on that share. When the ping-pong samples show the
+/// machine switching between a fast and a slow state ([`SlowState`]),
+/// every operation is fitted, and validated, on the samples taken in the
+/// fast state; sizes still bimodal then keep their fast mode
+/// ([`modes::fast_mode`]).
+///
+/// # Errors
+/// [`ErrorKind::InvalidArgument`] for a holdout fraction outside [0, 0.5];
+/// those of [`fit_network`].
+pub fn fit_validated(samples: &[Sample], options: &NetworkOptions) -> Result<Fitted, Error> {
+    if !(0.0..=0.5).contains(&options.holdout_fraction) {
+        return Err(Error::new(ErrorKind::InvalidArgument, format!("holdout fraction: {} is not in [0, 0.5]", options.holdout_fraction)));
+    }
+    let (fit_samples, held) = hold_out(samples, options.holdout_fraction, options.seed);
+    let slow_state = SlowState::locate(&fit_samples);
+    let (fit_fast, held_fast) = match &slow_state {
+        Some(st) => (st.keep_fast(&fit_samples), st.keep_fast(&held)),
+        None => (fit_samples, held.clone()),
+    };
+    let (fast, bimodal) = modes::fast_mode(&fit_fast);
+    let fit = fit_network(&fast, &options.fit)?;
+    let validation = validate(&fit, &held, &modes::keep_fast(&held_fast, &bimodal));
+    Ok(Fitted { fit, validation, bimodal, slow_state })
+}
+
 /// Everything measured and fitted by [`calibrate`].
 #[derive(Debug, Clone)]
 pub struct NetworkCalibration {
+    /// Operations whose samples were bimodal at some sizes (fitted on the fast mode).
+    pub bimodal: Vec<Bimodal>,
+    /// The machine's slow periods, if it showed two states (fitted on the fast one).
+    pub slow_state: Option<SlowState>,
     /// Validation of the fit on the held-back samples, if any.
     pub validation: Option<Validation>,
     /// Samples of the main size grid (the fits use all but the held-back ones).
@@ -341,13 +340,22 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
         .map_err(|e| Error::new(ErrorKind::Io, format!("temporary directory: {e}")))?;
     let exe = launcher.compile(dir.path())?;
     let grid = bench::size_grid(options.sizes, options.max_bytes, options.seed)?;
-    let samples = run_warm(launcher, &exe, &grid, options.reps, options.seed, dir.path())?;
-    if !(0.0..=0.5).contains(&options.holdout_fraction) {
-        return Err(Error::new(ErrorKind::InvalidArgument, format!("holdout fraction: {} is not in [0, 0.5]", options.holdout_fraction)));
+    let started = std::time::Instant::now();
+    let mut samples = run_warm(launcher, &exe, &grid, options.reps, options.seed, dir.path())?;
+    let mut passes = 1u32;
+    while passes as usize <= options.max_extra_passes && started.elapsed() * (passes + 1) / passes <= options.budget {
+        let fast = SlowState::locate(&samples).map_or_else(|| samples.clone(), |st| st.keep_fast(&samples));
+        if median_ci(&fast) <= options.stable_rel {
+            break;
+        }
+        let seed = options.seed.wrapping_add(1000 * passes as u64);
+        let more = run_warm(launcher, &exe, &grid, options.reps, seed, dir.path())?;
+        // Later passes on the clock after the earlier ones (state labels go by time).
+        let offset = samples.iter().map(|s| s.start_s).fold(0.0, f64::max) + 1.0;
+        samples.extend(more.into_iter().map(|s| Sample { start_s: s.start_s + offset, ..s }));
+        passes += 1;
     }
-    let (fit_samples, held) = hold_out(&samples, options.holdout_fraction, options.seed);
-    let mut fit = fit_network(&fit_samples, &options.fit)?;
-    let validation = validate(&fit, &held);
+    let Fitted { mut fit, validation, bimodal, slow_state } = fit_validated(&samples, options)?;
     let mut refine_samples = Vec::new();
     if let Some((k, _)) = protocol_switch(&fit.recv) {
         let (eager, rndv) = (&fit.recv.pieces[k - 1], &fit.recv.pieces[k]);
@@ -382,7 +390,7 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
     } else {
         (Vec::new(), None)
     };
-    Ok(NetworkCalibration { validation, samples, refine_samples, fit, prtt_samples, loggp })
+    Ok(NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples, fit, prtt_samples, loggp })
 }
 
 /// Runs `sizes` once unrecorded (warm-up), then `reps` times shuffled.
@@ -495,11 +503,19 @@ mod tests {
         assert!((0.12..0.28).contains(&share), "held back {share}");
         assert_eq!(hold_out(&all, 0.2, 7).1, held);
         let f = fit_network(&fit_part, &FitOptions::default()).unwrap();
-        let v = validate(&f, &held).unwrap();
+        let v = validate(&f, &held, &held).unwrap();
         // The synthetic wobble is at most 4 %.
         assert!(v.samples > 0 && v.sizes > 0 && v.median_rel_error < 0.05, "{v:?}");
         assert!(v.sample_median_rel_error < 0.05 && v.sample_p90_rel_error < 0.1, "{v:?}");
-        assert!(validate(&f, &[]).is_none());
+        assert!(validate(&f, &[], &[]).is_none());
+        // Medians of 1 % noise are stable; of a 50/50 two-state mixture not.
+        let pp = |size_bytes, duration_s| Sample { op: Op::Pingpong, size_bytes, start_s: 0.0, duration_s };
+        let calm: Vec<Sample> = (0..30).map(|i| pp(1 + i % 3, 1.0 + 0.01 * ((i * 7) % 10) as f64 / 10.0)).collect();
+        assert!(median_ci(&calm) < 0.01, "{}", median_ci(&calm));
+        let mixed: Vec<Sample> = (0..30).map(|i| pp(1 + i % 3, if i % 2 == 0 { 1.0 } else { 2.5 })).collect();
+        assert!(median_ci(&mixed) > 0.25, "{}", median_ci(&mixed));
+        assert_eq!(median_ci(&[]), f64::INFINITY);
+        assert_eq!((v.slow_mode_samples, v.all_modes_median_rel_error), (0, v.median_rel_error));
     }
 
     #[test]

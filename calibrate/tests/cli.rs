@@ -52,7 +52,7 @@ fn calibrate_network_writes_a_loadable_platform() {
     let csv = dir.path().join("samples.csv");
     let xml = dir.path().join("simgrid.xml");
     let run = Command::new(env!("CARGO_BIN_EXE_calibrate"))
-        .args(["network", "--reps", "10", "--sizes", "30", "--refine-rounds", "1", "--out"])
+        .args(["network", "--reps", "10", "--sizes", "30", "--refine-rounds", "1", "--budget-s", "30", "--out"])
         .arg(&out)
         .arg("--csv")
         .arg(&csv)
@@ -79,7 +79,9 @@ fn calibrate_network_writes_a_loadable_platform() {
 
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert!(rows.starts_with("op,size_bytes,start_s,duration_s\n"));
-    assert_eq!(rows.lines().count(), 1 + 6 * 10 * 30);
+    // One grid pass, plus at most 3 more while the medians are unstable.
+    let passes = (rows.lines().count() - 1) as f64 / (6 * 10 * 30) as f64;
+    assert!(passes.fract() == 0.0 && (1.0..=4.0).contains(&passes), "{passes} grid passes");
     if stdout.contains("refined") {
         assert!(Path::new(&dir.path().join("samples.refine.csv")).exists());
     }
@@ -137,11 +139,19 @@ fn interposer_lib() -> Result<PathBuf, String> {
 /// Runs `exe` on 2 ranks under the interposer, tracing into `out`, with
 /// `SLOW_B=slow`.
 fn traced_run(lib: &Path, exe: &Path, out: &Path, slow: &str) {
+    traced_run_args(lib, exe, &["20", "400000"], out, slow)
+}
+
+/// [`traced_run`] with the program's arguments `args`; mpirun gets a
+/// session directory of its own.
+fn traced_run_args(lib: &Path, exe: &Path, args: &[&str], out: &Path, slow: &str) {
     let mpirun = std::env::var("MPIRUN").unwrap_or_else(|_| "mpirun".into());
+    let session = tempfile::tempdir().unwrap();
     let run = Command::new(&mpirun)
         .args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD", "-x", "SLOW_B", "-np", "2"])
         .arg(exe)
-        .args(["20", "400000"])
+        .args(args)
+        .env("OMPI_MCA_orte_tmpdir_base", session.path())
         .env("INTERPOSER_OUT", out)
         .env("LD_PRELOAD", lib)
         .env("SLOW_B", slow)
@@ -280,4 +290,95 @@ fn calibrate_power_measure_says_in_one_line_whether_rapl_exists() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     let want = if calibrate::power::rapl_source().is_some() { "RAPL found at" } else { "no RAPL on this machine" };
     assert!(!run.status.success() && stderr.contains(want) && stderr.trim().lines().count() == 1, "{stderr}");
+}
+
+/// A one-host platform: 1 µs + 1 GB/s per message, eager below 4 KiB,
+/// 0.2 µs send and receive overheads.
+const TEST_PLATFORM: &str = r#"name = "test"
+[[hosts]]
+name = "node0"
+cores = 2
+speed_ratio = 1.0
+[mapping]
+kind = "block"
+[network.intra]
+eager_threshold_bytes = 4096
+[[network.intra.transfer]]
+intercept_s = 1e-6
+bandwidth_bytes_per_s = 1e9
+[[network.intra.send_overhead]]
+intercept_s = 2e-7
+bandwidth_bytes_per_s = 1e12
+[[network.intra.recv_overhead]]
+intercept_s = 2e-7
+bandwidth_bytes_per_s = 1e12
+"#;
+
+/// Every record of every rank, in order.
+fn all_records(dir: &Path) -> Vec<Vec<simulator::trace::CallRecord>> {
+    let (_, ranks) = simulator::trace::open_dir(dir).unwrap();
+    ranks.iter().map(|r| r.records().unwrap().map(|x| x.unwrap()).collect()).collect()
+}
+
+#[test]
+fn calibrate_blocks_compresses_ring_and_jacobi2d_traces_keeping_the_makespan() {
+    let name = "calibrate_blocks_compresses_ring_and_jacobi2d_traces_keeping_the_makespan";
+    if let Some(why) = mpi_missing() {
+        eprintln!("SKIPPED {name}: {why}");
+        return;
+    }
+    let lib = match interposer_lib() {
+        Ok(lib) => lib,
+        Err(why) => {
+            eprintln!("SKIPPED {name}: {why}");
+            return;
+        }
+    };
+    let ctests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../c-tests");
+    let st = Command::new("make").arg("-s").arg("-C").arg(&ctests).status().unwrap();
+    assert!(st.success(), "make -C c-tests failed");
+    let _mpi = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let platform = dir.path().join("platform.toml");
+    std::fs::write(&platform, TEST_PLATFORM).unwrap();
+    // (program, arguments, least record reduction)
+    for (prog, args, least) in [("ring", ["20000", "8"], 2.0), ("jacobi2d", ["256", "300"], 1.0)] {
+        let (trace, small) = (dir.path().join(prog), dir.path().join(format!("{prog}.z")));
+        traced_run_args(&lib, &ctests.join("build").join(prog), &args, &trace, "1");
+        let run = Command::new(env!("CARGO_BIN_EXE_calibrate"))
+            .arg("blocks")
+            .arg(&trace)
+            .arg("--compress")
+            .arg(&small)
+            .arg("--platform")
+            .arg(&platform)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{prog}: {stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+        eprintln!("{prog}:\n{}", stdout.lines().filter(|l| !l.starts_with(' ')).collect::<Vec<_>>().join("\n"));
+        let report = calibrate::compress::compress_trace(&trace, &dir.path().join("again"), 0.02, 256).unwrap();
+        assert!(report.stored_records as f64 * least <= report.records as f64, "{prog}: {report:?}");
+        assert!(report.stored_records < report.records && report.bytes_after < report.bytes_before, "{prog}: {report:?}");
+        // The same calls in the same order; compute times move only after
+        // each region's threshold, and each region's total stays.
+        let (a, b) = (all_records(&trace), all_records(&small));
+        let mut totals = std::collections::HashMap::<(usize, u64, u64), (i64, i64)>::new();
+        for (r, (ra, rb)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(ra.len(), rb.len(), "{prog} rank {r}");
+            let mut prev = 0;
+            for (x, y) in ra.iter().zip(rb) {
+                assert_eq!((x.op, x.caller, &x.params), (y.op, y.caller, &y.params), "{prog} rank {r}");
+                let t = totals.entry((r, prev, x.caller)).or_default();
+                (t.0, t.1) = (t.0 + x.compute_cpu_ns as i64, t.1 + y.compute_cpu_ns as i64);
+                prev = x.caller;
+            }
+        }
+        for (k, (before, after)) in &totals {
+            assert!((before - after).abs() as f64 <= 0.02 * *before as f64 + 1e-3 * 1e9, "{prog} region {k:?}: {before} ns -> {after} ns");
+        }
+        let makespan = |t: &Path| calibrate::compress::replay_makespan(&platform, t, ComputeTime::Cpu).unwrap();
+        let (before, after) = (makespan(&trace), makespan(&small));
+        assert!((after / before - 1.0).abs() <= 0.02, "{prog}: makespan {before} s -> {after} s");
+    }
 }

@@ -96,7 +96,7 @@ struct ReplayArgs {
     /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the simulated run.
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
-    /// Expose every rank's compute blocks and eager-send overheads to OS
+    /// Expose every rank's compute blocks and eager send and receive overheads to OS
     /// jitter from a tracecollector trace (one per-CPU file, or a whole
     /// output directory whose traces go to ranks round-robin), each rank
     /// from its own offset (jitSim §3.4).

@@ -162,8 +162,9 @@ where
 }
 
 /// OS-jitter injection into a replay: `(rank, start_s, duration_s)` →
-/// the compute block's duration once stretched by the jitter it meets
-/// (see [`crate::jitter::compute_stretch`]).
+/// the duration of a compute block, or of a send or receive overhead, once
+/// stretched by the jitter it meets (see [`crate::jitter::compute_stretch`]).
+/// Start times per rank are not always increasing (receive overheads).
 pub type Stretch<'a> = Box<dyn FnMut(usize, f64, f64) -> f64 + 'a>;
 
 /// [`replay_with`], also writing every rank's compute blocks and blocking
@@ -183,10 +184,13 @@ where
     replay_jitter(platform, extras, streams, timeline, None)
 }
 
-/// [`replay_timeline`] with every rank's compute blocks and eager-send
-/// overheads exposed to OS jitter by `jitter` (DESIGN "Jitter" (b); jitSim
-/// §3.4's work-conserving rule from each rank's own trace offset). Receive
-/// overheads are not stretched yet.
+/// [`replay_timeline`] with every rank's compute blocks, eager-send
+/// overheads and eager-receive overheads exposed to OS jitter by `jitter`
+/// (DESIGN "Jitter" (b); jitSim §3.4's work-conserving rule from each
+/// rank's own trace offset). A receive overhead starts when the receive is
+/// posted, which can be earlier than the receiver's clock when the
+/// message arrives later (`Irecv`): `jitter` must accept start times out
+/// of order per rank ([`crate::jitter::compute_stretch`] does).
 ///
 /// # Errors
 /// As [`replay_timeline`].

@@ -376,6 +376,22 @@ impl Iterator for Records {
     type Item = Result<CallRecord, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.next_item()? {
+                Ok(None) => continue, // a repeat marker
+                Ok(Some(rec)) => return Some(Ok(rec)),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+impl Records {
+    /// The next record, repeat copy or repeat marker (`Ok(None)`).
+    fn next_item(&mut self) -> Option<Result<Option<CallRecord>, TraceError>> {
+        if let Some(rec) = self.decoder.next_copy() {
+            return Some(Ok(Some(rec)));
+        }
         while self.pos >= self.buf.len() {
             let (at, head) = self.chunks.next()?;
             self.chunk_at = at;
@@ -392,7 +408,7 @@ impl Iterator for Records {
                 return Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what })));
             }
         }
-        match self.decoder.decode(&self.buf[self.pos..]) {
+        match self.decoder.decode_item(&self.buf[self.pos..]) {
             Ok((rec, n)) => {
                 self.pos += n;
                 Some(Ok(rec))

@@ -296,3 +296,46 @@ fn pruned_sweep_equals_brute_force() {
         }
     }
 }
+
+#[test]
+fn replay_receive_overheads_meet_the_jitter() {
+    // Issue 7's gap: an eager receive's CPU overhead o_r (8 ms, from the
+    // receive's post) meets the receiver's jitter, here one 0.5 ms event at
+    // 3 ms (1 GHz trace read from offset 0 by every rank). Transfer 1 ms.
+    use crate::action::Action;
+    use crate::network::{P2pModel, Piecewise, Segment};
+    use crate::platform::{Extras, Host, Mapping, Network, Platform};
+    use crate::replay::{replay_jitter, ActionStream, Stretch};
+    let t = track(3_000_000, &[(500_000, 100_000_000)]);
+    let pw = |intercept_s: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s: f64::INFINITY }] };
+    let model = P2pModel { eager_threshold_bytes: 1024, transfer: pw(1e-3), send_overhead: pw(0.0), recv_overhead: pw(8e-3) };
+    let host = Host { name: "n0".into(), cores: 2, speed_ratio: 1.0 };
+    let platform = Platform { name: "t".into(), hosts: vec![host], mapping: Mapping::Block, network: Network { intra: model, inter: None } };
+    let compute = |seconds| Action::Compute { seconds, region: 0 };
+    let sender = vec![compute(5e-3), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 0 }];
+    let run = |receiver: Vec<Action>, jitter: bool| {
+        let streams: Vec<ActionStream<'_, std::convert::Infallible>> =
+            [sender.clone(), receiver].into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'_, _>).collect();
+        let mut cursors = [TraceCursor::new(&t, 0), TraceCursor::new(&t, 0)];
+        let stretch: Stretch<'_> = Box::new(move |r, start_s, d| cursors[r].stretch((start_s * HZ).round() as u64, (d * HZ).round() as u64) as f64 / HZ);
+        let report = replay_jitter(&platform, &Extras::default(), streams, None, jitter.then_some(stretch)).unwrap();
+        report.ranks[1].end_s
+    };
+    let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+    // Blocking receive posted at 1 ms: o_r spans [1, 9] ms and meets the
+    // event, 9.5 ms; the sender's own compute meets it too (arrival 6.5 ms).
+    let blocking = vec![compute(1e-3), Action::Recv { src: 0, tag: 0, bytes: 8, comm: 0 }];
+    close(run(blocking.clone(), false), 9e-3);
+    close(run(blocking, true), 9.5e-3);
+    // Irecv posted at 0, then compute past the event (the cursor moves to
+    // 4.5 ms) before the message is matched: o_r is stretched from its own
+    // start, 0, out of order, and meets the event once: 8.5 ms.
+    let irecv = vec![
+        Action::Irecv { src: 0, tag: 0, bytes: 8, comm: 0, req: 7 },
+        compute(2e-3),
+        compute(2e-3),
+        Action::Wait { req: 7 },
+    ];
+    close(run(irecv.clone(), false), 8e-3);
+    close(run(irecv, true), 8.5e-3);
+}

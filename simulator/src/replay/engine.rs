@@ -542,11 +542,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Some(th) => !msg.eager || msg.bytes >= th,
             None => !msg.eager,
         };
-        if ha != hb && shared_start && start >= self.queue.now {
-            if let (Some(net), Some(seg)) = (self.net.as_mut(), model.transfer.segment(msg.bytes)) {
+        if ha != hb && shared_start && start >= self.queue.now && self.net.is_some() {
+            if let Some(seg) = model.transfer.segment(msg.bytes) {
+                let recv_ready = if msg.eager { recv.post + self.recv_overhead(dst, recv.post, model, msg.bytes) } else { 0.0 };
+                let net = self.net.as_mut().expect("checked above");
                 let bound = seg.bandwidth_bytes_per_s;
                 let lat = (seg.intercept_s - net_header(net) as f64 / bound).max(0.0);
-                let recv_ready = if msg.eager { recv.post + model.recv_overhead.eval(msg.bytes) } else { 0.0 };
                 let done = Done {
                     dst: dst as u32,
                     recv_slot: recv.slot,
@@ -567,7 +568,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         let t = model.transfer.eval(msg.bytes);
         if msg.eager {
-            let o_r = model.recv_overhead.eval(msg.bytes);
+            let o_r = self.recv_overhead(dst, recv.post, model, msg.bytes);
             // SMPI's async-small-thresh: larger messages start when both sides posted.
             let start = match self.extras.async_small_thresh_bytes {
                 Some(th) if msg.bytes >= th => msg.post.max(recv.post),
@@ -579,6 +580,21 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             let done = msg.post.max(recv.post) + t;
             self.complete(dst, recv.slot, done, t)?;
             self.complete(msg.src as usize, msg.slot, done, t)
+        }
+    }
+
+    /// The receiver's CPU time `o_r` of an eager message of `bytes` on rank
+    /// `dst`, spent from the receive's post time `post` (the model's
+    /// `done = max(arrival, post + o_r)`), and exposed to OS jitter like a
+    /// compute block that starts at `post`. `post` may lie before the
+    /// rank's clock (an `Irecv` matched later): the jitter cursor seeks
+    /// back (O(log events)), so each overhead meets the jitter of its own
+    /// interval.
+    fn recv_overhead(&mut self, dst: usize, post: f64, model: &P2pModel, bytes: u64) -> f64 {
+        let o_r = model.recv_overhead.eval(bytes);
+        match self.jitter.as_mut() {
+            Some(stretch) if o_r > 0.0 => stretch(dst, post, o_r),
+            _ => o_r,
         }
     }
 

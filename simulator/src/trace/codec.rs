@@ -14,6 +14,18 @@
 //! in the stream. The state (call-site table, previous end, previous
 //! handle) runs across chunks, so a file decodes from its start; a cut file
 //! still decodes up to its last whole chunk.
+//!
+//! A compressed trace (`calibrate blocks --compress`) also holds repeat
+//! markers, run-length records of a loop body:
+//! ```text
+//! repeat := 0xFF:u8 k:varint n:varint
+//! ```
+//! The next `k` records (the body, 1 ≤ k ≤ [`MAX_REPEAT_BODY`]) are
+//! decoded as usual and then read `n` ≥ 1 more times: each copy has its
+//! body record's op, flags, call site, compute times and parameters, and
+//! its body record's gap and call duration, so its start is the previous
+//! record's end + compute wall time + gap. Copies leave the call-site
+//! table and the request state as the body left them.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -26,6 +38,13 @@ const NEW_SITE: u8 = 4;
 const HAS_REQUEST: u8 = 8;
 const YES: u8 = 16;
 const WORLD: u8 = 32;
+
+/// First byte of a repeat marker (no op has this code).
+pub const REPEAT: u8 = 0xFF;
+/// Most records in the body of a repeat marker.
+pub const MAX_REPEAT_BODY: usize = 4096;
+/// Upper bound of an encoded repeat marker, bytes.
+pub const MAX_REPEAT_LEN: usize = 1 + 2 * 10;
 
 /// Upper bound of one encoded record, bytes, for a list of `list_len` values.
 pub fn max_encoded_len(list_len: usize) -> usize {
@@ -131,6 +150,10 @@ pub struct Encoder {
     sites: HashMap<u64, u32, BuildHasherDefault<AddrHasher>>,
     prev_end: u64,
     prev_request: u64,
+    /// Body records of an open repeat still to encode, and its copies.
+    repeat: (usize, u64),
+    /// Nanoseconds one copy of the open repeat's body advances the clock.
+    repeat_ns: i64,
 }
 
 impl std::fmt::Debug for Encoder {
@@ -143,6 +166,27 @@ impl Encoder {
     /// Return addresses of the call sites seen so far.
     pub fn sites(&self) -> impl Iterator<Item = u64> + '_ {
         self.sites.keys().copied()
+    }
+
+    /// Encodes a repeat marker into `out`: the next `body` records encoded
+    /// are read `copies` more times. Returns the bytes written; `None` when
+    /// `out` is shorter than [`MAX_REPEAT_LEN`] (nothing changes).
+    ///
+    /// # Panics
+    /// When `body` is 0 or above [`MAX_REPEAT_BODY`], `copies` is 0, or the
+    /// previous repeat's body is not complete.
+    pub fn encode_repeat(&mut self, body: usize, copies: u64, out: &mut [u8]) -> Option<usize> {
+        assert!((1..=MAX_REPEAT_BODY).contains(&body) && copies > 0, "repeat of {body} records × {copies}");
+        assert_eq!(self.repeat.0, 0, "a repeat inside a repeat body");
+        if out.len() < MAX_REPEAT_LEN {
+            return None;
+        }
+        let mut o = Out { buf: out, pos: 0 };
+        o.u8(REPEAT);
+        o.v(body as u64);
+        o.v(copies);
+        (self.repeat, self.repeat_ns) = ((body, copies), 0);
+        Some(o.pos)
     }
 
     /// Encodes `rec` into `out`, returning the bytes written; `None` when
@@ -170,9 +214,19 @@ impl Encoder {
         } else {
             o.v(rec.compute_cpu_ns);
         }
-        o.z(rec.t_start_ns as i64 - self.prev_end as i64 - rec.compute_wall_ns as i64);
-        o.v(rec.t_end_ns.saturating_sub(rec.t_start_ns));
+        let gap = rec.t_start_ns as i64 - self.prev_end as i64 - rec.compute_wall_ns as i64;
+        let duration = rec.t_end_ns.saturating_sub(rec.t_start_ns);
+        o.z(gap);
+        o.v(duration);
         self.prev_end = rec.t_end_ns;
+        if self.repeat.0 > 0 {
+            // Copies of the body advance the decoder's clock by this much each.
+            self.repeat_ns += rec.compute_wall_ns as i64 + gap + duration as i64;
+            self.repeat.0 -= 1;
+            if self.repeat.0 == 0 {
+                self.prev_end = (self.prev_end as i64 + self.repeat_ns * self.repeat.1 as i64) as u64;
+            }
+        }
         let mut req = |o: &mut Out, r: u64| {
             o.z(r.wrapping_sub(self.prev_request) as i64);
             self.prev_request = r;
@@ -296,16 +350,82 @@ pub struct Decoder {
     sites: Vec<u64>,
     prev_end: u64,
     prev_request: u64,
+    /// The open repeat: body records with their gaps, records of it still
+    /// to read, copies still to give, next body record to copy.
+    body: Vec<(CallRecord, i64)>,
+    capture: usize,
+    copies: u64,
+    next: usize,
 }
 
 impl Decoder {
-    /// Decodes one record from the front of `buf`; returns it and its length.
+    /// Decodes one record from the front of `buf`; returns it and its
+    /// length. Repeat markers are read through (they must be followed by
+    /// a record in `buf`); their copies come from [`Decoder::next_copy`].
     ///
     /// # Errors
-    /// [`DecodeError::Short`] when `buf` ends inside the record,
-    /// [`DecodeError::UnknownOp`] for an op code this reader does not know,
-    /// [`DecodeError::BadSite`] for a call-site index never defined.
+    /// As [`Decoder::decode_item`].
     pub fn decode(&mut self, buf: &[u8]) -> Result<(CallRecord, usize), DecodeError> {
+        let mut at = 0;
+        loop {
+            match self.decode_item(&buf[at..])? {
+                (Some(rec), n) => return Ok((rec, at + n)),
+                (None, n) => at += n,
+            }
+        }
+    }
+
+    /// The next copy of an open repeat's body, once the body was read;
+    /// call it before decoding further bytes.
+    pub fn next_copy(&mut self) -> Option<CallRecord> {
+        if self.capture > 0 || self.copies == 0 {
+            return None;
+        }
+        let (body, gap) = &self.body[self.next];
+        let mut rec = body.clone();
+        rec.t_start_ns = (self.prev_end as i64 + rec.compute_wall_ns as i64 + gap) as u64;
+        rec.t_end_ns = rec.t_start_ns + (body.t_end_ns - body.t_start_ns);
+        self.prev_end = rec.t_end_ns;
+        self.next += 1;
+        if self.next == self.body.len() {
+            self.next = 0;
+            self.copies -= 1;
+        }
+        Some(rec)
+    }
+
+    /// Decodes one item from the front of `buf`: a record (`Some`) or a
+    /// repeat marker (`None`); returns it and its length.
+    ///
+    /// # Errors
+    /// [`DecodeError::Short`] when `buf` ends inside the item,
+    /// [`DecodeError::UnknownOp`] for an op code this reader does not know,
+    /// [`DecodeError::BadSite`] for a call-site index never defined,
+    /// [`DecodeError::BadRepeat`] for a repeat marker out of bounds or
+    /// inside an open repeat.
+    pub fn decode_item(&mut self, buf: &[u8]) -> Result<(Option<CallRecord>, usize), DecodeError> {
+        if buf.first() == Some(&REPEAT) {
+            let mut i = In { buf, pos: 1 };
+            let (k, n) = (i.v()?, i.v()?);
+            if self.capture > 0 || self.copies > 0 {
+                return Err(DecodeError::BadRepeat("inside another repeat"));
+            }
+            if k == 0 || k > MAX_REPEAT_BODY as u64 || n == 0 {
+                return Err(DecodeError::BadRepeat("body length or count out of range"));
+            }
+            (self.capture, self.copies, self.next) = (k as usize, n, 0);
+            self.body.clear();
+            return Ok((None, i.pos));
+        }
+        let (rec, n, gap) = self.decode_record(buf)?;
+        if self.capture > 0 {
+            self.body.push((rec.clone(), gap));
+            self.capture -= 1;
+        }
+        Ok((Some(rec), n))
+    }
+
+    fn decode_record(&mut self, buf: &[u8]) -> Result<(CallRecord, usize, i64), DecodeError> {
         let mut i = In { buf, pos: 0 };
         let code = i.u8()?;
         let op = Op::from_code(code).ok_or(DecodeError::UnknownOp(code))?;
@@ -318,7 +438,8 @@ impl Decoder {
         };
         let compute_wall_ns = i.v()?;
         let compute_cpu_ns = if flags & CPU_IS_WALL != 0 { compute_wall_ns } else { i.v()? };
-        let t_start_ns = (self.prev_end as i64 + compute_wall_ns as i64 + i.z()?) as u64;
+        let gap = i.z()?;
+        let t_start_ns = (self.prev_end as i64 + compute_wall_ns as i64 + gap) as u64;
         let t_end_ns = t_start_ns + i.v()?;
         let mut prev_request = self.prev_request;
         let mut req = |i: &mut In| -> Result<u64, DecodeError> {
@@ -404,7 +525,7 @@ impl Decoder {
         self.prev_end = t_end_ns;
         let failed = flags & FAILED != 0;
         let rec = CallRecord { op, failed, caller, compute_cpu_ns, compute_wall_ns, t_start_ns, t_end_ns, params };
-        Ok((rec, i.pos))
+        Ok((rec, i.pos, gap))
     }
 }
 
@@ -497,6 +618,53 @@ mod tests {
         (next.t_start_ns, next.t_end_ns, next.compute_wall_ns, next.compute_cpu_ns) = (first.t_end_ns + 60, first.t_end_ns + 300, 40, 40);
         let n = enc.encode(&next, &mut buf).unwrap();
         assert!(n <= 11, "{n} bytes");
+    }
+
+    #[test]
+    fn a_repeat_marker_reads_its_body_again_on_the_clock() {
+        // Two plain records, then a 3-record body read 1 + 2 times, then one more.
+        let all = cases();
+        let body = &all[1..4];
+        let (mut enc, mut dec) = (Encoder::default(), Decoder::default());
+        let mut buf = vec![0u8; 8192];
+        let mut pos = enc.encode(&all[0], &mut buf).unwrap();
+        pos += enc.encode_repeat(3, 2, &mut buf[pos..]).unwrap();
+        for r in body {
+            pos += enc.encode(r, &mut buf[pos..]).unwrap();
+        }
+        pos += enc.encode(&all[4], &mut buf[pos..]).unwrap();
+        let mut out = Vec::new();
+        let mut at = 0;
+        loop {
+            if let Some(c) = dec.next_copy() {
+                out.push(c);
+                continue;
+            }
+            if at == pos {
+                break;
+            }
+            let (rec, n) = dec.decode_item(&buf[at..pos]).unwrap();
+            out.extend(rec);
+            at += n;
+        }
+        assert_eq!(out.len(), 1 + 3 * 3 + 1);
+        assert_eq!(out[0], all[0]);
+        for (j, r) in out[1..10].iter().enumerate() {
+            let b = &body[j % 3];
+            assert_eq!((r.op, &r.params, r.caller, r.compute_cpu_ns), (b.op, &b.params, b.caller, b.compute_cpu_ns));
+            assert_eq!(r.t_end_ns - r.t_start_ns, b.t_end_ns - b.t_start_ns);
+            // Each copy starts one compute block plus the body's gap after the previous end.
+            let gap = b.t_start_ns as i64 - b.compute_wall_ns as i64 - all[j % 3].t_end_ns as i64;
+            assert_eq!(r.t_start_ns as i64, out[j].t_end_ns as i64 + r.compute_wall_ns as i64 + gap, "{j}");
+        }
+        // The record after the copies decodes on the encoder's clock, which
+        // counted the copies: it keeps its own times.
+        assert_eq!(out[10], all[4]);
+        // A marker inside a body is an error; so is a zero count.
+        let mut d = Decoder::default();
+        assert_eq!(d.decode_item(&[REPEAT, 2, 1]).unwrap(), (None, 3));
+        assert_eq!(d.decode_item(&[REPEAT, 2, 1]), Err(DecodeError::BadRepeat("inside another repeat")));
+        assert!(matches!(Decoder::default().decode_item(&[REPEAT, 2, 0]), Err(DecodeError::BadRepeat(_))));
     }
 
     #[test]

@@ -442,6 +442,8 @@ pub enum DecodeError {
     UnknownOp(u8),
     /// A call-site index that no earlier record defined.
     BadSite(u64),
+    /// A repeat marker that is malformed or starts inside another repeat.
+    BadRepeat(&'static str),
 }
 
 impl fmt::Display for DecodeError {
@@ -450,6 +452,7 @@ impl fmt::Display for DecodeError {
             DecodeError::Short => write!(f, "record cut short"),
             DecodeError::UnknownOp(c) => write!(f, "unknown op code {c}"),
             DecodeError::BadSite(i) => write!(f, "call-site index {i} was never defined"),
+            DecodeError::BadRepeat(why) => write!(f, "bad repeat marker: {why}"),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use super::chunk::{write_chunk, ChunkKind, RecordBuffer, MAGIC};
-use super::codec::{list_len, max_encoded_len, Encoder};
+use super::codec::{list_len, max_encoded_len, Encoder, MAX_REPEAT_LEN};
 use super::record::{CallRecord, Params};
 use super::{Module, RankFooter, RankHeader};
 
@@ -84,6 +84,36 @@ impl<W: Write> RankWriter<W> {
         self.buffered += 1;
         self.footer.records += 1;
         self.footer.failed_calls += rec.failed as u64;
+        result
+    }
+
+    /// Appends a loop body read `1 + copies` times ([`super::codec`]'s
+    /// repeat marker, then the body's records): the copies take the body's
+    /// compute times, parameters, gaps and call durations. The footer
+    /// counts every record a reader yields, copies included.
+    ///
+    /// # Errors
+    /// The I/O error of a chunk flush, if any.
+    ///
+    /// A `Waitall` of more than 4096 requests in `body` is split into
+    /// several records by [`RankWriter::push`], which breaks the count of
+    /// the body: leave such records out of repeats.
+    ///
+    /// # Panics
+    /// When `body` is empty or longer than [`super::codec::MAX_REPEAT_BODY`],
+    /// or `copies` is 0.
+    pub fn push_repeated(&mut self, body: &[CallRecord], copies: u64) -> io::Result<()> {
+        let mut result = Ok(());
+        if self.buf.room() < MAX_REPEAT_LEN {
+            result = self.flush();
+        }
+        let n = self.encoder.encode_repeat(body.len(), copies, self.buf.spare()).expect("room for a repeat marker");
+        self.buf.commit(n);
+        for rec in body {
+            result = result.and(self.push(rec));
+        }
+        self.footer.records += body.len() as u64 * copies;
+        self.footer.failed_calls += body.iter().filter(|r| r.failed).count() as u64 * copies;
         result
     }
 
