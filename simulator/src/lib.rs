@@ -11,6 +11,7 @@ pub mod action;
 pub mod jitter;
 pub mod jitter_trace;
 pub mod network;
+pub mod online;
 pub mod platform;
 pub mod regions;
 pub mod replay;
