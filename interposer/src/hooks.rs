@@ -34,7 +34,7 @@ pub struct Params {
     pub bytes2: u64,
 }
 
-fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
+pub(crate) fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
         recorder::disable(None, "internal error (panic); recording disabled, the application runs unchanged");
         default
@@ -43,7 +43,7 @@ fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
 
 /// The record parameters of `op` from the C side's plain values and, for
 /// calls that end with [`ipr_end_list`], the scratch list.
-fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
+pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
     use Op::*;
     let list_u32 = |l: &[u64]| l.iter().map(|&v| v as u32).collect();
     match op {
@@ -94,6 +94,7 @@ pub unsafe extern "C" fn ipr_end(op: c_int, rc: c_int, p: *const Params) {
     guard((), || {
         let Some(code) = Op::from_code(op as u8) else { return };
         recorder::end(op as u8, rc != 0, |list| record_params(code, &p, list));
+        crate::online::seen(code);
     })
 }
 
@@ -117,7 +118,8 @@ pub unsafe extern "C" fn ipr_end_list(op: c_int, rc: c_int, n: u64, p: *const Pa
         recorder::end(op as u8, rc != 0, |list| {
             list.truncate(n as usize);
             record_params(code, &p, list)
-        })
+        });
+        crate::online::seen(code);
     })
 }
 
