@@ -94,7 +94,6 @@ pub unsafe extern "C" fn ipr_end(op: c_int, rc: c_int, p: *const Params) {
     guard((), || {
         let Some(code) = Op::from_code(op as u8) else { return };
         recorder::end(op as u8, rc != 0, |list| record_params(code, &p, list));
-        crate::online::seen(code);
     })
 }
 
@@ -119,7 +118,6 @@ pub unsafe extern "C" fn ipr_end_list(op: c_int, rc: c_int, n: u64, p: *const Pa
             list.truncate(n as usize);
             record_params(code, &p, list)
         });
-        crate::online::seen(code);
     })
 }
 
@@ -157,4 +155,14 @@ pub extern "C" fn ipr_calibration(on: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn ipr_calibration_calls() -> c_int {
     recorder::CALIBRATION_CALLS as c_int
+}
+
+/// Charges `seconds` of compute the application skipped (the sampling
+/// macros of `include/interposer_sample.h`) to the running compute block:
+/// the trace records it and online mode's clock advances by it.
+#[no_mangle]
+pub extern "C" fn interposer_charge_compute(seconds: f64) {
+    if seconds.is_finite() && seconds > 0.0 {
+        guard((), || recorder::charge_compute((seconds * 1e9).round() as u64))
+    }
 }

@@ -17,7 +17,7 @@
 //!
 //! Failure: a missing or invalid platform gives one warning and the run
 //! is traced only; calls the model does not cover cost no virtual time
-//! (one warning per call, listed in the report).
+//! (one warning at finalize, and listed in the report).
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
@@ -79,7 +79,9 @@ pub struct OnlineReport {
     pub jitter: Option<String>,
     /// Per-rank virtual time, in rank order.
     pub ranks: Vec<RankOnline>,
-    /// MPI calls that cost no virtual time on rank 0 (not modelled online).
+    /// MPI calls that cost no virtual time on rank 0: collectives the
+    /// replay cannot build from a trace record, or on a communicator
+    /// without a shadow (an intercommunicator).
     pub unmodelled_calls: Vec<String>,
 }
 
@@ -169,22 +171,6 @@ pub fn charge(cpu_ns: u64, call_start: u64) {
             }
         }
     });
-}
-
-/// Notes that `op` ran: a call the online model does not cover warns once.
-pub fn seen(op: Op) {
-    use Op::*;
-    if matches!(
-        op,
-        Gather | Gatherv | Scatter | Scatterv | Allgather | Allgatherv | Alltoall | Alltoallv | ReduceScatter
-            | ReduceScatterBlock | Scan | Exscan
-    ) {
-        with((), |on| {
-            if on.unmodelled.insert(op.mpi_name()) && on.rank == 0 {
-                warn(None, &format!("online mode does not model {}; it costs no virtual time", op.mpi_name()));
-            }
-        });
-    }
 }
 
 impl Online {
@@ -443,13 +429,14 @@ pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, entries: *
         let Some(code) = Op::from_code(op as u8) else { return };
         let params = record_params(code, &p, &mut Vec::new());
         let rec = CallRecord { op: code, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, t_start_ns: 0, t_end_ns: 0, params };
-        let Ok(Some(action)) = simulator::action::op_action(&rec) else { return };
+        let Ok(Some(action)) = simulator::action::op_action(&rec) else {
+            on.unmodelled.insert(code.mpi_name());
+            return;
+        };
         let members = match on.members.get(&p.comm) {
             Some(m) if m.len() == entries.len() => m.clone(),
             _ => {
-                if on.unmodelled.insert("collectives on unknown communicators") && on.rank == 0 {
-                    warn(None, &format!("online mode: {} on a communicator of unknown members costs no virtual time", code.mpi_name()));
-                }
+                on.unmodelled.insert(code.mpi_name());
                 return;
             }
         };
@@ -507,6 +494,10 @@ pub unsafe extern "C" fn ipr_online_report(all: *const f64, n: c_int) {
             unmodelled_calls: on.unmodelled.iter().map(|s| s.to_string()).collect(),
         };
         eprintln!("interposer: online prediction on {}: makespan {:.6} s", report.platform, report.makespan_s);
+        if !report.unmodelled_calls.is_empty() {
+            let calls = report.unmodelled_calls.join(", ");
+            warn(None, &format!("online mode did not model {calls} (no virtual time charged; see online.json)"));
+        }
         let path = on.out.join("online.json");
         let written = serde_json::to_vec_pretty(&report)
             .map_err(|e| e.to_string())

@@ -120,6 +120,9 @@ struct Recorder {
     call_op: u8,
     caller: u64,
     requests: Vec<u64>,
+    /// Compute the application skipped but charged to the running block
+    /// ([`charge_compute`]), ns.
+    charged_ns: u64,
 }
 
 /// What other threads need to open their streams: set at `MPI_Init`.
@@ -396,12 +399,13 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
             failed,
             caller: rec.caller,
             compute_cpu_ns,
-            compute_wall_ns: start.wall.saturating_sub(last.wall).saturating_sub(over.wall),
+            compute_wall_ns: start.wall.saturating_sub(last.wall).saturating_sub(over.wall) + rec.charged_ns,
             t_start_ns: start.wall.saturating_sub(rec.epoch_wall),
             t_end_ns: exit_wall.saturating_sub(rec.epoch_wall),
             params: params(&mut rec.requests),
         };
         rec.push(&record);
+        rec.charged_ns = 0;
         if let Params::Waitall { requests } | Params::RequestSet { requests, .. } = record.params {
             rec.requests = requests; // keep the buffer's capacity for the next list
         }
@@ -420,6 +424,19 @@ pub fn current_block() -> Option<(u64, u64)> {
     })
     .ok()
     .flatten()
+}
+
+/// Adds `ns` of compute the application skipped (a sampled loop,
+/// `interposer_sample.h`) to the running compute block of this thread, in
+/// its record (CPU and wall time) and so in online mode's clock.
+pub fn charge_compute(ns: u64) {
+    let _ = REC.try_with(|r| {
+        if let Ok(mut slot) = r.try_borrow_mut() {
+            if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
+                rec.charged_ns += ns;
+            }
+        }
+    });
 }
 
 /// Outside MPI calls on this thread: thread CPU time since the last
@@ -465,6 +482,7 @@ impl Recorder {
             call_op: 0,
             caller: 0,
             requests: Vec::with_capacity(64),
+            charged_ns: 0,
         }
     }
 
@@ -472,7 +490,7 @@ impl Recorder {
     /// call's start, less the recorder's own share, ns.
     fn block_cpu_ns(&self) -> u64 {
         let over = if self.cpu_read { self.overhead.cpu } else { self.overhead.wall };
-        self.call_start.cpu.saturating_sub(self.last_end.cpu).saturating_sub(over)
+        self.call_start.cpu.saturating_sub(self.last_end.cpu).saturating_sub(over) + self.charged_ns
     }
 
     /// Disarms the signal flush if it targets this recorder, waiting out a

@@ -301,8 +301,8 @@ impl<'a> VirtualRank<'a> {
         self.resolve(b);
     }
 
-    /// A collective `action` (its peers and root as world ranks, its
-    /// communicator ignored) over `members` (world ranks, in communicator
+    /// A collective `action` (its root as a world rank, per-rank sizes in
+    /// communicator rank order, its communicator ignored) over `members` (world ranks, in communicator
     /// rank order), which entered at virtual times `entries_s` (same
     /// order). Moves the clock to this rank's exit time and returns it.
     ///
@@ -321,12 +321,23 @@ impl<'a> VirtualRank<'a> {
         let local = |w: u32| members.iter().position(|&m| m == w).map(|i| i as u32);
         let mut act = action.clone();
         match &mut act {
-            Action::Bcast { root, comm, .. } | Action::Reduce { root, comm, .. } => {
+            Action::Bcast { root, comm, .. }
+            | Action::Reduce { root, comm, .. }
+            | Action::Gather { root, comm, .. }
+            | Action::Scatter { root, comm, .. }
+            | Action::Scatterv { root, comm, .. } => {
                 *root = local(*root).ok_or_else(|| bad(format!("root {root} is not a member")))?;
                 *comm = 0;
             }
-            Action::Barrier { comm } | Action::Allreduce { comm, .. } => *comm = 0,
-            other => return Err(bad(format!("{other:?} is not modelled online"))),
+            Action::Barrier { comm }
+            | Action::Allreduce { comm, .. }
+            | Action::Alltoall { comm, .. }
+            | Action::Alltoallv { comm, .. }
+            | Action::Allgather { comm, .. }
+            | Action::Allgatherv { comm, .. }
+            | Action::ReduceScatter { comm, .. }
+            | Action::Scan { comm, .. } => *comm = 0,
+            other => return Err(bad(format!("{other:?} is not a collective"))),
         }
         let hosts = members.iter().map(|&m| self.platform.host_of(m) as u32).collect();
         let platform = Platform { mapping: Mapping::Explicit { hosts }, ..self.platform.clone() };
