@@ -9,10 +9,15 @@
  * source and tag from the payload's status, so wildcards work), and the
  * entry-time allgather of collectives; `ack` carries the receiver's
  * virtual post time back to the sender of a message the model sends by
- * rendezvous. Only PMPI_ calls are made here, so nothing is recorded.
+ * rendezvous. The clock asks for an acknowledgement only when it next
+ * needs its own time (online.rs), and every wait on a shadow operation
+ * completes this rank's finished receives meanwhile, so the protocol
+ * waits only where the application itself would. Only PMPI_ calls are
+ * made here, so nothing is recorded.
  */
 #include "online.h"
 
+#include <sched.h>
 #include <stdio.h>
 
 int ipr_online_active = 0;
@@ -21,21 +26,20 @@ int ipr_online_active = 0;
 extern int ipr_online_enabled(void);
 extern void ipr_online_comm(uint32_t id, const int *members, int n);
 extern double ipr_online_now(void);
-extern int ipr_online_send(int32_t peer, uint64_t bytes, double *post);
-extern void ipr_online_send_done(int32_t peer, uint64_t bytes, double post, double recv_post);
+extern int ipr_online_send(int32_t peer, uint64_t bytes, uint32_t comm, int local, int tag, double *post);
 extern int ipr_online_recv(int32_t src, uint64_t bytes, double send_post, double *recv_post);
 extern int ipr_online_isend(uint64_t req, int32_t peer, uint64_t bytes, uint32_t comm, int local, int tag, double *post);
 extern void ipr_online_irecv(uint64_t req, uint32_t comm);
 extern int ipr_online_pending(uint64_t req, uint32_t *comm, int *local, int *tag);
 extern int ipr_online_recv_matched(uint64_t req, int32_t src, uint64_t bytes, double send_post, double *recv_post);
-extern void ipr_online_send_matched(uint64_t req, double recv_post);
 extern void ipr_online_wait(const uint64_t *reqs, uint64_t n);
-extern int ipr_online_sendrecv(int32_t dst, uint64_t bytes, int32_t src, double *post);
+extern int ipr_online_sendrecv(int32_t dst, uint64_t bytes, int32_t src, uint32_t comm, int local, int tag, double *post);
 extern int ipr_online_sendrecv_recv(int32_t src, uint64_t bytes, double send_post, double *recv_post);
-extern void ipr_online_sendrecv_end(double recv_post);
+extern void ipr_online_sendrecv_end(void);
 extern void ipr_online_coll(int op, const struct ipr_params *p, const double *entries, int n);
 extern void ipr_online_stats(double *out);
 extern void ipr_online_report(const double *all, int n);
+extern uint64_t ipr_online_recvs(uint64_t *handles, uint32_t *comms, uint64_t cap);
 extern double ipr_online_wtime(double real);
 
 #define IPR_STATS 6
@@ -112,7 +116,15 @@ static void make_shadow(uint32_t id, MPI_Comm comm) {
 }
 
 void ipr_online_start(void) {
+    int level = MPI_THREAD_SINGLE, rank = 0;
     if (!ipr_online_enabled()) return;
+    /* Companions must follow their payload from the same thread. */
+    if (PMPI_Query_thread(&level) == MPI_SUCCESS && level == MPI_THREAD_MULTIPLE) {
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            fprintf(stderr, "interposer: warning: online mode does not support MPI_THREAD_MULTIPLE; recording a trace only\n");
+        return;
+    }
     make_shadow(0, MPI_COMM_WORLD);
     ipr_online_active = shadow_of(0) != NULL;
 }
@@ -132,28 +144,93 @@ void ipr_on_comm_free(uint32_t id) {
     s->used = 0;
 }
 
-void ipr_on_send(const struct ipr_params *p, int rc, int dest, int tag) {
-    struct shadow *s = shadow_of(p->comm);
-    if (rc != MPI_SUCCESS || p->peer < 0 || s == NULL) return;
-    double msg[2], recv_post = 0.0;
-    int eager = ipr_online_send(p->peer, p->bytes, &msg[0]);
-    msg[1] = (double)p->bytes;
-    PMPI_Send(msg, 2, MPI_DOUBLE, dest, tag, s->fwd);
-    if (!eager) {
-        PMPI_Recv(&recv_post, 1, MPI_DOUBLE, dest, tag, s->ack, MPI_STATUS_IGNORE);
-        ipr_online_send_done(p->peer, p->bytes, msg[0], recv_post);
+/* Handles every pending nonblocking receive that MPI already completed
+ * (MPI_Request_get_status leaves the request to the application): takes
+ * its companion and acknowledges it now, so that no peer waits for this
+ * rank's acknowledgement while this rank waits in a shadow operation. */
+static void progress_receives(void);
+
+/* Waits for shadow request `r`, completing this rank's finished receives
+ * meanwhile (see progress_receives). */
+static int wait_progress(MPI_Request *r) {
+    int flag = 0;
+    for (;;) {
+        if (PMPI_Test(r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 0;
+        if (flag) return 1;
+        progress_receives();
+        sched_yield();
     }
 }
 
 /* Receives the companion of a message whose payload status is `st` on
  * shadow `s`; returns 0 when there is none (MPI_PROC_NULL). */
 static int companion(struct shadow *s, const MPI_Status *st, double msg[2]) {
+    MPI_Request r;
     if (st->MPI_SOURCE < 0) return 0;
-    return PMPI_Recv(msg, 2, MPI_DOUBLE, st->MPI_SOURCE, st->MPI_TAG, s->fwd, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+    if (PMPI_Irecv(msg, 2, MPI_DOUBLE, st->MPI_SOURCE, st->MPI_TAG, s->fwd, &r) != MPI_SUCCESS) return 0;
+    return wait_progress(&r);
 }
 
 static void acknowledge(struct shadow *s, const MPI_Status *st, double recv_post) {
     PMPI_Send(&recv_post, 1, MPI_DOUBLE, st->MPI_SOURCE, st->MPI_TAG, s->ack);
+}
+
+/* Nonblocking receive `h` on shadow `s` completed with status `st`: takes
+ * its companion and acknowledges a rendezvous message. */
+static void recv_completed(uint64_t h, struct shadow *s, const MPI_Status *st) {
+    double msg[2], recv_post = 0.0;
+    if (!companion(s, st, msg)) return;
+    int32_t src = world_rank(s->app, st->MPI_SOURCE);
+    if (!ipr_online_recv_matched(h, src, (uint64_t)msg[1], msg[0], &recv_post)) acknowledge(s, st, recv_post);
+}
+
+/* Handles the current wait or test completed: MPI freed them already. */
+static const uint64_t *completing;
+static uint64_t ncompleting;
+
+static int is_completing(uint64_t h) {
+    for (uint64_t i = 0; i < ncompleting; i++)
+        if (completing[i] == h) return 1;
+    return 0;
+}
+
+static void progress_receives(void) {
+    enum { CAP = 64 };
+    static int busy;
+    uint64_t h[CAP];
+    uint32_t comm[CAP];
+    if (busy) return;
+    busy = 1;
+    uint64_t n = ipr_online_recvs(h, comm, CAP);
+    for (uint64_t i = 0; i < n; i++) {
+        struct shadow *s = shadow_of(comm[i]);
+        MPI_Request r;
+        MPI_Status st;
+        int flag = 0;
+        if (s == NULL || is_completing(h[i])) continue;
+        memcpy(&r, &h[i], sizeof r);
+        if (PMPI_Request_get_status(r, &flag, &st) == MPI_SUCCESS && flag) recv_completed(h[i], s, &st);
+    }
+    busy = 0;
+}
+
+/* Called by the clock when it needs the receiver's post time of a
+ * rendezvous message sent to rank `local` of communicator `comm` with
+ * `tag` (it asks as late as possible: see online.rs). */
+int ipr_online_await_ack(uint32_t comm, int local, int tag, double *recv_post) {
+    struct shadow *s = shadow_of(comm);
+    MPI_Request r;
+    if (s == NULL || PMPI_Irecv(recv_post, 1, MPI_DOUBLE, local, tag, s->ack, &r) != MPI_SUCCESS) return 0;
+    return wait_progress(&r);
+}
+
+void ipr_on_send(const struct ipr_params *p, int rc, int dest, int tag) {
+    struct shadow *s = shadow_of(p->comm);
+    if (rc != MPI_SUCCESS || p->peer < 0 || s == NULL) return;
+    double msg[2];
+    ipr_online_send(p->peer, p->bytes, p->comm, dest, tag, &msg[0]);
+    msg[1] = (double)p->bytes;
+    PMPI_Send(msg, 2, MPI_DOUBLE, dest, tag, s->fwd);
 }
 
 void ipr_on_recv(const struct ipr_params *p, int rc, const MPI_Status *st) {
@@ -179,42 +256,30 @@ void ipr_on_irecv(const struct ipr_params *p, int rc, int source) {
 
 void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses) {
     if (rc != MPI_SUCCESS || handles == NULL) return;
-    /* Receives first: their acknowledgements may be what a peer waits for. */
-    for (int pass = 1; pass <= 2; pass++) {
-        for (uint64_t i = 0; i < n; i++) {
-            uint32_t comm = 0;
-            int local = -1, tag = -1;
-            if (ipr_online_pending(handles[i], &comm, &local, &tag) != pass) continue;
-            struct shadow *s = shadow_of(comm);
-            if (s == NULL) continue;
-            if (pass == 1) {
-                const MPI_Status *st = statuses == MPI_STATUSES_IGNORE ? NULL : &statuses[i];
-                double msg[2], recv_post = 0.0;
-                if (st == NULL || !companion(s, st, msg)) continue;
-                int32_t src = world_rank(s->app, st->MPI_SOURCE);
-                if (!ipr_online_recv_matched(handles[i], src, (uint64_t)msg[1], msg[0], &recv_post))
-                    acknowledge(s, st, recv_post);
-            } else {
-                double recv_post = 0.0;
-                if (PMPI_Recv(&recv_post, 1, MPI_DOUBLE, local, tag, s->ack, MPI_STATUS_IGNORE) == MPI_SUCCESS)
-                    ipr_online_send_matched(handles[i], recv_post);
-            }
-        }
+    /* Receives first, without waiting for anything of this rank's own:
+     * their acknowledgements may be what the peer waits for. */
+    completing = handles;
+    ncompleting = n;
+    for (uint64_t i = 0; i < n && statuses != MPI_STATUSES_IGNORE; i++) {
+        uint32_t comm = 0;
+        if (ipr_online_pending(handles[i], &comm, NULL, NULL) != 1) continue;
+        struct shadow *s = shadow_of(comm);
+        if (s != NULL) recv_completed(handles[i], s, &statuses[i]);
     }
+    ncompleting = 0;
     ipr_online_wait(handles, n);
 }
 
 void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st) {
     struct shadow *s = shadow_of(p->comm);
     if (rc != MPI_SUCCESS || s == NULL) return;
-    double msg[2], in[2], recv_post = 0.0, ack = -1.0;
-    int eager = ipr_online_sendrecv(p->peer, p->bytes, p->peer2, &msg[0]);
+    double msg[2], in[2], recv_post = 0.0;
+    ipr_online_sendrecv(p->peer, p->bytes, p->peer2, p->comm, dest, sendtag, &msg[0]);
     msg[1] = (double)p->bytes;
     if (p->peer >= 0) PMPI_Send(msg, 2, MPI_DOUBLE, dest, sendtag, s->fwd);
     if (p->peer2 >= 0 && companion(s, st, in) && !ipr_online_sendrecv_recv(p->peer2, (uint64_t)in[1], in[0], &recv_post))
         acknowledge(s, st, recv_post);
-    if (p->peer >= 0 && !eager) PMPI_Recv(&ack, 1, MPI_DOUBLE, dest, sendtag, s->ack, MPI_STATUS_IGNORE);
-    ipr_online_sendrecv_end(ack);
+    ipr_online_sendrecv_end();
 }
 
 void ipr_on_coll(int op, const struct ipr_params *p, int rc) {
@@ -223,7 +288,8 @@ void ipr_on_coll(int op, const struct ipr_params *p, int rc) {
     if (rc != MPI_SUCCESS || s == NULL || PMPI_Comm_size(s->fwd, &n) != MPI_SUCCESS) return;
     double entry = ipr_online_now(), *entries = doubles(n);
     if (entries == NULL) return;
-    if (PMPI_Allgather(&entry, 1, MPI_DOUBLE, entries, 1, MPI_DOUBLE, s->fwd) == MPI_SUCCESS)
+    MPI_Request r;
+    if (PMPI_Iallgather(&entry, 1, MPI_DOUBLE, entries, 1, MPI_DOUBLE, s->fwd, &r) == MPI_SUCCESS && wait_progress(&r))
         ipr_online_coll(op, p, entries, n);
 }
 
@@ -235,7 +301,9 @@ void ipr_online_finalize(void) {
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
     double mine[IPR_STATS], *all = rank == 0 ? doubles(n * IPR_STATS) : NULL;
     ipr_online_stats(mine);
-    int ok = PMPI_Gather(mine, IPR_STATS, MPI_DOUBLE, all, IPR_STATS, MPI_DOUBLE, 0, w->fwd) == MPI_SUCCESS;
+    MPI_Request r;
+    int ok = PMPI_Igather(mine, IPR_STATS, MPI_DOUBLE, all, IPR_STATS, MPI_DOUBLE, 0, w->fwd, &r) == MPI_SUCCESS &&
+             wait_progress(&r);
     if (rank == 0 && ok && all != NULL) ipr_online_report(all, n);
     ipr_online_active = 0;
 }

@@ -10,7 +10,9 @@
 //! time right after each payload, an acknowledgement with the receiver's
 //! post time back for rendezvous messages, and an allgather of entry times
 //! for collectives. It calls the `ipr_online_*` hooks here, which keep the
-//! clock; only the thread that called `MPI_Init` takes part.
+//! clock; only the thread that called `MPI_Init` takes part. A wait that
+//! needs acknowledgements is completed only when the clock is next needed
+//! ([`Deferred`]), so the protocol blocks only where the program does.
 //!
 //! At `MPI_Finalize`, rank 0 prints the predicted makespan on stderr and
 //! writes `<INTERPOSER_OUT>/online.json` ([`OnlineReport`]).
@@ -36,6 +38,8 @@ use crate::recorder::{self, warn};
 /// Handles of `MPI_Sendrecv`'s two halves (never real request handles).
 const SENDRECV_SEND: u64 = u64::MAX - 1;
 const SENDRECV_RECV: u64 = u64::MAX - 2;
+/// Handle of a blocking send (never a real request handle).
+const BLOCKING_SEND: u64 = u64::MAX - 3;
 /// Per-rank figures gathered at finalize: see [`ipr_online_stats`].
 const STATS_LEN: usize = 6;
 
@@ -60,10 +64,33 @@ pub struct Online {
     /// Members (world ranks in communicator rank order) per communicator id.
     members: HashMap<u32, Vec<u32>>,
     unmodelled: BTreeSet<&'static str>,
+    deferred: Option<Deferred>,
+}
+
+/// A wait that needs receivers' acknowledgements (rendezvous sends), kept
+/// until the clock's value is next needed: waiting for them at once could
+/// deadlock where the application does not (the receiver may be blocked
+/// in a real MPI call that needs this rank to go on first).
+#[derive(Debug, Default)]
+struct Deferred {
+    /// The requests of the wait.
+    reqs: Vec<u64>,
+    /// Rendezvous sends among them and where their acknowledgements come from.
+    acks: std::collections::VecDeque<(u64, Route)>,
+    /// Compute blocks (seconds) charged after the wait, in order.
+    computes: Vec<f64>,
 }
 
 thread_local! {
     static ONLINE: RefCell<Option<Online>> = const { RefCell::new(None) };
+    /// Set while [`resolve`] waits for acknowledgements.
+    static RESOLVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+extern "C" {
+    /// `csrc/online.c`: waits (progressing this rank's receives) for the
+    /// acknowledgement from rank `local` of communicator `comm` with `tag`.
+    fn ipr_online_await_ack(comm: u32, local: c_int, tag: c_int, recv_post: *mut f64) -> c_int;
 }
 static VIRTUAL_WTIME: AtomicBool = AtomicBool::new(false);
 
@@ -147,6 +174,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
         routes: HashMap::new(),
         members: HashMap::new(),
         unmodelled: BTreeSet::new(),
+        deferred: None,
     })
 }
 
@@ -177,25 +205,82 @@ impl Online {
     fn charge(&mut self, cpu_ns: u64, call_start: u64) {
         if call_start != self.charged {
             self.charged = call_start;
-            self.clock.compute(cpu_ns as f64 * 1e-9);
+            let s = cpu_ns as f64 * 1e-9;
+            match self.deferred.as_mut() {
+                Some(d) => d.computes.push(s),
+                None => self.clock.compute(s),
+            }
+        }
+    }
+
+    /// Waits for `reqs` now, or when some are rendezvous sends, as soon
+    /// as the clock is next needed ([`Deferred`]).
+    fn wait(&mut self, reqs: &[u64]) {
+        let mut d = Deferred { reqs: reqs.to_vec(), ..Default::default() };
+        for r in reqs {
+            let route = self.routes.remove(r);
+            if let (Pending::RendezvousSend, Some(route)) = (self.clock.pending(*r), route) {
+                d.acks.push_back((*r, route));
+            }
+        }
+        if d.acks.is_empty() {
+            self.clock.wait(reqs);
+        } else {
+            self.deferred = Some(d);
         }
     }
 }
 
-/// Runs `f` on this thread's online state after charging the current
-/// call's compute block; `default` on other threads, when online mode is
-/// off, or after a panic (which disables recording).
+fn with_state<T>(f: impl FnOnce(&mut Online) -> T) -> Option<T> {
+    ONLINE.with(|o| {
+        let mut slot = o.try_borrow_mut().ok()?;
+        slot.as_mut().map(f)
+    })
+}
+
+/// Completes a deferred wait: fetches each acknowledgement (the C side
+/// progresses this rank's receives meanwhile, which re-enters here
+/// without resolving), then waits and charges the compute since.
+fn resolve() {
+    RESOLVING.with(|r| r.set(true));
+    while let Some((req, route)) = with_state(|on| on.deferred.as_mut().and_then(|d| d.acks.pop_front())).flatten() {
+        let mut recv_post = 0.0;
+        // SAFETY: a plain call into csrc/online.c with a live out-pointer.
+        if unsafe { ipr_online_await_ack(route.comm, route.local, route.tag, &mut recv_post) } == 1 {
+            with_state(|on| on.clock.send_matched(req, recv_post));
+        }
+    }
+    with_state(|on| {
+        if let Some(d) = on.deferred.take() {
+            on.clock.wait(&d.reqs);
+            for c in d.computes {
+                on.clock.compute(c);
+            }
+        }
+    });
+    RESOLVING.with(|r| r.set(false));
+}
+
+/// Runs `f` on this thread's online state as it is (no deferred wait
+/// completed, no compute charged): for what does not read the clock.
+fn peek<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
+    guard(None, || with_state(f)).unwrap_or(default)
+}
+
+/// Runs `f` on this thread's online state after completing a deferred
+/// wait and charging the current call's compute block; `default` on other
+/// threads, when online mode is off, or after a panic (which disables
+/// recording).
 fn with<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
     let block = recorder::current_block();
     guard(None, || {
-        ONLINE.with(|o| {
-            let mut slot = o.try_borrow_mut().ok()?;
-            let on = slot.as_mut()?;
+        if !RESOLVING.with(|r| r.get()) {
+            resolve();
             if let Some((cpu, start)) = block {
-                on.charge(cpu, start);
+                with_state(|on| on.charge(cpu, start));
             }
-            Some(f(on))
-        })
+        }
+        with_state(f)
     })
     .unwrap_or(default)
 }
@@ -239,25 +324,24 @@ unsafe fn put(out: *mut f64, v: f64) {
     }
 }
 
-/// A blocking send of `bytes` to world rank `peer` posted: writes its
-/// virtual post time to `post`; returns 1 when the model sends it eagerly
-/// (else the C side fetches the receiver's post time, [`ipr_online_send_done`]).
+/// A blocking send of `bytes` to world rank `peer` (rank `local` of
+/// communicator `comm`, tag `tag`) posted: writes its virtual post time
+/// to `post`; returns 1 when the model sends it eagerly (a rendezvous one
+/// completes when the receiver's acknowledgement is in, see [`Deferred`]).
 ///
 /// # Safety
 /// Out-pointers are null or point to writable locals.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_send(peer: i32, bytes: u64, post: *mut f64) -> c_int {
-    let s = with(SendPost { post_s: 0.0, eager: true }, |on| on.clock.send(peer as u32, bytes));
+pub unsafe extern "C" fn ipr_online_send(peer: i32, bytes: u64, comm: u32, local: i32, tag: i32, post: *mut f64) -> c_int {
+    let s = with(SendPost { post_s: 0.0, eager: true }, |on| {
+        on.routes.insert(BLOCKING_SEND, Route { comm, local, tag });
+        let s = on.clock.isend(BLOCKING_SEND, peer as u32, bytes);
+        on.wait(&[BLOCKING_SEND]);
+        s
+    });
     // SAFETY: per the contract.
     unsafe { put(post, s.post_s) };
     s.eager as c_int
-}
-
-/// A blocking rendezvous send posted at `post` was received by a receive
-/// posted at `recv_post` (virtual seconds).
-#[no_mangle]
-pub extern "C" fn ipr_online_send_done(peer: i32, bytes: u64, post: f64, recv_post: f64) {
-    with((), |on| on.clock.send_done(peer as u32, bytes, SendPost { post_s: post, eager: false }, recv_post))
 }
 
 /// A blocking receive matched a message of `bytes` from world rank `src`
@@ -307,7 +391,7 @@ pub extern "C" fn ipr_online_irecv(req: u64, comm: u32) {
 /// Out-pointers are null or point to writable locals.
 #[no_mangle]
 pub unsafe extern "C" fn ipr_online_pending(req: u64, comm: *mut u32, local: *mut c_int, tag: *mut c_int) -> c_int {
-    with(0, |on| {
+    peek(0, |on| {
         let kind = match on.clock.pending(req) {
             Pending::None => 0,
             Pending::Recv => 1,
@@ -337,17 +421,38 @@ pub unsafe extern "C" fn ipr_online_pending(req: u64, comm: *mut u32, local: *mu
 /// Out-pointers are null or point to writable locals.
 #[no_mangle]
 pub unsafe extern "C" fn ipr_online_recv_matched(req: u64, src: i32, bytes: u64, send_post: f64, recv_post: *mut f64) -> c_int {
-    let (p, eager) = with(None, |on| on.clock.recv_matched(req, src as u32, bytes, send_post)).unwrap_or((0.0, true));
+    let (p, eager) = peek(None, |on| on.clock.recv_matched(req, src as u32, bytes, send_post)).unwrap_or((0.0, true));
     // SAFETY: per the contract.
     unsafe { put(recv_post, p) };
     eager as c_int
 }
 
-/// Rendezvous send `req` was received by a receive posted at `recv_post`.
+/// Writes up to `cap` pending nonblocking receives of the application
+/// (handles and communicator ids); returns how many.
+///
+/// # Safety
+/// `handles` and `comms` point to `cap` writable values.
 #[no_mangle]
-pub extern "C" fn ipr_online_send_matched(req: u64, recv_post: f64) {
-    with((), |on| {
-        on.clock.send_matched(req, recv_post);
+pub unsafe extern "C" fn ipr_online_recvs(handles: *mut u64, comms: *mut u32, cap: u64) -> u64 {
+    if handles.is_null() || comms.is_null() {
+        return 0;
+    }
+    peek(0, |on| {
+        let mut n = 0;
+        for (&req, r) in &on.routes {
+            if n == cap {
+                break;
+            }
+            if req < BLOCKING_SEND && on.clock.pending(req) == Pending::Recv {
+                // SAFETY: n < cap, per the contract.
+                unsafe {
+                    *handles.add(n as usize) = req;
+                    *comms.add(n as usize) = r.comm;
+                }
+                n += 1;
+            }
+        }
+        n
     })
 }
 
@@ -363,24 +468,24 @@ pub unsafe extern "C" fn ipr_online_wait(reqs: *const u64, n: u64) {
         // SAFETY: the caller passes `n` values.
         unsafe { std::slice::from_raw_parts(reqs, n as usize) }
     };
-    with((), |on| {
-        for r in list {
-            on.routes.remove(r);
-        }
-        on.clock.wait(list);
-    })
+    with((), |on| on.wait(list))
 }
 
 /// `MPI_Sendrecv`'s two halves posted: a send of `bytes` to world rank
-/// `dst` (none when negative), then a receive (none when `src` < 0). Writes
-/// the send's post time; returns 1 when eager (or no send).
+/// `dst` (rank `local` of communicator `comm`, tag `tag`; none when `dst`
+/// is negative), then a receive (none when `src` < 0). Writes the send's
+/// post time; returns 1 when eager (or no send).
 ///
 /// # Safety
 /// Out-pointers are null or point to writable locals.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_sendrecv(dst: i32, bytes: u64, src: i32, post: *mut f64) -> c_int {
+pub unsafe extern "C" fn ipr_online_sendrecv(dst: i32, bytes: u64, src: i32, comm: u32, local: i32, tag: i32, post: *mut f64) -> c_int {
     let s = with(SendPost { post_s: 0.0, eager: true }, |on| {
-        let s = if dst >= 0 { on.clock.isend(SENDRECV_SEND, dst as u32, bytes) } else { SendPost { post_s: 0.0, eager: true } };
+        let mut s = SendPost { post_s: 0.0, eager: true };
+        if dst >= 0 {
+            on.routes.insert(SENDRECV_SEND, Route { comm, local, tag });
+            s = on.clock.isend(SENDRECV_SEND, dst as u32, bytes);
+        }
         if src >= 0 {
             on.clock.irecv(SENDRECV_RECV);
         }
@@ -401,16 +506,10 @@ pub unsafe extern "C" fn ipr_online_sendrecv_recv(src: i32, bytes: u64, send_pos
     unsafe { ipr_online_recv_matched(SENDRECV_RECV, src, bytes, send_post, recv_post) }
 }
 
-/// `MPI_Sendrecv`'s rendezvous send was received at `recv_post`; then
-/// both halves are waited for. `recv_post` < 0: no acknowledgement.
+/// `MPI_Sendrecv` waits for both halves.
 #[no_mangle]
-pub extern "C" fn ipr_online_sendrecv_end(recv_post: f64) {
-    with((), |on| {
-        if recv_post >= 0.0 {
-            on.clock.send_matched(SENDRECV_SEND, recv_post);
-        }
-        on.clock.wait(&[SENDRECV_SEND, SENDRECV_RECV]);
-    })
+pub extern "C" fn ipr_online_sendrecv_end() {
+    with((), |on| on.wait(&[SENDRECV_SEND, SENDRECV_RECV]))
 }
 
 /// A collective `op` with parameters `p` (as the trace records them) whose

@@ -118,33 +118,46 @@ fn online_mode_runs_every_recorded_call_and_sub_communicators() {
     assert_eq!(result_lines(&plain), result_lines(&out));
 }
 
-/// `tests/mpi/sampled.c`, built with `mpicc` against `include/`.
-fn sampled_program() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sampled");
-            let st = Command::new("mpicc")
-                .args(["-O2", "-I"])
-                .arg(here.join("include"))
-                .arg(here.join("tests/mpi/sampled.c"))
-                .arg("-o")
-                .arg(&out)
-                .arg("-lm")
-                .status()
-                .expect("mpicc");
-            assert!(st.success(), "mpicc tests/mpi/sampled.c failed");
-            out
-        })
-        .clone()
+/// `tests/mpi/<name>.c`, built once with `mpicc` against `include/`.
+fn test_program(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let mut built = BUILT.lock().unwrap();
+    if !built.iter().any(|b| b == name) {
+        let st = Command::new("mpicc")
+            .args(["-O2", "-I"])
+            .arg(here.join("include"))
+            .arg(here.join(format!("tests/mpi/{name}.c")))
+            .arg("-o")
+            .arg(&out)
+            .arg("-lm")
+            .status()
+            .expect("mpicc");
+        assert!(st.success(), "mpicc tests/mpi/{name}.c failed");
+        built.push(name.to_string());
+    }
+    out
+}
+
+#[test]
+fn rendezvous_waits_in_any_order_do_not_hang_and_agree_with_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let prog = test_program("waits");
+    let prog = prog.to_str().unwrap();
+    let (dir, out) = online_run(4, prog, &["20"], &platform, &[]);
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let offline = offline_makespan(dir.path(), &platform);
+    assert!((online - offline).abs() / offline < 0.01, "online {online} vs offline {offline}");
+    assert_eq!(result_lines(&mpirun(4, prog, &["20"], &[], false)), result_lines(&out));
 }
 
 #[test]
 fn sampled_loop_skips_iterations_and_charges_them() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
-    let prog = sampled_program();
+    let prog = test_program("sampled");
     let prog = prog.to_str().unwrap();
     let (full_dir, full) = online_run(2, prog, &["200", "0"], &platform, &[]);
     let (samp_dir, samp) = online_run(2, prog, &["200", "1"], &platform, &[]);
