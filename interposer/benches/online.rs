@@ -7,9 +7,11 @@
 //!    region under `INTERPOSER_VIRTUAL_WTIME=1`, against the measured
 //!    `wall_s` of untraced runs.
 //! 3. Overhead: jacobi2d's `wall_s` in online mode over untraced.
-//! 4. Oversubscription: jacobi2d weak-scaled at `-np 16` (256 × 256
+//! 4. Oversubscription: jacobi2d weak-scaled at `-np 16` (512 × 512
 //!    points per rank) for a 16-core version of the platform, under
 //!    `taskset -c 0` and `taskset -c 0,1`.
+//!
+//! `ONLINE_SECTIONS=24` runs only sections 2, 3 and 4 (2 and 3 share runs).
 //!
 //! The platform is `$ONLINE_PLATFORM` (a `calibrate network --out` file);
 //! without it, `calibrate network` runs first (about 90 s). The machine's
@@ -119,11 +121,25 @@ fn main() {
         }
     };
     println!("platform: {}\nload before: {}\n", platform.display(), uptime());
+    let sections = std::env::var("ONLINE_SECTIONS").unwrap_or_else(|_| "1234".into());
+    if sections.contains('1') {
+        agreement(&bench, &platform);
+    }
+    if sections.contains('2') || sections.contains('3') {
+        accuracy(&bench, &platform);
+    }
+    if sections.contains('4') {
+        oversubscription(&bench, &platform);
+    }
+    println!("\nload after: {}", uptime());
+}
+
+fn agreement(bench: &Bench, platform: &Path) {
 
     println!("1. online vs offline replay of the same run, -np 4 (median of {} runs)", bench.runs);
     println!("{:<28} {:>12} {:>12} {:>10}", "program", "online_s", "offline_s", "diff_%");
     for (prog, args) in [("jacobi2d", &["1024", "100"][..]), ("ring", &["10000", "8"][..]), ("allreduce_loop", &["1000", "1024"][..])] {
-        let runs: Vec<Run> = (0..bench.runs).map(|_| bench.run(4, prog, args, Some(&platform), &[], None)).collect();
+        let runs: Vec<Run> = (0..bench.runs).map(|_| bench.run(4, prog, args, Some(platform), &[], None)).collect();
         let diffs: Vec<f64> =
             runs.iter().map(|r| (r.makespan_s.unwrap() - r.offline_s.unwrap()).abs() / r.offline_s.unwrap() * 100.0).collect();
         let on = median(runs.iter().map(|r| r.makespan_s.unwrap()).collect());
@@ -131,15 +147,18 @@ fn main() {
         println!("{:<28} {on:>12.6} {off:>12.6} {:>10.4}", format!("{prog} {}", args.join(" ")), median(diffs));
     }
 
+}
+
+fn accuracy(bench: &Bench, platform: &Path) {
     let (n, iters) = ("2048", "250");
     println!("\n2./3. jacobi2d {n} {iters} at -np 2: prediction vs measured, and online-mode overhead");
     let (mut plain, mut online, mut makespan, mut virt) = (vec![], vec![], vec![], vec![]);
     for _ in 0..bench.runs {
         plain.push(bench.run(2, "jacobi2d", &[n, iters], None, &[], None).wall_s);
-        let r = bench.run(2, "jacobi2d", &[n, iters], Some(&platform), &[], None);
+        let r = bench.run(2, "jacobi2d", &[n, iters], Some(platform), &[], None);
         online.push(r.wall_s);
         makespan.push(r.makespan_s.unwrap());
-        virt.push(bench.run(2, "jacobi2d", &[n, iters], Some(&platform), &[("INTERPOSER_VIRTUAL_WTIME", "1")], None).wall_s);
+        virt.push(bench.run(2, "jacobi2d", &[n, iters], Some(platform), &[("INTERPOSER_VIRTUAL_WTIME", "1")], None).wall_s);
     }
     let (plain, online, makespan, virt) = (median(plain), median(online), median(makespan), median(virt));
     println!("measured wall_s (untraced)            {plain:>10.4} s");
@@ -147,21 +166,23 @@ fn main() {
     println!("online virtual wall_s (same region)   {virt:>10.4} s   ratio {:.4}", virt / plain);
     println!("online-mode wall_s                    {online:>10.4} s   overhead ×{:.4}", online / plain);
 
-    println!("\n4. jacobi2d 1024 100 at -np 16 (256 × 256 per rank) for 16 cores, by CPUs given");
+}
+
+fn oversubscription(bench: &Bench, platform: &Path) {
+    println!("\n4. jacobi2d 2048 50 at -np 16 (512 × 512 per rank) for 16 cores, by CPUs given");
     let p16 = bench.tmp.path().join("p16.toml");
-    let mut plat = simulator::platform::Platform::load(&platform).unwrap();
+    let mut plat = simulator::platform::Platform::load(platform).unwrap();
     plat.hosts.truncate(1);
     plat.hosts[0].cores = 16;
     plat.mapping = simulator::platform::Mapping::Block;
     plat.save(&p16).unwrap();
     let mut preds = vec![];
     for cpus in ["0", "0,1"] {
-        let runs: Vec<Run> = (0..bench.runs).map(|_| bench.run(16, "jacobi2d", &["1024", "100"], Some(&p16), &[], Some(cpus))).collect();
+        let runs: Vec<Run> = (0..bench.runs).map(|_| bench.run(16, "jacobi2d", &["2048", "50"], Some(&p16), &[], Some(cpus))).collect();
         let pred = median(runs.iter().map(|r| r.makespan_s.unwrap()).collect());
         let wall = median(runs.iter().map(|r| r.wall_s).collect());
         println!("taskset -c {cpus:<4} predicted {pred:>10.6} s   (oversubscribed wall_s {wall:.3} s)");
         preds.push(pred);
     }
     println!("predictions differ by {:.3} %", (preds[0] - preds[1]).abs() / preds[1] * 100.0);
-    println!("\nload after: {}", uptime());
 }
