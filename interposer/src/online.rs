@@ -20,6 +20,20 @@
 //! Failure: a missing or invalid platform gives one warning and the run
 //! is traced only; calls the model does not cover cost no virtual time
 //! (one warning at finalize, and listed in the report).
+//!
+//! Limits:
+//! - Every call that moves a payload must send or take its companion
+//!   (`csrc/online.h` has a macro per wrapped call). A payload call
+//!   without one (persistent `MPI_Start`, `MPI_Mrecv`, if wrapped later
+//!   without a macro) would leave its receiver waiting for a companion.
+//! - Companions of messages with the same source, tag and communicator
+//!   are taken in completion order: receives completed out of their
+//!   matching order swap their send times (no hang).
+//! - Link sharing (SimGrid XML `flows`) is not modelled; one thread per
+//!   rank (`MPI_THREAD_MULTIPLE` falls back to tracing).
+//! - A program the model would deadlock on (a rendezvous cycle that only
+//!   real eager buffering resolves) hangs, where offline replay reports
+//!   the deadlock.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
