@@ -171,3 +171,47 @@ fn sampled_loop_skips_iterations_and_charges_them() {
     // Without the interposer every iteration runs.
     assert_eq!(ran(&mpirun(2, prog, &["20", "1"], &[], false)), "ran=20");
 }
+
+/// A synthetic 1 GHz jitter trace: a 20 µs event after every 80 µs of
+/// compute (20 %), as the simulator's replay tests write them.
+fn jitter_trace(dir: &Path) -> PathBuf {
+    use simulator::jitter_trace::{JitterHeader, JitterRecord, JitterTrace};
+    let header = JitterHeader {
+        host: "node0".into(),
+        cpu: 0,
+        tsc_hz: 1e9,
+        tsc_hz_kernel: None,
+        tsc_hz_kernel_source: None,
+        t_min_cycles: 20,
+        threshold_cycles: 180,
+        timer_read: "rdtsc".into(),
+        start_unix_ns: 0,
+        requested_duration_s: 0.01,
+        kernel: "test".into(),
+        cosched_window_cycles: None,
+        cosched_origin_cycles: None,
+    };
+    let records: Vec<JitterRecord> = (0..100).map(|_| JitterRecord { jitter_cycles: 20_000, cycles_to_next: 80_000 }).collect();
+    let duration_cycles = records.iter().map(|r| r.jitter_cycles + r.cycles_to_next).sum();
+    let t = JitterTrace { header, lead_cycles: 0, records, duration_cycles, dropped_events: 0 };
+    let path = dir.join("node0.cpu0.jitter");
+    t.write(&path).unwrap();
+    path
+}
+
+#[test]
+fn jitter_injection_agrees_with_replay_jitter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let jt = jitter_trace(tmp.path());
+    let (dir, _) = online_run(4, "jacobi2d", &["512", "30"], &platform, &[("INTERPOSER_JITTER", jt.to_str().unwrap())]);
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let (p, x) = simulator::platform::load_any(&platform, &[]).unwrap();
+    let (tracks, hz) = simulator::jitter::load_tracks(&jt, None).unwrap();
+    let stretch = simulator::jitter::compute_stretch(&tracks, hz, simulator::jitter::Mode::Unsync, 4, 1);
+    let streams = open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap();
+    let jittered = simulator::replay::replay_jitter(&p, &x, streams, None, Some(stretch)).unwrap().makespan_s;
+    let plain = offline_makespan(dir.path(), &platform);
+    assert!((online - jittered).abs() / jittered < 0.01, "online {online} vs replay --jitter {jittered}");
+    assert!(jittered > plain * 1.1, "20 % jitter must show: {jittered} vs {plain}");
+}
