@@ -7,8 +7,8 @@
 //!    region under `INTERPOSER_VIRTUAL_WTIME=1`, against the measured
 //!    `wall_s` of untraced runs.
 //! 3. Overhead: jacobi2d's `wall_s` in online mode over untraced.
-//! 4. Oversubscription: jacobi2d weak-scaled at `-np 16` (512 × 512
-//!    points per rank) for a 16-core version of the platform, under
+//! 4. Oversubscription: jacobi2d weak-scaled at `-np 16` (256 × 256 and
+//!    512 × 512 points per rank) for a 16-core version of the platform, under
 //!    `taskset -c 0` and `taskset -c 0,1`.
 //!
 //! `ONLINE_SECTIONS=24` runs only sections 2, 3 and 4 (2 and 3 share runs).
@@ -150,7 +150,7 @@ fn agreement(bench: &Bench, platform: &Path) {
 }
 
 fn accuracy(bench: &Bench, platform: &Path) {
-    let (n, iters) = ("2048", "250");
+    let (n, iters) = ("2048", "600");
     println!("\n2./3. jacobi2d {n} {iters} at -np 2: prediction vs measured, and online-mode overhead");
     let (mut plain, mut online, mut makespan, mut virt) = (vec![], vec![], vec![], vec![]);
     for _ in 0..bench.runs {
@@ -169,20 +169,22 @@ fn accuracy(bench: &Bench, platform: &Path) {
 }
 
 fn oversubscription(bench: &Bench, platform: &Path) {
-    println!("\n4. jacobi2d 2048 50 at -np 16 (512 × 512 per rank) for 16 cores, by CPUs given");
     let p16 = bench.tmp.path().join("p16.toml");
     let mut plat = simulator::platform::Platform::load(platform).unwrap();
     plat.hosts.truncate(1);
     plat.hosts[0].cores = 16;
     plat.mapping = simulator::platform::Mapping::Block;
     plat.save(&p16).unwrap();
-    let mut preds = vec![];
-    for cpus in ["0", "0,1"] {
-        let runs: Vec<Run> = (0..bench.runs).map(|_| bench.run(16, "jacobi2d", &["2048", "50"], Some(&p16), &[], Some(cpus))).collect();
-        let pred = median(runs.iter().map(|r| r.makespan_s.unwrap()).collect());
-        let wall = median(runs.iter().map(|r| r.wall_s).collect());
-        println!("taskset -c {cpus:<4} predicted {pred:>10.6} s   (oversubscribed wall_s {wall:.3} s)");
-        preds.push(pred);
+    for (n, iters, side) in [("1024", "100", 256), ("2048", "50", 512)] {
+        println!("\n4. jacobi2d {n} {iters} at -np 16 ({side} × {side} per rank) for 16 cores, by CPUs given");
+        let mut preds = vec![];
+        for cpus in ["0", "0,1"] {
+            let runs: Vec<Run> = (0..bench.runs).map(|_| bench.run(16, "jacobi2d", &[n, iters], Some(&p16), &[], Some(cpus))).collect();
+            let pred = median(runs.iter().map(|r| r.makespan_s.unwrap()).collect());
+            let wall = median(runs.iter().map(|r| r.wall_s).collect());
+            println!("taskset -c {cpus:<4} predicted {pred:>10.6} s   (oversubscribed wall_s {wall:.3} s)");
+            preds.push(pred);
+        }
+        println!("predictions differ by {:.3} %", (preds[0] - preds[1]).abs() / preds[1] * 100.0);
     }
-    println!("predictions differ by {:.3} %", (preds[0] - preds[1]).abs() / preds[1] * 100.0);
 }
