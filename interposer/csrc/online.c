@@ -133,7 +133,8 @@ void ipr_on_comm_created(int rc, MPI_Comm created) {
     int inter = 0;
     if (rc != MPI_SUCCESS || created == MPI_COMM_NULL) return;
     if (PMPI_Comm_test_inter(created, &inter) != MPI_SUCCESS || inter) return;
-    make_shadow(comm_id(created), created);
+    uint32_t id = comm_id(created);
+    if (id != UINT32_MAX) make_shadow(id, created); /* UINT32_MAX: too many communicators to name */
 }
 
 void ipr_on_comm_free(uint32_t id) {
