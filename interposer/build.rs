@@ -1,4 +1,4 @@
-//! Compiles the PMPI wrappers (generated from `csrc/mpi.tbl`, plus `csrc/lifecycle.c`) with the MPI compiler
+//! Compiles the PMPI wrappers (generated from `csrc/mpi.tbl`, plus `csrc/lifecycle.c` and `csrc/online.c`) with the MPI compiler
 //! wrapper and links them into the cdylib, exporting the `MPI_*` symbols.
 //!
 //! The MPI compiler is found the way rsmpi's mpi-sys does it: `$MPICC`,
@@ -36,7 +36,7 @@ fn probe(cc: &str) -> Result<Vec<String>, String> {
 
 fn main() {
     println!("cargo:rerun-if-env-changed=MPICC");
-    for f in ["csrc/mpi.tbl", "csrc/support.h", "csrc/lifecycle.c", "build/wrappers.rs"] {
+    for f in ["csrc/mpi.tbl", "csrc/support.h", "csrc/lifecycle.c", "csrc/online.h", "csrc/online.c", "build/wrappers.rs"] {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-changed=src/exports.map");
@@ -71,6 +71,7 @@ fn main() {
         .compiler(&mpicc)
         .include("csrc")
         .file("csrc/lifecycle.c")
+        .file("csrc/online.c")
         .file(&generated)
         .flag("-fvisibility=default")
         .warnings(true)

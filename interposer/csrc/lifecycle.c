@@ -2,7 +2,7 @@
  * MPI_Init, MPI_Init_thread and MPI_Finalize: the interposer's lifecycle.
  * The other wrappers are generated from mpi.tbl by build.rs.
  */
-#include "support.h"
+#include "online.h"
 
 static void started(void) {
     static int done = 0;
@@ -19,6 +19,7 @@ static void started(void) {
         for (int i = 0, n = ipr_calibration_calls(); i < n; i++) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         ipr_calibration(0);
     }
+    ipr_online_start();
 }
 
 int MPI_Init(int *argc, char ***argv) {
@@ -34,7 +35,10 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
-    if (ipr_begin(3 /* Op::Finalize */, IPR_CALLER)) ipr_finalize();
+    if (ipr_begin(3 /* Op::Finalize */, IPR_CALLER)) {
+        ipr_online_finalize();
+        ipr_finalize();
+    }
     return PMPI_Finalize();
 }
 
@@ -66,7 +70,10 @@ typedef void (*ipr_fn3)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
     void sym(MPI_Fint *ierr) {                                           \
         static ipr_fn1 next;                                             \
         if (next == NULL) next = (ipr_fn1)dlsym(RTLD_NEXT, #sym);        \
-        if (ipr_begin(3, IPR_CALLER)) ipr_finalize();                    \
+        if (ipr_begin(3, IPR_CALLER)) {                                  \
+            ipr_online_finalize();                                       \
+            ipr_finalize();                                              \
+        }                                                                \
         if (next != NULL) next(ierr);                                    \
         else *ierr = PMPI_Finalize();                                    \
     }

@@ -1,5 +1,6 @@
 //! The interposer's environment: `INTERPOSER_OUT`, `INTERPOSER_MODE`,
-//! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on").
+//! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on"), and
+//! for online mode `INTERPOSER_VIRTUAL_WTIME` and `INTERPOSER_JITTER`.
 
 use std::path::PathBuf;
 
@@ -10,8 +11,8 @@ use crate::counters::Counters;
 pub enum Mode {
     /// Record a per-rank trace (default).
     Trace,
-    /// Predict the target platform's run time while running (not in this
-    /// version: falls back to tracing, with a warning).
+    /// Predict the target platform's run time while running, and record
+    /// the trace too (see [`crate::online`]).
     Online,
 }
 
@@ -26,6 +27,12 @@ pub struct Config {
     pub platform: Option<PathBuf>,
     /// Which clocks time compute blocks (`INTERPOSER_COUNTERS`).
     pub counters: Counters,
+    /// Online mode: `MPI_Wtime` returns virtual time
+    /// (`INTERPOSER_VIRTUAL_WTIME=1`; default real time).
+    pub virtual_wtime: bool,
+    /// Online mode: a tracecollector trace (file or directory) whose OS
+    /// jitter stretches compute blocks (`INTERPOSER_JITTER`).
+    pub jitter: Option<PathBuf>,
 }
 
 /// Reads the configuration through `get` (the environment in production).
@@ -59,10 +66,21 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
             Counters::Auto
         }),
     };
-    if mode == Mode::Online {
-        warnings.push("INTERPOSER_MODE=online is not available in this version; recording a trace only".into());
+    let mut mode = mode;
+    if mode == Mode::Online && platform.is_none() {
+        warnings.push("INTERPOSER_MODE=online needs INTERPOSER_PLATFORM=<platform file>; recording a trace only".into());
+        mode = Mode::Trace;
     }
-    (Some(Config { out, mode, platform, counters }), warnings)
+    let virtual_wtime = match get("INTERPOSER_VIRTUAL_WTIME").as_deref().map(str::trim) {
+        None | Some("") | Some("0") => false,
+        Some("1") => true,
+        Some(other) => {
+            warnings.push(format!("INTERPOSER_VIRTUAL_WTIME={other:?} is not 0 or 1; MPI_Wtime returns real time"));
+            false
+        }
+    };
+    let jitter = get("INTERPOSER_JITTER").filter(|p| !p.trim().is_empty()).map(PathBuf::from);
+    (Some(Config { out, mode, platform, counters, virtual_wtime, jitter }), warnings)
 }
 
 #[cfg(test)]
@@ -91,5 +109,22 @@ mod tests {
         let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_COUNTERS", "lots")]));
         assert_eq!(c.unwrap().counters, Counters::Auto);
         assert!(w[0].contains("INTERPOSER_COUNTERS"));
+    }
+
+    #[test]
+    fn online_without_platform_falls_back_to_tracing() {
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "online")]));
+        assert_eq!(c.unwrap().mode, Mode::Trace);
+        assert!(w.len() == 1 && w[0].contains("INTERPOSER_PLATFORM"), "{w:?}");
+        let vars = [
+            ("INTERPOSER_OUT", "/tmp/x"),
+            ("INTERPOSER_MODE", "online"),
+            ("INTERPOSER_PLATFORM", "p.toml"),
+            ("INTERPOSER_VIRTUAL_WTIME", "yes"),
+        ];
+        let (c, w) = from_env(env(&vars));
+        let c = c.unwrap();
+        assert_eq!((c.mode, c.virtual_wtime), (Mode::Online, false));
+        assert!(w[0].contains("INTERPOSER_VIRTUAL_WTIME"), "{w:?}");
     }
 }

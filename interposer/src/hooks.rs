@@ -38,7 +38,7 @@ pub struct Params {
     pub bytes2: u64,
 }
 
-fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
+pub(crate) fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
         recorder::disable(None, "internal error (panic); recording disabled, the application runs unchanged");
         default
@@ -47,7 +47,7 @@ fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
 
 /// The record parameters of `op` from the C side's plain values and, for
 /// calls that end with [`ipr_end_list`], the scratch list.
-fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
+pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
     use Op::*;
     let list_u32 = |l: &[u64]| l.iter().map(|&v| v as u32).collect();
     match op {
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn ipr_end_list(op: c_int, rc: c_int, n: u64, p: *const Pa
         recorder::end(op as u8, rc != 0, |list| {
             list.truncate(n as usize);
             record_params(code, &p, list)
-        })
+        });
     })
 }
 
@@ -193,4 +193,14 @@ pub extern "C" fn ipr_calibration(on: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn ipr_calibration_calls() -> c_int {
     recorder::CALIBRATION_CALLS as c_int
+}
+
+/// Charges `seconds` of compute the application skipped (the sampling
+/// macros of `include/interposer_sample.h`) to the running compute block:
+/// the trace records it and online mode's clock advances by it.
+#[no_mangle]
+pub extern "C" fn interposer_charge_compute(seconds: f64) {
+    if seconds.is_finite() && seconds > 0.0 {
+        guard((), || recorder::charge_compute((seconds * 1e9).round() as u64))
+    }
 }

@@ -6,16 +6,18 @@
 //! - `INTERPOSER_OUT=<dir>`: trace directory, created if missing;
 //! - `INTERPOSER_MODE=trace|online|off` (default `trace`);
 //! - `INTERPOSER_PLATFORM=<file>`: platform for online mode;
-//! - `INTERPOSER_COUNTERS=auto|hw|sw|off`: block timing (see [`counters`]).
+//! - `INTERPOSER_COUNTERS=auto|hw|sw|off`: block timing (see [`counters`]);
+//! - online mode ([`online`]): `INTERPOSER_VIRTUAL_WTIME=1`, `INTERPOSER_JITTER=<trace>`.
 //!
 //! An unset or bad value prints one warning and the application runs
 //! unchanged. Output: `<dir>/meta.json` and `<dir>/rank-<r>.trace`, in the
-//! format of [`simulator::trace`].
+//! format of [`simulator::trace`], and in online mode `<dir>/online.json`.
 #![deny(missing_docs)]
 
 pub mod config;
 pub mod counters;
 pub mod hooks;
 pub mod modules;
+pub mod online;
 pub mod recorder;
 pub mod signals;

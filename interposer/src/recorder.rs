@@ -120,6 +120,9 @@ struct Recorder {
     call_op: u8,
     caller: u64,
     requests: Vec<u64>,
+    /// Compute the application skipped but charged to the running block
+    /// ([`charge_compute`]), ns.
+    charged_ns: u64,
 }
 
 /// What other threads need to open their streams: set at `MPI_Init`.
@@ -184,7 +187,11 @@ pub fn init(rank: u32, size: u32, library: &str) {
         STATE.store(DISABLED, Ordering::SeqCst);
         return;
     };
-    match open(&cfg, rank, size, library) {
+    let online = match cfg.mode {
+        Mode::Online => crate::online::prepare(&cfg, rank, size),
+        Mode::Trace => None,
+    };
+    match open(&cfg, rank, size, library, online.is_some()) {
         Ok(rec) => {
             // SAFETY: registering a plain extern "C" function without arguments.
             unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
@@ -197,6 +204,9 @@ pub fn init(rank: u32, size: u32, library: &str) {
                 signals::arm(target, flush_on_signal);
             });
             signals::install();
+            if let Some(online) = online {
+                crate::online::install(online);
+            }
         }
         Err(e) => {
             STATE.store(DISABLED, Ordering::SeqCst);
@@ -233,7 +243,7 @@ fn counters(requested: Counters) -> (TimingSource, String, Option<String>) {
     (TimingSource::ClockGettime, note, warning)
 }
 
-fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, String> {
+fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Result<Recorder, String> {
     let (timing_source, counters_note, warning) = counters(cfg.counters);
     if let (0, Some(w)) = (rank, &warning) {
         warn(None, w);
@@ -265,9 +275,7 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str) -> Result<Recorder, S
             mpi_library: library.trim().to_string(),
             timing_source,
             command: std::env::args().collect(),
-            mode: match cfg.mode {
-                Mode::Trace | Mode::Online => "trace".into(),
-            },
+            mode: if online { "online".into() } else { "trace".into() },
         };
         write_meta(dir, &meta)?;
     }
@@ -384,18 +392,20 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         }
         let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
         let (start, last, over) = (rec.call_start, rec.last_end, rec.overhead);
-        let cpu_over = if rec.cpu_read { over.cpu } else { over.wall };
+        let compute_cpu_ns = rec.block_cpu_ns();
+        crate::online::charge(compute_cpu_ns, start.wall);
         let record = CallRecord {
             op,
             failed,
             caller: rec.caller,
-            compute_cpu_ns: start.cpu.saturating_sub(last.cpu).saturating_sub(cpu_over),
-            compute_wall_ns: start.wall.saturating_sub(last.wall).saturating_sub(over.wall),
+            compute_cpu_ns,
+            compute_wall_ns: start.wall.saturating_sub(last.wall).saturating_sub(over.wall) + rec.charged_ns,
             t_start_ns: start.wall.saturating_sub(rec.epoch_wall),
             t_end_ns: exit_wall.saturating_sub(rec.epoch_wall),
             params: params(&mut rec.requests),
         };
         rec.push(&record);
+        rec.charged_ns = 0;
         if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
             record.params
         {
@@ -403,6 +413,45 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         }
         rec.last_end = block_start();
     });
+}
+
+/// Inside a recorded call on this thread: the compute block before it
+/// (thread CPU ns, as its record will store) and the call's start (wall
+/// ns), which identifies the call.
+pub fn current_block() -> Option<(u64, u64)> {
+    REC.try_with(|r| {
+        let slot = r.try_borrow().ok()?;
+        let rec = slot.as_ref().filter(|rec| rec.in_call && rec.calibration.is_none())?;
+        Some((rec.block_cpu_ns(), rec.call_start.wall))
+    })
+    .ok()
+    .flatten()
+}
+
+/// Adds `ns` of compute the application skipped (a sampled loop,
+/// `interposer_sample.h`) to the running compute block of this thread, in
+/// its record (CPU and wall time) and so in online mode's clock.
+pub fn charge_compute(ns: u64) {
+    let _ = REC.try_with(|r| {
+        if let Ok(mut slot) = r.try_borrow_mut() {
+            if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
+                rec.charged_ns += ns;
+            }
+        }
+    });
+}
+
+/// Outside MPI calls on this thread: thread CPU time since the last
+/// recorded call returned, ns (0 inside a call or when not recording).
+pub fn cpu_since_last_call_ns() -> u64 {
+    REC.try_with(|r| {
+        let slot = r.try_borrow().ok()?;
+        let rec = slot.as_ref().filter(|rec| !rec.in_call)?;
+        CPU_TIME.load(Ordering::Relaxed).then(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(rec.last_end.cpu))
+    })
+    .ok()
+    .flatten()
+    .unwrap_or(0)
 }
 
 /// Signal-time flush of the recorder at `target` (see [`signals::arm`]):
@@ -435,7 +484,15 @@ impl Recorder {
             call_op: 0,
             caller: 0,
             requests: Vec::with_capacity(64),
+            charged_ns: 0,
         }
+    }
+
+    /// Thread CPU time of the compute block that ends at the current
+    /// call's start, less the recorder's own share, ns.
+    fn block_cpu_ns(&self) -> u64 {
+        let over = if self.cpu_read { self.overhead.cpu } else { self.overhead.wall };
+        self.call_start.cpu.saturating_sub(self.last_end.cpu).saturating_sub(over) + self.charged_ns
     }
 
     /// Disarms the signal flush if it targets this recorder, waiting out a

@@ -8,6 +8,9 @@ use std::sync::OnceLock;
 
 use simulator::trace::{open_dir, CallRecord, Op, Params, RankTrace};
 
+#[path = "mpi/online.rs"]
+mod online;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
@@ -55,7 +58,7 @@ fn openmpi() -> Command {
 fn mpirun(np: u32, prog: &str, args: &[&str], env: &[(&str, &str)], preload: bool) -> Output {
     let mut cmd = openmpi();
     cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()]);
-    for k in ["INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "LD_PRELOAD"] {
+    for k in ["INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "INTERPOSER_VIRTUAL_WTIME", "INTERPOSER_JITTER", "LD_PRELOAD"] {
         cmd.env_remove(k);
     }
     for (k, v) in env {

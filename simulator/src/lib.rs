@@ -13,6 +13,7 @@ pub mod energy;
 pub mod jitter;
 pub mod jitter_trace;
 pub mod network;
+pub mod online;
 pub mod platform;
 pub mod regions;
 pub mod replay;

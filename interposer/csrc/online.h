@@ -1,0 +1,93 @@
+/*
+ * Online mode, MPI side (interposer/src/online.rs keeps the virtual clock).
+ *
+ * The generated wrappers call IPR_ONLINE_<MPI_X>(op, &p, rc, <arguments>)
+ * after PMPI_X and their `post:` snippets, and IPR_ONLINE_PRE_<MPI_X>(op,
+ * &p, <arguments>) before PMPI_X, when this header defines them (both only
+ * while recording; a status argument is the wrapper's `st`, never
+ * MPI_STATUS_IGNORE). Calls without a macro only charge their compute
+ * block. In list calls the macros read the wrapper's `ids`/`nids` (the
+ * request handles before the call).
+ */
+#ifndef IPR_ONLINE_H
+#define IPR_ONLINE_H
+#include "support.h"
+
+/* Nonzero once online mode runs on this process (set by ipr_online_start). */
+extern int ipr_online_active;
+
+void ipr_on_send(const struct ipr_params *p, int rc, int dest, int tag);
+void ipr_on_recv(const struct ipr_params *p, int rc, const MPI_Status *st);
+void ipr_on_isend(const struct ipr_params *p, int rc, int dest, int tag);
+void ipr_on_irecv(const struct ipr_params *p, int rc, int source);
+void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses);
+void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st);
+void ipr_on_coll(int op, const struct ipr_params *p, int rc);
+void ipr_on_comm_created(int rc, MPI_Comm created);
+void ipr_on_comm_free(uint32_t id);
+MPI_Status *ipr_on_statuses(int count);
+void ipr_online_start(void);
+void ipr_online_finalize(void);
+
+#define IPR_ON(x) do { if (ipr_online_active) { x; } } while (0)
+#define IPR_ON_SEND(op, p, rc, buf, count, datatype, dest, tag, comm) IPR_ON(ipr_on_send(p, rc, dest, tag))
+#define IPR_ON_ISEND(op, p, rc, buf, count, datatype, dest, tag, comm, request) IPR_ON(ipr_on_isend(p, rc, dest, tag))
+
+#define IPR_ONLINE_MPI_Send IPR_ON_SEND
+#define IPR_ONLINE_MPI_Ssend IPR_ON_SEND
+#define IPR_ONLINE_MPI_Bsend IPR_ON_SEND
+#define IPR_ONLINE_MPI_Rsend IPR_ON_SEND
+#define IPR_ONLINE_MPI_Isend IPR_ON_ISEND
+#define IPR_ONLINE_MPI_Issend IPR_ON_ISEND
+#define IPR_ONLINE_MPI_Ibsend IPR_ON_ISEND
+#define IPR_ONLINE_MPI_Irsend IPR_ON_ISEND
+#define IPR_ONLINE_MPI_Recv(op, p, rc, buf, count, datatype, source, tag, comm, st) IPR_ON(ipr_on_recv(p, rc, st))
+#define IPR_ONLINE_MPI_Irecv(op, p, rc, buf, count, datatype, source, tag, comm, request) IPR_ON(ipr_on_irecv(p, rc, source))
+
+/* Completions: the handles as they were before the call. */
+#define IPR_ONLINE_MPI_Wait(op, p, rc, request, st) IPR_ON(ipr_on_complete(rc, 1, &(p)->request, st))
+#define IPR_ONLINE_MPI_Test(op, p, rc, request, flag, st) IPR_ON(if (*(flag)) ipr_on_complete(rc, 1, &(p)->request, st))
+#define IPR_ON_STATUSES(sts, count) IPR_ON(if ((sts) == MPI_STATUSES_IGNORE) (sts) = ipr_on_statuses(count))
+#define IPR_ONLINE_PRE_MPI_Waitall(op, p, count, reqs, sts) IPR_ON_STATUSES(sts, count)
+#define IPR_ONLINE_PRE_MPI_Testall(op, p, count, reqs, flag, sts) IPR_ON_STATUSES(sts, count)
+#define IPR_ONLINE_MPI_Waitall(op, p, rc, count, reqs, sts) IPR_ON(if (nids == (uint64_t)(count)) ipr_on_complete(rc, nids, ids, sts))
+#define IPR_ONLINE_MPI_Testall(op, p, rc, count, reqs, flag, sts) \
+    IPR_ON(if (*(flag) && nids == (uint64_t)(count)) ipr_on_complete(rc, nids, ids, sts))
+#define IPR_ON_ANY(rc, index, st) \
+    IPR_ON(if (*(index) != MPI_UNDEFINED && *(index) >= 0 && (uint64_t)*(index) < nids) ipr_on_complete(rc, 1, &ids[*(index)], st))
+#define IPR_ONLINE_MPI_Waitany(op, p, rc, count, reqs, index, st) IPR_ON_ANY(rc, index, st)
+#define IPR_ONLINE_MPI_Testany(op, p, rc, count, reqs, index, flag, st) IPR_ON(if (*(flag)) IPR_ON_ANY(rc, index, st))
+
+#define IPR_ONLINE_MPI_Sendrecv(op, p, rc, sb, sc, stype, dest, sendtag, rb, rcount, rtype, source, recvtag, comm, st) \
+    IPR_ON(ipr_on_sendrecv(p, rc, dest, sendtag, st))
+#define IPR_ONLINE_MPI_Sendrecv_replace(op, p, rc, buf, count, datatype, dest, sendtag, source, recvtag, comm, st) \
+    IPR_ON(ipr_on_sendrecv(p, rc, dest, sendtag, st))
+
+/* Collectives: entry times are exchanged for all of them; the clock then
+ * models those the replay can build from a trace record (the others cost
+ * no virtual time and are listed in the report). */
+#define IPR_ON_COLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc))
+#define IPR_ONLINE_MPI_Barrier IPR_ON_COLL
+#define IPR_ONLINE_MPI_Bcast IPR_ON_COLL
+#define IPR_ONLINE_MPI_Reduce IPR_ON_COLL
+#define IPR_ONLINE_MPI_Allreduce IPR_ON_COLL
+#define IPR_ONLINE_MPI_Gather IPR_ON_COLL
+#define IPR_ONLINE_MPI_Gatherv IPR_ON_COLL
+#define IPR_ONLINE_MPI_Scatter IPR_ON_COLL
+#define IPR_ONLINE_MPI_Scatterv IPR_ON_COLL
+#define IPR_ONLINE_MPI_Allgather IPR_ON_COLL
+#define IPR_ONLINE_MPI_Allgatherv IPR_ON_COLL
+#define IPR_ONLINE_MPI_Alltoall IPR_ON_COLL
+#define IPR_ONLINE_MPI_Alltoallv IPR_ON_COLL
+#define IPR_ONLINE_MPI_Reduce_scatter IPR_ON_COLL
+#define IPR_ONLINE_MPI_Reduce_scatter_block IPR_ON_COLL
+#define IPR_ONLINE_MPI_Scan IPR_ON_COLL
+#define IPR_ONLINE_MPI_Exscan IPR_ON_COLL
+
+/* Communicators: shadows follow the application's. */
+#define IPR_ONLINE_MPI_Comm_dup(op, p, rc, comm, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Comm_split(op, p, rc, comm, color, key, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Comm_create(op, p, rc, comm, group, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Comm_free(op, p, rc, comm) IPR_ON(if ((rc) == MPI_SUCCESS) ipr_on_comm_free((p)->comm))
+
+#endif

@@ -1,0 +1,217 @@
+//! Online mode (issue 8) under real `mpirun`: the prediction made while
+//! the program runs against the offline replay of the trace the same run
+//! recorded, the fallback on a bad platform, virtual `MPI_Wtime`.
+
+use super::*;
+
+use simulator::action::ComputeTime;
+use simulator::replay::{open_trace_dir, replay_with};
+
+/// One 16-core host; eager below 4 KiB (jacobi2d's 512-double halo rows at
+/// `-np 4` then go by rendezvous, its 1-double allreduce eagerly); nonzero
+/// overheads; `speed_ratio` as given.
+fn platform_file(dir: &Path, speed_ratio: f64) -> PathBuf {
+    let text = format!(
+        "name = \"online-test\"\n[[hosts]]\nname = \"n0\"\ncores = 16\nspeed_ratio = {speed_ratio}\n\
+         [network.intra]\neager_threshold_bytes = 4096\n\
+         transfer = [ {{ max_bytes = 4096, intercept_s = 1e-6, bandwidth_bytes_per_s = 2e9 }}, \
+         {{ intercept_s = 3e-6, bandwidth_bytes_per_s = 5e9 }} ]\n\
+         send_overhead = [ {{ intercept_s = 5e-7, bandwidth_bytes_per_s = 1e10 }} ]\n\
+         recv_overhead = [ {{ intercept_s = 4e-7, bandwidth_bytes_per_s = 1e10 }} ]\n"
+    );
+    let path = dir.join("platform.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn online_run(np: u32, prog: &str, args: &[&str], platform: &Path, extra: &[(&str, &str)]) -> (tempfile::TempDir, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = vec![
+        ("INTERPOSER_OUT", dir.path().to_str().unwrap()),
+        ("INTERPOSER_MODE", "online"),
+        ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
+    ];
+    env.extend_from_slice(extra);
+    let out = mpirun(np, prog, args, &env, true);
+    (dir, out)
+}
+
+fn online_json(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("online.json")).expect("online.json");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn offline_makespan(dir: &Path, platform: &Path) -> f64 {
+    let (p, x) = simulator::platform::load_any(platform, &[]).unwrap();
+    let streams = open_trace_dir(dir, ComputeTime::Cpu).unwrap();
+    replay_with(&p, &x, streams).unwrap().makespan_s
+}
+
+#[test]
+fn online_prediction_agrees_with_offline_replay_of_the_same_run_issue_8() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    for (prog, args) in [
+        ("jacobi2d", &["1024", "60"][..]),
+        ("ring", &["2000", "8"][..]),
+        ("ring", &["200", "100000"][..]),
+        ("allreduce_loop", &["300", "1024"][..]),
+    ] {
+        let (dir, out) = online_run(4, prog, args, &platform, &[]);
+        assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
+        let report = online_json(dir.path());
+        let online = report["makespan_s"].as_f64().unwrap();
+        assert_eq!(report["ranks"].as_array().unwrap().len(), 4);
+        let offline = offline_makespan(dir.path(), &platform);
+        let rel = (online - offline).abs() / offline;
+        assert!(online > 0.0 && rel < 0.01, "{prog} {args:?}: online {online} s vs offline {offline} s ({:.3} %)", rel * 100.0);
+        let printed = String::from_utf8_lossy(&out.stderr);
+        assert!(printed.contains("online prediction") && printed.contains("makespan"), "{printed}");
+        let meta = std::fs::read_to_string(dir.path().join("meta.json")).unwrap();
+        assert!(meta.contains("\"online\""), "{meta}");
+        let plain = mpirun(4, prog, args, &[], false);
+        assert_eq!(result_lines(&plain), result_lines(&out), "{prog}: online mode changed the results");
+    }
+}
+
+#[test]
+fn bad_platform_warns_once_and_falls_back_to_tracing_issue_8() {
+    let tmp = tempfile::tempdir().unwrap();
+    let invalid = tmp.path().join("bad.toml");
+    std::fs::write(&invalid, "name = \"x\"\nhosts = []\n").unwrap();
+    let plain = mpirun(2, "jacobi2d", &["96", "20"], &[], false);
+    for platform in [tmp.path().join("missing.toml"), invalid] {
+        let (dir, out) = online_run(2, "jacobi2d", &["96", "20"], &platform, &[]);
+        let w = warnings(&out);
+        assert!(w.len() == 1 && w[0].contains("INTERPOSER_PLATFORM") && w[0].contains("trace"), "{w:?}");
+        assert!(!dir.path().join("online.json").exists());
+        assert!(dir.path().join("rank-1.trace").exists());
+        assert_eq!(result_lines(&plain), result_lines(&out));
+    }
+}
+
+#[test]
+fn virtual_wtime_returns_the_virtual_clock() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A target 50 times faster: the program's own timing must shrink.
+    let platform = platform_file(tmp.path(), 50.0);
+    let wall = |out: &Output| -> f64 {
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines().find_map(|l| l.strip_prefix("wall_s=")).expect("wall_s line").parse().unwrap()
+    };
+    let (_, real) = online_run(2, "jacobi2d", &["512", "40"], &platform, &[]);
+    let (dir, virt) = online_run(2, "jacobi2d", &["512", "40"], &platform, &[("INTERPOSER_VIRTUAL_WTIME", "1")]);
+    let makespan = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let (real, virt) = (wall(&real), wall(&virt));
+    assert!(virt > 0.0 && virt <= makespan, "virtual wall_s {virt} vs makespan {makespan}");
+    assert!(virt < real / 5.0, "virtual wall_s {virt} s vs real {real} s");
+}
+
+#[test]
+fn online_mode_runs_every_recorded_call_and_sub_communicators() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let (dir, out) = online_run(4, "mpi_calls", &["3"], &platform, &[]);
+    check_mpi_calls(dir.path(), &out);
+    assert!(online_json(dir.path())["makespan_s"].as_f64().unwrap() > 0.0);
+    let plain = mpirun(4, "mpi_calls", &["3"], &[], false);
+    assert_eq!(result_lines(&plain), result_lines(&out));
+}
+
+/// `tests/mpi/<name>.c`, built once with `mpicc` against `include/`.
+fn test_program(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let mut built = BUILT.lock().unwrap();
+    if !built.iter().any(|b| b == name) {
+        let st = Command::new("mpicc")
+            .args(["-O2", "-I"])
+            .arg(here.join("include"))
+            .arg(here.join(format!("tests/mpi/{name}.c")))
+            .arg("-o")
+            .arg(&out)
+            .arg("-lm")
+            .status()
+            .expect("mpicc");
+        assert!(st.success(), "mpicc tests/mpi/{name}.c failed");
+        built.push(name.to_string());
+    }
+    out
+}
+
+#[test]
+fn rendezvous_waits_in_any_order_do_not_hang_and_agree_with_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let prog = test_program("waits");
+    let prog = prog.to_str().unwrap();
+    let (dir, out) = online_run(4, prog, &["20"], &platform, &[]);
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let offline = offline_makespan(dir.path(), &platform);
+    assert!((online - offline).abs() / offline < 0.01, "online {online} vs offline {offline}");
+    assert_eq!(result_lines(&mpirun(4, prog, &["20"], &[], false)), result_lines(&out));
+}
+
+#[test]
+fn sampled_loop_skips_iterations_and_charges_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let prog = test_program("sampled");
+    let prog = prog.to_str().unwrap();
+    let (full_dir, full) = online_run(2, prog, &["200", "0"], &platform, &[]);
+    let (samp_dir, samp) = online_run(2, prog, &["200", "1"], &platform, &[]);
+    let ran = |o: &Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert_eq!((ran(&full).as_str(), ran(&samp).as_str()), ("ran=200", "ran=8"));
+    let (a, b) = (online_json(full_dir.path())["makespan_s"].as_f64().unwrap(), online_json(samp_dir.path())["makespan_s"].as_f64().unwrap());
+    assert!((a - b).abs() / a < 0.15, "sampled prediction {b} s vs full {a} s");
+    // The trace carries the charged time too: offline replay agrees.
+    let off = offline_makespan(samp_dir.path(), &platform);
+    assert!((off - b).abs() / b < 0.01, "offline {off} vs online {b}");
+    // Without the interposer every iteration runs.
+    assert_eq!(ran(&mpirun(2, prog, &["20", "1"], &[], false)), "ran=20");
+}
+
+/// A synthetic 1 GHz jitter trace: a 20 µs event after every 80 µs of
+/// compute (20 %), as the simulator's replay tests write them.
+fn jitter_trace(dir: &Path) -> PathBuf {
+    use simulator::jitter_trace::{JitterHeader, JitterRecord, JitterTrace};
+    let header = JitterHeader {
+        host: "node0".into(),
+        cpu: 0,
+        tsc_hz: 1e9,
+        tsc_hz_kernel: None,
+        tsc_hz_kernel_source: None,
+        t_min_cycles: 20,
+        threshold_cycles: 180,
+        timer_read: "rdtsc".into(),
+        start_unix_ns: 0,
+        requested_duration_s: 0.01,
+        kernel: "test".into(),
+        cosched_window_cycles: None,
+        cosched_origin_cycles: None,
+    };
+    let records: Vec<JitterRecord> = (0..100).map(|_| JitterRecord { jitter_cycles: 20_000, cycles_to_next: 80_000 }).collect();
+    let duration_cycles = records.iter().map(|r| r.jitter_cycles + r.cycles_to_next).sum();
+    let t = JitterTrace { header, lead_cycles: 0, records, duration_cycles, dropped_events: 0 };
+    let path = dir.join("node0.cpu0.jitter");
+    t.write(&path).unwrap();
+    path
+}
+
+#[test]
+fn jitter_injection_agrees_with_replay_jitter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let jt = jitter_trace(tmp.path());
+    let (dir, _) = online_run(4, "jacobi2d", &["512", "30"], &platform, &[("INTERPOSER_JITTER", jt.to_str().unwrap())]);
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let (p, x) = simulator::platform::load_any(&platform, &[]).unwrap();
+    let (tracks, hz) = simulator::jitter::load_tracks(&jt, None).unwrap();
+    let stretch = simulator::jitter::compute_stretch(&tracks, hz, simulator::jitter::Mode::Unsync, 4, 1);
+    let streams = open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap();
+    let jittered = simulator::replay::replay_jitter(&p, &x, streams, None, Some(stretch)).unwrap().makespan_s;
+    let plain = offline_makespan(dir.path(), &platform);
+    assert!((online - jittered).abs() / jittered < 0.01, "online {online} vs replay --jitter {jittered}");
+    assert!(jittered > plain * 1.1, "20 % jitter must show: {jittered} vs {plain}");
+}

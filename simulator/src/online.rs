@@ -1,0 +1,361 @@
+//! Virtual clocks for online prediction: one rank's view of the replay
+//! model, advanced call by call while the application runs (DESIGN.md
+//! "Online mode"; seed 001, SMPI online, and seed 004, HPX-5's simulation
+//! modality; xSim's PMPI virtual time).
+//!
+//! A [`VirtualRank`] holds one rank's virtual clock and applies, to the
+//! facts the interposer learns at run time (its measured compute blocks,
+//! the virtual send time a companion message brings, the receive post
+//! time an acknowledgement brings, the entry times of a collective's
+//! members), exactly the rules of the offline replay ([`crate::replay`]):
+//!
+//! - **Compute** `s` seconds of thread CPU time advance the clock by
+//!   `s / speed_ratio` of the rank's host (stretched by OS jitter when a
+//!   [`Stretch`] is given, as [`crate::replay::replay_jitter`] does).
+//! - **Eager** (`bytes < eager_threshold_bytes` of the pair's
+//!   [`P2pModel`]): the sender is busy `send_overhead(bytes)`; the receive
+//!   completes at `max(send_post + transfer(bytes), recv_post +
+//!   recv_overhead(bytes))` (with SMPI's `async-small-thresh`, an eager
+//!   message of at least that size starts at `max(send_post, recv_post)`).
+//! - **Rendezvous**: both sides complete at `max(send_post, recv_post) +
+//!   transfer(bytes)`; the sender learns `recv_post` from the receiver.
+//! - **Collectives** run the replay engine itself on a synthetic action
+//!   set (member i: `compute(entry_i)`, the collective, `finalize`) on the
+//!   communicator's members, so the very same algorithms and selector
+//!   ([`crate::replay::collectives::CollAlgs`]) decide the exit times.
+//! - **Accounting** splits each blocking wait of `w` seconds into
+//!   `min(w, d)` communication and the rest waiting, `d` the longest model
+//!   duration awaited (the rule documented in [`crate::replay`]).
+//!
+//! Not modelled online: link sharing among concurrent transfers
+//! ([`crate::platform::Extras::flows`]), which needs a global view; each
+//! transfer gets its model's full bandwidth, as in a TOML platform.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::action::Action;
+use crate::network::P2pModel;
+use crate::platform::{Extras, Mapping, Platform};
+use crate::replay::{self, ActionStream, ReplayError, ReplayErrorKind, Stretch};
+
+#[cfg(test)]
+mod tests;
+
+/// One rank's virtual time so far, seconds; serialized per rank in the
+/// interposer's `online.json`. `compute_s + comm_s + wait_s = end_s`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct VirtualStats {
+    /// Virtual time of the rank's `MPI_Finalize` (or now), seconds.
+    pub end_s: f64,
+    /// Compute blocks, scaled by the host's speed ratio, seconds.
+    pub compute_s: f64,
+    /// Modelled communication, seconds.
+    pub comm_s: f64,
+    /// Blocked waiting for a late partner, seconds.
+    pub wait_s: f64,
+    /// Point-to-point messages sent (not counting collectives' steps).
+    pub messages: u64,
+    /// Bytes of those messages.
+    pub bytes_sent: u64,
+}
+
+/// What a send posted: the virtual time the companion message carries,
+/// and whether the model sends it eagerly (else the sender needs the
+/// receiver's post time, [`VirtualRank::send_matched`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SendPost {
+    /// Virtual post time of the send, seconds.
+    pub post_s: f64,
+    /// Eager under the pair's model.
+    pub eager: bool,
+}
+
+/// A nonblocking request's state.
+#[derive(Debug, Clone, Copy)]
+enum Req {
+    /// Completes at `at` with model duration `d`.
+    Done { at: f64, d: f64 },
+    /// A rendezvous send waiting for the receiver's post time.
+    Send { dst: u32, bytes: u64, post: f64 },
+    /// A receive posted at `post`.
+    Recv { post: f64 },
+}
+
+/// The kind of a pending request, for the interposer to know which
+/// message (companion or acknowledgement) completes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pending {
+    /// Unknown handle, or one already complete: nothing to exchange.
+    None,
+    /// A receive: needs the sender's companion ([`VirtualRank::recv_matched`]).
+    Recv,
+    /// A rendezvous send: needs the receiver's post time ([`VirtualRank::send_matched`]).
+    RendezvousSend,
+}
+
+/// A blocking wait being assembled: see [`VirtualRank::wait`].
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    since: f64,
+    resume: f64,
+    d: f64,
+}
+
+/// One rank's virtual clock on a target platform.
+pub struct VirtualRank<'a> {
+    rank: u32,
+    platform: Platform,
+    extras: Extras,
+    speed: f64,
+    clock: f64,
+    stats: VirtualStats,
+    reqs: HashMap<u64, Req>,
+    jitter: Option<Stretch<'a>>,
+}
+
+impl std::fmt::Debug for VirtualRank<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VirtualRank").field("rank", &self.rank).field("clock", &self.clock).finish()
+    }
+}
+
+impl<'a> VirtualRank<'a> {
+    /// World rank `rank` at virtual time 0 on `platform`. Link sharing
+    /// (`extras.flows`) is dropped: see the module docs.
+    ///
+    /// # Panics
+    /// With an explicit mapping that does not place `rank`.
+    pub fn new(platform: Platform, mut extras: Extras, rank: u32) -> Self {
+        extras.flows = None;
+        let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
+        VirtualRank { rank, platform, extras, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None }
+    }
+
+    /// Exposes compute blocks and eager-send overheads to OS jitter
+    /// (default: none), as [`crate::replay::replay_jitter`]; the stretcher
+    /// is called with this rank's world rank.
+    pub fn with_jitter(mut self, jitter: Stretch<'a>) -> Self {
+        self.jitter = Some(jitter);
+        self
+    }
+
+    /// The virtual clock, seconds.
+    pub fn now(&self) -> f64 {
+        self.clock
+    }
+
+    /// Totals so far, with `end_s` = now.
+    pub fn stats(&self) -> VirtualStats {
+        VirtualStats { end_s: self.clock, ..self.stats }
+    }
+
+    /// The host speed ratio compute blocks are divided by.
+    pub fn speed_ratio(&self) -> f64 {
+        self.speed
+    }
+
+    fn model(&self, a: u32, b: u32) -> &P2pModel {
+        self.platform.p2p(a, b)
+    }
+
+    fn stretch(&mut self, start: f64, d: f64) -> f64 {
+        match self.jitter.as_mut() {
+            Some(s) => s(self.rank as usize, start, d),
+            None => d,
+        }
+    }
+
+    /// A compute block of `seconds` of measured thread CPU time.
+    pub fn compute(&mut self, seconds: f64) {
+        let dt = self.stretch(self.clock, seconds.max(0.0) / self.speed);
+        self.clock += dt;
+        self.stats.compute_s += dt;
+    }
+
+    /// Posts a send of `bytes` to world rank `dst` at the clock; an eager
+    /// one then charges the send overhead.
+    pub fn send(&mut self, dst: u32, bytes: u64) -> SendPost {
+        let model = self.model(self.rank, dst);
+        let (eager, o) = (model.is_eager(bytes), model.send_overhead.eval(bytes));
+        let post = self.clock;
+        self.stats.messages += 1;
+        self.stats.bytes_sent += bytes;
+        if eager {
+            let o = self.stretch(post, o);
+            self.clock += o;
+            self.stats.comm_s += o;
+        }
+        SendPost { post_s: post, eager }
+    }
+
+    /// [`VirtualRank::send`] creating request `req`: an eager one is
+    /// complete after its overhead, a rendezvous one when
+    /// [`VirtualRank::send_matched`] gives the receiver's post time.
+    pub fn isend(&mut self, req: u64, dst: u32, bytes: u64) -> SendPost {
+        let s = self.send(dst, bytes);
+        let state = if s.eager { Req::Done { at: self.clock, d: 0.0 } } else { Req::Send { dst, bytes, post: s.post_s } };
+        self.reqs.insert(req, state);
+        s
+    }
+
+    /// Posts a receive creating request `req` at the clock; returns its
+    /// virtual post time.
+    pub fn irecv(&mut self, req: u64) -> f64 {
+        self.reqs.insert(req, Req::Recv { post: self.clock });
+        self.clock
+    }
+
+    /// What request `req` still needs (see [`Pending`]).
+    pub fn pending(&self, req: u64) -> Pending {
+        match self.reqs.get(&req) {
+            Some(Req::Recv { .. }) => Pending::Recv,
+            Some(Req::Send { .. }) => Pending::RendezvousSend,
+            _ => Pending::None,
+        }
+    }
+
+    /// Completion `(at, d)` of a receive posted at `recv_post` of a
+    /// message of `bytes` from `src` sent at `send_post`.
+    fn recv_done(&self, src: u32, bytes: u64, send_post: f64, recv_post: f64) -> (f64, f64) {
+        let model = self.model(src, self.rank);
+        let t = model.transfer.eval(bytes);
+        if model.is_eager(bytes) {
+            let o_r = model.recv_overhead.eval(bytes);
+            let start = match self.extras.async_small_thresh_bytes {
+                Some(th) if bytes >= th => send_post.max(recv_post),
+                _ => send_post,
+            };
+            ((start + t).max(recv_post + o_r), t.max(o_r))
+        } else {
+            (send_post.max(recv_post) + t, t)
+        }
+    }
+
+    /// Request `req`, a receive, matched a message of `bytes` from world
+    /// rank `src` sent at virtual time `send_post_s`. Returns the
+    /// receive's post time (for the sender, when the message is
+    /// rendezvous) and whether it is eager; `None` for an unknown request.
+    pub fn recv_matched(&mut self, req: u64, src: u32, bytes: u64, send_post_s: f64) -> Option<(f64, bool)> {
+        let Some(&Req::Recv { post }) = self.reqs.get(&req) else { return None };
+        let (at, d) = self.recv_done(src, bytes, send_post_s, post);
+        self.reqs.insert(req, Req::Done { at, d });
+        Some((post, self.model(src, self.rank).is_eager(bytes)))
+    }
+
+    /// Request `req`, a rendezvous send, was received by a receive posted
+    /// at virtual time `recv_post_s`. False for an unknown request.
+    pub fn send_matched(&mut self, req: u64, recv_post_s: f64) -> bool {
+        let Some(&Req::Send { dst, bytes, post }) = self.reqs.get(&req) else { return false };
+        let t = self.model(self.rank, dst).transfer.eval(bytes);
+        self.reqs.insert(req, Req::Done { at: post.max(recv_post_s) + t, d: t });
+        true
+    }
+
+    /// Blocks until every request of `reqs` completed (`MPI_Wait`,
+    /// `MPI_Waitall`, a successful `MPI_Test*`): the clock moves to the
+    /// latest completion, and the requests are forgotten. Unknown
+    /// handles (`MPI_REQUEST_NULL`, `MPI_PROC_NULL` peers) complete at once;
+    /// a request still pending (its companion never came) counts as
+    /// complete now.
+    pub fn wait(&mut self, reqs: &[u64]) {
+        let mut b = Block { since: self.clock, resume: self.clock, d: 0.0 };
+        for r in reqs {
+            if let Some(Req::Done { at, d }) = self.reqs.remove(r) {
+                b.resume = b.resume.max(at);
+                b.d = b.d.max(d);
+            }
+        }
+        self.resolve(b);
+    }
+
+    fn resolve(&mut self, b: Block) {
+        let w = b.resume - b.since;
+        let comm = w.min(b.d).max(0.0);
+        self.stats.comm_s += comm;
+        self.stats.wait_s += w - comm;
+        self.clock = b.resume;
+    }
+
+    /// A blocking receive posted now matched a message of `bytes` from
+    /// `src` sent at `send_post_s`; the clock moves to its completion.
+    /// Returns the post time and eagerness as [`VirtualRank::recv_matched`].
+    pub fn recv(&mut self, src: u32, bytes: u64, send_post_s: f64) -> (f64, bool) {
+        const TMP: u64 = u64::MAX;
+        self.irecv(TMP);
+        let out = self.recv_matched(TMP, src, bytes, send_post_s).expect("posted above");
+        self.wait(&[TMP]);
+        out
+    }
+
+    /// A blocking rendezvous send posted at `s` (from [`VirtualRank::send`])
+    /// was received by a receive posted at `recv_post_s`; the clock moves
+    /// to its completion.
+    pub fn send_done(&mut self, dst: u32, bytes: u64, s: SendPost, recv_post_s: f64) {
+        if s.eager {
+            return;
+        }
+        let t = self.model(self.rank, dst).transfer.eval(bytes);
+        let b = Block { since: self.clock, resume: self.clock.max(s.post_s.max(recv_post_s) + t), d: t };
+        self.resolve(b);
+    }
+
+    /// A collective `action` (its root as a world rank, per-rank sizes in
+    /// communicator rank order, its communicator ignored) over `members` (world ranks, in communicator
+    /// rank order), which entered at virtual times `entries_s` (same
+    /// order). Moves the clock to this rank's exit time and returns it.
+    ///
+    /// # Errors
+    /// [`ReplayError`]: this rank or the root is not a member, the lengths
+    /// differ, or the replay rejects the action.
+    pub fn collective(&mut self, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<f64, ReplayError> {
+        let bad = |why: String| ReplayError {
+            rank: Some(self.rank),
+            kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why },
+        };
+        if members.len() != entries_s.len() {
+            return Err(bad(format!("{} members but {} entry times", members.len(), entries_s.len())));
+        }
+        let me = members.iter().position(|&m| m == self.rank).ok_or_else(|| bad("this rank is not a member".into()))?;
+        let local = |w: u32| members.iter().position(|&m| m == w).map(|i| i as u32);
+        let mut act = action.clone();
+        match &mut act {
+            Action::Bcast { root, comm, .. }
+            | Action::Reduce { root, comm, .. }
+            | Action::Gather { root, comm, .. }
+            | Action::Scatter { root, comm, .. }
+            | Action::Scatterv { root, comm, .. } => {
+                *root = local(*root).ok_or_else(|| bad(format!("root {root} is not a member")))?;
+                *comm = 0;
+            }
+            Action::Barrier { comm }
+            | Action::Allreduce { comm, .. }
+            | Action::Alltoall { comm, .. }
+            | Action::Alltoallv { comm, .. }
+            | Action::Allgather { comm, .. }
+            | Action::Allgatherv { comm, .. }
+            | Action::ReduceScatter { comm, .. }
+            | Action::Scan { comm, .. } => *comm = 0,
+            other => return Err(bad(format!("{other:?} is not a collective"))),
+        }
+        let hosts = members.iter().map(|&m| self.platform.host_of(m) as u32).collect();
+        let platform = Platform { mapping: Mapping::Explicit { hosts }, ..self.platform.clone() };
+        let base = entries_s.iter().copied().fold(f64::INFINITY, f64::min);
+        let streams: Vec<ActionStream<'_, std::convert::Infallible>> = members
+            .iter()
+            .zip(entries_s)
+            .map(|(&m, &t)| {
+                let speed = platform.hosts[self.platform.host_of(m)].speed_ratio;
+                let start = Action::Compute { seconds: (t - base) * speed, region: 0 };
+                Box::new([start, act.clone(), Action::Finalize].into_iter().map(Ok)) as ActionStream<'_, _>
+            })
+            .collect();
+        let report = replay::replay_with(&platform, &self.extras, streams)?;
+        let mine = &report.ranks[me];
+        let exit = base + mine.end_s;
+        let b = Block { since: self.clock, resume: exit.max(self.clock), d: mine.comm_s };
+        self.resolve(b);
+        Ok(self.clock)
+    }
+}

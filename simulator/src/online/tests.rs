@@ -1,0 +1,150 @@
+//! The online clocks against the offline replay of the same actions: two
+//! hosts with different intra/inter models, nonzero overheads, a host
+//! twice as fast; every figure must agree with [`crate::replay::replay`].
+
+use std::convert::Infallible;
+
+use super::*;
+use crate::network::{Piecewise, Segment};
+use crate::platform::{Host, Network};
+
+fn pw(intercept_s: f64, bandwidth_bytes_per_s: f64) -> Piecewise {
+    Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] }
+}
+
+fn platform() -> Platform {
+    let model = |l: f64, bw: f64| P2pModel {
+        eager_threshold_bytes: 1024,
+        transfer: pw(l, bw),
+        send_overhead: pw(2e-6, 1e9),
+        recv_overhead: pw(3e-6, 2e9),
+    };
+    Platform {
+        name: "t".into(),
+        hosts: vec![
+            Host { name: "a".into(), cores: 1, speed_ratio: 1.0 },
+            Host { name: "b".into(), cores: 1, speed_ratio: 2.0 },
+        ],
+        mapping: Mapping::Block,
+        network: Network { intra: model(1e-6, 1e10), inter: Some(model(1e-5, 1e9)) },
+    }
+}
+
+fn offline(ranks: Vec<Vec<Action>>) -> Vec<VirtualStats> {
+    let streams: Vec<ActionStream<'static, Infallible>> =
+        ranks.into_iter().map(|a| Box::new(a.into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
+    let rep = replay::replay(&platform(), streams).unwrap();
+    rep.ranks
+        .iter()
+        .map(|r| VirtualStats { end_s: r.end_s, compute_s: r.compute_s, comm_s: r.comm_s, wait_s: r.wait_s, ..Default::default() })
+        .collect()
+}
+
+fn assert_close(online: VirtualStats, offline: VirtualStats) {
+    for (name, a, b) in [
+        ("end_s", online.end_s, offline.end_s),
+        ("compute_s", online.compute_s, offline.compute_s),
+        ("comm_s", online.comm_s, offline.comm_s),
+        ("wait_s", online.wait_s, offline.wait_s),
+    ] {
+        assert!((a - b).abs() < 1e-12, "{name}: online {a} vs offline {b}");
+    }
+}
+
+fn compute(s: f64) -> Action {
+    Action::Compute { seconds: s, region: 0 }
+}
+
+/// Blocking eager and rendezvous messages both ways (a ping-pong).
+#[test]
+fn blocking_ping_pong_agrees_with_replay() {
+    for bytes in [100u64, 5000] {
+        let send = |dst| Action::Send { dst, tag: 0, bytes, comm: 0 };
+        let recv = |src| Action::Recv { src, tag: 0, bytes, comm: 0 };
+        let off = offline(vec![
+            vec![compute(1e-4), send(1), recv(1), Action::Finalize],
+            vec![compute(3e-4), recv(0), compute(1e-5), send(0), Action::Finalize],
+        ]);
+        let (mut a, mut b) = (VirtualRank::new(platform(), Extras::default(), 0), VirtualRank::new(platform(), Extras::default(), 1));
+        a.compute(1e-4);
+        let sa = a.send(1, bytes);
+        b.compute(3e-4);
+        let (post_b, _) = b.recv(0, bytes, sa.post_s);
+        a.send_done(1, bytes, sa, post_b);
+        let post_a = a.irecv(7);
+        b.compute(1e-5);
+        let sb = b.send(0, bytes);
+        let (post_a2, _) = a.recv_matched(7, 1, bytes, sb.post_s).unwrap();
+        assert_eq!(post_a, post_a2);
+        a.wait(&[7]);
+        b.send_done(0, bytes, sb, post_a);
+        assert_close(a.stats(), off[0]);
+        assert_close(b.stats(), off[1]);
+    }
+}
+
+/// A halo exchange: Irecv, Isend, Waitall, with a rendezvous and an eager message.
+#[test]
+fn nonblocking_exchange_agrees_with_replay() {
+    let (big, small) = (4096u64, 64u64);
+    let off = offline(vec![
+        vec![
+            compute(2e-4),
+            Action::Irecv { src: 1, tag: 0, bytes: small, comm: 0, req: 1 },
+            Action::Isend { dst: 1, tag: 0, bytes: big, comm: 0, req: 2 },
+            Action::Waitall { reqs: vec![1, 2] },
+            Action::Finalize,
+        ],
+        vec![
+            compute(5e-5),
+            Action::Isend { dst: 0, tag: 0, bytes: small, comm: 0, req: 3 },
+            compute(1e-4),
+            Action::Irecv { src: 0, tag: 0, bytes: big, comm: 0, req: 4 },
+            Action::Waitall { reqs: vec![4, 3] },
+            Action::Finalize,
+        ],
+    ]);
+    let (mut a, mut b) = (VirtualRank::new(platform(), Extras::default(), 0), VirtualRank::new(platform(), Extras::default(), 1));
+    a.compute(2e-4);
+    a.irecv(1);
+    let sa = a.isend(2, 1, big);
+    b.compute(5e-5);
+    let sb = b.isend(3, 0, small);
+    b.compute(1e-4);
+    b.irecv(4);
+    assert_eq!((a.pending(1), a.pending(2), b.pending(3)), (Pending::Recv, Pending::RendezvousSend, Pending::None));
+    let (post_b, eager) = b.recv_matched(4, 0, big, sa.post_s).unwrap();
+    assert!(!eager);
+    a.recv_matched(1, 1, small, sb.post_s).unwrap();
+    assert!(a.send_matched(2, post_b));
+    a.wait(&[1, 2]);
+    b.wait(&[4, 3]);
+    assert_close(a.stats(), off[0]);
+    assert_close(b.stats(), off[1]);
+}
+
+/// Collectives run through the replay engine on the members, with a
+/// non-world member list and a remapped root.
+#[test]
+fn collectives_agree_with_replay() {
+    let entries = [3e-4, 1e-4, 2e-4];
+    for action in [
+        Action::Allreduce { bytes: 8, comm: 0 },
+        Action::Bcast { root: 2, bytes: 2000, comm: 0 },
+        Action::Barrier { comm: 0 },
+    ] {
+        let off = offline(entries.iter().map(|&e| vec![compute(e), action.clone(), Action::Finalize]).collect());
+        for r in 0..3u32 {
+            let mut v = VirtualRank::new(platform(), Extras::default(), r);
+            v.compute(entries[r as usize]);
+            let entry: Vec<f64> = (0..3).map(|i| entries[i] / platform().hosts[platform().host_of(i as u32)].speed_ratio).collect();
+            v.collective(&action, &[0, 1, 2], &entry).unwrap();
+            assert!((v.now() - off[r as usize].end_s).abs() < 1e-12, "{action:?} rank {r}: {} vs {}", v.now(), off[r as usize].end_s);
+            assert!((v.stats().comm_s - off[r as usize].comm_s).abs() < 1e-12);
+        }
+    }
+    let mut v = VirtualRank::new(platform(), Extras::default(), 1);
+    let e = v.collective(&Action::Bcast { root: 0, bytes: 8, comm: 3 }, &[1, 0], &[0.0, 0.0]).unwrap();
+    assert!(e > 0.0);
+    assert!(v.collective(&Action::Barrier { comm: 0 }, &[0, 2], &[0.0, 0.0]).is_err());
+}
