@@ -17,3 +17,4 @@ pub mod replay;
 pub mod speed;
 pub mod ti;
 pub mod trace;
+pub mod validate;

@@ -4,6 +4,7 @@
 //! simulator replay --platform <file> <trace> [--json] [--compute-time cpu|wall]
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|smpi]
 //!                  [--timeline <file.json>]
+//! simulator validate [--suite c-tests/suite.toml] [--platform <file>] [-r R] [--sweep]
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
 //! code is then 1.
@@ -39,6 +40,9 @@ enum Command {
     Jitter(simulator::jitter::cli::JitterArgs),
     /// Tools over an interposer trace: regions, export-ti, timeline, dump.
     Trace(simulator::trace::cli::TraceArgs),
+    /// Measure a suite of MPI programs, predict them (offline replay and
+    /// online mode) and set measured against predicted.
+    Validate(simulator::validate::cli::ValidateArgs),
 }
 
 #[derive(clap::Args)]
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => run_replay(args),
         Command::Jitter(args) => simulator::jitter::cli::run(args),
         Command::Trace(args) => simulator::trace::cli::run(args),
+        Command::Validate(args) => simulator::validate::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
