@@ -70,7 +70,11 @@ fn validate_runs_every_case_and_writes_every_output() {
     std::fs::write(&suite, text).unwrap();
     let quick = ["--reps=3", "--sizes=16", "--max-bytes=65536", "--refine-rounds=0", "--loggp-n=0", "--holdout=0"];
     let mut extra: Vec<String> = quick.iter().map(|a| format!("--calibrate-arg={a}")).collect();
-    extra.push("--sweep".into());
+    // A hook that only logs: the "network" it changes is this file.
+    let calls = dir.path().join("hook-calls");
+    let hook = dir.path().join("hook.sh");
+    std::fs::write(&hook, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", calls.display())).unwrap();
+    extra.extend(["--sweep".into(), "--sweep-hook".into(), format!("sh {}", hook.display())]);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = validate(dir.path(), &suite, &extra);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -95,11 +99,17 @@ fn validate_runs_every_case_and_writes_every_output() {
     let md = std::fs::read_to_string(o.join("validate.md")).unwrap();
     assert!(md.contains("| ring | 2 | 1 |") && md.contains("load average"), "{md}");
     assert!(std::fs::read_to_string(o.join("validate.svg")).unwrap().contains("<svg"));
-    // The sweep: four scalings per case; a slower network never predicts faster.
+    // The sweep: four scalings per case; a slower network never predicts
+    // faster; the bandwidth factors re-measured, interleaved with the base.
+    let hooked = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(hooked, "1\n0.5\n2\n".repeat(3) + "1\n");
     let sweep = std::fs::read_to_string(o.join("sweep.csv")).unwrap();
     assert_eq!(sweep.lines().count(), 1 + 4 * 3, "{sweep}");
     for l in sweep.lines().skip(1) {
         let f: Vec<&str> = l.split(',').collect();
+        // measured_s only where the bandwidth changed; base_measured_s everywhere.
+        assert_eq!(!f[8].is_empty(), f[3] != "1", "{l}");
+        assert!(!f[7].is_empty(), "{l}");
         let (lat, bw, base, pred): (f64, f64, f64, f64) = (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap());
         if lat > 1.0 || bw < 1.0 {
             assert!(pred >= base, "{l}");

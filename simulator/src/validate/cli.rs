@@ -58,8 +58,9 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub sweep: bool,
     /// With --sweep: a shell command that sets the real network's
-    /// bandwidth to a factor of its base, called as `<CMD> <factor>` (0.5,
-    /// 2, then 1 to restore); the cases are re-measured after each change.
+    /// bandwidth to a factor of its base, called as `<CMD> <factor>`
+    /// (1, 0.5, 2 before every run, in turn; 1 again at the end): every
+    /// case is re-measured R times at each factor, interleaved.
     #[arg(long, value_name = "CMD", requires = "sweep")]
     pub sweep_hook: Option<String>,
     /// Kill a run after this many seconds.
@@ -204,26 +205,28 @@ struct Ctx {
     extras: Extras,
 }
 
+/// Bandwidth factors re-measured through `--sweep-hook`, the base first.
+const MEASURED_BW: [f64; 3] = [1.0, 0.5, 2.0];
+
 /// Re-predicts every traced case at [`FACTORS`]; with a hook, re-measures
-/// at the bandwidth factors.
+/// every case at the bandwidth factors, the factors interleaved run by run
+/// (so that slow and fast phases of the machine fall on all of them) and
+/// the base re-measured the same way.
 fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Option<Traced>)], bar: &ProgressBar) -> anyhow::Result<Vec<SweepRow>> {
-    let mut measured: Vec<Vec<Option<f64>>> = vec![vec![None; FACTORS.len()]; cases.len()];
+    let mut runs: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); MEASURED_BW.len()]; cases.len()];
     if let Some(hook) = &args.sweep_hook {
-        for (k, &(lat, bw)) in FACTORS.iter().enumerate().filter(|(_, f)| f.0 == 1.0) {
-            debug_assert_eq!(lat, 1.0);
-            set_network(hook, bw, bar)?;
+        for i in 0..ctx.reps {
             for (c, case) in cases.iter().enumerate() {
-                let mut runs = Vec::new();
-                for i in 0..ctx.reps {
+                for (k, &bw) in MEASURED_BW.iter().enumerate() {
+                    set_network(hook, bw, bar)?;
                     bar.set_message(format!("{} plain at bandwidth x{bw} {}/{}", case.name, i + 1, ctx.reps));
                     let log = ctx.out.join("cases").join(format!("{}-np{}", case.name, case.ranks)).join(format!("sweep-bw{bw}-{i}.log"));
                     match ctx.launcher.run(case, &Mode::Plain, &log) {
-                        Ok(w) => runs.push(w),
+                        Ok(w) => runs[c][k].push(w),
                         Err(e) => bar.println(format!("sweep: {e}")),
                     }
                     bar.inc(1);
                 }
-                measured[c][k] = report::median(&runs);
             }
         }
         set_network(hook, 1.0, bar)?;
@@ -231,20 +234,16 @@ fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Op
     let mut rows = Vec::new();
     for (c, (row, traced)) in results.iter().enumerate() {
         let (Some(t), Some(base)) = (traced, row.offline_s) else { continue };
-        for (k, &(lat, bw)) in FACTORS.iter().enumerate() {
+        let base_measured_s = if args.sweep_hook.is_some() { report::median(&runs[c][0]) } else { row.measured_s() };
+        for &(lat, bw) in &FACTORS {
             bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
             let scaled = predict::scale_network(&t.platform, lat, bw);
             let predicted_s = predict::replay_makespan(&scaled, &ctx.extras, &t.trace).map_err(anyhow::Error::msg)?;
-            rows.push(SweepRow {
-                name: row.name.clone(),
-                ranks: row.ranks,
-                latency: lat,
-                bandwidth: bw,
-                base_predicted_s: base,
-                predicted_s,
-                base_measured_s: row.measured_s(),
-                measured_s: measured[c][k],
-            });
+            let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
+                Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
+                _ => None,
+            };
+            rows.push(SweepRow { name: row.name.clone(), ranks: row.ranks, latency: lat, bandwidth: bw, base_predicted_s: base, predicted_s, base_measured_s, measured_s });
         }
     }
     Ok(rows)
@@ -293,7 +292,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let out = args.out.canonicalize().with_context(|| args.out.display().to_string())?;
     let load_start = load_avg();
 
-    let sweep_runs = if args.sweep_hook.is_some() { FACTORS.iter().filter(|f| f.0 == 1.0).count() * args.reps } else { 0 };
+    let sweep_runs = if args.sweep_hook.is_some() { MEASURED_BW.len() * args.reps } else { 0 };
     let bar = ProgressBar::new((cases.len() * (args.reps + 2 + sweep_runs)) as u64);
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").expect("template").progress_chars("=> "));
     bar.enable_steady_tick(Duration::from_millis(250));
