@@ -111,6 +111,9 @@ chmod +x "$WORK/agent"
 printf '%s slots=2\n%s slots=2\n' $A $B >"$WORK/hosts"
 export OMPI_MCA_plm_rsh_agent=$WORK/agent
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=$NET.0/24 OMPI_MCA_oob_tcp_if_include=$NET.0/24
+# Each daemon sees a whole 2-core node and would bind its rank to core 0:
+# both "hosts" would then share one core.
+export OMPI_MCA_hwloc_base_binding_policy=none
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_orte_tmpdir_base=$WORK
 inA() { ip netns exec $A "$@"; }
