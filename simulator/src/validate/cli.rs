@@ -12,6 +12,7 @@ use super::report::{self, Row};
 use super::suite::{self, Case};
 use super::sweep::{self, SweepRow, FACTORS};
 use super::predict;
+use crate::action::ComputeTime;
 use crate::platform::{self, Extras, Platform};
 
 /// Options of `simulator validate`.
@@ -63,9 +64,23 @@ pub struct ValidateArgs {
     /// case is re-measured R times at each factor, interleaved.
     #[arg(long, value_name = "CMD", requires = "sweep")]
     pub sweep_hook: Option<String>,
+    /// Which recorded duration a compute block takes in the offline
+    /// replay: thread CPU time (what the block costs on an idle core), or
+    /// wall time (what it took in the traced run, other load included).
+    #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
+    pub compute_time: ComputeArg,
     /// Kill a run after this many seconds.
     #[arg(long, value_name = "S", default_value_t = 600)]
     pub timeout_s: u64,
+}
+
+/// `--compute-time`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ComputeArg {
+    /// Thread CPU time.
+    Cpu,
+    /// Wall time between the calls.
+    Wall,
 }
 
 /// A file beside the running binary (`target/release/<name>`).
@@ -145,7 +160,7 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
             match predict::placed(&ctx.platform, &trace) {
                 Ok((platform, how)) => {
                     bar.set_message(format!("{} replay", case.name));
-                    match predict::replay_makespan(&platform, &ctx.extras, &trace) {
+                    match predict::replay_makespan(&platform, &ctx.extras, &trace, ctx.compute) {
                         Ok(m) => row.offline_s = Some(m),
                         Err(e) => row.note(e),
                     }
@@ -203,6 +218,7 @@ struct Ctx {
     platform_is_xml: bool,
     platform: Platform,
     extras: Extras,
+    compute: ComputeTime,
 }
 
 /// Bandwidth factors re-measured through `--sweep-hook`, the base first.
@@ -238,7 +254,7 @@ fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Op
         for &(lat, bw) in &FACTORS {
             bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
             let scaled = predict::scale_network(&t.platform, lat, bw);
-            let predicted_s = predict::replay_makespan(&scaled, &ctx.extras, &t.trace).map_err(anyhow::Error::msg)?;
+            let predicted_s = predict::replay_makespan(&scaled, &ctx.extras, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?;
             let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
                 Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
                 _ => None,
@@ -303,7 +319,11 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let (platform, extras) = platform::load_any(&platform_path, &[]).context("cannot load platform")?;
     let platform_is_xml = std::fs::read_to_string(&platform_path).is_ok_and(|t| t.trim_start().starts_with('<'));
     let platform_path = platform_path.canonicalize().with_context(|| platform_path.display().to_string())?;
-    let ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras };
+    let compute = match args.compute_time {
+        ComputeArg::Cpu => ComputeTime::Cpu,
+        ComputeArg::Wall => ComputeTime::Wall,
+    };
+    let ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras, compute };
 
     let results: Vec<(Row, Option<Traced>)> = cases.iter().map(|c| run_case(c, &ctx, &bar)).collect();
     let sweep_rows = if args.sweep { Some(run_sweep(args, &ctx, &cases, &results, &bar)?) } else { None };
@@ -311,10 +331,14 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
 
     let rows: Vec<Row> = results.iter().map(|(r, _)| r.clone()).collect();
     let preamble = format!(
-        "Suite `{}`, platform `{}`, {} plain runs per case (median), launcher `{}`; load average {} at the start, {} at the end.",
+        "Suite `{}`, platform `{}`, {} plain runs per case (median), compute blocks by {:?} time, launcher `{}`; load average {} at the start, {} at the end.",
         args.suite.display(),
         ctx.platform_path.display(),
         args.reps,
+        match args.compute_time {
+            ComputeArg::Cpu => "thread CPU",
+            ComputeArg::Wall => "wall",
+        },
         ctx.launcher.mpirun,
         load_start,
         load_avg()

@@ -35,13 +35,14 @@ pub fn placed(platform: &Platform, trace: &Path) -> Result<(Platform, String), S
     }
 }
 
-/// Replays the interposer trace `trace` on `platform` (compute blocks take
-/// their thread CPU time); returns the makespan, seconds.
+/// Replays the interposer trace `trace` on `platform`, compute blocks
+/// taking their `compute` duration (thread CPU or wall time); returns the
+/// makespan, seconds.
 ///
 /// # Errors
 /// The trace's or the replay's error, one line naming the file.
-pub fn replay_makespan(platform: &Platform, extras: &Extras, trace: &Path) -> Result<f64, String> {
-    let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(ComputeTime::Cpu).map_err(|e| e.to_string())?;
+pub fn replay_makespan(platform: &Platform, extras: &Extras, trace: &Path, compute: ComputeTime) -> Result<f64, String> {
+    let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?;
     let report = replay::replay_with(platform, extras, streams).map_err(|e| format!("replay of {}: {e}", trace.display()))?;
     Ok(report.makespan_s)
 }
