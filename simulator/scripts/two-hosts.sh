@@ -54,6 +54,7 @@ WORK=$(mktemp -d /tmp/two-hosts.XXXXXX)
 
 cleanup() {
   local ns
+  [ -n "${SERVER:-}" ] && kill "$SERVER" 2>/dev/null
   for ns in "${CREATED[@]}"; do
     case $ns in "$P"?) ip netns del "$ns" 2>/dev/null || echo "two-hosts.sh: could not remove namespace $ns" >&2 ;; esac
   done
@@ -129,6 +130,7 @@ ip netns exec $B "$WORK/tcp-pingpong" server 7777 &
 SERVER=$!
 inA "$WORK/tcp-pingpong" client $NET.2 7777 20000 1 >"$OUT/tcp-pingpong.txt"
 wait $SERVER
+SERVER=
 cat "$OUT/tcp-pingpong.txt" >&2
 
 if [ $QUICK = 1 ]; then
