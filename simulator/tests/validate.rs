@@ -28,6 +28,14 @@ fn built() -> &'static Path {
     })
 }
 
+/// Serializes the tests that run MPI jobs: each would slow the other's
+/// measurements on a small machine.
+static MPI_JOBS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn mpi_lock() -> std::sync::MutexGuard<'static, ()> {
+    MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Why Open MPI is unusable here, if it is.
 fn mpi_missing() -> Option<String> {
     let ok = Command::new("mpirun").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
@@ -62,6 +70,7 @@ fn validate_runs_every_case_and_writes_every_output() {
         eprintln!("SKIPPED validate_runs_every_case_and_writes_every_output: {why}");
         return;
     }
+    let _mpi = mpi_lock();
     let dir = tempfile::tempdir().unwrap();
     let build = root().join("c-tests/build");
     let suite = dir.path().join("suite.toml");
@@ -129,4 +138,54 @@ fn a_missing_program_fails_naming_the_suite_and_case() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains(&suite.display().to_string()) && err.contains("case ghost: program") && err.contains("not found"), "{err}");
+}
+
+/// Why `simulator/scripts/two-hosts.sh` cannot run here, if it cannot.
+fn two_hosts_missing() -> Option<String> {
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        return Some("needs root (ip netns, tc)".into());
+    }
+    if !Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success()) {
+        return Some("`ip netns list` failed".into());
+    }
+    let release = root().join("target/release");
+    ["simulator", "calibrate", "libinterposer.so"].iter().find(|f| !release.join(f).is_file()).map(|f| format!("target/release/{f} missing (cargo build --release)"))
+}
+
+#[test]
+fn two_hosts_script_runs_quick_and_removes_its_namespaces() {
+    if let Some(why) = mpi_missing().or_else(two_hosts_missing) {
+        eprintln!("SKIPPED two_hosts_script_runs_quick_and_removes_its_namespaces: {why}");
+        return;
+    }
+    let _mpi = mpi_lock();
+    built();
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new("bash")
+        .arg(root().join("simulator/scripts/two-hosts.sh"))
+        .args(["--quick", "--reps", "1", "--out"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("mpvh{}", child.id());
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "two-hosts.sh failed:\n{text}");
+    let left = String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).to_string();
+    assert!(!left.contains(&prefix), "namespaces {prefix}* left behind:\n{left}");
+    // Two hosts, an inter-node model, every case predicted.
+    let platform = simulator::platform::Platform::load(&dir.path().join("platform.toml")).unwrap();
+    assert_eq!(platform.hosts.len(), 2);
+    assert!(platform.network.inter.is_some());
+    let csv = std::fs::read_to_string(dir.path().join("validate/validate.csv")).unwrap();
+    assert_eq!(csv.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect::<Vec<_>>(), ["ring", "ring-256k", "jacobi2d"], "{csv}");
+    for l in csv.lines().skip(1) {
+        assert!(l.split(',').nth(4).unwrap().parse::<f64>().is_ok_and(|v| v > 0.0), "no offline prediction: {l}");
+    }
+    let placement = std::fs::read_to_string(dir.path().join("validate/cases/ring-np2/placement.txt")).unwrap();
+    assert!(placement.contains(&format!("{prefix}a")) && placement.contains(&format!("{prefix}b")), "{placement}");
+    let summary = std::fs::read_to_string(dir.path().join("summary.txt")).unwrap();
+    assert!(summary.contains("inter-node bandwidth") && summary.contains("plain TCP ping-pong"), "{summary}");
 }
