@@ -124,7 +124,7 @@ inA mpirun -np 2 --hostfile "$WORK/hosts" --map-by node hostname >"$WORK/hostnam
 sort -u "$WORK/hostnames" | tr '\n' ' ' >&2; echo >&2
 [ "$(sort -u "$WORK/hostnames" | wc -l)" = 2 ] || { echo "two-hosts.sh: Open MPI did not place the ranks on two hosts" >&2; exit 1; }
 
-echo "== plain TCP ping-pong over the veth (1 byte, C, TCP_NODELAY)" >&2
+echo "== plain TCP ping-pong over the veth (1 byte, C, TCP_NODELAY, busy-polling)" >&2
 cc -O2 -o "$WORK/tcp-pingpong" simulator/scripts/tcp-pingpong.c
 ip netns exec $B "$WORK/tcp-pingpong" server 7777 &
 SERVER=$!
@@ -169,9 +169,9 @@ inA $BIN/simulator validate --suite "$WORK/suite.toml" --platform "$OUT/platform
 
 # The acceptance figures: the inter-node model against the tc rate and the
 # plain TCP latency.
-python3 - "$OUT/platform.toml" "$OUT/tcp-pingpong.txt" "$RATE" <<'EOF' | tee "$OUT/summary.txt"
-import sys, tomllib
-platform, tcp, rate = sys.argv[1], sys.argv[2], float(sys.argv[3])
+python3 - "$OUT/platform.toml" "$OUT/tcp-pingpong.txt" "$RATE" "$OUT/calibrate.txt" <<'EOF' | tee "$OUT/summary.txt"
+import re, sys, tomllib
+platform, tcp, rate, cal = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 inter = tomllib.load(open(platform, "rb"))["network"]["inter"]
 segs = inter["transfer"]
 bw = segs[-1]["bandwidth_bytes_per_s"]
@@ -183,6 +183,11 @@ print(f"inter-node bandwidth (largest sizes): {bw/1e6:.2f} MB/s; tc rate {tc/1e6
       f" (TCP goodput at that rate {good/1e6:.2f} MB/s: {100*(bw/good-1):+.1f} %)")
 print(f"inter-node latency (transfer of 1 B): {lat*1e6:.2f} us; plain TCP ping-pong half round trip {half*1e6:.2f} us"
       f" (MPI adds {(lat-half)*1e6:+.2f} us)")
+# LogGP's G of the two-node run (the last LogGP line of calibrate's report).
+g = re.findall(r"G = ([0-9.e+-]+) s/B", open(cal).read())
+if g:
+    gbw = 1 / float(g[-1])
+    print(f"inter-node LogGP G: {gbw/1e6:.2f} MB/s; tc rate: {100*(gbw/tc-1):+.1f} %; TCP goodput: {100*(gbw/good-1):+.1f} %")
 print(f"eager threshold between the hosts: {inter['eager_threshold_bytes']} B")
 EOF
 echo "outputs in $OUT (platform.toml, calibrate.txt, network-plots/, validate/, summary.txt)" >&2
