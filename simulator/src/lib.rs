@@ -20,3 +20,4 @@ pub mod replay;
 pub mod speed;
 pub mod ti;
 pub mod trace;
+pub mod validate;

@@ -6,6 +6,7 @@
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|ompi|simgrid-ompi|smpi]
 //!                  [--coll <coll>=<alg>]…
 //!                  [--timeline <file.json>] [--pstate N|HOST=N]…
+//! simulator validate [--suite c-tests/suite.toml] [--platform <file>] [-r R] [--sweep]
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
 //! code is then 1.
@@ -41,6 +42,9 @@ enum Command {
     Jitter(simulator::jitter::cli::JitterArgs),
     /// Tools over an interposer trace: regions, export-ti, timeline, dump.
     Trace(simulator::trace::cli::TraceArgs),
+    /// Measure a suite of MPI programs, predict them (offline replay and
+    /// online mode) and set measured against predicted.
+    Validate(simulator::validate::cli::ValidateArgs),
     /// Measured against predicted time, per rank and phase (compute, MPI, end).
     Compare(CompareArgs),
 }
@@ -231,6 +235,7 @@ fn main() -> ExitCode {
         Command::Jitter(args) => simulator::jitter::cli::run(args),
         Command::Trace(args) => simulator::trace::cli::run(args),
         Command::Compare(args) => run_compare(args),
+        Command::Validate(args) => simulator::validate::cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

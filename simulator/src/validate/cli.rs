@@ -1,0 +1,365 @@
+//! The `simulator validate` command: options and the run over the suite.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::launch::{Launcher, Mode};
+use super::report::{self, Row};
+use super::suite::{self, Case};
+use super::sweep::{self, SweepRow, FACTORS};
+use super::predict;
+use crate::action::ComputeTime;
+use crate::platform::{self, Extras, Platform};
+
+/// Options of `simulator validate`.
+#[derive(clap::Args, Debug)]
+pub struct ValidateArgs {
+    /// The suite (TOML, see `c-tests/suite.toml`); paths in it are relative to it.
+    #[arg(long, value_name = "TOML", default_value = "c-tests/suite.toml")]
+    pub suite: PathBuf,
+    /// Platform to predict on (our TOML or a SimGrid XML); default: run
+    /// `calibrate network` first and use its <OUT>/platform.toml.
+    #[arg(long, value_name = "FILE")]
+    pub platform: Option<PathBuf>,
+    /// Plain runs per case (R); the measured time is their median.
+    #[arg(short = 'r', long, value_name = "R", default_value_t = 5)]
+    pub reps: usize,
+    /// Run every case on this many ranks instead of the suite's.
+    #[arg(long, value_name = "N")]
+    pub ranks: Option<u32>,
+    /// The MPI launcher; default $MPIRUN, else mpirun.
+    #[arg(long, value_name = "PATH")]
+    pub mpirun: Option<String>,
+    /// Launcher argument for every run and for the calibration (repeatable),
+    /// e.g. --mpirun-arg=--mca --mpirun-arg=btl --mpirun-arg=tcp,self.
+    #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub mpirun_args: Vec<String>,
+    /// Hostfile for every case without its own, and for the calibration
+    /// (which then also fits the inter-node model).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Output directory: validate.{md,csv,svg}, sweep.{md,csv}, and per
+    /// case the traces and every run's log.
+    #[arg(long, value_name = "DIR", default_value = "target/validate")]
+    pub out: PathBuf,
+    /// The interposer library; default: libinterposer.so beside this binary.
+    #[arg(long, value_name = "SO")]
+    pub interposer: Option<PathBuf>,
+    /// The calibrate binary; default: calibrate beside this binary.
+    #[arg(long, value_name = "PATH")]
+    pub calibrate: Option<PathBuf>,
+    /// Extra argument of `calibrate network` (repeatable), e.g. --calibrate-arg=--reps=10.
+    #[arg(long = "calibrate-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub calibrate_args: Vec<String>,
+    /// Also re-predict with the network's latency and bandwidth scaled by 0.5 and 2.
+    #[arg(long)]
+    pub sweep: bool,
+    /// With --sweep: a shell command that sets the real network's
+    /// bandwidth to a factor of its base, called as `<CMD> <factor>`
+    /// (1, 0.5, 2 before every run, in turn; 1 again at the end): every
+    /// case is re-measured R times at each factor, interleaved.
+    #[arg(long, value_name = "CMD", requires = "sweep")]
+    pub sweep_hook: Option<String>,
+    /// Which recorded duration a compute block takes in the offline
+    /// replay: thread CPU time (what the block costs on an idle core), or
+    /// wall time (what it took in the traced run, other load included).
+    #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
+    pub compute_time: ComputeArg,
+    /// Kill a run after this many seconds.
+    #[arg(long, value_name = "S", default_value_t = 600)]
+    pub timeout_s: u64,
+}
+
+/// `--compute-time`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ComputeArg {
+    /// Thread CPU time.
+    Cpu,
+    /// Wall time between the calls.
+    Wall,
+}
+
+/// A file beside the running binary (`target/release/<name>`).
+fn beside_exe(name: &str) -> Option<PathBuf> {
+    std::env::current_exe().ok().map(|e| e.with_file_name(name))
+}
+
+fn load_avg() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "unknown".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+}
+
+/// Runs `calibrate network` into `out`; returns the platform path.
+fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
+    let exe = args.calibrate.clone().or_else(|| beside_exe("calibrate")).context("cannot locate the calibrate binary; give --calibrate")?;
+    let platform = out.join("platform.toml");
+    let log = out.join("calibrate.log");
+    bar.set_message("calibrate network");
+    let file = std::fs::File::create(&log).with_context(|| format!("create {}", log.display()))?;
+    let mut cmd = Command::new(&exe);
+    cmd.args(["network", "--out"]).arg(&platform).arg("--csv").arg(out.join("network-samples.csv")).arg("--plot").arg(out.join("network-plots"));
+    if let Some(h) = &args.hostfile {
+        cmd.arg("--hostfile").arg(h);
+    }
+    for a in &launcher.extra_args {
+        cmd.arg(format!("--mpirun-arg={a}"));
+    }
+    cmd.args(&args.calibrate_args).env("MPIRUN", &launcher.mpirun).stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file);
+    let status = cmd.status().with_context(|| format!("cannot run {}; give --calibrate", exe.display()))?;
+    if !status.success() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        bail!("calibrate network failed ({status}): {}; log in {}", text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""), log.display());
+    }
+    bar.println(format!("calibrated the network: {} (log {})", platform.display(), log.display()));
+    Ok(platform)
+}
+
+/// What one case's traced run gave: the trace and its placed platform.
+struct Traced {
+    trace: PathBuf,
+    platform: Platform,
+}
+
+/// Runs one case: plain runs with the traced and online runs in the middle.
+fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) {
+    let mut row = Row { name: case.name.clone(), ranks: case.ranks, ..Row::default() };
+    let dir = ctx.out.join("cases").join(format!("{}-np{}", case.name, case.ranks));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        row.note(format!("{}: {e}", dir.display()));
+        return (row, None);
+    }
+    let mut traced = None;
+    for i in 0..ctx.reps {
+        if i == ctx.reps / 2 {
+            traced = trace_and_predict(case, ctx, &dir, &mut row, bar);
+        }
+        bar.set_message(format!("{} plain {}/{}", case.name, i + 1, ctx.reps));
+        match ctx.launcher.run(case, &Mode::Plain, &dir.join(format!("plain-{i}.log"))) {
+            Ok(w) => row.measured.push(w),
+            Err(e) => row.note(e),
+        }
+        bar.inc(1);
+    }
+    (row, traced)
+}
+
+/// The traced run, its replay, and the online run.
+fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
+    let trace = dir.join("trace");
+    bar.set_message(format!("{} traced", case.name));
+    let mode = Mode::Trace { lib: ctx.interposer.clone(), out: trace.clone() };
+    let result = ctx.launcher.run(case, &mode, &dir.join("trace.log"));
+    bar.inc(1);
+    let traced = match result {
+        Ok(w) => {
+            row.traced_s = Some(w);
+            match predict::placed(&ctx.platform, &trace) {
+                Ok((platform, how)) => {
+                    bar.set_message(format!("{} replay", case.name));
+                    match predict::replay_makespan(&platform, &ctx.extras, &trace, ctx.compute) {
+                        Ok(m) => row.offline_s = Some(m),
+                        Err(e) => row.note(e),
+                    }
+                    let _ = std::fs::write(dir.join("placement.txt"), how + "\n");
+                    Some(Traced { trace: trace.clone(), platform })
+                }
+                Err(e) => {
+                    row.note(e);
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            row.note(e);
+            None
+        }
+    };
+    // Online mode models on the same placed platform (ours only: an XML
+    // platform goes as it is).
+    let online_platform = match &traced {
+        Some(t) if !ctx.platform_is_xml => {
+            let p = dir.join("platform.toml");
+            t.platform.save(&p).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
+        }
+        _ => ctx.platform_path.clone(),
+    };
+    let online = dir.join("online");
+    bar.set_message(format!("{} online", case.name));
+    let mode = Mode::Online { lib: ctx.interposer.clone(), out: online.clone(), platform: online_platform };
+    match ctx.launcher.run(case, &mode, &dir.join("online.log")) {
+        Ok(_) => match read_online(&online.join("online.json")) {
+            Ok(m) => row.online_s = Some(m),
+            Err(e) => row.note(format!("online n/a: {e}")),
+        },
+        Err(e) => row.note(e),
+    }
+    bar.inc(1);
+    traced
+}
+
+/// `makespan_s` of an `online.json`.
+fn read_online(path: &Path) -> Result<f64, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    v.get("makespan_s").and_then(serde_json::Value::as_f64).filter(|m| m.is_finite() && *m >= 0.0).ok_or_else(|| format!("{}: no valid makespan_s", path.display()))
+}
+
+/// What every case needs.
+struct Ctx {
+    out: PathBuf,
+    reps: usize,
+    launcher: Launcher,
+    interposer: PathBuf,
+    platform_path: PathBuf,
+    platform_is_xml: bool,
+    platform: Platform,
+    extras: Extras,
+    compute: ComputeTime,
+}
+
+/// Bandwidth factors re-measured through `--sweep-hook`, the base first.
+const MEASURED_BW: [f64; 3] = [1.0, 0.5, 2.0];
+
+/// Re-predicts every traced case at [`FACTORS`]; with a hook, re-measures
+/// every case at the bandwidth factors, the factors interleaved run by run
+/// (so that slow and fast phases of the machine fall on all of them) and
+/// the base re-measured the same way.
+fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Option<Traced>)], bar: &ProgressBar) -> anyhow::Result<Vec<SweepRow>> {
+    let mut runs: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); MEASURED_BW.len()]; cases.len()];
+    if let Some(hook) = &args.sweep_hook {
+        for i in 0..ctx.reps {
+            for (c, case) in cases.iter().enumerate() {
+                for (k, &bw) in MEASURED_BW.iter().enumerate() {
+                    set_network(hook, bw, bar)?;
+                    bar.set_message(format!("{} plain at bandwidth x{bw} {}/{}", case.name, i + 1, ctx.reps));
+                    let log = ctx.out.join("cases").join(format!("{}-np{}", case.name, case.ranks)).join(format!("sweep-bw{bw}-{i}.log"));
+                    match ctx.launcher.run(case, &Mode::Plain, &log) {
+                        Ok(w) => runs[c][k].push(w),
+                        Err(e) => bar.println(format!("sweep: {e}")),
+                    }
+                    bar.inc(1);
+                }
+            }
+        }
+        set_network(hook, 1.0, bar)?;
+    }
+    let mut rows = Vec::new();
+    for (c, (row, traced)) in results.iter().enumerate() {
+        let (Some(t), Some(base)) = (traced, row.offline_s) else { continue };
+        let base_measured_s = if args.sweep_hook.is_some() { report::median(&runs[c][0]) } else { row.measured_s() };
+        for &(lat, bw) in &FACTORS {
+            bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
+            let scaled = predict::scale_network(&t.platform, lat, bw);
+            let predicted_s = predict::replay_makespan(&scaled, &ctx.extras, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?;
+            let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
+                Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
+                _ => None,
+            };
+            rows.push(SweepRow { name: row.name.clone(), ranks: row.ranks, latency: lat, bandwidth: bw, base_predicted_s: base, predicted_s, base_measured_s, measured_s });
+        }
+    }
+    Ok(rows)
+}
+
+/// Calls the sweep hook with `factor`.
+fn set_network(hook: &str, factor: f64, bar: &ProgressBar) -> anyhow::Result<()> {
+    bar.set_message(format!("sweep hook: bandwidth x{factor}"));
+    let status = Command::new("sh").arg("-c").arg(format!("{hook} {factor}")).stdin(Stdio::null()).status().with_context(|| format!("--sweep-hook: cannot run sh -c '{hook} {factor}'"))?;
+    if !status.success() {
+        bail!("--sweep-hook: `{hook} {factor}` failed ({status})");
+    }
+    Ok(())
+}
+
+/// Runs `simulator validate`.
+///
+/// # Errors
+/// A one-line message naming the file or option at fault; also when some
+/// case has no measurement or no offline prediction (after every output
+/// is written).
+pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
+    if args.reps == 0 {
+        bail!("--reps: must be >= 1");
+    }
+    let mut cases = suite::load(&args.suite)?;
+    if let Some(n) = args.ranks {
+        if n == 0 {
+            bail!("--ranks: must be >= 1");
+        }
+        cases.iter_mut().for_each(|c| c.ranks = n);
+    }
+    if let Some(c) = cases.iter().find(|c| !c.program.is_file()) {
+        bail!("{}: case {}: program {} not found (build the c-tests: make -C c-tests)", args.suite.display(), c.name, c.program.display());
+    }
+    let mut launcher = Launcher::detect(args.mpirun.as_deref()).map_err(anyhow::Error::msg)?;
+    launcher.extra_args = args.mpirun_args.clone();
+    launcher.hostfile = args.hostfile.clone();
+    launcher.timeout = Duration::from_secs(args.timeout_s);
+    let interposer = args.interposer.clone().or_else(|| beside_exe("libinterposer.so")).context("cannot locate libinterposer.so; give --interposer")?;
+    if !interposer.is_file() {
+        bail!("{}: interposer library not found (cargo build --release, or give --interposer)", interposer.display());
+    }
+    let interposer = interposer.canonicalize().with_context(|| interposer.display().to_string())?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
+    let out = args.out.canonicalize().with_context(|| args.out.display().to_string())?;
+    let load_start = load_avg();
+
+    let sweep_runs = if args.sweep_hook.is_some() { MEASURED_BW.len() * args.reps } else { 0 };
+    let bar = ProgressBar::new((cases.len() * (args.reps + 2 + sweep_runs)) as u64);
+    bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").expect("template").progress_chars("=> "));
+    bar.enable_steady_tick(Duration::from_millis(250));
+    let platform_path = match &args.platform {
+        Some(p) => p.clone(),
+        None => calibrate(args, &launcher, &out, &bar)?,
+    };
+    let (platform, extras) = platform::load_any(&platform_path, &[]).context("cannot load platform")?;
+    let platform_is_xml = std::fs::read_to_string(&platform_path).is_ok_and(|t| t.trim_start().starts_with('<'));
+    let platform_path = platform_path.canonicalize().with_context(|| platform_path.display().to_string())?;
+    let compute = match args.compute_time {
+        ComputeArg::Cpu => ComputeTime::Cpu,
+        ComputeArg::Wall => ComputeTime::Wall,
+    };
+    let ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras, compute };
+
+    let results: Vec<(Row, Option<Traced>)> = cases.iter().map(|c| run_case(c, &ctx, &bar)).collect();
+    let sweep_rows = if args.sweep { Some(run_sweep(args, &ctx, &cases, &results, &bar)?) } else { None };
+    bar.finish_and_clear();
+
+    let rows: Vec<Row> = results.iter().map(|(r, _)| r.clone()).collect();
+    let preamble = format!(
+        "Suite `{}`, platform `{}`, {} plain runs per case (median), compute blocks by {:?} time, launcher `{}`; load average {} at the start, {} at the end.",
+        args.suite.display(),
+        ctx.platform_path.display(),
+        args.reps,
+        match args.compute_time {
+            ComputeArg::Cpu => "thread CPU",
+            ComputeArg::Wall => "wall",
+        },
+        ctx.launcher.mpirun,
+        load_start,
+        load_avg()
+    );
+    let write = |name: &str, text: String| std::fs::write(out.join(name), text).with_context(|| format!("write {}", out.join(name).display()));
+    write("validate.md", report::markdown(&rows, &preamble))?;
+    write("validate.csv", report::csv(&rows))?;
+    report::plot_svg(&out.join("validate.svg"), "predicted vs measured run time", &rows).map_err(anyhow::Error::msg)?;
+    print!("{}", report::table(&rows));
+    for r in rows.iter().filter(|r| !r.note.is_empty()) {
+        eprintln!("{}: {}", r.name, r.note);
+    }
+    if let Some(s) = &sweep_rows {
+        write("sweep.md", sweep::markdown(s, &preamble))?;
+        write("sweep.csv", sweep::csv(s))?;
+        print!("\n{}", sweep::table(s));
+    }
+    eprintln!("wrote {}/validate.{{md,csv,svg}}{}", out.display(), if sweep_rows.is_some() { " and sweep.{md,csv}" } else { "" });
+    let failed: Vec<&str> = rows.iter().filter(|r| r.measured_s().is_none() || r.offline_s.is_none()).map(|r| r.name.as_str()).collect();
+    if !failed.is_empty() {
+        bail!("{} of {} cases have no measurement or no offline prediction: {} (see the notes above)", failed.len(), rows.len(), failed.join(", "));
+    }
+    Ok(())
+}

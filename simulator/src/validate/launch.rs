@@ -1,0 +1,203 @@
+//! Running a suite case under `mpirun`: plainly, traced by the interposer,
+//! or in the interposer's online mode, and reading the `wall_s=` line the
+//! program prints (the c-tests' convention: `MPI_Wtime` between two
+//! barriers, printed by rank 0).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::suite::Case;
+
+/// How a run is made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// No interposer.
+    Plain,
+    /// `LD_PRELOAD=<lib> INTERPOSER_OUT=<out>` (trace mode).
+    Trace {
+        /// The interposer library.
+        lib: PathBuf,
+        /// Trace directory.
+        out: PathBuf,
+    },
+    /// `INTERPOSER_MODE=online INTERPOSER_PLATFORM=<platform>` as well.
+    Online {
+        /// The interposer library.
+        lib: PathBuf,
+        /// Trace directory, where `online.json` is expected.
+        out: PathBuf,
+        /// Platform of the online model.
+        platform: PathBuf,
+    },
+}
+
+impl Mode {
+    /// Short name for logs and tables: `plain`, `trace`, `online`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::Plain => "plain",
+            Mode::Trace { .. } => "trace",
+            Mode::Online { .. } => "online",
+        }
+    }
+}
+
+/// The MPI launcher and what every run gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launcher {
+    /// `mpirun` path or name; default `$MPIRUN`, else `mpirun`.
+    pub mpirun: String,
+    /// True for Open MPI (`mpirun --version` says so): environment variables
+    /// are forwarded with `-x`, `--oversubscribe` is added and every run
+    /// gets its own `OMPI_MCA_orte_tmpdir_base`. Other launchers (MPICH's
+    /// hydra) forward the whole environment themselves.
+    pub open_mpi: bool,
+    /// Launcher arguments for every case, after the case's own.
+    pub extra_args: Vec<String>,
+    /// Hostfile for every case without its own.
+    pub hostfile: Option<PathBuf>,
+    /// A run still going after this long is killed and counts as failed.
+    pub timeout: Duration,
+}
+
+impl Launcher {
+    /// `mpirun` (`$MPIRUN` when `mpirun` is `None`), probed once with
+    /// `--version`; other fields at their defaults (no extra arguments, no
+    /// hostfile, 600 s timeout).
+    ///
+    /// # Errors
+    /// A one-line message naming the launcher when it cannot be started.
+    pub fn detect(mpirun: Option<&str>) -> Result<Launcher, String> {
+        let mpirun = mpirun.map(str::to_string).or_else(|| std::env::var("MPIRUN").ok().filter(|v| !v.is_empty())).unwrap_or_else(|| "mpirun".into());
+        let out = Command::new(&mpirun)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run MPI launcher `{mpirun}` ({e}); give --mpirun or set $MPIRUN"))?;
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        let open_mpi = text.contains("Open MPI") || text.contains("OpenRTE");
+        Ok(Launcher { mpirun, open_mpi, extra_args: Vec::new(), hostfile: None, timeout: Duration::from_secs(600) })
+    }
+
+    /// The launcher's arguments for `case` in `mode`, up to and including
+    /// the program and its arguments.
+    pub fn args(&self, case: &Case, mode: &Mode) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        if self.open_mpi {
+            a.push("--oversubscribe".into());
+            for (k, _) in env_of(mode) {
+                a.extend(["-x".into(), k.into()]);
+            }
+        }
+        a.extend(["-np".into(), case.ranks.to_string()]);
+        if let Some(h) = case.hostfile.as_ref().or(self.hostfile.as_ref()) {
+            a.extend(["--hostfile".into(), h.display().to_string()]);
+        }
+        a.extend(case.mpirun_args.iter().cloned());
+        a.extend(self.extra_args.iter().cloned());
+        a.push(case.program.display().to_string());
+        a.extend(case.args.iter().cloned());
+        a
+    }
+
+    /// Runs `case` once in `mode`, its stdout and stderr going to `log`;
+    /// returns the `wall_s=` it printed last, seconds.
+    ///
+    /// # Errors
+    /// A one-line message naming the case and `log` when the launcher
+    /// cannot start, the run fails or times out, or it prints no valid
+    /// `wall_s=` line.
+    pub fn run(&self, case: &Case, mode: &Mode, log: &Path) -> Result<f64, String> {
+        let fail = |what: String| format!("{} ({} run): {what}; log in {}", case.name, mode.name(), log.display());
+        let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let file2 = file.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut cmd = Command::new(&self.mpirun);
+        cmd.args(self.args(case, mode)).stdin(Stdio::null()).stdout(file).stderr(file2);
+        for k in ["LD_PRELOAD", "INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM"] {
+            cmd.env_remove(k);
+        }
+        cmd.envs(env_of(mode));
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        // Open MPI 4 runs started together race on one session directory.
+        let session = tempfile::Builder::new().prefix("validate-ompi-").tempdir().map_err(|e| fail(format!("temporary directory: {e}")))?;
+        if self.open_mpi {
+            cmd.env("OMPI_MCA_orte_tmpdir_base", session.path());
+        }
+        let mut child = cmd.spawn().map_err(|e| fail(format!("cannot run `{}` ({e})", self.mpirun)))?;
+        let started = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) if started.elapsed() > self.timeout => {
+                    // Only the launcher we started; it tears down its ranks.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(fail(format!("timed out after {:?}", self.timeout)));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => return Err(fail(format!("waiting for `{}`: {e}", self.mpirun))),
+            }
+        };
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if !status.success() {
+            let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
+            return Err(fail(format!("{status}: {last}")));
+        }
+        wall_s(&text).ok_or_else(|| fail("no valid wall_s=<seconds> line in its output".into()))
+    }
+}
+
+/// The interposer's environment for `mode`.
+fn env_of(mode: &Mode) -> Vec<(&'static str, String)> {
+    match mode {
+        Mode::Plain => Vec::new(),
+        Mode::Trace { lib, out } => {
+            vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", out.display().to_string()), ("INTERPOSER_MODE", "trace".into())]
+        }
+        Mode::Online { lib, out, platform } => vec![
+            ("LD_PRELOAD", lib.display().to_string()),
+            ("INTERPOSER_OUT", out.display().to_string()),
+            ("INTERPOSER_MODE", "online".into()),
+            ("INTERPOSER_PLATFORM", platform.display().to_string()),
+        ],
+    }
+}
+
+/// The value of the last `wall_s=<seconds>` line of `text`, if it is a
+/// finite number ≥ 0.
+pub fn wall_s(text: &str) -> Option<f64> {
+    let v: f64 = text.lines().rev().find_map(|l| l.trim().strip_prefix("wall_s="))?.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case() -> Case {
+        Case { name: "ring".into(), program: "/b/ring".into(), args: vec!["10".into()], ranks: 4, hostfile: None, mpirun_args: vec!["--map-by".into(), "node".into()] }
+    }
+
+    #[test]
+    fn open_mpi_forwards_the_interposer_environment_with_x() {
+        let l = Launcher { mpirun: "mpirun".into(), open_mpi: true, extra_args: vec!["--bind-to".into(), "none".into()], hostfile: Some("/h".into()), timeout: Duration::from_secs(1) };
+        let online = Mode::Online { lib: "/l.so".into(), out: "/o".into(), platform: "/p.toml".into() };
+        let a = l.args(&case(), &online).join(" ");
+        assert_eq!(
+            a,
+            "--oversubscribe -x LD_PRELOAD -x INTERPOSER_OUT -x INTERPOSER_MODE -x INTERPOSER_PLATFORM -np 4 --hostfile /h --map-by node --bind-to none /b/ring 10"
+        );
+        let hydra = Launcher { open_mpi: false, hostfile: None, extra_args: vec![], ..l };
+        assert_eq!(hydra.args(&case(), &Mode::Plain).join(" "), "-np 4 --map-by node /b/ring 10");
+    }
+
+    #[test]
+    fn the_last_wall_line_counts() {
+        assert_eq!(wall_s("x\nwall_s=1.5\nwall_s=2.25\n"), Some(2.25));
+        assert_eq!(wall_s("  wall_s=3e-3 \n"), Some(3e-3));
+        assert_eq!(wall_s("wall_s=abc\n"), None);
+        assert_eq!(wall_s("wall_s=-1\n"), None);
+        assert_eq!(wall_s("nothing"), None);
+    }
+}

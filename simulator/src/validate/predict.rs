@@ -1,0 +1,114 @@
+//! Offline predictions for validation: the traced run's placement carried
+//! into the platform, the replay, and the platform's network scaled for
+//! the sensitivity sweep.
+
+use std::path::Path;
+
+use crate::action::ComputeTime;
+use crate::network::P2pModel;
+use crate::platform::{Extras, Mapping, Platform};
+use crate::replay::{self, TraceInput};
+
+/// `platform` with the rank placement of the run traced in `trace`: when
+/// every rank's recorded host name names a host of the platform (as when
+/// the platform came from `calibrate network --hostfile` and the hostfile
+/// names the nodes as they name themselves), an explicit mapping of each
+/// rank to its host; otherwise the platform unchanged. Also returns one
+/// line saying which.
+///
+/// # Errors
+/// The trace's error (naming the file) when it cannot be opened.
+pub fn placed(platform: &Platform, trace: &Path) -> Result<(Platform, String), String> {
+    let (_, ranks) = crate::trace::open_dir(trace).map_err(|e| e.to_string())?;
+    let hosts: Vec<&str> = ranks.iter().map(|r| r.header.host.as_str()).collect();
+    let index: Option<Vec<u32>> = hosts.iter().map(|h| platform.hosts.iter().position(|p| p.name == *h).map(|i| i as u32)).collect();
+    match index {
+        Some(index) if platform.hosts.len() > 1 => {
+            let mut p = platform.clone();
+            p.mapping = Mapping::Explicit { hosts: index };
+            let mut distinct = hosts.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            Ok((p, format!("placement from the trace: {} ranks on {}", hosts.len(), distinct.join(", "))))
+        }
+        _ => Ok((platform.clone(), format!("placement: the platform's {:?} mapping", platform.mapping))),
+    }
+}
+
+/// Replays the interposer trace `trace` on `platform`, compute blocks
+/// taking their `compute` duration (thread CPU or wall time); returns the
+/// makespan, seconds.
+///
+/// # Errors
+/// The trace's or the replay's error, one line naming the file.
+pub fn replay_makespan(platform: &Platform, extras: &Extras, trace: &Path, compute: ComputeTime) -> Result<f64, String> {
+    let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?;
+    let report = replay::replay_with(platform, extras, streams).map_err(|e| format!("replay of {}: {e}", trace.display()))?;
+    Ok(report.makespan_s)
+}
+
+/// `model` with its transfer latencies (the intercepts) multiplied by
+/// `latency` and its bandwidths by `bandwidth`; the CPU overheads (`smpi/os`,
+/// `smpi/or`) and the eager threshold stay.
+pub fn scale_model(model: &P2pModel, latency: f64, bandwidth: f64) -> P2pModel {
+    let mut m = model.clone();
+    for s in &mut m.transfer.segments {
+        s.intercept_s *= latency;
+        s.bandwidth_bytes_per_s *= bandwidth;
+    }
+    m
+}
+
+/// `platform` with the network between hosts scaled (see [`scale_model`]),
+/// or the shared-memory network when the platform has no inter-node model
+/// (one host): the link the run's messages cross.
+pub fn scale_network(platform: &Platform, latency: f64, bandwidth: f64) -> Platform {
+    let mut p = platform.clone();
+    match &mut p.network.inter {
+        Some(inter) => *inter = scale_model(inter, latency, bandwidth),
+        None => p.network.intra = scale_model(&p.network.intra, latency, bandwidth),
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::network::{Piecewise, Segment};
+    use crate::platform::{Host, Network};
+
+    fn model() -> P2pModel {
+        let seg = |max, a, bw| Segment { max_bytes: max, intercept_s: a, bandwidth_bytes_per_s: bw };
+        P2pModel {
+            eager_threshold_bytes: 4096,
+            transfer: Piecewise { segments: vec![seg(Some(4096), 1e-6, 1e9), seg(None, 4e-6, 4e9)] },
+            send_overhead: Piecewise { segments: vec![seg(None, 2e-7, f64::INFINITY)] },
+            recv_overhead: Piecewise::default(),
+        }
+    }
+
+    fn platform(inter: bool) -> Platform {
+        let h = |n: &str| Host { name: n.into(), cores: 2, speed_ratio: 1.0 };
+        Platform { name: "p".into(), hosts: vec![h("a"), h("b")], mapping: Mapping::Block, network: Network { intra: model(), inter: inter.then(model) } }
+    }
+
+    #[test]
+    fn scaling_touches_transfer_only() {
+        let m = scale_model(&model(), 2.0, 0.5);
+        assert_eq!(m.transfer.segments[1].intercept_s, 8e-6);
+        assert_eq!(m.transfer.segments[1].bandwidth_bytes_per_s, 2e9);
+        assert_eq!(m.send_overhead, model().send_overhead);
+        // A 1 MiB message: latency doubled, bandwidth halved.
+        let s = 1 << 20;
+        assert!((m.transfer.eval(s) - (8e-6 + s as f64 / 2e9)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn the_inter_node_network_is_scaled_when_there_is_one() {
+        let p = scale_network(&platform(true), 1.0, 0.5);
+        assert_eq!(p.network.intra, model());
+        assert_eq!(p.network.inter.unwrap().transfer.segments[0].bandwidth_bytes_per_s, 0.5e9);
+        let p = scale_network(&platform(false), 1.0, 0.5);
+        assert_eq!(p.network.intra.transfer.segments[0].bandwidth_bytes_per_s, 0.5e9);
+    }
+}

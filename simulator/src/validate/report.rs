@@ -1,0 +1,295 @@
+//! The validation tables (terminal, Markdown, CSV) and the plot of
+//! predicted against measured run time.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One suite case: what was measured and what was predicted, seconds.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Row {
+    /// Case name.
+    pub name: String,
+    /// MPI ranks.
+    pub ranks: u32,
+    /// `wall_s` of every plain run, in run order.
+    pub measured: Vec<f64>,
+    /// `wall_s` of the run under the interposer in trace mode.
+    pub traced_s: Option<f64>,
+    /// Makespan of the offline replay of that trace.
+    pub offline_s: Option<f64>,
+    /// `makespan_s` of `online.json` from the online-mode run.
+    pub online_s: Option<f64>,
+    /// Failures and missing values, `; `-separated (empty when all went well).
+    pub note: String,
+}
+
+/// Median of `v` (the mean of the middle two for even lengths); `None`
+/// when empty.
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(s[n / 2]),
+        _ => Some(0.5 * (s[n / 2 - 1] + s[n / 2])),
+    }
+}
+
+/// `100 · (predicted − measured) / measured`, percent.
+pub fn error_pct(predicted: Option<f64>, measured: Option<f64>) -> Option<f64> {
+    match (predicted, measured) {
+        (Some(p), Some(m)) if m > 0.0 => Some(100.0 * (p - m) / m),
+        _ => None,
+    }
+}
+
+impl Row {
+    /// Median of the plain runs, seconds.
+    pub fn measured_s(&self) -> Option<f64> {
+        median(&self.measured)
+    }
+
+    /// Offline error, percent of measured.
+    pub fn offline_error_pct(&self) -> Option<f64> {
+        error_pct(self.offline_s, self.measured_s())
+    }
+
+    /// Online error, percent of measured.
+    pub fn online_error_pct(&self) -> Option<f64> {
+        error_pct(self.online_s, self.measured_s())
+    }
+
+    /// Appends `what` to the note.
+    pub fn note(&mut self, what: impl AsRef<str>) {
+        if !self.note.is_empty() {
+            self.note.push_str("; ");
+        }
+        self.note.push_str(what.as_ref());
+    }
+}
+
+/// Median and maximum of the absolute errors, percent, over the rows that
+/// have one, and how many rows that is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorSummary {
+    /// Median |error|, percent.
+    pub median_abs_pct: f64,
+    /// Largest |error|, percent.
+    pub max_abs_pct: f64,
+    /// Rows with a value.
+    pub rows: usize,
+}
+
+/// [`ErrorSummary`] of `errors` (percent; `None`s skipped); `None` when no
+/// row has a value.
+pub fn summarize(errors: impl Iterator<Item = Option<f64>>) -> Option<ErrorSummary> {
+    let abs: Vec<f64> = errors.flatten().map(f64::abs).collect();
+    Some(ErrorSummary { median_abs_pct: median(&abs)?, max_abs_pct: abs.iter().copied().fold(0.0, f64::max), rows: abs.len() })
+}
+
+fn secs(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), |x| format!("{x:.4}"))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), |x| format!("{x:+.1}"))
+}
+
+fn summary_lines(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for (label, s) in [("offline", summarize(rows.iter().map(Row::offline_error_pct))), ("online", summarize(rows.iter().map(Row::online_error_pct)))] {
+        match s {
+            Some(s) => writeln!(out, "{label}: median |error| {:.1} %, max {:.1} % over {} rows", s.median_abs_pct, s.max_abs_pct, s.rows),
+            None => writeln!(out, "{label}: no prediction"),
+        }
+        .expect("write to String");
+    }
+    out
+}
+
+/// The table for the terminal, with the error summary below.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = format!(
+        "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10}\n",
+        "program", "ranks", "measured_s", "traced_s", "offline_s", "online_s", "offline_%", "online_%"
+    );
+    for r in rows {
+        writeln!(
+            out,
+            "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10}",
+            r.name,
+            r.ranks,
+            secs(r.measured_s()),
+            secs(r.traced_s),
+            secs(r.offline_s),
+            secs(r.online_s),
+            pct(r.offline_error_pct()),
+            pct(r.online_error_pct())
+        )
+        .expect("write to String");
+    }
+    out + &summary_lines(rows)
+}
+
+/// The same table in Markdown, with notes and the error summary.
+pub fn markdown(rows: &[Row], preamble: &str) -> String {
+    let mut out = format!("# Validation: measured against predicted\n\n{preamble}\n\n");
+    out.push_str("| program | ranks | runs | measured (s) | traced (s) | offline (s) | online (s) | offline error % | online error % |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for r in rows {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            r.ranks,
+            r.measured.len(),
+            secs(r.measured_s()),
+            secs(r.traced_s),
+            secs(r.offline_s),
+            secs(r.online_s),
+            pct(r.offline_error_pct()),
+            pct(r.online_error_pct())
+        )
+        .expect("write to String");
+    }
+    out.push('\n');
+    for line in summary_lines(rows).lines() {
+        writeln!(out, "- {line}").expect("write to String");
+    }
+    for r in rows.iter().filter(|r| !r.note.is_empty()) {
+        writeln!(out, "- {}: {}", r.name, r.note).expect("write to String");
+    }
+    out
+}
+
+/// The table as CSV: one line per case, empty fields for missing values,
+/// the plain runs' `wall_s` `;`-separated in `runs_s`.
+pub fn csv(rows: &[Row]) -> String {
+    let f = |v: Option<f64>| v.map_or_else(String::new, |x| format!("{x:e}"));
+    let mut out = String::from("program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,note\n");
+    for r in rows {
+        let runs: Vec<String> = r.measured.iter().map(|x| format!("{x:e}")).collect();
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},\"{}\"",
+            r.name,
+            r.ranks,
+            f(r.measured_s()),
+            f(r.traced_s),
+            f(r.offline_s),
+            f(r.online_s),
+            f(r.offline_error_pct()),
+            f(r.online_error_pct()),
+            runs.join(";"),
+            r.note.replace('"', "'")
+        )
+        .expect("write to String");
+    }
+    out
+}
+
+/// Draws predicted (offline: circles, online: crosses) against measured
+/// run time, log-log, with the line y = x. SVG only.
+///
+/// # Errors
+/// A message naming `path` when it does not end in `.svg` or cannot be
+/// written.
+pub fn plot_svg(path: &Path, title: &str, rows: &[Row]) -> Result<(), String> {
+    use plotters::prelude::*;
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    if path.extension().is_none_or(|e| e != "svg") {
+        return Err(fail(&"only SVG plots are supported (use a .svg name)"));
+    }
+    let pts = |pick: fn(&Row) -> Option<f64>| -> Vec<(f64, f64, String)> {
+        rows.iter().filter_map(|r| Some((r.measured_s()?, pick(r)?, r.name.clone()))).filter(|(m, p, _)| *m > 0.0 && *p > 0.0).collect()
+    };
+    let (offline, online) = (pts(|r| r.offline_s), pts(|r| r.online_s));
+    let all = offline.iter().chain(&online).flat_map(|(m, p, _)| [*m, *p]);
+    let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = if lo.is_finite() { (lo / 1.5, hi * 1.5) } else { (1e-3, 1.0) };
+    let root = SVGBackend::new(path, (720, 640)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+        .map_err(|e| fail(&e))?;
+    chart.configure_mesh().x_desc("measured (s)").y_desc("predicted (s)").draw().map_err(|e| fail(&e))?;
+    chart
+        .draw_series(LineSeries::new([(lo, lo), (hi, hi)], BLACK.mix(0.5).stroke_width(1)))
+        .map_err(|e| fail(&e))?
+        .label("y = x")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
+    let blue = Palette99::pick(0).to_rgba();
+    let red = Palette99::pick(1).to_rgba();
+    chart
+        .draw_series(offline.iter().map(|(m, p, _)| Circle::new((*m, *p), 5, blue.filled())))
+        .map_err(|e| fail(&e))?
+        .label("offline replay")
+        .legend(move |(x, y)| Circle::new((x + 10, y), 5, blue.filled()));
+    chart
+        .draw_series(online.iter().map(|(m, p, _)| Cross::new((*m, *p), 6, red.stroke_width(2))))
+        .map_err(|e| fail(&e))?
+        .label("online")
+        .legend(move |(x, y)| Cross::new((x + 10, y), 6, red.stroke_width(2)));
+    chart
+        .draw_series(offline.iter().map(|(m, p, n)| Text::new(format!(" {n}"), (*m, *p), ("sans-serif", 13))))
+        .map_err(|e| fail(&e))?;
+    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).position(SeriesLabelPosition::UpperLeft).draw().map_err(|e| fail(&e))?;
+    root.present().map_err(|e| fail(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<Row> {
+        vec![
+            Row { name: "ring".into(), ranks: 2, measured: vec![1.0, 3.0, 2.0], traced_s: Some(2.1), offline_s: Some(2.2), online_s: None, note: String::new() },
+            Row { name: "jacobi2d".into(), ranks: 2, measured: vec![4.0, 6.0], traced_s: Some(5.0), offline_s: Some(4.5), online_s: Some(5.5), note: "x".into() },
+            Row { name: "broken".into(), ranks: 2, note: "plain run failed".into(), ..Row::default() },
+        ]
+    }
+
+    #[test]
+    fn errors_are_relative_to_the_median_of_the_plain_runs() {
+        let r = rows();
+        assert_eq!(r[0].measured_s(), Some(2.0));
+        assert_eq!(r[1].measured_s(), Some(5.0));
+        assert!((r[0].offline_error_pct().unwrap() - 10.0).abs() < 1e-9);
+        assert!((r[1].offline_error_pct().unwrap() + 10.0).abs() < 1e-9);
+        assert_eq!(r[0].online_error_pct(), None);
+        let s = summarize(r.iter().map(Row::offline_error_pct)).unwrap();
+        assert_eq!(s.rows, 2);
+        assert!((s.median_abs_pct - 10.0).abs() < 1e-9 && (s.max_abs_pct - 10.0).abs() < 1e-9);
+        assert!(summarize(std::iter::once(None)).is_none());
+    }
+
+    #[test]
+    fn every_row_appears_in_every_form() {
+        let r = rows();
+        let t = table(&r);
+        assert!(t.lines().nth(3).unwrap().starts_with("broken") && t.contains("n/a"), "{t}");
+        assert!(t.contains("offline: median |error| 10.0 %, max 10.0 % over 2 rows"), "{t}");
+        let md = markdown(&r, "pre");
+        assert!(md.contains("| ring | 2 | 3 | 2.0000 | 2.1000 | 2.2000 | n/a | +10.0 | n/a |"), "{md}");
+        assert!(md.contains("- broken: plain run failed"));
+        let c = csv(&r);
+        assert_eq!(c.lines().count(), 4);
+        let ring = c.lines().nth(1).unwrap();
+        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,\"\""), "{c}");
+    }
+
+    #[test]
+    fn the_plot_is_an_svg_with_the_diagonal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("v.svg");
+        plot_svg(&p, "t", &rows()).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("jacobi2d") && svg.contains("y = x"));
+        assert!(plot_svg(&dir.path().join("v.png"), "t", &rows()).unwrap_err().contains("only SVG"));
+    }
+}

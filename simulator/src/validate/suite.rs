@@ -1,0 +1,140 @@
+//! The validation suite: which programs `simulator validate` runs, with
+//! which arguments and on how many ranks, read from TOML.
+//!
+//! ```toml
+//! [[case]]
+//! name = "ring"              # optional; default: the program's file name
+//! program = "build/ring"     # relative to the suite file, or absolute
+//! args = ["300000", "8"]     # optional
+//! ranks = 2
+//! hostfile = "hosts"         # optional, relative to the suite file
+//! mpirun_args = ["--bind-to", "none"]   # optional, before the program
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// One program to validate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// Row label (unique within the suite).
+    pub name: String,
+    /// The MPI executable, resolved against the suite file's directory.
+    pub program: PathBuf,
+    /// Its command-line arguments.
+    pub args: Vec<String>,
+    /// MPI ranks (`mpirun -np`).
+    pub ranks: u32,
+    /// Hostfile for `mpirun --hostfile`, resolved like `program`.
+    pub hostfile: Option<PathBuf>,
+    /// Extra launcher arguments, placed before the program.
+    pub mpirun_args: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteToml {
+    #[serde(default)]
+    case: Vec<CaseToml>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseToml {
+    name: Option<String>,
+    program: PathBuf,
+    #[serde(default)]
+    args: Vec<String>,
+    ranks: u32,
+    hostfile: Option<PathBuf>,
+    #[serde(default)]
+    mpirun_args: Vec<String>,
+}
+
+/// Error reading a suite; the message names the file (and the TOML line or
+/// the case at fault).
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {what}")]
+pub struct SuiteError {
+    /// The suite file.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub what: String,
+}
+
+/// Reads the suite at `path`; relative paths inside it are taken from the
+/// file's directory.
+///
+/// # Errors
+/// [`SuiteError`] when the file is unreadable, is not valid TOML (the
+/// message gives the line), lists no case, repeats a name, or has a case
+/// with `ranks = 0` or without a program file name.
+pub fn load(path: &Path) -> Result<Vec<Case>, SuiteError> {
+    let e = |what: String| SuiteError { path: path.to_path_buf(), what };
+    let text = std::fs::read_to_string(path).map_err(|x| e(x.to_string()))?;
+    parse(&text, path.parent().unwrap_or(Path::new("."))).map_err(e)
+}
+
+fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
+    let raw: SuiteToml = toml::from_str(text).map_err(|x| x.to_string().replace('\n', " "))?;
+    if raw.case.is_empty() {
+        return Err("no [[case]] listed".into());
+    }
+    let mut cases: Vec<Case> = Vec::with_capacity(raw.case.len());
+    for (i, c) in raw.case.into_iter().enumerate() {
+        let name = match c.name {
+            Some(n) => n,
+            None => c.program.file_name().ok_or_else(|| format!("case[{i}].program has no file name"))?.to_string_lossy().into_owned(),
+        };
+        if name.is_empty() || name.contains(['/', ',', '|', '\n']) {
+            return Err(format!("case[{i}].name {name:?}: must be non-empty, without '/', ',' or '|'"));
+        }
+        if c.ranks == 0 {
+            return Err(format!("case[{i}] ({name}): ranks must be >= 1"));
+        }
+        if cases.iter().any(|x| x.name == name) {
+            return Err(format!("case[{i}]: name {name:?} is used twice (give each case its own name)"));
+        }
+        cases.push(Case {
+            name,
+            program: base.join(c.program),
+            args: c.args,
+            ranks: c.ranks,
+            hostfile: c.hostfile.map(|h| base.join(h)),
+            mpirun_args: c.mpirun_args,
+        });
+    }
+    Ok(cases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_resolve_against_the_suite_directory() {
+        let text = "[[case]]\nprogram = \"build/ring\"\nargs = [\"10\", \"8\"]\nranks = 2\n\n[[case]]\nname = \"ring4\"\nprogram = \"/abs/ring\"\nranks = 4\nhostfile = \"hosts\"\nmpirun_args = [\"--map-by\", \"node\"]\n";
+        let cases = parse(text, Path::new("/suite")).unwrap();
+        assert_eq!(cases.len(), 2);
+        assert_eq!(cases[0].name, "ring");
+        assert_eq!(cases[0].program, Path::new("/suite/build/ring"));
+        assert_eq!(cases[0].args, ["10", "8"]);
+        assert_eq!(cases[1].program, Path::new("/abs/ring"));
+        assert_eq!(cases[1].hostfile.as_deref(), Some(Path::new("/suite/hosts")));
+        assert_eq!(cases[1].mpirun_args, ["--map-by", "node"]);
+    }
+
+    #[test]
+    fn bad_suites_name_the_case_or_line() {
+        let e = |t: &str| parse(t, Path::new(".")).unwrap_err();
+        assert!(e("").contains("no [[case]]"));
+        assert!(e("[[case]]\nprogram = \"a\"\nranks = 0\n").contains("case[0] (a): ranks must be >= 1"));
+        assert!(e("[[case]]\nprogram = \"a\"\nranks = 2\n[[case]]\nprogram = \"b/a\"\nranks = 2\n").contains("case[1]: name \"a\" is used twice"));
+        assert!(e("[[case]]\nprogram = \"a\"\nrank = 2\n").contains("line 3"), "{}", e("[[case]]\nprogram = \"a\"\nrank = 2\n"));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.toml");
+        std::fs::write(&p, "[[case]]\nprogram = 1\n").unwrap();
+        assert!(load(&p).unwrap_err().to_string().starts_with(&format!("{}: ", p.display())));
+    }
+}

@@ -1,0 +1,191 @@
+//! Smoke test of `simulator validate`: a tiny suite, one plain run per
+//! case, real `mpirun` (Open MPI), the real interposer preloaded, and a
+//! quick `calibrate network` first. Asserts that every row is there with
+//! sane numbers, not the accuracy (README: the full validation).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// `target/<profile>/`, with libinterposer.so and calibrate built once:
+/// cargo builds neither for the simulator's tests.
+fn built() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "-p", "interposer", "-p", "calibrate"]).current_dir(root());
+        if !cfg!(debug_assertions) {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo").success(), "cargo build -p interposer -p calibrate failed");
+        let st = Command::new("make").arg("-s").arg("-C").arg(root().join("c-tests")).status().expect("make");
+        assert!(st.success(), "make -C c-tests failed");
+        Path::new(env!("CARGO_BIN_EXE_simulator")).parent().unwrap().to_path_buf()
+    })
+}
+
+/// Serializes the tests that run MPI jobs: each would slow the other's
+/// measurements on a small machine.
+static MPI_JOBS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn mpi_lock() -> std::sync::MutexGuard<'static, ()> {
+    MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why Open MPI is unusable here, if it is.
+fn mpi_missing() -> Option<String> {
+    let ok = Command::new("mpirun").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    (!ok).then(|| "`mpirun --version` failed".to_string())
+}
+
+fn validate(dir: &Path, suite: &Path, extra: &[&str]) -> Output {
+    let bin = built();
+    let session = dir.join("ompi");
+    std::fs::create_dir_all(&session).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_simulator"))
+        .arg("validate")
+        .arg("--suite")
+        .arg(suite)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--interposer")
+        .arg(bin.join("libinterposer.so"))
+        .arg("--calibrate")
+        .arg(bin.join("calibrate"))
+        .args(["-r", "1", "--timeout-s", "120"])
+        .args(extra)
+        .env("OMPI_MCA_orte_tmpdir_base", &session)
+        .env_remove("MPIRUN")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn validate_runs_every_case_and_writes_every_output() {
+    if let Some(why) = mpi_missing() {
+        eprintln!("SKIPPED validate_runs_every_case_and_writes_every_output: {why}");
+        return;
+    }
+    let _mpi = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let build = root().join("c-tests/build");
+    let suite = dir.path().join("suite.toml");
+    let case = |name: &str, prog: &str, args: &str| format!("[[case]]\nname = \"{name}\"\nprogram = \"{}\"\nargs = [{args}]\nranks = 2\n", build.join(prog).display());
+    let text = [case("ring", "ring", "\"200\", \"8\""), case("jacobi", "jacobi2d", "\"64\", \"10\""), case("allreduce", "allreduce_loop", "\"50\", \"64\"")].concat();
+    std::fs::write(&suite, text).unwrap();
+    let quick = ["--reps=3", "--sizes=16", "--max-bytes=65536", "--refine-rounds=0", "--loggp-n=0", "--holdout=0"];
+    let mut extra: Vec<String> = quick.iter().map(|a| format!("--calibrate-arg={a}")).collect();
+    // A hook that only logs: the "network" it changes is this file.
+    let calls = dir.path().join("hook-calls");
+    let hook = dir.path().join("hook.sh");
+    std::fs::write(&hook, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", calls.display())).unwrap();
+    extra.extend(["--sweep".into(), "--sweep-hook".into(), format!("sh {}", hook.display())]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = validate(dir.path(), &suite, &extra);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "validate failed:\n{stdout}\n{stderr}");
+    let o = dir.path().join("out");
+    assert!(o.join("platform.toml").is_file(), "no calibrated platform");
+    let csv = std::fs::read_to_string(o.join("validate.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), ["ring", "jacobi", "allreduce"], "{csv}");
+    for r in &rows {
+        let num = |i: usize| r[i].parse::<f64>().unwrap_or_else(|_| panic!("column {i} of {r:?} is not a number\n{csv}"));
+        let (measured, traced, offline) = (num(2), num(3), num(4));
+        assert!(measured > 0.0 && traced > 0.0 && offline > 0.0, "{r:?}");
+        // Sane, not accurate: tiny runs on a shared machine.
+        assert!(offline / measured > 0.01 && offline / measured < 100.0, "{r:?}");
+        assert_eq!(r[1], "2");
+    }
+    for name in ["ring", "jacobi", "allreduce"] {
+        assert!(stdout.lines().any(|l| l.starts_with(name)), "{name} missing from the table:\n{stdout}");
+        assert!(o.join(format!("cases/{name}-np2/trace/meta.json")).is_file());
+    }
+    let md = std::fs::read_to_string(o.join("validate.md")).unwrap();
+    assert!(md.contains("| ring | 2 | 1 |") && md.contains("load average"), "{md}");
+    assert!(std::fs::read_to_string(o.join("validate.svg")).unwrap().contains("<svg"));
+    // The sweep: four scalings per case; a slower network never predicts
+    // faster; the bandwidth factors re-measured, interleaved with the base.
+    let hooked = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(hooked, "1\n0.5\n2\n".repeat(3) + "1\n");
+    let sweep = std::fs::read_to_string(o.join("sweep.csv")).unwrap();
+    assert_eq!(sweep.lines().count(), 1 + 4 * 3, "{sweep}");
+    for l in sweep.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        // measured_s only where the bandwidth changed; base_measured_s everywhere.
+        assert_eq!(!f[8].is_empty(), f[3] != "1", "{l}");
+        assert!(!f[7].is_empty(), "{l}");
+        let (lat, bw, base, pred): (f64, f64, f64, f64) = (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap());
+        if lat > 1.0 || bw < 1.0 {
+            assert!(pred >= base, "{l}");
+        } else {
+            assert!(pred <= base, "{l}");
+        }
+    }
+}
+
+#[test]
+fn a_missing_program_fails_naming_the_suite_and_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.toml");
+    std::fs::write(&suite, "[[case]]\nname = \"ghost\"\nprogram = \"no/such/program\"\nranks = 2\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_simulator")).arg("validate").arg("--suite").arg(&suite).arg("--out").arg(dir.path()).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&suite.display().to_string()) && err.contains("case ghost: program") && err.contains("not found"), "{err}");
+}
+
+/// Why `simulator/scripts/two-hosts.sh` cannot run here, if it cannot.
+fn two_hosts_missing() -> Option<String> {
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        return Some("needs root (ip netns, tc)".into());
+    }
+    if !Command::new("ip").args(["netns", "list"]).output().is_ok_and(|o| o.status.success()) {
+        return Some("`ip netns list` failed".into());
+    }
+    let release = root().join("target/release");
+    ["simulator", "calibrate", "libinterposer.so"].iter().find(|f| !release.join(f).is_file()).map(|f| format!("target/release/{f} missing (cargo build --release)"))
+}
+
+#[test]
+fn two_hosts_script_runs_quick_and_removes_its_namespaces() {
+    if let Some(why) = mpi_missing().or_else(two_hosts_missing) {
+        eprintln!("SKIPPED two_hosts_script_runs_quick_and_removes_its_namespaces: {why}");
+        return;
+    }
+    let _mpi = mpi_lock();
+    built();
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new("bash")
+        .arg(root().join("simulator/scripts/two-hosts.sh"))
+        .args(["--quick", "--reps", "1", "--out"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("mpvh{}", child.id());
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "two-hosts.sh failed:\n{text}");
+    let left = String::from_utf8_lossy(&Command::new("ip").args(["netns", "list"]).output().unwrap().stdout).to_string();
+    assert!(!left.contains(&prefix), "namespaces {prefix}* left behind:\n{left}");
+    // Two hosts, an inter-node model, every case predicted.
+    let platform = simulator::platform::Platform::load(&dir.path().join("platform.toml")).unwrap();
+    assert_eq!(platform.hosts.len(), 2);
+    assert!(platform.network.inter.is_some());
+    let csv = std::fs::read_to_string(dir.path().join("validate/validate.csv")).unwrap();
+    assert_eq!(csv.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect::<Vec<_>>(), ["ring", "ring-256k", "jacobi2d"], "{csv}");
+    for l in csv.lines().skip(1) {
+        assert!(l.split(',').nth(4).unwrap().parse::<f64>().is_ok_and(|v| v > 0.0), "no offline prediction: {l}");
+    }
+    let placement = std::fs::read_to_string(dir.path().join("validate/cases/ring-np2/placement.txt")).unwrap();
+    assert!(placement.contains(&format!("{prefix}a")) && placement.contains(&format!("{prefix}b")), "{placement}");
+    let summary = std::fs::read_to_string(dir.path().join("summary.txt")).unwrap();
+    assert!(summary.contains("inter-node bandwidth") && summary.contains("plain TCP ping-pong"), "{summary}");
+}
