@@ -159,16 +159,30 @@ fn sampled_loop_skips_iterations_and_charges_them() {
     let platform = platform_file(tmp.path(), 1.0);
     let prog = test_program("sampled");
     let prog = prog.to_str().unwrap();
-    let (full_dir, full) = online_run(2, prog, &["200", "0"], &platform, &[]);
-    let (samp_dir, samp) = online_run(2, prog, &["200", "1"], &platform, &[]);
-    let ran = |o: &Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
-    assert_eq!((ran(&full).as_str(), ran(&samp).as_str()), ("ran=200", "ran=8"));
-    let (a, b) = (online_json(full_dir.path())["makespan_s"].as_f64().unwrap(), online_json(samp_dir.path())["makespan_s"].as_f64().unwrap());
-    assert!((a - b).abs() / a < 0.15, "sampled prediction {b} s vs full {a} s");
-    // The trace carries the charged time too: offline replay agrees.
-    let off = offline_makespan(samp_dir.path(), &platform);
-    assert!((off - b).abs() / b < 0.01, "offline {off} vs online {b}");
+    // The sampled time is 8 iterations of thread CPU time: on a shared VM
+    // one steal burst can inflate it, so the timing comparison gets three
+    // attempts; the iteration counts and the offline agreement must hold
+    // on each.
+    let mut last = String::new();
+    for _ in 0..3 {
+        let (full_dir, full) = online_run(2, prog, &["200", "0"], &platform, &[]);
+        let (samp_dir, samp) = online_run(2, prog, &["200", "1"], &platform, &[]);
+        let ran = |o: &Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
+        assert_eq!((ran(&full).as_str(), ran(&samp).as_str()), ("ran=200", "ran=8"));
+        let a = online_json(full_dir.path())["makespan_s"].as_f64().unwrap();
+        let b = online_json(samp_dir.path())["makespan_s"].as_f64().unwrap();
+        // The trace carries the charged time too: offline replay agrees.
+        let off = offline_makespan(samp_dir.path(), &platform);
+        assert!((off - b).abs() / b < 0.01, "offline {off} vs online {b}");
+        if (a - b).abs() / a < 0.15 {
+            last.clear();
+            break;
+        }
+        last = format!("sampled prediction {b} s vs full {a} s");
+    }
+    assert!(last.is_empty(), "{last}");
     // Without the interposer every iteration runs.
+    let ran = |o: &Output| String::from_utf8_lossy(&o.stdout).trim().to_string();
     assert_eq!(ran(&mpirun(2, prog, &["20", "1"], &[], false)), "ran=20");
 }
 
