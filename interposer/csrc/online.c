@@ -255,6 +255,49 @@ void ipr_on_irecv(const struct ipr_params *p, int rc, int source) {
     ipr_online_irecv(p->request, p->comm);
 }
 
+/* Persistent requests by handle (open addressing): what MPI_Start posts. */
+#define IPR_PERSISTENT 4096
+static struct persistent {
+    uint64_t handle;
+    struct ipr_params p;
+    int peer, tag, send;
+} persistent[IPR_PERSISTENT];
+
+static struct persistent *persistent_slot(uint64_t h, int insert) {
+    size_t i = (size_t)((h >> 3) % IPR_PERSISTENT);
+    for (size_t k = 0; k < IPR_PERSISTENT; k++, i = (i + 1) % IPR_PERSISTENT) {
+        if (persistent[i].handle == h) return &persistent[i];
+        if (persistent[i].handle == 0) return insert ? &persistent[i] : NULL;
+    }
+    return NULL;
+}
+
+void ipr_on_persistent(const struct ipr_params *p, int rc, int peer, int tag, int send) {
+    static int warned;
+    if (rc != MPI_SUCCESS || p->request == 0) return;
+    struct persistent *e = persistent_slot(p->request, 1);
+    if (e == NULL) {
+        if (!warned) fprintf(stderr, "interposer: warning: online mode tracks at most %d persistent requests; later starts carry no virtual time\n", IPR_PERSISTENT);
+        warned = 1;
+        return;
+    }
+    e->handle = p->request;
+    e->p = *p;
+    e->peer = peer;
+    e->tag = tag;
+    e->send = send;
+}
+
+void ipr_on_start(int rc, uint64_t n, const uint64_t *handles) {
+    if (rc != MPI_SUCCESS || handles == NULL) return;
+    for (uint64_t i = 0; i < n; i++) {
+        struct persistent *e = persistent_slot(handles[i], 0);
+        if (e == NULL) continue;
+        if (e->send) ipr_on_isend(&e->p, rc, e->peer, e->tag);
+        else ipr_on_irecv(&e->p, rc, e->peer);
+    }
+}
+
 void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses) {
     if (rc != MPI_SUCCESS || handles == NULL) return;
     /* Receives first, without waiting for anything of this rank's own:

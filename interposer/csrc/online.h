@@ -23,6 +23,8 @@ void ipr_on_irecv(const struct ipr_params *p, int rc, int source);
 void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses);
 void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st);
 void ipr_on_coll(int op, const struct ipr_params *p, int rc);
+void ipr_on_persistent(const struct ipr_params *p, int rc, int peer, int tag, int send);
+void ipr_on_start(int rc, uint64_t n, const uint64_t *handles);
 void ipr_on_comm_created(int rc, MPI_Comm created);
 void ipr_on_comm_free(uint32_t id);
 MPI_Status *ipr_on_statuses(int count);
@@ -88,6 +90,18 @@ void ipr_online_finalize(void);
 #define IPR_ONLINE_MPI_Comm_dup(op, p, rc, comm, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
 #define IPR_ONLINE_MPI_Comm_split(op, p, rc, comm, color, key, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
 #define IPR_ONLINE_MPI_Comm_create(op, p, rc, comm, group, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+/* Persistent requests: the init call is remembered; each start posts it
+ * as the Isend/Irecv it describes (companion message and all). */
+#define IPR_ON_SEND_INIT(op, p, rc, buf, count, datatype, dest, tag, comm, request) \
+    IPR_ON(ipr_on_persistent(p, rc, dest, tag, 1))
+#define IPR_ONLINE_MPI_Send_init IPR_ON_SEND_INIT
+#define IPR_ONLINE_MPI_Ssend_init IPR_ON_SEND_INIT
+#define IPR_ONLINE_MPI_Bsend_init IPR_ON_SEND_INIT
+#define IPR_ONLINE_MPI_Rsend_init IPR_ON_SEND_INIT
+#define IPR_ONLINE_MPI_Recv_init(op, p, rc, buf, count, datatype, source, tag, comm, request) \
+    IPR_ON(ipr_on_persistent(p, rc, source, tag, 0))
+#define IPR_ONLINE_MPI_Start(op, p, rc, request) IPR_ON(ipr_on_start(rc, 1, &(p)->request))
+#define IPR_ONLINE_MPI_Startall(op, p, rc, count, reqs) IPR_ON(if (nids == (uint64_t)(count)) ipr_on_start(rc, nids, ids))
 #define IPR_ONLINE_MPI_Comm_free(op, p, rc, comm) IPR_ON(if ((rc) == MPI_SUCCESS) ipr_on_comm_free((p)->comm))
 
 #endif

@@ -154,6 +154,22 @@ fn rendezvous_waits_in_any_order_do_not_hang_and_agree_with_replay() {
 }
 
 #[test]
+fn persistent_requests_carry_virtual_time_and_agree_with_replay() {
+    // A persistent send meets a plain receive and plain sends meet
+    // persistent receives: each start posts its companion, so nothing
+    // waits for one that never comes.
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let prog = test_program("persistent");
+    let prog = prog.to_str().unwrap();
+    let (dir, out) = online_run(2, prog, &["20"], &platform, &[]);
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let offline = offline_makespan(dir.path(), &platform);
+    assert!((online - offline).abs() / offline < 0.01, "online {online} vs offline {offline}");
+    assert_eq!(result_lines(&mpirun(2, prog, &["20"], &[], false)), result_lines(&out));
+}
+
+#[test]
 fn sampled_loop_skips_iterations_and_charges_them() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
