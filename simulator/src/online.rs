@@ -217,12 +217,15 @@ impl<'a> VirtualRank<'a> {
     }
 
     /// Completion `(at, d)` of a receive posted at `recv_post` of a
-    /// message of `bytes` from `src` sent at `send_post`.
-    fn recv_done(&self, src: u32, bytes: u64, send_post: f64, recv_post: f64) -> (f64, f64) {
+    /// message of `bytes` from `src` sent at `send_post`. An eager
+    /// receive's overhead `o_r` meets the OS jitter of its interval from
+    /// `recv_post`, as in the offline replay's `recv_overhead`.
+    fn recv_done(&mut self, src: u32, bytes: u64, send_post: f64, recv_post: f64) -> (f64, f64) {
         let model = self.model(src, self.rank);
         let t = model.transfer.eval(bytes);
         if model.is_eager(bytes) {
             let o_r = model.recv_overhead.eval(bytes);
+            let o_r = if o_r > 0.0 { self.stretch(recv_post, o_r) } else { o_r };
             let start = match self.extras.async_small_thresh_bytes {
                 Some(th) if bytes >= th => send_post.max(recv_post),
                 _ => send_post,
