@@ -159,6 +159,13 @@ pub unsafe extern "C" fn ipr_end_list(op: c_int, rc: c_int, n: u64, p: *const Pa
     })
 }
 
+/// When the library is loaded (a C constructor): the first timestamp
+/// pair of the TSC's frequency measurement ([`crate::clock::mark`]).
+#[no_mangle]
+pub extern "C" fn ipr_clock_mark() {
+    crate::clock::mark()
+}
+
 /// After a successful `PMPI_Init`/`PMPI_Init_thread`.
 ///
 /// # Safety

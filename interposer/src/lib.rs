@@ -14,6 +14,7 @@
 //! format of [`simulator::trace`], and in online mode `<dir>/online.json`.
 #![deny(missing_docs)]
 
+pub mod clock;
 pub mod config;
 pub mod counters;
 pub mod hooks;
@@ -21,3 +22,4 @@ pub mod modules;
 pub mod online;
 pub mod recorder;
 pub mod signals;
+pub mod timing;

@@ -22,10 +22,12 @@ use simulator::trace::{
     rank_file_name, CallRecord, Op, Params, RankHeader, RankWriter, TimingSource, TraceMeta, META_FILE,
 };
 
+use crate::clock::{self, ticks_to_ns, WallClock};
 use crate::config::{self, Config, Mode};
 use crate::counters::{self, Counters};
 use crate::modules;
 use crate::signals;
+use crate::timing::{self, Stamp, Timer};
 
 const UNINIT: u8 = 0;
 const TRACING: u8 = 1;
@@ -34,8 +36,6 @@ const DISABLED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static IO_WARNED: AtomicBool = AtomicBool::new(false);
-/// False with `INTERPOSER_COUNTERS=off`: blocks are timed by the wall clock alone.
-static CPU_TIME: AtomicBool = AtomicBool::new(true);
 /// Most communicators a run may name before ids become [`COMM_UNKNOWN`].
 const MAX_COMMS: usize = 4096;
 
@@ -43,62 +43,23 @@ thread_local! {
     static REC: RefCell<Option<Recorder>> = const { RefCell::new(None) };
 }
 
-/// A timestamp pair, nanoseconds: thread CPU time and monotonic wall time.
+/// The recorder's own share of every compute block, subtracted from it:
+/// wall ticks, CPU ns (for blocks whose CPU clock was read) and counts.
 #[derive(Debug, Clone, Copy, Default)]
-struct Stamp {
-    cpu: u64,
+struct Overhead {
     wall: u64,
+    cpu_ns: u64,
+    hw: (u64, u64),
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid out-pointer; both clocks exist on Linux.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Blocks shorter than this (wall, ns) take their wall time as CPU time,
-/// sparing a `CLOCK_THREAD_CPUTIME_ID` read, which is a system call
-/// (~0.6 µs in a VM, against ~25 ns for the vDSO wall clock). A block this
-/// short can hide at most its own length of preemption.
-pub const CPU_READ_MIN_BLOCK_NS: u64 = 10_000;
-
-/// Stamp at the start of a compute block (a call's exit): CPU time first,
-/// so the system call's cost stays out of the block's wall time.
-fn block_start() -> Stamp {
-    let cpu = if CPU_TIME.load(Ordering::Relaxed) { clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) } else { 0 };
-    Stamp { cpu, wall: clock_ns(libc::CLOCK_MONOTONIC) }
-}
-
-/// Stamp at the end of a compute block (a call's entry); reads the CPU
-/// clock only for blocks of at least [`CPU_READ_MIN_BLOCK_NS`]. Returns
-/// the stamp and whether its CPU time was read.
-fn block_end(start: Stamp) -> (Stamp, bool) {
-    let wall = clock_ns(libc::CLOCK_MONOTONIC);
-    let elapsed = wall.saturating_sub(start.wall);
-    if elapsed < CPU_READ_MIN_BLOCK_NS || !CPU_TIME.load(Ordering::Relaxed) {
-        (Stamp { cpu: start.cpu + elapsed, wall }, false)
-    } else {
-        (Stamp { wall, cpu: clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) }, true)
-    }
-}
-
-/// The timers' own share of a compute block: the median spans between
-/// [`block_start`] and an immediate block end, for the wall clock and for
-/// the CPU clock. Subtracted from every block.
-fn timer_overhead() -> Stamp {
-    const N: usize = 201;
-    let (mut cpu, mut wall) = ([0u64; N], [0u64; N]);
-    for i in 0..N {
-        let a = block_start();
-        let w = clock_ns(libc::CLOCK_MONOTONIC);
-        let c = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
-        wall[i] = w.saturating_sub(a.wall);
-        cpu[i] = c.saturating_sub(a.cpu);
-    }
-    cpu.sort_unstable();
-    wall.sort_unstable();
-    Stamp { cpu: cpu[N / 2], wall: wall[N / 2] }
+/// What the overhead measurement collects ([`calibration`]).
+struct Calibration {
+    /// Raw block wall times (ticks) and counter deltas of empty blocks.
+    wall: Vec<u64>,
+    hw: Vec<(u64, u64)>,
+    /// The records are encoded as usual, into nowhere, so that their cost
+    /// is part of what is measured.
+    sink: RankWriter<std::io::Sink>,
 }
 
 /// Recording state of the thread that called `MPI_Init`.
@@ -107,10 +68,11 @@ struct Recorder {
     busy: AtomicBool,
     rank: u32,
     writer: RankWriter<File>,
+    /// Trace epoch, wall ticks.
     epoch_wall: u64,
-    overhead: Stamp,
-    /// Raw block wall times collected while measuring [`Recorder::overhead`].
-    calibration: Option<Vec<u64>>,
+    overhead: Overhead,
+    calibration: Option<Calibration>,
+    timer: Timer,
     last_end: Stamp,
     /// Inside a recorded call: nested MPI calls (MPICH's Fortran binding
     /// calling the C one, an MPI library calling MPI_ internally) pass through.
@@ -134,8 +96,9 @@ struct ThreadSetup {
 
 static THREADS: OnceLock<ThreadSetup> = OnceLock::new();
 static NEXT_STREAM: AtomicU16 = AtomicU16::new(1);
-/// The measured recorder overhead (wall, CPU), shared with later threads.
-static OVERHEAD: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+/// The measured recorder overhead (wall ticks, CPU ns, cycles,
+/// instructions), shared with later threads.
+static OVERHEAD: [AtomicU64; 4] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 /// Communicator handles by id − 1, shared by all threads of the process.
 static COMMS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
@@ -149,8 +112,9 @@ fn thread_recorder() -> Option<Recorder> {
         return None;
     }
     let file = File::options().append(true).open(&setup.path).ok()?;
-    let overhead = Stamp { wall: OVERHEAD[0].load(Ordering::Relaxed), cpu: OVERHEAD[1].load(Ordering::Relaxed) };
-    Some(Recorder::new(setup.rank, RankWriter::stream(file, stream), setup.epoch_wall, overhead, block_start()))
+    let o = |i: usize| OVERHEAD[i].load(Ordering::Relaxed);
+    let overhead = Overhead { wall: o(0), cpu_ns: o(1), hw: (o(2), o(3)) };
+    Some(Recorder::new(setup.rank, RankWriter::stream(file, stream), setup.epoch_wall, overhead))
 }
 
 /// Prints one warning line on stderr, prefixed with the interposer's name.
@@ -229,18 +193,18 @@ fn hostname() -> String {
 /// Resolves `INTERPOSER_COUNTERS`: the timing source, a note for the
 /// footer, and a warning for rank 0 when `hw` cannot be honoured.
 fn counters(requested: Counters) -> (TimingSource, String, Option<String>) {
-    if requested == Counters::Off {
-        return (TimingSource::WallOnly, "off".into(), None);
+    match requested {
+        Counters::Off => return (TimingSource::WallOnly, "off".into(), None),
+        Counters::Sw => return (TimingSource::ClockGettime, "sw".into(), None),
+        Counters::Auto | Counters::Hw => {}
     }
-    if requested == Counters::Sw {
-        return (TimingSource::ClockGettime, "sw".into(), None);
+    match counters::probe_hw() {
+        Ok(()) => (TimingSource::PerfCounters, "hw (cycles, instructions)".into(), None),
+        Err(e) => {
+            let warning = (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters unavailable: {e}; using sw"));
+            (TimingSource::ClockGettime, format!("sw (hardware counters unavailable: {e})"), warning)
+        }
     }
-    let (note, why) = match counters::probe_hw() {
-        Ok(()) => ("sw (hardware counters present, not recorded by this version)".to_string(), "not recorded by this version".to_string()),
-        Err(e) => (format!("sw (hardware counters unavailable: {e})"), format!("unavailable: {e}")),
-    };
-    let warning = (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters {why}; using sw"));
-    (TimingSource::ClockGettime, note, warning)
 }
 
 fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Result<Recorder, String> {
@@ -248,7 +212,16 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
     if let (0, Some(w)) = (rank, &warning) {
         warn(None, w);
     }
-    CPU_TIME.store(timing_source != TimingSource::WallOnly, Ordering::Relaxed);
+    let (wall_clock, no_tsc) = clock::calibrate(true);
+    let tsc_hz = match wall_clock {
+        WallClock::Tsc { hz } => Some(hz),
+        WallClock::Monotonic => None,
+    };
+    timing::configure(timing_source != TimingSource::WallOnly, timing_source == TimingSource::PerfCounters);
+    let counters_note = match no_tsc {
+        Some(why) => format!("{counters_note}; wall time from CLOCK_MONOTONIC ({why})"),
+        None => counters_note,
+    };
     let dir = &cfg.out;
     std::fs::create_dir_all(dir).map_err(|e| format!("INTERPOSER_OUT={}: cannot create: {e}", dir.display()))?;
     let path = dir.join(rank_file_name(rank));
@@ -264,6 +237,7 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
         host: hostname(),
         pid: std::process::id(),
         timing_source,
+        tsc_hz,
         epoch_unix_s,
     };
     let mut writer = RankWriter::create(file, &header).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -274,25 +248,27 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
             ranks: size,
             mpi_library: library.trim().to_string(),
             timing_source,
+            tsc_hz,
             command: std::env::args().collect(),
             mode: if online { "online".into() } else { "trace".into() },
         };
         write_meta(dir, &meta)?;
     }
-    let start = block_start();
+    let epoch = clock::now();
     let init = CallRecord {
         op: Op::Init,
         failed: false,
         caller: 0,
         compute_cpu_ns: 0,
         compute_wall_ns: 0,
+        counters: None,
         t_start_ns: 0,
         t_end_ns: 0,
         params: Params::None,
     };
     writer.push(&init).map_err(|e| format!("{}: {e}", path.display()))?;
-    THREADS.get_or_init(|| ThreadSetup { path: path.clone(), rank, epoch_wall: start.wall });
-    Ok(Recorder::new(rank, writer, start.wall, Stamp::default(), start))
+    THREADS.get_or_init(|| ThreadSetup { path: path.clone(), rank, epoch_wall: epoch });
+    Ok(Recorder::new(rank, writer, epoch, Overhead::default()))
 }
 
 fn write_meta(dir: &Path, meta: &TraceMeta) -> Result<(), String> {
@@ -310,27 +286,36 @@ pub const CALIBRATION_CALLS: usize = 301;
 
 /// Starts (`on`) or ends the overhead measurement. While it runs, the C
 /// side calls a cheap wrapped function ([`CALIBRATION_CALLS`] times) with
-/// no application work between calls; their records are not stored and
-/// their raw block times are collected instead. At the end, the median
-/// raw block wall time becomes the wall overhead subtracted from every
-/// block; blocks whose CPU clock is read also lose the CPU clock's cost.
-/// Returns true when the measurement started.
+/// no application work between calls; their records are encoded as usual
+/// but not stored, and their raw blocks are collected instead. At the end,
+/// the median raw block wall time (and counter deltas) becomes the
+/// overhead subtracted from every block; blocks whose CPU clock is read
+/// also lose the CPU clock's own cost. Returns true when the measurement
+/// started.
 pub fn calibration(on: bool) -> bool {
-    let timers = if on { Stamp::default() } else { timer_overhead() };
+    let cpu_read_ns = if on { 0 } else { timing::cpu_read_cost_ns() };
     REC.with(|r| {
         let mut slot = r.borrow_mut();
         let Some(rec) = slot.as_mut() else { return false };
         if on {
-            rec.calibration = Some(Vec::with_capacity(CALIBRATION_CALLS));
+            let sink = RankWriter::stream(std::io::sink(), 0);
+            rec.calibration = Some(Calibration { wall: Vec::with_capacity(CALIBRATION_CALLS), hw: Vec::new(), sink });
             return true;
         }
-        let mut raw = rec.calibration.take().unwrap_or_default();
-        raw.sort_unstable();
-        let wall = raw.get(raw.len() / 2).copied().unwrap_or(timers.wall);
-        rec.overhead = Stamp { wall, cpu: timers.cpu + wall.saturating_sub(timers.wall) };
-        rec.writer.set_overhead(rec.overhead.cpu, rec.overhead.wall);
-        OVERHEAD[0].store(wall, Ordering::Relaxed);
-        OVERHEAD[1].store(rec.overhead.cpu, Ordering::Relaxed);
+        let Some(mut cal) = rec.calibration.take() else { return false };
+        let median = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        };
+        let wall = median(&mut cal.wall);
+        let mut cycles: Vec<u64> = cal.hw.iter().map(|h| h.0).collect();
+        let mut instructions: Vec<u64> = cal.hw.iter().map(|h| h.1).collect();
+        let o = Overhead { wall, cpu_ns: ticks_to_ns(wall) + cpu_read_ns, hw: (median(&mut cycles), median(&mut instructions)) };
+        rec.overhead = o;
+        rec.writer.set_overhead(o.cpu_ns, ticks_to_ns(o.wall));
+        for (i, v) in [o.wall, o.cpu_ns, o.hw.0, o.hw.1].into_iter().enumerate() {
+            OVERHEAD[i].store(v, Ordering::Relaxed);
+        }
         true
     })
 }
@@ -349,7 +334,8 @@ pub fn begin(op: u8, caller: u64) -> bool {
         }
         let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) else { return false };
         rec.in_call = true;
-        (rec.call_start, rec.cpu_read) = block_end(rec.last_end);
+        let last = rec.last_end;
+        (rec.call_start, rec.cpu_read) = rec.timer.end(&last, clock::now());
         rec.call_op = op;
         rec.caller = caller;
         true
@@ -376,42 +362,48 @@ pub fn scratch(n: usize) -> *mut u64 {
 
 /// Finishes the current call: builds its record and appends it.
 ///
-/// The call's exit time is read before the record is stored, the start of
-/// the next compute block after, so the recorder's own work counts as MPI
-/// time, never as compute.
+/// The call's exit time is read once, as the record's end and the next
+/// compute block's start: the recorder's own work after it (building and
+/// encoding the record) falls in that block and is subtracted from it as
+/// part of the measured overhead ([`calibration`]).
 pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
     REC.with(|r| {
         let mut slot = r.borrow_mut();
         let Some(rec) = slot.as_mut() else { return };
         rec.in_call = false;
-        let exit_wall = clock_ns(libc::CLOCK_MONOTONIC);
-        if let Some(raw) = rec.calibration.as_mut() {
-            raw.push(rec.call_start.wall.saturating_sub(rec.last_end.wall));
-            rec.last_end = block_start();
-            return;
-        }
+        let exit = clock::now();
         let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
         let (start, last, over) = (rec.call_start, rec.last_end, rec.overhead);
         let compute_cpu_ns = rec.block_cpu_ns();
-        crate::online::charge(compute_cpu_ns, start.wall);
+        if rec.calibration.is_none() {
+            crate::online::charge(compute_cpu_ns, start.wall);
+        }
         let record = CallRecord {
             op,
             failed,
             caller: rec.caller,
             compute_cpu_ns,
-            compute_wall_ns: start.wall.saturating_sub(last.wall).saturating_sub(over.wall) + rec.charged_ns,
-            t_start_ns: start.wall.saturating_sub(rec.epoch_wall),
-            t_end_ns: exit_wall.saturating_sub(rec.epoch_wall),
+            compute_wall_ns: rec.block_wall_ns(),
+            counters: rec.timer.counters(&last, &start, over.hw),
+            t_start_ns: ticks_to_ns(start.wall.saturating_sub(rec.epoch_wall)),
+            t_end_ns: ticks_to_ns(exit.saturating_sub(rec.epoch_wall)),
             params: params(&mut rec.requests),
         };
-        rec.push(&record);
+        match rec.calibration.as_mut() {
+            Some(cal) => {
+                cal.wall.push(start.wall.saturating_sub(last.wall));
+                cal.hw.push((start.hw.0.wrapping_sub(last.hw.0), start.hw.1.wrapping_sub(last.hw.1)));
+                let _ = cal.sink.push(&record);
+            }
+            None => rec.push(&record),
+        }
         rec.charged_ns = 0;
         if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
             record.params
         {
             rec.requests = requests; // keep the buffer's capacity for the next list
         }
-        rec.last_end = block_start();
+        rec.last_end = rec.timer.start(exit);
     });
 }
 
@@ -447,7 +439,7 @@ pub fn cpu_since_last_call_ns() -> u64 {
     REC.try_with(|r| {
         let slot = r.try_borrow().ok()?;
         let rec = slot.as_ref().filter(|rec| !rec.in_call)?;
-        CPU_TIME.load(Ordering::Relaxed).then(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(rec.last_end.cpu))
+        timing::cpu_time().then(|| clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(rec.last_end.cpu))
     })
     .ok()
     .flatten()
@@ -467,9 +459,11 @@ fn flush_on_signal(target: *mut ()) {
 }
 
 impl Recorder {
-    /// A recorder whose first compute block starts at `start`; times are
-    /// taken relative to `epoch_wall` (ns, `CLOCK_MONOTONIC`).
-    fn new(rank: u32, writer: RankWriter<File>, epoch_wall: u64, overhead: Stamp, start: Stamp) -> Self {
+    /// A recorder for the calling thread whose first compute block starts
+    /// now; times are taken relative to `epoch_wall` (ticks of [`clock::now`]).
+    fn new(rank: u32, writer: RankWriter<File>, epoch_wall: u64, overhead: Overhead) -> Self {
+        let mut timer = Timer::new();
+        let start = timer.start(clock::now());
         Recorder {
             busy: AtomicBool::new(false),
             rank,
@@ -477,6 +471,7 @@ impl Recorder {
             epoch_wall,
             overhead,
             calibration: None,
+            timer,
             last_end: start,
             in_call: false,
             call_start: start,
@@ -488,11 +483,20 @@ impl Recorder {
         }
     }
 
-    /// Thread CPU time of the compute block that ends at the current
-    /// call's start, less the recorder's own share, ns.
+    /// Wall time of the compute block that ends at the current call's
+    /// start, less the recorder's own share, ns.
+    fn block_wall_ns(&self) -> u64 {
+        let ticks = self.call_start.wall.saturating_sub(self.last_end.wall).saturating_sub(self.overhead.wall);
+        ticks_to_ns(ticks) + self.charged_ns
+    }
+
+    /// Thread CPU time of the same block, ns: its wall time unless the
+    /// CPU clock was read at its end ([`Timer::end`]).
     fn block_cpu_ns(&self) -> u64 {
-        let over = if self.cpu_read { self.overhead.cpu } else { self.overhead.wall };
-        self.call_start.cpu.saturating_sub(self.last_end.cpu).saturating_sub(over) + self.charged_ns
+        if !self.cpu_read {
+            return self.block_wall_ns();
+        }
+        self.call_start.cpu.saturating_sub(self.last_end.cpu).saturating_sub(self.overhead.cpu_ns) + self.charged_ns
     }
 
     /// Disarms the signal flush if it targets this recorder, waiting out a

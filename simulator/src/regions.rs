@@ -34,6 +34,24 @@ pub struct RegionStats {
     pub wall_mean_s: f64,
     /// Standard deviation of the wall time per block, seconds.
     pub wall_stdev_s: f64,
+    /// CPU cycles of the blocks, when the trace has hardware counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<CountStats>,
+    /// Retired instructions of the blocks, when the trace has hardware counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<CountStats>,
+}
+
+/// Total, mean and standard deviation of a per-block count (cycles or
+/// instructions) over the blocks that carry it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CountStats {
+    /// Sum over the blocks.
+    pub total: f64,
+    /// Mean per block.
+    pub mean: f64,
+    /// Standard deviation per block.
+    pub stdev: f64,
 }
 
 #[derive(Default)]
@@ -43,6 +61,10 @@ struct Acc {
     last_rank: Option<u32>,
     cpu: (f64, f64),
     wall: (f64, f64),
+    /// Blocks with counters, and the sums and squares of their cycles and instructions.
+    hw_n: u64,
+    cycles: (f64, f64),
+    instructions: (f64, f64),
 }
 
 impl Acc {
@@ -54,6 +76,20 @@ impl Acc {
         }
         self.cpu = (self.cpu.0 + cpu, self.cpu.1 + cpu * cpu);
         self.wall = (self.wall.0 + wall, self.wall.1 + wall * wall);
+    }
+
+    fn add_counters(&mut self, c: &crate::trace::BlockCounters) {
+        let (y, i) = (c.cycles as f64, c.instructions as f64);
+        self.hw_n += 1;
+        self.cycles = (self.cycles.0 + y, self.cycles.1 + y * y);
+        self.instructions = (self.instructions.0 + i, self.instructions.1 + i * i);
+    }
+
+    fn counts(&self, sums: (f64, f64)) -> Option<CountStats> {
+        (self.hw_n > 0).then(|| {
+            let (mean, stdev) = mean_stdev(self.hw_n, sums);
+            CountStats { total: sums.0, mean, stdev }
+        })
     }
 }
 
@@ -75,7 +111,11 @@ pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError
             let rec = rec?;
             let (key, _) = names.region(t, prev, rec.caller);
             prev = rec.caller;
-            acc.entry(key).or_default().add(t.header.rank, rec.compute_cpu_ns as f64 * 1e-9, rec.compute_wall_ns as f64 * 1e-9);
+            let a = acc.entry(key).or_default();
+            a.add(t.header.rank, rec.compute_cpu_ns as f64 * 1e-9, rec.compute_wall_ns as f64 * 1e-9);
+            if let Some(c) = &rec.counters {
+                a.add_counters(c);
+            }
         }
     }
     let mut out: Vec<RegionStats> = acc
@@ -93,6 +133,8 @@ pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError
                 wall_total_s: a.wall.0,
                 wall_mean_s,
                 wall_stdev_s,
+                cycles: a.counts(a.cycles),
+                instructions: a.counts(a.instructions),
             }
         })
         .collect();
@@ -100,15 +142,22 @@ pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError
     Ok(out)
 }
 
-/// The report as a text table (times in milliseconds / microseconds).
+/// The report as a text table (times in milliseconds / microseconds);
+/// with hardware counters, also the mean and stdev of cycles and
+/// instructions per block, and instructions per cycle.
 pub fn format_table(stats: &[RegionStats]) -> String {
+    let hw = stats.iter().any(|r| r.cycles.is_some());
     let mut s = format!(
-        "{:<56} {:>9} {:>5} {:>12} {:>11} {:>11} {:>12}\n",
+        "{:<56} {:>9} {:>5} {:>12} {:>11} {:>11} {:>12}",
         "region (prev:next)", "count", "ranks", "cpu_total_ms", "cpu_mean_us", "cpu_sd_us", "wall_total_ms"
     );
+    if hw {
+        s += &format!(" {:>12} {:>12} {:>12} {:>12} {:>5}", "cycles_mean", "cycles_sd", "instr_mean", "instr_sd", "IPC");
+    }
+    s += "\n";
     for r in stats {
         s += &format!(
-            "{:<56} {:>9} {:>5} {:>12.3} {:>11.3} {:>11.3} {:>12.3}\n",
+            "{:<56} {:>9} {:>5} {:>12.3} {:>11.3} {:>11.3} {:>12.3}",
             r.region,
             r.count,
             r.ranks,
@@ -117,6 +166,52 @@ pub fn format_table(stats: &[RegionStats]) -> String {
             r.cpu_stdev_s * 1e6,
             r.wall_total_s * 1e3
         );
+        match (r.cycles, r.instructions) {
+            (Some(c), Some(i)) => {
+                let ipc = if c.total > 0.0 { i.total / c.total } else { 0.0 };
+                s += &format!(" {:>12.0} {:>12.0} {:>12.0} {:>12.0} {:>5.2}", c.mean, c.stdev, i.mean, i.stdev, ipc);
+            }
+            _ if hw => s += &format!(" {:>12} {:>12} {:>12} {:>12} {:>5}", "-", "-", "-", "-", "-"),
+            _ => {}
+        }
+        s += "\n";
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::BlockCounters;
+
+    #[test]
+    fn counters_give_total_mean_stdev_and_ipc() {
+        let mut a = Acc::default();
+        for (cycles, instructions) in [(100, 200), (300, 400)] {
+            a.add(0, 1e-6, 1e-6);
+            a.add_counters(&BlockCounters { cycles, instructions });
+        }
+        a.add(1, 1e-6, 1e-6); // a block without counters: not in their statistics
+        let c = a.counts(a.cycles).unwrap();
+        assert_eq!((c.total, c.mean, c.stdev), (400.0, 200.0, 100.0));
+        let i = a.counts(a.instructions).unwrap();
+        assert_eq!((i.total, i.mean, i.stdev), (600.0, 300.0, 100.0));
+        assert!(Acc::default().counts((0.0, 0.0)).is_none());
+        let r = RegionStats {
+            region: "a.c:1:a.c:2".into(),
+            count: 3,
+            ranks: 2,
+            cpu_total_s: 3e-6,
+            cpu_mean_s: 1e-6,
+            cpu_stdev_s: 0.0,
+            wall_total_s: 3e-6,
+            wall_mean_s: 1e-6,
+            wall_stdev_s: 0.0,
+            cycles: Some(c),
+            instructions: Some(i),
+        };
+        let table = format_table(&[r]);
+        assert!(table.lines().next().unwrap().ends_with("IPC"), "{table}");
+        assert!(table.lines().nth(1).unwrap().ends_with(" 1.50"), "{table}");
+    }
 }

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use record::{CallRecord, Op, Params};
+pub use record::{BlockCounters, CallRecord, Op, Params};
 pub use writer::RankWriter;
 
 use chunk::{ChunkHead, ChunkKind, CHUNK_HEADER_BYTES, MAGIC};
@@ -42,10 +42,13 @@ pub fn rank_file_name(rank: u32) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimingSource {
-    /// `CLOCK_THREAD_CPUTIME_ID` for CPU time and `CLOCK_MONOTONIC` for wall time.
+    /// Thread CPU time from `CLOCK_THREAD_CPUTIME_ID` (the task clock).
     ClockGettime,
-    /// `CLOCK_MONOTONIC` only: CPU time equals wall time (`INTERPOSER_COUNTERS=off`).
+    /// Wall time only: CPU time equals wall time (`INTERPOSER_COUNTERS=off`).
     WallOnly,
+    /// As `ClockGettime`, plus user-space cycles and instructions per
+    /// compute block from a perf_event group ([`record::BlockCounters`]).
+    PerfCounters,
 }
 
 /// Directory-level metadata, written by rank 0 at `MPI_Init`.
@@ -59,6 +62,10 @@ pub struct TraceMeta {
     pub mpi_library: String,
     /// How compute blocks were timed.
     pub timing_source: TimingSource,
+    /// Wall time came from the invariant TSC at this frequency, Hz;
+    /// absent: from `CLOCK_MONOTONIC`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsc_hz: Option<f64>,
     /// Command line of rank 0.
     pub command: Vec<String>,
     /// Interposer mode the trace was taken in (`trace` or `online`).
@@ -78,6 +85,10 @@ pub struct RankHeader {
     pub pid: u32,
     /// How compute blocks were timed.
     pub timing_source: TimingSource,
+    /// Wall time came from the invariant TSC at this frequency, Hz;
+    /// absent: from `CLOCK_MONOTONIC`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsc_hz: Option<f64>,
     /// Wall-clock time of the trace epoch (`MPI_Init` exit), Unix seconds.
     pub epoch_unix_s: f64,
 }

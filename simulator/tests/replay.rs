@@ -29,6 +29,7 @@ fn rec(op: Op, cpu_ms: u64, wall_ms: u64, params: Params) -> CallRecord {
         caller: 0x1000,
         compute_cpu_ns: cpu_ms * ms,
         compute_wall_ns: wall_ms * ms,
+        counters: None,
         t_start_ns: 0,
         t_end_ns: 0,
         params,
@@ -61,7 +62,7 @@ fn write_trace(dir: &Path) {
         format_version: 1,
         ranks: 2,
         mpi_library: "synthetic".into(),
-        timing_source: TimingSource::ClockGettime,
+        timing_source: TimingSource::ClockGettime, tsc_hz: None,
         command: vec!["pingpong".into()],
         mode: "trace".into(),
     };
@@ -72,7 +73,7 @@ fn write_trace(dir: &Path) {
             ranks: 2,
             host: "tracehost".into(),
             pid: 100 + r as u32,
-            timing_source: TimingSource::ClockGettime,
+            timing_source: TimingSource::ClockGettime, tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let f = File::create(dir.join(trace::rank_file_name(r as u32))).unwrap();

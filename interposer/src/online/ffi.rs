@@ -253,7 +253,7 @@ pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, entries: *
     with((), |on| {
         let Some(code) = Op::from_code(op as u8) else { return };
         let params = record_params(code, &p, &mut Vec::new());
-        let rec = CallRecord { op: code, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, t_start_ns: 0, t_end_ns: 0, params };
+        let rec = CallRecord { op: code, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params };
         let Ok(Some(action)) = simulator::action::op_action(&rec) else {
             on.unmodelled.insert(code.mpi_name());
             return;

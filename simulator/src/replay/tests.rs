@@ -373,7 +373,7 @@ fn replay_speed_from_trace_files() {
         format_version: 1,
         ranks: 2,
         mpi_library: "synthetic".into(),
-        timing_source: TimingSource::ClockGettime,
+        timing_source: TimingSource::ClockGettime, tsc_hz: None,
         command: vec![],
         mode: "trace".into(),
     };
@@ -384,7 +384,7 @@ fn replay_speed_from_trace_files() {
             ranks: 2,
             host: "h".into(),
             pid: 1,
-            timing_source: TimingSource::ClockGettime,
+            timing_source: TimingSource::ClockGettime, tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let f = std::io::BufWriter::new(std::fs::File::create(dir.path().join(rank_file_name(r))).unwrap());
@@ -399,6 +399,7 @@ fn replay_speed_from_trace_files() {
                 caller,
                 compute_cpu_ns: 1000,
                 compute_wall_ns: 1000,
+                counters: None,
                 t_start_ns: 0,
                 t_end_ns: 0,
                 params,

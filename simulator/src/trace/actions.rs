@@ -351,7 +351,7 @@ mod tests {
             ranks: 1,
             host: "h".into(),
             pid: 1,
-            timing_source: TimingSource::ClockGettime,
+            timing_source: TimingSource::ClockGettime, tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
@@ -363,6 +363,7 @@ mod tests {
                 caller,
                 compute_cpu_ns: 5,
                 compute_wall_ns: 7,
+                counters: None,
                 t_start_ns: 0,
                 t_end_ns: 0,
                 params: Params::Coll { root: -1, bytes: 0, comm: 0 },
@@ -404,7 +405,7 @@ mod tests {
             ranks: 4,
             host: "h".into(),
             pid: 1,
-            timing_source: TimingSource::ClockGettime,
+            timing_source: TimingSource::ClockGettime, tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
@@ -422,6 +423,7 @@ mod tests {
                 caller: 0x1010,
                 compute_cpu_ns: 0,
                 compute_wall_ns: 0,
+                counters: None,
                 t_start_ns: 0,
                 t_end_ns: 0,
                 params,

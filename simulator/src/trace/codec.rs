@@ -3,10 +3,12 @@
 //! typical record takes about a dozen bytes.
 //!
 //! ```text
-//! record := op:u8 flags:u8 site [compute_wall] [compute_cpu] gap duration params
+//! record := op:u8 flags:u8 site compute_wall [compute_cpu] [counters] gap duration params
 //! flags  := bit0 failed | bit1 cpu == wall | bit2 new call site
 //!         | bit3 request present (P2p, Mrecv, Io) | bit4 completed/found (Test, Probe)
 //!         | bit5 communicator is MPI_COMM_WORLD (P2p, Coll, Icoll, Io: comm omitted)
+//!         | bit6 hardware counters follow the compute times
+//! counters := varint(cycles) varint(instructions)      (of the compute block)
 //! site   := new ? varint(return address) : varint(site index)
 //! gap    := zigzag(t_start − previous t_end − compute_wall)
 //! ```
@@ -30,7 +32,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::record::{shape, CallRecord, DecodeError, Op, Params, Shape, COMM_WORLD};
+use super::record::{shape, BlockCounters, CallRecord, DecodeError, Op, Params, Shape, COMM_WORLD};
 
 const FAILED: u8 = 1;
 const CPU_IS_WALL: u8 = 2;
@@ -38,6 +40,7 @@ const NEW_SITE: u8 = 4;
 const HAS_REQUEST: u8 = 8;
 const YES: u8 = 16;
 const WORLD: u8 = 32;
+const COUNTERS: u8 = 64;
 
 /// First byte of a repeat marker (no op has this code).
 pub const REPEAT: u8 = 0xFF;
@@ -213,6 +216,11 @@ impl Encoder {
             flags |= CPU_IS_WALL;
         } else {
             o.v(rec.compute_cpu_ns);
+        }
+        if let Some(c) = rec.counters {
+            flags |= COUNTERS;
+            o.v(c.cycles);
+            o.v(c.instructions);
         }
         let gap = rec.t_start_ns as i64 - self.prev_end as i64 - rec.compute_wall_ns as i64;
         let duration = rec.t_end_ns.saturating_sub(rec.t_start_ns);
@@ -438,6 +446,8 @@ impl Decoder {
         };
         let compute_wall_ns = i.v()?;
         let compute_cpu_ns = if flags & CPU_IS_WALL != 0 { compute_wall_ns } else { i.v()? };
+        let counters =
+            if flags & COUNTERS != 0 { Some(BlockCounters { cycles: i.v()?, instructions: i.v()? }) } else { None };
         let gap = i.z()?;
         let t_start_ns = (self.prev_end as i64 + compute_wall_ns as i64 + gap) as u64;
         let t_end_ns = t_start_ns + i.v()?;
@@ -524,7 +534,7 @@ impl Decoder {
         self.prev_request = prev_request;
         self.prev_end = t_end_ns;
         let failed = flags & FAILED != 0;
-        let rec = CallRecord { op, failed, caller, compute_cpu_ns, compute_wall_ns, t_start_ns, t_end_ns, params };
+        let rec = CallRecord { op, failed, caller, compute_cpu_ns, compute_wall_ns, counters, t_start_ns, t_end_ns, params };
         Ok((rec, i.pos, gap))
     }
 }
@@ -550,6 +560,8 @@ mod tests {
             caller: 0x7f00_1234 + (t % 2) * 8,
             compute_cpu_ns: 1500 + t % 2,
             compute_wall_ns: 1500,
+            // Every third record carries hardware counts (bit 6).
+            counters: (t % 3 == 1).then_some(BlockCounters { cycles: 3900 + t, instructions: 1 << (20 + t % 7) }),
             t_start_ns: 10 + 3000 * t,
             t_end_ns: 20 + 3000 * t,
             params,

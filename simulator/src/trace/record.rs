@@ -425,12 +425,27 @@ pub struct CallRecord {
     pub compute_cpu_ns: u64,
     /// Wall time of the compute block ending at this call, nanoseconds.
     pub compute_wall_ns: u64,
+    /// Hardware counters of the compute block, when the trace was taken
+    /// with them (`INTERPOSER_COUNTERS=hw`, or `auto` where they exist).
+    pub counters: Option<BlockCounters>,
     /// Call entry, nanoseconds since the trace epoch.
     pub t_start_ns: u64,
     /// Call exit, nanoseconds since the trace epoch.
     pub t_end_ns: u64,
     /// Normalized parameters.
     pub params: Params,
+}
+
+/// User-space hardware counts of one compute block (a perf_event group:
+/// `PERF_COUNT_HW_CPU_CYCLES` and `PERF_COUNT_HW_INSTRUCTIONS`, kernel and
+/// hypervisor excluded), as dPerf times blocks with PAPI (Cornea &
+/// Bourgeois, §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockCounters {
+    /// CPU cycles at the core's running frequency (so they scale with the pstate).
+    pub cycles: u64,
+    /// Retired instructions.
+    pub instructions: u64,
 }
 
 /// Why a record could not be decoded.

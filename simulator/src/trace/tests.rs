@@ -2,7 +2,7 @@ use super::*;
 use crate::trace::record::ANY_SOURCE;
 
 fn header(rank: u32) -> RankHeader {
-    RankHeader { rank, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, epoch_unix_s: 0.0 }
+    RankHeader { rank, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, tsc_hz: None, epoch_unix_s: 0.0 }
 }
 
 fn send(i: u64) -> CallRecord {
@@ -12,6 +12,7 @@ fn send(i: u64) -> CallRecord {
         caller: 0x1000 + i,
         compute_cpu_ns: i,
         compute_wall_ns: i,
+        counters: None,
         t_start_ns: i,
         t_end_ns: i + 1,
         params: Params::P2p { peer: 1, tag: 0, bytes: 8, comm: 0, request: 0 },

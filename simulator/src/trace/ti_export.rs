@@ -235,14 +235,14 @@ mod tests {
     use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
 
     fn rec(op: Op, params: Params) -> CallRecord {
-        CallRecord { op, failed: false, caller: 1, compute_cpu_ns: 2_000, compute_wall_ns: 2_000, t_start_ns: 0, t_end_ns: 0, params }
+        CallRecord { op, failed: false, caller: 1, compute_cpu_ns: 2_000, compute_wall_ns: 2_000, counters: None, t_start_ns: 0, t_end_ns: 0, params }
     }
 
     #[test]
     fn writes_smpi_verbs_with_request_keys() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("rank-0.trace");
-        let header = RankHeader { rank: 0, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, epoch_unix_s: 0.0 };
+        let header = RankHeader { rank: 0, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, tsc_hz: None, epoch_unix_s: 0.0 };
         let mut w = RankWriter::create(File::create(&p).unwrap(), &header).unwrap();
         let p2p = |peer, request| Params::P2p { peer, tag: 5, bytes: 64, comm: 0, request };
         for r in [

@@ -128,6 +128,7 @@ fn from_records(recs: Vec<Result<(Op, Params), f64>>) -> Vec<Action> {
                     caller: 0,
                     compute_cpu_ns: 0,
                     compute_wall_ns: 0,
+                    counters: None,
                     t_start_ns: 0,
                     t_end_ns: 0,
                     params,

@@ -1,0 +1,158 @@
+//! Timing of compute blocks: wall time in ticks of [`crate::clock`], thread
+//! CPU time, and hardware counters ([`PerfGroup`]).
+//!
+//! Thread CPU time (`CLOCK_THREAD_CPUTIME_ID`, the task clock) is a system
+//! call, about 0.6 µs in this VM, so it is read at most once per
+//! [`CPU_READ_MIN_BLOCK_NS`] of wall time: in between, CPU time is taken
+//! to advance with wall time from the last reading. The estimate can miss
+//! at most the preemption inside that window, which is shorter than the
+//! window itself; a block of at least the window's length always ends
+//! with a real reading.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use simulator::trace::BlockCounters;
+
+use crate::clock::{self, clock_ns, ticks_to_ns};
+use crate::counters::PerfGroup;
+
+/// Wall time (ns) under which CPU time is estimated rather than read.
+pub const CPU_READ_MIN_BLOCK_NS: u64 = 10_000;
+
+/// False with `INTERPOSER_COUNTERS=off`: CPU time is wall time.
+static CPU_TIME: AtomicBool = AtomicBool::new(true);
+/// True when each thread opens a hardware counter group.
+static HW: AtomicBool = AtomicBool::new(false);
+/// [`CPU_READ_MIN_BLOCK_NS`] in ticks.
+static MIN_TICKS: AtomicU64 = AtomicU64::new(CPU_READ_MIN_BLOCK_NS);
+
+/// Sets what every thread's [`Timer`] measures; call after
+/// [`clock::calibrate`].
+pub fn configure(cpu_time: bool, hw: bool) {
+    CPU_TIME.store(cpu_time, Ordering::Relaxed);
+    HW.store(hw, Ordering::Relaxed);
+    MIN_TICKS.store(clock::ns_to_ticks(CPU_READ_MIN_BLOCK_NS), Ordering::Relaxed);
+}
+
+/// True unless CPU time is wall time (`INTERPOSER_COUNTERS=off`).
+pub fn cpu_time() -> bool {
+    CPU_TIME.load(Ordering::Relaxed)
+}
+
+/// One end of a compute block.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stamp {
+    /// Wall time, ticks of [`clock::now`].
+    pub wall: u64,
+    /// Thread CPU time, ns (wall time in ns without CPU timing).
+    pub cpu: u64,
+    /// Cycles and instructions of this thread's counter group (0, 0 without).
+    pub hw: (u64, u64),
+}
+
+/// Per-thread block timer.
+#[derive(Debug, Default)]
+pub struct Timer {
+    /// The last real CPU clock reading (ns) and the wall ticks it belongs to.
+    cpu_ref: (u64, u64),
+    hw: Option<PerfGroup>,
+}
+
+impl Timer {
+    /// A timer for the calling thread, with its own counter group when
+    /// hardware counters are configured (none if the group cannot open).
+    pub fn new() -> Timer {
+        let hw = if HW.load(Ordering::Relaxed) { PerfGroup::open().ok() } else { None };
+        let wall = clock::now();
+        Timer { cpu_ref: (clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), wall), hw }
+    }
+
+    /// True when this thread counts cycles and instructions.
+    pub fn has_counters(&self) -> bool {
+        self.hw.is_some()
+    }
+
+    fn read_hw(&self) -> (u64, u64) {
+        self.hw.as_ref().map_or((0, 0), PerfGroup::read)
+    }
+
+    fn read_cpu(&mut self, wall: u64) -> u64 {
+        let cpu = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        self.cpu_ref = (cpu, wall);
+        cpu
+    }
+
+    /// The stamp of a block starting at wall tick `wall` (a call's exit).
+    pub fn start(&mut self, wall: u64) -> Stamp {
+        let since = wall.wrapping_sub(self.cpu_ref.1);
+        let cpu = if !cpu_time() {
+            ticks_to_ns(wall)
+        } else if since < MIN_TICKS.load(Ordering::Relaxed) {
+            self.cpu_ref.0 + ticks_to_ns(since)
+        } else {
+            self.read_cpu(wall)
+        };
+        Stamp { wall, cpu, hw: self.read_hw() }
+    }
+
+    /// The stamp of the block from `start` ending at wall tick `wall` (a
+    /// call's entry), and whether its CPU time was read (else it is the
+    /// block's wall time).
+    pub fn end(&mut self, start: &Stamp, wall: u64) -> (Stamp, bool) {
+        let hw = self.read_hw();
+        let elapsed = wall.wrapping_sub(start.wall);
+        if !cpu_time() || elapsed < MIN_TICKS.load(Ordering::Relaxed) {
+            (Stamp { wall, cpu: start.cpu + ticks_to_ns(elapsed), hw }, false)
+        } else {
+            (Stamp { wall, cpu: self.read_cpu(wall), hw }, true)
+        }
+    }
+
+    /// The counters between two stamps less `overhead`; `None` without a
+    /// counter group.
+    pub fn counters(&self, from: &Stamp, to: &Stamp, overhead: (u64, u64)) -> Option<BlockCounters> {
+        self.hw.as_ref()?;
+        Some(BlockCounters {
+            cycles: to.hw.0.wrapping_sub(from.hw.0).saturating_sub(overhead.0),
+            instructions: to.hw.1.wrapping_sub(from.hw.1).saturating_sub(overhead.1),
+        })
+    }
+}
+
+/// The CPU clock's own cost as the CPU clock sees it: the median span
+/// between two consecutive readings, ns.
+pub fn cpu_read_cost_ns() -> u64 {
+    const N: usize = 201;
+    let mut d = [0u64; N];
+    for x in d.iter_mut() {
+        let a = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+        *x = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(a);
+    }
+    d.sort_unstable();
+    d[N / 2]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_for_long_blocks_and_estimated_for_short_ones() {
+        let _one = clock::TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        clock::calibrate(true);
+        configure(true, false);
+        let mut t = Timer::new();
+        let s = t.start(clock::now());
+        let (e, read) = t.end(&s, clock::now());
+        assert!(!read, "a block of a few ns is not worth a system call");
+        assert_eq!(e.cpu - s.cpu, ticks_to_ns(e.wall - s.wall));
+        // A 2 ms sleep: wall time passes, CPU time does not.
+        let s = t.start(clock::now());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let (e, read) = t.end(&s, clock::now());
+        assert!(read);
+        let (cpu, wall) = (e.cpu.saturating_sub(s.cpu), ticks_to_ns(e.wall - s.wall));
+        assert!(wall >= 2_000_000 && cpu < wall / 2, "slept block: {cpu} ns CPU in {wall} ns wall");
+        assert!(t.counters(&s, &e, (0, 0)).is_none() || t.has_counters());
+    }
+}
