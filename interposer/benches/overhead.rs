@@ -1,7 +1,13 @@
-//! Overhead benchmark (`cargo bench -p interposer`): the cost the
-//! interposer adds per intercepted call, from `c-tests/overhead` run plainly
-//! and under the interposer with `INTERPOSER_COUNTERS=off` and `=sw`, in
-//! one run, medians of 5 runs each, 10^6 iterations (`OVERHEAD_ITERS`).
+//! Overhead benchmark (`cargo bench -p interposer --bench overhead`):
+//!
+//! 1. The cost the interposer adds per intercepted call, from
+//!    `c-tests/overhead` run plainly and under the interposer with
+//!    `INTERPOSER_COUNTERS=off` (wall time from the TSC only), `=sw` (plus
+//!    thread CPU time) and `=auto` (hardware counters where they exist),
+//!    in one run, medians of 5 runs each, 10^6 iterations (`OVERHEAD_ITERS`).
+//! 2. Trace size: bytes per recorded call (whole rank files: header, records,
+//!    module table and footer) of each C and Fortran c-test traced at
+//!    `-np 2` (`OVERHEAD_SECTIONS=2` runs only this part).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,19 +36,70 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Bytes per event of each c-test's trace (section 2).
+fn sizes(root: &Path, lib: &Path) {
+    let progs = root.join("c-tests/build");
+    let cases: [(&str, &[&str]); 11] = [
+        ("pingpong", &["20"]),
+        ("ring", &["100000", "8"]),
+        ("jacobi2d", &["1024", "150"]),
+        ("allreduce_loop", &["5000", "1024"]),
+        ("comm_split", &["100"]),
+        ("mpi_calls", &["20"]),
+        ("mpi_more", &["10"]),
+        ("overlap", &["50"]),
+        ("threads", &[]),
+        ("fortran_calls", &["20"]),
+        ("fortran_more", &["10"]),
+    ];
+    println!("\n{:<16} {:>10} {:>12} {:>12}", "program", "events", "bytes", "bytes/event");
+    let (mut events_all, mut bytes_all, mut per_program) = (0u64, 0u64, Vec::new());
+    for (prog, args) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2"]);
+        cmd.env("LD_PRELOAD", lib).env("INTERPOSER_OUT", dir.path()).args(["-x", "LD_PRELOAD", "-x", "INTERPOSER_OUT"]);
+        let out = cmd.arg(progs.join(prog)).args(args).output().expect("mpirun");
+        if !out.status.success() {
+            println!("{prog:<16} failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
+            continue;
+        }
+        let (meta, ranks) = simulator::trace::open_dir(dir.path()).expect("trace");
+        // Every thread's stream (the footer counts the MPI_Init thread's only).
+        let events: u64 = ranks
+            .iter()
+            .flat_map(|r| r.streams().into_iter().map(move |st| r.records_of(st).expect("records").count() as u64))
+            .sum();
+        let bytes: u64 = (0..meta.ranks)
+            .map(|r| std::fs::metadata(dir.path().join(simulator::trace::rank_file_name(r))).map_or(0, |m| m.len()))
+            .sum();
+        let per = bytes as f64 / events.max(1) as f64;
+        println!("{prog:<16} {events:>10} {bytes:>12} {per:>12.2}");
+        (events_all, bytes_all) = (events_all + events, bytes_all + bytes);
+        per_program.push(per);
+    }
+    let mean = per_program.iter().sum::<f64>() / per_program.len().max(1) as f64;
+    println!("{:<16} {events_all:>10} {bytes_all:>12} {:>12.2}", "all", bytes_all as f64 / events_all.max(1) as f64);
+    println!("mean of the programs' bytes/event: {mean:.2} (goal: <= 12)");
+}
+
 fn main() {
     let root = root();
     let ok = Command::new(env!("CARGO")).args(["build", "--release", "--quiet", "-p", "interposer"]).current_dir(&root).status();
     assert!(ok.expect("cargo").success());
     assert!(Command::new("make").args(["-s", "-C"]).arg(root.join("c-tests")).status().expect("make").success());
     let lib = root.join("target/release/libinterposer.so");
+    if std::env::var("OVERHEAD_SECTIONS").is_ok_and(|v| v.trim() == "2") {
+        return sizes(&root, &lib);
+    }
     let prog = root.join("c-tests/build/overhead");
     let iters = std::env::var("OVERHEAD_ITERS").unwrap_or_else(|_| "1000000".into());
     let dir = tempfile::tempdir().unwrap();
-    let modes: [(&str, Vec<(&str, String)>); 3] = [
+    let modes: [(&str, Vec<(&str, String)>); 4] = [
         ("plain", vec![]),
         ("counters=off", vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string()), ("INTERPOSER_COUNTERS", "off".into())]),
         ("counters=sw", vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string()), ("INTERPOSER_COUNTERS", "sw".into())]),
+        ("counters=auto", vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string()), ("INTERPOSER_COUNTERS", "auto".into())]),
     ];
     let mut base = (0.0, 0.0);
     println!("{:<14} {:>16} {:>16} {:>14} {:>14}", "mode", "pingpong_ns/call", "iprobe_ns/call", "added_pp_ns", "added_iprobe_ns");
@@ -55,4 +112,10 @@ fn main() {
         }
         println!("{name:<14} {pp:>16.1} {ip:>16.1} {:>14.1} {:>14.1}", pp - base.0, ip - base.1);
     }
+    // What auto used here (hardware counters or not) and the wall clock.
+    if let Ok((meta, ranks)) = simulator::trace::open_dir(dir.path()) {
+        let clock = meta.tsc_hz.map_or("CLOCK_MONOTONIC".to_string(), |hz| format!("TSC at {:.3} MHz", hz / 1e6));
+        println!("auto = {}; wall time: {clock}", ranks[0].footer.counters);
+    }
+    sizes(&root, &lib);
 }

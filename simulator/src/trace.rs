@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use record::{BlockCounters, CallRecord, Op, Params};
 pub use writer::RankWriter;
 
-use chunk::{ChunkHead, ChunkKind, CHUNK_HEADER_BYTES, MAGIC};
+use chunk::{ChunkHead, ChunkKind, CHUNK_HEADER_BYTES, MAGIC, MAGIC_V2};
 
 /// Name of the per-directory metadata file.
 pub const META_FILE: &str = "meta.json";
@@ -226,6 +226,8 @@ pub struct RankTrace {
     /// Its footer.
     pub footer: RankFooter,
     record_chunks: Vec<(u64, ChunkHead)>,
+    /// Written in format 2 (`MPITRC02`).
+    v2: bool,
 }
 
 impl RankTrace {
@@ -259,9 +261,10 @@ impl RankTrace {
         let mut f = File::open(path).map_err(|x| e(x.into()))?;
         let size = f.metadata().map_err(|x| e(x.into()))?.len();
         let mut magic = [0u8; 8];
-        if f.read_exact(&mut magic).is_err() || &magic != MAGIC {
+        if f.read_exact(&mut magic).is_err() || (&magic != MAGIC && &magic != MAGIC_V2) {
             return Err(e(TraceErrorKind::BadMagic));
         }
+        let v2 = &magic == MAGIC_V2;
         let (mut header, mut modules, mut footer) = (None, Vec::new(), None);
         let mut record_chunks = Vec::new();
         let mut at = MAGIC.len() as u64;
@@ -307,7 +310,7 @@ impl RankTrace {
             (None, Some(_)) => None,
         };
         let footer = footer.unwrap_or_default();
-        Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks }, salvage))
+        Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks, v2 }, salvage))
     }
 
     /// Streams the call records of the thread that called `MPI_Init`
@@ -343,7 +346,7 @@ impl RankTrace {
             buf: Vec::new(),
             pos: 0,
             chunk_at: 0,
-            decoder: codec::Decoder::default(),
+            decoder: if self.v2 { codec::Decoder::v2() } else { codec::Decoder::default() },
         })
     }
 

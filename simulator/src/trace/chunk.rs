@@ -13,8 +13,10 @@
 
 use std::io::{self, Write};
 
-/// First 8 bytes of every per-rank trace file.
-pub const MAGIC: &[u8; 8] = b"MPITRC02";
+/// First 8 bytes of every per-rank trace file (format 3).
+pub const MAGIC: &[u8; 8] = b"MPITRC03";
+/// First 8 bytes of a format-2 file, which readers still accept.
+pub const MAGIC_V2: &[u8; 8] = b"MPITRC02";
 /// Bytes in a chunk header.
 pub const CHUNK_HEADER_BYTES: usize = 16;
 /// Largest record payload a writer puts in one chunk, bytes (64 KiB less the header).

@@ -10,10 +10,16 @@
 //!         | bit6 hardware counters follow the compute times
 //! counters := varint(cycles) varint(instructions)      (of the compute block)
 //! site   := new ? varint(return address) : varint(site index)
-//! gap    := zigzag(t_start − previous t_end − compute_wall)
+//! gap    := zigzag(g − previous record's g), g = t_start − previous t_end − compute_wall
+//!           (format 2: zigzag(g); g is the recorder's constant share plus noise)
 //! ```
-//! Request handles are stored as zigzag deltas from the previous handle
-//! in the stream. The state (call-site table, previous end, previous
+//! Request handles (format 3) are stored as their position in the
+//! stream's table of the [`RECENT`] most recently used distinct handles
+//! (`varint(i)`, moved to the front), or, for a handle not in it, as
+//! `varint(RECENT + zigzag(handle − previous handle))`, which enters it at
+//! the front. A compute block's CPU time, when it differs from its wall
+//! time, is stored as `zigzag(wall − cpu)`. Format 2 stored every handle
+//! as a zigzag delta and the CPU time as is; [`Decoder::v2`] reads it. The state (call-site table, previous end, previous
 //! handle) runs across chunks, so a file decodes from its start; a cut file
 //! still decodes up to its last whole chunk.
 //!
@@ -147,12 +153,66 @@ impl In<'_> {
     }
 }
 
+/// Length of the table of recent request handles.
+pub const RECENT: usize = 8;
+
+/// The stream's request-handle state, the same on both sides: the last
+/// handle and the most recently used distinct ones, most recent first.
+#[derive(Debug, Clone, Copy, Default)]
+struct Handles {
+    prev: u64,
+    recent: [u64; RECENT],
+    /// Entries of `recent` in use.
+    len: usize,
+}
+
+impl Handles {
+    /// Makes `r` the most recent handle (at `at` in the table, or new).
+    fn touch(&mut self, r: u64, at: Option<usize>) {
+        let from = at.unwrap_or_else(|| {
+            self.len = (self.len + 1).min(RECENT);
+            self.len - 1
+        });
+        self.recent.copy_within(0..from, 1);
+        self.recent[0] = r;
+        self.prev = r;
+    }
+
+    fn put(&mut self, o: &mut Out, r: u64) {
+        let at = self.recent[..self.len].iter().position(|&h| h == r);
+        match at {
+            Some(i) => o.v(i as u64),
+            None => o.v(RECENT as u64 + zigzag(r.wrapping_sub(self.prev) as i64)),
+        }
+        self.touch(r, at);
+    }
+
+    fn get(&mut self, i: &mut In, v2: bool) -> Result<u64, DecodeError> {
+        if v2 {
+            self.prev = self.prev.wrapping_add(i.z()? as u64);
+            return Ok(self.prev);
+        }
+        let v = i.v()?;
+        if v < RECENT as u64 {
+            let at = v as usize;
+            let r = *self.recent[..self.len].get(at).ok_or(DecodeError::BadRequest(v))?;
+            self.touch(r, Some(at));
+            return Ok(r);
+        }
+        let r = self.prev.wrapping_add(unzigzag(v - RECENT as u64) as u64);
+        self.touch(r, None);
+        Ok(r)
+    }
+}
+
 /// Encoder state of one rank's stream.
 #[derive(Default)]
 pub struct Encoder {
     sites: HashMap<u64, u32, BuildHasherDefault<AddrHasher>>,
     prev_end: u64,
-    prev_request: u64,
+    /// The previous record's gap, ns.
+    prev_gap: i64,
+    handles: Handles,
     /// Body records of an open repeat still to encode, and its copies.
     repeat: (usize, u64),
     /// Nanoseconds one copy of the open repeat's body advances the clock.
@@ -215,7 +275,7 @@ impl Encoder {
         if rec.compute_cpu_ns == rec.compute_wall_ns {
             flags |= CPU_IS_WALL;
         } else {
-            o.v(rec.compute_cpu_ns);
+            o.z(rec.compute_wall_ns as i64 - rec.compute_cpu_ns as i64);
         }
         if let Some(c) = rec.counters {
             flags |= COUNTERS;
@@ -224,7 +284,8 @@ impl Encoder {
         }
         let gap = rec.t_start_ns as i64 - self.prev_end as i64 - rec.compute_wall_ns as i64;
         let duration = rec.t_end_ns.saturating_sub(rec.t_start_ns);
-        o.z(gap);
+        o.z(gap - self.prev_gap);
+        self.prev_gap = gap;
         o.v(duration);
         self.prev_end = rec.t_end_ns;
         if self.repeat.0 > 0 {
@@ -235,10 +296,7 @@ impl Encoder {
                 self.prev_end = (self.prev_end as i64 + self.repeat_ns * self.repeat.1 as i64) as u64;
             }
         }
-        let mut req = |o: &mut Out, r: u64| {
-            o.z(r.wrapping_sub(self.prev_request) as i64);
-            self.prev_request = r;
-        };
+        let mut req = |o: &mut Out, r: u64| self.handles.put(o, r);
         match (&rec.params, shape(rec.op)) {
             (Params::None, Shape::None) => {}
             (&Params::P2p { peer, tag, bytes, comm, request }, Shape::P2p) => {
@@ -357,7 +415,10 @@ fn world(o: &mut Out, comm: u32) -> u8 {
 pub struct Decoder {
     sites: Vec<u64>,
     prev_end: u64,
-    prev_request: u64,
+    prev_gap: i64,
+    handles: Handles,
+    /// Reads format 2 (plain handle deltas, CPU time as is).
+    v2: bool,
     /// The open repeat: body records with their gaps, records of it still
     /// to read, copies still to give, next body record to copy.
     body: Vec<(CallRecord, i64)>,
@@ -367,6 +428,12 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder of format 2 streams (files starting `MPITRC02`); the
+    /// default one reads format 3.
+    pub fn v2() -> Decoder {
+        Decoder { v2: true, ..Decoder::default() }
+    }
+
     /// Decodes one record from the front of `buf`; returns it and its
     /// length. Repeat markers are read through (they must be followed by
     /// a record in `buf`); their copies come from [`Decoder::next_copy`].
@@ -445,17 +512,19 @@ impl Decoder {
             *self.sites.get(site as usize).ok_or(DecodeError::BadSite(site))?
         };
         let compute_wall_ns = i.v()?;
-        let compute_cpu_ns = if flags & CPU_IS_WALL != 0 { compute_wall_ns } else { i.v()? };
+        let compute_cpu_ns = match flags & CPU_IS_WALL != 0 {
+            true => compute_wall_ns,
+            false if self.v2 => i.v()?,
+            false => (compute_wall_ns as i64 - i.z()?) as u64,
+        };
         let counters =
             if flags & COUNTERS != 0 { Some(BlockCounters { cycles: i.v()?, instructions: i.v()? }) } else { None };
-        let gap = i.z()?;
+        let gap = if self.v2 { i.z()? } else { self.prev_gap + i.z()? };
         let t_start_ns = (self.prev_end as i64 + compute_wall_ns as i64 + gap) as u64;
         let t_end_ns = t_start_ns + i.v()?;
-        let mut prev_request = self.prev_request;
-        let mut req = |i: &mut In| -> Result<u64, DecodeError> {
-            prev_request = prev_request.wrapping_add(i.z()? as u64);
-            Ok(prev_request)
-        };
+        let mut handles = self.handles;
+        let v2 = self.v2;
+        let mut req = |i: &mut In| handles.get(i, v2);
         let yes = flags & YES != 0;
         let params = match shape(op) {
             Shape::None => Params::None,
@@ -531,8 +600,9 @@ impl Decoder {
         if flags & NEW_SITE != 0 {
             self.sites.push(caller);
         }
-        self.prev_request = prev_request;
+        self.handles = handles;
         self.prev_end = t_end_ns;
+        self.prev_gap = gap;
         let failed = flags & FAILED != 0;
         let rec = CallRecord { op, failed, caller, compute_cpu_ns, compute_wall_ns, counters, t_start_ns, t_end_ns, params };
         Ok((rec, i.pos, gap))
@@ -601,6 +671,47 @@ mod tests {
             (Op::RequestFree, Params::Request { request: 0x5600_0200 }),
         ];
         shapes.into_iter().enumerate().map(|(t, (op, p))| rec(op, p, t as u64)).collect()
+    }
+
+    #[test]
+    fn format_2_streams_still_decode() {
+        // Two MPI_Wait records as format 2 wrote them: plain CPU time, the
+        // request as a zigzag delta from the previous handle.
+        let v2 = [14, NEW_SITE, 0x40, 100, 90, 0, 7, 10, 2, 14, 0, 0, 100, 90, 0, 7, 0, 2];
+        let mut d = Decoder::v2();
+        let (a, n) = d.decode(&v2).unwrap();
+        let (b, m) = d.decode(&v2[n..]).unwrap();
+        assert_eq!(n + m, v2.len());
+        for (r, start) in [(&a, 100), (&b, 207)] {
+            assert_eq!((r.caller, r.compute_wall_ns, r.compute_cpu_ns, r.t_start_ns), (0x40, 100, 90, start));
+            assert_eq!(r.params, Params::Wait { request: 5, source: 1 });
+        }
+    }
+
+    #[test]
+    fn recent_requests_take_one_byte_and_the_table_evicts_the_oldest() {
+        let mut enc = Encoder::default();
+        let mut buf = vec![0u8; 4096];
+        let handles: Vec<u64> = (0..RECENT as u64 + 1).map(|k| 0x7f00_0000_0000 + k * 0x1_0000_0000).collect();
+        let waitall = |requests: Vec<u64>| rec(Op::Waitall, Params::Waitall { requests }, 0);
+        let first = enc.encode(&waitall(handles.clone()), &mut buf).unwrap();
+        let again = enc.encode(&waitall(handles[1..].to_vec()), &mut buf[first..]).unwrap();
+        // The second list: its fixed fields, then one byte per handle.
+        let fixed = enc.encode(&waitall(vec![]), &mut buf[first + again..]).unwrap();
+        assert_eq!(again, fixed + RECENT);
+        // handles[0] was evicted: it comes back as a delta.
+        let back = enc.encode(&waitall(vec![handles[0]]), &mut buf[first + again + fixed..]).unwrap();
+        assert!(back > fixed + 1);
+        let mut dec = Decoder::default();
+        let mut at = 0;
+        for want in [handles.clone(), handles[1..].to_vec(), vec![], vec![handles[0]]] {
+            let (r, n) = dec.decode(&buf[at..]).unwrap();
+            assert_eq!(r.params, Params::Waitall { requests: want });
+            at += n;
+        }
+        // An index past the handles seen so far is an error, not a guess.
+        let bad = [15, NEW_SITE | CPU_IS_WALL, 1, 0, 0, 1, 1, 0];
+        assert_eq!(Decoder::default().decode(&bad), Err(DecodeError::BadRequest(0)));
     }
 
     #[test]

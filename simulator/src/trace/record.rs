@@ -459,6 +459,8 @@ pub enum DecodeError {
     BadSite(u64),
     /// A repeat marker that is malformed or starts inside another repeat.
     BadRepeat(&'static str),
+    /// A recent-request index beyond the handles seen so far.
+    BadRequest(u64),
 }
 
 impl fmt::Display for DecodeError {
@@ -468,6 +470,7 @@ impl fmt::Display for DecodeError {
             DecodeError::UnknownOp(c) => write!(f, "unknown op code {c}"),
             DecodeError::BadSite(i) => write!(f, "call-site index {i} was never defined"),
             DecodeError::BadRepeat(why) => write!(f, "bad repeat marker: {why}"),
+            DecodeError::BadRequest(i) => write!(f, "recent-request index {i} was never defined"),
         }
     }
 }
