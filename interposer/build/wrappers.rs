@@ -9,6 +9,7 @@ pub struct Entry {
     pre: Vec<String>,
     post: Vec<String>,
     list: bool,
+    fortran: bool,
 }
 
 fn param_name(decl: &str) -> Option<String> {
@@ -35,8 +36,10 @@ pub fn parse(text: &str) -> Result<Vec<Entry>, String> {
                 e.post.push(c.trim().to_string());
             } else if line == "list" {
                 e.list = true;
+            } else if line == "nofortran" {
+                e.fortran = false;
             } else {
-                return Err(at("expected `pre:`, `post:` or `list`"));
+                return Err(at("expected `pre:`, `post:`, `list` or `nofortran`"));
             }
             continue;
         }
@@ -48,7 +51,7 @@ pub fn parse(text: &str) -> Result<Vec<Entry>, String> {
         let decls: Vec<String> =
             if params.trim() == "void" { vec![] } else { params.split(',').map(|s| s.trim().to_string()).collect() };
         let names = decls.iter().map(|d| param_name(d).ok_or_else(|| at(&format!("no name in `{d}`")))).collect::<Result<_, _>>()?;
-        out.push(Entry { code, name: name.trim().to_string(), decls, names, pre: vec![], post: vec![], list: false });
+        out.push(Entry { code, name: name.trim().to_string(), decls, names, pre: vec![], post: vec![], list: false, fortran: true });
     }
     Ok(out)
 }
@@ -119,6 +122,9 @@ fn online_hook(name: &str, lead: &str, args: &[&str]) -> String {
 /// argument by reference, handles as `MPI_Fint`, a trailing `ierror`),
 /// with the four symbol spellings compilers use. Only under OpenMPI.
 fn fortran(e: &Entry) -> Result<String, String> {
+    if !e.fortran {
+        return Err("`nofortran` in the table".into());
+    }
     let (mut fparams, mut pre, mut args, mut post) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let count = ["count", "incount"].into_iter().find(|c| e.names.iter().any(|n| n == c)).unwrap_or("");
     for (d, n) in e.decls.iter().zip(&e.names) {
@@ -131,9 +137,10 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 fparams.push(format!("MPI_Fint *{n}"));
                 args.push(format!("(int)*{n}"));
             }
-            ("MPI_Comm" | "MPI_Datatype" | "MPI_Op" | "MPI_Group" | "MPI_File", false) => {
+            ("MPI_Comm" | "MPI_Datatype" | "MPI_Op" | "MPI_Group" | "MPI_File" | "MPI_Info", false) => {
                 let f = match ty {
                     "MPI_Comm" => "MPI_Comm_f2c",
+                    "MPI_Info" => "MPI_Info_f2c",
                     "MPI_Datatype" => "MPI_Type_f2c",
                     "MPI_Op" => "MPI_Op_f2c",
                     "MPI_File" => "MPI_File_f2c",

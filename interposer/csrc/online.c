@@ -36,7 +36,7 @@ extern void ipr_online_wait(const uint64_t *reqs, uint64_t n);
 extern int ipr_online_sendrecv(int32_t dst, uint64_t bytes, int32_t src, uint32_t comm, int local, int tag, double *post);
 extern int ipr_online_sendrecv_recv(int32_t src, uint64_t bytes, double send_post, double *recv_post);
 extern void ipr_online_sendrecv_end(void);
-extern void ipr_online_coll(int op, const struct ipr_params *p, const double *entries, int n);
+extern void ipr_online_coll(int op, const struct ipr_params *p, const double *entries, int n, const uint64_t *list, uint64_t nlist);
 extern void ipr_online_stats(double *out);
 extern void ipr_online_report(const double *all, int n);
 extern uint64_t ipr_online_recvs(uint64_t *handles, uint32_t *comms, uint64_t cap);
@@ -326,7 +326,7 @@ void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, 
     ipr_online_sendrecv_end();
 }
 
-void ipr_on_coll(int op, const struct ipr_params *p, int rc) {
+void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist) {
     struct shadow *s = shadow_of(p->comm);
     int n = 0;
     if (rc != MPI_SUCCESS || s == NULL || PMPI_Comm_size(s->fwd, &n) != MPI_SUCCESS) return;
@@ -334,7 +334,7 @@ void ipr_on_coll(int op, const struct ipr_params *p, int rc) {
     if (entries == NULL) return;
     MPI_Request r;
     if (PMPI_Iallgather(&entry, 1, MPI_DOUBLE, entries, 1, MPI_DOUBLE, s->fwd, &r) == MPI_SUCCESS && wait_progress(&r))
-        ipr_online_coll(op, p, entries, n);
+        ipr_online_coll(op, p, entries, n, list, nlist);
 }
 
 void ipr_online_finalize(void) {

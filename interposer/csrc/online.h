@@ -22,7 +22,7 @@ void ipr_on_isend(const struct ipr_params *p, int rc, int dest, int tag);
 void ipr_on_irecv(const struct ipr_params *p, int rc, int source);
 void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses);
 void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st);
-void ipr_on_coll(int op, const struct ipr_params *p, int rc);
+void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist);
 void ipr_on_persistent(const struct ipr_params *p, int rc, int peer, int tag, int send);
 void ipr_on_start(int rc, uint64_t n, const uint64_t *handles);
 void ipr_on_comm_created(int rc, MPI_Comm created);
@@ -68,20 +68,23 @@ void ipr_online_finalize(void);
 /* Collectives: entry times are exchanged for all of them; the clock then
  * models those the replay can build from a trace record (the others cost
  * no virtual time and are listed in the report). */
-#define IPR_ON_COLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc))
+#define IPR_ON_COLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, NULL, 0))
+/* v-collectives: their byte counts are in the scratch list. */
+#define IPR_ON_VCOLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, ids, nids))
 #define IPR_ONLINE_MPI_Barrier IPR_ON_COLL
 #define IPR_ONLINE_MPI_Bcast IPR_ON_COLL
 #define IPR_ONLINE_MPI_Reduce IPR_ON_COLL
 #define IPR_ONLINE_MPI_Allreduce IPR_ON_COLL
 #define IPR_ONLINE_MPI_Gather IPR_ON_COLL
-#define IPR_ONLINE_MPI_Gatherv IPR_ON_COLL
+#define IPR_ONLINE_MPI_Gatherv IPR_ON_VCOLL
 #define IPR_ONLINE_MPI_Scatter IPR_ON_COLL
-#define IPR_ONLINE_MPI_Scatterv IPR_ON_COLL
+#define IPR_ONLINE_MPI_Scatterv IPR_ON_VCOLL
 #define IPR_ONLINE_MPI_Allgather IPR_ON_COLL
-#define IPR_ONLINE_MPI_Allgatherv IPR_ON_COLL
+#define IPR_ONLINE_MPI_Allgatherv IPR_ON_VCOLL
 #define IPR_ONLINE_MPI_Alltoall IPR_ON_COLL
-#define IPR_ONLINE_MPI_Alltoallv IPR_ON_COLL
-#define IPR_ONLINE_MPI_Reduce_scatter IPR_ON_COLL
+#define IPR_ONLINE_MPI_Alltoallv IPR_ON_VCOLL
+#define IPR_ONLINE_MPI_Alltoallw IPR_ON_VCOLL
+#define IPR_ONLINE_MPI_Reduce_scatter IPR_ON_VCOLL
 #define IPR_ONLINE_MPI_Reduce_scatter_block IPR_ON_COLL
 #define IPR_ONLINE_MPI_Scan IPR_ON_COLL
 #define IPR_ONLINE_MPI_Exscan IPR_ON_COLL

@@ -107,14 +107,195 @@ static inline void coll(struct ipr_params *p, MPI_Comm comm, int root, uint64_t 
     p->bytes = bytes;
 }
 
-/* Bytes of a v-collective's count array: sum over the group of counts × size. */
-static inline uint64_t sum_bytes(MPI_Comm comm, const int counts[], MPI_Datatype dt) {
+/* Size of the group a v-collective's count arrays index: the remote
+ * group's on an intercommunicator; 0 on error. */
+static inline int group_size(MPI_Comm comm) {
     int n = 0, inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
-    if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS) return 0;
-    uint64_t sum = 0;
-    for (int i = 0; i < n; i++) sum += bytes_of(counts[i], dt);
-    return sum;
+    if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS || n < 0) return 0;
+    return n;
+}
+
+/* This rank's rank in comm (-1 on an intercommunicator or error). */
+static inline int my_rank(MPI_Comm comm) {
+    int r = -1, inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter || PMPI_Comm_rank(comm, &r) != MPI_SUCCESS) return -1;
+    return r;
+}
+
+/* True where a rooted collective's root-side arrays are significant: at
+ * the root of an intracommunicator, at MPI_ROOT on an intercommunicator. */
+static inline int is_root(MPI_Comm comm, int root) {
+    return root == MPI_ROOT || (root >= 0 && root == my_rank(comm));
+}
+
+/* Starts a v-collective's record: root and comm in p, room for ns send
+ * then nr receive byte counts in the scratch list (p->tag = ns). Returns
+ * the list (zeroed), or NULL when the call failed or nothing records. */
+static inline uint64_t *vcoll(struct ipr_params *p, MPI_Comm comm, int root, int rc, int ns, int nr,
+                              uint64_t **ids, uint64_t *nids) {
+    p->comm = comm_id(comm);
+    p->root = root < 0 ? -1 : world_rank(comm, root);
+    if (rc != MPI_SUCCESS || ns < 0 || nr < 0 || ns + nr == 0) return NULL;
+    *ids = ipr_scratch((uint64_t)(ns + nr));
+    if (*ids == NULL) return NULL;
+    p->tag = ns;
+    *nids = (uint64_t)(ns + nr);
+    return *ids;
+}
+
+/* out[i] = counts[i] (or `count` when counts is NULL) × size of dt, i < n. */
+static inline void counts_bytes(uint64_t *out, int n, const int counts[], int count, MPI_Datatype dt) {
+    int size = 0;
+    if (out == NULL || n <= 0 || PMPI_Type_size(dt, &size) != MPI_SUCCESS || size < 0) return;
+    for (int i = 0; i < n; i++) {
+        int c = counts ? counts[i] : count;
+        out[i] = c > 0 ? (uint64_t)c * (uint64_t)size : 0;
+    }
+}
+
+/* out[i] = counts[i] × size of types[i] (the w-collectives), i < n. */
+static inline void counts_bytes_w(uint64_t *out, int n, const int counts[], const MPI_Datatype types[]) {
+    if (out == NULL) return;
+    for (int i = 0; i < n; i++) out[i] = bytes_of(counts[i], types[i]);
+}
+
+/* A neighbourhood collective's list: k destinations (world ranks), their
+ * bytes, m sources, their bytes (p->tag = k). `send`/`recv` point at the
+ * byte slots for the caller to fill; k = m = 0 without a topology. */
+struct ipr_nbr { uint64_t *send, *recv; int k, m; };
+
+/* Comm ranks (in[0..n), MPI_PROC_NULL allowed) as world ranks into
+ * out[0..n), -2 for MPI_PROC_NULL; `tmp` holds n ints. */
+static inline void nbr_world(MPI_Comm comm, int n, const int *in, int *tmp, uint64_t *out) {
+    MPI_Group g, wg;
+    for (int i = 0; i < n; i++) tmp[i] = MPI_UNDEFINED;
+    if (n > 0 && PMPI_Comm_group(comm, &g) == MPI_SUCCESS) {
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+        PMPI_Group_translate_ranks(g, n, in, wg, tmp);
+        PMPI_Group_free(&wg);
+        PMPI_Group_free(&g);
+    }
+    for (int i = 0; i < n; i++) {
+        int32_t w = in[i] == MPI_PROC_NULL ? -2 : tmp[i] == MPI_UNDEFINED || tmp[i] == MPI_PROC_NULL ? -2 : tmp[i];
+        out[i] = (uint64_t)(uint32_t)w;
+    }
+}
+
+static inline struct ipr_nbr neighbors(struct ipr_params *p, MPI_Comm comm, int rc, uint64_t **ids, uint64_t *nids) {
+    struct ipr_nbr b = {NULL, NULL, 0, 0};
+    int topo = MPI_UNDEFINED, k = 0, m = 0, nd = 0, weighted = 0, me = 0;
+    p->comm = comm_id(comm);
+    if (rc != MPI_SUCCESS || PMPI_Topo_test(comm, &topo) != MPI_SUCCESS) return b;
+    if (topo == MPI_CART) {
+        if (PMPI_Cartdim_get(comm, &nd) != MPI_SUCCESS) return b;
+        k = m = 2 * nd;
+    } else if (topo == MPI_GRAPH) {
+        if (PMPI_Comm_rank(comm, &me) != MPI_SUCCESS || PMPI_Graph_neighbors_count(comm, me, &k) != MPI_SUCCESS) return b;
+        m = k;
+    } else if (topo == MPI_DIST_GRAPH) {
+        if (PMPI_Dist_graph_neighbors_count(comm, &m, &k, &weighted) != MPI_SUCCESS) return b;
+    } else {
+        return b;
+    }
+    if (k < 0 || m < 0 || k + m == 0) return b;
+    uint64_t *l = ipr_scratch(2 * (uint64_t)(k + m));
+    if (l == NULL) return b;
+    /* Comm ranks as ints in the byte slots (each holds two ints), then
+     * translated into the peer slots: [dsts k | send k | srcs m | recv m]. */
+    int *dst = (int *)(l + k), *src = (int *)(l + 2 * k + m);
+    int ok = 1;
+    if (topo == MPI_CART) {
+        for (int d = 0; d < nd && ok; d++) {
+            ok = PMPI_Cart_shift(comm, d, 1, &src[2 * d], &src[2 * d + 1]) == MPI_SUCCESS;
+            dst[2 * d] = src[2 * d];
+            dst[2 * d + 1] = src[2 * d + 1];
+        }
+    } else if (topo == MPI_GRAPH) {
+        ok = PMPI_Graph_neighbors(comm, me, k, dst) == MPI_SUCCESS;
+        for (int i = 0; i < k; i++) src[i] = dst[i];
+    } else {
+        /* Weights, when there are, go where the translation's output goes later. */
+        if (weighted) {
+            ok = PMPI_Dist_graph_neighbors(comm, m, src, src + m, k, dst, dst + k) == MPI_SUCCESS;
+        } else {
+/* OpenMPI's MPI_UNWEIGHTED is a small constant address, which GCC takes for an array of size 0. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+            ok = PMPI_Dist_graph_neighbors(comm, m, src, MPI_UNWEIGHTED, k, dst, MPI_UNWEIGHTED) == MPI_SUCCESS;
+#pragma GCC diagnostic pop
+        }
+    }
+    if (!ok) return b;
+    nbr_world(comm, k, dst, dst + k, l);
+    nbr_world(comm, m, src, src + m, l + 2 * k);
+    for (int i = 0; i < k; i++) l[k + i] = 0;
+    for (int i = 0; i < m; i++) l[2 * k + m + i] = 0;
+    *ids = l;
+    *nids = 2 * (uint64_t)(k + m);
+    p->tag = k;
+    b.send = l + k;
+    b.recv = l + 2 * k + m;
+    b.k = k;
+    b.m = m;
+    return b;
+}
+
+/* The v-collectives' lists (see simulator::trace::record::Params::Vcoll):
+ * what MPI defines on this rank, MPI_IN_PLACE's ignored side replaced by
+ * the in-place block. */
+static inline void gatherv_counts(struct ipr_params *p, MPI_Comm comm, int root, int rc, const void *sendbuf,
+                                  int sendcount, MPI_Datatype sendtype, const int recvcounts[], MPI_Datatype recvtype,
+                                  uint64_t **ids, uint64_t *nids) {
+    int at_root = is_root(comm, root), n = at_root ? group_size(comm) : 0, me = my_rank(comm);
+    int ns = root == MPI_ROOT || root == MPI_PROC_NULL ? 0 : 1;
+    uint64_t *v = vcoll(p, comm, root, rc, ns, n, ids, nids);
+    if (v == NULL) return;
+    if (ns) v[0] = sendbuf == MPI_IN_PLACE && me >= 0 && me < n ? bytes_of(recvcounts[me], recvtype) : bytes_of(sendcount, sendtype);
+    counts_bytes(v + ns, n, recvcounts, 0, recvtype);
+}
+
+static inline void scatterv_counts(struct ipr_params *p, MPI_Comm comm, int root, int rc, const int sendcounts[],
+                                   MPI_Datatype sendtype, const void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                                   uint64_t **ids, uint64_t *nids) {
+    int at_root = is_root(comm, root), n = at_root ? group_size(comm) : 0, me = my_rank(comm);
+    int nr = root == MPI_ROOT || root == MPI_PROC_NULL ? 0 : 1;
+    uint64_t *v = vcoll(p, comm, root, rc, n, nr, ids, nids);
+    if (v == NULL) return;
+    counts_bytes(v, n, sendcounts, 0, sendtype);
+    if (nr) v[n] = recvbuf == MPI_IN_PLACE && me >= 0 && me < n ? v[me] : bytes_of(recvcount, recvtype);
+}
+
+static inline void allgatherv_counts(struct ipr_params *p, MPI_Comm comm, int rc, const void *sendbuf, int sendcount,
+                                     MPI_Datatype sendtype, const int recvcounts[], MPI_Datatype recvtype,
+                                     uint64_t **ids, uint64_t *nids) {
+    int n = group_size(comm), me = my_rank(comm);
+    uint64_t *v = vcoll(p, comm, -1, rc, 1, n, ids, nids);
+    if (v == NULL) return;
+    counts_bytes(v + 1, n, recvcounts, 0, recvtype);
+    v[0] = sendbuf == MPI_IN_PLACE && me >= 0 && me < n ? v[1 + me] : bytes_of(sendcount, sendtype);
+}
+
+/* Alltoallv (types NULL) and Alltoallw (per-peer types). */
+static inline void alltoallv_counts(struct ipr_params *p, MPI_Comm comm, int rc, const void *sendbuf,
+                                    const int sendcounts[], MPI_Datatype sendtype, const MPI_Datatype sendtypes[],
+                                    const int recvcounts[], MPI_Datatype recvtype, const MPI_Datatype recvtypes[],
+                                    uint64_t **ids, uint64_t *nids) {
+    int n = group_size(comm);
+    uint64_t *v = vcoll(p, comm, -1, rc, n, n, ids, nids);
+    if (v == NULL) return;
+    if (recvtypes) counts_bytes_w(v + n, n, recvcounts, recvtypes);
+    else counts_bytes(v + n, n, recvcounts, 0, recvtype);
+    if (sendbuf == MPI_IN_PLACE) memcpy(v, v + n, (size_t)n * sizeof *v);
+    else if (sendtypes) counts_bytes_w(v, n, sendcounts, sendtypes);
+    else counts_bytes(v, n, sendcounts, 0, sendtype);
+}
+
+static inline void reduce_scatter_counts(struct ipr_params *p, MPI_Comm comm, int rc, const int recvcounts[],
+                                         MPI_Datatype dt, uint64_t **ids, uint64_t *nids) {
+    int n = group_size(comm);
+    counts_bytes(vcoll(p, comm, -1, rc, 0, n, ids, nids), n, recvcounts, 0, dt);
 }
 
 /* Copies `count` request handles into the recorder's scratch list. */
@@ -153,6 +334,26 @@ static inline void comm_created(struct ipr_params *p, MPI_Comm parent, int rc, M
     *ids = ipr_scratch((uint64_t)n);
     if (*ids == NULL) return;
     PMPI_Comm_group(created, &g);
+    group_members(g, n, *ids);
+    PMPI_Group_free(&g);
+    *nids = (uint64_t)n;
+}
+
+/* MPI_Comm_idup: the new communicator's id, and its members from the
+ * parent (the same group), since the new one may not be used before the
+ * request completes. */
+static inline void comm_idup_created(struct ipr_params *p, MPI_Comm parent, int rc, MPI_Comm created,
+                                     uint64_t **ids, uint64_t *nids) {
+    p->comm = comm_id(parent);
+    p->peer2 = -1;
+    if (rc != MPI_SUCCESS || created == MPI_COMM_NULL) return;
+    p->peer2 = (int32_t)comm_id(created);
+    int n = 0;
+    MPI_Group g;
+    if (PMPI_Comm_size(parent, &n) != MPI_SUCCESS || n <= 0) return;
+    *ids = ipr_scratch((uint64_t)n);
+    if (*ids == NULL) return;
+    PMPI_Comm_group(parent, &g);
     group_members(g, n, *ids);
     PMPI_Group_free(&g);
     *nids = (uint64_t)n;

@@ -402,6 +402,10 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
             record.params
         {
             rec.requests = requests; // keep the buffer's capacity for the next list
+        } else if let Params::Vcoll { send, .. } = record.params {
+            if send.capacity() > rec.requests.capacity() {
+                rec.requests = send;
+            }
         }
         rec.last_end = rec.timer.start(exit);
     });

@@ -10,6 +10,8 @@ use simulator::trace::{open_dir, CallRecord, Op, Params, RankTrace};
 
 #[path = "mpi/online.rs"]
 mod online;
+#[path = "mpi/vcoll.rs"]
+mod vcoll;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -260,15 +262,15 @@ fn check_mpi_calls(dir: &Path, out: &Output) {
             assert!(matches!(r.params, Params::Probe { found: true, bytes: 32, .. }), "{r:?}");
         }
     }
-    // The replay cannot represent MPI_Scatterv yet (its record lacks the
-    // root's sizes): a clear error naming the file.
-    let t = ranks[0].clone();
-    let err = simulator::action::TraceActions::new(t, Default::default())
-        .unwrap()
-        .find_map(|a| a.err())
-        .expect("an unsupported call");
-    let msg = err.to_string();
-    assert!(msg.contains("rank-0.trace") && msg.contains("MPI_Scatterv"), "{msg}");
+    // Every call converts to replay actions, MPI_Scatterv (once an error
+    // for want of the root's sizes) included.
+    for t in ranks {
+        for a in simulator::action::TraceActions::new(t, Default::default()).unwrap() {
+            if let Err(e) = a {
+                panic!("{e}");
+            }
+        }
+    }
 }
 
 /// `comm_split` traced under mpirun replays with its collectives among
@@ -525,6 +527,8 @@ fn mpich_traces_the_same_calls() {
     let (dir, out) = run("3", "fortran_more", &["5"]);
     assert_in_place_worked(&out);
     check_counts(dir.path(), &out);
+    let (dir, out) = run("4", "vcoll", &["2"]);
+    vcoll::check_vcoll(dir.path(), &out, 4, true);
 }
 
 /// Runs `crash <mode>` (rank 1 dies at iteration 300 of 1000) and checks
@@ -689,28 +693,33 @@ fn ti_export_replays_in_simgrid() {
     let ti = tempfile::tempdir().unwrap();
     let e = simulator::trace::ti_export::export_ti(&ranks, ti.path(), 1e9).unwrap();
     assert!(e.lines > 100, "{e:?}");
-    let platform = ti.path().join("cluster.xml");
+    let out = smpirun_replay(ti.path(), &e.list);
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "smpirun -replay failed: {log}");
+    assert!(log.contains("Simulation time"), "{log}");
+}
+
+/// `smpirun -replay <list>` at 4 ranks on a 4-host cluster written into `dir`.
+fn smpirun_replay(dir: &Path, list: &Path) -> Output {
+    let platform = dir.join("cluster.xml");
     std::fs::write(
         &platform,
         "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n  \
          <cluster id=\"c\" prefix=\"node-\" suffix=\"\" radical=\"0-3\" speed=\"1Gf\" bw=\"10GBps\" lat=\"1us\"/>\n</platform>\n",
     )
     .unwrap();
-    let hosts = ti.path().join("hosts");
+    let hosts = dir.join("hosts");
     std::fs::write(&hosts, "node-0\nnode-1\nnode-2\nnode-3\n").unwrap();
-    let out = Command::new("smpirun")
+    Command::new("smpirun")
         .args(["-np", "4", "-platform"])
         .arg(&platform)
         .arg("-hostfile")
         .arg(&hosts)
         .arg("-replay")
-        .arg(&e.list)
-        .current_dir(ti.path())
+        .arg(list)
+        .current_dir(dir)
         .output()
-        .expect("smpirun");
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "smpirun -replay failed: {log}");
-    assert!(log.contains("Simulation time"), "{log}");
+        .expect("smpirun")
 }
 
 #[test]

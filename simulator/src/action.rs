@@ -184,6 +184,19 @@ pub enum Action {
         /// Communicator id.
         comm: u32,
     },
+    /// A neighbourhood collective (`MPI_Neighbor_*`): this rank sends to
+    /// each listed destination and receives from each listed source, all
+    /// posted at once on the collective's context, then waits for them
+    /// all. Neighbours are world ranks; `MPI_PROC_NULL` neighbours and
+    /// this rank itself (a local copy) are left out.
+    Neighbor {
+        /// Destination world rank and bytes sent to it, in MPI's neighbour order.
+        sends: Vec<(u32, u64)>,
+        /// Source world ranks, in MPI's neighbour order.
+        srcs: Vec<u32>,
+        /// Communicator id (of a communicator with a topology).
+        comm: u32,
+    },
     /// Inclusive (`exclusive = false`) or exclusive prefix reduction.
     Scan {
         /// Payload per rank, bytes.

@@ -240,19 +240,26 @@ pub extern "C" fn ipr_online_sendrecv_end() {
 
 /// A collective `op` with parameters `p` (as the trace records them) whose
 /// members entered at the virtual times `entries[0..n]` (communicator rank
-/// order) exits at the model's time.
+/// order) exits at the model's time. `list[0..nlist]` is the call's
+/// scratch list (the v-collectives' byte counts; null and 0 for others).
 ///
 /// # Safety
-/// `p` points to a valid `struct ipr_params`; `entries` to `n` doubles.
+/// `p` points to a valid `struct ipr_params`; `entries` to `n` doubles;
+/// `list` to `nlist` values unless null.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, entries: *const f64, n: c_int) {
+pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, entries: *const f64, n: c_int, list: *const u64, nlist: u64) {
     // SAFETY: the C wrapper passes its live parameter struct and array.
     let (Some(p), false) = (unsafe { p.as_ref() }.copied(), entries.is_null() || n <= 0) else { return };
     // SAFETY: as above.
     let entries = unsafe { std::slice::from_raw_parts(entries, n as usize) }.to_vec();
+    let mut list = match list.is_null() {
+        true => Vec::new(),
+        // SAFETY: the wrapper's scratch list of `nlist` values.
+        false => unsafe { std::slice::from_raw_parts(list, nlist as usize) }.to_vec(),
+    };
     with((), |on| {
         let Some(code) = Op::from_code(op as u8) else { return };
-        let params = record_params(code, &p, &mut Vec::new());
+        let params = record_params(code, &p, &mut list);
         let rec = CallRecord { op: code, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params };
         let Ok(Some(action)) = simulator::action::op_action(&rec) else {
             on.unmodelled.insert(code.mpi_name());

@@ -419,6 +419,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             | Action::Scatter { .. }
             | Action::Scatterv { .. }
             | Action::ReduceScatter { .. }
+            | Action::Neighbor { .. }
             | Action::Scan { .. } => {
                 return self.start_coll(r, action);
             }

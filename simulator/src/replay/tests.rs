@@ -471,6 +471,30 @@ fn new_collectives_complete_with_expected_rounds() {
     assert!(e.contains("needs one size per rank (4), got 3"), "{e}");
 }
 
+/// A neighbourhood collective is one round: on a 4-rank ring every rank
+/// sends to both neighbours and receives from both, all posted together,
+/// so 1 ms whatever the sizes; a neighbour outside the communicator is a
+/// one-line error naming it, and the nonblocking form overlaps compute.
+#[test]
+fn neighbour_collectives_are_one_round_with_the_listed_peers() {
+    let n = 4u32;
+    let ring = |r: u32, req: u64| {
+        let (l, rt) = ((r + n - 1) % n, (r + 1) % n);
+        let nb = Action::Neighbor { sends: vec![(l, 8), (rt, 8 * (r as u64 + 1))], srcs: vec![l, rt], comm: 0 };
+        match req {
+            0 => vec![nb],
+            req => vec![Action::Icoll { req, coll: Box::new(nb) }, Action::Compute { seconds: 2.0 * L, region: 0 }, Action::Wait { req }],
+        }
+    };
+    let r = run(&simple(), (0..n).map(|r| ring(r, 0)).collect()).unwrap();
+    close(r.makespan_s, L);
+    assert!(r.ranks.iter().all(|k| k.messages == 2), "{r:?}");
+    close(run(&simple(), (0..n).map(|r| ring(r, 7)).collect()).unwrap().makespan_s, 2.0 * L);
+    let bad = Action::Neighbor { sends: vec![(9, 8)], srcs: vec![], comm: 0 };
+    let e = run(&simple(), vec![vec![bad]; 4]).unwrap_err().to_string();
+    assert!(e.contains("neighbour 9 is not among the 4 ranks of communicator 0"), "{e}");
+}
+
 /// Issue 6 acceptance "Energy": two hosts, a known load profile and known
 /// pstates, joules by hand to 1e-9 relative.
 #[test]

@@ -112,10 +112,12 @@ impl TraceActions {
 /// size, probes, tests that found nothing, `MPI_Comm_free`, communicators
 /// this rank is not in, intercommunicators, sends to or receives from
 /// `MPI_PROC_NULL`); `Err(op)` for calls the replay cannot represent yet
-/// (the v-collectives other than gatherv, whose records lack the other
-/// ranks' sizes, and `MPI_Reduce_scatter_block`, which [`TraceActions`]
-/// completes with the communicator's size). `MPI_Gatherv` costs as a
-/// gather of this rank's contribution. Nonblocking collectives become
+/// (v-collectives other than gatherv in traces written before their
+/// per-member counts were recorded, and `MPI_Reduce_scatter_block`, which
+/// [`TraceActions`] completes with the communicator's size). `MPI_Gatherv`
+/// costs as a gather of this rank's contribution, `MPI_Alltoallw` as an
+/// alltoallv of its byte counts, a neighbourhood collective as
+/// [`Action::Neighbor`] with its recorded neighbours. Nonblocking collectives become
 /// [`Action::Icoll`] around their blocking action; MPI-IO calls a compute
 /// block of their measured duration in region [`IO_REGION`]. Persistent
 /// requests and matched probes need the stream's state: [`RequestBook`].
@@ -131,7 +133,8 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Init | InitThread, _) => Action::Init,
         (Finalize, _) => Action::Finalize,
         (
-            CommDup | CommSplit | CommCreate | CartCreate | CartSub | CommCreateGroup | IntercommMerge,
+            CommDup | CommSplit | CommCreate | CartCreate | CartSub | CommCreateGroup | IntercommMerge | CommIdup
+            | CommSplitType | DistGraphCreateAdjacent | GraphCreate,
             Params::CommCreate { comm, members, .. },
         ) => match *comm {
             COMM_UNKNOWN => return Ok(None),
@@ -139,6 +142,7 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         },
         (CommRank | CommSize | Probe | Iprobe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),
         (CartCreate | CartSub | CommCreateGroup | IntercommCreate | IntercommMerge, _) => return Ok(None),
+        (CommIdup | CommSplitType | DistGraphCreateAdjacent | GraphCreate, _) => return Ok(None),
         (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
         (Send | Ssend | Bsend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
             Action::Send { dst: peer as u32, tag, bytes, comm }
@@ -172,7 +176,38 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
         (Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
         (Allreduce, &Params::Coll { bytes, comm, .. }) => Action::Allreduce { bytes, comm },
-        (Gather | Gatherv, &Params::Coll { root: r, bytes, comm }) => Action::Gather { root: root(r), bytes, comm },
+        (Gather | GathervTotal, &Params::Coll { root: r, bytes, comm }) => Action::Gather { root: root(r), bytes, comm },
+        (Gatherv, Params::Vcoll { root: r, comm, send, .. }) => {
+            Action::Gather { root: root(*r), bytes: send.first().copied().unwrap_or(0), comm: *comm }
+        }
+        (Scatterv, Params::Vcoll { root: r, comm, send, .. }) => {
+            Action::Scatterv { root: root(*r), send_bytes: send.clone(), comm: *comm }
+        }
+        (Allgatherv, Params::Vcoll { comm, recv, .. }) => Action::Allgatherv { recv_bytes: recv.clone(), comm: *comm },
+        (Alltoallv | Alltoallw, Params::Vcoll { comm, send, .. }) => {
+            Action::Alltoallv { send_bytes: send.clone(), comm: *comm }
+        }
+        (ReduceScatter, Params::Vcoll { comm, recv, .. }) => {
+            Action::ReduceScatter { recv_bytes: recv.clone(), comm: *comm }
+        }
+        (op, Params::Vcoll { root, comm, request, send, recv }) if *request != 0 => {
+            let Some(blocking) = blocking_of(op) else { return Err(op) };
+            let params = Params::Vcoll { root: *root, comm: *comm, request: 0, send: send.clone(), recv: recv.clone() };
+            match op_action(&CallRecord { op: blocking, params, ..rec.clone() }) {
+                Ok(Some(coll)) => Action::Icoll { req: *request, coll: Box::new(coll) },
+                Ok(None) => return Ok(None),
+                Err(_) => return Err(op),
+            }
+        }
+        (_, Params::Neighbor { comm, request, dsts, send, srcs, .. }) => {
+            let sends = dsts.iter().zip(send).filter(|(&w, _)| w >= 0).map(|(&w, &b)| (w as u32, b)).collect();
+            let srcs = srcs.iter().filter(|&&w| w >= 0).map(|&w| w as u32).collect();
+            let coll = Action::Neighbor { sends, srcs, comm: *comm };
+            match *request {
+                0 => coll,
+                req => Action::Icoll { req, coll: Box::new(coll) },
+            }
+        }
         (Scatter, &Params::Coll { root: r, bytes, comm }) => Action::Scatter { root: root(r), bytes, comm },
         (Allgather, &Params::Coll { bytes, comm, .. }) => Action::Allgather { bytes, comm },
         (Alltoall, &Params::Coll { bytes, comm, .. }) => Action::Alltoall { bytes, comm },
@@ -241,14 +276,20 @@ pub fn blocking_of(op: Op) -> Option<Op> {
         Ireduce => Reduce,
         Iallreduce => Allreduce,
         Igather => Gather,
-        Igatherv => Gatherv,
+        IgathervTotal => GathervTotal,
         Iscatter => Scatter,
-        Iscatterv => Scatterv,
+        IscattervTotal => ScattervTotal,
         Iallgather => Allgather,
-        Iallgatherv => Allgatherv,
+        IallgathervTotal => AllgathervTotal,
         Ialltoall => Alltoall,
+        IalltoallvTotal => AlltoallvTotal,
+        IreduceScatterTotal => ReduceScatterTotal,
+        Igatherv => Gatherv,
+        Iscatterv => Scatterv,
+        Iallgatherv => Allgatherv,
         Ialltoallv => Alltoallv,
         IreduceScatter => ReduceScatter,
+        Ialltoallw => Alltoallw,
         IreduceScatterBlock => ReduceScatterBlock,
         Iscan => Scan,
         Iexscan => Exscan,

@@ -1,12 +1,12 @@
-//! The compact encoding of call records (trace format 2): LEB128 varints,
+//! The compact encoding of call records (trace format 3): LEB128 varints,
 //! zigzag for signed values, and deltas against the stream's state, so a
 //! typical record takes about a dozen bytes.
 //!
 //! ```text
 //! record := op:u8 flags:u8 site compute_wall [compute_cpu] [counters] gap duration params
 //! flags  := bit0 failed | bit1 cpu == wall | bit2 new call site
-//!         | bit3 request present (P2p, Mrecv, Io) | bit4 completed/found (Test, Probe)
-//!         | bit5 communicator is MPI_COMM_WORLD (P2p, Coll, Icoll, Io: comm omitted)
+//!         | bit3 request present (P2p, Mrecv, Io, Vcoll, Neighbor) | bit4 completed/found (Test, Probe)
+//!         | bit5 communicator is MPI_COMM_WORLD (P2p, Coll, Icoll, Io, Vcoll, Neighbor: comm omitted)
 //!         | bit6 hardware counters follow the compute times
 //! counters := varint(cycles) varint(instructions)      (of the compute block)
 //! site   := new ? varint(return address) : varint(site index)
@@ -67,6 +67,8 @@ pub fn list_len(rec: &CallRecord) -> usize {
         Params::CommCreate { members, .. } => members.len(),
         Params::RequestSome { requests, completed } => requests.len() + completed.len(),
         Params::Intercomm { local, remote, .. } => local.len() + remote.len(),
+        Params::Vcoll { send, recv, .. } => send.len() + recv.len(),
+        Params::Neighbor { dsts, send, srcs, recv, .. } => dsts.len() + send.len() + srcs.len() + recv.len(),
         _ => 0,
     }
 }
@@ -256,7 +258,8 @@ impl Encoder {
     /// `out` is shorter than [`max_encoded_len`] requires (nothing changes).
     ///
     /// # Panics
-    /// When `rec.params` does not fit `rec.op`'s shape.
+    /// When `rec.params` does not fit `rec.op`'s shape, or a
+    /// [`Params::Neighbor`]'s peer and byte lists differ in length.
     pub fn encode(&mut self, rec: &CallRecord, out: &mut [u8]) -> Option<usize> {
         if out.len() < max_encoded_len(list_len(rec)) {
             return None;
@@ -390,6 +393,33 @@ impl Encoder {
                 if request != 0 {
                     flags |= HAS_REQUEST;
                     req(&mut o, request);
+                }
+            }
+            (Params::Vcoll { root, comm, request, send, recv }, Shape::Vcoll) => {
+                o.z(*root as i64);
+                flags |= world(&mut o, *comm);
+                if *request != 0 {
+                    flags |= HAS_REQUEST;
+                    req(&mut o, *request);
+                }
+                for side in [send, recv] {
+                    o.v(side.len() as u64);
+                    side.iter().for_each(|&b| o.v(b));
+                }
+            }
+            (Params::Neighbor { comm, request, dsts, send, srcs, recv }, Shape::Neighbor) => {
+                flags |= world(&mut o, *comm);
+                if *request != 0 {
+                    flags |= HAS_REQUEST;
+                    req(&mut o, *request);
+                }
+                assert!(dsts.len() == send.len() && srcs.len() == recv.len(), "neighbour lists of unequal lengths");
+                for (peers, bytes) in [(dsts, send), (srcs, recv)] {
+                    o.v(peers.len() as u64);
+                    for (&p, &b) in peers.iter().zip(bytes) {
+                        o.z(p as i64);
+                        o.v(b);
+                    }
                 }
             }
             (params, _) => panic!("params {params:?} do not fit {:?}", rec.op),
@@ -595,6 +625,28 @@ impl Decoder {
                 let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
                 Params::Io { file, offset, bytes, comm, request }
             }
+            Shape::Vcoll => {
+                let root = i.i32()?;
+                let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
+                let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
+                let side = |i: &mut In| -> Result<Vec<u64>, DecodeError> {
+                    let n = bounded(i.v()?, buf)?;
+                    (0..n).map(|_| i.v()).collect()
+                };
+                let send = side(&mut i)?;
+                Params::Vcoll { root, comm, request, send, recv: side(&mut i)? }
+            }
+            Shape::Neighbor => {
+                let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
+                let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
+                let side = |i: &mut In| -> Result<(Vec<i32>, Vec<u64>), DecodeError> {
+                    let n = bounded(i.v()?, buf)?;
+                    (0..n).map(|_| Ok((i.i32()?, i.v()?))).collect::<Result<Vec<_>, _>>().map(|v| v.into_iter().unzip())
+                };
+                let (dsts, send) = side(&mut i)?;
+                let (srcs, recv) = side(&mut i)?;
+                Params::Neighbor { comm, request, dsts, send, srcs, recv }
+            }
         };
         // Commit the state only for a whole record.
         if flags & NEW_SITE != 0 {
@@ -621,7 +673,7 @@ fn bounded(n: u64, buf: &[u8]) -> Result<usize, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::record::{ANY_SOURCE, ANY_TAG};
+    use crate::trace::record::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 
     fn rec(op: Op, params: Params, t: u64) -> CallRecord {
         CallRecord {
@@ -651,7 +703,7 @@ mod tests {
             (Op::Waitany, Params::RequestSet { requests: vec![4, 5], result: 1 }),
             (Op::Iprobe, Params::Probe { peer: 2, tag: 3, bytes: 64, comm: 1, found: true }),
             (Op::CommSplit, Params::CommCreate { parent: 0, comm: 3, members: vec![0, 2, 4] }),
-            (Op::Alltoallv, Params::Coll { root: -1, bytes: 4096, comm: 3 }),
+            (Op::AlltoallvTotal, Params::Coll { root: -1, bytes: 4096, comm: 3 }),
             (Op::SendInit, Params::P2p { peer: 1, tag: 4, bytes: 64, comm: 0, request: 0x5600_0200 }),
             (Op::Start, Params::Request { request: 0x5600_0200 }),
             (Op::Startall, Params::Waitall { requests: vec![0x5600_0200, 0x5600_0300] }),
@@ -669,6 +721,20 @@ mod tests {
             (Op::FileIread, Params::Io { file: 7, offset: 64, bytes: 32, comm: 0, request: 0x5600_0800 }),
             (Op::Cancel, Params::Request { request: 0x5600_0800 }),
             (Op::RequestFree, Params::Request { request: 0x5600_0200 }),
+            (Op::Allgatherv, Params::Vcoll { root: -1, comm: 0, request: 0, send: vec![8], recv: vec![8, 16, 0, 300] }),
+            (Op::Gatherv, Params::Vcoll { root: 2, comm: 4, request: 0, send: vec![12], recv: vec![] }),
+            (Op::Iscatterv, Params::Vcoll { root: 1, comm: 0, request: 0x5600_0900, send: vec![1 << 40, 0], recv: vec![7] }),
+            (Op::Ialltoallw, Params::Vcoll { root: -1, comm: 3, request: 0x5600_0a00, send: vec![4, 8], recv: vec![8, 4] }),
+            (Op::ReduceScatter, Params::Vcoll { root: -1, comm: 0, request: 0, send: vec![], recv: vec![] }),
+            (
+                Op::NeighborAlltoallv,
+                Params::Neighbor { comm: 6, request: 0, dsts: vec![PROC_NULL, 3], send: vec![0, 24], srcs: vec![1], recv: vec![40] },
+            ),
+            (
+                Op::IneighborAllgather,
+                Params::Neighbor { comm: 0, request: 0x5600_0b00, dsts: vec![], send: vec![], srcs: vec![2, 2], recv: vec![8, 8] },
+            ),
+            (Op::CommIdup, Params::CommCreate { parent: 0, comm: 7, members: vec![0, 1, 2, 3] }),
         ];
         shapes.into_iter().enumerate().map(|(t, (op, p))| rec(op, p, t as u64)).collect()
     }
@@ -729,6 +795,27 @@ mod tests {
             at += n;
         }
         assert_eq!(at, pos);
+    }
+
+    /// Ops that predate the per-member counts keep their bytes: a legacy
+    /// `MPI_Gatherv` (code 35) record is still `root bytes [comm]`.
+    #[test]
+    fn legacy_v_collective_records_keep_their_encoding() {
+        let r = CallRecord {
+            op: Op::GathervTotal,
+            failed: false,
+            caller: 0x10,
+            compute_cpu_ns: 0,
+            compute_wall_ns: 0,
+            counters: None,
+            t_start_ns: 0,
+            t_end_ns: 0,
+            params: Params::Coll { root: -1, bytes: 100, comm: 0 },
+        };
+        let mut buf = [0u8; 256];
+        let n = Encoder::default().encode(&r, &mut buf).unwrap();
+        assert_eq!(&buf[..n], &[35, NEW_SITE | CPU_IS_WALL | WORLD, 0x10, 0, 0, 0, 1, 100]);
+        assert_eq!(Decoder::default().decode(&buf[..n]).unwrap(), (r, n));
     }
 
     #[test]

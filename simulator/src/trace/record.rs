@@ -106,22 +106,22 @@ ops! {
     Allreduce = 33, "MPI_Allreduce";
     /// `MPI_Gather` (bytes sent per rank).
     Gather = 34, "MPI_Gather";
-    /// `MPI_Gatherv` (bytes sent by this rank).
-    Gatherv = 35, "MPI_Gatherv";
+    /// `MPI_Gatherv` in traces written before the per-member counts (bytes sent by this rank).
+    GathervTotal = 35, "MPI_Gatherv";
     /// `MPI_Scatter` (bytes received per rank).
     Scatter = 36, "MPI_Scatter";
-    /// `MPI_Scatterv` (bytes received by this rank).
-    Scatterv = 37, "MPI_Scatterv";
+    /// `MPI_Scatterv` in traces written before the per-member counts (bytes received by this rank).
+    ScattervTotal = 37, "MPI_Scatterv";
     /// `MPI_Allgather` (bytes sent per rank).
     Allgather = 38, "MPI_Allgather";
-    /// `MPI_Allgatherv` (bytes sent by this rank).
-    Allgatherv = 39, "MPI_Allgatherv";
+    /// `MPI_Allgatherv` in traces written before the per-member counts (bytes sent by this rank).
+    AllgathervTotal = 39, "MPI_Allgatherv";
     /// `MPI_Alltoall` (bytes sent to each rank).
     Alltoall = 40, "MPI_Alltoall";
-    /// `MPI_Alltoallv` (bytes sent by this rank in all).
-    Alltoallv = 41, "MPI_Alltoallv";
-    /// `MPI_Reduce_scatter` (bytes of the whole vector).
-    ReduceScatter = 42, "MPI_Reduce_scatter";
+    /// `MPI_Alltoallv` in traces written before the per-member counts (bytes sent by this rank in all).
+    AlltoallvTotal = 41, "MPI_Alltoallv";
+    /// `MPI_Reduce_scatter` in traces written before the per-member counts (bytes of the whole vector).
+    ReduceScatterTotal = 42, "MPI_Reduce_scatter";
     /// `MPI_Reduce_scatter_block` (bytes per rank block).
     ReduceScatterBlock = 43, "MPI_Reduce_scatter_block";
     /// `MPI_Scan`.
@@ -186,28 +186,52 @@ ops! {
     Iallreduce = 73, "MPI_Iallreduce";
     /// `MPI_Igather` (bytes sent per rank).
     Igather = 74, "MPI_Igather";
-    /// `MPI_Igatherv` (bytes sent by this rank).
-    Igatherv = 75, "MPI_Igatherv";
+    /// `MPI_Igatherv` in traces written before the per-member counts.
+    IgathervTotal = 75, "MPI_Igatherv";
     /// `MPI_Iscatter` (bytes received per rank).
     Iscatter = 76, "MPI_Iscatter";
-    /// `MPI_Iscatterv` (bytes received by this rank).
-    Iscatterv = 77, "MPI_Iscatterv";
+    /// `MPI_Iscatterv` in traces written before the per-member counts.
+    IscattervTotal = 77, "MPI_Iscatterv";
     /// `MPI_Iallgather` (bytes sent per rank).
     Iallgather = 78, "MPI_Iallgather";
-    /// `MPI_Iallgatherv` (bytes sent by this rank).
-    Iallgatherv = 79, "MPI_Iallgatherv";
+    /// `MPI_Iallgatherv` in traces written before the per-member counts.
+    IallgathervTotal = 79, "MPI_Iallgatherv";
     /// `MPI_Ialltoall` (bytes sent to each rank).
     Ialltoall = 80, "MPI_Ialltoall";
-    /// `MPI_Ialltoallv` (bytes sent by this rank in all).
-    Ialltoallv = 81, "MPI_Ialltoallv";
-    /// `MPI_Ireduce_scatter` (bytes of the whole vector).
-    IreduceScatter = 82, "MPI_Ireduce_scatter";
+    /// `MPI_Ialltoallv` in traces written before the per-member counts.
+    IalltoallvTotal = 81, "MPI_Ialltoallv";
+    /// `MPI_Ireduce_scatter` in traces written before the per-member counts.
+    IreduceScatterTotal = 82, "MPI_Ireduce_scatter";
     /// `MPI_Ireduce_scatter_block` (bytes per rank block).
     IreduceScatterBlock = 83, "MPI_Ireduce_scatter_block";
     /// `MPI_Iscan`.
     Iscan = 84, "MPI_Iscan";
     /// `MPI_Iexscan`.
     Iexscan = 85, "MPI_Iexscan";
+    /// `MPI_Gatherv` with its byte counts ([`Params::Vcoll`]).
+    Gatherv = 86, "MPI_Gatherv";
+    /// `MPI_Scatterv` with its byte counts.
+    Scatterv = 87, "MPI_Scatterv";
+    /// `MPI_Allgatherv` with its byte counts.
+    Allgatherv = 88, "MPI_Allgatherv";
+    /// `MPI_Alltoallv` with its byte counts.
+    Alltoallv = 89, "MPI_Alltoallv";
+    /// `MPI_Reduce_scatter` with its byte counts.
+    ReduceScatter = 90, "MPI_Reduce_scatter";
+    /// `MPI_Alltoallw` (byte counts from each peer's own datatype).
+    Alltoallw = 91, "MPI_Alltoallw";
+    /// `MPI_Igatherv` with its byte counts.
+    Igatherv = 92, "MPI_Igatherv";
+    /// `MPI_Iscatterv` with its byte counts.
+    Iscatterv = 93, "MPI_Iscatterv";
+    /// `MPI_Iallgatherv` with its byte counts.
+    Iallgatherv = 94, "MPI_Iallgatherv";
+    /// `MPI_Ialltoallv` with its byte counts.
+    Ialltoallv = 95, "MPI_Ialltoallv";
+    /// `MPI_Ireduce_scatter` with its byte counts.
+    IreduceScatter = 96, "MPI_Ireduce_scatter";
+    /// `MPI_Ialltoallw`.
+    Ialltoallw = 97, "MPI_Ialltoallw";
     /// `MPI_File_open` (file id, communicator).
     FileOpen = 100, "MPI_File_open";
     /// `MPI_File_close`.
@@ -240,6 +264,34 @@ ops! {
     FileIreadAt = 114, "MPI_File_iread_at";
     /// `MPI_File_iwrite_at`.
     FileIwriteAt = 115, "MPI_File_iwrite_at";
+    /// `MPI_Comm_idup` (the new communicator has its parent's members).
+    CommIdup = 116, "MPI_Comm_idup";
+    /// `MPI_Comm_split_type`.
+    CommSplitType = 117, "MPI_Comm_split_type";
+    /// `MPI_Dist_graph_create_adjacent`.
+    DistGraphCreateAdjacent = 118, "MPI_Dist_graph_create_adjacent";
+    /// `MPI_Graph_create`.
+    GraphCreate = 119, "MPI_Graph_create";
+    /// `MPI_Neighbor_allgather` ([`Params::Neighbor`]).
+    NeighborAllgather = 120, "MPI_Neighbor_allgather";
+    /// `MPI_Neighbor_allgatherv`.
+    NeighborAllgatherv = 121, "MPI_Neighbor_allgatherv";
+    /// `MPI_Neighbor_alltoall`.
+    NeighborAlltoall = 122, "MPI_Neighbor_alltoall";
+    /// `MPI_Neighbor_alltoallv`.
+    NeighborAlltoallv = 123, "MPI_Neighbor_alltoallv";
+    /// `MPI_Neighbor_alltoallw`.
+    NeighborAlltoallw = 124, "MPI_Neighbor_alltoallw";
+    /// `MPI_Ineighbor_allgather`.
+    IneighborAllgather = 125, "MPI_Ineighbor_allgather";
+    /// `MPI_Ineighbor_allgatherv`.
+    IneighborAllgatherv = 126, "MPI_Ineighbor_allgatherv";
+    /// `MPI_Ineighbor_alltoall`.
+    IneighborAlltoall = 127, "MPI_Ineighbor_alltoall";
+    /// `MPI_Ineighbor_alltoallv`.
+    IneighborAlltoallv = 128, "MPI_Ineighbor_alltoallv";
+    /// `MPI_Ineighbor_alltoallw`.
+    IneighborAlltoallw = 129, "MPI_Ineighbor_alltoallw";
 }
 
 /// Per-op parameters, normalized by the interposer.
@@ -410,6 +462,56 @@ pub enum Params {
         /// Request handle; 0 for blocking calls.
         request: u64,
     },
+    /// The v- and w-collectives (`MPI_Gatherv`, `Scatterv`, `Allgatherv`,
+    /// `Alltoallv`, `Alltoallw`, `Reduce_scatter` and their nonblocking
+    /// forms): byte counts as MPI defines them on this rank, indexed by
+    /// communicator rank (of the remote group on an intercommunicator).
+    ///
+    /// | op | `send` | `recv` |
+    /// |---|---|---|
+    /// | `Gatherv` | `[this rank's block]` | root: each member's block (len n); others: `[]` |
+    /// | `Scatterv` | root: each member's block (len n); others: `[]` | `[this rank's block]` |
+    /// | `Allgatherv` | `[this rank's block]` | each member's block (len n) |
+    /// | `Alltoallv`/`Alltoallw` | bytes to each member (len n) | bytes from each member (len n) |
+    /// | `Reduce_scatter` | `[]` | each member's block of the result (len n) |
+    ///
+    /// With `MPI_IN_PLACE` the side MPI ignores takes the in-place block
+    /// (its counterpart on this rank), so `send` still says what this rank
+    /// contributes. Empty lists also stand for a call that failed.
+    Vcoll {
+        /// World rank of the root, or -1 for rootless collectives.
+        root: i32,
+        /// Communicator id.
+        comm: u32,
+        /// Request handle; 0 for blocking calls.
+        request: u64,
+        /// Bytes sent, as above.
+        send: Vec<u64>,
+        /// Bytes received, as above.
+        recv: Vec<u64>,
+    },
+    /// Neighbourhood collectives (`MPI_Neighbor_*`, `MPI_Ineighbor_*`):
+    /// the topology's neighbours as world ranks ([`PROC_NULL`] for a
+    /// Cartesian shift off a non-periodic edge), in MPI's neighbour order
+    /// (Cartesian: per dimension the negative then the positive
+    /// direction; graphs: `MPI_Graph_neighbors`; distributed graphs:
+    /// `MPI_Dist_graph_neighbors`), and the bytes sent to or received
+    /// from each. `dsts.len() == send.len()`, `srcs.len() == recv.len()`;
+    /// all empty when the call failed or the communicator has no topology.
+    Neighbor {
+        /// Communicator id.
+        comm: u32,
+        /// Request handle; 0 for blocking calls.
+        request: u64,
+        /// World rank of each destination neighbour.
+        dsts: Vec<i32>,
+        /// Bytes sent to each destination.
+        send: Vec<u64>,
+        /// World rank of each source neighbour.
+        srcs: Vec<i32>,
+        /// Bytes received from each source.
+        recv: Vec<u64>,
+    },
 }
 
 /// One intercepted MPI call and the compute block before it.
@@ -494,6 +596,8 @@ pub(crate) enum Shape {
     Intercomm,
     Icoll,
     Io,
+    Vcoll,
+    Neighbor,
 }
 
 pub(crate) fn shape(op: Op) -> Shape {
@@ -507,8 +611,15 @@ pub(crate) fn shape(op: Op) -> Shape {
         Mrecv | Imrecv => Shape::Mrecv,
         CartCreate | CartSub | IntercommMerge | CommCreateGroup => Shape::CommCreate,
         IntercommCreate => Shape::Intercomm,
-        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | Igatherv | Iscatter | Iscatterv | Iallgather
-        | Iallgatherv | Ialltoall | Ialltoallv | IreduceScatter | IreduceScatterBlock | Iscan | Iexscan => Shape::Icoll,
+        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | IgathervTotal | Iscatter | IscattervTotal | Iallgather
+        | IallgathervTotal | Ialltoall | IalltoallvTotal | IreduceScatterTotal | IreduceScatterBlock | Iscan
+        | Iexscan => Shape::Icoll,
+        Gatherv | Scatterv | Allgatherv | Alltoallv | ReduceScatter | Alltoallw | Igatherv | Iscatterv
+        | Iallgatherv | Ialltoallv | IreduceScatter | Ialltoallw => Shape::Vcoll,
+        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv | NeighborAlltoallw
+        | IneighborAllgather | IneighborAllgatherv | IneighborAlltoall | IneighborAlltoallv
+        | IneighborAlltoallw => Shape::Neighbor,
+        CommIdup | CommSplitType | DistGraphCreateAdjacent | GraphCreate => Shape::CommCreate,
         FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll
         | FileWrite | FileWriteAll | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt
         | FileIwriteAt => Shape::Io,
@@ -519,8 +630,9 @@ pub(crate) fn shape(op: Op) -> Shape {
         Testall | Waitany | Testany => Shape::RequestSet,
         Probe | Iprobe => Shape::Probe,
         CommDup | CommSplit | CommCreate => Shape::CommCreate,
-        Barrier | Bcast | Reduce | Allreduce | Gather | Gatherv | Scatter | Scatterv | Allgather | Allgatherv
-        | Alltoall | Alltoallv | ReduceScatter | ReduceScatterBlock | Scan | Exscan | CommFree => Shape::Coll,
+        Barrier | Bcast | Reduce | Allreduce | Gather | GathervTotal | Scatter | ScattervTotal | Allgather
+        | AllgathervTotal | Alltoall | AlltoallvTotal | ReduceScatterTotal | ReduceScatterBlock | Scan | Exscan
+        | CommFree => Shape::Coll,
         Init | InitThread | Finalize | CommRank | CommSize => Shape::None,
     }
 }

@@ -11,14 +11,18 @@
 //! left out. Persistent requests become an `isend`/`irecv` at each
 //! `MPI_Start`; `MPI_Mrecv` a `recv` from the source its probe matched;
 //! `MPI_Waitsome`/`Testsome` a `wait` per completed request.
-//! v-collectives are written as their regular form with this rank's
-//! size: TI's per-rank count vectors are not recorded.
+//! v-collectives are written with their count vectors (`gatherv`,
+//! `scatterv`, `allgatherv`, `alltoallv`, `reducescatter`; a vector MPI
+//! leaves undefined on this rank, as the receive counts of a non-root's
+//! gatherv, as zeros); `MPI_Alltoallw` as an `alltoallv` of its bytes.
+//! v-collectives of traces written before their counts were recorded are
+//! written as their regular form with this rank's size.
 //!
 //! # Errors
 //! A collective on a communicator other than `MPI_COMM_WORLD` is an error:
 //! TI traces carry no communicator, and SMPI would replay it on all ranks.
-//! So are nonblocking collectives (SMPI 3.32 aborts on them) and
-//! `MPI_Cancel` (TI has no verb for it).
+//! So are nonblocking collectives (SMPI 3.32 aborts on them),
+//! neighbourhood collectives and `MPI_Cancel` (TI has no verb for them).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -86,7 +90,7 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
     for t in ranks {
         let path = out.join(format!("rank-{}.ti", t.header.rank));
         let mut w = BufWriter::new(File::create(&path).map_err(werr(&path))?);
-        let mut state = RankState { me: t.header.rank as i32, ..RankState::default() };
+        let mut state = RankState { me: t.header.rank as i32, ranks: t.header.ranks as usize, ..RankState::default() };
         for (index, rec) in t.records()?.enumerate() {
             let rec = rec?;
             let mut text = String::new();
@@ -115,6 +119,8 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
 #[derive(Default)]
 struct RankState {
     me: i32,
+    /// Size of `MPI_COMM_WORLD`: the length of TI's count vectors.
+    ranks: usize,
     requests: HashMap<u64, (i32, i32, i32)>,
     /// Persistent request → its init record, as the `Isend`/`Irecv` a start posts.
     persistent: HashMap<u64, CallRecord>,
@@ -183,6 +189,32 @@ impl RankState {
             (Sendrecv | SendrecvReplace, &Params::Sendrecv { dst, send_bytes, src, recv_bytes, .. }) => {
                 v(format!("sendRecv {send_bytes} {dst} {recv_bytes} {src}"))
             }
+            (op, Params::Vcoll { request, .. }) if *request != 0 => {
+                Err(format!("{}: TI traces have no nonblocking collectives (SMPI aborts on them)", op.mpi_name()))
+            }
+            (op, &Params::Vcoll { comm, .. }) if comm != COMM_WORLD => Err(format!(
+                "{} on communicator {comm}: TI traces have no communicators (SMPI would replay it on all ranks)",
+                op.mpi_name()
+            )),
+            (op, Params::Vcoll { root, send, recv, .. }) => {
+                let root = root.max(&0);
+                let list = |v: &[u64]| -> String {
+                    (0..self.ranks).map(|i| v.get(i).copied().unwrap_or(0).to_string()).collect::<Vec<_>>().join(" ")
+                };
+                let one = |v: &[u64]| v.first().copied().unwrap_or(0);
+                let sum = |v: &[u64]| v.iter().sum::<u64>();
+                v(match op {
+                    Gatherv => format!("gatherv {} {} {root}", one(send), list(recv)),
+                    Scatterv => format!("scatterv {} {} {root}", list(send), one(recv)),
+                    Allgatherv => format!("allgatherv {} {}", one(send), list(recv)),
+                    Alltoallv | Alltoallw => format!("alltoallv {} {} {} {}", sum(send), list(send), sum(recv), list(recv)),
+                    ReduceScatter => format!("reducescatter {} 0", list(recv)),
+                    _ => return Err(format!("{}: no TI verb", op.mpi_name())),
+                })
+            }
+            (op, Params::Neighbor { .. }) => {
+                Err(format!("{}: TI traces have no neighbourhood collectives", op.mpi_name()))
+            }
             (_, &Params::Coll { comm, .. }) if comm != COMM_WORLD && rec.op != CommFree => Err(format!(
                 "{} on communicator {comm}: TI traces have no communicators (SMPI would replay it on all ranks)",
                 rec.op.mpi_name()
@@ -194,10 +226,10 @@ impl RankState {
                     Bcast => vec![format!("bcast {bytes} {root}")],
                     Reduce => vec![format!("reduce {bytes} 0 {root}")],
                     Allreduce => vec![format!("allreduce {bytes} 0")],
-                    Gather | Gatherv => vec![format!("gather {bytes} {bytes} {root}")],
-                    Scatter | Scatterv => vec![format!("scatter {bytes} {bytes} {root}")],
-                    Allgather | Allgatherv => vec![format!("allgather {bytes} {bytes}")],
-                    Alltoall | Alltoallv => vec![format!("alltoall {bytes} {bytes}")],
+                    Gather | GathervTotal => vec![format!("gather {bytes} {bytes} {root}")],
+                    Scatter | ScattervTotal => vec![format!("scatter {bytes} {bytes} {root}")],
+                    Allgather | AllgathervTotal => vec![format!("allgather {bytes} {bytes}")],
+                    Alltoall | AlltoallvTotal => vec![format!("alltoall {bytes} {bytes}")],
                     Scan => vec![format!("scan {bytes} 0")],
                     Exscan => vec![format!("exscan {bytes} 0")],
                     _ => vec![],
@@ -285,5 +317,22 @@ mod tests {
         assert_eq!(got, ["recv 1 7 64"]);
         let icoll = Params::Icoll { root: -1, bytes: 8, comm: 0, request: 3 };
         assert!(verbs(Op::Iallreduce, icoll).unwrap_err().contains("MPI_Iallreduce"));
+    }
+
+    #[test]
+    fn v_collectives_carry_their_count_vectors() {
+        let mut st = RankState { me: 1, ranks: 3, ..RankState::default() };
+        let vc = |root, send: &[u64], recv: &[u64]| Params::Vcoll { root, comm: 0, request: 0, send: send.to_vec(), recv: recv.to_vec() };
+        let mut verbs = |op, params| st.verbs(&rec(op, params));
+        assert_eq!(verbs(Op::Gatherv, vc(0, &[8], &[])).unwrap(), ["gatherv 8 0 0 0 0"]);
+        assert_eq!(verbs(Op::Gatherv, vc(1, &[8], &[4, 8, 16])).unwrap(), ["gatherv 8 4 8 16 1"]);
+        assert_eq!(verbs(Op::Scatterv, vc(2, &[], &[24])).unwrap(), ["scatterv 0 0 0 24 2"]);
+        assert_eq!(verbs(Op::Allgatherv, vc(-1, &[8], &[4, 8, 16])).unwrap(), ["allgatherv 8 4 8 16"]);
+        assert_eq!(verbs(Op::Alltoallw, vc(-1, &[1, 2, 3], &[4, 5, 6])).unwrap(), ["alltoallv 6 1 2 3 15 4 5 6"]);
+        assert_eq!(verbs(Op::ReduceScatter, vc(-1, &[], &[8, 8, 16])).unwrap(), ["reducescatter 8 8 16 0"]);
+        let on = Params::Vcoll { root: -1, comm: 2, request: 0, send: vec![], recv: vec![8, 8] };
+        assert!(verbs(Op::ReduceScatter, on).unwrap_err().contains("communicator 2"));
+        let nb = Params::Neighbor { comm: 2, request: 0, dsts: vec![0], send: vec![8], srcs: vec![], recv: vec![] };
+        assert!(verbs(Op::NeighborAlltoall, nb).unwrap_err().contains("MPI_Neighbor_alltoall"));
     }
 }

@@ -15,6 +15,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// members, context, tag) for `action` and marks it active; nothing is
     /// posted yet.
     pub(super) fn coll_setup(&mut self, r: usize, action: &Action) -> Result<(), ReplayError> {
+        if let Action::Neighbor { sends, srcs, comm } = action {
+            return self.neighbor_setup(r, action, sends, srcs, *comm);
+        }
         let empty: &[u64] = &[];
         let (name, coll, comm, root, bytes, sizes) = match action {
             Action::Barrier { comm } => ("MPI_Barrier", C::Barrier, *comm, 0, 0, empty),
@@ -75,6 +78,41 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         c.pos = 0;
         c.round = 0;
         c.name = name;
+        c.comm = g;
+        c.ctx = coll_ctx(g);
+        c.tag = tag;
+        Ok(())
+    }
+
+    /// A neighbourhood collective as one round: every send and receive
+    /// with the listed neighbours (world ranks) posted together.
+    fn neighbor_setup(&mut self, r: usize, action: &Action, sends: &[(u32, u64)], srcs: &[u32], comm: u32) -> Result<(), ReplayError> {
+        let Some(g) = self.comms.global(r, comm) else {
+            let why = format!("communicator {comm} of rank {r} was never created in its trace");
+            return Err(self.err(r, action, why, true));
+        };
+        let n = self.comms.size(g);
+        let peers = sends.iter().map(|&(w, b)| (w, b, true)).chain(srcs.iter().map(|&w| (w, 0, false)));
+        let mut steps = std::mem::take(&mut self.ranks[r].coll.steps);
+        steps.clear();
+        for (w, bytes, send) in peers.filter(|&(w, ..)| w as usize != r) {
+            let Some(peer) = self.comms.comm_rank(g, w) else {
+                self.ranks[r].coll.steps = steps;
+                let why = format!("neighbour {w} is not among the {n} ranks of communicator {comm}");
+                return Err(self.err(r, action, why, false));
+            };
+            steps.push(collectives::Step { peer, bytes, send, end_round: false });
+        }
+        if let Some(last) = steps.last_mut() {
+            last.end_round = true;
+        }
+        let tag = self.comms.next_tag(r, g);
+        let c = &mut self.ranks[r].coll;
+        c.steps = steps;
+        c.active = true;
+        c.pos = 0;
+        c.round = 0;
+        c.name = "MPI_Neighbor_*";
         c.comm = g;
         c.ctx = coll_ctx(g);
         c.tag = tag;

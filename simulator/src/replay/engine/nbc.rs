@@ -173,6 +173,7 @@ fn coll_action(a: &Action) -> bool {
             | Action::Scatter { .. }
             | Action::Scatterv { .. }
             | Action::ReduceScatter { .. }
+            | Action::Neighbor { .. }
             | Action::Scan { .. }
     )
 }
