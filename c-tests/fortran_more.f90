@@ -5,9 +5,11 @@
 ! probe and receive (MPI_MPROBE, MPI_MRECV), and exchanges completed by
 ! MPI_WAITANY and MPI_WAITSOME, whose indices must come back 1-based;
 ! once, a Cartesian ring (MPI_CART_CREATE) and MPI_REQUEST_FREE of the
-! persistent requests.
+! persistent requests. With a file name, each rank then writes its rank
+! at offset 8 × rank through MPI-IO (MPI_FILE_OPEN, MPI_FILE_SET_VIEW with
+! the 'native' representation, MPI_FILE_WRITE_AT, MPI_FILE_CLOSE).
 !
-! usage: mpirun -np N fortran_more [iters]
+! usage: mpirun -np N fortran_more [iters [file]]
 ! Rank 0 prints `calls MPI_<name>=<count per rank>`, `sum=` and
 ! `expected=` (equal when MPI_IN_PLACE worked), then `wall_s=`. A rank
 ! that sees an index out of 1..2 says so on stderr and aborts.
@@ -15,7 +17,9 @@ program fortran_more
   use mpi
   implicit none
   integer :: ierr, rank, size, iters, i, next, prev, nargs, cart, msg, req
-  integer :: reqs(2), st(MPI_STATUS_SIZE), dims(1), more(2), idx, idxs(2), outc, left, k
+  integer :: reqs(2), st(MPI_STATUS_SIZE), dims(1), more(2), idx, idxs(2), outc, left, k, fh
+  integer(kind=MPI_OFFSET_KIND) :: disp, zero
+  character(len=4096) :: fname
   logical :: periods(1)
   double precision :: out, in, total, t0, t1
   character(len=32) :: arg
@@ -34,6 +38,8 @@ program fortran_more
       stop 2
     end if
   end if
+  fname = ''
+  if (nargs >= 2) call get_command_argument(2, fname)
   next = mod(rank + 1, size)
   prev = mod(rank + size - 1, size)
   dims(1) = size
@@ -78,6 +84,22 @@ program fortran_more
   call MPI_REQUEST_FREE(reqs(1), ierr)
   call MPI_REQUEST_FREE(reqs(2), ierr)
   call MPI_COMM_FREE(cart, ierr)
+  if (len_trim(fname) > 0) then
+    disp = 8 * rank
+    zero = 0
+    out = rank
+    call MPI_FILE_OPEN(MPI_COMM_WORLD, trim(fname), MPI_MODE_CREATE + MPI_MODE_WRONLY, MPI_INFO_NULL, fh, ierr)
+    if (ierr /= MPI_SUCCESS) call MPI_ABORT(MPI_COMM_WORLD, 3, ierr)
+    call MPI_FILE_SET_VIEW(fh, disp, MPI_DOUBLE_PRECISION, MPI_DOUBLE_PRECISION, 'native', MPI_INFO_NULL, ierr)
+    call MPI_FILE_WRITE_AT(fh, zero, out, 1, MPI_DOUBLE_PRECISION, st, ierr)
+    call MPI_FILE_CLOSE(fh, ierr)
+    if (rank == 0) then
+      write(*, '(a)') 'calls MPI_File_open=1'
+      write(*, '(a)') 'calls MPI_File_set_view=1'
+      write(*, '(a)') 'calls MPI_File_write_at=1'
+      write(*, '(a)') 'calls MPI_File_close=1'
+    end if
+  end if
   if (rank == 0) then
     write(*, '(a)') 'calls MPI_Cart_create=1'
     write(*, '(a)') 'calls MPI_Send_init=1'

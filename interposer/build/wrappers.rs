@@ -126,6 +126,7 @@ fn fortran(e: &Entry) -> Result<String, String> {
         return Err("`nofortran` in the table".into());
     }
     let (mut fparams, mut pre, mut args, mut post) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut hidden: Vec<String> = Vec::new();
     let count = ["count", "incount"].into_iter().find(|c| e.names.iter().any(|n| n == c)).unwrap_or("");
     for (d, n) in e.decls.iter().zip(&e.names) {
         let array = d.trim_end().ends_with("[]");
@@ -172,6 +173,14 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 fparams.push(format!("MPI_Offset *{n}"));
                 args.push(format!("*{n}"));
             }
+            // A Fortran string: blank-padded, its length a hidden argument
+            // after all others (gfortran: size_t; only the low 32 bits are read).
+            ("const char *", false) => {
+                fparams.push(format!("char *{n}"));
+                hidden.push(format!("size_t {n}_len"));
+                pre.push(format!("char {n}_c[IPR_FSTRING_MAX]; ipr_fstring({n}, (int){n}_len, {n}_c);"));
+                args.push(format!("{n}_c"));
+            }
             ("MPI_Request *", false) | ("MPI_Comm *", false) | ("MPI_Message *", false) | ("MPI_File *", false) => {
                 let base = ty.trim_end_matches(" *");
                 let (f2c, c2f) = (format!("{base}_f2c"), format!("{base}_c2f"));
@@ -202,6 +211,7 @@ fn fortran(e: &Entry) -> Result<String, String> {
         }
     }
     fparams.push("MPI_Fint *ierr".into());
+    fparams.extend(hidden);
     let lower = e.name.to_lowercase();
     let mut c = format!("#ifdef OPEN_MPI\nvoid {lower}_({}) {{\n", fparams.join(", "));
     for s in &pre {

@@ -42,6 +42,20 @@ static inline int ipr_fstatus_ignored(MPI_Fint *s) {
     return (void *)s == (void *)MPI_F_STATUS_IGNORE || IPR_IS((void *)s, mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE);
 }
 
+/* Longest Fortran string argument passed on (file names, data
+ * representations), bytes with the terminating NUL; longer ones are cut. */
+#define IPR_FSTRING_MAX 4096
+
+/* A blank-padded Fortran string of `len` characters as a C string in `out`
+ * (IPR_FSTRING_MAX bytes): trailing blanks dropped. */
+static inline void ipr_fstring(const char *f, int len, char *out) {
+    if (f == NULL || len < 0) len = 0;
+    if (len > IPR_FSTRING_MAX - 1) len = IPR_FSTRING_MAX - 1;
+    while (len > 0 && f[len - 1] == ' ') len--;
+    memcpy(out, f, (size_t)len);
+    out[len] = '\0';
+}
+
 static inline MPI_Request *ipr_freqs(MPI_Fint n, const MPI_Fint *f) {
     MPI_Request *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
     if (c == NULL) abort(); /* the call cannot be made without it */

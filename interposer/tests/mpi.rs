@@ -662,8 +662,14 @@ fn fortran_programs_are_traced_like_c_ones() {
 /// and hand Fortran its 1-based indices (the program aborts otherwise).
 #[test]
 fn fortran_wider_coverage_is_traced() {
-    let (dir, out) = traced(3, "fortran_more", &["5"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("ranks.dat");
+    let (dir, out) = traced(3, "fortran_more", &["5", file.to_str().unwrap()]);
     assert_in_place_worked(&out);
+    // MPI-IO from Fortran (string arguments): each rank wrote its rank at 8 × rank.
+    let data = std::fs::read(&file).unwrap();
+    let values: Vec<f64> = data.chunks_exact(8).map(|b| f64::from_ne_bytes(b.try_into().unwrap())).collect();
+    assert_eq!(values, [0.0, 1.0, 2.0]);
     for t in check_counts(dir.path(), &out) {
         let me = t.header.rank as i32;
         let recs = records(&t);
@@ -679,6 +685,14 @@ fn fortran_wider_coverage_is_traced() {
         assert!(matches!(init.params, Params::P2p { peer, bytes: 8, comm, .. } if peer == (me + 1) % 3 && comm != 0), "{init:?}");
         let probe = recs.iter().find(|r| r.op == Op::Mprobe).unwrap();
         assert!(matches!(probe.params, Params::P2p { peer, tag: 2, bytes: 8, .. } if peer == (me + 2) % 3), "{probe:?}");
+        let io = |op: Op| match recs.iter().find(|r| r.op == op).map(|r| &r.params) {
+            Some(&Params::Io { file, offset, bytes, comm, .. }) => (file, offset, bytes, comm),
+            other => panic!("rank {me} {op:?}: {other:?}"),
+        };
+        let (file, _, _, comm) = io(Op::FileOpen);
+        assert!(file != simulator::trace::record::COMM_UNKNOWN && comm == 0);
+        assert_eq!(io(Op::FileSetView), (file, 8 * me as u64, 0, 0));
+        assert_eq!(io(Op::FileWriteAt), (file, 8 * me as u64, 8, 0));
     }
 }
 
