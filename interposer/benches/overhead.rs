@@ -4,7 +4,8 @@
 //!    `c-tests/overhead` run plainly and under the interposer with
 //!    `INTERPOSER_COUNTERS=off` (wall time from the TSC only), `=sw` (plus
 //!    thread CPU time) and `=auto` (hardware counters where they exist),
-//!    in one run, medians of 5 runs each, 10^6 iterations (`OVERHEAD_ITERS`).
+//!    in one run, medians of 5 runs each taken round-robin, 10^6 iterations
+//!    (`OVERHEAD_ITERS`).
 //! 2. Trace size: bytes per recorded call (whole rank files: header, records,
 //!    module table and footer) of each C and Fortran c-test traced at
 //!    `-np 2` (`OVERHEAD_SECTIONS=2` runs only this part).
@@ -103,8 +104,15 @@ fn main() {
     ];
     let mut base = (0.0, 0.0);
     println!("{:<14} {:>16} {:>16} {:>14} {:>14}", "mode", "pingpong_ns/call", "iprobe_ns/call", "added_pp_ns", "added_iprobe_ns");
-    for (name, env) in &modes {
-        let runs: Vec<(f64, f64)> = (0..5).map(|_| run(&prog, &iters, env)).collect();
+    // Round-robin over the modes, so that a change in the machine's load
+    // falls on all of them alike.
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new(); modes.len()];
+    for _ in 0..5 {
+        for (m, (_, env)) in modes.iter().enumerate() {
+            runs[m].push(run(&prog, &iters, env));
+        }
+    }
+    for ((name, _), runs) in modes.iter().zip(&runs) {
         let pp = median(runs.iter().map(|r| r.0).collect());
         let ip = median(runs.iter().map(|r| r.1).collect());
         if *name == "plain" {

@@ -26,6 +26,9 @@ static void started(void) {
         ipr_calibration(0);
     }
     ipr_online_start();
+    /* The application's first compute block starts here, after our own
+     * work (the shadow communicators are collectives). */
+    ipr_started();
 }
 
 int MPI_Init(int *argc, char ***argv) {

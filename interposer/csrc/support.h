@@ -33,6 +33,7 @@ extern void ipr_finalize(void);
 extern uint32_t ipr_comm_id(uint64_t handle);
 extern int ipr_calibration(int on);
 extern int ipr_calibration_calls(void);
+extern void ipr_started(void);
 
 #define IPR_CALLER __builtin_return_address(0)
 

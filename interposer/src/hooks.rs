@@ -220,6 +220,13 @@ pub extern "C" fn ipr_calibration(on: c_int) -> c_int {
     guard(0, || recorder::calibration(on != 0) as c_int)
 }
 
+/// The interposer's start-up work after `MPI_Init` is done: the
+/// application's first compute block starts now. See [`recorder::restart_block`].
+#[no_mangle]
+pub extern "C" fn ipr_started() {
+    guard((), recorder::restart_block)
+}
+
 /// Number of calls the C side makes for the overhead measurement.
 #[no_mangle]
 pub extern "C" fn ipr_calibration_calls() -> c_int {

@@ -320,6 +320,23 @@ pub fn calibration(on: bool) -> bool {
     })
 }
 
+/// Restarts this thread's running compute block now: the interposer's own
+/// start-up work after `MPI_Init` returned (the overhead measurement, online
+/// mode's shadow communicators) is not the application's compute. Those
+/// shadow duplicates are collectives: under oversubscription a rank spins
+/// in them for as long as its peers take to be scheduled, and charging that
+/// CPU time to the first block made the prediction depend on how many
+/// cores the run had (issue 8).
+pub fn restart_block() {
+    let _ = REC.try_with(|r| {
+        if let Ok(mut slot) = r.try_borrow_mut() {
+            if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
+                rec.last_end = rec.timer.start(clock::now());
+            }
+        }
+    });
+}
+
 /// Starts recording a call; true when the wrapper must call [`end`].
 /// False while disabled, inside another recorded call, or on a thread
 /// that does not record.
