@@ -178,8 +178,14 @@ fn oversubscription(bench: &Bench, platform: &Path) {
     for (n, iters, side) in [("1024", "100", 256), ("2048", "50", 512)] {
         println!("\n4. jacobi2d {n} {iters} at -np 16 ({side} × {side} per rank) for 16 cores, by CPUs given");
         let mut preds = vec![];
-        for cpus in ["0", "0,1"] {
-            let runs: Vec<Run> = (0..bench.runs).map(|_| bench.run(16, "jacobi2d", &[n, iters], Some(&p16), &[], Some(cpus))).collect();
+        // The two settings alternate run by run, so that load drift falls on both alike.
+        let mut by_cpus: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..bench.runs {
+            for (k, cpus) in ["0", "0,1"].into_iter().enumerate() {
+                by_cpus[k].push(bench.run(16, "jacobi2d", &[n, iters], Some(&p16), &[], Some(cpus)));
+            }
+        }
+        for (cpus, runs) in ["0", "0,1"].into_iter().zip(&by_cpus) {
             let pred = median(runs.iter().map(|r| r.makespan_s.unwrap()).collect());
             let wall = median(runs.iter().map(|r| r.wall_s).collect());
             println!("taskset -c {cpus:<4} predicted {pred:>10.6} s   (oversubscribed wall_s {wall:.3} s)");
