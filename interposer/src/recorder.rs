@@ -390,6 +390,9 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         rec.in_call = false;
         let exit = clock::now();
         let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
+        // Built first: the record copies it only after the work below, by
+        // when its narrow stores can forward to the copy's wide loads.
+        let params = params(&mut rec.requests);
         let (start, last, over) = (rec.call_start, rec.last_end, rec.overhead);
         let compute_cpu_ns = rec.block_cpu_ns();
         if rec.calibration.is_none() {
@@ -404,7 +407,7 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
             counters: rec.timer.counters(&last, &start, over.hw),
             t_start_ns: ticks_to_ns(start.wall.saturating_sub(rec.epoch_wall)),
             t_end_ns: ticks_to_ns(exit.saturating_sub(rec.epoch_wall)),
-            params: params(&mut rec.requests),
+            params,
         };
         match rec.calibration.as_mut() {
             Some(cal) => {
