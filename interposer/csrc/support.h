@@ -322,8 +322,9 @@ static inline void group_members(MPI_Group g, int n, uint64_t *out) {
 }
 
 /* A new communicator: parent id in p->comm, new id in p->peer2 (-1 for
- * MPI_COMM_NULL), members as world ranks in the scratch list. */
-static inline void comm_created(struct ipr_params *p, MPI_Comm parent, int rc, MPI_Comm created,
+ * MPI_COMM_NULL), members as world ranks (those of `group_of`) in the
+ * scratch list. */
+static inline void comm_members(struct ipr_params *p, MPI_Comm parent, int rc, MPI_Comm created, MPI_Comm group_of,
                                 uint64_t **ids, uint64_t *nids) {
     p->comm = comm_id(parent);
     p->peer2 = -1;
@@ -331,33 +332,25 @@ static inline void comm_created(struct ipr_params *p, MPI_Comm parent, int rc, M
     p->peer2 = (int32_t)comm_id(created);
     int n = 0;
     MPI_Group g;
-    if (PMPI_Comm_size(created, &n) != MPI_SUCCESS || n <= 0) return;
+    if (PMPI_Comm_size(group_of, &n) != MPI_SUCCESS || n <= 0) return;
     *ids = ipr_scratch((uint64_t)n);
     if (*ids == NULL) return;
-    PMPI_Comm_group(created, &g);
+    PMPI_Comm_group(group_of, &g);
     group_members(g, n, *ids);
     PMPI_Group_free(&g);
     *nids = (uint64_t)n;
 }
 
-/* MPI_Comm_idup: the new communicator's id, and its members from the
- * parent (the same group), since the new one may not be used before the
- * request completes. */
+static inline void comm_created(struct ipr_params *p, MPI_Comm parent, int rc, MPI_Comm created,
+                                uint64_t **ids, uint64_t *nids) {
+    comm_members(p, parent, rc, created, created, ids, nids);
+}
+
+/* MPI_Comm_idup: the members come from the parent (the same group), since
+ * the new communicator may not be used before the request completes. */
 static inline void comm_idup_created(struct ipr_params *p, MPI_Comm parent, int rc, MPI_Comm created,
                                      uint64_t **ids, uint64_t *nids) {
-    p->comm = comm_id(parent);
-    p->peer2 = -1;
-    if (rc != MPI_SUCCESS || created == MPI_COMM_NULL) return;
-    p->peer2 = (int32_t)comm_id(created);
-    int n = 0;
-    MPI_Group g;
-    if (PMPI_Comm_size(parent, &n) != MPI_SUCCESS || n <= 0) return;
-    *ids = ipr_scratch((uint64_t)n);
-    if (*ids == NULL) return;
-    PMPI_Comm_group(parent, &g);
-    group_members(g, n, *ids);
-    PMPI_Group_free(&g);
-    *nids = (uint64_t)n;
+    comm_members(p, parent, rc, created, parent, ids, nids);
 }
 
 /* A new intercommunicator: as comm_created, with the local group's
