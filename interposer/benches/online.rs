@@ -8,8 +8,10 @@
 //!    `wall_s` of untraced runs.
 //! 3. Overhead: jacobi2d's `wall_s` in online mode over untraced.
 //! 4. Oversubscription: jacobi2d weak-scaled at `-np 16` (256 × 256 and
-//!    512 × 512 points per rank) for a 16-core version of the platform, under
-//!    `taskset -c 0` and `taskset -c 0,1`.
+//!    512 × 512 points per rank; 1000 and 500 iterations, about 0.1 s
+//!    predicted: shorter runs are dominated by a few first-touch page faults)
+//!    for a 16-core version of the platform, under `taskset -c 0` and
+//!    `taskset -c 0,1`, alternating.
 //!
 //! `ONLINE_SECTIONS=24` runs only sections 2, 3 and 4 (2 and 3 share runs).
 //!
@@ -175,7 +177,7 @@ fn oversubscription(bench: &Bench, platform: &Path) {
     plat.hosts[0].cores = 16;
     plat.mapping = simulator::platform::Mapping::Block;
     plat.save(&p16).unwrap();
-    for (n, iters, side) in [("1024", "100", 256), ("2048", "50", 512)] {
+    for (n, iters, side) in [("1024", "1000", 256), ("2048", "500", 512)] {
         println!("\n4. jacobi2d {n} {iters} at -np 16 ({side} × {side} per rank) for 16 cores, by CPUs given");
         let mut preds = vec![];
         // The two settings alternate run by run, so that load drift falls on both alike.
