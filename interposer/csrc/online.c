@@ -15,6 +15,7 @@
  * waits only where the application itself would. Only PMPI_ calls are
  * made here, so nothing is recorded.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "online.h"
 
 #include <sched.h>
@@ -115,6 +116,43 @@ static void make_shadow(uint32_t id, MPI_Comm comm) {
     free(in);
 }
 
+/* Compute isolation (interposer/src/isolate.rs): the node's token word,
+ * in a shared window of the node's ranks. */
+static MPI_Win isolate_win = MPI_WIN_NULL;
+static MPI_Comm isolate_comm = MPI_COMM_NULL;
+
+/* Ranks on this node, and CPUs they may run on (the union of their
+ * affinity masks), decide whether they isolate; if so, they share a token. */
+static void isolate_start(void) {
+    int rank = 0, nlocal = 0, lrank = 0, cpus = 0;
+    cpu_set_t mine, all;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &isolate_comm) != MPI_SUCCESS) return;
+    PMPI_Comm_size(isolate_comm, &nlocal);
+    PMPI_Comm_rank(isolate_comm, &lrank);
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
+    if (PMPI_Allreduce(&mine, &all, (int)sizeof mine, MPI_BYTE, MPI_BOR, isolate_comm) != MPI_SUCCESS) return;
+    cpus = CPU_COUNT(&all);
+    if (!ipr_isolate_wanted(rank, nlocal, cpus)) return;
+    uint32_t *word = NULL;
+    if (PMPI_Win_allocate_shared(lrank == 0 ? (MPI_Aint)sizeof *word : 0, 1, MPI_INFO_NULL, isolate_comm, &word, &isolate_win) !=
+        MPI_SUCCESS)
+        return;
+    MPI_Aint size = 0;
+    int unit = 0;
+    if (PMPI_Win_shared_query(isolate_win, 0, &size, &unit, &word) != MPI_SUCCESS || word == NULL) return;
+    if (lrank == 0) *word = 0;
+    PMPI_Barrier(isolate_comm);
+    ipr_isolate(word);
+}
+
+static void isolate_stop(void) {
+    ipr_isolate(NULL);
+    if (isolate_win != MPI_WIN_NULL) PMPI_Win_free(&isolate_win);
+    if (isolate_comm != MPI_COMM_NULL) PMPI_Comm_free(&isolate_comm);
+}
+
 void ipr_online_start(void) {
     int level = MPI_THREAD_SINGLE, rank = 0;
     if (!ipr_online_enabled()) return;
@@ -127,6 +165,7 @@ void ipr_online_start(void) {
     }
     make_shadow(0, MPI_COMM_WORLD);
     ipr_online_active = shadow_of(0) != NULL;
+    if (ipr_online_active) isolate_start();
 }
 
 void ipr_on_comm_created(int rc, MPI_Comm created) {
@@ -340,6 +379,7 @@ void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *lis
 void ipr_online_finalize(void) {
     struct shadow *w = shadow_of(0);
     if (!ipr_online_active || w == NULL) return;
+    isolate_stop();
     int rank = 0, n = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &n);

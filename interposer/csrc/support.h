@@ -34,6 +34,8 @@ extern uint32_t ipr_comm_id(uint64_t handle);
 extern int ipr_calibration(int on);
 extern int ipr_calibration_calls(void);
 extern void ipr_started(void);
+extern int ipr_isolate_wanted(int rank, int ranks_on_node, int cpus);
+extern void ipr_isolate(uint32_t *word);
 
 #define IPR_CALLER __builtin_return_address(0)
 

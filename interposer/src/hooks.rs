@@ -231,6 +231,39 @@ pub extern "C" fn ipr_started() {
     guard((), recorder::restart_block)
 }
 
+/// Online mode: whether this rank isolates its compute blocks, given the
+/// number of ranks on its node and of CPUs they may run on (see
+/// [`crate::isolate::wanted`]); every rank of the node gets the same answer.
+#[no_mangle]
+pub extern "C" fn ipr_isolate_wanted(rank: c_int, ranks_on_node: c_int, cpus: c_int) -> c_int {
+    guard(0, || {
+        let setting = std::env::var("INTERPOSER_ISOLATE").ok();
+        let (on, warning) = crate::isolate::wanted(setting.as_deref(), ranks_on_node.max(0) as u32, cpus.max(0) as u32);
+        if let (0, Some(w)) = (rank, warning) {
+            recorder::warn(None, &w);
+        }
+        on as c_int
+    })
+}
+
+/// Starts (`word` non-null: the node's shared token, zeroed) or stops
+/// (null) isolating compute blocks ([`crate::isolate`]).
+///
+/// # Safety
+/// `word` is null or a 4-byte aligned word shared by the node's ranks
+/// that stays mapped until this is called again with null.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_isolate(word: *mut u32) {
+    guard((), || {
+        if word.is_null() {
+            crate::isolate::stop();
+        } else {
+            // SAFETY: per the contract.
+            unsafe { crate::isolate::start(word) };
+        }
+    })
+}
+
 /// Number of calls the C side makes for the overhead measurement.
 #[no_mangle]
 pub extern "C" fn ipr_calibration_calls() -> c_int {

@@ -85,6 +85,11 @@ struct Recorder {
     /// Compute the application skipped but charged to the running block
     /// ([`charge_compute`]), ns.
     charged_ns: u64,
+    /// The thread that called `MPI_Init` (the only one that isolates its
+    /// compute blocks, see [`crate::isolate`]).
+    main: bool,
+    /// Holds the node's compute token ([`crate::isolate`]).
+    isolated: bool,
 }
 
 /// What other threads need to open their streams: set at `MPI_Init`.
@@ -268,7 +273,9 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
     };
     writer.push(&init).map_err(|e| format!("{}: {e}", path.display()))?;
     THREADS.get_or_init(|| ThreadSetup { path: path.clone(), rank, epoch_wall: epoch });
-    Ok(Recorder::new(rank, writer, epoch, Overhead::default()))
+    let mut rec = Recorder::new(rank, writer, epoch, Overhead::default());
+    rec.main = true;
+    Ok(rec)
 }
 
 fn write_meta(dir: &Path, meta: &TraceMeta) -> Result<(), String> {
@@ -331,6 +338,9 @@ pub fn restart_block() {
     let _ = REC.try_with(|r| {
         if let Ok(mut slot) = r.try_borrow_mut() {
             if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
+                if !rec.isolated {
+                    rec.isolated = rec.main && crate::isolate::acquire();
+                }
                 rec.last_end = rec.timer.start(clock::now());
             }
         }
@@ -353,6 +363,10 @@ pub fn begin(op: u8, caller: u64) -> bool {
         rec.in_call = true;
         let last = rec.last_end;
         (rec.call_start, rec.cpu_read) = rec.timer.end(&last, clock::now());
+        if rec.isolated {
+            crate::isolate::release();
+            rec.isolated = false;
+        }
         rec.call_op = op;
         rec.caller = caller;
         true
@@ -427,7 +441,11 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
                 rec.requests = send;
             }
         }
-        rec.last_end = rec.timer.start(exit);
+        // The wait for the node's compute token is neither this call nor
+        // the next block (after MPI_Finalize no block follows): the block
+        // starts once the token is held.
+        rec.isolated = rec.main && op != Op::Finalize && crate::isolate::acquire();
+        rec.last_end = rec.timer.start(if rec.isolated { clock::now() } else { exit });
     });
 }
 
@@ -504,6 +522,8 @@ impl Recorder {
             caller: 0,
             requests: Vec::with_capacity(64),
             charged_ns: 0,
+            main: false,
+            isolated: false,
         }
     }
 
