@@ -33,6 +33,9 @@ pub struct Config {
     /// Online mode: a tracecollector trace (file or directory) whose OS
     /// jitter stretches compute blocks (`INTERPOSER_JITTER`).
     pub jitter: Option<PathBuf>,
+    /// Online mode: per-region speed ratios (`INTERPOSER_SPEED_RATIOS`, a
+    /// `calibrate speed` CSV, as `simulator replay --speed-ratios`).
+    pub speed_ratios: Option<PathBuf>,
 }
 
 /// Reads the configuration through `get` (the environment in production).
@@ -80,7 +83,8 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
         }
     };
     let jitter = get("INTERPOSER_JITTER").filter(|p| !p.trim().is_empty()).map(PathBuf::from);
-    (Some(Config { out, mode, platform, counters, virtual_wtime, jitter }), warnings)
+    let speed_ratios = get("INTERPOSER_SPEED_RATIOS").filter(|p| !p.trim().is_empty()).map(PathBuf::from);
+    (Some(Config { out, mode, platform, counters, virtual_wtime, jitter, speed_ratios }), warnings)
 }
 
 #[cfg(test)]

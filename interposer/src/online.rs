@@ -71,7 +71,9 @@ pub struct Online {
     out: PathBuf,
     platform: PathBuf,
     jitter: Option<PathBuf>,
-    /// Call start (wall ns) of the last compute block charged.
+    /// Per-region speed ratios (`INTERPOSER_SPEED_RATIOS`) and their file.
+    ratios: Option<(ratios::RegionRatios, PathBuf)>,
+    /// Call start (wall ticks) of the last compute block charged.
     charged: u64,
     routes: HashMap<u64, Route>,
     /// Members (world ranks in communicator rank order) per communicator id.
@@ -120,6 +122,8 @@ pub struct OnlineReport {
     pub platform: String,
     /// Jitter trace injected, if any.
     pub jitter: Option<String>,
+    /// Per-region speed ratio file applied, if any.
+    pub speed_ratios: Option<String>,
     /// Per-rank virtual time, in rank order.
     pub ranks: Vec<RankOnline>,
     /// MPI calls that cost no virtual time on rank 0: collectives the
@@ -179,8 +183,18 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
             Err(e) => fallback_jitter(rank, j, &e.to_string()),
         }
     }
+    let ratios = cfg.speed_ratios.as_ref().and_then(|p| match ratios::RegionRatios::load(p) {
+        Ok(r) => Some((r, p.clone())),
+        Err(e) => {
+            if rank == 0 {
+                warn(None, &format!("INTERPOSER_SPEED_RATIOS: {e}; every region keeps ratio 1"));
+            }
+            None
+        }
+    });
     VIRTUAL_WTIME.store(cfg.virtual_wtime, Ordering::Relaxed);
     Some(Online {
+        ratios,
         clock,
         rank,
         out: cfg.out.clone(),
@@ -206,26 +220,28 @@ pub fn install(online: Online) {
     INSTALLED.store(true, Ordering::Relaxed);
 }
 
-/// Charges the compute block `cpu_ns` of the call that started at
-/// `call_start` (wall ns), once per call.
-pub fn charge(cpu_ns: u64, call_start: u64) {
+/// Charges the compute block `cpu_ns` of region `region` (return
+/// addresses of the calls before and after it) to the call that started at
+/// `call_start` (wall ticks), once per call.
+pub fn charge(cpu_ns: u64, call_start: u64, region: (u64, u64)) {
     if !INSTALLED.load(Ordering::Relaxed) {
         return;
     }
     let _ = ONLINE.try_with(|o| {
         if let Ok(mut slot) = o.try_borrow_mut() {
             if let Some(on) = slot.as_mut() {
-                on.charge(cpu_ns, call_start);
+                on.charge(cpu_ns, call_start, region);
             }
         }
     });
 }
 
 impl Online {
-    fn charge(&mut self, cpu_ns: u64, call_start: u64) {
+    fn charge(&mut self, cpu_ns: u64, call_start: u64, (prev, next): (u64, u64)) {
         if call_start != self.charged {
             self.charged = call_start;
-            let s = cpu_ns as f64 * 1e-9;
+            let ratio = self.ratios.as_mut().map_or(1.0, |(r, _)| r.ratio(prev, next));
+            let s = cpu_ns as f64 * 1e-9 * ratio;
             match self.deferred.as_mut() {
                 Some(d) => d.computes.push(s),
                 None => self.clock.compute(s),
@@ -296,8 +312,8 @@ fn with<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
     guard(None, || {
         if !RESOLVING.with(|r| r.get()) {
             resolve();
-            if let Some((cpu, start)) = block {
-                with_state(|on| on.charge(cpu, start));
+            if let Some((cpu, start, region)) = block {
+                with_state(|on| on.charge(cpu, start, region));
             }
         }
         with_state(f)
@@ -306,3 +322,4 @@ fn with<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
 }
 
 mod ffi;
+mod ratios;

@@ -81,6 +81,9 @@ struct Recorder {
     cpu_read: bool,
     call_op: u8,
     caller: u64,
+    /// Return address of the last recorded call (0: `MPI_Init`): with
+    /// `caller`, the region of the running block.
+    prev_caller: u64,
     requests: Vec<u64>,
     /// Compute the application skipped but charged to the running block
     /// ([`charge_compute`]), ns.
@@ -410,7 +413,7 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         let (start, last, over) = (rec.call_start, rec.last_end, rec.overhead);
         let compute_cpu_ns = rec.block_cpu_ns();
         if rec.calibration.is_none() {
-            crate::online::charge(compute_cpu_ns, start.wall);
+            crate::online::charge(compute_cpu_ns, start.wall, (rec.prev_caller, rec.caller));
         }
         let record = CallRecord {
             op,
@@ -429,7 +432,10 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
                 cal.hw.push((start.hw.0.wrapping_sub(last.hw.0), start.hw.1.wrapping_sub(last.hw.1)));
                 let _ = cal.sink.push(&record);
             }
-            None => rec.push(&record),
+            None => {
+                rec.push(&record);
+                rec.prev_caller = record.caller;
+            }
         }
         rec.charged_ns = 0;
         if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
@@ -450,13 +456,14 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
 }
 
 /// Inside a recorded call on this thread: the compute block before it
-/// (thread CPU ns, as its record will store) and the call's start (wall
-/// ns), which identifies the call.
-pub fn current_block() -> Option<(u64, u64)> {
+/// (thread CPU ns, as its record will store), the call's start (wall
+/// ticks), which identifies the call, and the block's region (the return
+/// addresses of the previous recorded call, 0 for `MPI_Init`, and of this one).
+pub fn current_block() -> Option<(u64, u64, (u64, u64))> {
     REC.try_with(|r| {
         let slot = r.try_borrow().ok()?;
         let rec = slot.as_ref().filter(|rec| rec.in_call && rec.calibration.is_none())?;
-        Some((rec.block_cpu_ns(), rec.call_start.wall))
+        Some((rec.block_cpu_ns(), rec.call_start.wall, (rec.prev_caller, rec.caller)))
     })
     .ok()
     .flatten()
@@ -520,6 +527,7 @@ impl Recorder {
             cpu_read: false,
             call_op: 0,
             caller: 0,
+            prev_caller: 0,
             requests: Vec::with_capacity(64),
             charged_ns: 0,
             main: false,

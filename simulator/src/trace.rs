@@ -353,13 +353,20 @@ impl RankTrace {
     /// Resolves a return address to a stable [`CallSite`] using the module table.
     /// Addresses outside every module keep their raw value under module `"?"`.
     pub fn call_site(&self, addr: u64) -> CallSite {
-        match self.modules.iter().find(|m| m.start <= addr && addr < m.end) {
-            Some(m) => CallSite {
-                module: Path::new(&m.path).file_name().map_or(m.path.clone(), |n| n.to_string_lossy().into_owned()),
-                offset: addr - m.start + m.file_offset,
-            },
-            None => CallSite { module: "?".into(), offset: addr },
-        }
+        call_site_in(&self.modules, addr)
+    }
+}
+
+/// The stable [`CallSite`] of return address `addr` in the module table
+/// `modules` (a trace's, or a live process's); addresses outside every
+/// module keep their raw value under module `"?"`.
+pub fn call_site_in(modules: &[Module], addr: u64) -> CallSite {
+    match modules.iter().find(|m| m.start <= addr && addr < m.end) {
+        Some(m) => CallSite {
+            module: Path::new(&m.path).file_name().map_or(m.path.clone(), |n| n.to_string_lossy().into_owned()),
+            offset: addr - m.start + m.file_offset,
+        },
+        None => CallSite { module: "?".into(), offset: addr },
     }
 }
 

@@ -322,6 +322,7 @@ pub unsafe extern "C" fn ipr_online_report(all: *const f64, n: c_int) {
             makespan_s: ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max),
             platform: on.platform.display().to_string(),
             jitter: on.jitter.as_ref().map(|j| j.display().to_string()),
+            speed_ratios: on.ratios.as_ref().map(|(_, p)| p.display().to_string()),
             ranks,
             unmodelled_calls: on.unmodelled.iter().map(|s| s.to_string()).collect(),
         };

@@ -274,3 +274,40 @@ fn jitter_injection_agrees_with_replay_jitter() {
     assert!((online - jittered).abs() / jittered < 0.01, "online {online} vs replay --jitter {jittered}");
     assert!(jittered > plain * 1.1, "20 % jitter must show: {jittered} vs {plain}");
 }
+
+/// `INTERPOSER_SPEED_RATIOS`: online mode scales each region's blocks by
+/// the ratio a `calibrate speed` file gives it, as `replay --speed-ratios`
+/// does offline; regions the file does not name keep ratio 1.
+#[test]
+fn per_region_speed_ratios_online_agree_with_replay_speed_ratios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let args = ["512", "40"];
+    // A first run names jacobi2d's regions; its busiest one gets ratio 3.
+    let (first, _) = online_run(2, "jacobi2d", &args, &platform, &[]);
+    let (_, ranks) = open_dir(first.path()).unwrap();
+    let stats = simulator::regions::region_report(&ranks).unwrap();
+    let busiest = &stats[0];
+    assert!(busiest.region.contains("jacobi2d.c:"), "symbolized region key: {}", busiest.region);
+    let csv = tmp.path().join("ratios.csv");
+    std::fs::write(&csv, format!("{}\n\"{}\",3\n\"nowhere.c:1:nowhere.c:2\",7\n", simulator::speed::HEADER, busiest.region)).unwrap();
+    let (dir, out) = online_run(2, "jacobi2d", &args, &platform, &[("INTERPOSER_SPEED_RATIOS", csv.to_str().unwrap())]);
+    assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
+    let report = online_json(dir.path());
+    assert_eq!(report["speed_ratios"].as_str(), csv.to_str());
+    let online = report["makespan_s"].as_f64().unwrap();
+    let (p, x) = simulator::platform::load_any(&platform, &[]).unwrap();
+    let ratios = simulator::speed::SpeedRatios::load(&csv).unwrap();
+    let (streams, _) = simulator::replay::apply_speed_ratios(open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap(), ratios);
+    let offline = replay_with(&p, &x, streams).unwrap().makespan_s;
+    assert!((online - offline).abs() / offline < 0.01, "online {online} s vs replay --speed-ratios {offline} s");
+    // The ratio shows: the busiest region's compute counts three times.
+    let plain = offline_makespan(dir.path(), &platform);
+    assert!(online > 1.5 * plain, "ratio 3 on {}: {online} s vs {plain} s at ratio 1", busiest.region);
+    // A bad file: one warning, ratios of 1, the run goes on.
+    std::fs::write(&csv, "not a ratio file\n").unwrap();
+    let (dir, out) = online_run(2, "jacobi2d", &args, &platform, &[("INTERPOSER_SPEED_RATIOS", csv.to_str().unwrap())]);
+    let w = warnings(&out);
+    assert_eq!(w.iter().filter(|l| l.contains("INTERPOSER_SPEED_RATIOS")).count(), 1, "{w:?}");
+    assert!(online_json(dir.path())["speed_ratios"].is_null());
+}

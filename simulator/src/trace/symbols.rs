@@ -67,17 +67,23 @@ impl Symbolizer {
     /// or the site's stable `module+0xoffset` name without debug info.
     /// The `init` pseudo-site (address 0) is named `init`.
     pub fn name(&mut self, trace: &RankTrace, addr: u64) -> String {
+        self.name_in(&trace.modules, addr)
+    }
+
+    /// As [`Symbolizer::name`], with the module table `modules` (a live
+    /// process's, for online mode).
+    pub fn name_in(&mut self, modules: &[Module], addr: u64) -> String {
         if addr == 0 {
             return "init".into();
         }
-        let Some(m) = module_of(&trace.modules, addr) else { return trace.call_site(addr).to_string() };
+        let Some(m) = module_of(modules, addr) else { return super::call_site_in(modules, addr).to_string() };
         let offset = addr - m.start + m.file_offset;
         let key = (m.path.clone(), offset);
         if let Some(n) = self.names.get(&key) {
             return n.clone();
         }
         let debug = self.modules.entry(m.path.clone()).or_insert_with(|| Debug::open(Path::new(&m.path)));
-        let name = debug.as_ref().and_then(|d| d.line(offset)).unwrap_or_else(|| trace.call_site(addr).to_string());
+        let name = debug.as_ref().and_then(|d| d.line(offset)).unwrap_or_else(|| super::call_site_in(modules, addr).to_string());
         self.names.insert(key, name.clone());
         name
     }
