@@ -12,8 +12,13 @@
  * rendezvous. The clock asks for an acknowledgement only when it next
  * needs its own time (online.rs), and every wait on a shadow operation
  * completes this rank's finished receives meanwhile, so the protocol
- * waits only where the application itself would. Only PMPI_ calls are
- * made here, so nothing is recorded.
+ * waits only where the application itself would. A nonblocking
+ * collective posts a nonblocking allgather of post times on `fwd` (never
+ * a blocking exchange: the rank may go on to wait for a peer that has not
+ * posted the collective yet), which the clock completes after the
+ * application's request. A matched probe remembers its message's
+ * communicator, source and tag, with which MPI_Mrecv/Imrecv take the
+ * companion. Only PMPI_ calls are made here, so nothing is recorded.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "online.h"
@@ -41,6 +46,9 @@ extern void ipr_online_coll(int op, const struct ipr_params *p, const double *en
 extern void ipr_online_stats(double *out);
 extern void ipr_online_report(const double *all, int n);
 extern uint64_t ipr_online_recvs(uint64_t *handles, uint32_t *comms, uint64_t cap);
+extern int ipr_online_icoll(int op, const struct ipr_params *p, const uint64_t *list, uint64_t nlist, double *post);
+extern void ipr_online_unmodelled(int op);
+extern int ipr_online_request_free(uint64_t req);
 extern double ipr_online_wtime(double real);
 
 #define IPR_STATS 6
@@ -215,10 +223,34 @@ static void acknowledge(struct shadow *s, const MPI_Status *st, double recv_post
     PMPI_Send(&recv_post, 1, MPI_DOUBLE, st->MPI_SOURCE, st->MPI_TAG, s->ack);
 }
 
+/* Messages matched by MPI_Mprobe/Improbe and not yet received, by
+ * message handle: their communicator and the probe's status (source and
+ * tag), which MPI_Mrecv/Imrecv do not name. */
+struct probed {
+    struct probed *next;
+    uint64_t message;
+    uint32_t comm;
+    MPI_Status st;
+};
+static struct probed *probed;
+
+static struct probed *probed_take(uint64_t message) {
+    for (struct probed **e = &probed; *e != NULL; e = &(*e)->next)
+        if ((*e)->message == message) {
+            struct probed *found = *e;
+            *e = found->next;
+            return found;
+        }
+    return NULL;
+}
+
 /* Nonblocking receive `h` on shadow `s` completed with status `st`: takes
- * its companion and acknowledges a rendezvous message. */
+ * its companion and acknowledges a rendezvous message. A cancelled
+ * receive has none (its clock request completes at once). */
 static void recv_completed(uint64_t h, struct shadow *s, const MPI_Status *st) {
     double msg[2], recv_post = 0.0;
+    int cancelled = 0;
+    if (PMPI_Test_cancelled(st, &cancelled) == MPI_SUCCESS && cancelled) return;
     if (!companion(s, st, msg)) return;
     int32_t src = world_rank(s->app, st->MPI_SOURCE);
     if (!ipr_online_recv_matched(h, src, (uint64_t)msg[1], msg[0], &recv_post)) acknowledge(s, st, recv_post);
@@ -353,6 +385,126 @@ void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Stat
     ipr_online_wait(handles, n);
 }
 
+/* MPI_Waitsome/Testsome: `ids` holds the `nids - done` handles, then the
+ * indices of the `done` requests completed, whose statuses are `sts`. */
+void ipr_on_some(int rc, const uint64_t *ids, uint64_t nids, int done, const MPI_Status *sts) {
+    static uint64_t *h;
+    static uint64_t cap;
+    if (rc != MPI_SUCCESS || ids == NULL || done <= 0 || (uint64_t)done > nids) return;
+    uint64_t count = nids - (uint64_t)done, n = 0;
+    if ((uint64_t)done > cap) {
+        uint64_t *g = realloc(h, (size_t)done * sizeof *g);
+        if (g == NULL) return;
+        h = g;
+        cap = (uint64_t)done;
+    }
+    for (int i = 0; i < done; i++)
+        if (ids[count + i] < count) h[n++] = ids[ids[count + i]];
+    if (n == (uint64_t)done) ipr_on_complete(rc, n, h, sts);
+}
+
+/* A probe matched a message (handle p->request, status `st`). */
+void ipr_on_mprobe(const struct ipr_params *p, int rc, const MPI_Status *st) {
+    if (rc != MPI_SUCCESS || p->request == 0 || st->MPI_SOURCE < 0 || shadow_of(p->comm) == NULL) return;
+    struct probed *e = malloc(sizeof *e);
+    if (e == NULL) return;
+    e->message = p->request;
+    e->comm = p->comm;
+    e->st = *st;
+    e->next = probed;
+    probed = e;
+}
+
+/* MPI_Mrecv of the message a probe matched (handle in p->bytes2): a
+ * blocking receive from the probe's source with its tag, whose companion
+ * is taken now, in receive order (as the replay matches MPI_Mrecv: see
+ * online.rs). */
+void ipr_on_mrecv(const struct ipr_params *p, int rc) {
+    struct probed *e = probed_take(p->bytes2);
+    if (e == NULL) return;
+    struct shadow *s = shadow_of(e->comm);
+    MPI_Status st = e->st;
+    double msg[2], recv_post = 0.0;
+    free(e);
+    if (rc != MPI_SUCCESS || s == NULL || !companion(s, &st, msg)) return;
+    if (!ipr_online_recv(world_rank(s->app, st.MPI_SOURCE), (uint64_t)msg[1], msg[0], &recv_post))
+        acknowledge(s, &st, recv_post);
+}
+
+/* MPI_Imrecv: a nonblocking receive on the probe's communicator (its
+ * completion takes the companion, as for MPI_Irecv). */
+void ipr_on_imrecv(const struct ipr_params *p, int rc) {
+    struct probed *e = probed_take(p->bytes2);
+    if (e == NULL) return;
+    struct ipr_params q = *p;
+    q.comm = e->comm;
+    if (rc == MPI_SUCCESS && p->request != 0) ipr_on_irecv(&q, rc, e->st.MPI_SOURCE);
+    free(e);
+}
+
+/* Nonblocking collectives whose shadow allgather of post times is in
+ * flight, by application request (0 once the application freed it). */
+struct nbc {
+    struct nbc *next;
+    uint64_t request;
+    MPI_Request r;
+    double post;
+    int n;
+    double entries[];
+};
+static struct nbc *nbcs;
+
+void ipr_on_icoll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist) {
+    struct shadow *s = shadow_of(p->comm);
+    double post = 0.0;
+    if (rc != MPI_SUCCESS) return;
+    if (s == NULL) {
+        ipr_online_unmodelled(op);
+        return;
+    }
+    int n = ipr_online_icoll(op, p, list, nlist, &post);
+    if (n <= 0) return;
+    struct nbc *e = malloc(sizeof *e + (size_t)n * sizeof(double));
+    if (e == NULL) return;
+    e->request = p->request;
+    e->post = post;
+    e->n = n;
+    if (PMPI_Iallgather(&e->post, 1, MPI_DOUBLE, e->entries, 1, MPI_DOUBLE, s->fwd, &e->r) != MPI_SUCCESS) {
+        free(e);
+        return;
+    }
+    e->next = nbcs;
+    nbcs = e;
+}
+
+static struct nbc *nbc_take(uint64_t request) {
+    for (struct nbc **e = &nbcs; *e != NULL; e = &(*e)->next)
+        if ((*e)->request == request) {
+            struct nbc *found = *e;
+            *e = found->next;
+            return found;
+        }
+    return NULL;
+}
+
+/* Called by the clock when it needs the post times of nonblocking
+ * collective `req`'s `n` members (after its request completed). */
+int ipr_online_await_coll(uint64_t req, double *entries, int n) {
+    struct nbc *e = req != 0 ? nbc_take(req) : NULL;
+    if (e == NULL) return 0;
+    int ok = wait_progress(&e->r) && e->n == n;
+    if (ok) memcpy(entries, e->entries, (size_t)n * sizeof(double));
+    free(e);
+    return ok;
+}
+
+/* MPI_Request_free: a nonblocking collective's exchange goes on unseen. */
+void ipr_on_request_free(int rc, uint64_t req) {
+    if (rc != MPI_SUCCESS || !ipr_online_request_free(req)) return;
+    for (struct nbc *e = nbcs; e != NULL; e = e->next)
+        if (e->request == req) e->request = 0;
+}
+
 void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st) {
     struct shadow *s = shadow_of(p->comm);
     if (rc != MPI_SUCCESS || s == NULL) return;
@@ -368,7 +520,12 @@ void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, 
 void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist) {
     struct shadow *s = shadow_of(p->comm);
     int n = 0;
-    if (rc != MPI_SUCCESS || s == NULL || PMPI_Comm_size(s->fwd, &n) != MPI_SUCCESS) return;
+    if (rc != MPI_SUCCESS) return;
+    if (s == NULL) {
+        ipr_online_unmodelled(op);
+        return;
+    }
+    if (PMPI_Comm_size(s->fwd, &n) != MPI_SUCCESS) return;
     double entry = ipr_online_now(), *entries = doubles(n);
     if (entries == NULL) return;
     MPI_Request r;
@@ -385,6 +542,19 @@ void ipr_online_finalize(void) {
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
     double mine[IPR_STATS], *all = rank == 0 ? doubles(n * IPR_STATS) : NULL;
     ipr_online_stats(mine);
+    /* Exchanges of nonblocking collectives never waited (freed requests). */
+    while (nbcs != NULL) {
+        struct nbc *e = nbcs;
+        nbcs = e->next;
+        wait_progress(&e->r);
+        free(e);
+    }
+    /* Messages probed and never received (an erroneous program). */
+    while (probed != NULL) {
+        struct probed *e = probed;
+        probed = e->next;
+        free(e);
+    }
     MPI_Request r;
     int ok = PMPI_Igather(mine, IPR_STATS, MPI_DOUBLE, all, IPR_STATS, MPI_DOUBLE, 0, w->fwd, &r) == MPI_SUCCESS &&
              wait_progress(&r);

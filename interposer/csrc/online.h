@@ -26,6 +26,13 @@ void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *lis
 void ipr_on_persistent(const struct ipr_params *p, int rc, int peer, int tag, int send);
 void ipr_on_start(int rc, uint64_t n, const uint64_t *handles);
 void ipr_on_comm_created(int rc, MPI_Comm created);
+void ipr_on_some(int rc, const uint64_t *ids, uint64_t nids, int done, const MPI_Status *sts);
+void ipr_on_mprobe(const struct ipr_params *p, int rc, const MPI_Status *st);
+void ipr_on_mrecv(const struct ipr_params *p, int rc);
+void ipr_on_imrecv(const struct ipr_params *p, int rc);
+void ipr_on_icoll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist);
+void ipr_on_request_free(int rc, uint64_t req);
+void ipr_online_unmodelled(int op);
 void ipr_on_comm_free(uint32_t id);
 MPI_Status *ipr_on_statuses(int count);
 void ipr_online_start(void);
@@ -59,6 +66,20 @@ void ipr_online_finalize(void);
     IPR_ON(if (*(index) != MPI_UNDEFINED && *(index) >= 0 && (uint64_t)*(index) < nids) ipr_on_complete(rc, 1, &ids[*(index)], st))
 #define IPR_ONLINE_MPI_Waitany(op, p, rc, count, reqs, index, st) IPR_ON_ANY(rc, index, st)
 #define IPR_ONLINE_MPI_Testany(op, p, rc, count, reqs, index, flag, st) IPR_ON(if (*(flag)) IPR_ON_ANY(rc, index, st))
+/* Waitsome/Testsome: the list holds the handles, then the completed indices (p->root of them). */
+#define IPR_ONLINE_PRE_MPI_Waitsome(op, p, count, reqs, outcount, indices, sts) IPR_ON_STATUSES(sts, count)
+#define IPR_ONLINE_PRE_MPI_Testsome(op, p, count, reqs, outcount, indices, sts) IPR_ON_STATUSES(sts, count)
+#define IPR_ON_SOME(op, p, rc, count, reqs, outcount, indices, sts) IPR_ON(ipr_on_some(rc, ids, nids, (p)->root, sts))
+#define IPR_ONLINE_MPI_Waitsome IPR_ON_SOME
+#define IPR_ONLINE_MPI_Testsome IPR_ON_SOME
+
+/* Matched probes: the probe remembers the message's communicator, source
+ * and tag; MPI_Mrecv takes its companion (MPI_Imrecv as MPI_Irecv does). */
+#define IPR_ONLINE_MPI_Mprobe(op, p, rc, source, tag, comm, message, st) IPR_ON(ipr_on_mprobe(p, rc, st))
+#define IPR_ONLINE_MPI_Improbe(op, p, rc, source, tag, comm, flag, message, st) IPR_ON(if (*(flag)) ipr_on_mprobe(p, rc, st))
+#define IPR_ONLINE_MPI_Mrecv(op, p, rc, buf, count, datatype, message, st) IPR_ON(ipr_on_mrecv(p, rc))
+#define IPR_ONLINE_MPI_Imrecv(op, p, rc, buf, count, datatype, message, request) IPR_ON(ipr_on_imrecv(p, rc))
+#define IPR_ONLINE_MPI_Request_free(op, p, rc, request) IPR_ON(ipr_on_request_free(rc, (p)->request))
 
 #define IPR_ONLINE_MPI_Sendrecv(op, p, rc, sb, sc, stype, dest, sendtag, rb, rcount, rtype, source, recvtag, comm, st) \
     IPR_ON(ipr_on_sendrecv(p, rc, dest, sendtag, st))
@@ -88,6 +109,39 @@ void ipr_online_finalize(void);
 #define IPR_ONLINE_MPI_Reduce_scatter_block IPR_ON_COLL
 #define IPR_ONLINE_MPI_Scan IPR_ON_COLL
 #define IPR_ONLINE_MPI_Exscan IPR_ON_COLL
+/* Nonblocking collectives: a nonblocking allgather of post times on the
+ * shadow, completed when the clock needs the request's completion. */
+#define IPR_ON_ICOLL(op, p, rc, ...) IPR_ON(ipr_on_icoll(op, p, rc, NULL, 0))
+#define IPR_ON_IVCOLL(op, p, rc, ...) IPR_ON(ipr_on_icoll(op, p, rc, ids, nids))
+#define IPR_ONLINE_MPI_Ibarrier IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Ibcast IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Ireduce IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Iallreduce IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Igather IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Igatherv IPR_ON_IVCOLL
+#define IPR_ONLINE_MPI_Iscatter IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Iscatterv IPR_ON_IVCOLL
+#define IPR_ONLINE_MPI_Iallgather IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Iallgatherv IPR_ON_IVCOLL
+#define IPR_ONLINE_MPI_Ialltoall IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Ialltoallv IPR_ON_IVCOLL
+#define IPR_ONLINE_MPI_Ialltoallw IPR_ON_IVCOLL
+#define IPR_ONLINE_MPI_Ireduce_scatter IPR_ON_IVCOLL
+#define IPR_ONLINE_MPI_Ireduce_scatter_block IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Iscan IPR_ON_ICOLL
+#define IPR_ONLINE_MPI_Iexscan IPR_ON_ICOLL
+/* Neighbourhood collectives cost no virtual time: listed in the report. */
+#define IPR_ON_UNMODELLED(op, p, rc, ...) IPR_ON(if ((rc) == MPI_SUCCESS) ipr_online_unmodelled(op))
+#define IPR_ONLINE_MPI_Neighbor_allgather IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Neighbor_allgatherv IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Neighbor_alltoall IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Neighbor_alltoallv IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Neighbor_alltoallw IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Ineighbor_allgather IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Ineighbor_allgatherv IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Ineighbor_alltoall IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Ineighbor_alltoallv IPR_ON_UNMODELLED
+#define IPR_ONLINE_MPI_Ineighbor_alltoallw IPR_ON_UNMODELLED
 
 /* Communicators: shadows follow the application's. */
 #define IPR_ONLINE_MPI_Comm_dup(op, p, rc, comm, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))

@@ -79,11 +79,32 @@ pub fn ns_to_ticks(ns: u64) -> u64 {
     (((ns as u128) << 32) / MULT.load(Ordering::Relaxed).max(1) as u128) as u64
 }
 
+/// One `(tsc, CLOCK_MONOTONIC ns)` pair read close together: the TSC
+/// between two monotonic readings, the tightest of up to 50 tries (a
+/// preemption between the two clocks would skew the frequency measured
+/// from the pair by its length), stopping at a bracket of 2 µs or less.
+fn pair() -> (u64, u64) {
+    let mut best = (0, 0, u64::MAX);
+    for _ in 0..50 {
+        let a = clock_ns(libc::CLOCK_MONOTONIC);
+        let t = rdtsc();
+        let b = clock_ns(libc::CLOCK_MONOTONIC);
+        if b - a < best.2 {
+            best = (t, a + (b - a) / 2, b - a);
+        }
+        if best.2 <= 2_000 {
+            break;
+        }
+    }
+    (best.0, best.1)
+}
+
 /// Records the first `(tsc, CLOCK_MONOTONIC)` pair; called once when the
 /// library is loaded.
 pub fn mark() {
-    MARK[0].store(rdtsc(), Ordering::Relaxed);
-    MARK[1].store(clock_ns(libc::CLOCK_MONOTONIC), Ordering::Relaxed);
+    let (t, m) = pair();
+    MARK[0].store(t, Ordering::Relaxed);
+    MARK[1].store(m, Ordering::Relaxed);
 }
 
 /// True when CPUID reports an invariant TSC.
@@ -126,14 +147,10 @@ pub fn calibrate(want_tsc: bool) -> (WallClock, Option<&'static str>) {
             mark(); // not loaded through the constructor: measure from now
             (t0, m0) = (MARK[0].load(Ordering::Relaxed), MARK[1].load(Ordering::Relaxed));
         }
-        let (mut t1, mut m1);
-        loop {
-            (t1, m1) = (rdtsc(), clock_ns(libc::CLOCK_MONOTONIC));
-            if m1.saturating_sub(m0) >= MIN_SPAN_NS {
-                break;
-            }
+        while clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(m0) < MIN_SPAN_NS {
             std::hint::spin_loop();
         }
+        let (t1, m1) = pair();
         if t1 > t0 {
             let mult = ((((m1 - m0) as u128) << 32) / (t1 - t0) as u128) as u64;
             MULT.store(mult, Ordering::Relaxed);
@@ -164,9 +181,10 @@ mod tests {
             WallClock::Monotonic => println!("SKIPPED TSC check: {}", why.unwrap_or("not requested")),
             WallClock::Tsc { hz } => {
                 assert!((1e8..1e11).contains(&hz), "TSC at {hz} Hz");
-                let (t0, m0) = (now(), clock_ns(libc::CLOCK_MONOTONIC));
+                // Tight pairs, as the measurement itself takes them.
+                let (t0, m0) = pair();
                 std::thread::sleep(std::time::Duration::from_millis(30));
-                let (t1, m1) = (now(), clock_ns(libc::CLOCK_MONOTONIC));
+                let (t1, m1) = pair();
                 let (tsc_ns, mono_ns) = (ticks_to_ns(t1 - t0) as f64, (m1 - m0) as f64);
                 assert!((tsc_ns - mono_ns).abs() < 1e-3 * mono_ns + 2_000.0, "{tsc_ns} ns by TSC vs {mono_ns} ns");
                 assert!(ns_to_ticks(ticks_to_ns(1 << 40)).abs_diff(1 << 40) <= (1 << 40) / 1_000_000);

@@ -9,10 +9,13 @@
 //! communicator carry a companion message with the sender's virtual send
 //! time right after each payload, an acknowledgement with the receiver's
 //! post time back for rendezvous messages, and an allgather of entry times
-//! for collectives. It calls the `ipr_online_*` hooks here, which keep the
-//! clock; only the thread that called `MPI_Init` takes part. A wait that
-//! needs acknowledgements is completed only when the clock is next needed
-//! ([`Deferred`]), so the protocol blocks only where the program does.
+//! for collectives (for a nonblocking collective, a nonblocking allgather
+//! of post times posted with it and completed when its request is). It
+//! calls the `ipr_online_*` hooks here, which keep the clock; only the
+//! thread that called `MPI_Init` takes part. A wait that needs
+//! acknowledgements or a nonblocking collective's post times is completed
+//! only when the clock is next needed ([`Deferred`]), so the protocol
+//! blocks only where the program does.
 //!
 //! At `MPI_Finalize`, rank 0 prints the predicted makespan on stderr and
 //! writes `<INTERPOSER_OUT>/online.json` ([`OnlineReport`]).
@@ -23,12 +26,21 @@
 //!
 //! Limits:
 //! - Every call that moves a payload must send or take its companion
-//!   (`csrc/online.h` has a macro per wrapped call). A payload call
-//!   without one (persistent `MPI_Start`, `MPI_Mrecv`, if wrapped later
-//!   without a macro) would leave its receiver waiting for a companion.
+//!   (`csrc/online.h` has a macro per wrapped call; `MPI_Mrecv`/`Imrecv`
+//!   take theirs with the source and tag their probe matched). A payload
+//!   call without one would leave its receiver waiting for a companion.
+//! - Completing a collective online needs every member's entry (post)
+//!   time: a blocking collective, and the wait on a nonblocking one, wait
+//!   for the last member to enter, as an MPI library may (the standard
+//!   lets collective completion synchronize; a program that relies on a
+//!   rooted collective completing early, e.g. the root's `MPI_Bcast`
+//!   before a send its peers must receive before they join, can hang).
 //! - Companions of messages with the same source, tag and communicator
 //!   are taken in completion order: receives completed out of their
-//!   matching order swap their send times (no hang).
+//!   matching order swap their send times (no hang). `MPI_Mrecv`s of two
+//!   such messages probed in one order and received in the other swap
+//!   them too, as the offline replay does (it matches each `Mrecv` as a
+//!   receive from the probed source and tag, in receive order).
 //! - Link sharing (SimGrid XML `flows`) is not modelled; one thread per
 //!   rank (`MPI_THREAD_MULTIPLE` falls back to tracing).
 //! - A program the model would deadlock on (a rendezvous cycle that only
@@ -42,6 +54,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
+use simulator::action::Action;
 use simulator::online::{Pending, VirtualRank, VirtualStats};
 
 use crate::config::Config;
@@ -80,6 +93,20 @@ pub struct Online {
     members: HashMap<u32, Vec<u32>>,
     unmodelled: BTreeSet<&'static str>,
     deferred: Option<Deferred>,
+    /// Nonblocking collectives posted, by request: the blocking action
+    /// they stand for, their members (world ranks) and their MPI name.
+    nbcs: HashMap<u64, Nbc>,
+}
+
+/// A nonblocking collective posted and not yet matched with its members' post times.
+#[derive(Debug)]
+struct Nbc {
+    /// The blocking collective it stands for (root a world rank).
+    action: Action,
+    /// World ranks, in communicator rank order.
+    members: Vec<u32>,
+    /// Its MPI name, for the list of unmodelled calls.
+    name: &'static str,
 }
 
 /// A wait that needs receivers' acknowledgements (rendezvous sends), kept
@@ -92,6 +119,9 @@ struct Deferred {
     reqs: Vec<u64>,
     /// Rendezvous sends among them and where their acknowledgements come from.
     acks: std::collections::VecDeque<(u64, Route)>,
+    /// Nonblocking collectives among them (their members' post times are
+    /// taken from the shadow allgather posted with them).
+    colls: std::collections::VecDeque<u64>,
     /// Compute blocks (seconds) charged after the wait, in order.
     computes: Vec<f64>,
 }
@@ -106,6 +136,10 @@ extern "C" {
     /// `csrc/online.c`: waits (progressing this rank's receives) for the
     /// acknowledgement from rank `local` of communicator `comm` with `tag`.
     fn ipr_online_await_ack(comm: u32, local: c_int, tag: c_int, recv_post: *mut f64) -> c_int;
+    /// `csrc/online.c`: waits (progressing this rank's receives) for the
+    /// post times of nonblocking collective `req`'s members, `n` of them,
+    /// into `entries`; 0 when none were exchanged.
+    fn ipr_online_await_coll(req: u64, entries: *mut f64, n: c_int) -> c_int;
 }
 static VIRTUAL_WTIME: AtomicBool = AtomicBool::new(false);
 /// Set once a rank's online state is installed: spares trace mode's hot
@@ -205,6 +239,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
         members: HashMap::new(),
         unmodelled: BTreeSet::new(),
         deferred: None,
+        nbcs: HashMap::new(),
     })
 }
 
@@ -255,14 +290,29 @@ impl Online {
         let mut d = Deferred { reqs: reqs.to_vec(), ..Default::default() };
         for r in reqs {
             let route = self.routes.remove(r);
-            if let (Pending::RendezvousSend, Some(route)) = (self.clock.pending(*r), route) {
-                d.acks.push_back((*r, route));
+            match (self.clock.pending(*r), route) {
+                (Pending::RendezvousSend, Some(route)) => d.acks.push_back((*r, route)),
+                (Pending::Collective, _) => d.colls.push_back(*r),
+                _ => {}
             }
         }
-        if d.acks.is_empty() {
+        if d.acks.is_empty() && d.colls.is_empty() {
             self.clock.wait(reqs);
         } else {
             self.deferred = Some(d);
+        }
+    }
+}
+
+impl Online {
+    /// Fixes nonblocking collective `req`'s completion from its members'
+    /// post times; a model error lists the call as unmodelled (the
+    /// request then completes when waited, at no virtual cost).
+    fn icoll_matched(&mut self, req: u64, nbc: &Nbc, entries: &[f64]) {
+        if let Err(e) = self.clock.icoll_matched(req, &nbc.action, &nbc.members, entries) {
+            if self.unmodelled.insert(nbc.name) {
+                warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
+            }
         }
     }
 }
@@ -285,6 +335,18 @@ fn resolve() {
         if unsafe { ipr_online_await_ack(route.comm, route.local, route.tag, &mut recv_post) } == 1 {
             with_state(|on| on.clock.send_matched(req, recv_post));
         }
+    }
+    while let Some(req) = with_state(|on| on.deferred.as_mut().and_then(|d| d.colls.pop_front())).flatten() {
+        let Some(n) = with_state(|on| on.nbcs.get(&req).map(|c| c.members.len())).flatten() else { continue };
+        let mut entries = vec![0.0; n];
+        // SAFETY: a plain call into csrc/online.c with room for n doubles.
+        let got = unsafe { ipr_online_await_coll(req, entries.as_mut_ptr(), n as c_int) } == 1;
+        with_state(|on| {
+            let Some(nbc) = on.nbcs.remove(&req) else { return };
+            if got {
+                on.icoll_matched(req, &nbc, &entries);
+            }
+        });
     }
     with_state(|on| {
         if let Some(d) = on.deferred.take() {

@@ -23,6 +23,14 @@
 //!   set (member i: `compute(entry_i)`, the collective, `finalize`) on the
 //!   communicator's members, so the very same algorithms and selector
 //!   ([`crate::replay::collectives::CollAlgs`]) decide the exit times.
+//! - **Nonblocking collectives** cost nothing at their post
+//!   ([`VirtualRank::icoll`]); once the members' post times are known
+//!   ([`VirtualRank::icoll_matched`]) the replay engine runs the same
+//!   synthetic set with the collective as [`Action::Icoll`] followed by
+//!   its wait, which gives the request's completion `c` under the replay's
+//!   asynchronous progress; the wait that completes the request then
+//!   moves the clock to `max(clock, c)`, communication up to the
+//!   collective's span `c − post`, waiting beyond (as the replay's wait).
 //! - **Accounting** splits each blocking wait of `w` seconds into
 //!   `min(w, d)` communication and the rest waiting, `d` the longest model
 //!   duration awaited (the rule documented in [`crate::replay`]).
@@ -81,6 +89,8 @@ enum Req {
     Send { dst: u32, bytes: u64, post: f64 },
     /// A receive posted at `post`.
     Recv { post: f64 },
+    /// A nonblocking collective posted at `post`, waiting for its members' post times.
+    Coll { post: f64 },
 }
 
 /// The kind of a pending request, for the interposer to know which
@@ -93,6 +103,8 @@ pub enum Pending {
     Recv,
     /// A rendezvous send: needs the receiver's post time ([`VirtualRank::send_matched`]).
     RendezvousSend,
+    /// A nonblocking collective: needs its members' post times ([`VirtualRank::icoll_matched`]).
+    Collective,
 }
 
 /// A blocking wait being assembled: see [`VirtualRank::wait`].
@@ -212,6 +224,7 @@ impl<'a> VirtualRank<'a> {
         match self.reqs.get(&req) {
             Some(Req::Recv { .. }) => Pending::Recv,
             Some(Req::Send { .. }) => Pending::RendezvousSend,
+            Some(Req::Coll { .. }) => Pending::Collective,
             _ => Pending::None,
         }
     }
@@ -313,6 +326,44 @@ impl<'a> VirtualRank<'a> {
     /// [`ReplayError`]: this rank or the root is not a member, the lengths
     /// differ, or the replay rejects the action.
     pub fn collective(&mut self, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<f64, ReplayError> {
+        let (exit, comm) = self.run_collective(action, members, entries_s, false)?;
+        let b = Block { since: self.clock, resume: exit.max(self.clock), d: comm };
+        self.resolve(b);
+        Ok(self.clock)
+    }
+
+    /// Posts a nonblocking collective creating request `req` at the clock
+    /// (posting costs nothing, as in the replay); returns its virtual post
+    /// time, which the members exchange for [`VirtualRank::icoll_matched`].
+    pub fn icoll(&mut self, req: u64) -> f64 {
+        self.reqs.insert(req, Req::Coll { post: self.clock });
+        self.clock
+    }
+
+    /// Request `req`, a nonblocking collective `action` (the blocking
+    /// collective it stands for, as [`VirtualRank::collective`] takes it)
+    /// over `members`, which posted it at virtual times `entries_s`:
+    /// fixes the request's completion, which the replay engine gives for
+    /// [`Action::Icoll`] (the blocking schedule under asynchronous
+    /// progress, see [`crate::replay`]), with the collective's span as
+    /// its model duration. Returns the completion, seconds; `Ok(None)`
+    /// for an unknown request.
+    ///
+    /// # Errors
+    /// As [`VirtualRank::collective`].
+    pub fn icoll_matched(&mut self, req: u64, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<Option<f64>, ReplayError> {
+        let Some(&Req::Coll { post }) = self.reqs.get(&req) else { return Ok(None) };
+        let (at, span) = self.run_collective(action, members, entries_s, true)?;
+        self.reqs.insert(req, Req::Done { at, d: span });
+        Ok(Some(at.max(post)))
+    }
+
+    /// Runs `action` on `members` entering at `entries_s` in the replay
+    /// engine; returns this rank's exit time (the request's completion
+    /// when `nonblocking`) and its model duration (communication time of
+    /// the blocking collective; the span from post to completion of the
+    /// nonblocking one).
+    fn run_collective(&self, action: &Action, members: &[u32], entries_s: &[f64], nonblocking: bool) -> Result<(f64, f64), ReplayError> {
         let bad = |why: String| ReplayError {
             rank: Some(self.rank),
             kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why },
@@ -342,6 +393,10 @@ impl<'a> VirtualRank<'a> {
             | Action::Scan { comm, .. } => *comm = 0,
             other => return Err(bad(format!("{other:?} is not a collective"))),
         }
+        let ops = match nonblocking {
+            false => vec![act],
+            true => vec![Action::Icoll { req: 1, coll: Box::new(act) }, Action::Wait { req: 1 }],
+        };
         let hosts = members.iter().map(|&m| self.platform.host_of(m) as u32).collect();
         let platform = Platform { mapping: Mapping::Explicit { hosts }, ..self.platform.clone() };
         let base = entries_s.iter().copied().fold(f64::INFINITY, f64::min);
@@ -351,14 +406,16 @@ impl<'a> VirtualRank<'a> {
             .map(|(&m, &t)| {
                 let speed = platform.hosts[self.platform.host_of(m)].speed_ratio;
                 let start = Action::Compute { seconds: (t - base) * speed, region: 0 };
-                Box::new([start, act.clone(), Action::Finalize].into_iter().map(Ok)) as ActionStream<'_, _>
+                let all = std::iter::once(start).chain(ops.iter().cloned()).chain([Action::Finalize]);
+                Box::new(all.map(Ok)) as ActionStream<'_, _>
             })
             .collect();
         let report = replay::replay_with(&platform, &self.extras, streams)?;
         let mine = &report.ranks[me];
         let exit = base + mine.end_s;
-        let b = Block { since: self.clock, resume: exit.max(self.clock), d: mine.comm_s };
-        self.resolve(b);
-        Ok(self.clock)
+        Ok(match nonblocking {
+            false => (exit, mine.comm_s),
+            true => (exit, (exit - entries_s[me]).max(0.0)),
+        })
     }
 }

@@ -5,9 +5,10 @@ use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
 use simulator::online::{Pending, SendPost, VirtualStats};
+use simulator::action::Action;
 use simulator::trace::{CallRecord, Op};
 
-use super::{peek, with, OnlineReport, RankOnline, Route, BLOCKING_SEND, ONLINE, SENDRECV_RECV, SENDRECV_SEND, STATS_LEN, VIRTUAL_WTIME};
+use super::{peek, with, Nbc, OnlineReport, RankOnline, Route, BLOCKING_SEND, ONLINE, SENDRECV_RECV, SENDRECV_SEND, STATS_LEN, VIRTUAL_WTIME};
 use crate::hooks::{guard, record_params, Params};
 use crate::recorder::{self, warn};
 
@@ -110,7 +111,8 @@ pub extern "C" fn ipr_online_irecv(req: u64, comm: u32) {
 }
 
 /// What completed request `req` needs: 0 nothing, 1 the sender's
-/// companion, 2 the receiver's acknowledgement (a rendezvous send). Writes
+/// companion, 2 the receiver's acknowledgement (a rendezvous send), 3 its
+/// members' post times (a nonblocking collective). Writes
 /// its communicator id, and for a send the peer's rank in it and the tag.
 ///
 /// # Safety
@@ -122,6 +124,7 @@ pub unsafe extern "C" fn ipr_online_pending(req: u64, comm: *mut u32, local: *mu
             Pending::None => 0,
             Pending::Recv => 1,
             Pending::RendezvousSend => 2,
+            Pending::Collective => 3,
         };
         let r = on.routes.get(&req).copied().unwrap_or(Route { comm: 0, local: -1, tag: -1 });
         // SAFETY: per the contract.
@@ -238,6 +241,41 @@ pub extern "C" fn ipr_online_sendrecv_end() {
     with((), |on| on.wait(&[SENDRECV_SEND, SENDRECV_RECV]))
 }
 
+/// The replay action of collective `op` with parameters `p` (as the
+/// trace records them) and scratch list `list` (the v-collectives' byte
+/// counts) on a communicator of `n` members: the blocking collective a
+/// nonblocking one stands for; `MPI_(I)reduce_scatter_block` as a
+/// reduce-scatter of `n` equal blocks (as [`simulator::trace::actions`]
+/// replays it). `None` when the online clock cannot run it (a
+/// neighbourhood collective, or a call the replay does not represent).
+fn coll_action(op: Op, p: &Params, list: &mut Vec<u64>, n: usize) -> Option<Action> {
+    let action = match op {
+        Op::ReduceScatterBlock | Op::IreduceScatterBlock => Action::ReduceScatter { recv_bytes: vec![p.bytes; n], comm: p.comm },
+        _ => {
+            let params = record_params(op, p, list);
+            let rec = CallRecord { op, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params };
+            match simulator::action::op_action(&rec) {
+                Ok(Some(Action::Icoll { coll, .. })) => *coll,
+                Ok(Some(a)) => a,
+                _ => return None,
+            }
+        }
+    };
+    (!matches!(action, Action::Neighbor { .. })).then_some(action)
+}
+
+/// Copies the C side's `list[0..nlist]` (empty when null).
+///
+/// # Safety
+/// `list` is null or points to `nlist` readable values.
+unsafe fn scratch_list(list: *const u64, nlist: u64) -> Vec<u64> {
+    match list.is_null() {
+        true => Vec::new(),
+        // SAFETY: per the contract.
+        false => unsafe { std::slice::from_raw_parts(list, nlist as usize) }.to_vec(),
+    }
+}
+
 /// A collective `op` with parameters `p` (as the trace records them) whose
 /// members entered at the virtual times `entries[0..n]` (communicator rank
 /// order) exits at the model's time. `list[0..nlist]` is the call's
@@ -252,19 +290,10 @@ pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, entries: *
     let (Some(p), false) = (unsafe { p.as_ref() }.copied(), entries.is_null() || n <= 0) else { return };
     // SAFETY: as above.
     let entries = unsafe { std::slice::from_raw_parts(entries, n as usize) }.to_vec();
-    let mut list = match list.is_null() {
-        true => Vec::new(),
-        // SAFETY: the wrapper's scratch list of `nlist` values.
-        false => unsafe { std::slice::from_raw_parts(list, nlist as usize) }.to_vec(),
-    };
+    // SAFETY: per the contract.
+    let mut list = unsafe { scratch_list(list, nlist) };
     with((), |on| {
         let Some(code) = Op::from_code(op as u8) else { return };
-        let params = record_params(code, &p, &mut list);
-        let rec = CallRecord { op: code, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params };
-        let Ok(Some(action)) = simulator::action::op_action(&rec) else {
-            on.unmodelled.insert(code.mpi_name());
-            return;
-        };
         let members = match on.members.get(&p.comm) {
             Some(m) if m.len() == entries.len() => m.clone(),
             _ => {
@@ -272,11 +301,77 @@ pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, entries: *
                 return;
             }
         };
+        let Some(action) = coll_action(code, &p, &mut list, members.len()) else {
+            on.unmodelled.insert(code.mpi_name());
+            return;
+        };
         if let Err(e) = on.clock.collective(&action, &members, &entries) {
             if on.unmodelled.insert(code.mpi_name()) {
                 warn(Some(on.rank), &format!("online mode: {e}; it costs no virtual time"));
             }
         }
+    })
+}
+
+/// A nonblocking collective `op` with parameters `p` (its request in
+/// `p.request`) and scratch list `list[0..nlist]` was posted: when the
+/// clock can model it, registers it, writes its virtual post time to
+/// `post` and returns its number of members, whose post times the C side
+/// then gathers (without blocking) for [`super::resolve`]; else lists it
+/// as unmodelled and returns 0.
+///
+/// # Safety
+/// `p` points to a valid `struct ipr_params`; `list` to `nlist` values
+/// unless null; `post` is null or points to a writable double.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_online_icoll(op: c_int, p: *const Params, list: *const u64, nlist: u64, post: *mut f64) -> c_int {
+    // SAFETY: the C wrapper passes its live parameter struct.
+    let Some(p) = unsafe { p.as_ref() }.copied() else { return 0 };
+    // SAFETY: per the contract.
+    let mut list = unsafe { scratch_list(list, nlist) };
+    let (n, t) = with((0, 0.0), |on| {
+        let Some(code) = Op::from_code(op as u8) else { return (0, 0.0) };
+        let members = on.members.get(&p.comm).cloned();
+        let action = members.as_ref().and_then(|m| coll_action(code, &p, &mut list, m.len()));
+        let (Some(members), Some(action), true) = (members, action, p.request != 0) else {
+            on.unmodelled.insert(code.mpi_name());
+            return (0, 0.0);
+        };
+        let n = members.len() as c_int;
+        on.nbcs.insert(p.request, Nbc { action, members, name: code.mpi_name() });
+        (n, on.clock.icoll(p.request))
+    });
+    // SAFETY: per the contract.
+    unsafe { put(post, t) };
+    n
+}
+
+/// Call `op` costs no virtual time (a collective on a communicator
+/// without a shadow): lists it in the report.
+#[no_mangle]
+pub extern "C" fn ipr_online_unmodelled(op: c_int) {
+    peek((), |on| {
+        if let Some(code) = Op::from_code(op as u8) {
+            on.unmodelled.insert(code.mpi_name());
+        }
+    })
+}
+
+/// `MPI_Request_free(req)`: a receive or nonblocking collective still
+/// pending is forgotten (it completes unseen, as in the replay); returns
+/// 1 for a nonblocking collective, whose shadow exchange the C side then
+/// completes at finalize.
+#[no_mangle]
+pub extern "C" fn ipr_online_request_free(req: u64) -> c_int {
+    peek(0, |on| match on.clock.pending(req) {
+        Pending::Recv | Pending::Collective => {
+            on.routes.remove(&req);
+            let coll = on.nbcs.remove(&req).is_some();
+            // Not complete: forgetting it moves no clock.
+            on.clock.wait(&[req]);
+            coll as c_int
+        }
+        _ => 0,
     })
 }
 

@@ -148,3 +148,40 @@ fn collectives_agree_with_replay() {
     assert!(e > 0.0);
     assert!(v.collective(&Action::Barrier { comm: 0 }, &[0, 2], &[0.0, 0.0]).is_err());
 }
+
+/// Nonblocking collectives posted at different times, overlapped with
+/// compute of different lengths (some shorter than the collective, some
+/// longer), then waited: completion under the replay's asynchronous
+/// progress, and the wait's communication/waiting split.
+#[test]
+fn nonblocking_collectives_agree_with_replay() {
+    let posts = [3e-4, 1e-4, 2e-4];
+    let overlap = [1e-6, 4e-4, 2e-5];
+    for coll in [
+        Action::Allreduce { bytes: 8, comm: 0 },
+        Action::Bcast { root: 2, bytes: 5000, comm: 0 },
+        Action::Reduce { root: 0, bytes: 2000, comm: 0 },
+        Action::Barrier { comm: 0 },
+        Action::Scan { bytes: 64, exclusive: true, comm: 0 },
+    ] {
+        let icoll = Action::Icoll { req: 5, coll: Box::new(coll.clone()) };
+        let off = offline(
+            (0..3).map(|i| vec![compute(posts[i]), icoll.clone(), compute(overlap[i]), Action::Wait { req: 5 }, Action::Finalize]).collect(),
+        );
+        let speed = |i: usize| platform().hosts[platform().host_of(i as u32)].speed_ratio;
+        let entries: Vec<f64> = (0..3).map(|i| posts[i] / speed(i)).collect();
+        for r in 0..3usize {
+            let mut v = VirtualRank::new(platform(), Extras::default(), r as u32);
+            v.compute(posts[r]);
+            assert_eq!(v.icoll(5), entries[r]);
+            assert_eq!(v.pending(5), Pending::Collective);
+            v.compute(overlap[r]);
+            let done = v.icoll_matched(5, &coll, &[0, 1, 2], &entries).unwrap().unwrap();
+            assert!(done >= entries[r]);
+            v.wait(&[5]);
+            assert_close(v.stats(), off[r]);
+        }
+    }
+    let mut v = VirtualRank::new(platform(), Extras::default(), 0);
+    assert_eq!(v.icoll_matched(9, &Action::Barrier { comm: 0 }, &[0, 1], &[0.0, 0.0]).unwrap(), None);
+}

@@ -88,18 +88,25 @@ impl TraceActions {
             }
         }
         let actions = match (rec.op, &rec.params) {
-            // Equal blocks: one per rank of the communicator.
-            (Op::ReduceScatterBlock, &Params::Coll { bytes, comm, .. }) => {
+            // Equal blocks: one per rank of the communicator (request 0:
+            // the blocking form).
+            (Op::ReduceScatterBlock, &Params::Coll { bytes, comm, .. })
+            | (Op::IreduceScatterBlock, &Params::Icoll { bytes, comm, .. }) => {
                 let n = match comm {
                     0 => Some(self.trace.header.ranks),
                     c => self.comm_sizes.iter().find(|(id, _)| *id == c).map(|&(_, n)| n),
                 };
-                match n {
-                    Some(n) => {
-                        self.pending.push_back(Action::ReduceScatter { recv_bytes: vec![bytes; n as usize], comm });
+                let coll = n.map(|n| Action::ReduceScatter { recv_bytes: vec![bytes; n as usize], comm });
+                match (coll, &rec.params) {
+                    (Some(coll), &Params::Icoll { request, .. }) => {
+                        self.pending.push_back(Action::Icoll { req: request, coll: Box::new(coll) });
                         Ok(())
                     }
-                    None => Err(rec.op),
+                    (Some(coll), _) => {
+                        self.pending.push_back(coll);
+                        Ok(())
+                    }
+                    (None, _) => Err(rec.op),
                 }
             }
             _ => self.requests.push_actions(&rec, &mut self.pending),
@@ -113,8 +120,9 @@ impl TraceActions {
 /// this rank is not in, intercommunicators, sends to or receives from
 /// `MPI_PROC_NULL`); `Err(op)` for calls the replay cannot represent yet
 /// (v-collectives other than gatherv in traces written before their
-/// per-member counts were recorded, and `MPI_Reduce_scatter_block`, which
-/// [`TraceActions`] completes with the communicator's size). `MPI_Gatherv`
+/// per-member counts were recorded, and `MPI_Reduce_scatter_block` and
+/// `MPI_Ireduce_scatter_block`, which [`TraceActions`] completes with the
+/// communicator's size). `MPI_Gatherv`
 /// costs as a gather of this rank's contribution, `MPI_Alltoallw` as an
 /// alltoallv of its byte counts, a neighbourhood collective as
 /// [`Action::Neighbor`] with its recorded neighbours. Nonblocking collectives become
@@ -455,6 +463,7 @@ mod tests {
             (Op::CommSplit, Params::CommCreate { parent: 0, comm: 1, members: vec![0, 2, 3] }),
             (Op::ReduceScatterBlock, rsb(1)),
             (Op::ReduceScatterBlock, rsb(0)),
+            (Op::IreduceScatterBlock, Params::Icoll { root: -1, bytes: 16, comm: 1, request: 7 }),
             (Op::ReduceScatterBlock, rsb(9)),
         ];
         for (op, params) in params {
@@ -481,6 +490,9 @@ mod tests {
         assert_eq!(got[0], Ok(Action::CommCreate { comm: 1, members: vec![0, 2, 3] }));
         assert_eq!(got[1], Ok(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 }));
         assert_eq!(got[2], Ok(Action::ReduceScatter { recv_bytes: vec![16; 4], comm: 0 }));
-        assert!(got[3].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[3]);
+        // The nonblocking form too (it was not replayable, issue 8).
+        let coll = Box::new(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 });
+        assert_eq!(got[3], Ok(Action::Icoll { req: 7, coll }));
+        assert!(got[4].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[4]);
     }
 }
