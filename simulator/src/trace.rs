@@ -14,6 +14,7 @@ pub mod chunk;
 pub mod cli;
 pub mod codec;
 pub mod record;
+pub mod check;
 pub mod symbols;
 pub mod ti_export;
 pub mod timeline;

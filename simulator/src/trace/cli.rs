@@ -46,6 +46,15 @@ enum TraceCommand {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Per rank file: complete or cut short (what a crash dropped), records,
+    /// bytes per record; exits 1 when a file is incomplete.
+    Check {
+        /// Trace directory (INTERPOSER_OUT).
+        trace: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print every record of every rank as text, one per line.
     Dump {
         /// Trace directory (INTERPOSER_OUT).
@@ -63,6 +72,8 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
         | TraceCommand::ExportTi { trace, .. }
         | TraceCommand::Timeline { trace, .. }
         | TraceCommand::Dump { trace } => trace,
+        // Reads cut files too, which open_dir refuses.
+        TraceCommand::Check { trace, json } => return check(trace, *json),
     };
     let (_, ranks) = open_dir(dir).context("cannot open trace")?;
     let mut out = std::io::stdout().lock();
@@ -84,6 +95,7 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
             let n = timeline::write_chrome(&ranks, file)?;
             writeln!(out, "wrote {} ({n} events)", file.display())?;
         }
+        TraceCommand::Check { .. } => unreachable!("handled above"),
         TraceCommand::Dump { .. } => {
             let written = dump(&ranks, &mut out);
             // `simulator trace dump … | head` closes the pipe early: not an error.
@@ -93,6 +105,22 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+fn check(trace: &std::path::Path, json: bool) -> anyhow::Result<()> {
+    let checks = super::check::check_dir(trace).context("cannot check trace")?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, &checks)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", super::check::format(&checks))?;
+    }
+    let bad = checks.iter().filter(|c| c.incomplete.is_some() || c.error.is_some()).count();
+    if bad > 0 {
+        anyhow::bail!("{}: {bad} of {} rank files are incomplete or unreadable", trace.display(), checks.len());
     }
     Ok(())
 }

@@ -1,11 +1,11 @@
 use super::*;
 use crate::trace::record::ANY_SOURCE;
 
-fn header(rank: u32) -> RankHeader {
+pub(crate) fn header(rank: u32) -> RankHeader {
     RankHeader { rank, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, tsc_hz: None, epoch_unix_s: 0.0 }
 }
 
-fn send(i: u64) -> CallRecord {
+pub(crate) fn send(i: u64) -> CallRecord {
     CallRecord {
         op: Op::Send,
         failed: false,
