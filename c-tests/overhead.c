@@ -3,7 +3,8 @@
  * rank calls MPI_Iprobe `iters` times with no message pending.
  *
  * usage: mpirun -np 2 overhead [iters]
- * Rank 0 prints `pingpong_ns_per_call=<ns>` and `iprobe_ns_per_call=<ns>`.
+ * Rank 0 prints `pingpong_ns_per_call=<ns>` and `iprobe_ns_per_call=<ns>`,
+ * each from the fastest of five passes of iters/5.
  */
 #include "common.h"
 
@@ -21,25 +22,34 @@ int main(int argc, char **argv)
         usage_exit(argv[0], "[iters]  (2 ranks)", rank);
     char b = 0;
     int flag;
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (long i = 0; i < iters; i++) {
-        if (rank == 0) {
-            MPI_Send(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
-            MPI_Recv(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Recv(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+    /* Five passes of iters/5 each; the fastest pass counts (a preempted
+     * pass on a shared machine only adds time). */
+    const int passes = 5;
+    long n = iters / passes > 0 ? iters / passes : 1;
+    double best_pp = 1e30, best_ip = 1e30;
+    for (int k = 0; k < passes; k++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (long i = 0; i < n; i++) {
+            if (rank == 0) {
+                MPI_Send(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD);
+                MPI_Recv(&b, 1, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(&b, 1, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+            }
         }
-    }
-    double t1 = MPI_Wtime();
-    for (long i = 0; i < iters; i++)
-        MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-    double t2 = MPI_Wtime();
-    if (rank == 0) {
+        double t1 = MPI_Wtime();
+        for (long i = 0; i < n; i++)
+            MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        double t2 = MPI_Wtime();
         /* A ping-pong iteration is 4 calls on the critical path (2 per rank). */
-        printf("pingpong_ns_per_call=%.1f\n", (t1 - t0) / (4.0 * iters) * 1e9);
-        printf("iprobe_ns_per_call=%.1f\n", (t2 - t1) / iters * 1e9);
+        if ((t1 - t0) / (4.0 * n) < best_pp) best_pp = (t1 - t0) / (4.0 * n);
+        if ((t2 - t1) / n < best_ip) best_ip = (t2 - t1) / n;
+    }
+    if (rank == 0) {
+        printf("pingpong_ns_per_call=%.1f\n", best_pp * 1e9);
+        printf("iprobe_ns_per_call=%.1f\n", best_ip * 1e9);
     }
     MPI_Finalize();
     return 0;
