@@ -106,12 +106,27 @@ impl SegmentedFit {
     /// size of the next piece (`max_bytes`, exclusive), the last piece is
     /// unbounded, and a zero slope becomes an infinite bandwidth.
     pub fn to_piecewise(&self) -> Piecewise {
+        self.to_piecewise_switching_at(None)
+    }
+
+    /// [`to_piecewise`](Self::to_piecewise), but the boundary between two
+    /// pieces whose measured sizes straddle `switch_bytes` (the last size of
+    /// one below it, the first of the next at or above it) is placed at
+    /// `switch_bytes`: a protocol switch located more precisely than the
+    /// size grid (the refined eager threshold). Without it, sizes between
+    /// the threshold and the next measured size would take the eager
+    /// piece's cost although they are sent by rendezvous.
+    pub fn to_piecewise_switching_at(&self, switch_bytes: Option<u64>) -> Piecewise {
+        let boundary = |next: &LinearPiece, prev: &LinearPiece| match switch_bytes {
+            Some(t) if prev.last_bytes < t && t <= next.first_bytes => t,
+            _ => next.first_bytes,
+        };
         let segments = self
             .pieces
             .iter()
             .enumerate()
             .map(|(i, p)| Segment {
-                max_bytes: self.pieces.get(i + 1).map(|next| next.first_bytes),
+                max_bytes: self.pieces.get(i + 1).map(|next| boundary(next, p)),
                 intercept_s: p.intercept_s,
                 bandwidth_bytes_per_s: if p.slope_s_per_byte > 0.0 { 1.0 / p.slope_s_per_byte } else { f64::INFINITY },
             })
@@ -398,6 +413,24 @@ mod tests {
             assert!(close(pw.eval(s), three_regimes(s), 1e-6), "size {s}: {} vs {}", pw.eval(s), three_regimes(s));
             assert!(close(f.eval(s), pw.eval(s), 1e-12));
         }
+    }
+
+    #[test]
+    fn a_refined_switch_moves_the_boundary_that_straddles_it() {
+        let data = synth(three_regimes, 3, 0.0, 0.0, 1);
+        let f = fit(&data, &FitOptions::default()).unwrap();
+        let b = f.breakpoints();
+        // A switch between the last size of piece 0 and the first of piece 1.
+        let t = f.pieces[0].last_bytes + 1;
+        assert!(t < b[0]);
+        let pw = f.to_piecewise_switching_at(Some(t));
+        assert_eq!(pw.segments.iter().map(|s| s.max_bytes).collect::<Vec<_>>(), vec![Some(t), Some(b[1]), None]);
+        assert!(pw.validate().is_ok());
+        // Between the switch and the next measured size: the upper piece's cost.
+        assert!(close(pw.eval(t), f.pieces[1].eval(t), 1e-12));
+        // A switch inside a piece's measured sizes moves nothing.
+        let inside = f.pieces[1].first_bytes + 1;
+        assert_eq!(f.to_piecewise_switching_at(Some(inside)), f.to_piecewise());
     }
 
     #[test]
