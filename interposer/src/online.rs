@@ -206,6 +206,11 @@ pub fn install(online: Online) {
     INSTALLED.store(true, Ordering::Relaxed);
 }
 
+/// True once online mode runs on this process ([`install`]).
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::Relaxed)
+}
+
 /// Charges the compute block `cpu_ns` of the call that started at
 /// `call_start` (wall ns), once per call.
 pub fn charge(cpu_ns: u64, call_start: u64) {
