@@ -146,16 +146,29 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
         return (row, None);
     }
     let mut traced = None;
+    // Plain runs still disturbed after their retries: out of the median
+    // while some undisturbed run exists.
+    let mut disturbed = Vec::new();
     for i in 0..ctx.reps {
         if i == ctx.reps / 2 {
             traced = trace_and_predict(case, ctx, &dir, &mut row, bar);
         }
         bar.set_message(format!("{} plain {}/{}", case.name, i + 1, ctx.reps));
-        match checked_run(case, &Mode::Plain, &dir.join(format!("plain-{i}.log")), ctx, &mut row) {
-            Ok(w) => row.measured.push(w),
-            Err(e) => row.note(e),
+        match checked_run_flag(case, &Mode::Plain, &dir.join(format!("plain-{i}.log")), ctx, &mut row) {
+            (Ok(w), true) => disturbed.push(w),
+            (Ok(w), false) => row.measured.push(w),
+            (Err(e), _) => row.note(e),
         }
         bar.inc(1);
+    }
+    if !disturbed.is_empty() {
+        let list = disturbed.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>().join(", ");
+        if row.measured.is_empty() {
+            row.note(format!("no undisturbed plain run: the median is over the disturbed ones ({list} s)"));
+            row.measured = disturbed;
+        } else {
+            row.note(format!("median over the {} undisturbed plain runs; left out, still disturbed: {list} s", row.measured.len()));
+        }
     }
     (row, traced)
 }
@@ -226,6 +239,12 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
 /// is named in the row's note with its `wall_s` (never in the median);
 /// every attempt's contention goes to `contention.txt` beside the log.
 fn checked_run(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut Row) -> Result<f64, String> {
+    checked_run_flag(case, mode, log, ctx, row).0
+}
+
+/// [`checked_run`], also saying whether the kept attempt was still
+/// disturbed (its retries spent).
+fn checked_run_flag(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut Row) -> (Result<f64, String>, bool) {
     let name = log.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
     let mut lines = Vec::new();
     let mut line = |what: &str, out: &Result<f64, String>, c: &Contention| {
@@ -241,8 +260,9 @@ fn checked_run(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut Row) -
             discarded.push(format!("{}{:.0} % stall", out.as_ref().map_or(String::new(), |w| format!("{w:.4} s at ")), 100.0 * c.share()));
         },
     );
+    let mut kept_disturbed = false;
     if let Some(c) = &last {
-        let kept_disturbed = ctx.quiet.disturbed(c);
+        kept_disturbed = ctx.quiet.disturbed(c);
         line(if kept_disturbed { "kept although disturbed (retries spent)" } else { "kept" }, &out, c);
         if kept_disturbed {
             row.note(format!("{name} kept although disturbed ({:.0} % CPU stall after {} retries)", 100.0 * c.share(), ctx.quiet.retries));
@@ -260,7 +280,7 @@ fn checked_run(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut Row) -
             }
         }
     }
-    out
+    (out, kept_disturbed)
 }
 
 /// `makespan_s` of an `online.json`.

@@ -69,7 +69,10 @@ pub fn replay_predicted(platform: &Platform, extras: &Extras, trace: &Path, comp
     let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?;
     let (timeline, marks) = replay::Timeline::marks("MPI_Barrier");
     let report = replay::replay_timeline(platform, extras, streams, Some(timeline)).map_err(|e| format!("replay of {}: {e}", trace.display()))?;
-    let region_s = marks.ends(0).filter(|(first, last)| last > first).map(|(first, last)| last - first);
+    // A difference of two clocks: rounded to 1 fs so that spans the
+    // network scaling leaves unchanged compare equal (rounding is
+    // monotone; unrounded, they came out 1 ulp apart either way).
+    let region_s = marks.ends(0).filter(|(first, last)| last > first).map(|(first, last)| ((last - first) * 1e15).round() / 1e15);
     Ok(Predicted { makespan_s: report.makespan_s, region_s })
 }
 
