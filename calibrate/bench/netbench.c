@@ -15,15 +15,22 @@
  *
  * For every plan entry of `size` bytes, three samples:
  *   pingpong  Barrier; rank 0 spins SYNC_SETTLE_S so that rank 1's Recv is
- *             surely posted; one untimed round trip, then PP_BURST timed
+ *             surely posted; untimed round trips (PP_WARM up to
+ *             PP_WARM_MAX_BYTES, else one), then PP_BURST timed
  *             round trips back to back (rank 0 Send, rank 1 Recv then Send
- *             back, rank 0 Recv), timed as PP_SUB sub-bursts; duration =
- *             the median of the sub-bursts' mean round trips / 2 (rank 0),
- *             so a preemption inside the burst does not count. This
+ *             back, rank 0 Recv); duration = the burst's mean round trip
+ *             / 2 (rank 0), its occasional slow round trips included, as
+ *             a program pays them (a preempted burst is left out by the
+ *             fit, calibrate/src/segmented.rs). This
  *             is the steady-state latency of a communicating phase: on
  *             shared memory a round trip right after a long idle poll is
  *             about twice slower (0.33 vs 0.17 us here), which would make
- *             the model over-predict communication-bound loops.
+ *             the model over-predict communication-bound loops. Sizes
+ *             come in random order, so a small message's sample often
+ *             follows a large one's: after one warm-up round trip its
+ *             latency still carried that (8 B: 0.178-0.181 us, against
+ *             0.168-0.175 us with only 8-byte samples and 0.163 us per hop
+ *             in a ring of 8-byte messages), hence more for small sizes.
  *   send      Barrier; rank 1 posts its blocking Recv; rank 0 spins
  *             SYNC_SETTLE_S so the Recv is surely posted, then times one
  *             blocking MPI_Send (measured on rank 0).
@@ -50,7 +57,8 @@
  * posted (pingpong, send) or an eager message arrived (recv), seconds. */
 #define SYNC_SETTLE_S 10e-6
 #define PP_BURST 16
-#define PP_SUB 4 /* the burst in sub-bursts; the sample is their median */
+#define PP_WARM 16 /* untimed round trips before a small size's burst */
+#define PP_WARM_MAX_BYTES 65536 /* above: one (a round trip is >= 10 us) */
 #define CALL_BURST 32
 #define REC 10 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
@@ -61,18 +69,6 @@ static void spin(double seconds)
     double end = MPI_Wtime() + seconds;
     while (MPI_Wtime() < end) {
     }
-}
-
-/* Median of 4 values (mean of the middle two). */
-static double median4(double *v)
-{
-    for (int i = 1; i < 4; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return 0.5 * (v[1] + v[2]);
 }
 
 /* PRTT(n, d, s) on rank 0 (seconds; rank 1 returns 0); see the header. */
@@ -232,25 +228,23 @@ int main(int argc, char **argv)
         double t;
 
         /* pingpong: rank 1 is already waiting in its Recv */
+        int warm = s <= PP_WARM_MAX_BYTES ? PP_WARM : 1;
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
             spin(SYNC_SETTLE_S);
-            MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-            MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int w = 0; w < warm; w++) {
+                MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
             t = MPI_Wtime();
             r[0] = t - t0;
-            double sub[PP_SUB];
-            for (int j = 0; j < PP_SUB; j++) {
-                double ts = MPI_Wtime();
-                for (int k = 0; k < PP_BURST / PP_SUB; k++) {
-                    MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-                    MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                }
-                sub[j] = MPI_Wtime() - ts;
+            for (int k = 0; k < PP_BURST; k++) {
+                MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
-            r[1] = median4(sub) / (2.0 * (PP_BURST / PP_SUB));
+            r[1] = (MPI_Wtime() - t) / (2.0 * PP_BURST);
         } else {
-            for (int k = 0; k < PP_BURST + 1; k++) {
+            for (int k = 0; k < PP_BURST + warm; k++) {
                 MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
             }

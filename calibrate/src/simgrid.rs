@@ -98,7 +98,14 @@ impl SmpiProps {
                 let (a, b) = (p.first_bytes, p.last_bytes.max(p.first_bytes + 1));
                 let slope = ((net(b) - net(a)) / (b - a) as f64).max(0.0);
                 let intercept = (net(a) - slope * a as f64).max(0.0);
-                (if i == 0 { 0 } else { p.first_bytes }, intercept, slope)
+                // A piece starting past the refined eager threshold starts at it
+                // (as in the platform TOML, NetworkFit::p2p_model).
+                let from = match i {
+                    0 => 0,
+                    _ if fit.transfer.pieces[i - 1].last_bytes < limit && limit <= p.first_bytes => limit,
+                    _ => p.first_bytes,
+                };
+                (from, intercept, slope)
             })
             .collect();
         let latency = pieces[0].1.max(1e-9);

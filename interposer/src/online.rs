@@ -255,6 +255,11 @@ pub fn install(online: Online) {
     INSTALLED.store(true, Ordering::Relaxed);
 }
 
+/// True once online mode runs on this process ([`install`]).
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::Relaxed)
+}
+
 /// Charges the compute block `cpu_ns` of region `region` (return
 /// addresses of the calls before and after it) to the call that started at
 /// `call_start` (wall ticks), once per call.

@@ -118,7 +118,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use report::{HostReport, RankReport, RatioStats, ReplayReport};
-pub use timeline::Timeline;
+pub use timeline::{Marks, Timeline};
 
 use crate::action::{Action, ComputeTime, TraceActions};
 use crate::platform::{Extras, Mapping, Platform};

@@ -84,6 +84,8 @@ fn validate_runs_every_case_and_writes_every_output() {
     let hook = dir.path().join("hook.sh");
     std::fs::write(&hook, format!("#!/bin/sh\necho \"$1\" >> '{}'\n", calls.display())).unwrap();
     extra.extend(["--sweep".into(), "--sweep-hook".into(), format!("sh {}", hook.display())]);
+    // A smoke run on a shared machine: a short wait for quiet, one repeat.
+    extra.extend(["--quiet-wait-s=2".into(), "--retries=1".into()]);
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = validate(dir.path(), &suite, &extra);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -104,9 +106,16 @@ fn validate_runs_every_case_and_writes_every_output() {
     for name in ["ring", "jacobi", "allreduce"] {
         assert!(stdout.lines().any(|l| l.starts_with(name)), "{name} missing from the table:\n{stdout}");
         assert!(o.join(format!("cases/{name}-np2/trace/meta.json")).is_file());
+        // Every run's CPU contention is logged where the kernel reports it.
+        if Path::new("/proc/pressure/cpu").is_file() {
+            let c = std::fs::read_to_string(o.join(format!("cases/{name}-np2/contention.txt"))).unwrap();
+            for run in ["plain-0 ", "trace ", "online "] {
+                assert!(c.lines().any(|l| l.starts_with(run) && l.contains("CPU stall")), "{name}: no {run}line in\n{c}");
+            }
+        }
     }
     let md = std::fs::read_to_string(o.join("validate.md")).unwrap();
-    assert!(md.contains("| ring | 2 | 1 |") && md.contains("load average"), "{md}");
+    assert!(md.contains("| ring | 2 | 1 |") && md.contains("load average") && md.contains("CPU contention"), "{md}");
     assert!(std::fs::read_to_string(o.join("validate.svg")).unwrap().contains("<svg"));
     // The sweep: four scalings per case; a slower network never predicts
     // faster; the bandwidth factors re-measured, interleaved with the base.

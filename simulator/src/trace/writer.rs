@@ -19,6 +19,7 @@ pub struct RankWriter<W: Write> {
     encoder: Encoder,
     buffered: u64,
     footer: RankFooter,
+    flushes: u64,
 }
 
 impl<W: Write> RankWriter<W> {
@@ -38,7 +39,7 @@ impl<W: Write> RankWriter<W> {
     /// writer only pushes and flushes: the stream-0 writer finishes the file.
     pub fn stream(out: W, stream: u16) -> Self {
         let footer = RankFooter::default();
-        RankWriter { out, buf: RecordBuffer::new(stream), encoder: Encoder::default(), buffered: 0, footer }
+        RankWriter { out, buf: RecordBuffer::new(stream), encoder: Encoder::default(), buffered: 0, footer, flushes: 0 }
     }
 
     /// Appends one record, flushing a full chunk first when needed.
@@ -122,12 +123,20 @@ impl<W: Write> RankWriter<W> {
     /// # Errors
     /// The writer's I/O error; the records are then counted as dropped.
     pub fn flush(&mut self) -> io::Result<()> {
+        self.flushes += 1;
         let r = self.buf.flush_to(&mut self.out).and_then(|_| self.out.flush());
         if r.is_err() {
             self.footer.dropped_records += self.buffered;
         }
         self.buffered = 0;
         r
+    }
+
+    /// Chunk writes so far (calls of [`RankWriter::flush`], by a push or
+    /// directly): a tracer compares it around a push to know whether that
+    /// push wrote to the file.
+    pub fn flushes(&self) -> u64 {
+        self.flushes
     }
 
     /// Sets the recorder overheads reported in the footer, nanoseconds.

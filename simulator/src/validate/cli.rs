@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::launch::{Launcher, Mode};
+use super::quiet::{self, Contention, Quiet};
 use super::report::{self, Row};
 use super::suite::{self, Case};
 use super::sweep::{self, SweepRow, FACTORS};
@@ -72,6 +73,18 @@ pub struct ValidateArgs {
     /// Kill a run after this many seconds.
     #[arg(long, value_name = "S", default_value_t = 600)]
     pub timeout_s: u64,
+    /// A run during which other tasks waited for a CPU longer than this
+    /// share of its time (Linux CPU pressure, /proc/pressure/cpu) was
+    /// disturbed by other work and is repeated; 100 keeps every run.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0)]
+    pub max_stall_pct: f64,
+    /// Repeats of a disturbed run before its last attempt is kept (and noted).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub retries: usize,
+    /// Before each run, wait up to this long for a quiet 0.3 s (CPU
+    /// pressure at most half of --max-stall-pct), then run anyway.
+    #[arg(long, value_name = "S", default_value_t = 20.0)]
+    pub quiet_wait_s: f64,
 }
 
 /// `--compute-time`.
@@ -133,16 +146,29 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
         return (row, None);
     }
     let mut traced = None;
+    // Plain runs still disturbed after their retries: out of the median
+    // while some undisturbed run exists.
+    let mut disturbed = Vec::new();
     for i in 0..ctx.reps {
         if i == ctx.reps / 2 {
             traced = trace_and_predict(case, ctx, &dir, &mut row, bar);
         }
         bar.set_message(format!("{} plain {}/{}", case.name, i + 1, ctx.reps));
-        match ctx.launcher.run(case, &Mode::Plain, &dir.join(format!("plain-{i}.log"))) {
-            Ok(w) => row.measured.push(w),
-            Err(e) => row.note(e),
+        match checked_run_flag(case, &Mode::Plain, &dir.join(format!("plain-{i}.log")), ctx, &mut row) {
+            (Ok(w), true) => disturbed.push(w),
+            (Ok(w), false) => row.measured.push(w),
+            (Err(e), _) => row.note(e),
         }
         bar.inc(1);
+    }
+    if !disturbed.is_empty() {
+        let list = disturbed.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>().join(", ");
+        if row.measured.is_empty() {
+            row.note(format!("no undisturbed plain run: the median is over the disturbed ones ({list} s)"));
+            row.measured = disturbed;
+        } else {
+            row.note(format!("median over the {} undisturbed plain runs; left out, still disturbed: {list} s", row.measured.len()));
+        }
     }
     (row, traced)
 }
@@ -152,7 +178,7 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
     let trace = dir.join("trace");
     bar.set_message(format!("{} traced", case.name));
     let mode = Mode::Trace { lib: ctx.interposer.clone(), out: trace.clone() };
-    let result = ctx.launcher.run(case, &mode, &dir.join("trace.log"));
+    let result = checked_run(case, &mode, &dir.join("trace.log"), ctx, row);
     bar.inc(1);
     let traced = match result {
         Ok(w) => {
@@ -160,8 +186,13 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
             match predict::placed(&ctx.platform, &trace) {
                 Ok((platform, how)) => {
                     bar.set_message(format!("{} replay", case.name));
-                    match predict::replay_makespan(&platform, &ctx.extras, &trace, ctx.compute) {
-                        Ok(m) => row.offline_s = Some(m),
+                    match predict::replay_predicted(&platform, &ctx.extras, &trace, ctx.compute) {
+                        Ok(p) => {
+                            if p.region_s.is_none() {
+                                row.note("offline: fewer than two MPI_Barrier calls on rank 0, the makespan is the prediction");
+                            }
+                            row.offline_s = Some(p.seconds());
+                        }
                         Err(e) => row.note(e),
                     }
                     let _ = std::fs::write(dir.join("placement.txt"), how + "\n");
@@ -190,15 +221,66 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
     let online = dir.join("online");
     bar.set_message(format!("{} online", case.name));
     let mode = Mode::Online { lib: ctx.interposer.clone(), out: online.clone(), platform: online_platform };
-    match ctx.launcher.run(case, &mode, &dir.join("online.log")) {
-        Ok(_) => match read_online(&online.join("online.json")) {
-            Ok(m) => row.online_s = Some(m),
+    // With INTERPOSER_VIRTUAL_WTIME=1 the program's wall_s is its own timed
+    // region in virtual time: the online prediction of what it measures.
+    match checked_run(case, &mode, &dir.join("online.log"), ctx, row) {
+        Ok(virtual_wall_s) => match read_online(&online.join("online.json")) {
+            Ok(_) => row.online_s = Some(virtual_wall_s),
             Err(e) => row.note(format!("online n/a: {e}")),
         },
         Err(e) => row.note(e),
     }
     bar.inc(1);
     traced
+}
+
+/// One run of `case` in `mode` on a quiet machine ([`Quiet::run`]): a
+/// disturbed attempt keeps its log as `<log stem>.disturbed-<k>.log` and
+/// is named in the row's note with its `wall_s` (never in the median);
+/// every attempt's contention goes to `contention.txt` beside the log.
+fn checked_run(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut Row) -> Result<f64, String> {
+    checked_run_flag(case, mode, log, ctx, row).0
+}
+
+/// [`checked_run`], also saying whether the kept attempt was still
+/// disturbed (its retries spent).
+fn checked_run_flag(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut Row) -> (Result<f64, String>, bool) {
+    let name = log.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let mut lines = Vec::new();
+    let mut line = |what: &str, out: &Result<f64, String>, c: &Contention| {
+        let wall = out.as_ref().map_or_else(|_| "failed".into(), |w| format!("wall_s {w:.6}"));
+        lines.push(format!("{name} {what}: {wall}, CPU stall {:.3} s of {:.3} s ({:.1} %)", c.stall_s, c.elapsed_s, 100.0 * c.share()));
+    };
+    let mut discarded = Vec::new();
+    let (out, last) = ctx.quiet.run(
+        || ctx.launcher.run(case, mode, log),
+        |k, out, c| {
+            line(&format!("attempt {} disturbed, repeated", k + 1), out, c);
+            let _ = std::fs::rename(log, log.with_extension(format!("disturbed-{k}.log")));
+            discarded.push(format!("{}{:.0} % stall", out.as_ref().map_or(String::new(), |w| format!("{w:.4} s at ")), 100.0 * c.share()));
+        },
+    );
+    let mut kept_disturbed = false;
+    if let Some(c) = &last {
+        kept_disturbed = ctx.quiet.disturbed(c);
+        line(if kept_disturbed { "kept although disturbed (retries spent)" } else { "kept" }, &out, c);
+        if kept_disturbed {
+            row.note(format!("{name} kept although disturbed ({:.0} % CPU stall after {} retries)", 100.0 * c.share(), ctx.quiet.retries));
+        }
+    }
+    ctx.repeated.set(ctx.repeated.get() + discarded.len());
+    if !discarded.is_empty() {
+        row.note(format!("{name} repeated for CPU contention (discarded: {})", discarded.join(", ")));
+    }
+    if let Some(dir) = log.parent() {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("contention.txt")) {
+            for l in &lines {
+                let _ = writeln!(f, "{l}");
+            }
+        }
+    }
+    (out, kept_disturbed)
 }
 
 /// `makespan_s` of an `online.json`.
@@ -219,6 +301,9 @@ struct Ctx {
     platform: Platform,
     extras: Extras,
     compute: ComputeTime,
+    quiet: Quiet,
+    /// Attempts discarded for CPU contention so far.
+    repeated: std::cell::Cell<usize>,
 }
 
 /// Bandwidth factors re-measured through `--sweep-hook`, the base first.
@@ -237,7 +322,12 @@ fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Op
                     set_network(hook, bw, bar)?;
                     bar.set_message(format!("{} plain at bandwidth x{bw} {}/{}", case.name, i + 1, ctx.reps));
                     let log = ctx.out.join("cases").join(format!("{}-np{}", case.name, case.ranks)).join(format!("sweep-bw{bw}-{i}.log"));
-                    match ctx.launcher.run(case, &Mode::Plain, &log) {
+                    let mut row = Row::default();
+                    let result = checked_run(case, &Mode::Plain, &log, ctx, &mut row);
+                    if !row.note.is_empty() {
+                        bar.println(format!("sweep: {}: {}", case.name, row.note));
+                    }
+                    match result {
                         Ok(w) => runs[c][k].push(w),
                         Err(e) => bar.println(format!("sweep: {e}")),
                     }
@@ -254,7 +344,7 @@ fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Op
         for &(lat, bw) in &FACTORS {
             bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
             let scaled = predict::scale_network(&t.platform, lat, bw);
-            let predicted_s = predict::replay_makespan(&scaled, &ctx.extras, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?;
+            let predicted_s = predict::replay_predicted(&scaled, &ctx.extras, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?.seconds();
             let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
                 Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
                 _ => None,
@@ -307,6 +397,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
     let out = args.out.canonicalize().with_context(|| args.out.display().to_string())?;
     let load_start = load_avg();
+    if !(args.max_stall_pct > 0.0) || !args.quiet_wait_s.is_finite() || args.quiet_wait_s < 0.0 {
+        bail!("--max-stall-pct must be > 0 and --quiet-wait-s >= 0");
+    }
+    let quiet = Quiet { max_stall_share: args.max_stall_pct / 100.0, retries: args.retries, max_wait: Duration::from_secs_f64(args.quiet_wait_s), ..Quiet::default() };
+    let psi = quiet::cpu_stall_us().is_some();
+    let mut calibration_note = String::new();
 
     let sweep_runs = if args.sweep_hook.is_some() { MEASURED_BW.len() * args.reps } else { 0 };
     let bar = ProgressBar::new((cases.len() * (args.reps + 2 + sweep_runs)) as u64);
@@ -314,7 +410,25 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     bar.enable_steady_tick(Duration::from_millis(250));
     let platform_path = match &args.platform {
         Some(p) => p.clone(),
-        None => calibrate(args, &launcher, &out, &bar)?,
+        // The calibration meets the same rule as the runs: a ping-pong that
+        // shared the cores with other work fits that work (here a disturbed
+        // one put 4 MiB at 7.1 GB/s, 54 % rms error, against 10.3).
+        None => {
+            bar.set_message("calibrate network (on a quiet machine)");
+            let log = out.join("calibrate.log");
+            let (platform, c) = quiet.run(
+                || calibrate(args, &launcher, &out, &bar),
+                |k, _, c| {
+                    bar.println(format!("calibrate network disturbed ({:.0} % CPU stall over {:.1} s), repeated", 100.0 * c.share(), c.elapsed_s));
+                    let _ = std::fs::rename(&log, log.with_extension(format!("disturbed-{k}.log")));
+                },
+            );
+            if let Some(c) = c {
+                let kept = if quiet.disturbed(&c) { ", kept although disturbed (retries spent)" } else { "" };
+                calibration_note = format!("calibration: CPU stall {:.1} % of {:.1} s{kept}", 100.0 * c.share(), c.elapsed_s);
+            }
+            platform?
+        }
     };
     let (platform, extras) = platform::load_any(&platform_path, &[]).context("cannot load platform")?;
     let platform_is_xml = std::fs::read_to_string(&platform_path).is_ok_and(|t| t.trim_start().starts_with('<'));
@@ -323,7 +437,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
     };
-    let ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras, compute };
+    let ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras, compute, quiet, repeated: Default::default() };
 
     let results: Vec<(Row, Option<Traced>)> = cases.iter().map(|c| run_case(c, &ctx, &bar)).collect();
     let sweep_rows = if args.sweep { Some(run_sweep(args, &ctx, &cases, &results, &bar)?) } else { None };
@@ -331,7 +445,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
 
     let rows: Vec<Row> = results.iter().map(|(r, _)| r.clone()).collect();
     let preamble = format!(
-        "Suite `{}`, platform `{}`, {} plain runs per case (median), compute blocks by {:?} time, launcher `{}`; load average {} at the start, {} at the end.",
+        "Suite `{}`, platform `{}`, {} plain runs per case (median), compute blocks by {:?} time, launcher `{}`; load average {} at the start, {} at the end; {}.",
         args.suite.display(),
         ctx.platform_path.display(),
         args.reps,
@@ -341,7 +455,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         },
         ctx.launcher.mpirun,
         load_start,
-        load_avg()
+        load_avg(),
+        if psi {
+            format!("{} runs repeated for CPU contention (other tasks waiting for a CPU > {} % of the run){}", ctx.repeated.get(), args.max_stall_pct, if calibration_note.is_empty() { String::new() } else { format!("; {calibration_note}") })
+        } else {
+            "no /proc/pressure/cpu: runs not checked for CPU contention".into()
+        }
     );
     let write = |name: &str, text: String| std::fs::write(out.join(name), text).with_context(|| format!("write {}", out.join(name).display()));
     write("validate.md", report::markdown(&rows, &preamble))?;

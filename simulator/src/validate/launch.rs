@@ -21,7 +21,9 @@ pub enum Mode {
         /// Trace directory.
         out: PathBuf,
     },
-    /// `INTERPOSER_MODE=online INTERPOSER_PLATFORM=<platform>` as well.
+    /// `INTERPOSER_MODE=online INTERPOSER_PLATFORM=<platform>` as well, and
+    /// `INTERPOSER_VIRTUAL_WTIME=1`: the program's own `wall_s` is then its
+    /// timed region in the online model's virtual time.
     Online {
         /// The interposer library.
         lib: PathBuf,
@@ -114,7 +116,7 @@ impl Launcher {
         let file2 = file.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
         let mut cmd = Command::new(&self.mpirun);
         cmd.args(self.args(case, mode)).stdin(Stdio::null()).stdout(file).stderr(file2);
-        for k in ["LD_PRELOAD", "INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM"] {
+        for k in ["LD_PRELOAD", "INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "INTERPOSER_VIRTUAL_WTIME"] {
             cmd.env_remove(k);
         }
         cmd.envs(env_of(mode));
@@ -160,6 +162,7 @@ fn env_of(mode: &Mode) -> Vec<(&'static str, String)> {
             ("INTERPOSER_OUT", out.display().to_string()),
             ("INTERPOSER_MODE", "online".into()),
             ("INTERPOSER_PLATFORM", platform.display().to_string()),
+            ("INTERPOSER_VIRTUAL_WTIME", "1".into()),
         ],
     }
 }
@@ -186,7 +189,7 @@ mod tests {
         let a = l.args(&case(), &online).join(" ");
         assert_eq!(
             a,
-            "--oversubscribe -x LD_PRELOAD -x INTERPOSER_OUT -x INTERPOSER_MODE -x INTERPOSER_PLATFORM -np 4 --hostfile /h --map-by node --bind-to none /b/ring 10"
+            "--oversubscribe -x LD_PRELOAD -x INTERPOSER_OUT -x INTERPOSER_MODE -x INTERPOSER_PLATFORM -x INTERPOSER_VIRTUAL_WTIME -np 4 --hostfile /h --map-by node --bind-to none /b/ring 10"
         );
         let hydra = Launcher { open_mpi: false, hostfile: None, extra_args: vec![], ..l };
         assert_eq!(hydra.args(&case(), &Mode::Plain).join(" "), "-np 4 --map-by node /b/ring 10");

@@ -15,9 +15,12 @@ pub struct Row {
     pub measured: Vec<f64>,
     /// `wall_s` of the run under the interposer in trace mode.
     pub traced_s: Option<f64>,
-    /// Makespan of the offline replay of that trace.
+    /// The offline replay of that trace over the program's timed region
+    /// (rank 0, end of its first `MPI_Barrier` to end of its last; the
+    /// makespan without two barriers), see [`super::predict::Predicted`].
     pub offline_s: Option<f64>,
-    /// `makespan_s` of `online.json` from the online-mode run.
+    /// The online-mode run's own `wall_s`, in virtual time
+    /// (`INTERPOSER_VIRTUAL_WTIME=1`), when it wrote `online.json`.
     pub online_s: Option<f64>,
     /// Failures and missing values, `; `-separated (empty when all went well).
     pub note: String,
