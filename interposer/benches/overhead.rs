@@ -65,15 +65,10 @@ fn sizes(root: &Path, lib: &Path) {
             println!("{prog:<16} failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
             continue;
         }
-        let (meta, ranks) = simulator::trace::open_dir(dir.path()).expect("trace");
-        // Every thread's stream (the footer counts the MPI_Init thread's only).
-        let events: u64 = ranks
-            .iter()
-            .flat_map(|r| r.streams().into_iter().map(move |st| r.records_of(st).expect("records").count() as u64))
-            .sum();
-        let bytes: u64 = (0..meta.ranks)
-            .map(|r| std::fs::metadata(dir.path().join(simulator::trace::rank_file_name(r))).map_or(0, |m| m.len()))
-            .sum();
+        // Every thread's stream, whole files (header, modules, footer included).
+        let checks = simulator::trace::check::check_dir(dir.path()).expect("trace");
+        let events: u64 = checks.iter().map(|c| c.records).sum();
+        let bytes: u64 = checks.iter().map(|c| c.bytes).sum();
         let per = bytes as f64 / events.max(1) as f64;
         println!("{prog:<16} {events:>10} {bytes:>12} {per:>12.2}");
         (events_all, bytes_all) = (events_all + events, bytes_all + bytes);

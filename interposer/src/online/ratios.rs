@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use simulator::speed::SpeedRatios;
-use simulator::trace::symbols::Symbolizer;
+use simulator::trace::symbols::{region_key_in, Symbolizer};
 use simulator::trace::Module;
 
 /// Most times the module table is re-read for an address outside it (a
@@ -56,7 +56,7 @@ impl RegionRatios {
             self.modules = crate::modules::current();
             self.refreshes += 1;
         }
-        let key = format!("{}:{}", self.sym.name_in(&self.modules, prev), self.sym.name_in(&self.modules, next));
+        let key = region_key_in(&mut self.sym, &self.modules, prev, next);
         let r = self.ratios.get_key(&key).unwrap_or(1.0);
         self.cache.insert((prev, next), r);
         r

@@ -127,5 +127,11 @@ impl RegionNames {
 /// report, in speed-ratio files (SimGrid's "file:line:file:line",
 /// Heinrich et al. 2017, Fig. 7) and in replay.
 pub fn region_key(sym: &mut Symbolizer, trace: &RankTrace, prev: u64, next: u64) -> String {
-    format!("{}:{}", sym.name(trace, prev), sym.name(trace, next))
+    region_key_in(sym, &trace.modules, prev, next)
+}
+
+/// As [`region_key`], with the module table `modules` (a live process's,
+/// for online mode).
+pub fn region_key_in(sym: &mut Symbolizer, modules: &[Module], prev: u64, next: u64) -> String {
+    format!("{}:{}", sym.name_in(modules, prev), sym.name_in(modules, next))
 }
