@@ -397,7 +397,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
     let out = args.out.canonicalize().with_context(|| args.out.display().to_string())?;
     let load_start = load_avg();
-    if !(args.max_stall_pct > 0.0) || !args.quiet_wait_s.is_finite() || args.quiet_wait_s < 0.0 {
+    if args.max_stall_pct.is_nan() || args.max_stall_pct <= 0.0 || !args.quiet_wait_s.is_finite() || args.quiet_wait_s < 0.0 {
         bail!("--max-stall-pct must be > 0 and --quiet-wait-s >= 0");
     }
     let quiet = Quiet { max_stall_share: args.max_stall_pct / 100.0, retries: args.retries, max_wait: Duration::from_secs_f64(args.quiet_wait_s), ..Quiet::default() };
