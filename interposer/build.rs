@@ -36,7 +36,7 @@ fn probe(cc: &str) -> Result<Vec<String>, String> {
 
 fn main() {
     println!("cargo:rerun-if-env-changed=MPICC");
-    for f in ["csrc/mpi.tbl", "csrc/support.h", "csrc/lifecycle.c", "csrc/online.h", "csrc/online.c", "build/wrappers.rs"] {
+    for f in ["csrc/mpi.tbl", "csrc/support.h", "csrc/fast.h", "csrc/lifecycle.c", "csrc/online.h", "csrc/online.c", "build/wrappers.rs"] {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-changed=src/exports.map");

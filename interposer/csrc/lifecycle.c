@@ -6,6 +6,11 @@
 
 extern void ipr_clock_mark(void);
 
+__thread struct ipr_fast *ipr_fast_tls __attribute__((tls_model("initial-exec")));
+
+/* Sets this thread's fast-path state (interposer/src/fast.rs); NULL: none. */
+void ipr_fast_set(struct ipr_fast *f) { ipr_fast_tls = f; }
+
 /* At load: the first (TSC, CLOCK_MONOTONIC) pair of the TSC frequency
  * measurement that MPI_Init completes (interposer/src/clock.rs). */
 __attribute__((constructor)) static void ipr_loaded(void) { ipr_clock_mark(); }

@@ -23,9 +23,10 @@ struct ipr_params {
     uint64_t bytes2;
 };
 
+/* ipr_begin, ipr_end: the recorder's fast path. */
+#include "fast.h"
+
 /* Rust side (interposer/src/hooks.rs). */
-extern int ipr_begin(int op, const void *caller);
-extern void ipr_end(int op, int rc, const struct ipr_params *p);
 extern void ipr_end_list(int op, int rc, uint64_t n, const struct ipr_params *p);
 extern uint64_t *ipr_scratch(uint64_t n);
 extern void ipr_init(int rank, int size, const char *library);

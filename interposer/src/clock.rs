@@ -68,6 +68,12 @@ pub fn now() -> u64 {
     }
 }
 
+/// True when [`now`] reads the TSC (the wall clock the C wrappers' fast
+/// path reads with `rdtsc`).
+pub fn is_tsc() -> bool {
+    cfg!(target_arch = "x86_64") && USE_TSC.load(Ordering::Relaxed)
+}
+
 /// Ticks to nanoseconds.
 #[inline(always)]
 pub fn ticks_to_ns(ticks: u64) -> u64 {

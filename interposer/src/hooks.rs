@@ -12,7 +12,7 @@ use crate::recorder;
 
 /// Plain call parameters from C; must match `struct ipr_params` in `wrappers.c`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Params {
     /// Peer as world rank (-1 any source, -2 proc null); Wait: status source.
     pub peer: i32,
@@ -47,7 +47,10 @@ pub(crate) fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
 }
 
 /// The record parameters of `op` from the C side's plain values and, for
-/// calls that end with [`ipr_end_list`], the scratch list.
+/// calls that end with [`ipr_end_list`], the scratch list. Inlined: a
+/// record returned through the stack is loaded wide right after its
+/// narrow stores, a store-forwarding stall per record.
+#[inline(always)]
 pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
     use Op::*;
     let list_u32 = |l: &[u64]| l.iter().map(|&v| v as u32).collect();
@@ -139,18 +142,20 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
     }
 }
 
-/// Starts a call; returns 1 when the wrapper must report it with an `ipr_end*`.
+/// Starts a call the fast path (`csrc/fast.h`) does not take; returns 1
+/// when the wrapper must report it with an `ipr_end*`.
 #[no_mangle]
-pub extern "C" fn ipr_begin(op: c_int, caller: *const c_void) -> c_int {
+pub extern "C" fn ipr_begin_slow(op: c_int, caller: *const c_void) -> c_int {
     guard(0, || recorder::begin(op as u8, caller as u64) as c_int)
 }
 
-/// Ends a call begun with [`ipr_begin`]; `rc` is the PMPI result.
+/// Ends a call the fast path does not end (begun by either path); `rc`
+/// is the PMPI result.
 ///
 /// # Safety
 /// `p` points to a valid `struct ipr_params`.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_end(op: c_int, rc: c_int, p: *const Params) {
+pub unsafe extern "C" fn ipr_end_slow(op: c_int, rc: c_int, p: *const Params) {
     // SAFETY: the C wrapper passes a pointer to a live stack struct. It is
     // read in place: a by-value copy loads it 16 bytes at a time right after
     // the C side's narrower stores, a store-forwarding stall per call.
@@ -159,6 +164,12 @@ pub unsafe extern "C" fn ipr_end(op: c_int, rc: c_int, p: *const Params) {
         let Some(code) = Op::from_code(op as u8) else { return };
         recorder::end(op as u8, rc != 0, |list| record_params(code, p, list));
     })
+}
+
+/// The calling thread's fast-path ring is full: encode it.
+#[no_mangle]
+pub extern "C" fn ipr_drain() {
+    guard((), recorder::drain_full)
 }
 
 /// Room for `n` request handles of the current `MPI_Waitall`; null when not recording.

@@ -18,6 +18,7 @@
 pub mod clock;
 pub mod config;
 pub mod counters;
+pub mod fast;
 pub mod hooks;
 pub mod isolate;
 pub mod modules;

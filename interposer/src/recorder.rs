@@ -25,6 +25,8 @@ use simulator::trace::{
 use crate::clock::{self, ticks_to_ns, WallClock};
 use crate::config::{self, Config, Mode};
 use crate::counters::{self, Counters};
+use crate::fast::Ring;
+use crate::hooks::record_params;
 use crate::modules;
 use crate::signals;
 use crate::timing::{self, Stamp, Timer};
@@ -93,6 +95,8 @@ struct Recorder {
     main: bool,
     /// Holds the node's compute token ([`crate::isolate`]).
     isolated: bool,
+    /// The calls the C wrappers kept on the fast path ([`crate::fast`]).
+    ring: Ring,
 }
 
 /// What other threads need to open their streams: set at `MPI_Init`.
@@ -140,6 +144,7 @@ pub fn disable(rank: Option<u32>, msg: &str) {
 
 extern "C" fn forked_child() {
     STATE.store(DISABLED, Ordering::SeqCst);
+    Ring::detach();
 }
 
 /// Called after a successful `PMPI_Init`: reads the environment, opens the
@@ -170,6 +175,9 @@ pub fn init(rank: u32, size: u32, library: &str) {
             REC.with(|r| {
                 let mut slot = r.borrow_mut();
                 *slot = Some(rec);
+                if let Some(rec) = slot.as_mut() {
+                    rec.start_fast_path(online.is_none());
+                }
                 // The recorder stays in place in this thread's slot until
                 // finalize or thread exit, which disarm first.
                 let target = slot.as_mut().map_or(std::ptr::null_mut(), |rec| rec as *mut Recorder as *mut ());
@@ -307,6 +315,9 @@ pub fn calibration(on: bool) -> bool {
     REC.with(|r| {
         let mut slot = r.borrow_mut();
         let Some(rec) = slot.as_mut() else { return false };
+        // The calls before belong to the application, the calls since the
+        // start to the measurement.
+        rec.drain();
         if on {
             let sink = RankWriter::stream(std::io::sink(), 0);
             rec.calibration = Some(Calibration { wall: Vec::with_capacity(CALIBRATION_CALLS), hw: Vec::new(), sink });
@@ -341,10 +352,12 @@ pub fn restart_block() {
     let _ = REC.try_with(|r| {
         if let Ok(mut slot) = r.try_borrow_mut() {
             if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
+                rec.drain();
                 if !rec.isolated {
                     rec.isolated = rec.main && crate::isolate::acquire();
                 }
                 rec.last_end = rec.timer.start(clock::now());
+                rec.publish();
             }
         }
     });
@@ -361,17 +374,23 @@ pub fn begin(op: u8, caller: u64) -> bool {
         let Ok(mut slot) = r.try_borrow_mut() else { return false };
         if slot.is_none() {
             *slot = thread_recorder();
+            if let Some(rec) = slot.as_mut() {
+                rec.start_fast_path(!crate::online::installed());
+            }
         }
         let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) else { return false };
+        let wall = clock::now();
+        // A long block's CPU time is read before the ring is encoded: that
+        // work is the recorder's, not the block's.
+        let cpu = rec.timer.cpu_for_end(rec.ring.state().last_end, wall);
+        rec.drain();
+        rec.begin_at(op, caller, wall, cpu);
         rec.in_call = true;
-        let last = rec.last_end;
-        (rec.call_start, rec.cpu_read) = rec.timer.end(&last, clock::now());
+        rec.ring.state().in_call = 2;
         if rec.isolated {
             crate::isolate::release();
             rec.isolated = false;
         }
-        rec.call_op = op;
-        rec.caller = caller;
         true
     });
     recording.unwrap_or(false)
@@ -412,58 +431,52 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
     REC.with(|r| {
         let mut slot = r.borrow_mut();
         let Some(rec) = slot.as_mut() else { return };
-        rec.in_call = false;
         let exit = clock::now();
+        let fast = rec.ring.state();
+        if fast.in_call == 1 {
+            // Begun on the fast path, ended here (a list, a CPU clock
+            // reading due): the entry first, after the calls before it.
+            let (bop, bcaller, bstart) = (fast.op as u8, fast.caller, fast.start);
+            rec.drain();
+            rec.begin_at(bop, bcaller, bstart, None);
+        } else if !rec.in_call {
+            return;
+        }
+        rec.in_call = false;
+        rec.ring.state().in_call = 0;
         let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
-        // Built first: the record copies it only after the work below, by
-        // when its narrow stores can forward to the copy's wide loads.
-        let params = params(&mut rec.requests);
-        let (start, last, over) = (rec.call_start, rec.last_end, rec.overhead);
-        let compute_cpu_ns = rec.block_cpu_ns();
-        if rec.calibration.is_none() {
-            crate::online::charge(compute_cpu_ns, start.wall, (rec.prev_caller, rec.caller));
-        }
         let flushes = rec.writer.flushes();
-        let record = CallRecord {
-            op,
-            failed,
-            caller: rec.caller,
-            compute_cpu_ns,
-            compute_wall_ns: rec.block_wall_ns(),
-            counters: rec.timer.counters(&last, &start, over.hw),
-            t_start_ns: ticks_to_ns(start.wall.saturating_sub(rec.epoch_wall)),
-            t_end_ns: ticks_to_ns(exit.saturating_sub(rec.epoch_wall)),
-            params,
-        };
-        match rec.calibration.as_mut() {
-            Some(cal) => {
-                cal.wall.push(start.wall.saturating_sub(last.wall));
-                cal.hw.push((start.hw.0.wrapping_sub(last.hw.0), start.hw.1.wrapping_sub(last.hw.1)));
-                let _ = cal.sink.push(&record);
-            }
-            None => {
-                rec.push(&record);
-                rec.prev_caller = record.caller;
-            }
+        if rec.calibration.is_none() {
+            crate::online::charge(rec.block_cpu_ns(), rec.call_start.wall, (rec.prev_caller, rec.caller));
         }
-        rec.charged_ns = 0;
-        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
-            record.params
-        {
-            rec.requests = requests; // keep the buffer's capacity for the next list
-        } else if let Params::Vcoll { send, .. } = record.params {
-            if send.capacity() > rec.requests.capacity() {
-                rec.requests = send;
-            }
-        }
+        let _ = rec.locked(|rec| rec.record(op, failed, exit, params));
         // The wait for the node's compute token is neither this call nor
         // the next block (after MPI_Finalize no block follows).
         rec.isolated = rec.main && op != Op::Finalize && crate::isolate::acquire();
         // The next block starts at a fresh reading after slow steps of the
-        // recorder (a chunk written, the token waited for) and in online
-        // mode (whose model ran in the call's epilogue).
-        let fresh = rec.isolated || rec.writer.flushes() != flushes || crate::online::installed();
+        // recorder (a chunk written, the token waited for), in online mode
+        // (whose model ran in the call's epilogue), and whenever the fast
+        // path is on: the overhead measurement saw its epilogue, not this one.
+        let fresh = rec.isolated
+            || rec.writer.flushes() != flushes
+            || crate::online::installed()
+            || rec.ring.state().on != 0;
         rec.last_end = rec.timer.start(if fresh { clock::now() } else { exit });
+        rec.publish();
+    });
+}
+
+/// Encodes this thread's fast-path ring, which is full, and starts the
+/// running block afresh: the encoding is the recorder's work.
+pub fn drain_full() {
+    let _ = REC.try_with(|r| {
+        if let Ok(mut slot) = r.try_borrow_mut() {
+            if let Some(rec) = slot.as_mut() {
+                rec.drain();
+                rec.last_end = rec.timer.start(clock::now());
+                rec.publish();
+            }
+        }
     });
 }
 
@@ -488,6 +501,8 @@ pub fn charge_compute(ns: u64) {
     let _ = REC.try_with(|r| {
         if let Ok(mut slot) = r.try_borrow_mut() {
             if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
+                // The charge belongs to the next call, after those kept.
+                rec.drain();
                 rec.charged_ns += ns;
             }
         }
@@ -514,6 +529,9 @@ fn flush_on_signal(target: *mut ()) {
     // SAFETY: armed with a live recorder, disarmed before it moves or drops.
     let rec = unsafe { &mut *(target as *mut Recorder) };
     if !rec.busy.swap(true, Ordering::Acquire) {
+        if STATE.load(Ordering::Relaxed) == TRACING {
+            rec.encode_pending();
+        }
         let _ = rec.writer.flush();
         rec.busy.store(false, Ordering::Release);
     }
@@ -544,7 +562,152 @@ impl Recorder {
             charged_ns: 0,
             main: false,
             isolated: false,
+            ring: Ring::new(),
         }
+    }
+
+    /// Attaches this thread's ring to its C wrappers and, when `allowed`
+    /// and the block timing needs nothing but the TSC between CPU clock
+    /// readings, lets them keep calls there ([`crate::fast`]). Online mode
+    /// runs its model in every call and hardware counters are read per
+    /// block: both keep the fast path off.
+    fn start_fast_path(&mut self, allowed: bool) {
+        let on = allowed && clock::is_tsc() && !self.timer.has_counters();
+        self.ring.enable(on.then(timing::min_ticks));
+        self.ring.attach();
+        self.publish();
+    }
+
+    /// Tells the C side where the running block started and when the CPU
+    /// clock was last read.
+    fn publish(&mut self) {
+        let (wall, cpu_ref) = (self.last_end.wall, self.timer.cpu_ref_wall());
+        let fast = self.ring.state();
+        fast.last_end = wall;
+        fast.cpu_ref = cpu_ref;
+    }
+
+    /// A call starts at wall tick `wall`, ending the running block; `cpu`:
+    /// the CPU clock if already read for it ([`Timer::end`]).
+    fn begin_at(&mut self, op: u8, caller: u64, wall: u64, cpu: Option<u64>) {
+        let last = self.last_end;
+        (self.call_start, self.cpu_read) = self.timer.end(&last, wall, cpu);
+        self.call_op = op;
+        self.caller = caller;
+    }
+
+    /// Builds the record of the current call, which returned at wall tick
+    /// `exit`, and appends it (to the overhead measurement while that
+    /// runs). The caller holds the busy flag ([`Recorder::locked`]).
+    fn record(&mut self, op: Op, failed: bool, exit: u64, params: impl FnOnce(&mut Vec<u64>) -> Params) {
+        // Built first: the record copies it only after the work below, by
+        // when its narrow stores can forward to the copy's wide loads.
+        let params = params(&mut self.requests);
+        let (start, last, over) = (self.call_start, self.last_end, self.overhead);
+        let record = CallRecord {
+            op,
+            failed,
+            caller: self.caller,
+            compute_cpu_ns: self.block_cpu_ns(),
+            compute_wall_ns: self.block_wall_ns(),
+            counters: self.timer.counters(&last, &start, over.hw),
+            t_start_ns: ticks_to_ns(start.wall.saturating_sub(self.epoch_wall)),
+            t_end_ns: ticks_to_ns(exit.saturating_sub(self.epoch_wall)),
+            params,
+        };
+        let hw = (start.hw.0.wrapping_sub(last.hw.0), start.hw.1.wrapping_sub(last.hw.1));
+        self.emit(&record, start.wall.saturating_sub(last.wall), hw);
+        self.charged_ns = 0;
+        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
+            record.params
+        {
+            self.requests = requests; // keep the buffer's capacity for the next list
+        } else if let Params::Vcoll { send, .. } = record.params {
+            if send.capacity() > self.requests.capacity() {
+                self.requests = send;
+            }
+        }
+    }
+
+    /// Appends `record`, or gives it to the overhead measurement while that
+    /// runs, with its block's raw length (ticks) and counter deltas.
+    #[inline(always)]
+    fn emit(&mut self, record: &CallRecord, block_ticks: u64, hw: (u64, u64)) {
+        match self.calibration.as_mut() {
+            Some(cal) => {
+                cal.wall.push(block_ticks);
+                cal.hw.push(hw);
+                let _ = cal.sink.push(record);
+            }
+            None => {
+                self.write(record);
+                self.prev_caller = record.caller;
+            }
+        }
+    }
+
+    /// Encodes the calls kept on the fast path, in call order, exactly as
+    /// they would have been recorded live: each one's entry ends the
+    /// running block, its exit starts the next (the C side kept only calls
+    /// for which the timer reads no clock). Dropped once recording is
+    /// disabled, or while a signal handler flushes.
+    fn drain(&mut self) {
+        if !self.ring.pending().is_empty() && STATE.load(Ordering::Relaxed) == TRACING {
+            let _ = self.locked(Recorder::encode_pending);
+        }
+        self.ring.clear();
+    }
+
+    /// [`Recorder::drain`]'s work, leaving the ring to the caller: the
+    /// encoded records are marked as such (a signal-time flush, after
+    /// which the thread may go on).
+    fn encode_pending(&mut self) {
+        // What [`Recorder::record`] does for a call begun and ended live,
+        // given that the fast path keeps only calls whose timing reads no
+        // clock but the TSC and counts no hardware events: each block's
+        // CPU time is its wall time.
+        let n = self.ring.pending().len();
+        let (epoch, over) = (self.epoch_wall, self.overhead.wall);
+        let mut prev = self.last_end.wall;
+        let mut no_list = Vec::new();
+        for i in 0..n {
+            let raw = self.ring.pending()[i];
+            let Some(op) = Op::from_code(raw.op as u8) else { continue };
+            let block = raw.start.wrapping_sub(prev);
+            let wall_ns = ticks_to_ns(block.saturating_sub(over)) + std::mem::take(&mut self.charged_ns);
+            let record = CallRecord {
+                op,
+                failed: raw.failed != 0,
+                caller: raw.caller,
+                compute_cpu_ns: wall_ns,
+                compute_wall_ns: wall_ns,
+                counters: None,
+                t_start_ns: ticks_to_ns(raw.start.saturating_sub(epoch)),
+                t_end_ns: ticks_to_ns(raw.end.saturating_sub(epoch)),
+                params: record_params(op, &raw.params, &mut no_list),
+            };
+            self.emit(&record, block, (0, 0));
+            // No list, so nothing to free (kept calls end with ipr_end,
+            // never ipr_end_list): skip the drop glue's call.
+            debug_assert_eq!(simulator::trace::codec::list_len(&record), 0);
+            std::mem::forget(record);
+            prev = raw.end;
+        }
+        if n > 0 {
+            self.last_end = self.timer.start(prev);
+        }
+        self.ring.state().skip += n as u32;
+    }
+
+    /// Runs `f` holding the busy flag; `None` when a fatal-signal handler
+    /// holds it (the process is ending).
+    fn locked<R>(&mut self, f: impl FnOnce(&mut Recorder) -> R) -> Option<R> {
+        if self.busy.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        let r = f(self);
+        self.busy.store(false, Ordering::Release);
+        Some(r)
     }
 
     /// Wall time of the compute block that ends at the current call's
@@ -569,13 +732,9 @@ impl Recorder {
         signals::disarm(self as *mut Recorder as *mut ());
     }
 
-    fn push(&mut self, record: &CallRecord) {
-        if self.busy.swap(true, Ordering::Acquire) {
-            return; // a fatal-signal handler has the buffer: the process is ending
-        }
-        let result = self.writer.push(record);
-        self.busy.store(false, Ordering::Release);
-        if let Err(e) = result {
+    /// Appends a record; the caller holds the busy flag.
+    fn write(&mut self, record: &CallRecord) {
+        if let Err(e) = self.writer.push(record) {
             if !IO_WARNED.swap(true, Ordering::Relaxed) {
                 warn(Some(self.rank), &format!("cannot write the trace: {e}; records are being dropped"));
             }
@@ -617,6 +776,8 @@ impl Drop for Recorder {
     /// Exit without `MPI_Finalize`: keep the whole chunks written so far.
     /// The file has no end marker, so readers report it as truncated.
     fn drop(&mut self) {
+        self.drain();
+        Ring::detach();
         self.disarm();
         let _ = self.writer.flush();
     }

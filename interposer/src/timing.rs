@@ -34,6 +34,12 @@ pub fn configure(cpu_time: bool, hw: bool) {
     MIN_TICKS.store(clock::ns_to_ticks(CPU_READ_MIN_BLOCK_NS), Ordering::Relaxed);
 }
 
+/// Blocks shorter than this many ticks have their CPU time estimated
+/// ([`CPU_READ_MIN_BLOCK_NS`]); `u64::MAX` when CPU time is wall time.
+pub fn min_ticks() -> u64 {
+    if cpu_time() { MIN_TICKS.load(Ordering::Relaxed) } else { u64::MAX }
+}
+
 /// True unless CPU time is wall time (`INTERPOSER_COUNTERS=off`).
 pub fn cpu_time() -> bool {
     CPU_TIME.load(Ordering::Relaxed)
@@ -77,12 +83,6 @@ impl Timer {
         self.hw.as_ref().map_or((0, 0), PerfGroup::read)
     }
 
-    fn read_cpu(&mut self, wall: u64) -> u64 {
-        let cpu = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
-        self.cpu_ref = (cpu, wall);
-        cpu
-    }
-
     /// The stamp of a block starting at wall tick `wall` (a call's exit).
     ///
     /// When this reads the CPU clock (a system call, about 0.6 µs here),
@@ -112,16 +112,32 @@ impl Timer {
 
     /// The stamp of the block from `start` ending at wall tick `wall` (a
     /// call's entry), and whether its CPU time was read (else it is the
-    /// block's wall time).
+    /// block's wall time). `cpu`: the CPU clock as already read at `wall`
+    /// ([`Timer::cpu_for_end`]), else it is read here when needed.
     #[inline]
-    pub fn end(&mut self, start: &Stamp, wall: u64) -> (Stamp, bool) {
+    pub fn end(&mut self, start: &Stamp, wall: u64, cpu: Option<u64>) -> (Stamp, bool) {
         let hw = self.read_hw();
         let elapsed = wall.wrapping_sub(start.wall);
         if !cpu_time() || elapsed < MIN_TICKS.load(Ordering::Relaxed) {
             (Stamp { wall, cpu: start.cpu + ticks_to_ns(elapsed), hw }, false)
         } else {
-            (Stamp { wall, cpu: self.read_cpu(wall), hw }, true)
+            let cpu = cpu.unwrap_or_else(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID));
+            self.cpu_ref = (cpu, wall);
+            (Stamp { wall, cpu, hw }, true)
         }
+    }
+
+    /// The CPU clock now, when a block from wall tick `start` to `wall`
+    /// is long enough for [`Timer::end`] to need it: read before work
+    /// that is not the block's (the recorder encoding its fast-path ring).
+    pub fn cpu_for_end(&self, start: u64, wall: u64) -> Option<u64> {
+        (cpu_time() && wall.wrapping_sub(start) >= MIN_TICKS.load(Ordering::Relaxed))
+            .then(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID))
+    }
+
+    /// Wall tick of the last real CPU clock reading.
+    pub fn cpu_ref_wall(&self) -> u64 {
+        self.cpu_ref.1
     }
 
     /// The counters between two stamps less `overhead`; `None` without a
@@ -160,13 +176,13 @@ mod tests {
         configure(true, false);
         let mut t = Timer::new();
         let s = t.start(clock::now());
-        let (e, read) = t.end(&s, clock::now());
+        let (e, read) = t.end(&s, clock::now(), None);
         assert!(!read, "a block of a few ns is not worth a system call");
         assert_eq!(e.cpu - s.cpu, ticks_to_ns(e.wall - s.wall));
         // A 2 ms sleep: wall time passes, CPU time does not.
         let s = t.start(clock::now());
         std::thread::sleep(std::time::Duration::from_millis(2));
-        let (e, read) = t.end(&s, clock::now());
+        let (e, read) = t.end(&s, clock::now(), None);
         assert!(read);
         let (cpu, wall) = (e.cpu.saturating_sub(s.cpu), ticks_to_ns(e.wall - s.wall));
         assert!(wall >= 2_000_000 && cpu < wall / 2, "slept block: {cpu} ns CPU in {wall} ns wall");

@@ -56,11 +56,13 @@ pub const MAX_REPEAT_BODY: usize = 4096;
 pub const MAX_REPEAT_LEN: usize = 1 + 2 * 10;
 
 /// Upper bound of one encoded record, bytes, for a list of `list_len` values.
+#[inline]
 pub fn max_encoded_len(list_len: usize) -> usize {
     2 + 12 * 10 + 10 * list_len
 }
 
 /// Number of list values (request handles, members) `rec` carries.
+#[inline]
 pub fn list_len(rec: &CallRecord) -> usize {
     match &rec.params {
         Params::Waitall { requests } | Params::RequestSet { requests, .. } => requests.len(),
@@ -208,9 +210,11 @@ impl Handles {
 }
 
 /// Encoder state of one rank's stream.
-#[derive(Default)]
 pub struct Encoder {
     sites: HashMap<u64, u32, BuildHasherDefault<AddrHasher>>,
+    /// Recently used entries of `sites`, direct-mapped by address: a loop's
+    /// few call sites are found without hashing.
+    site_cache: [(u64, u32); SITE_CACHE],
     prev_end: u64,
     /// The previous record's gap, ns.
     prev_gap: i64,
@@ -227,7 +231,44 @@ impl std::fmt::Debug for Encoder {
     }
 }
 
+/// Entries of [`Encoder`]'s call-site cache (a power of two).
+const SITE_CACHE: usize = 16;
+/// An unused entry of that cache.
+const EMPTY_SITE: (u64, u32) = (0, u32::MAX);
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Encoder {
+            sites: HashMap::default(),
+            site_cache: [EMPTY_SITE; SITE_CACHE],
+            prev_end: 0,
+            prev_gap: 0,
+            handles: Handles::default(),
+            repeat: (0, 0),
+            repeat_ns: 0,
+        }
+    }
+}
+
 impl Encoder {
+    /// The index of call site `caller` in the stream's table, or `None`
+    /// when it is new (it is added: the next lookup finds it).
+    #[inline]
+    fn site(&mut self, caller: u64) -> Option<u32> {
+        let slot = &mut self.site_cache[(caller as usize ^ (caller as usize >> 7)) % SITE_CACHE];
+        if slot.0 == caller && slot.1 != EMPTY_SITE.1 {
+            return Some(slot.1);
+        }
+        let found = self.sites.get(&caller).copied();
+        let index = found.unwrap_or_else(|| {
+            let i = self.sites.len() as u32;
+            self.sites.insert(caller, i);
+            i
+        });
+        *slot = (caller, index);
+        found
+    }
+
     /// Return addresses of the call sites seen so far.
     pub fn sites(&self) -> impl Iterator<Item = u64> + '_ {
         self.sites.keys().copied()
@@ -266,11 +307,10 @@ impl Encoder {
         }
         let mut o = Out { buf: out, pos: 2 };
         let mut flags = if rec.failed { FAILED } else { 0 };
-        match self.sites.get(&rec.caller) {
-            Some(&i) => o.v(i as u64),
+        match self.site(rec.caller) {
+            Some(i) => o.v(i as u64),
             None => {
                 flags |= NEW_SITE;
-                self.sites.insert(rec.caller, self.sites.len() as u32);
                 o.v(rec.caller);
             }
         }

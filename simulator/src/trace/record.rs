@@ -32,6 +32,7 @@ macro_rules! ops {
 
         impl Op {
             /// Decodes an op code; `None` for codes this reader does not know.
+            #[inline]
             pub fn from_code(code: u8) -> Option<Op> {
                 match code { $($code => Some(Op::$name),)* _ => None }
             }
@@ -600,6 +601,7 @@ pub(crate) enum Shape {
     Neighbor,
 }
 
+#[inline]
 pub(crate) fn shape(op: Op) -> Shape {
     use Op::*;
     match op {

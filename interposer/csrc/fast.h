@@ -1,0 +1,132 @@
+/*
+ * The recorder's fast path: what every generated wrapper runs around its
+ * PMPI call (ipr_begin before, ipr_end after), inlined.
+ *
+ * A call whose timing needs nothing but the TSC is kept as a raw record
+ * (op, return address, entry and exit ticks, plain parameters) in the
+ * thread's ring; the Rust recorder encodes the ring when it fills
+ * (ipr_drain) or before any call it handles itself, in call order, with
+ * the same rules as for a call it records live (interposer/src/fast.rs).
+ * Everything else takes the slow path, the Rust recorder's own entry
+ * points: a nested call, a thread without a ring, online mode, hardware
+ * counters, a block long enough for its thread CPU time to be read, and
+ * the calls that carry a list (ipr_end_list).
+ *
+ * The two rdtsc are most of what remains (about 10 ns each in this VM);
+ * the rest is a dozen stores. Before this path a call cost two trips
+ * through Rust's thread-local RefCell, the record's encoding and its
+ * append, about 75 ns (issue 3: 40 ns goal).
+ */
+#ifndef IPR_FAST_H
+#define IPR_FAST_H
+#include <stdint.h>
+
+/* Must match interposer::fast::Raw (repr C). */
+struct ipr_raw {
+    int32_t op, failed;
+    uint64_t caller;
+    /* Entry and exit, TSC ticks. */
+    uint64_t start, end;
+    struct ipr_params p;
+};
+
+/* Must match interposer::fast::Fast (repr C). Written by this thread only;
+ * the Rust recorder updates it inside its own entry points. */
+struct ipr_fast {
+    /* 0 outside calls, 1 inside a call begun here, 2 inside a slow call. */
+    uint32_t in_call;
+    /* 1 when calls may be kept here (set by the Rust recorder). */
+    uint32_t on;
+    /* The call begun here: op, return address, entry tick. */
+    int32_t op;
+    /* Raw records in `ring`; `cap` is its length. */
+    uint32_t len;
+    uint64_t caller, start;
+    /* Tick at which the running compute block started. */
+    uint64_t last_end;
+    /* Tick of the thread CPU clock's last reading. */
+    uint64_t cpu_ref;
+    /* Blocks shorter than this (ticks) and exits this soon after cpu_ref
+     * have their CPU time estimated, not read: they may be kept here.
+     * UINT64_MAX when CPU time is not measured (INTERPOSER_COUNTERS=off). */
+    uint64_t min_ticks;
+    uint32_t cap, skip;
+    struct ipr_raw *ring;
+};
+
+/* This thread's fast-path state, NULL when it records nothing yet (set by
+ * the Rust recorder through ipr_fast_set, in lifecycle.c). Initial-exec:
+ * one load off %fs, where a global-dynamic variable costs a call. */
+extern __thread struct ipr_fast *ipr_fast_tls __attribute__((tls_model("initial-exec")));
+
+/* Rust side (interposer/src/hooks.rs). */
+extern int ipr_begin_slow(int op, const void *caller);
+extern void ipr_end_slow(int op, int rc, const struct ipr_params *p);
+extern void ipr_drain(void);
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#define IPR_FAST 1
+#endif
+
+/* Starts a call; returns 1 when the wrapper must end it with ipr_end or
+ * ipr_end_list. */
+static inline int ipr_begin(int op, const void *caller) {
+#ifdef IPR_FAST
+    struct ipr_fast *f = ipr_fast_tls;
+    if (f != NULL) {
+        if (f->in_call) return 0; /* nested: an MPI call made inside one */
+        if (f->on) {
+            uint64_t now = __rdtsc();
+            if (now - f->last_end < f->min_ticks) {
+                f->op = op;
+                f->caller = (uint64_t)(uintptr_t)caller;
+                f->start = now;
+                f->in_call = 1;
+                return 1;
+            }
+        }
+    }
+#endif
+    return ipr_begin_slow(op, caller);
+}
+
+/* Ends a call begun with ipr_begin; `rc` is the PMPI result. */
+static inline void ipr_end(int op, int rc, const struct ipr_params *p) {
+#ifdef IPR_FAST
+    struct ipr_fast *f = ipr_fast_tls;
+    if (f != NULL && f->in_call == 1) {
+        uint64_t now = __rdtsc();
+        if (now - f->cpu_ref < f->min_ticks) {
+            uint32_t n = f->len;
+            struct ipr_raw *r = &f->ring[n];
+            r->op = op;
+            r->failed = rc != MPI_SUCCESS;
+            r->caller = f->caller;
+            r->start = f->start;
+            r->end = now;
+            /* Field by field: a struct copy loads 16 bytes at a time right
+             * after the wrapper's narrow stores, a store-forwarding stall. */
+            r->p.peer = p->peer;
+            r->p.tag = p->tag;
+            r->p.bytes = p->bytes;
+            r->p.comm = p->comm;
+            r->p.root = p->root;
+            r->p.request = p->request;
+            r->p.peer2 = p->peer2;
+            r->p.tag2 = p->tag2;
+            r->p.bytes2 = p->bytes2;
+            f->last_end = now;
+            /* After the record's stores: a signal handler on another
+             * thread reads the records below len. */
+            __atomic_store_n(&f->len, n + 1, __ATOMIC_RELEASE);
+            f->in_call = 0;
+            if (n + 1 >= f->cap) ipr_drain();
+            return;
+        }
+    }
+#endif
+    ipr_end_slow(op, rc, p);
+}
+
+#endif

@@ -1,0 +1,160 @@
+//! The recorder's fast path, shared with the C wrappers (`csrc/fast.h`).
+//!
+//! A call whose timing needs only the TSC is not recorded live: the
+//! wrapper keeps it as a [`Raw`] record (op, return address, entry and exit
+//! ticks, plain parameters) in its thread's ring, and the recorder encodes
+//! the ring later, in call order, through the same steps as a live call
+//! (`recorder::Recorder::drain`). The ring is encoded when it fills and
+//! before anything the recorder does itself (a slow call, the overhead
+//! measurement, a signal-time flush, the end of the thread), so records
+//! keep their order and a crash loses at most the call in progress.
+//!
+//! The C side keeps a call only when the recorder would not have read a
+//! clock other than the TSC for it: with thread CPU time measured, its
+//! compute block must be shorter than [`crate::timing::CPU_READ_MIN_BLOCK_NS`]
+//! and its exit that close to the last CPU clock reading ([`Fast::min_ticks`]),
+//! which is exactly when [`crate::timing::Timer`] estimates CPU time from
+//! wall time. Replaying the ticks through the timer then gives the record a
+//! live call would have had.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::hooks::Params;
+
+/// Raw records per thread (80 bytes each): the ring is encoded every this
+/// many fast calls.
+pub const RING_RECORDS: usize = 256;
+
+/// One call kept by the fast path; must match `struct ipr_raw`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Raw {
+    /// Op code (`simulator::trace::Op`).
+    pub op: i32,
+    /// 1 when the PMPI call returned an error.
+    pub failed: i32,
+    /// Return address of the call.
+    pub caller: u64,
+    /// Entry, ticks of [`crate::clock::now`].
+    pub start: u64,
+    /// Exit, ticks.
+    pub end: u64,
+    /// The call's plain parameters, as the wrapper filled them.
+    pub params: Params,
+}
+
+/// A thread's fast-path state, shared with its C wrappers; must match
+/// `struct ipr_fast`. Only its own thread writes it, except `skip` (a
+/// signal-time flush, under the recorder's busy flag).
+#[repr(C)]
+#[derive(Debug)]
+pub struct Fast {
+    /// 0 outside calls, 1 inside a call begun by the C side, 2 inside a
+    /// call the recorder handles itself.
+    pub in_call: u32,
+    /// 1 when the C side may keep calls.
+    pub on: u32,
+    /// Op code of the call begun by the C side.
+    pub op: i32,
+    /// Records in the ring.
+    pub len: u32,
+    /// Return address of the call begun by the C side.
+    pub caller: u64,
+    /// Entry tick of the call begun by the C side.
+    pub start: u64,
+    /// Tick at which the running compute block started.
+    pub last_end: u64,
+    /// Wall tick of the thread CPU clock's last reading.
+    pub cpu_ref: u64,
+    /// Longest block (and exit after `cpu_ref`) the C side may keep,
+    /// ticks, exclusive; `u64::MAX` without CPU timing.
+    pub min_ticks: u64,
+    /// Ring length.
+    pub cap: u32,
+    /// Leading records already encoded by a signal-time flush.
+    pub skip: u32,
+    ring: *mut Raw,
+}
+
+extern "C" {
+    /// Sets the calling thread's `ipr_fast_tls` (csrc/lifecycle.c).
+    fn ipr_fast_set(f: *mut Fast);
+}
+
+/// A thread's fast-path state and its ring, at a fixed address.
+#[derive(Debug)]
+pub struct Ring {
+    fast: Box<Fast>,
+    _records: Box<[Raw]>,
+}
+
+impl Ring {
+    /// An empty ring, off until [`Ring::enable`].
+    pub fn new() -> Ring {
+        let zero = Raw { op: 0, failed: 0, caller: 0, start: 0, end: 0, params: Params::default() };
+        let mut records = vec![zero; RING_RECORDS].into_boxed_slice();
+        let fast = Box::new(Fast {
+            in_call: 0,
+            on: 0,
+            op: 0,
+            len: 0,
+            caller: 0,
+            start: 0,
+            last_end: 0,
+            cpu_ref: 0,
+            min_ticks: 0,
+            cap: RING_RECORDS as u32,
+            skip: 0,
+            ring: records.as_mut_ptr(),
+        });
+        Ring { fast, _records: records }
+    }
+
+    /// The shared state.
+    pub fn state(&mut self) -> &mut Fast {
+        &mut self.fast
+    }
+
+    /// Lets the C side keep calls whose blocks are shorter than
+    /// `min_ticks` (`u64::MAX`: any), or stops it (`None`).
+    pub fn enable(&mut self, min_ticks: Option<u64>) {
+        self.fast.on = min_ticks.is_some() as u32;
+        self.fast.min_ticks = min_ticks.unwrap_or(0);
+    }
+
+    /// Makes this the calling thread's ring for its C wrappers; it must
+    /// stay in place until [`Ring::detach`] on the same thread.
+    pub fn attach(&mut self) {
+        // SAFETY: the pointer stays valid until detach (see above).
+        unsafe { ipr_fast_set(&mut *self.fast) };
+    }
+
+    /// The calling thread's C wrappers stop using any ring.
+    pub fn detach() {
+        // SAFETY: clearing a thread-local pointer.
+        unsafe { ipr_fast_set(std::ptr::null_mut()) };
+    }
+
+    /// The records not yet encoded (from `skip` to `len`), in call order.
+    pub fn pending(&self) -> &[Raw] {
+        // Stored with release by the C side after the record it counts
+        // (a signal handler may read it from another thread).
+        // SAFETY: `len` is a live, aligned u32.
+        let len = unsafe { AtomicU32::from_ptr(&self.fast.len as *const u32 as *mut u32) }.load(Ordering::Acquire);
+        let len = (len as usize).min(RING_RECORDS);
+        // SAFETY: `ring` points at RING_RECORDS records owned by `_records`.
+        unsafe { std::slice::from_raw_parts(self.fast.ring, len) }.get(self.fast.skip as usize..).unwrap_or(&[])
+    }
+
+    /// Empties the ring.
+    pub fn clear(&mut self) {
+        self.fast.len = 0;
+        self.fast.skip = 0;
+    }
+}
+
+impl Default for Ring {
+    fn default() -> Self {
+        Ring::new()
+    }
+}
