@@ -2,8 +2,10 @@
 //!
 //! A trace directory holds `meta.json` ([`TraceMeta`]) and `rank-<r>.trace`
 //! for each rank. Each rank file is a [`chunk`] container: a
-//! [`RankHeader`], [`record::CallRecord`] chunks, a [`Module`] table and an
-//! [`RankFooter`] end marker written at `MPI_Finalize`.
+//! [`RankHeader`], [`record::CallRecord`] chunks, and an end chunk written
+//! at `MPI_Finalize` with the [`RankFooter`] and the [`Module`] table.
+//! Readers take formats 2 to 4 (`MPITRC02` … `MPITRC04`; see [`fields`]
+//! and [`codec`] for what changed).
 //!
 //! [`RankTrace::open`] checks a file's whole chunk structure up front (a
 //! seek per chunk), so a truncated or corrupt file is reported before any
@@ -13,6 +15,7 @@ pub mod actions;
 pub mod chunk;
 pub mod cli;
 pub mod codec;
+pub mod fields;
 pub mod record;
 pub mod check;
 pub mod symbols;
@@ -29,7 +32,8 @@ use serde::{Deserialize, Serialize};
 pub use record::{BlockCounters, CallRecord, Op, Params};
 pub use writer::RankWriter;
 
-use chunk::{ChunkHead, ChunkKind, CHUNK_HEADER_BYTES, MAGIC, MAGIC_V2};
+use chunk::{ChunkHead, ChunkKind, CHUNK_HEADER_BYTES, MAGIC};
+use codec::Version;
 
 /// Name of the per-directory metadata file.
 pub const META_FILE: &str = "meta.json";
@@ -73,7 +77,8 @@ pub struct TraceMeta {
     pub mode: String,
 }
 
-/// Per-rank header, the first chunk of each rank file.
+/// Per-rank header, the first chunk of each rank file ([`fields`] in
+/// format 4, JSON before).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankHeader {
     /// World rank.
@@ -107,7 +112,8 @@ pub struct Module {
     pub file_offset: u64,
 }
 
-/// End marker, written at `MPI_Finalize`; a file without it is truncated.
+/// End marker, written at `MPI_Finalize`; a file without it is truncated
+/// ([`fields`] in format 4, JSON before).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RankFooter {
     /// Number of call records written.
@@ -227,8 +233,8 @@ pub struct RankTrace {
     /// Its footer.
     pub footer: RankFooter,
     record_chunks: Vec<(u64, ChunkHead)>,
-    /// Written in format 2 (`MPITRC02`).
-    v2: bool,
+    /// The format the file was written in.
+    version: Version,
 }
 
 impl RankTrace {
@@ -262,10 +268,8 @@ impl RankTrace {
         let mut f = File::open(path).map_err(|x| e(x.into()))?;
         let size = f.metadata().map_err(|x| e(x.into()))?.len();
         let mut magic = [0u8; 8];
-        if f.read_exact(&mut magic).is_err() || (&magic != MAGIC && &magic != MAGIC_V2) {
-            return Err(e(TraceErrorKind::BadMagic));
-        }
-        let v2 = &magic == MAGIC_V2;
+        let version = f.read_exact(&mut magic).ok().and_then(|_| chunk::version_of(&magic));
+        let version = version.ok_or_else(|| e(TraceErrorKind::BadMagic))?;
         let (mut header, mut modules, mut footer) = (None, Vec::new(), None);
         let mut record_chunks = Vec::new();
         let mut at = MAGIC.len() as u64;
@@ -292,14 +296,18 @@ impl RankTrace {
                 if crc32fast::hash(&payload) != head.crc {
                     return Err(e(TraceErrorKind::Corrupt { at, what: "checksum mismatch".into() }));
                 }
-                let json = |what: &str, x: serde_json::Error| {
-                    e(TraceErrorKind::Corrupt { at, what: format!("{what}: {x}") })
-                };
-                match head.kind {
-                    ChunkKind::Header => header = Some(serde_json::from_slice(&payload).map_err(|x| json("header", x))?),
-                    ChunkKind::Modules => modules = serde_json::from_slice(&payload).map_err(|x| json("modules", x))?,
-                    ChunkKind::End => footer = Some(serde_json::from_slice(&payload).map_err(|x| json("end", x))?),
-                    ChunkKind::Records => unreachable!(),
+                let bad = |what: &str, x: String| e(TraceErrorKind::Corrupt { at, what: format!("{what}: {x}") });
+                let json = |what: &str, x: serde_json::Error| bad(what, x.to_string());
+                match (head.kind, version) {
+                    (ChunkKind::Header, Version::V4) => header = Some(fields::parse_header(&payload).map_err(|x| bad("header", x))?),
+                    (ChunkKind::Header, _) => header = Some(serde_json::from_slice(&payload).map_err(|x| json("header", x))?),
+                    (ChunkKind::Modules, _) => modules = serde_json::from_slice(&payload).map_err(|x| json("modules", x))?,
+                    (ChunkKind::End, Version::V4) => {
+                        let (f, m) = fields::parse_end(&payload).map_err(|x| bad("end", x))?;
+                        (footer, modules) = (Some(f), m);
+                    }
+                    (ChunkKind::End, _) => footer = Some(serde_json::from_slice(&payload).map_err(|x| json("end", x))?),
+                    (ChunkKind::Records, _) => unreachable!(),
                 }
             }
             at = end;
@@ -311,7 +319,7 @@ impl RankTrace {
             (None, Some(_)) => None,
         };
         let footer = footer.unwrap_or_default();
-        Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks, v2 }, salvage))
+        Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks, version }, salvage))
     }
 
     /// Streams the call records of the thread that called `MPI_Init`
@@ -347,7 +355,7 @@ impl RankTrace {
             buf: Vec::new(),
             pos: 0,
             chunk_at: 0,
-            decoder: if self.v2 { codec::Decoder::v2() } else { codec::Decoder::default() },
+            decoder: codec::Decoder::new(self.version),
         })
     }
 

@@ -13,10 +13,24 @@
 
 use std::io::{self, Write};
 
-/// First 8 bytes of every per-rank trace file (format 3).
-pub const MAGIC: &[u8; 8] = b"MPITRC03";
+use super::codec::Version;
+
+/// First 8 bytes of every per-rank trace file (format 4).
+pub const MAGIC: &[u8; 8] = b"MPITRC04";
+/// First 8 bytes of a format-3 file, which readers still accept.
+pub const MAGIC_V3: &[u8; 8] = b"MPITRC03";
 /// First 8 bytes of a format-2 file, which readers still accept.
 pub const MAGIC_V2: &[u8; 8] = b"MPITRC02";
+
+/// The format a file's first 8 bytes announce; `None` for anything else.
+pub fn version_of(magic: &[u8; 8]) -> Option<Version> {
+    match magic {
+        m if m == MAGIC => Some(Version::V4),
+        m if m == MAGIC_V3 => Some(Version::V3),
+        m if m == MAGIC_V2 => Some(Version::V2),
+        _ => None,
+    }
+}
 /// Bytes in a chunk header.
 pub const CHUNK_HEADER_BYTES: usize = 16;
 /// Largest record payload a writer puts in one chunk, bytes (64 KiB less the header).
@@ -27,13 +41,16 @@ const CHUNK_TAG: &[u8; 4] = b"CHNK";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum ChunkKind {
-    /// JSON [`super::RankHeader`].
+    /// The [`super::RankHeader`]: [`super::fields`] (format 4) or JSON.
     Header = 1,
     /// Concatenated [`super::CallRecord`]s in the [`super::codec`] encoding.
     Records = 2,
-    /// JSON list of [`super::Module`]s (the loaded objects, for call sites).
+    /// JSON list of [`super::Module`]s (formats 2 and 3; format 4 puts
+    /// them in the end chunk).
     Modules = 3,
-    /// JSON [`super::RankFooter`]; its presence marks a complete file.
+    /// The [`super::RankFooter`] and, in format 4, the [`super::Module`]s
+    /// ([`super::fields`]; JSON footer before); its presence marks a
+    /// complete file.
     End = 4,
 }
 

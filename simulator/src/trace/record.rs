@@ -564,6 +564,8 @@ pub enum DecodeError {
     BadRepeat(&'static str),
     /// A recent-request index beyond the handles seen so far.
     BadRequest(u64),
+    /// A record that takes its op from its call site (format 4) at a new site.
+    NoOp,
 }
 
 impl fmt::Display for DecodeError {
@@ -574,6 +576,7 @@ impl fmt::Display for DecodeError {
             DecodeError::BadSite(i) => write!(f, "call-site index {i} was never defined"),
             DecodeError::BadRepeat(why) => write!(f, "bad repeat marker: {why}"),
             DecodeError::BadRequest(i) => write!(f, "recent-request index {i} was never defined"),
+            DecodeError::NoOp => write!(f, "a record at a new call site without an op code"),
         }
     }
 }

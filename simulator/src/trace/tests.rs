@@ -123,3 +123,53 @@ fn salvage_keeps_every_whole_chunk() {
     std::fs::write(&p, &full).unwrap();
     assert!(RankTrace::open_salvage(&p).unwrap().1.is_none());
 }
+
+/// A format-3 file as the interposer wrote it: JSON header, modules and
+/// end chunks around a chunk of two `MPI_Wait` records in the format-3
+/// layout.
+#[test]
+fn format_3_files_still_read() {
+    use chunk::{write_chunk, MAGIC_V3};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rank-1.trace");
+    let mut f = Vec::from(*MAGIC_V3);
+    let head = br#"{"rank":1,"ranks":2,"host":"vm","pid":31986,"timing_source":"clock_gettime","tsc_hz":2445405720.5,"epoch_unix_s":1795488280.25}"#;
+    write_chunk(&mut f, ChunkKind::Header, 0, head).unwrap();
+    let records = [14, 4, 0x40, 100, 20, 0, 7, 18, 2, 14, 0, 0, 100, 20, 0, 7, 0, 2];
+    write_chunk(&mut f, ChunkKind::Records, 0, &records).unwrap();
+    let modules = br#"[{"path":"/bin/app","start":0,"end":4096,"file_offset":4096}]"#;
+    write_chunk(&mut f, ChunkKind::Modules, 0, modules).unwrap();
+    let end = br#"{"records":2,"failed_calls":0,"dropped_records":0,"overhead_cpu_ns":652,"overhead_wall_ns":50,"counters":"sw"}"#;
+    write_chunk(&mut f, ChunkKind::End, 0, end).unwrap();
+    std::fs::write(&p, &f).unwrap();
+    let t = RankTrace::open(&p).unwrap();
+    let want = RankHeader { rank: 1, host: "vm".into(), pid: 31986, tsc_hz: Some(2445405720.5), epoch_unix_s: 1795488280.25, ..header(0) };
+    assert_eq!(t.header, want);
+    assert_eq!((t.footer.records, t.footer.overhead_cpu_ns, t.footer.counters.as_str()), (2, 652, "sw"));
+    assert_eq!(t.call_site(0x40), CallSite { module: "app".into(), offset: 0x1040 });
+    let read: Vec<CallRecord> = t.records().unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(read.iter().map(|r| (r.op, r.caller, r.compute_cpu_ns, r.t_start_ns)).collect::<Vec<_>>(), [(Op::Wait, 0x40, 90, 100), (Op::Wait, 0x40, 90, 207)]);
+    assert_eq!(read[1].params, Params::Wait { request: 5, source: 1 });
+}
+
+/// Format 4's fixed parts (header, footer, module table) are binary:
+/// a file with one record takes under 200 bytes (175: 56 of magic and
+/// chunk headers, 38 of path) where format 3 took 570.
+#[test]
+fn format_4_fixed_parts_are_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rank-0.trace");
+    let mut w = RankWriter::create(File::create(&p).unwrap(), &RankHeader { host: "node-17".into(), tsc_hz: Some(2.4e9), ..header(0) }).unwrap();
+    w.push(&CallRecord { caller: 0x55c6_1000_0040, ..send(0x10) }).unwrap();
+    w.set_overhead(652, 50);
+    let note = "sw (hardware counters unavailable: no hardware cycle counter (a VM without a virtual PMU?) (No such file or directory (os error 2)))";
+    w.set_counters(note);
+    let app = Module { path: "/work/main/c-tests/build/fortran_calls".into(), start: 0x55c6_1000_0000, end: 0x55c6_1000_1000, file_offset: 0x1000 };
+    let unused = Module { path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(), start: 0x7f00_0000_0000, end: 0x7f00_0010_0000, file_offset: 0 };
+    w.finish(&[app.clone(), unused]).unwrap();
+    let size = std::fs::metadata(&p).unwrap().len();
+    assert!(size < 200, "{size} bytes");
+    let t = RankTrace::open(&p).unwrap();
+    assert_eq!(t.modules, [app]);
+    assert_eq!((t.footer.overhead_cpu_ns, t.footer.overhead_wall_ns, t.footer.counters.as_str()), (652, 50, note));
+}

@@ -1,11 +1,12 @@
-//! Writes a per-rank trace file: magic, header, record chunks, modules, end.
+//! Writes a per-rank trace file: magic, header, record chunks, end (the
+//! footer and the module table).
 
 use std::io::{self, Write};
 
 use super::chunk::{write_chunk, ChunkKind, RecordBuffer, MAGIC};
 use super::codec::{list_len, max_encoded_len, Encoder, MAX_REPEAT_LEN};
 use super::record::{CallRecord, Params};
-use super::{Module, RankFooter, RankHeader};
+use super::{fields, Module, RankFooter, RankHeader};
 
 /// Streams call records of one rank into chunks on `W`.
 ///
@@ -29,8 +30,7 @@ impl<W: Write> RankWriter<W> {
     /// The writer's I/O error.
     pub fn create(mut out: W, header: &RankHeader) -> io::Result<Self> {
         out.write_all(MAGIC)?;
-        let json = serde_json::to_vec(header).map_err(io::Error::other)?;
-        write_chunk(&mut out, ChunkKind::Header, 0, &json)?;
+        write_chunk(&mut out, ChunkKind::Header, 0, &fields::header_bytes(header))?;
         Ok(Self::stream(out, 0))
     }
 
@@ -145,7 +145,9 @@ impl<W: Write> RankWriter<W> {
         self.footer.overhead_wall_ns = wall_ns;
     }
 
-    /// Sets the counter-mode note reported in the footer.
+    /// Sets the counter-mode note reported in the footer (free text; the
+    /// file stores the interposer's usual phrases as one byte each,
+    /// [`fields::PHRASES`]).
     pub fn set_counters(&mut self, note: &str) {
         self.footer.counters = note.to_string();
     }
@@ -155,8 +157,9 @@ impl<W: Write> RankWriter<W> {
         self.footer.records
     }
 
-    /// Flushes, then writes the module table (only the modules that hold
-    /// a recorded call site) and the end marker. Push nothing after this.
+    /// Flushes, then writes the end chunk: the footer and the module table
+    /// (only the modules that hold a recorded call site). Push nothing
+    /// after this.
     ///
     /// # Errors
     /// The writer's I/O error.
@@ -164,10 +167,7 @@ impl<W: Write> RankWriter<W> {
         self.flush()?;
         let used: Vec<&Module> =
             modules.iter().filter(|m| self.encoder.sites().any(|a| m.start <= a && a < m.end)).collect();
-        let json = serde_json::to_vec(&used).map_err(io::Error::other)?;
-        write_chunk(&mut self.out, ChunkKind::Modules, 0, &json)?;
-        let json = serde_json::to_vec(&self.footer).map_err(io::Error::other)?;
-        write_chunk(&mut self.out, ChunkKind::End, 0, &json)?;
+        write_chunk(&mut self.out, ChunkKind::End, 0, &fields::end_bytes(&self.footer, &used))?;
         self.out.flush()
     }
 }
