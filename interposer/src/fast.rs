@@ -21,6 +21,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::hooks::Params;
 
+/// Op codes of the polls whose runs [`poll_run`] finds
+/// (`simulator::trace::Op::Iprobe`, `Op::Test`).
+const IPROBE: i32 = 24;
+const TEST: i32 = 25;
+
 /// Raw records per thread (80 bytes each): the ring is encoded every this
 /// many fast calls.
 pub const RING_RECORDS: usize = 256;
@@ -153,8 +158,74 @@ impl Ring {
     }
 }
 
+/// The length of the run of identical failed polls that `raws` starts
+/// with: `MPI_Iprobe` finding nothing or `MPI_Test` finding its request
+/// pending, from one call site with the same arguments; 1 when `raws`
+/// does not start with one (0 when empty).
+///
+/// Such a run is recorded as one call read `run` times (a repeat marker,
+/// see `simulator::trace::codec`) with the run's mean compute block and
+/// call duration: a polling loop costs the tracer a comparison per poll,
+/// and its replay the same number of polls in the same total time. This
+/// is what Extrae's setting for failed probes and tests does with a
+/// counter instead of the run's times.
+pub fn poll_run(raws: &[Raw]) -> usize {
+    let Some(first) = raws.first() else { return 0 };
+    let poll = (first.op == IPROBE || first.op == TEST) && first.params.root == 0 && first.failed == 0;
+    if !poll {
+        return 1;
+    }
+    let same = |r: &Raw| r.op == first.op && r.caller == first.caller && r.failed == 0 && r.params == first.params;
+    1 + raws[1..].iter().take_while(|r| same(r)).count()
+}
+
+/// The entry and exit ticks of a call standing for all of `run`, whose
+/// first block started at tick `prev`: the run's mean block and mean call
+/// duration, so that `run.len()` such calls end where the run ended (to a
+/// tick per call).
+pub fn mean_call(prev: u64, run: &[Raw]) -> (u64, u64) {
+    let (Some(last), m) = (run.last(), run.len() as u64) else { return (prev, prev) };
+    let calls: u64 = run.iter().map(|r| r.end.wrapping_sub(r.start)).sum();
+    let blocks = last.end.wrapping_sub(prev).wrapping_sub(calls);
+    let start = prev.wrapping_add(blocks / m);
+    (start, start.wrapping_add(calls / m))
+}
+
 impl Default for Ring {
     fn default() -> Self {
         Ring::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(op: i32, found: i32, start: u64, end: u64) -> Raw {
+        let params = Params { peer: -1, tag: 7, root: found, ..Params::default() };
+        Raw { op, failed: 0, caller: 0x40_1000, start, end, params }
+    }
+
+    #[test]
+    fn runs_of_failed_polls_end_at_the_first_difference() {
+        let polls: Vec<Raw> = (0..5).map(|k| raw(IPROBE, 0, 100 * k, 100 * k + 40)).collect();
+        assert_eq!(poll_run(&polls), 5);
+        let mut mixed = polls.clone();
+        mixed[3].params.tag = 8;
+        assert_eq!(poll_run(&mixed), 3, "another tag ends the run");
+        mixed[1].params.root = 1;
+        assert_eq!(poll_run(&mixed), 1, "a poll that found a message ends it");
+        assert_eq!(poll_run(&[raw(10, 0, 0, 1)]), 1, "a send is not a poll");
+        assert_eq!(poll_run(&[raw(IPROBE, 1, 0, 1), raw(IPROBE, 1, 2, 3)]), 1, "successful probes are kept one by one");
+        assert_eq!(poll_run(&[]), 0);
+    }
+
+    #[test]
+    fn the_mean_call_keeps_the_run_s_span() {
+        // Blocks 10, 30, 20 ticks; calls 40, 50, 60 ticks; from tick 1000.
+        let run = [raw(TEST, 0, 1010, 1050), raw(TEST, 0, 1080, 1130), raw(TEST, 0, 1150, 1210)];
+        let (start, end) = mean_call(1000, &run);
+        assert_eq!((start, end), (1020, 1070), "mean block 20, mean call 50");
+        assert_eq!(1000 + 3 * (end - 1000), 1210, "three such calls end where the run ended");
     }
 }

@@ -12,7 +12,7 @@ use crate::recorder;
 
 /// Plain call parameters from C; must match `struct ipr_params` in `wrappers.c`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Params {
     /// Peer as world rank (-1 any source, -2 proc null); Wait: status source.
     pub peer: i32,

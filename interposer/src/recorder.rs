@@ -25,7 +25,7 @@ use simulator::trace::{
 use crate::clock::{self, ticks_to_ns, WallClock};
 use crate::config::{self, Config, Mode};
 use crate::counters::{self, Counters};
-use crate::fast::Ring;
+use crate::fast::{self, Ring};
 use crate::hooks::record_params;
 use crate::modules;
 use crate::signals;
@@ -665,15 +665,25 @@ impl Recorder {
         // What [`Recorder::record`] does for a call begun and ended live,
         // given that the fast path keeps only calls whose timing reads no
         // clock but the TSC and counts no hardware events: each block's
-        // CPU time is its wall time.
+        // CPU time is its wall time. A run of identical failed polls is one
+        // call read as many times ([`fast::poll_run`]).
         let n = self.ring.pending().len();
         let (epoch, over) = (self.epoch_wall, self.overhead.wall);
         let mut prev = self.last_end.wall;
         let mut no_list = Vec::new();
-        for i in 0..n {
-            let raw = self.ring.pending()[i];
-            let Some(op) = Op::from_code(raw.op as u8) else { continue };
-            let block = raw.start.wrapping_sub(prev);
+        let mut i = 0;
+        while i < n {
+            let pending = self.ring.pending();
+            let raw = pending[i];
+            let run = if self.calibration.is_none() { fast::poll_run(&pending[i..n]) } else { 1 };
+            let (start, end) = if run > 1 { fast::mean_call(prev, &pending[i..i + run]) } else { (raw.start, raw.end) };
+            let run_end = pending[i + run - 1].end;
+            i += run;
+            let Some(op) = Op::from_code(raw.op as u8) else {
+                prev = run_end;
+                continue;
+            };
+            let block = start.wrapping_sub(prev);
             let wall_ns = ticks_to_ns(block.saturating_sub(over)) + std::mem::take(&mut self.charged_ns);
             let record = CallRecord {
                 op,
@@ -682,16 +692,20 @@ impl Recorder {
                 compute_cpu_ns: wall_ns,
                 compute_wall_ns: wall_ns,
                 counters: None,
-                t_start_ns: ticks_to_ns(raw.start.saturating_sub(epoch)),
-                t_end_ns: ticks_to_ns(raw.end.saturating_sub(epoch)),
+                t_start_ns: ticks_to_ns(start.saturating_sub(epoch)),
+                t_end_ns: ticks_to_ns(end.saturating_sub(epoch)),
                 params: record_params(op, &raw.params, &mut no_list),
             };
-            self.emit(&record, block, (0, 0));
+            if run > 1 {
+                self.write_repeated(&record, run as u64 - 1);
+            } else {
+                self.emit(&record, block, (0, 0));
+            }
             // No list, so nothing to free (kept calls end with ipr_end,
             // never ipr_end_list): skip the drop glue's call.
             debug_assert_eq!(simulator::trace::codec::list_len(&record), 0);
             std::mem::forget(record);
-            prev = raw.end;
+            prev = run_end;
         }
         if n > 0 {
             self.last_end = self.timer.start(prev);
@@ -732,9 +746,23 @@ impl Recorder {
         signals::disarm(self as *mut Recorder as *mut ());
     }
 
+    /// Appends a record read `1 + copies` times; the caller holds the
+    /// busy flag.
+    fn write_repeated(&mut self, record: &CallRecord, copies: u64) {
+        let result = self.writer.push_repeated(std::slice::from_ref(record), copies);
+        self.prev_caller = record.caller;
+        self.io_result(result);
+    }
+
     /// Appends a record; the caller holds the busy flag.
     fn write(&mut self, record: &CallRecord) {
-        if let Err(e) = self.writer.push(record) {
+        let result = self.writer.push(record);
+        self.io_result(result);
+    }
+
+    /// Warns once about the first failed write.
+    fn io_result(&self, result: std::io::Result<()>) {
+        if let Err(e) = result {
             if !IO_WARNED.swap(true, Ordering::Relaxed) {
                 warn(Some(self.rank), &format!("cannot write the trace: {e}; records are being dropped"));
             }
