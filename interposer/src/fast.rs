@@ -169,6 +169,7 @@ impl Ring {
 /// and its replay the same number of polls in the same total time. This
 /// is what Extrae's setting for failed probes and tests does with a
 /// counter instead of the run's times.
+#[inline]
 pub fn poll_run(raws: &[Raw]) -> usize {
     let Some(first) = raws.first() else { return 0 };
     let poll = (first.op == IPROBE || first.op == TEST) && first.params.root == 0 && first.failed == 0;

@@ -761,6 +761,7 @@ impl Recorder {
     }
 
     /// Warns once about the first failed write.
+    #[inline]
     fn io_result(&self, result: std::io::Result<()>) {
         if let Err(e) = result {
             if !IO_WARNED.swap(true, Ordering::Relaxed) {

@@ -48,6 +48,7 @@ impl<W: Write> RankWriter<W> {
     ///
     /// # Errors
     /// The I/O error of the chunk flush, if any.
+    #[inline]
     pub fn push(&mut self, rec: &CallRecord) -> io::Result<()> {
         if let Params::Waitall { requests } = &rec.params {
             const PER_CHUNK: usize = 4096; // ≤ 41 KiB encoded: fits a chunk
