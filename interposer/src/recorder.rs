@@ -675,7 +675,10 @@ impl Recorder {
         while i < n {
             let pending = self.ring.pending();
             let raw = pending[i];
-            let run = if self.calibration.is_none() { fast::poll_run(&pending[i..n]) } else { 1 };
+            // Not from the first: its gap holds the recorder's own work
+            // since the call before (a drain, a slow call), which every
+            // copy of a run would repeat.
+            let run = if self.calibration.is_none() && i > 0 { fast::poll_run(&pending[i..n]) } else { 1 };
             let (start, end) = if run > 1 { fast::mean_call(prev, &pending[i..i + run]) } else { (raw.start, raw.end) };
             let run_end = pending[i + run - 1].end;
             i += run;

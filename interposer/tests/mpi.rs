@@ -115,6 +115,37 @@ fn ring_records_every_send_and_recv_with_world_peers() {
 }
 
 #[test]
+fn failed_polls_are_each_counted_and_keep_their_loop_s_time() {
+    // 5 passes of 4000 ping-pongs, then 4000 MPI_Iprobe finding nothing.
+    let (dir, _) = traced(2, "overhead", &["20000"]);
+    let (_, ranks) = open_dir(dir.path()).unwrap();
+    for t in &ranks {
+        let recs = records(t);
+        assert_eq!(count(&recs, Op::Iprobe), 20000, "rank {}: every poll is a record", t.header.rank);
+        assert_eq!(count(&recs, Op::Send), 20000, "rank {}", t.header.rank);
+        for r in recs.iter().filter(|r| r.op == Op::Iprobe) {
+            assert!(matches!(r.params, Params::Probe { found: false, tag: 99, .. }), "{:?}", r.params);
+        }
+        // Each pass's polls, stored as runs with their mean times, end where
+        // the loop ended: the call after them starts no earlier, and not
+        // much later (their rounding, a drain of the tracer's ring).
+        let iprobes: Vec<usize> = (0..recs.len()).filter(|&i| recs[i].op == Op::Iprobe).collect();
+        for pass in iprobes.chunks(4000) {
+            let (first, last) = (pass[0], pass[pass.len() - 1]);
+            let next = &recs[last + 1];
+            let after = next.t_start_ns as i64 - next.compute_wall_ns as i64 - recs[last].t_end_ns as i64;
+            assert!((0..20_000).contains(&after), "rank {}: {after} ns between the polls and the next call", t.header.rank);
+            let per_poll = (recs[last].t_end_ns - recs[first - 1].t_end_ns) / 4000;
+            assert!((10..10_000).contains(&per_poll), "{per_poll} ns per poll");
+        }
+    }
+    // Runs of identical polls take a few bytes, not a record each.
+    let checks = simulator::trace::check::check_dir(dir.path()).unwrap();
+    let (bytes, recs): (u64, u64) = checks.iter().fold((0, 0), |(b, r), c| (b + c.bytes, r + c.records));
+    assert!((bytes as f64) < 0.75 * 8.0 * recs as f64, "{bytes} bytes for {recs} records");
+}
+
+#[test]
 fn allreduce_loop_and_jacobi_counts_and_block_timing() {
     let (dir, _) = traced(2, "allreduce_loop", &["40", "16"]);
     let (_, ranks) = open_dir(dir.path()).unwrap();
