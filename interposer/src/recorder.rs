@@ -529,7 +529,7 @@ fn flush_on_signal(target: *mut ()) {
     // SAFETY: armed with a live recorder, disarmed before it moves or drops.
     let rec = unsafe { &mut *(target as *mut Recorder) };
     if !rec.busy.swap(true, Ordering::Acquire) {
-        if STATE.load(Ordering::Relaxed) == TRACING {
+        if STATE.load(Ordering::Relaxed) != DISABLED {
             rec.encode_pending();
         }
         let _ = rec.writer.flush();
@@ -652,7 +652,12 @@ impl Recorder {
     /// for which the timer reads no clock). Dropped once recording is
     /// disabled, or while a signal handler flushes.
     fn drain(&mut self) {
-        if !self.ring.pending().is_empty() && STATE.load(Ordering::Relaxed) == TRACING {
+        if STATE.load(Ordering::Relaxed) == DISABLED {
+            // Stop the C side from keeping calls no one will encode.
+            self.ring.enable(None);
+        } else if !self.ring.pending().is_empty() {
+            // Also after MPI_Finalize: a thread that outlives it keeps the
+            // calls it made before.
             let _ = self.locked(Recorder::encode_pending);
         }
         self.ring.clear();

@@ -29,8 +29,9 @@
 //! decodes from its start; a cut file still decodes up to its last whole
 //! chunk.
 //!
-//! A compressed trace (`calibrate blocks --compress`) also holds repeat
-//! markers, run-length records of a loop body:
+//! Repeat markers, run-length records of a loop body, come from the
+//! interposer (runs of identical failed polls, `interposer::fast`) and
+//! from `calibrate blocks --compress`:
 //! ```text
 //! repeat := 0xFF:u8 k:varint n:varint
 //! ```
