@@ -226,6 +226,7 @@ impl Handles {
         self.prev = r;
     }
 
+    #[inline(always)]
     fn put(&mut self, o: &mut Out, r: u64) {
         let at = self.recent[..self.len].iter().position(|&h| h == r);
         match at {
@@ -490,6 +491,7 @@ impl Encoder {
 }
 
 /// Writes `comm` unless it is `MPI_COMM_WORLD`; returns the flag to set.
+#[inline(always)]
 fn world(o: &mut Out, comm: u32) -> u8 {
     if comm == COMM_WORLD {
         WORLD
