@@ -25,11 +25,12 @@ use simulator::trace::{
 use crate::clock::{self, ticks_to_ns, WallClock};
 use crate::config::{self, Config, Mode};
 use crate::counters::{self, Counters};
-use crate::fast::{self, Ring};
-use crate::hooks::record_params;
+use crate::fast::Ring;
 use crate::modules;
 use crate::signals;
 use crate::timing::{self, Stamp, Timer};
+
+mod state;
 
 const UNINIT: u8 = 0;
 const TRACING: u8 = 1;
@@ -413,9 +414,11 @@ pub fn scratch(n: usize) -> *mut u64 {
     })
 }
 
-/// Finishes the current call: builds its record and appends it.
+/// Finishes a call the fast path does not end (begun by either path):
+/// builds its record and appends it, after the calls the ring holds.
 ///
-/// The call's exit time is read once, as the record's end and the next
+/// The call's exit time is read once, as the record's end. With the fast
+/// path off (online mode, hardware counters, no TSC) it is also the next
 /// compute block's start: the recorder's own work after it (building and
 /// encoding the record) falls in that block and is subtracted from it as
 /// part of the measured overhead ([`calibration`]). Its occasional slow
@@ -425,8 +428,9 @@ pub fn scratch(n: usize) -> *mut u64 {
 /// call in online mode, whose model and companion messages inside the
 /// call leave the recorder's epilogue slower than in the calibration's
 /// hot loop (ring of 8-byte messages: blocks after a receive 40-49 ns in
-/// online mode against 6-17 ns in trace mode, 20 % of the predicted time);
-/// one more clock reading per call is small beside a companion message.
+/// online mode against 6-17 ns in trace mode, 20 % of the predicted time),
+/// and with the fast path on, whose epilogue is what the overhead
+/// measurement saw.
 pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
     REC.with(|r| {
         let mut slot = r.borrow_mut();
@@ -537,247 +541,6 @@ fn flush_on_signal(target: *mut ()) {
     }
 }
 
-impl Recorder {
-    /// A recorder for the calling thread whose first compute block starts
-    /// now; times are taken relative to `epoch_wall` (ticks of [`clock::now`]).
-    fn new(rank: u32, writer: RankWriter<File>, epoch_wall: u64, overhead: Overhead) -> Self {
-        let mut timer = Timer::new();
-        let start = timer.start(clock::now());
-        Recorder {
-            busy: AtomicBool::new(false),
-            rank,
-            writer,
-            epoch_wall,
-            overhead,
-            calibration: None,
-            timer,
-            last_end: start,
-            in_call: false,
-            call_start: start,
-            cpu_read: false,
-            call_op: 0,
-            caller: 0,
-            prev_caller: 0,
-            requests: Vec::with_capacity(64),
-            charged_ns: 0,
-            main: false,
-            isolated: false,
-            ring: Ring::new(),
-        }
-    }
-
-    /// Attaches this thread's ring to its C wrappers and, when `allowed`
-    /// and the block timing needs nothing but the TSC between CPU clock
-    /// readings, lets them keep calls there ([`crate::fast`]). Online mode
-    /// runs its model in every call and hardware counters are read per
-    /// block: both keep the fast path off.
-    fn start_fast_path(&mut self, allowed: bool) {
-        let on = allowed && clock::is_tsc() && !self.timer.has_counters();
-        self.ring.enable(on.then(timing::min_ticks));
-        self.ring.attach();
-        self.publish();
-    }
-
-    /// Tells the C side where the running block started and when the CPU
-    /// clock was last read.
-    fn publish(&mut self) {
-        let (wall, cpu_ref) = (self.last_end.wall, self.timer.cpu_ref_wall());
-        let fast = self.ring.state();
-        fast.last_end = wall;
-        fast.cpu_ref = cpu_ref;
-    }
-
-    /// A call starts at wall tick `wall`, ending the running block; `cpu`:
-    /// the CPU clock if already read for it ([`Timer::end`]).
-    fn begin_at(&mut self, op: u8, caller: u64, wall: u64, cpu: Option<u64>) {
-        let last = self.last_end;
-        (self.call_start, self.cpu_read) = self.timer.end(&last, wall, cpu);
-        self.call_op = op;
-        self.caller = caller;
-    }
-
-    /// Builds the record of the current call, which returned at wall tick
-    /// `exit`, and appends it (to the overhead measurement while that
-    /// runs). The caller holds the busy flag ([`Recorder::locked`]).
-    fn record(&mut self, op: Op, failed: bool, exit: u64, params: impl FnOnce(&mut Vec<u64>) -> Params) {
-        // Built first: the record copies it only after the work below, by
-        // when its narrow stores can forward to the copy's wide loads.
-        let params = params(&mut self.requests);
-        let (start, last, over) = (self.call_start, self.last_end, self.overhead);
-        let record = CallRecord {
-            op,
-            failed,
-            caller: self.caller,
-            compute_cpu_ns: self.block_cpu_ns(),
-            compute_wall_ns: self.block_wall_ns(),
-            counters: self.timer.counters(&last, &start, over.hw),
-            t_start_ns: ticks_to_ns(start.wall.saturating_sub(self.epoch_wall)),
-            t_end_ns: ticks_to_ns(exit.saturating_sub(self.epoch_wall)),
-            params,
-        };
-        let hw = (start.hw.0.wrapping_sub(last.hw.0), start.hw.1.wrapping_sub(last.hw.1));
-        self.emit(&record, start.wall.saturating_sub(last.wall), hw);
-        self.charged_ns = 0;
-        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
-            record.params
-        {
-            self.requests = requests; // keep the buffer's capacity for the next list
-        } else if let Params::Vcoll { send, .. } = record.params {
-            if send.capacity() > self.requests.capacity() {
-                self.requests = send;
-            }
-        }
-    }
-
-    /// Appends `record`, or gives it to the overhead measurement while that
-    /// runs, with its block's raw length (ticks) and counter deltas.
-    #[inline(always)]
-    fn emit(&mut self, record: &CallRecord, block_ticks: u64, hw: (u64, u64)) {
-        match self.calibration.as_mut() {
-            Some(cal) => {
-                cal.wall.push(block_ticks);
-                cal.hw.push(hw);
-                let _ = cal.sink.push(record);
-            }
-            None => {
-                self.write(record);
-                self.prev_caller = record.caller;
-            }
-        }
-    }
-
-    /// Encodes the calls kept on the fast path, in call order, exactly as
-    /// they would have been recorded live: each one's entry ends the
-    /// running block, its exit starts the next (the C side kept only calls
-    /// for which the timer reads no clock). Dropped once recording is
-    /// disabled, or while a signal handler flushes.
-    fn drain(&mut self) {
-        if STATE.load(Ordering::Relaxed) == DISABLED {
-            // Stop the C side from keeping calls no one will encode.
-            self.ring.enable(None);
-        } else if !self.ring.pending().is_empty() {
-            // Also after MPI_Finalize: a thread that outlives it keeps the
-            // calls it made before.
-            let _ = self.locked(Recorder::encode_pending);
-        }
-        self.ring.clear();
-    }
-
-    /// [`Recorder::drain`]'s work, leaving the ring to the caller: the
-    /// encoded records are marked as such (a signal-time flush, after
-    /// which the thread may go on).
-    fn encode_pending(&mut self) {
-        // What [`Recorder::record`] does for a call begun and ended live,
-        // given that the fast path keeps only calls whose timing reads no
-        // clock but the TSC and counts no hardware events: each block's
-        // CPU time is its wall time. A run of identical failed polls is one
-        // call read as many times ([`fast::poll_run`]).
-        let n = self.ring.pending().len();
-        let (epoch, over) = (self.epoch_wall, self.overhead.wall);
-        let mut prev = self.last_end.wall;
-        let mut no_list = Vec::new();
-        let mut i = 0;
-        while i < n {
-            let pending = self.ring.pending();
-            let raw = pending[i];
-            // Not from the first: its gap holds the recorder's own work
-            // since the call before (a drain, a slow call), which every
-            // copy of a run would repeat.
-            let run = if self.calibration.is_none() && i > 0 { fast::poll_run(&pending[i..n]) } else { 1 };
-            let (start, end) = if run > 1 { fast::mean_call(prev, &pending[i..i + run]) } else { (raw.start, raw.end) };
-            let run_end = pending[i + run - 1].end;
-            i += run;
-            let Some(op) = Op::from_code(raw.op as u8) else {
-                prev = run_end;
-                continue;
-            };
-            let block = start.wrapping_sub(prev);
-            let wall_ns = ticks_to_ns(block.saturating_sub(over)) + std::mem::take(&mut self.charged_ns);
-            let record = CallRecord {
-                op,
-                failed: raw.failed != 0,
-                caller: raw.caller,
-                compute_cpu_ns: wall_ns,
-                compute_wall_ns: wall_ns,
-                counters: None,
-                t_start_ns: ticks_to_ns(start.saturating_sub(epoch)),
-                t_end_ns: ticks_to_ns(end.saturating_sub(epoch)),
-                params: record_params(op, &raw.params, &mut no_list),
-            };
-            if run > 1 {
-                self.write_repeated(&record, run as u64 - 1);
-            } else {
-                self.emit(&record, block, (0, 0));
-            }
-            // No list, so nothing to free (kept calls end with ipr_end,
-            // never ipr_end_list): skip the drop glue's call.
-            debug_assert_eq!(simulator::trace::codec::list_len(&record), 0);
-            std::mem::forget(record);
-            prev = run_end;
-        }
-        if n > 0 {
-            self.last_end = self.timer.start(prev);
-        }
-        self.ring.state().skip += n as u32;
-    }
-
-    /// Runs `f` holding the busy flag; `None` when a fatal-signal handler
-    /// holds it (the process is ending).
-    fn locked<R>(&mut self, f: impl FnOnce(&mut Recorder) -> R) -> Option<R> {
-        if self.busy.swap(true, Ordering::Acquire) {
-            return None;
-        }
-        let r = f(self);
-        self.busy.store(false, Ordering::Release);
-        Some(r)
-    }
-
-    /// Wall time of the compute block that ends at the current call's
-    /// start, less the recorder's own share, ns.
-    fn block_wall_ns(&self) -> u64 {
-        let ticks = self.call_start.wall.saturating_sub(self.last_end.wall).saturating_sub(self.overhead.wall);
-        ticks_to_ns(ticks) + self.charged_ns
-    }
-
-    /// Thread CPU time of the same block, ns: its wall time unless the
-    /// CPU clock was read at its end ([`Timer::end`]).
-    fn block_cpu_ns(&self) -> u64 {
-        if !self.cpu_read {
-            return self.block_wall_ns();
-        }
-        self.call_start.cpu.saturating_sub(self.last_end.cpu).saturating_sub(self.overhead.cpu_ns) + self.charged_ns
-    }
-
-    /// Disarms the signal flush if it targets this recorder, waiting out a
-    /// handler that may be flushing it.
-    fn disarm(&mut self) {
-        signals::disarm(self as *mut Recorder as *mut ());
-    }
-
-    /// Appends a record read `1 + copies` times; the caller holds the
-    /// busy flag.
-    fn write_repeated(&mut self, record: &CallRecord, copies: u64) {
-        let result = self.writer.push_repeated(std::slice::from_ref(record), copies);
-        self.prev_caller = record.caller;
-        self.io_result(result);
-    }
-
-    /// Appends a record; the caller holds the busy flag.
-    fn write(&mut self, record: &CallRecord) {
-        let result = self.writer.push(record);
-        self.io_result(result);
-    }
-
-    /// Warns once about the first failed write.
-    #[inline]
-    fn io_result(&self, result: std::io::Result<()>) {
-        if let Err(e) = result {
-            if !IO_WARNED.swap(true, Ordering::Relaxed) {
-                warn(Some(self.rank), &format!("cannot write the trace: {e}; records are being dropped"));
-            }
-        }
-    }
-}
 
 /// Id of a communicator handle other than `MPI_COMM_WORLD` (ids from 1).
 pub fn comm_id(handle: u64) -> u32 {
@@ -807,15 +570,4 @@ pub fn finalize() {
             }
         }
     });
-}
-
-impl Drop for Recorder {
-    /// Exit without `MPI_Finalize`: keep the whole chunks written so far.
-    /// The file has no end marker, so readers report it as truncated.
-    fn drop(&mut self) {
-        self.drain();
-        Ring::detach();
-        self.disarm();
-        let _ = self.writer.flush();
-    }
 }
