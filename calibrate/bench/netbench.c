@@ -15,22 +15,26 @@
  *
  * For every plan entry of `size` bytes, three samples:
  *   pingpong  Barrier; rank 0 spins SYNC_SETTLE_S so that rank 1's Recv is
- *             surely posted; untimed round trips (PP_WARM up to
- *             PP_WARM_MAX_BYTES, else one), then PP_BURST timed
- *             round trips back to back (rank 0 Send, rank 1 Recv then Send
- *             back, rank 0 Recv); duration = the burst's mean round trip
- *             / 2 (rank 0), its occasional slow round trips included, as
- *             a program pays them (a preempted burst is left out by the
- *             fit, calibrate/src/segmented.rs). This
- *             is the steady-state latency of a communicating phase: on
- *             shared memory a round trip right after a long idle poll is
- *             about twice slower (0.33 vs 0.17 us here), which would make
- *             the model over-predict communication-bound loops. Sizes
- *             come in random order, so a small message's sample often
- *             follows a large one's: after one warm-up round trip its
- *             latency still carried that (8 B: 0.178-0.181 us, against
- *             0.168-0.175 us with only 8-byte samples and 0.163 us per hop
- *             in a ring of 8-byte messages), hence more for small sizes.
+ *             surely posted; untimed round trips, then timed round trips
+ *             back to back (rank 0 Send, rank 1 Recv then Send back, rank 0
+ *             Recv); duration = the timed loop's mean round trip / 2 (rank
+ *             0), its occasional slow round trips included, as a program
+ *             pays them (a preempted loop is left out by the fit,
+ *             calibrate/src/segmented.rs). This is the steady-state latency
+ *             of a communicating phase: on shared memory a round trip right
+ *             after a long idle poll is about twice slower (0.33 vs 0.17 us
+ *             here), which would make the model over-predict
+ *             communication-bound loops. Loop lengths follow OSU's
+ *             osu_latency (long loops with skipped warm-up iterations up to
+ *             8 KiB, short ones above), scaled down: up to PP_LONG_MAX_BYTES
+ *             PP_WARM_LONG untimed and PP_BURST_LONG timed round trips, else
+ *             PP_WARM untimed (one above PP_WARM_MAX_BYTES) and PP_BURST
+ *             timed. Sizes come in random order, so a small message's sample
+ *             often follows a large one's, and its latency carries that for
+ *             tens of round trips (8 B after a 1 MiB ping-pong, here:
+ *             0.169-0.178 us median over 16 timed round trips after 16
+ *             untimed, 0.163 over 256, 0.161-0.162 in a loop of 100000 in
+ *             the same run; a ring of 8-byte messages: 0.163 us per hop).
  *   send      Barrier; rank 1 posts its blocking Recv; rank 0 spins
  *             SYNC_SETTLE_S so the Recv is surely posted, then times one
  *             blocking MPI_Send (measured on rank 0).
@@ -56,9 +60,12 @@
 /* Spin before a timed operation so the peer is surely ready: its Recv
  * posted (pingpong, send) or an eager message arrived (recv), seconds. */
 #define SYNC_SETTLE_S 10e-6
-#define PP_BURST 16
-#define PP_WARM 16 /* untimed round trips before a small size's burst */
+#define PP_BURST 16 /* timed round trips above PP_LONG_MAX_BYTES */
+#define PP_WARM 16 /* untimed round trips before them up to PP_WARM_MAX_BYTES */
 #define PP_WARM_MAX_BYTES 65536 /* above: one (a round trip is >= 10 us) */
+#define PP_LONG_MAX_BYTES 8192 /* OSU's small-message limit */
+#define PP_WARM_LONG 100 /* untimed round trips up to PP_LONG_MAX_BYTES (OSU's skip) */
+#define PP_BURST_LONG 256 /* timed round trips up to PP_LONG_MAX_BYTES */
 #define CALL_BURST 32
 #define REC 10 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
@@ -228,7 +235,9 @@ int main(int argc, char **argv)
         double t;
 
         /* pingpong: rank 1 is already waiting in its Recv */
-        int warm = s <= PP_WARM_MAX_BYTES ? PP_WARM : 1;
+        int small = s <= PP_LONG_MAX_BYTES;
+        int warm = small ? PP_WARM_LONG : s <= PP_WARM_MAX_BYTES ? PP_WARM : 1;
+        int burst = small ? PP_BURST_LONG : PP_BURST;
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
             spin(SYNC_SETTLE_S);
@@ -238,13 +247,13 @@ int main(int argc, char **argv)
             }
             t = MPI_Wtime();
             r[0] = t - t0;
-            for (int k = 0; k < PP_BURST; k++) {
+            for (int k = 0; k < burst; k++) {
                 MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
                 MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
-            r[1] = (MPI_Wtime() - t) / (2.0 * PP_BURST);
+            r[1] = (MPI_Wtime() - t) / (2.0 * burst);
         } else {
-            for (int k = 0; k < PP_BURST + warm; k++) {
+            for (int k = 0; k < burst + warm; k++) {
                 MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
             }
