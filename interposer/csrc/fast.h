@@ -9,7 +9,8 @@
  * the same rules as for a call it records live (interposer/src/fast.rs).
  * Everything else takes the slow path, the Rust recorder's own entry
  * points: a nested call, a thread without a ring, online mode, hardware
- * counters, a block long enough for its thread CPU time to be read, and
+ * counters, a block or call long enough for its thread CPU time to be
+ * read, and
  * the calls that carry a list (ipr_end_list).
  *
  * The two rdtsc are most of what remains (about 10 ns each in this VM);
@@ -44,11 +45,9 @@ struct ipr_fast {
     uint64_t caller, start;
     /* Tick at which the running compute block started. */
     uint64_t last_end;
-    /* Tick of the thread CPU clock's last reading. */
-    uint64_t cpu_ref;
-    /* Blocks shorter than this (ticks) and exits this soon after cpu_ref
-     * have their CPU time estimated, not read: they may be kept here.
-     * UINT64_MAX when CPU time is not measured (INTERPOSER_COUNTERS=off). */
+    /* Blocks and calls shorter than this (ticks) have their thread CPU
+     * time estimated, not read: they may be kept here. UINT64_MAX when CPU
+     * time is not measured (INTERPOSER_COUNTERS=off). */
     uint64_t min_ticks;
     uint32_t cap, skip;
     struct ipr_raw *ring;
@@ -63,6 +62,23 @@ extern __thread struct ipr_fast *ipr_fast_tls __attribute__((tls_model("initial-
 extern int ipr_begin_slow(int op, const void *caller);
 extern void ipr_end_slow(int op, int rc, const struct ipr_params *p);
 extern void ipr_drain(void);
+extern void ipr_drain_some(void);
+
+/* Calls that usually wait for another rank (blocking receives, waits,
+ * synchronous sends, blocking collectives): on entry the recorder encodes
+ * a few kept calls, in time the rank would spend polling for its peers.
+ * Encoding the ring all at once when it fills puts the whole of it on
+ * the critical path of whoever waits for this rank. */
+static inline int ipr_waits(int op) {
+    switch (op) {
+    case 11: case 14: case 15: case 16: case 17: case 23: case 27: case 29: /* Recv .. Sendrecv_replace */
+    case 30: case 31: case 32: case 33: case 34: case 36: case 38: case 40: /* Barrier .. Alltoall */
+    case 43: case 44: case 45: case 57: case 59: /* Reduce_scatter_block .. Mrecv */
+        return 1;
+    default:
+        return 0;
+    }
+}
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -83,6 +99,7 @@ static inline int ipr_begin(int op, const void *caller) {
                 f->caller = (uint64_t)(uintptr_t)caller;
                 f->start = now;
                 f->in_call = 1;
+                if (ipr_waits(op) && f->len != f->skip) ipr_drain_some();
                 return 1;
             }
         }
@@ -97,7 +114,7 @@ static inline void ipr_end(int op, int rc, const struct ipr_params *p) {
     struct ipr_fast *f = ipr_fast_tls;
     if (f != NULL && f->in_call == 1) {
         uint64_t now = __rdtsc();
-        if (now - f->cpu_ref < f->min_ticks) {
+        if (now - f->start < f->min_ticks) {
             uint32_t n = f->len;
             struct ipr_raw *r = &f->ring[n];
             r->op = op;

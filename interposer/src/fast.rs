@@ -11,10 +11,9 @@
 //!
 //! The C side keeps a call only when the recorder would not have read a
 //! clock other than the TSC for it: with thread CPU time measured, its
-//! compute block must be shorter than [`crate::timing::CPU_READ_MIN_BLOCK_NS`]
-//! and its exit that close to the last CPU clock reading ([`Fast::min_ticks`]),
-//! which is exactly when [`crate::timing::Timer`] estimates CPU time from
-//! wall time. Replaying the ticks through the timer then gives the record a
+//! compute block and the call itself must be shorter than
+//! [`crate::timing::CPU_READ_MIN_BLOCK_NS`] ([`Fast::min_ticks`]), which is
+//! exactly when [`crate::timing::Timer`] estimates CPU time from wall time. Replaying the ticks through the timer then gives the record a
 //! live call would have had.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -27,8 +26,14 @@ const IPROBE: i32 = 24;
 const TEST: i32 = 25;
 
 /// Raw records per thread (80 bytes each): the ring is encoded every this
-/// many fast calls.
+/// many fast calls, unless calls that wait ([`DRAIN_SLICE`]) kept it empty.
 pub const RING_RECORDS: usize = 256;
+
+/// Records encoded on entry to a call that usually waits for another rank
+/// (`ipr_waits` in csrc/fast.h): about 35 ns each here, so 4 fit in the
+/// wait of a shared-memory ping-pong (0.3 µs per round trip), and a loop of
+/// two calls per wait keeps the ring empty.
+pub const DRAIN_SLICE: usize = 4;
 
 /// One call kept by the fast path; must match `struct ipr_raw`.
 #[repr(C)]
@@ -69,10 +74,8 @@ pub struct Fast {
     pub start: u64,
     /// Tick at which the running compute block started.
     pub last_end: u64,
-    /// Wall tick of the thread CPU clock's last reading.
-    pub cpu_ref: u64,
-    /// Longest block (and exit after `cpu_ref`) the C side may keep,
-    /// ticks, exclusive; `u64::MAX` without CPU timing.
+    /// Longest block and call the C side may keep, ticks, exclusive;
+    /// `u64::MAX` without CPU timing.
     pub min_ticks: u64,
     /// Ring length.
     pub cap: u32,
@@ -106,7 +109,6 @@ impl Ring {
             caller: 0,
             start: 0,
             last_end: 0,
-            cpu_ref: 0,
             min_ticks: 0,
             cap: RING_RECORDS as u32,
             skip: 0,

@@ -172,6 +172,13 @@ pub extern "C" fn ipr_drain() {
     guard((), recorder::drain_full)
 }
 
+/// The calling thread is entering a call that usually waits: encode a few
+/// of its kept calls ([`crate::fast::DRAIN_SLICE`]).
+#[no_mangle]
+pub extern "C" fn ipr_drain_some() {
+    guard((), recorder::drain_some)
+}
+
 /// Room for `n` request handles of the current `MPI_Waitall`; null when not recording.
 #[no_mangle]
 pub extern "C" fn ipr_scratch(n: u64) -> *mut u64 {

@@ -357,7 +357,9 @@ pub fn restart_block() {
                 if !rec.isolated {
                     rec.isolated = rec.main && crate::isolate::acquire();
                 }
-                rec.last_end = rec.timer.start(clock::now());
+                // After the interposer's start-up work (collectives, which
+                // may have slept): the CPU clock is read.
+                rec.last_end = rec.timer.start(clock::now(), None);
                 rec.publish();
             }
         }
@@ -465,8 +467,25 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
             || rec.writer.flushes() != flushes
             || crate::online::installed()
             || rec.ring.state().on != 0;
-        rec.last_end = rec.timer.start(if fresh { clock::now() } else { exit });
+        // After a slow step that may have slept (a chunk written, the token
+        // waited for) the CPU clock is read; else only after a long call.
+        let slept = rec.isolated || rec.writer.flushes() != flushes;
+        let call = (!slept).then_some(rec.call_start.wall);
+        rec.last_end = rec.timer.start(if fresh { clock::now() } else { exit }, call);
         rec.publish();
+    });
+}
+
+/// Encodes the oldest few of this thread's kept calls, on entry to a call
+/// that usually waits ([`crate::fast::DRAIN_SLICE`]): inside that call, so
+/// no block changes.
+pub fn drain_some() {
+    let _ = REC.try_with(|r| {
+        if let Ok(mut slot) = r.try_borrow_mut() {
+            if let Some(rec) = slot.as_mut() {
+                rec.drain_slice(crate::fast::DRAIN_SLICE);
+            }
+        }
     });
 }
 
@@ -476,8 +495,12 @@ pub fn drain_full() {
     let _ = REC.try_with(|r| {
         if let Ok(mut slot) = r.try_borrow_mut() {
             if let Some(rec) = slot.as_mut() {
+                let flushes = rec.writer.flushes();
                 rec.drain();
-                rec.last_end = rec.timer.start(clock::now());
+                // A chunk written may have slept: then the CPU clock is read.
+                let now = clock::now();
+                let call = (rec.writer.flushes() == flushes).then_some(now);
+                rec.last_end = rec.timer.start(now, call);
                 rec.publish();
             }
         }
@@ -534,7 +557,7 @@ fn flush_on_signal(target: *mut ()) {
     let rec = unsafe { &mut *(target as *mut Recorder) };
     if !rec.busy.swap(true, Ordering::Acquire) {
         if STATE.load(Ordering::Relaxed) != DISABLED {
-            rec.encode_pending();
+            rec.encode_pending(usize::MAX);
         }
         let _ = rec.writer.flush();
         rec.busy.store(false, Ordering::Release);

@@ -20,7 +20,8 @@ impl Recorder {
     /// now; times are taken relative to `epoch_wall` (ticks of [`clock::now`]).
     pub(super) fn new(rank: u32, writer: RankWriter<File>, epoch_wall: u64, overhead: Overhead) -> Self {
         let mut timer = Timer::new();
-        let start = timer.start(clock::now());
+        let now = clock::now();
+        let start = timer.start(now, Some(now));
         Recorder {
             busy: AtomicBool::new(false),
             rank,
@@ -56,13 +57,9 @@ impl Recorder {
         self.publish();
     }
 
-    /// Tells the C side where the running block started and when the CPU
-    /// clock was last read.
+    /// Tells the C side where the running block started.
     pub(super) fn publish(&mut self) {
-        let (wall, cpu_ref) = (self.last_end.wall, self.timer.cpu_ref_wall());
-        let fast = self.ring.state();
-        fast.last_end = wall;
-        fast.cpu_ref = cpu_ref;
+        self.ring.state().last_end = self.last_end.wall;
     }
 
     /// A call starts at wall tick `wall`, ending the running block; `cpu`:
@@ -130,27 +127,38 @@ impl Recorder {
     /// for which the timer reads no clock). Dropped once recording is
     /// disabled, or while a signal handler flushes.
     pub(super) fn drain(&mut self) {
+        self.drain_slice(usize::MAX);
+    }
+
+    /// [`Recorder::drain`] of the oldest `max` calls at most; the ring
+    /// empties when none is left.
+    pub(super) fn drain_slice(&mut self, max: usize) {
         if STATE.load(Ordering::Relaxed) == DISABLED {
             // Stop the C side from keeping calls no one will encode.
             self.ring.enable(None);
-        } else if !self.ring.pending().is_empty() {
+            self.ring.clear();
+            return;
+        }
+        if !self.ring.pending().is_empty() {
             // Also after MPI_Finalize: a thread that outlives it keeps the
             // calls it made before.
-            let _ = self.locked(Recorder::encode_pending);
+            let _ = self.locked(|rec| rec.encode_pending(max));
         }
-        self.ring.clear();
+        if self.ring.pending().is_empty() {
+            self.ring.clear();
+        }
     }
 
     /// [`Recorder::drain`]'s work, leaving the ring to the caller: the
     /// encoded records are marked as such (a signal-time flush, after
     /// which the thread may go on).
-    pub(super) fn encode_pending(&mut self) {
+    pub(super) fn encode_pending(&mut self, max: usize) {
         // What [`Recorder::record`] does for a call begun and ended live,
         // given that the fast path keeps only calls whose timing reads no
         // clock but the TSC and counts no hardware events: each block's
         // CPU time is its wall time. A run of identical failed polls is one
         // call read as many times ([`fast::poll_run`]).
-        let n = self.ring.pending().len();
+        let n = self.ring.pending().len().min(max);
         let (epoch, over) = (self.epoch_wall, self.overhead.wall);
         let mut prev = self.last_end.wall;
         let mut no_list = Vec::new();
@@ -193,8 +201,9 @@ impl Recorder {
             std::mem::forget(record);
             prev = run_end;
         }
-        if n > 0 {
-            self.last_end = self.timer.start(prev);
+        if let Some(last) = self.ring.pending().get(n.wrapping_sub(1)) {
+            // A short call, as the C side kept it: no clock reading.
+            self.last_end = self.timer.start(prev, Some(last.start));
         }
         self.ring.state().skip += n as u32;
     }
