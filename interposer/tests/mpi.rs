@@ -127,14 +127,15 @@ fn failed_polls_are_each_counted_and_keep_their_loop_s_time() {
             assert!(matches!(r.params, Params::Probe { found: false, tag: 99, .. }), "{:?}", r.params);
         }
         // Each pass's polls, stored as runs with their mean times, end where
-        // the loop ended: the call after them starts no earlier, and not
-        // much later (their rounding, a drain of the tracer's ring).
+        // the loop ended: the call after them starts within their rounding
+        // (a copy's times are whole ns, up to 255 copies a run) and not much
+        // later (a drain of the tracer's ring).
         let iprobes: Vec<usize> = (0..recs.len()).filter(|&i| recs[i].op == Op::Iprobe).collect();
         for pass in iprobes.chunks(4000) {
             let (first, last) = (pass[0], pass[pass.len() - 1]);
             let next = &recs[last + 1];
             let after = next.t_start_ns as i64 - next.compute_wall_ns as i64 - recs[last].t_end_ns as i64;
-            assert!((0..20_000).contains(&after), "rank {}: {after} ns between the polls and the next call", t.header.rank);
+            assert!((-1_000..20_000).contains(&after), "rank {}: {after} ns between the polls and the next call", t.header.rank);
             let per_poll = (recs[last].t_end_ns - recs[first - 1].t_end_ns) / 4000;
             assert!((10..10_000).contains(&per_poll), "{per_poll} ns per poll");
         }
