@@ -50,6 +50,12 @@ struct ipr_fast {
      * time is not measured (INTERPOSER_COUNTERS=off). */
     uint64_t min_ticks;
     uint32_t cap, skip;
+    /* 1 when the recorder's clock ticks are the TSC's: the slow path then
+     * also takes its block ends here, around the recorder's own code
+     * (ipr_begin_slow's tick, and slow_end: the tick after the last slow
+     * end, which the recorder takes as the next block's start). */
+    uint32_t tsc, pad;
+    uint64_t slow_end;
     struct ipr_raw *ring;
 };
 
@@ -58,9 +64,11 @@ struct ipr_fast {
  * one load off %fs, where a global-dynamic variable costs a call. */
 extern __thread struct ipr_fast *ipr_fast_tls __attribute__((tls_model("initial-exec")));
 
-/* Rust side (interposer/src/hooks.rs). */
-extern int ipr_begin_slow(int op, const void *caller);
+/* Rust side (interposer/src/hooks.rs). `tick`: the TSC at the call's
+ * entry, 0 when not read. */
+extern int ipr_begin_slow(int op, const void *caller, uint64_t tick);
 extern void ipr_end_slow(int op, int rc, const struct ipr_params *p);
+extern void ipr_end_list_slow(int op, int rc, uint64_t n, const struct ipr_params *p);
 extern void ipr_drain(void);
 extern void ipr_drain_some(void);
 
@@ -92,20 +100,28 @@ static inline int ipr_begin(int op, const void *caller) {
     struct ipr_fast *f = ipr_fast_tls;
     if (f != NULL) {
         if (f->in_call) return 0; /* nested: an MPI call made inside one */
-        if (f->on) {
-            uint64_t now = __rdtsc();
-            if (now - f->last_end < f->min_ticks) {
-                f->op = op;
-                f->caller = (uint64_t)(uintptr_t)caller;
-                f->start = now;
-                f->in_call = 1;
-                if (ipr_waits(op) && f->len != f->skip) ipr_drain_some();
-                return 1;
-            }
-        }
+        if (!f->on) return ipr_begin_slow(op, caller, f->tsc ? __rdtsc() : 0);
+        uint64_t now = __rdtsc();
+        if (now - f->last_end >= f->min_ticks) return ipr_begin_slow(op, caller, now);
+        f->op = op;
+        f->caller = (uint64_t)(uintptr_t)caller;
+        f->start = now;
+        f->in_call = 1;
+        if (ipr_waits(op) && f->len != f->skip) ipr_drain_some();
+        return 1;
     }
 #endif
-    return ipr_begin_slow(op, caller);
+    return ipr_begin_slow(op, caller, 0);
+}
+
+/* After the recorder's slow end: the next compute block starts now, when
+ * the recorder's ticks are the TSC's (not before its own code returned,
+ * which after a heavy call, such as one of online mode, runs cold). */
+static inline void ipr_slow_ended(void) {
+#ifdef IPR_FAST
+    struct ipr_fast *f = ipr_fast_tls;
+    if (f != NULL && f->tsc && !f->in_call) f->last_end = f->slow_end = __rdtsc();
+#endif
 }
 
 /* Ends a call begun with ipr_begin; `rc` is the PMPI result. */
@@ -144,6 +160,13 @@ static inline void ipr_end(int op, int rc, const struct ipr_params *p) {
     }
 #endif
     ipr_end_slow(op, rc, p);
+    ipr_slow_ended();
+}
+
+/* Ends a call whose list values are in the scratch list (always slow). */
+static inline void ipr_end_list(int op, int rc, uint64_t n, const struct ipr_params *p) {
+    ipr_end_list_slow(op, rc, n, p);
+    ipr_slow_ended();
 }
 
 #endif

@@ -27,7 +27,6 @@ struct ipr_params {
 #include "fast.h"
 
 /* Rust side (interposer/src/hooks.rs). */
-extern void ipr_end_list(int op, int rc, uint64_t n, const struct ipr_params *p);
 extern uint64_t *ipr_scratch(uint64_t n);
 extern void ipr_init(int rank, int size, const char *library);
 extern void ipr_finalize(void);

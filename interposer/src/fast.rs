@@ -81,6 +81,13 @@ pub struct Fast {
     pub cap: u32,
     /// Leading records already encoded by a signal-time flush.
     pub skip: u32,
+    /// 1 when the clock's ticks are the TSC's: the C side then also times
+    /// the slow path's block ends around the recorder's own code.
+    pub tsc: u32,
+    pad: u32,
+    /// The TSC after the last slow end returned to the C side (0: none),
+    /// the start of the block after it ([`Ring::adopt`]).
+    pub slow_end: u64,
     ring: *mut Raw,
 }
 
@@ -112,6 +119,9 @@ impl Ring {
             min_ticks: 0,
             cap: RING_RECORDS as u32,
             skip: 0,
+            tsc: 0,
+            pad: 0,
+            slow_end: 0,
             ring: records.as_mut_ptr(),
         });
         Ring { fast, _records: records }
@@ -127,6 +137,18 @@ impl Ring {
     pub fn enable(&mut self, min_ticks: Option<u64>) {
         self.fast.on = min_ticks.is_some() as u32;
         self.fast.min_ticks = min_ticks.unwrap_or(0);
+    }
+
+    /// Tells the C side whether the recorder's ticks are the TSC's.
+    pub fn set_tsc(&mut self, tsc: bool) {
+        self.fast.tsc = tsc as u32;
+    }
+
+    /// The start of the running block as the C side saw it after the last
+    /// slow end, when that is later than `block_start` (the recorder's own
+    /// view, from before its code returned).
+    pub fn adopt(&self, block_start: u64) -> Option<u64> {
+        (self.fast.slow_end > block_start).then_some(self.fast.slow_end)
     }
 
     /// Makes this the calling thread's ring for its C wrappers; it must

@@ -47,7 +47,7 @@ pub(crate) fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
 }
 
 /// The record parameters of `op` from the C side's plain values and, for
-/// calls that end with [`ipr_end_list`], the scratch list. Inlined: a
+/// calls that end with [`ipr_end_list_slow`], the scratch list. Inlined: a
 /// record returned through the stack is loaded wide right after its
 /// narrow stores, a store-forwarding stall per record.
 #[inline(always)]
@@ -145,8 +145,8 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
 /// Starts a call the fast path (`csrc/fast.h`) does not take; returns 1
 /// when the wrapper must report it with an `ipr_end*`.
 #[no_mangle]
-pub extern "C" fn ipr_begin_slow(op: c_int, caller: *const c_void) -> c_int {
-    guard(0, || recorder::begin(op as u8, caller as u64) as c_int)
+pub extern "C" fn ipr_begin_slow(op: c_int, caller: *const c_void, tick: u64) -> c_int {
+    guard(0, || recorder::begin(op as u8, caller as u64, tick) as c_int)
 }
 
 /// Ends a call the fast path does not end (begun by either path); `rc`
@@ -191,7 +191,7 @@ pub extern "C" fn ipr_scratch(n: u64) -> *mut u64 {
 /// # Safety
 /// `p` points to a valid `struct ipr_params`.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_end_list(op: c_int, rc: c_int, n: u64, p: *const Params) {
+pub unsafe extern "C" fn ipr_end_list_slow(op: c_int, rc: c_int, n: u64, p: *const Params) {
     // SAFETY: the C wrapper passes a pointer to a live stack struct. It is
     // read in place: a by-value copy loads it 16 bytes at a time right after
     // the C side's narrower stores, a store-forwarding stall per call.

@@ -368,8 +368,9 @@ pub fn restart_block() {
 
 /// Starts recording a call; true when the wrapper must call [`end`].
 /// False while disabled, inside another recorded call, or on a thread
-/// that does not record.
-pub fn begin(op: u8, caller: u64) -> bool {
+/// that does not record. `tick`: the TSC as the C wrapper entered the
+/// call (0: not read), which ends the running block.
+pub fn begin(op: u8, caller: u64, tick: u64) -> bool {
     if STATE.load(Ordering::Relaxed) != TRACING {
         return false;
     }
@@ -382,7 +383,7 @@ pub fn begin(op: u8, caller: u64) -> bool {
             }
         }
         let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) else { return false };
-        let wall = clock::now();
+        let wall = if tick != 0 && rec.ring.state().tsc != 0 { tick } else { clock::now() };
         // A long block's CPU time is read before the ring is encoded: that
         // work is the recorder's, not the block's.
         let cpu = rec.timer.cpu_for_end(rec.ring.state().last_end, wall);

@@ -53,6 +53,8 @@ impl Recorder {
     pub(super) fn start_fast_path(&mut self, allowed: bool) {
         let on = allowed && clock::is_tsc() && !self.timer.has_counters();
         self.ring.enable(on.then(timing::min_ticks));
+        // Counters are read by the recorder, at its own block ends.
+        self.ring.set_tsc(clock::is_tsc() && !self.timer.has_counters());
         self.ring.attach();
         self.publish();
     }
@@ -133,6 +135,7 @@ impl Recorder {
     /// [`Recorder::drain`] of the oldest `max` calls at most; the ring
     /// empties when none is left.
     pub(super) fn drain_slice(&mut self, max: usize) {
+        self.adopt_slow_end();
         if STATE.load(Ordering::Relaxed) == DISABLED {
             // Stop the C side from keeping calls no one will encode.
             self.ring.enable(None);
@@ -153,6 +156,7 @@ impl Recorder {
     /// encoded records are marked as such (a signal-time flush, after
     /// which the thread may go on).
     pub(super) fn encode_pending(&mut self, max: usize) {
+        self.adopt_slow_end();
         // What [`Recorder::record`] does for a call begun and ended live,
         // given that the fast path keeps only calls whose timing reads no
         // clock but the TSC and counts no hardware events: each block's
@@ -206,6 +210,15 @@ impl Recorder {
             self.last_end = self.timer.start(prev, Some(last.start));
         }
         self.ring.state().skip += n as u32;
+    }
+
+    /// Starts the running block where the C side saw the last slow end
+    /// return ([`Ring::adopt`]), after the recorder's own code: with CPU
+    /// time estimated from there, as for any block start without a reading.
+    fn adopt_slow_end(&mut self) {
+        if let Some(t) = self.ring.adopt(self.last_end.wall) {
+            self.last_end = self.timer.start(t, Some(t));
+        }
     }
 
     /// Runs `f` holding the busy flag; `None` when a fatal-signal handler
