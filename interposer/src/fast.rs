@@ -13,7 +13,8 @@
 //! clock other than the TSC for it: with thread CPU time measured, its
 //! compute block and the call itself must be shorter than
 //! [`crate::timing::CPU_READ_MIN_BLOCK_NS`] ([`Fast::min_ticks`]), which is
-//! exactly when [`crate::timing::Timer`] estimates CPU time from wall time. Replaying the ticks through the timer then gives the record a
+//! exactly when [`crate::timing::Timer`] estimates CPU time from wall
+//! time. Replaying the ticks through the timer then gives the record a
 //! live call would have had.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -79,7 +80,8 @@ pub struct Fast {
     pub min_ticks: u64,
     /// Ring length.
     pub cap: u32,
-    /// Leading records already encoded by a signal-time flush.
+    /// Leading records already encoded: a few on entry to a call that
+    /// waits ([`DRAIN_SLICE`]), or all by a signal-time flush.
     pub skip: u32,
     /// 1 when the clock's ticks are the TSC's: the C side then also times
     /// the slow path's block ends around the recorder's own code.
