@@ -264,7 +264,11 @@ pub fn fit(samples: &[(u64, f64)], options: &FitOptions) -> Result<SegmentedFit,
     // The breakpoints come from the medians (robust), each piece's line from
     // the means (what a sum of messages costs); same sizes, same order.
     let means = mean_by_size(samples);
-    let pieces = bounds.windows(2).map(|w| fit_piece(&means[w[0]..w[1]])).collect();
+    // A piece is asked for sizes from just above the previous one's last.
+    let pieces = bounds
+        .windows(2)
+        .map(|w| fit_piece(&means[w[0]..w[1]], if w[0] == 0 { 0 } else { means[w[0] - 1].0 + 1 }))
+        .collect();
     Ok(SegmentedFit { pieces, bic: bic(m_best), points: n })
 }
 
@@ -309,7 +313,12 @@ impl WeightedSums {
 
 /// The constrained fit of one piece: the WLS line, refitted as a constant
 /// if its slope is negative or through the origin if its intercept is.
-fn fit_piece(pts: &[(u64, f64)]) -> LinearPiece {
+/// The weighted line through `pts`, for sizes from `from` bytes on. Its
+/// intercept may be negative when the line stays non-negative from `from`
+/// (a rate-limited link lets a burst through faster than its rate: times
+/// grow at the rate, below a line through the origin); else the line goes
+/// through the origin.
+fn fit_piece(pts: &[(u64, f64)], from: u64) -> LinearPiece {
     let mut acc = WeightedSums::default();
     for &(x, y) in pts {
         acc.add(x as f64, y);
@@ -319,7 +328,7 @@ fn fit_piece(pts: &[(u64, f64)]) -> LinearPiece {
     if slope <= 0.0 {
         slope = 0.0;
         intercept = acc.mean_y;
-    } else if intercept < 0.0 {
+    } else if intercept + slope * (from as f64) < 0.0 {
         // Through the origin: slope = Σ w x y / Σ w x² with w = 1/y².
         let (sxy, sxx) = pts.iter().fold((0.0, 0.0), |(a, b), &(x, y)| {
             let (x, w) = (x as f64, 1.0 / (y * y));
