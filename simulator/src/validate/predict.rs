@@ -78,11 +78,14 @@ pub fn replay_predicted(platform: &Platform, extras: &Extras, trace: &Path, comp
 
 /// `model` with its transfer latencies (the intercepts) multiplied by
 /// `latency` and its bandwidths by `bandwidth`; the CPU overheads (`smpi/os`,
-/// `smpi/or`) and the eager threshold stay.
+/// `smpi/or`) and the eager threshold stay. A negative intercept is no
+/// latency but bytes that pass before the rate applies (a token bucket's
+/// burst: time `(s − s0) / bw`, `s0 = −intercept × bw`): it keeps `s0`, so
+/// it scales with the bandwidth.
 pub fn scale_model(model: &P2pModel, latency: f64, bandwidth: f64) -> P2pModel {
     let mut m = model.clone();
     for s in &mut m.transfer.segments {
-        s.intercept_s *= latency;
+        s.intercept_s *= if s.intercept_s < 0.0 { 1.0 / bandwidth } else { latency };
         s.bandwidth_bytes_per_s *= bandwidth;
     }
     m
@@ -130,6 +133,17 @@ mod tests {
         // A 1 MiB message: latency doubled, bandwidth halved.
         let s = 1 << 20;
         assert!((m.transfer.eval(s) - (8e-6 + s as f64 / 2e9)).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_burst_offset_scales_with_the_bandwidth() {
+        // 2 MB at 50 MB/s after a 60 kB burst: (s - 60e3) / 50e6.
+        let mut m = model();
+        m.transfer.segments[1] = Segment { max_bytes: None, intercept_s: -60e3 / 50e6, bandwidth_bytes_per_s: 50e6 };
+        let s = 2_000_000u64;
+        let half = scale_model(&m, 0.5, 0.5);
+        assert!((half.transfer.eval(s) - 2.0 * m.transfer.eval(s)).abs() < 1e-12, "half the rate: twice the time");
+        assert_eq!(scale_model(&m, 2.0, 1.0).transfer.segments[1], m.transfer.segments[1], "no latency in it");
     }
 
     #[test]
