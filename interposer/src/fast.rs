@@ -19,12 +19,13 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use simulator::trace::Op;
+
 use crate::hooks::Params;
 
-/// Op codes of the polls whose runs [`poll_run`] finds
-/// (`simulator::trace::Op::Iprobe`, `Op::Test`).
-const IPROBE: i32 = 24;
-const TEST: i32 = 25;
+/// Op codes of the polls whose runs [`poll_run`] finds.
+const IPROBE: i32 = Op::Iprobe as i32;
+const TEST: i32 = Op::Test as i32;
 
 /// Raw records per thread (80 bytes each): the ring is encoded every this
 /// many fast calls, unless calls that wait ([`DRAIN_SLICE`]) kept it empty.
@@ -242,7 +243,7 @@ mod tests {
         assert_eq!(poll_run(&mixed), 3, "another tag ends the run");
         mixed[1].params.root = 1;
         assert_eq!(poll_run(&mixed), 1, "a poll that found a message ends it");
-        assert_eq!(poll_run(&[raw(10, 0, 0, 1)]), 1, "a send is not a poll");
+        assert_eq!(poll_run(&[raw(Op::Send as i32, 0, 0, 1)]), 1, "a send is not a poll");
         assert_eq!(poll_run(&[raw(IPROBE, 1, 0, 1), raw(IPROBE, 1, 2, 3)]), 1, "successful probes are kept one by one");
         assert_eq!(poll_run(&[]), 0);
     }
