@@ -38,7 +38,15 @@ MPI_Status *ipr_on_statuses(int count);
 void ipr_online_start(void);
 void ipr_online_finalize(void);
 
+/* Nonzero while a blocking receive's online work waits for the next call
+ * (ipr_on_recv_later). */
+extern int ipr_online_later;
+void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st);
+void ipr_online_run_later(void);
+
 #define IPR_ON(x) do { if (ipr_online_active) { x; } } while (0)
+/* At the entry of every recorded call, after its start was read. */
+#define IPR_ONLINE_ENTRY() do { if (ipr_online_later) ipr_online_run_later(); } while (0)
 #define IPR_ON_SEND(op, p, rc, buf, count, datatype, dest, tag, comm) IPR_ON(ipr_on_send(p, rc, dest, tag))
 #define IPR_ON_ISEND(op, p, rc, buf, count, datatype, dest, tag, comm, request) IPR_ON(ipr_on_isend(p, rc, dest, tag))
 
@@ -50,7 +58,7 @@ void ipr_online_finalize(void);
 #define IPR_ONLINE_MPI_Issend IPR_ON_ISEND
 #define IPR_ONLINE_MPI_Ibsend IPR_ON_ISEND
 #define IPR_ONLINE_MPI_Irsend IPR_ON_ISEND
-#define IPR_ONLINE_MPI_Recv(op, p, rc, buf, count, datatype, source, tag, comm, st) IPR_ON(ipr_on_recv(p, rc, st))
+#define IPR_ONLINE_MPI_Recv(op, p, rc, buf, count, datatype, source, tag, comm, st) IPR_ON(ipr_on_recv_later(p, rc, st))
 #define IPR_ONLINE_MPI_Irecv(op, p, rc, buf, count, datatype, source, tag, comm, request) IPR_ON(ipr_on_irecv(p, rc, source))
 
 /* Completions: the handles as they were before the call. */

@@ -130,6 +130,10 @@ thread_local! {
     static ONLINE: RefCell<Option<Online>> = const { RefCell::new(None) };
     /// Set while [`resolve`] waits for acknowledgements.
     static RESOLVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set while a receive's deferred work runs at a later call's entry
+    /// (`csrc/online.c`, `ipr_online_run_later`): the block running then
+    /// is not charged yet.
+    static HOLD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 extern "C" {
@@ -375,7 +379,7 @@ fn peek<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
 /// threads, when online mode is off, or after a panic (which disables
 /// recording).
 fn with<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
-    let block = recorder::current_block();
+    let block = if HOLD.with(|h| h.get()) { None } else { recorder::current_block() };
     guard(None, || {
         if !RESOLVING.with(|r| r.get()) {
             resolve();

@@ -4,7 +4,8 @@
 //! `mpirun` R times (median `wall_s`), once under the interposer in trace
 //! mode and once in online mode ([`launch`]), in between the plain runs so
 //! that all modes meet the machine in the same state, each run on a quiet
-//! machine (repeated when other work competed for the CPUs, [`quiet`]); then it replays the
+//! machine (repeated when other work competed for the CPUs, [`quiet`];
+//! runs in the machine's slow state are out of the median, [`modes`]); then it replays the
 //! trace on the platform ([`predict`]) and sets measured against predicted
 //! ([`report`]): a table, Markdown, CSV and an SVG plot. With `--sweep`
 //! it also re-predicts with the network scaled and, through a hook that
@@ -16,6 +17,7 @@
 
 pub mod cli;
 pub mod launch;
+pub mod modes;
 pub mod predict;
 pub mod quiet;
 pub mod report;

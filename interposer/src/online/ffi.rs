@@ -447,3 +447,11 @@ pub extern "C" fn ipr_online_wtime(real: f64) -> f64 {
     guard(None, || ONLINE.with(|o| o.try_borrow().ok()?.as_ref().map(|on| on.clock.now() + running / on.clock.speed_ratio())))
         .unwrap_or(real)
 }
+
+/// Holds back (`on` nonzero) or releases the charging of the running
+/// compute block while a blocking receive's deferred online work runs at
+/// a later call's entry (`csrc/online.c`, `ipr_online_run_later`).
+#[no_mangle]
+pub extern "C" fn ipr_online_hold(on: c_int) {
+    super::HOLD.with(|h| h.set(on != 0));
+}
