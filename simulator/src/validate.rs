@@ -5,7 +5,9 @@
 //! mode and once in online mode ([`launch`]), in between the plain runs so
 //! that all modes meet the machine in the same state, each run on a quiet
 //! machine (repeated when other work competed for the CPUs, [`quiet`];
-//! runs in the machine's slow state are out of the median, [`modes`]); then it replays the
+//! runs in the machine's slow state are out of the median, [`modes`]; a
+//! probe before each case checks the machine's latency state against the
+//! platform's, [`state`]); then it replays the
 //! trace on the platform ([`predict`]) and sets measured against predicted
 //! ([`report`]): a table, Markdown, CSV and an SVG plot. With `--sweep`
 //! it also re-predicts with the network scaled and, through a hook that
@@ -21,5 +23,6 @@ pub mod modes;
 pub mod predict;
 pub mod quiet;
 pub mod report;
+pub mod state;
 pub mod suite;
 pub mod sweep;

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::launch::{Launcher, Mode};
 use super::modes::FastRuns;
+use super::state::{self, State};
 use super::quiet::{self, Contention, Quiet};
 use super::report::{self, Row};
 use super::suite::{self, Case};
@@ -130,6 +131,94 @@ fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, bar: &Progres
     bar.println(format!("calibrated the network: {} (log {})", platform.display(), log.display()));
     Ok(platform)
 }
+
+/// [`calibrate`] on a quiet machine: the calibration meets the same rule
+/// as the runs, since a ping-pong that shared the cores with other work
+/// fits that work (here a disturbed one put 4 MiB at 7.1 GB/s, 54 % rms
+/// error, against 10.3). Returns the platform and a note on its contention.
+fn calibrate_quietly(args: &ValidateArgs, launcher: &Launcher, quiet: &Quiet, out: &Path, bar: &ProgressBar) -> (anyhow::Result<PathBuf>, String) {
+    bar.set_message("calibrate network (on a quiet machine)");
+    let log = out.join("calibrate.log");
+    let (platform, c) = quiet.run(
+        || calibrate(args, launcher, out, bar),
+        |k, _, c| {
+            bar.println(format!("calibrate network disturbed ({:.0} % CPU stall over {:.1} s), repeated", 100.0 * c.share(), c.elapsed_s));
+            let _ = std::fs::rename(&log, log.with_extension(format!("disturbed-{k}.log")));
+        },
+    );
+    let note = c.map_or_else(String::new, |c| {
+        let kept = if quiet.disturbed(&c) { ", kept although disturbed (retries spent)" } else { "" };
+        format!("calibration: CPU stall {:.1} % of {:.1} s{kept}", 100.0 * c.share(), c.elapsed_s)
+    });
+    (platform, note)
+}
+
+/// Before a case: probes the machine's latency state against the
+/// platform's (state.rs); waits while the machine is in its slow state
+/// (up to the quiet wait), and calibrates again (at most
+/// [`MAX_RECALIBRATIONS`] times, only when `validate` calibrated) when
+/// the calibration ran in the slow state. Returns the notes for the row.
+///
+/// # Errors
+/// The probe's failure, as one line.
+fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, bar: &ProgressBar, recalibrations: &mut usize) -> Result<Vec<String>, String> {
+    let dir = ctx.out.join("state-probe");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut notes = Vec::new();
+    let platform_s = state::platform_latency_s(&ctx.platform);
+    bar.set_message("latency-state probe");
+    // On a quiet machine, as the runs: a probe sharing the cores with other
+    // work measures that work, not the machine's state.
+    let run_probe = || ctx.quiet.run(|| state::probe(exe, &ctx.launcher.mpirun, &ctx.launcher.extra_args, &dir), |_, _, _| {}).0;
+    let wait = ctx.quiet.max_wait.max(state::PROBE_PERIOD);
+    let probed = state::await_fast(run_probe, platform_s, wait, state::PROBE_PERIOD)?;
+    let (probe_s, waited) = (probed.last_s(), probed.waited);
+    let us = |s: f64| format!("{:.3} us", s * 1e6);
+    match probed.state {
+        State::Same if probed.probes_s.len() > 1 => {
+            notes.push(format!(
+                "waited {:.0} s for the machine to leave its slow state (8 B: {} at first, {} now, platform {})",
+                waited.as_secs_f64(),
+                us(probed.probes_s[0]),
+                us(probe_s),
+                us(platform_s)
+            ));
+        }
+        State::Same => {}
+        State::Slower(r) => notes.push(format!(
+            "measured in the machine's slow state after waiting {:.0} s (8 B: {} now, {r:.1}x the platform's {})",
+            waited.as_secs_f64(),
+            us(probe_s),
+            us(platform_s)
+        )),
+        State::Faster(r) if args.platform.is_none() && *recalibrations < MAX_RECALIBRATIONS => {
+            *recalibrations += 1;
+            let old = ctx.platform_path.with_extension(format!("slow-{recalibrations}.toml"));
+            let _ = std::fs::rename(&ctx.platform_path, &old);
+            bar.println(format!(
+                "the calibration ran in the machine's slow state (8 B: {} in it, {} now, {r:.1}x faster): calibrating again (the old platform is {})",
+                us(platform_s),
+                us(probe_s),
+                old.display()
+            ));
+            let (platform, note) = calibrate_quietly(args, &ctx.launcher, &ctx.quiet, &ctx.out, bar);
+            let path = platform.map_err(|e| format!("calibrating again: {e:#}"))?;
+            let (p, x) = platform::load_any(&path, &[]).map_err(|e| format!("calibrating again: {e}"))?;
+            notes.push(format!(
+                "calibrated again before this case: the calibration had run in the machine's slow state (8 B {} against {} now); {note}",
+                us(platform_s),
+                us(probe_s)
+            ));
+            (ctx.platform, ctx.extras) = (p, x);
+        }
+        State::Faster(r) => notes.push(format!("the machine is {r:.1}x faster than the platform at 8 B ({} against {}): was it calibrated in a slow state?", us(probe_s), us(platform_s))),
+    }
+    Ok(notes)
+}
+
+/// Calibrations `validate` makes again at most, when its first one ran in
+/// the machine's slow state (state.rs).
+const MAX_RECALIBRATIONS: usize = 2;
 
 /// What one case's traced run gave: the trace and its placed platform.
 struct Traced {
@@ -423,23 +512,9 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     bar.enable_steady_tick(Duration::from_millis(250));
     let platform_path = match &args.platform {
         Some(p) => p.clone(),
-        // The calibration meets the same rule as the runs: a ping-pong that
-        // shared the cores with other work fits that work (here a disturbed
-        // one put 4 MiB at 7.1 GB/s, 54 % rms error, against 10.3).
         None => {
-            bar.set_message("calibrate network (on a quiet machine)");
-            let log = out.join("calibrate.log");
-            let (platform, c) = quiet.run(
-                || calibrate(args, &launcher, &out, &bar),
-                |k, _, c| {
-                    bar.println(format!("calibrate network disturbed ({:.0} % CPU stall over {:.1} s), repeated", 100.0 * c.share(), c.elapsed_s));
-                    let _ = std::fs::rename(&log, log.with_extension(format!("disturbed-{k}.log")));
-                },
-            );
-            if let Some(c) = c {
-                let kept = if quiet.disturbed(&c) { ", kept although disturbed (retries spent)" } else { "" };
-                calibration_note = format!("calibration: CPU stall {:.1} % of {:.1} s{kept}", 100.0 * c.share(), c.elapsed_s);
-            }
+            let (platform, note) = calibrate_quietly(args, &launcher, &quiet, &out, &bar);
+            calibration_note = note;
             platform?
         }
     };
@@ -450,9 +525,31 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
     };
-    let ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras, compute, quiet, repeated: Default::default() };
-
-    let results: Vec<(Row, Option<Traced>)> = cases.iter().map(|c| run_case(c, &ctx, &bar)).collect();
+    let mut ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras, compute, quiet, repeated: Default::default() };
+    // The latency-state probe (state.rs): our TOML platform, one host.
+    let mut probe = match (&args.calibrate, args.hostfile.is_none() && !ctx.platform_is_xml) {
+        (_, false) => None,
+        (Some(exe), true) => Some(exe.clone()),
+        (None, true) => beside_exe("calibrate").filter(|e| e.is_file()),
+    };
+    let mut recalibrations = 0;
+    let mut results: Vec<(Row, Option<Traced>)> = Vec::new();
+    for case in &cases {
+        let mut notes = Vec::new();
+        if let Some(exe) = &probe {
+            match check_state(args, &mut ctx, exe, &bar, &mut recalibrations) {
+                Ok(n) => notes.extend(n),
+                Err(e) => {
+                    bar.println(format!("warning: {e}; the machine's latency state is not checked from here on"));
+                    notes.push(e);
+                    probe = None;
+                }
+            }
+        }
+        let (mut row, traced) = run_case(case, &ctx, &bar);
+        notes.iter().for_each(|n| row.note(n));
+        results.push((row, traced));
+    }
     let sweep_rows = if args.sweep { Some(run_sweep(args, &ctx, &cases, &results, &bar)?) } else { None };
     bar.finish_and_clear();
 
