@@ -1,6 +1,6 @@
 /* netbench: point-to-point samples for `calibrate network`.
  *
- * usage: mpirun -np 2 netbench <plan> <out.csv> <warmup> [<n> <d_s>]
+ * usage: mpirun -np 2 netbench <plan> <out.csv> <warmup> [<n> <d_s> | allreduce]
  *   <plan>     text file, one message size in bytes per line, in the order
  *              to measure (the caller shuffles and repeats sizes);
  *   <out.csv>  written by rank 0: "op,size_bytes,start_s,duration_s";
@@ -12,6 +12,13 @@
  *              takes to send n messages of s bytes, spinning d seconds after
  *              each but the last, and receive one s-byte reply that rank 1
  *              sends after receiving all n.
+ *   allreduce  instead of the samples below, every entry (a multiple of 8
+ *              bytes) gives one `allreduce` sample: Barrier; AR_WARM
+ *              untimed MPI_Allreduce (MPI_DOUBLE, MPI_SUM, size/8 doubles,
+ *              MPI_COMM_WORLD), then AR_BURST (AR_BURST_LARGE above
+ *              AR_SMALL_MAX_BYTES) timed back to back; duration = their
+ *              mean (rank 0), as a loop of allreduces pays them. The
+ *              reduction cost is fitted from these (calibrate/src/network/gamma.rs).
  *
  * For every plan entry of `size` bytes, three samples:
  *   pingpong  Barrier; rank 0 spins SYNC_SETTLE_S so that rank 1's Recv is
@@ -69,6 +76,10 @@
 #define CALL_BURST 32
 #define REC 10 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
+#define AR_WARM 8
+#define AR_BURST 64
+#define AR_BURST_LARGE 8
+#define AR_SMALL_MAX_BYTES 65536
 #define MAX_SIZE (1L << 30)
 
 static void spin(double seconds)
@@ -108,6 +119,20 @@ static void die(int rank, const char *msg, const char *detail)
         fprintf(stderr, "netbench: %s%s%s\n", msg, detail ? ": " : "", detail ? detail : "");
     MPI_Finalize();
     exit(2);
+}
+
+/* The mean time of one MPI_Allreduce of `bytes` / 8 doubles over `burst`
+ * back-to-back calls after `warm` untimed ones, seconds (rank 0). */
+static double allreduce_mean(double *a, double *b, long bytes, int warm, int burst)
+{
+    int count = (int)(bytes / 8);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int w = 0; w < warm; w++)
+        MPI_Allreduce(a, b, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double t = MPI_Wtime();
+    for (int k = 0; k < burst; k++)
+        MPI_Allreduce(a, b, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return (MPI_Wtime() - t) / burst;
 }
 
 /* Reads the plan on rank 0; returns the sizes (count in *n) or NULL after
@@ -156,8 +181,11 @@ int main(int argc, char **argv)
     int rank, nranks;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (argc != 4 && argc != 6)
-        die(rank, "usage: netbench <plan> <out.csv> <warmup> [<n> <d_s>]", NULL);
+    if (argc < 4 || argc > 6)
+        die(rank, "usage: netbench <plan> <out.csv> <warmup> [<n> <d_s> | allreduce]", NULL);
+    int ar_mode = argc == 5 && strcmp(argv[4], "allreduce") == 0;
+    if (argc == 5 && !ar_mode)
+        die(rank, "bad mode (allreduce)", argv[4]);
     if (nranks != 2)
         die(rank, "needs exactly 2 ranks", NULL);
     char *end = NULL;
@@ -208,11 +236,13 @@ int main(int argc, char **argv)
         if (plan[i] > max)
             max = plan[i];
     char *buf = malloc((size_t)max);
+    /* Allreduce mode: a second buffer for the result. */
+    char *buf2 = malloc(ar_mode ? (size_t)max : 1);
     /* Per entry, rank 0: start/duration of pingpong, send, isend, wtime,
      * iprobe (PRTT mode: start, prtt1, prttn, prttd); rank 1: recv
      * start/duration packed two per entry. */
     double *rec = malloc((size_t)(n > 0 ? n : 1) * REC * sizeof(double));
-    if (buf == NULL || rec == NULL) {
+    if (buf == NULL || buf2 == NULL || rec == NULL) {
         fprintf(stderr, "netbench: rank %d: cannot allocate %ld bytes\n", rank, max);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -229,7 +259,14 @@ int main(int argc, char **argv)
         r[2] = prtt(rank, buf, s, prtt_n, 0.0);
         r[3] = prtt(rank, buf, s, prtt_n, prtt_d);
     }
-    for (long i = 0; prtt_n == 0 && i < n; i++) {
+    for (long i = 0; ar_mode && i < n; i++) {
+        double *r = &rec[REC * i];
+        long s = plan[i] - plan[i] % 8;
+        int small = s <= AR_SMALL_MAX_BYTES;
+        r[0] = MPI_Wtime() - t0;
+        r[1] = allreduce_mean((double *)buf, (double *)buf2, s, small ? AR_WARM : 1, small ? AR_BURST : AR_BURST_LARGE);
+    }
+    for (long i = 0; prtt_n == 0 && !ar_mode && i < n; i++) {
         int s = (int)plan[i];
         double *r = &rec[REC * i];
         double t;
@@ -316,7 +353,17 @@ int main(int argc, char **argv)
 
     /* Rank 1's recv samples go to rank 0, which writes everything. */
     int status = 0;
-    if (prtt_n > 0) {
+    if (ar_mode) {
+        if (rank == 0) {
+            fprintf(out, "op,size_bytes,start_s,duration_s\n");
+            for (long i = warmup; i < n; i++)
+                fprintf(out, "allreduce,%ld,%.9f,%.9e\n", plan[i] - plan[i] % 8, rec[REC * i], rec[REC * i + 1]);
+            if (fclose(out) != 0) {
+                fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));
+                status = 2;
+            }
+        }
+    } else if (prtt_n > 0) {
         if (rank == 0) {
             fprintf(out, "op,size_bytes,start_s,duration_s\n");
             for (long i = warmup; i < n; i++) {
@@ -354,6 +401,7 @@ int main(int argc, char **argv)
         free(recv1);
     }
     free(buf);
+    free(buf2);
     free(rec);
     free(plan);
     MPI_Finalize();

@@ -43,11 +43,14 @@ pub enum Op {
     /// PRTT(n, d, s): n messages, `d` seconds of spinning after each but the
     /// last, then one reply.
     PrttD,
+    /// The mean of a burst of back-to-back `MPI_Allreduce` of size / 8
+    /// doubles (`MPI_SUM`, 2 ranks; allreduce mode).
+    Allreduce,
 }
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 9] = [Op::Pingpong, Op::Send, Op::Recv, Op::Isend, Op::Wtime, Op::Iprobe, Op::Prtt1, Op::PrttN, Op::PrttD];
+    pub const ALL: [Op; 10] = [Op::Pingpong, Op::Send, Op::Recv, Op::Isend, Op::Wtime, Op::Iprobe, Op::Prtt1, Op::PrttN, Op::PrttD, Op::Allreduce];
 
     /// The name used in the CSV.
     pub fn name(self) -> &'static str {
@@ -61,6 +64,7 @@ impl Op {
             Op::Prtt1 => "prtt1",
             Op::PrttN => "prttn",
             Op::PrttD => "prttd",
+            Op::Allreduce => "allreduce",
         }
     }
 }
@@ -153,6 +157,29 @@ impl Launcher {
     /// As [`Launcher::run`].
     pub fn run_prtt(&self, exe: &Path, plan: &[u64], warmup: usize, n: u32, d_s: f64, dir: &Path) -> Result<Vec<Sample>, Error> {
         self.run_mode(exe, plan, warmup, &[n.to_string(), format!("{d_s:e}")], dir)
+    }
+
+    /// Like [`Launcher::run`] in allreduce mode: one `allreduce` sample per
+    /// kept plan entry (sizes rounded down to whole doubles).
+    ///
+    /// # Errors
+    /// As [`Launcher::run`].
+    pub fn run_allreduce(&self, exe: &Path, plan: &[u64], warmup: usize, dir: &Path) -> Result<Vec<Sample>, Error> {
+        self.run_mode(exe, plan, warmup, &["allreduce".to_string()], dir)
+    }
+
+    /// The first line of `mpirun --version` (e.g. "mpirun (Open MPI)
+    /// 4.1.4"), or `None` when the launcher does not run.
+    pub fn version(&self) -> Option<String> {
+        let out = Command::new(&self.mpirun).arg("--version").stdin(Stdio::null()).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        text.lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()).map(|first| {
+            // MPICH's Hydra prints "HYDRA build details:" first; keep its version line too.
+            match text.lines().find(|l| l.trim_start().starts_with("Version:")) {
+                Some(v) if first.starts_with("HYDRA") => format!("{first} {}", v.trim()),
+                _ => first,
+            }
+        })
     }
 
     fn run_mode(&self, exe: &Path, plan: &[u64], warmup: usize, mode: &[String], dir: &Path) -> Result<Vec<Sample>, Error> {

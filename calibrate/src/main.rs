@@ -175,9 +175,19 @@ struct NetworkArgs {
     /// after this many seconds.
     #[arg(long, default_value_t = 120)]
     budget_s: u64,
+    /// Repetitions of every MPI_Allreduce size the reduction cost is
+    /// fitted on (0: no reduction cost).
+    #[arg(long, default_value_t = 10)]
+    allreduce_reps: usize,
+    /// Collective selector written to the platform (as simulator
+    /// --coll-selector takes it); default: the MPI library's, from
+    /// `mpirun --version` (Open MPI: ompi; MPICH: mpich).
+    #[arg(long, value_name = "NAME")]
+    coll_selector: Option<String>,
     /// Measure nothing: refit the samples of an earlier --csv file (no
-    /// refinement of the eager threshold, no LogGP) and print the fit and
-    /// its held-back validation.
+    /// refinement of the eager threshold, no LogGP; the reduction cost
+    /// from its <stem>.allreduce.csv, if any) and print the fit and its
+    /// held-back validation.
     #[arg(long, value_name = "CSV", conflicts_with = "hostfile")]
     from_csv: Option<PathBuf>,
 }
@@ -265,6 +275,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         fit: FitOptions { max_segments: a.max_segments, ..FitOptions::default() },
         holdout_fraction: a.holdout,
         loggp_n: a.loggp_n,
+        allreduce_reps: a.allreduce_reps,
         stable_rel: a.stable,
         max_extra_passes: a.max_extra_passes,
         budget: Duration::from_secs(a.budget_s),
@@ -275,7 +286,9 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
             let samples = bench::read_csv(csv)?;
             let f = network::fit_validated(&samples, &options).with_context(|| format!("{}", csv.display()))?;
             let (fit, validation, bimodal, slow_state) = (f.fit, f.validation, f.bimodal, f.slow_state);
-            NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples: Vec::new(), fit, prtt_samples: Vec::new(), loggp: None }
+            let ar = sibling(csv, "allreduce");
+            let allreduce_samples = if ar.exists() { bench::read_csv(&ar)? } else { Vec::new() };
+            NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples: Vec::new(), fit, prtt_samples: Vec::new(), loggp: None, allreduce_samples }
         }
         None => network::calibrate(&launcher, &options).context("calibrate network (one node)")?,
     };
@@ -299,6 +312,9 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         }
         if let Some((_, inter)) = &inter {
             bench::write_csv(&sibling(csv, "inter"), &inter.samples)?;
+        }
+        if !cal.allreduce_samples.is_empty() {
+            bench::write_csv(&sibling(csv, "allreduce"), &cal.allreduce_samples)?;
         }
     }
     if let Some(dir) = &a.plot {
@@ -326,9 +342,11 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         Some((hosts, inter)) => network::cluster_platform(hosts, cores(), model(&cal)?, model(inter)?),
         None => network::host_platform(&host_name(), cores(), model(&cal)?),
     };
-    platform.save(&a.out)?;
+    let (extras, coll_note) = collectives(&platform, &cal, &launcher, a.coll_selector.as_deref())?;
+    platform.save_with(&a.out, &extras)?;
     println!("one node (shared memory):");
     report(&cal);
+    println!("{coll_note}");
     if let Some((_, inter)) = &inter {
         println!("two nodes (--hostfile):");
         report(inter);
@@ -350,6 +368,30 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The `[collectives]` table: the selector (`--coll-selector`, else the
+/// MPI library's from `mpirun --version`, else MPICH's with a warning) and
+/// the reduction cost fitted on the one-node allreduce samples; with the
+/// log lines saying both.
+fn collectives(platform: &simulator::platform::Platform, cal: &NetworkCalibration, launcher: &Launcher, given: Option<&str>) -> anyhow::Result<(simulator::platform::Extras, String)> {
+    use simulator::replay::collectives::CollAlgs;
+    let version = launcher.version();
+    let (name, why) = match (given, version.as_deref().and_then(network::gamma::selector_of)) {
+        (Some(g), _) => (g.to_string(), "--coll-selector".to_string()),
+        (None, Some(s)) => (s.to_string(), format!("`{} --version`: {}", launcher.mpirun, version.as_deref().unwrap_or(""))),
+        (None, None) => {
+            let v = version.as_deref().unwrap_or("does not run");
+            eprintln!("calibrate network: unknown MPI library (`{} --version`: {v}); collective selector mpich", launcher.mpirun);
+            ("mpich".to_string(), "default, library unknown".to_string())
+        }
+    };
+    let coll = CollAlgs::preset(&name).map_err(anyhow::Error::msg).context("--coll-selector")?;
+    let mut extras = simulator::platform::Extras { coll, ..Default::default() };
+    let fit = network::gamma::fit_reduce_cost(&cal.allreduce_samples, platform, &extras)?;
+    extras.reduce = fit.cost;
+    let table = if fit.points.is_empty() { String::new() } else { format!("\n{}", fit.table()) };
+    Ok((extras, format!("collective selector: {name} ({why})\n{}{table}", fit.summary())))
 }
 
 /// `dir/stem.csv` → `dir/stem.<tag>.csv`.

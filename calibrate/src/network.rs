@@ -28,6 +28,7 @@ use crate::loggp::{self, LogGp};
 use crate::modes::{self, Bimodal, SlowState};
 use crate::segmented::{self, FitOptions, SegmentedFit};
 
+pub mod gamma;
 mod validation;
 pub use validation::{hold_out, median_ci, validate, Validation};
 
@@ -62,6 +63,10 @@ pub struct NetworkOptions {
     pub loggp_n: u32,
     /// Repetitions per size of the LogGP assessment; default 10.
     pub loggp_reps: usize,
+    /// Repetitions per size of the `MPI_Allreduce` samples
+    /// ([`gamma::ALLREDUCE_SIZES`]) the reduction cost is fitted on;
+    /// default 10, 0 skips them.
+    pub allreduce_reps: usize,
     /// Grid passes are added (each `reps` more per size) while the
     /// per-size ping-pong medians of the fast state are less stable than
     /// this ([`median_ci`], dimensionless); default 0.025.
@@ -87,6 +92,7 @@ impl Default for NetworkOptions {
             holdout_fraction: 0.2,
             loggp_n: 8,
             loggp_reps: 10,
+            allreduce_reps: 10,
             stable_rel: 0.025,
             max_extra_passes: 3,
             budget: std::time::Duration::from_secs(120),
@@ -327,11 +333,14 @@ pub struct NetworkCalibration {
     pub prtt_samples: Vec<Sample>,
     /// LogGP parameters, when assessed.
     pub loggp: Option<LogGp>,
+    /// `MPI_Allreduce` samples ([`gamma::fit_reduce_cost`]); empty when skipped.
+    pub allreduce_samples: Vec<Sample>,
 }
 
 /// Compiles and runs the benchmark in a fresh temporary directory: the
 /// main grid once, then up to `refine_rounds` rounds narrowing the eager
-/// threshold; returns samples and fits.
+/// threshold, the LogGP assessment and the allreduce samples; returns
+/// samples and fits.
 ///
 /// # Errors
 /// Any error of [`Launcher::compile`], [`Launcher::run`], [`bench::size_grid`]
@@ -397,7 +406,16 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
     } else {
         (Vec::new(), None)
     };
-    Ok(NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples, fit, prtt_samples, loggp })
+    let allreduce_samples = match options.allreduce_reps {
+        0 => Vec::new(),
+        reps => {
+            let sizes = &gamma::ALLREDUCE_SIZES;
+            let mut plan = sizes.to_vec();
+            plan.extend(bench::shuffled_plan(sizes, reps, options.seed.wrapping_add(77)));
+            launcher.run_allreduce(&exe, &plan, sizes.len(), dir.path())?
+        }
+    };
+    Ok(NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples, fit, prtt_samples, loggp, allreduce_samples })
 }
 
 /// Runs `sizes` once unrecorded (warm-up), then `reps` times shuffled.

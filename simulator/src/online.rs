@@ -326,8 +326,12 @@ impl<'a> VirtualRank<'a> {
     /// [`ReplayError`]: this rank or the root is not a member, the lengths
     /// differ, or the replay rejects the action.
     pub fn collective(&mut self, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<f64, ReplayError> {
-        let (exit, comm) = self.run_collective(action, members, entries_s, false)?;
-        let b = Block { since: self.clock, resume: exit.max(self.clock), d: comm };
+        let (exit, comm, reduce_s) = self.run_collective(action, members, entries_s, false)?;
+        let resume = exit.max(self.clock);
+        // The reduction steps are local compute, as in the replay.
+        let reduce_s = reduce_s.min(resume - self.clock);
+        self.stats.compute_s += reduce_s;
+        let b = Block { since: self.clock + reduce_s, resume, d: comm };
         self.resolve(b);
         Ok(self.clock)
     }
@@ -353,7 +357,7 @@ impl<'a> VirtualRank<'a> {
     /// As [`VirtualRank::collective`].
     pub fn icoll_matched(&mut self, req: u64, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<Option<f64>, ReplayError> {
         let Some(&Req::Coll { post }) = self.reqs.get(&req) else { return Ok(None) };
-        let (at, span) = self.run_collective(action, members, entries_s, true)?;
+        let (at, span, _) = self.run_collective(action, members, entries_s, true)?;
         self.reqs.insert(req, Req::Done { at, d: span });
         Ok(Some(at.max(post)))
     }
@@ -362,8 +366,10 @@ impl<'a> VirtualRank<'a> {
     /// engine; returns this rank's exit time (the request's completion
     /// when `nonblocking`) and its model duration (communication time of
     /// the blocking collective; the span from post to completion of the
-    /// nonblocking one).
-    fn run_collective(&self, action: &Action, members: &[u32], entries_s: &[f64], nonblocking: bool) -> Result<(f64, f64), ReplayError> {
+    /// nonblocking one) and the reduction steps' local compute, seconds
+    /// ([`Extras::reduce`]; 0 for a nonblocking one, whose progress engine
+    /// reduces off the rank's CPU).
+    fn run_collective(&self, action: &Action, members: &[u32], entries_s: &[f64], nonblocking: bool) -> Result<(f64, f64, f64), ReplayError> {
         let bad = |why: String| ReplayError {
             rank: Some(self.rank),
             kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why },
@@ -413,9 +419,11 @@ impl<'a> VirtualRank<'a> {
         let report = replay::replay_with(&platform, &self.extras, streams)?;
         let mine = &report.ranks[me];
         let exit = base + mine.end_s;
+        // Compute beyond the synthetic entry block: the reduction steps.
+        let reduce_s = if self.extras.reduce.is_zero() { 0.0 } else { (mine.compute_s - (entries_s[me] - base)).max(0.0) };
         Ok(match nonblocking {
-            false => (exit, mine.comm_s),
-            true => (exit, (exit - entries_s[me]).max(0.0)),
+            false => (exit, mine.comm_s, reduce_s),
+            true => (exit, (exit - entries_s[me]).max(0.0), 0.0),
         })
     }
 }

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::energy::{HostPstates, Pstate};
 use crate::network::P2pModel;
+use crate::replay::collectives::{CollAlgs, ReduceCost};
 
 pub mod simgrid;
 
@@ -108,6 +109,10 @@ pub struct Platform {
 /// crosstraffic = 0.0           # optional (SimGrid: 0.05)
 /// topology = { kind = "torus", dims = [4, 4] }   # or "crossbar" (default),
 ///            # { kind = "fat-tree", down = [4, 4], up = [1, 2], count = [1, 2] }
+/// [collectives]                # optional (what `calibrate network` writes)
+/// selector = "ompi"            # as --coll-selector (default "mpich")
+/// reduce_intercept_s = 2e-7    # per reduction step (default 0)
+/// reduce_s_per_byte = 1.5e-10  # γ (default 0)
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Extras {
@@ -131,6 +136,11 @@ pub struct Extras {
     /// by `smpi/coll-selector` and `smpi/<collective>` settings.
     #[serde(default)]
     pub coll: crate::replay::collectives::CollAlgs,
+    /// Time of each reduction step of a collective (the γ term of Thakur,
+    /// Rabenseifner & Gropp, IJHPCA 2005); zero (SimGrid's behaviour) by
+    /// default.
+    #[serde(default)]
+    pub reduce: crate::replay::collectives::ReduceCost,
     /// Refuse a trace with more ranks than the platform has cores (set for
     /// SimGrid XML platforms); otherwise ranks wrap around the hosts.
     #[serde(default)]
@@ -151,6 +161,20 @@ struct ExtrasToml {
     #[serde(default)]
     smpi: SmpiToml,
     links: Option<LinksToml>,
+    #[serde(default)]
+    collectives: CollectivesToml,
+}
+
+/// `[collectives]`: the selector (mirrors SimGrid's `smpi/coll-selector`)
+/// and the reduction cost.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CollectivesToml {
+    selector: Option<String>,
+    #[serde(default)]
+    reduce_intercept_s: f64,
+    #[serde(default)]
+    reduce_s_per_byte: f64,
 }
 
 /// `[links]`: link sharing over a topology.
@@ -260,7 +284,11 @@ pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extra
             topology: l.topology,
             latency_per_link: false,
         }),
-        coll: Default::default(),
+        coll: match &x.collectives.selector {
+            Some(name) => CollAlgs::preset(name).map_err(|w| e(format!("collectives.selector: {w}")))?,
+            None => CollAlgs::default(),
+        },
+        reduce: ReduceCost { intercept_s: x.collectives.reduce_intercept_s, s_per_byte: x.collectives.reduce_s_per_byte },
         no_oversubscription: false,
         pstates: x
             .hosts
@@ -271,6 +299,7 @@ pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extra
     if let Some(i) = extras.speed_flops.iter().position(|s| s.is_some_and(|s| !(s.is_finite() && s > 0.0))) {
         return Err(e(format!("hosts[{i}].speed_flops must be > 0")));
     }
+    extras.reduce.validate().map_err(|w| e(format!("collectives.{w}")))?;
     if let Some(f) = &extras.flows {
         if !(f.link_bw_bytes_per_s.is_finite() && f.link_bw_bytes_per_s > 0.0) {
             return Err(e("links.bw_bytes_per_s must be > 0".into()));
@@ -320,6 +349,24 @@ impl Platform {
     pub fn save(&self, path: &Path) -> Result<(), PlatformError> {
         let e = |what: String| PlatformError { path: path.to_path_buf(), what };
         let text = toml::to_string_pretty(self).map_err(|x| e(x.to_string()))?;
+        std::fs::write(path, text).map_err(|x| e(x.to_string()))
+    }
+
+    /// Writes the platform as TOML followed by the `[collectives]` table
+    /// of `extras` (its selector and reduction cost; per-collective
+    /// overrides are not written), which [`load_any`] reads back.
+    ///
+    /// # Errors
+    /// The I/O error, as text naming `path`.
+    pub fn save_with(&self, path: &Path, extras: &Extras) -> Result<(), PlatformError> {
+        let e = |what: String| PlatformError { path: path.to_path_buf(), what };
+        let mut text = toml::to_string_pretty(self).map_err(|x| e(x.to_string()))?;
+        text.push_str(&format!(
+            "\n[collectives]\nselector = \"{}\"\nreduce_intercept_s = {:e}\nreduce_s_per_byte = {:e}\n",
+            extras.coll.selector.name(),
+            extras.reduce.intercept_s,
+            extras.reduce.s_per_byte
+        ));
         std::fs::write(path, text).map_err(|x| e(x.to_string()))
     }
 
@@ -468,5 +515,31 @@ mod tests {
         std::fs::write(&f, text.replace("93:150", "93")).unwrap();
         let e = load_any(&f, &[]).unwrap_err().to_string();
         assert!(e.contains("p.toml") && e.contains("Idle:Epsilon:AllCores") && e.lines().count() == 1, "{e}");
+    }
+
+    #[test]
+    fn the_collectives_table_sets_the_selector_and_the_reduction_cost() {
+        use crate::replay::collectives::Selector;
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("p.toml");
+        let (_, x) = {
+            sample().save(&f).unwrap();
+            load_any(&f, &[]).unwrap()
+        };
+        assert_eq!((x.coll, x.reduce), (CollAlgs::mpich(), ReduceCost::default()));
+        let ompi = Extras { coll: CollAlgs::preset("ompi").unwrap(), reduce: ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10 }, ..Extras::default() };
+        sample().save_with(&f, &ompi).unwrap();
+        let (p, x) = load_any(&f, &[]).unwrap();
+        assert_eq!((p, x.coll.selector, x.reduce), (sample(), Selector::Ompi, ompi.reduce));
+        let text = std::fs::read_to_string(&f).unwrap();
+        std::fs::write(&f, text.replace("\"ompi\"", "\"openmpi\"")).unwrap();
+        let e = load_any(&f, &[]).unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains("collectives.selector") && e.contains("`openmpi`") && e.lines().count() == 1, "{e}");
+        std::fs::write(&f, text.replace("reduce_s_per_byte = 1.5e-10", "reduce_s_per_byte = -1.0")).unwrap();
+        let e = load_any(&f, &[]).unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains("collectives.reduce_s_per_byte") && e.lines().count() == 1, "{e}");
+        std::fs::write(&f, text.replace("selector", "selektor")).unwrap();
+        let e = load_any(&f, &[]).unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains("selektor") && e.lines().count() == 1, "{e}");
     }
 }

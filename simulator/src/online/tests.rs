@@ -185,3 +185,31 @@ fn nonblocking_collectives_agree_with_replay() {
     let mut v = VirtualRank::new(platform(), Extras::default(), 0);
     assert_eq!(v.icoll_matched(9, &Action::Barrier { comm: 0 }, &[0, 1], &[0.0, 0.0]).unwrap(), None);
 }
+
+/// The reduction steps ([`Extras::reduce`]) are local compute online as
+/// offline, and the clocks still agree.
+#[test]
+fn reductions_are_compute_online_as_offline() {
+    let x = Extras {
+        reduce: crate::replay::collectives::ReduceCost { intercept_s: 1e-6, s_per_byte: 1e-9 },
+        ..Extras::default()
+    };
+    let entries = [3e-4, 1e-4, 2e-4];
+    for action in [Action::Allreduce { bytes: 4096, comm: 0 }, Action::Reduce { root: 1, bytes: 800, comm: 0 }] {
+        let streams: Vec<ActionStream<'static, Infallible>> = entries
+            .iter()
+            .map(|&e| Box::new(vec![compute(e), action.clone(), Action::Finalize].into_iter().map(Ok)) as ActionStream<'static, Infallible>)
+            .collect();
+        let off = replay::replay_with(&platform(), &x, streams).unwrap();
+        assert!(off.ranks.iter().map(|r| r.compute_s).sum::<f64>() > entries.iter().sum::<f64>() / 2.0 + 1e-6);
+        for r in 0..3u32 {
+            let mut v = VirtualRank::new(platform(), x.clone(), r);
+            v.compute(entries[r as usize]);
+            let entry: Vec<f64> = (0..3).map(|i| entries[i] / platform().hosts[platform().host_of(i as u32)].speed_ratio).collect();
+            v.collective(&action, &[0, 1, 2], &entry).unwrap();
+            let o = &off.ranks[r as usize];
+            let want = VirtualStats { end_s: o.end_s, compute_s: o.compute_s, comm_s: o.comm_s, wait_s: o.wait_s, ..Default::default() };
+            assert_close(v.stats(), want);
+        }
+    }
+}

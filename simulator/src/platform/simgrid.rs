@@ -414,6 +414,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         async_small_thresh_bytes: Some(async_small),
         flows,
         coll,
+        reduce: Default::default(),
         no_oversubscription: true,
     };
     Ok((platform, extras))

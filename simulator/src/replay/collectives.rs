@@ -6,7 +6,10 @@
 //! receives), then waits for all of them, like `MPI_Waitall`, before the
 //! next round. Ranks and roots in schedules are communicator ranks `0..n`;
 //! the engine maps them to world ranks through the communicator's members.
-//! The reduction arithmetic is not timed.
+//! Receives whose data the rank combines into its own (a reduction
+//! step) carry the bytes combined ([`Step::reduce_bytes`]); the engine
+//! charges [`ReduceCost`] for them as local compute once their round
+//! completes, before the next round (the γ term of Thakur et al. 2005).
 //!
 //! Algorithms (Thakur, Rabenseifner & Gropp, "Optimization of Collective
 //! Communication Operations in MPICH", IJHPCA 2005; OpenMPI's
@@ -29,6 +32,7 @@
 //! and per-collective overrides.
 
 mod exchange;
+mod gamma;
 mod ompi;
 mod schedule;
 mod select;
@@ -39,6 +43,7 @@ pub use exchange::{
     pairwise, rabenseifner_allreduce, rabenseifner_reduce, rdb_allgather, rdb_scan, recursive_halving_reduce_scatter,
     ring_allgather, ring_allreduce, ring_reduce_scatter, split_blocks,
 };
+pub use gamma::ReduceCost;
 pub use schedule::{elem_size, schedule, CollCall};
 pub use select::{alg_names, parse_alg, Alg, Coll, CollAlgs, Selector, SELECTORS};
 pub use trees::{
@@ -59,18 +64,35 @@ pub struct Step {
     pub send: bool,
     /// True on the last step of a round: the rank waits for the round here.
     pub end_round: bool,
+    /// On a receive whose data is combined into the rank's buffer (a
+    /// reduction step): the bytes combined; 0 otherwise.
+    pub reduce_bytes: u64,
 }
 
 fn push_round(out: &mut Vec<Step>, ops: &[(u32, bool)], bytes: u64) {
     for (i, &(peer, send)) in ops.iter().enumerate() {
-        out.push(Step { peer, bytes: if send { bytes } else { 0 }, send, end_round: i + 1 == ops.len() });
+        out.push(Step { peer, bytes: if send { bytes } else { 0 }, send, end_round: i + 1 == ops.len(), reduce_bytes: 0 });
     }
 }
 
 fn push_ops(out: &mut Vec<Step>, ops: &[(u32, bool, u64)]) {
     for (i, &(peer, send, bytes)) in ops.iter().enumerate() {
-        out.push(Step { peer, bytes, send, end_round: i + 1 == ops.len() });
+        out.push(Step { peer, bytes, send, end_round: i + 1 == ops.len(), reduce_bytes: 0 });
     }
+}
+
+/// Marks the receives among `out[from..]` as reduction steps combining
+/// `bytes` bytes each.
+fn reducing(out: &mut [Step], from: usize, bytes: u64) {
+    for s in out[from..].iter_mut().filter(|s| !s.send) {
+        s.reduce_bytes = bytes;
+    }
+}
+
+/// Marks the last step of `out`, a receive, as a reduction step of `bytes`.
+fn reduce_last(out: &mut [Step], bytes: u64) {
+    let n = out.len();
+    reducing(out, n - 1, bytes);
 }
 
 /// Segment sizes of a `bytes`-byte message cut in `seg_bytes` pieces (one

@@ -112,6 +112,8 @@ struct Coll {
     comm: u32,
     name: &'static str,
     round_slots: Vec<u32>,
+    /// Reductions of the round in flight, charged when it completes, seconds.
+    reduce_s: f64,
 }
 
 /// Per-rank totals.
@@ -332,12 +334,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if !(seconds.is_finite() && seconds >= 0.0) {
                     return Err(self.err(r, action, "compute time must be finite and >= 0", false));
                 }
-                let (clock, speed) = (self.ranks[r].clock, self.ranks[r].speed);
-                let dt = match self.jitter.as_mut() {
-                    Some(stretch) => stretch(r, clock, seconds / speed),
-                    None => seconds / speed,
-                };
-                self.computed(r, dt);
+                let speed = self.ranks[r].speed;
+                self.local_compute(r, seconds / speed);
             }
             // MPI_PROC_NULL peers: nothing to transfer, requests complete at once.
             Action::Send { dst: NULL_DST, .. } | Action::Recv { src: PROC_NULL, .. } => {}
@@ -456,6 +454,17 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Action::Finalize => return Ok(self.finish(r)),
         }
         Ok(Flow::Continue)
+    }
+
+    /// Rank `r` computes for `seconds` (on its host) from its clock,
+    /// stretched by OS jitter when injected.
+    fn local_compute(&mut self, r: usize, seconds: f64) {
+        let clock = self.ranks[r].clock;
+        let dt = match self.jitter.as_mut() {
+            Some(stretch) => stretch(r, clock, seconds),
+            None => seconds,
+        };
+        self.computed(r, dt);
     }
 
     /// Rank `r` computes for `dt` seconds from its clock.

@@ -595,3 +595,5 @@ fn scatterv_takes_one_algorithm_on_every_rank() {
 }
 
 mod nbc;
+
+mod gamma;

@@ -1,7 +1,7 @@
 //! Rootless schedules: all-reduce, reduce-scatter, all-gather, all-to-all,
 //! scan. Ranks are communicator ranks `0..n`.
 
-use super::{push_ops, push_round, Step};
+use super::{push_ops, push_round, reduce_last, reducing, Step};
 
 /// MPICH's fold for `n` not a power of two (Thakur et al. 2005 §4.1): with
 /// p the largest power of two ≤ n and `rem = n − p`, the even ranks
@@ -45,6 +45,7 @@ pub fn allreduce(rank: u32, n: u32, bytes: u64, out: &mut Vec<Step>) {
         push_round(out, &[(rank + 1, false)], bytes);
         return;
     };
+    let from = out.len();
     if rank < 2 * rem {
         push_round(out, &[(rank - 1, false)], bytes);
     }
@@ -54,6 +55,7 @@ pub fn allreduce(rank: u32, n: u32, bytes: u64, out: &mut Vec<Step>) {
         push_round(out, &[(partner, true), (partner, false)], bytes);
         mask <<= 1;
     }
+    reducing(out, from, bytes);
     if rank < 2 * rem {
         push_round(out, &[(rank - 1, true)], bytes);
     }
@@ -74,6 +76,7 @@ pub fn split_blocks(bytes: u64, parts: u32, elem: u64) -> Vec<u64> {
 
 /// Recursive vector halving among the `p` folded ranks: block sizes
 /// `blocks` (len p, by new rank); new rank `new` ends holding block `new`.
+/// Each receive is a reduction step of the blocks the rank keeps.
 fn halving(new: u32, p: u32, rem: u32, blocks: &[u64], out: &mut Vec<Step>) {
     let (mut lo, mut mask) = (0u32, p / 2);
     while mask > 0 {
@@ -82,6 +85,8 @@ fn halving(new: u32, p: u32, rem: u32, blocks: &[u64], out: &mut Vec<Step>) {
         let (keep, give) = if new < partner_new { (lo, lo + mask) } else { (lo + mask, lo) };
         let send: u64 = blocks[give as usize..(give + mask) as usize].iter().sum();
         push_ops(out, &[(partner, true, send), (partner, false, 0)]);
+        let kept: u64 = blocks[keep as usize..(keep + mask) as usize].iter().sum();
+        reduce_last(out, kept);
         lo = keep;
         mask /= 2;
     }
@@ -120,6 +125,7 @@ pub fn rabenseifner_allreduce(rank: u32, n: u32, bytes: u64, elem: u64, out: &mu
     };
     if rank < 2 * rem {
         push_round(out, &[(rank - 1, false)], bytes);
+        reduce_last(out, bytes);
     }
     let blocks = split_blocks(bytes, p, elem);
     halving(new, p, rem, &blocks, out);
@@ -151,6 +157,7 @@ pub fn rabenseifner_reduce(rank: u32, n: u32, root: u32, bytes: u64, elem: u64, 
     };
     if vr < 2 * rem {
         push_round(out, &[(real(vr - 1), false)], bytes);
+        reduce_last(out, bytes);
     }
     let blocks = split_blocks(bytes, p, elem);
     let mut half = Vec::new();
@@ -191,6 +198,7 @@ pub fn recursive_halving_reduce_scatter(rank: u32, n: u32, recv_bytes: &[u64], o
     };
     if rank < 2 * rem {
         push_round(out, &[(rank - 1, false)], 0);
+        reduce_last(out, total);
     }
     let blocks: Vec<u64> = (0..p)
         .map(|q| if q < rem { recv_bytes[2 * q as usize] + recv_bytes[2 * q as usize + 1] } else { recv_bytes[(q + rem) as usize] })
@@ -204,7 +212,8 @@ pub fn recursive_halving_reduce_scatter(rank: u32, n: u32, recv_bytes: &[u64], o
 /// Appends rank `rank`'s steps of a ring reduce-scatter (OpenMPI's
 /// `reduce_scatter_intra_ring`; the first phase of a ring all-reduce): in
 /// step k = 0..n−1 rank r sends its partial block `r − k − 1` (mod n),
-/// of `block_bytes(block)` bytes, to `r + 1` and receives from `r − 1`;
+/// of `block_bytes(block)` bytes, to `r + 1` and receives from `r − 1`
+/// block `r − k − 2`, which it combines with its own (a reduction step);
 /// block b ends complete on rank b.
 ///
 /// # Panics
@@ -214,6 +223,7 @@ pub fn ring_reduce_scatter(rank: u32, n: u32, block_bytes: impl Fn(u32) -> u64, 
     for k in 0..n.saturating_sub(1) {
         let block = (rank + 2 * n - k - 1) % n;
         push_ops(out, &[((rank + 1) % n, true, block_bytes(block)), ((rank + n - 1) % n, false, 0)]);
+        reduce_last(out, block_bytes((rank + 2 * n - k - 2) % n));
     }
 }
 
@@ -367,7 +377,7 @@ pub fn linear_allgather(rank: u32, n: u32, block_bytes: impl Fn(u32) -> u64, out
 
 /// Appends rank `rank`'s steps of a linear-chain scan of `bytes` per rank
 /// (OpenMPI's `scan_intra_linear`): receive the prefix from `rank − 1`,
-/// then send the new prefix to `rank + 1`.
+/// and combine it (a reduction step), then send the new prefix to `rank + 1`.
 ///
 /// # Panics
 /// If `rank >= n`.
@@ -375,6 +385,7 @@ pub fn chain_scan(rank: u32, n: u32, bytes: u64, out: &mut Vec<Step>) {
     assert!(rank < n, "rank {rank} out of {n}");
     if rank > 0 {
         push_ops(out, &[(rank - 1, false, 0)]);
+        reduce_last(out, bytes);
     }
     if rank + 1 < n {
         push_ops(out, &[(rank + 1, true, bytes)]);
@@ -383,7 +394,8 @@ pub fn chain_scan(rank: u32, n: u32, bytes: u64, out: &mut Vec<Step>) {
 
 /// Appends rank `rank`'s steps of a recursive-doubling scan or exscan
 /// (MPICH's `MPIR_Scan_intra_recursive_doubling`): in round k it exchanges
-/// its partial result with `rank ^ 2^k` when that rank exists.
+/// its partial result with `rank ^ 2^k` when that rank exists and combines
+/// what it receives (one reduction step per round).
 ///
 /// # Panics
 /// If `rank >= n`.
@@ -394,6 +406,7 @@ pub fn rdb_scan(rank: u32, n: u32, bytes: u64, out: &mut Vec<Step>) {
         let partner = rank ^ mask;
         if partner < n {
             push_ops(out, &[(partner, true, bytes), (partner, false, 0)]);
+            reduce_last(out, bytes);
         }
         mask <<= 1;
     }

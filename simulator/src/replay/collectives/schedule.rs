@@ -84,7 +84,11 @@ pub fn schedule(algs: &CollAlgs, call: &CollCall, me: u32, n: u32, out: &mut Vec
             _ => bcast(me, n, root, bytes, out),
         },
         Coll::Reduce => match alg {
-            Alg::Linear => linear_gather(me, n, root, bytes, out),
+            Alg::Linear => {
+                let at = out.len();
+                linear_gather(me, n, root, bytes, out);
+                reducing(out, at, bytes);
+            }
             Alg::Pipeline { seg } => chain_reduce(me, n, root, bytes, seg, out),
             Alg::BinaryTree { seg } => binary_reduce(me, n, root, bytes, seg, out),
             Alg::Rabenseifner if count >= pof2 => rabenseifner_reduce(me, n, root, bytes, elem, out),
@@ -117,7 +121,11 @@ pub fn schedule(algs: &CollAlgs, call: &CollCall, me: u32, n: u32, out: &mut Vec
         Coll::ReduceScatter => match alg {
             Alg::RecursiveHalving => recursive_halving_reduce_scatter(me, n, call.sizes, out),
             Alg::Ring => ring_reduce_scatter(me, n, |b| call.size(b), out),
-            Alg::Pairwise => pairwise(me, n, |p| call.size(p), out),
+            Alg::Pairwise => {
+                let at = out.len();
+                pairwise(me, n, |p| call.size(p), out);
+                reducing(out, at, call.size(me));
+            }
             _ => {
                 reduce(me, n, 0, call.sizes.iter().sum(), out);
                 linear_scatter(me, n, 0, |p| call.size(p), out);
@@ -137,14 +145,19 @@ fn allreduce_alg(algs: &CollAlgs, alg: Alg, me: u32, n: u32, bytes: u64, out: &m
     let elem = elem_size(bytes);
     let count = bytes / elem;
     let pof2 = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 } as u64;
-    let red_bcast = |out: &mut Vec<Step>| {
+    let gather = |out: &mut Vec<Step>| {
+        let at = out.len();
         linear_gather(me, n, 0, bytes, out);
+        reducing(out, at, bytes);
+    };
+    let red_bcast = |out: &mut Vec<Step>| {
+        gather(out);
         bcast(me, n, 0, bytes, out);
     };
     match alg {
         Alg::RedBcast => red_bcast(out),
         Alg::BasicLinear => {
-            linear_gather(me, n, 0, bytes, out);
+            gather(out);
             linear_scatter(me, n, 0, |_| bytes, out);
         }
         Alg::Nonoverlapping => {

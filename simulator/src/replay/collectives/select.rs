@@ -321,6 +321,19 @@ pub enum Selector {
     SimgridOmpi,
 }
 
+impl Selector {
+    /// The name [`CollAlgs::preset`] takes for this selector (`smpi`,
+    /// `mpich`, `ompi`, `simgrid-ompi`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Selector::Smpi => "smpi",
+            Selector::Mpich => "mpich",
+            Selector::Ompi => "ompi",
+            Selector::SimgridOmpi => "simgrid-ompi",
+        }
+    }
+}
+
 /// Names of the selectors, for messages.
 pub const SELECTORS: &str = "smpi (or default), mpich, ompi, simgrid-ompi";
 

@@ -266,6 +266,7 @@ fn fallbacks_of_ring_and_lr_for_short_vectors() {
     let rdb = schedules(16, |r, v| allreduce(r, 16, 8, v));
     let redbcast = schedules(16, |r, v| {
         linear_gather(r, 16, 0, 8, v);
+        reducing(v, 0, 8);
         bcast(r, 16, 0, 8, v);
     });
     assert_eq!(schedules(16, |r, v| schedule(&o, &call, r, 16, v)), rdb);
@@ -288,4 +289,43 @@ fn names_and_errors() {
     assert_eq!(parse_alg(Coll::Allreduce, "ompi_ring_segmented:4096"), Ok(Alg::SegmentedRing { seg: 4096, simgrid: true }));
     assert_eq!(split_blocks(100, 3, 4), [32, 32, 36]);
     assert_eq!(segments(250, 100), [100, 100, 50]);
+}
+
+#[test]
+fn reduction_steps_are_the_receives_whose_data_is_combined() {
+    let reduced = |s: &[Step]| -> Vec<u64> { s.iter().filter(|x| x.reduce_bytes > 0).map(|x| x.reduce_bytes).collect() };
+    let call = |coll, bytes, sizes: &'static [u64]| CollCall { coll, root: 0, bytes, sizes, vector: !sizes.is_empty() };
+    // Ring all-reduce on 4 ranks, 4 blocks of 1024 B: the reduce-scatter's
+    // 3 receives, none of the all-gather's.
+    for (r, s) in forced(&call(Coll::Allreduce, 4096, &[]), "ring", 4).iter().enumerate() {
+        assert_eq!(reduced(s), vec![1024; 3], "rank {r}");
+        assert!(s[..6].iter().all(|x| x.send || x.reduce_bytes == 1024) && s[6..].iter().all(|x| x.reduce_bytes == 0));
+    }
+    // Uneven blocks (8, 8, 8, 32 B): rank r combines blocks r − 2, r − 3,
+    // r − 4 (mod 4).
+    let s = forced(&call(Coll::Allreduce, 8 * 7, &[]), "ring", 4);
+    assert_eq!((reduced(&s[1]), reduced(&s[3])), (vec![32, 8, 8], vec![8, 8, 32]));
+    // Recursive doubling on 3 ranks (MPICH's fold): rank 1 combines the
+    // folded rank 0's data, then its partner's; rank 0 nothing.
+    let s = forced(&call(Coll::Allreduce, 64, &[]), "rdb", 3);
+    assert_eq!((reduced(&s[0]), reduced(&s[1]), reduced(&s[2])), (vec![], vec![64, 64], vec![64]));
+    // Rabenseifner on 4 ranks: halving keeps 2 blocks, then 1; the
+    // all-gather combines nothing.
+    assert_eq!(reduced(&forced(&call(Coll::Allreduce, 4096, &[]), "rabenseifner", 4)[2]), vec![2048, 1024]);
+    // Binomial reduce to 0 on 4 ranks: the root combines 2 children.
+    let s = forced(&call(Coll::Reduce, 100, &[]), "binomial", 4);
+    assert_eq!((reduced(&s[0]), reduced(&s[1]), reduced(&s[2])), (vec![100, 100], vec![], vec![100]));
+    // A chain reduce combines every received segment.
+    assert_eq!(reduced(&forced(&call(Coll::Reduce, 250, &[]), "chain:100", 3)[1]), vec![100, 100, 50]);
+    // A linear reduce: the root combines each rank's data.
+    assert_eq!(reduced(&forced(&call(Coll::Reduce, 8, &[]), "linear", 4)[0]), vec![8; 3]);
+    // Reduce-scatter, pairwise: each receive is this rank's block.
+    assert_eq!(reduced(&forced(&call(Coll::ReduceScatter, 0, &[8, 16, 24]), "pairwise", 3)[2]), vec![24, 24]);
+    // Scans: linear chain, one step per rank after the first.
+    let s = forced(&call(Coll::Scan, 32, &[]), "linear", 3);
+    assert_eq!((reduced(&s[0]), reduced(&s[2])), (vec![], vec![32]));
+    // Nothing to combine in a bcast, an all-gather or a tree barrier.
+    for (c, alg) in [(Coll::Bcast, "binomial"), (Coll::Allgather, "ring"), (Coll::Barrier, "tree")] {
+        assert!(forced(&call(c, 64, &[]), alg, 5).iter().all(|s| reduced(s).is_empty()), "{}", c.name());
+    }
 }

@@ -2,7 +2,7 @@
 //! gathers and scatters. Ranks are communicator ranks `0..n`; `root` is a
 //! communicator rank too.
 
-use super::{push_ops, push_round, segments, Step};
+use super::{push_ops, push_round, reduce_last, reducing, segments, Step};
 
 /// Virtual rank of `rank` when `root` is renumbered 0.
 fn virt(rank: u32, n: u32, root: u32) -> u32 {
@@ -107,8 +107,8 @@ pub fn bcast(rank: u32, n: u32, root: u32, bytes: u64, out: &mut Vec<Step>) {
 /// Appends rank `rank`'s steps of a binomial-tree reduction of `bytes`
 /// bytes per rank to `root` over `n` ranks: receive from each child,
 /// smallest subtree first, one per round, then send to the parent
-/// (MPICH's `MPIR_Reduce_intra_binomial`, commutative operation). The
-/// reduction arithmetic itself is not timed.
+/// (MPICH's `MPIR_Reduce_intra_binomial`, commutative operation). Each
+/// receive is a reduction step of `bytes`.
 ///
 /// # Panics
 /// If `rank` or `root` is `>= n`.
@@ -121,6 +121,7 @@ pub fn reduce(rank: u32, n: u32, root: u32, bytes: u64, out: &mut Vec<Step>) {
             let child = vr as u64 | mask as u64;
             if child < n as u64 {
                 push_round(out, &[(real(child as u32, n, root), false)], bytes);
+                reduce_last(out, bytes);
             }
         } else {
             push_round(out, &[(real(vr & !mask, n, root), true)], bytes);
@@ -242,13 +243,14 @@ pub fn chain_bcast(rank: u32, n: u32, root: u32, bytes: u64, seg_bytes: u64, out
     let vr = virt(rank, n, root);
     let parent = (vr > 0).then(|| real(vr - 1, n, root));
     let child = (vr + 1 < n).then(|| real(vr + 1, n, root));
-    pipeline_tree(parent.as_slice(), child.as_slice(), bytes, seg_bytes, out);
+    pipeline_tree(parent.as_slice(), child.as_slice(), bytes, seg_bytes, false, out);
 }
 
 /// Appends rank `rank`'s steps of a pipelined chain reduction to `root` in
 /// segments of `seg_bytes` (OpenMPI's `reduce_intra_chain`/`pipeline`):
 /// rank `root + v` receives each segment from `root + v + 1` and sends the
-/// partial result on to `root + v − 1`.
+/// partial result on to `root + v − 1`; each received segment is a
+/// reduction step.
 ///
 /// # Panics
 /// If `rank` or `root` is `>= n`.
@@ -257,7 +259,7 @@ pub fn chain_reduce(rank: u32, n: u32, root: u32, bytes: u64, seg_bytes: u64, ou
     let vr = virt(rank, n, root);
     let from = (vr + 1 < n).then(|| real(vr + 1, n, root));
     let to = (vr > 0).then(|| real(vr - 1, n, root));
-    pipeline_tree(from.as_slice(), to.as_slice(), bytes, seg_bytes, out);
+    pipeline_tree(from.as_slice(), to.as_slice(), bytes, seg_bytes, true, out);
 }
 
 /// Children of virtual rank `vr` in OpenMPI's binary tree (`topo_build_tree`
@@ -278,12 +280,13 @@ pub fn binary_bcast(rank: u32, n: u32, root: u32, bytes: u64, seg_bytes: u64, ou
     let vr = virt(rank, n, root);
     let parent = (vr > 0).then(|| real((vr - 1) / 2, n, root));
     let kids: Vec<u32> = binary_children(vr, n).map(|c| real(c, n, root)).collect();
-    pipeline_tree(parent.as_slice(), &kids, bytes, seg_bytes, out);
+    pipeline_tree(parent.as_slice(), &kids, bytes, seg_bytes, false, out);
 }
 
 /// Appends rank `rank`'s steps of a segmented binary-tree reduction
 /// (OpenMPI's `reduce_intra_binary` and `in_order_binary`): each segment
-/// goes from the children `2v + 1`, `2v + 2` to the parent `(v − 1) / 2`.
+/// goes from the children `2v + 1`, `2v + 2` to the parent `(v − 1) / 2`;
+/// each received segment is a reduction step.
 ///
 /// # Panics
 /// If `rank` or `root` is `>= n`.
@@ -292,12 +295,13 @@ pub fn binary_reduce(rank: u32, n: u32, root: u32, bytes: u64, seg_bytes: u64, o
     let vr = virt(rank, n, root);
     let kids: Vec<u32> = binary_children(vr, n).map(|c| real(c, n, root)).collect();
     let parent = (vr > 0).then(|| real((vr - 1) / 2, n, root));
-    pipeline_tree(&kids, parent.as_slice(), bytes, seg_bytes, out);
+    pipeline_tree(&kids, parent.as_slice(), bytes, seg_bytes, true, out);
 }
 
 /// A pipeline over a tree: in round i a rank forwards segment i − 1 to
-/// each of `to` and receives segment i from each of `from`.
-fn pipeline_tree(from: &[u32], to: &[u32], bytes: u64, seg_bytes: u64, out: &mut Vec<Step>) {
+/// each of `to` and receives segment i from each of `from`, combining it
+/// when `reduce`.
+fn pipeline_tree(from: &[u32], to: &[u32], bytes: u64, seg_bytes: u64, reduce: bool, out: &mut Vec<Step>) {
     let segs = segments(bytes, seg_bytes);
     for i in 0..=segs.len() {
         let mut ops: Vec<(u32, bool, u64)> = Vec::new();
@@ -308,7 +312,11 @@ fn pipeline_tree(from: &[u32], to: &[u32], bytes: u64, seg_bytes: u64, out: &mut
             ops.extend(from.iter().map(|&p| (p, false, 0)));
         }
         if !ops.is_empty() {
+            let at = out.len();
             push_ops(out, &ops);
+            if reduce && i < segs.len() {
+                reducing(out, at, segs[i]);
+            }
         }
     }
 }

@@ -77,6 +77,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         c.active = true;
         c.pos = 0;
         c.round = 0;
+        c.reduce_s = 0.0;
         c.name = name;
         c.comm = g;
         c.ctx = coll_ctx(g);
@@ -101,7 +102,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let why = format!("neighbour {w} is not among the {n} ranks of communicator {comm}");
                 return Err(self.err(r, action, why, false));
             };
-            steps.push(collectives::Step { peer, bytes, send, end_round: false });
+            steps.push(collectives::Step { peer, bytes, send, end_round: false, reduce_bytes: 0 });
         }
         if let Some(last) = steps.last_mut() {
             last.end_round = true;
@@ -119,8 +120,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         Ok(())
     }
 
-    /// Posts the next round of rank `r`'s collective and waits for it.
+    /// Charges the reductions of rank `r`'s completed round as local
+    /// compute, then posts the next round of its collective and waits for it.
     pub(super) fn coll_round(&mut self, r: usize) -> Result<Flow, ReplayError> {
+        let reduce_s = std::mem::take(&mut self.ranks[r].coll.reduce_s);
+        if reduce_s > 0.0 {
+            self.local_compute(r, reduce_s);
+        }
         let c = &mut self.ranks[r].coll;
         if c.pos == c.steps.len() {
             c.active = false;
@@ -136,6 +142,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             rk.coll.pos += 1;
             let slot = rk.reqs.alloc();
             rk.coll.round_slots.push(slot);
+            rk.coll.reduce_s += self.extras.reduce.eval(st.reduce_bytes);
             let peer = self.comms.world_rank(g, st.peer);
             if st.send {
                 self.isend(r, peer as usize, ctx, tag, st.bytes, slot)?;

@@ -4,7 +4,9 @@
 //! collective's schedule ([`super::coll`], same algorithms, context and
 //! tag sequence) on its own, as if an asynchronous progress engine (a
 //! progress thread or NIC offload) drove it: round k + 1 is posted the
-//! moment round k completes, whatever the rank is doing, and the rank's
+//! moment round k completes (plus its reduction steps,
+//! [`crate::platform::Extras::reduce`], also off the rank's CPU),
+//! whatever the rank is doing, and the rank's
 //! request completes when the last round does. Posting costs the rank
 //! nothing (the sends' overheads delay the schedule, not the rank's
 //! compute). This is the best case for overlap; an MPI library without
@@ -34,6 +36,9 @@ pub(super) struct Nbc {
     start: f64,
     /// The round completed; the next one is posted at `at` (an event).
     ready: bool,
+    /// Reductions of the round in flight, seconds: they delay the next
+    /// round (on the progress engine, not the rank's CPU).
+    reduce_s: f64,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
@@ -60,6 +65,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             at: now,
             start: now,
             ready: false,
+            reduce_s: 0.0,
         };
         rk.nbc.push(nbc);
         let i = rk.nbc.len() - 1;
@@ -81,6 +87,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         n.pos += len;
         n.pending = len as u32;
         n.at = t;
+        n.reduce_s = round.iter().map(|s| self.extras.reduce.eval(s.reduce_bytes)).sum();
         let (ctx, tag, g) = (n.ctx, n.tag, n.comm);
         for _ in 0..len {
             let s = rk.reqs.alloc();
@@ -125,6 +132,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         n.pending -= 1;
         if n.pending == 0 {
             n.ready = true;
+            n.at += n.reduce_s;
             let at = n.at.max(self.queue.now);
             self.queue.schedule(at, NBC_EVENT | r as u32)?;
         }
