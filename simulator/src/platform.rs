@@ -113,6 +113,7 @@ pub struct Platform {
 /// selector = "ompi"            # as --coll-selector (default "mpich")
 /// reduce_intercept_s = 2e-7    # per reduction step (default 0)
 /// reduce_s_per_byte = 1.5e-10  # γ (default 0)
+/// reduce_min_bytes = 4041      # steps below this size cost nothing (default 0)
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Extras {
@@ -175,6 +176,8 @@ struct CollectivesToml {
     reduce_intercept_s: f64,
     #[serde(default)]
     reduce_s_per_byte: f64,
+    #[serde(default)]
+    reduce_min_bytes: u64,
 }
 
 /// `[links]`: link sharing over a topology.
@@ -288,7 +291,11 @@ pub fn load_any(path: &Path, smpi_options: &[String]) -> Result<(Platform, Extra
             Some(name) => CollAlgs::preset(name).map_err(|w| e(format!("collectives.selector: {w}")))?,
             None => CollAlgs::default(),
         },
-        reduce: ReduceCost { intercept_s: x.collectives.reduce_intercept_s, s_per_byte: x.collectives.reduce_s_per_byte },
+        reduce: ReduceCost {
+            intercept_s: x.collectives.reduce_intercept_s,
+            s_per_byte: x.collectives.reduce_s_per_byte,
+            min_bytes: x.collectives.reduce_min_bytes,
+        },
         no_oversubscription: false,
         pstates: x
             .hosts
@@ -362,10 +369,11 @@ impl Platform {
         let e = |what: String| PlatformError { path: path.to_path_buf(), what };
         let mut text = toml::to_string_pretty(self).map_err(|x| e(x.to_string()))?;
         text.push_str(&format!(
-            "\n[collectives]\nselector = \"{}\"\nreduce_intercept_s = {:e}\nreduce_s_per_byte = {:e}\n",
+            "\n[collectives]\nselector = \"{}\"\nreduce_intercept_s = {:e}\nreduce_s_per_byte = {:e}\nreduce_min_bytes = {}\n",
             extras.coll.selector.name(),
             extras.reduce.intercept_s,
-            extras.reduce.s_per_byte
+            extras.reduce.s_per_byte,
+            extras.reduce.min_bytes
         ));
         std::fs::write(path, text).map_err(|x| e(x.to_string()))
     }
@@ -527,7 +535,7 @@ mod tests {
             load_any(&f, &[]).unwrap()
         };
         assert_eq!((x.coll, x.reduce), (CollAlgs::mpich(), ReduceCost::default()));
-        let ompi = Extras { coll: CollAlgs::preset("ompi").unwrap(), reduce: ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10 }, ..Extras::default() };
+        let ompi = Extras { coll: CollAlgs::preset("ompi").unwrap(), reduce: ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 0 }, ..Extras::default() };
         sample().save_with(&f, &ompi).unwrap();
         let (p, x) = load_any(&f, &[]).unwrap();
         assert_eq!((p, x.coll.selector, x.reduce), (sample(), Selector::Ompi, ompi.reduce));

@@ -91,10 +91,11 @@ impl ReduceFit {
         let (lo, hi) = (self.points[0].size_bytes, self.points[self.points.len() - 1].size_bytes);
         let per_gb = if self.cost.s_per_byte > 0.0 { format!("{:.2} GB/s", 1e-9 / self.cost.s_per_byte) } else { "inf".into() };
         format!(
-            "reduce cost (allreduce {lo}..{hi} B, {} sizes): intercept {:.3} us + {:.3e} s/B ({per_gb}); allreduce rms err {:.1}% (γ = 0: {:.1}%); {}",
+            "reduce cost (allreduce {lo}..{hi} B, {} sizes): intercept {:.3} us + {:.3e} s/B ({per_gb}) per step of >= {} B; allreduce rms err {:.1}% (γ = 0: {:.1}%); {}",
             self.points.len(),
             self.cost.intercept_s * 1e6,
             self.cost.s_per_byte,
+            self.cost.min_bytes,
             self.rms_rel_residual * 100.0,
             self.rms_rel_residual_zero * 100.0,
             self.note
@@ -117,8 +118,10 @@ fn predict(platform: &Platform, extras: &Extras, bytes: u64) -> Result<f64, Erro
 /// γ = 0 on `platform` and `extras` (its selector; its reduction cost is
 /// ignored), and k(s), n(s) the reduction steps and bytes the replay puts
 /// on the critical path, least squares on `m − p ≈ k·intercept + n·γ`
-/// relative to m (every size weighs alike), both terms clamped at 0 (the
-/// other refitted alone). No samples: a zero cost, with a note.
+/// relative to m (every size weighs alike) over the sizes with m > p,
+/// both terms clamped at 0 (the other refitted alone), only steps of at
+/// least the intra-node eager threshold charged ([`ReduceCost::min_bytes`]).
+/// No samples: a zero cost, with a note.
 ///
 /// # Errors
 /// [`ErrorKind::Fit`] when the replay rejects the platform.
@@ -130,7 +133,9 @@ pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras)
         return Ok(ReduceFit { cost: zero, points: Vec::new(), rms_rel_residual: 0.0, rms_rel_residual_zero: 0.0, note });
     }
     let with = |cost: ReduceCost| Extras { reduce: cost, ..extras.clone() };
-    let (x0, xi, xg) = (with(zero), with(ReduceCost { intercept_s: 1e-6, s_per_byte: 0.0 }), with(ReduceCost { intercept_s: 0.0, s_per_byte: 1e-9 }));
+    // Steps below the eager threshold are not charged (see ReduceCost).
+    let min_bytes = platform.network.intra.eager_threshold_bytes;
+    let (x0, xi, xg) = (with(zero), with(ReduceCost { intercept_s: 1e-6, s_per_byte: 0.0, min_bytes }), with(ReduceCost { intercept_s: 0.0, s_per_byte: 1e-9, min_bytes }));
     let mut points = Vec::new();
     for (size_bytes, measured_s) in segmented::median_by_size(&pts) {
         let predicted_s = predict(platform, &x0, size_bytes)?;
@@ -138,7 +143,19 @@ pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras)
         let bytes = (predict(platform, &xg, size_bytes)? - predicted_s) / 1e-9;
         points.push(AllreducePoint { size_bytes, measured_s, predicted_s, steps, bytes });
     }
-    let (cost, how) = least_squares(&points);
+    // A size the replay already over-predicts with γ = 0 tells nothing of
+    // the reduction (its exchange is what the model gets wrong: here 512 B
+    // and 2 KiB, eager, 0.56 and 0.67 µs replayed against 0.47 and 0.63
+    // measured), and as a relative residual it weighs as much as a large
+    // size: with them the slope fell to 0.094 ns/B, where every size from
+    // 8 KiB up needs 0.1-0.2.
+    let visible: Vec<AllreducePoint> = points.iter().copied().filter(|p| p.measured_s > p.predicted_s).collect();
+    let (mut cost, how) = least_squares(&visible);
+    cost.min_bytes = if cost.is_zero() { 0 } else { min_bytes };
+    let how = match points.len() - visible.len() {
+        0 => how.to_string(),
+        n => format!("{how}, over the {} sizes the replay under-predicts with γ = 0 ({n} left out)", visible.len()),
+    };
     let rms = |c: ReduceCost| {
         let sq: f64 = points.iter().map(|p| ((p.predicted_s + p.steps * c.intercept_s + p.bytes * c.s_per_byte) / p.measured_s - 1.0).powi(2)).sum();
         (sq / points.len() as f64).sqrt()
@@ -158,16 +175,16 @@ fn least_squares(points: &[AllreducePoint]) -> (ReduceCost, &'static str) {
     let mut candidates = vec![(ReduceCost::default(), "no residual to explain: zero")];
     let det = saa * sbb - sab * sab;
     if det.abs() > 1e-12 * saa * sbb {
-        let c = ReduceCost { intercept_s: (say * sbb - sby * sab) / det, s_per_byte: (sby * saa - say * sab) / det };
+        let c = ReduceCost { intercept_s: (say * sbb - sby * sab) / det, s_per_byte: (sby * saa - say * sab) / det, min_bytes: 0 };
         if c.intercept_s >= 0.0 && c.s_per_byte >= 0.0 {
             return (c, "least squares on relative residuals");
         }
     }
     if saa > 0.0 && say > 0.0 {
-        candidates.push((ReduceCost { intercept_s: say / saa, s_per_byte: 0.0 }, "least squares, γ clamped at 0"));
+        candidates.push((ReduceCost { intercept_s: say / saa, s_per_byte: 0.0, min_bytes: 0 }, "least squares, γ clamped at 0"));
     }
     if sbb > 0.0 && sby > 0.0 {
-        candidates.push((ReduceCost { intercept_s: 0.0, s_per_byte: sby / sbb }, "least squares, intercept clamped at 0"));
+        candidates.push((ReduceCost { intercept_s: 0.0, s_per_byte: sby / sbb, min_bytes: 0 }, "least squares, intercept clamped at 0"));
     }
     candidates.into_iter().min_by(|a, b| sse(a.0).total_cmp(&sse(b.0))).expect("zero is a candidate")
 }
@@ -196,7 +213,7 @@ mod tests {
     /// Samples made by the replay itself with a known cost give it back.
     #[test]
     fn a_known_cost_is_recovered_for_each_selector() {
-        let truth = ReduceCost { intercept_s: 3e-7, s_per_byte: 1.5e-10 };
+        let truth = ReduceCost { intercept_s: 3e-7, s_per_byte: 1.5e-10, min_bytes: 4096 };
         for sel in ["ompi", "mpich"] {
             let x = Extras { coll: CollAlgs::preset(sel).unwrap(), ..Extras::default() };
             let paid = Extras { reduce: truth, ..x.clone() };

@@ -191,7 +191,7 @@ fn nonblocking_collectives_agree_with_replay() {
 #[test]
 fn reductions_are_compute_online_as_offline() {
     let x = Extras {
-        reduce: crate::replay::collectives::ReduceCost { intercept_s: 1e-6, s_per_byte: 1e-9 },
+        reduce: crate::replay::collectives::ReduceCost { intercept_s: 1e-6, s_per_byte: 1e-9, min_bytes: 0 },
         ..Extras::default()
     };
     let entries = [3e-4, 1e-4, 2e-4];

@@ -316,7 +316,7 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
     let online_platform = match &traced {
         Some(t) if !ctx.platform_is_xml => {
             let p = dir.join("platform.toml");
-            t.platform.save(&p).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
+            t.platform.save_with(&p, &ctx.extras).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
         }
         _ => ctx.platform_path.clone(),
     };

@@ -17,7 +17,7 @@ fn replay_all(x: &Extras, ranks: Vec<Vec<Action>>) -> ReplayReport {
     replay_with(&simple(), x, streams).unwrap()
 }
 
-const GAMMA: ReduceCost = ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10 };
+const GAMMA: ReduceCost = ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 0 };
 
 #[test]
 fn rdb_allreduce_on_2_ranks_costs_one_reduction_step_more() {
@@ -39,7 +39,7 @@ fn ring_allreduce_on_4_ranks_charges_its_reduce_scatter_steps_only() {
     // 4 blocks of 1024 B: n − 1 = 3 reduction steps of one block each
     // (the all-gather half combines nothing).
     let bytes = 4096;
-    let gamma = ReduceCost { intercept_s: 0.0, s_per_byte: 1e-9 };
+    let gamma = ReduceCost { intercept_s: 0.0, s_per_byte: 1e-9, min_bytes: 0 };
     let ranks = || (0..4).map(|_| vec![Action::Allreduce { bytes, comm: 0 }]).collect();
     let free = replay_all(&with("allreduce", "ring", ReduceCost::default()), ranks());
     let paid = replay_all(&with("allreduce", "ring", gamma), ranks());
