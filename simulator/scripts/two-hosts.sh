@@ -133,6 +133,21 @@ wait $SERVER
 SERVER=
 cat "$OUT/tcp-pingpong.txt" >&2
 
+# The same over loopback inside one namespace, and MPI (8-byte ring of two
+# ranks: a ping-pong) over TCP on loopback and across the link: MPI's TCP
+# transport software is MPI_lo - TCP_lo, the link's own latency is
+# MPI_link - MPI_lo by MPI and TCP_link - TCP_lo by plain TCP.
+echo "== TCP and MPI-over-TCP latency on loopback (namespace $A) and across the link" >&2
+inA "$WORK/tcp-pingpong" server 7778 &
+SERVER=$!
+sleep 0.2
+inA "$WORK/tcp-pingpong" client 127.0.0.1 7778 20000 1 >"$OUT/tcp-pingpong-lo.txt"
+wait $SERVER
+SERVER=
+hop() { awk -F= -v n="$1" '/^wall_s=/ { printf "half_rtt_s=%.9e\n", $2 / (2 * n) }'; }
+inA mpirun -np 2 --mca btl tcp,self --mca btl_tcp_if_include 127.0.0.1/8 "$ROOT/c-tests/build/ring" 20000 8 | hop 20000 >"$OUT/mpi-lo.txt"
+inA mpirun -np 2 --hostfile "$WORK/hosts" --map-by node "$ROOT/c-tests/build/ring" 20000 8 | hop 20000 >"$OUT/mpi-link.txt"
+
 if [ $QUICK = 1 ]; then
   CAL=(--reps 5 --sizes 24 --max-bytes 1048576 --refine-rounds 1 --loggp-n 0)
   RING_ARGS=(2000 8) RINGBIG_ARGS=(20 262144) JACOBI_ARGS=(512 50)
@@ -171,9 +186,9 @@ inA $BIN/simulator validate --suite "$WORK/suite.toml" --platform "$OUT/platform
 
 # The acceptance figures: the inter-node model against the tc rate and the
 # plain TCP latency.
-python3 - "$OUT/platform.toml" "$OUT/tcp-pingpong.txt" "$RATE" "$OUT/calibrate.txt" <<'EOF' | tee "$OUT/summary.txt"
+python3 - "$OUT/platform.toml" "$OUT/tcp-pingpong.txt" "$RATE" "$OUT/calibrate.txt" "$OUT" <<'EOF' | tee "$OUT/summary.txt"
 import re, sys, tomllib
-platform, tcp, rate, cal = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+platform, tcp, rate, cal, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
 inter = tomllib.load(open(platform, "rb"))["network"]["inter"]
 segs = inter["transfer"]
 bw = segs[-1]["bandwidth_bytes_per_s"]
@@ -185,6 +200,12 @@ print(f"inter-node bandwidth (largest sizes): {bw/1e6:.2f} MB/s; tc rate {tc/1e6
       f" (TCP goodput at that rate {good/1e6:.2f} MB/s: {100*(bw/good-1):+.1f} %)")
 print(f"inter-node latency (transfer of 1 B): {lat*1e6:.2f} us; plain TCP ping-pong half round trip {half*1e6:.2f} us"
       f" (MPI adds {(lat-half)*1e6:+.2f} us)")
+rd = lambda f: float(dict(l.split("=") for l in open(f"{out}/{f}").read().split())["half_rtt_s"])
+tcp_lo, mpi_lo, mpi_link = rd("tcp-pingpong-lo.txt"), rd("mpi-lo.txt"), rd("mpi-link.txt")
+sw = mpi_lo - tcp_lo
+print(f"half round trips, loopback / link: TCP {tcp_lo*1e6:.2f} / {half*1e6:.2f} us, MPI over TCP {mpi_lo*1e6:.2f} / {mpi_link*1e6:.2f} us;"
+      f" MPI's TCP transport software {sw*1e6:.2f} us; the link's own latency {(half-tcp_lo)*1e6:.2f} us by TCP, {(mpi_link-mpi_lo)*1e6:.2f} us by MPI")
+print(f"calibrated latency without MPI's TCP software: {(lat-sw)*1e6:.2f} us against the plain TCP ping-pong's {half*1e6:.2f} us: {100*((lat-sw)/half-1):+.1f} %")
 # LogGP's G of the two-node run (the last LogGP line of calibrate's report).
 g = re.findall(r"G = ([0-9.e+-]+) s/B", open(cal).read())
 if g:
