@@ -15,7 +15,8 @@
 //!   a program's time is a sum of message times, so the model must give
 //!   their expected value, occasional slow round trips included (64 KiB
 //!   on this VM: median 9.55 µs, mean 9.75 µs, p99 14 µs over 3000 round
-//!   trips);
+//!   trips); samples that are each already a loop's mean take the
+//!   per-size median instead ([`FitOptions::lines_by_median`]);
 //! - each piece is fitted by weighted least squares with weights `1/y²`,
 //!   i.e. it minimises the squared *relative* error, so the microsecond
 //!   latency of small messages is not drowned by the millisecond times of
@@ -44,11 +45,16 @@ pub struct FitOptions {
     /// Fewest distinct sizes a piece may span; default 3 (at least 3 so
     /// every piece has a residual degree of freedom).
     pub min_points_per_segment: usize,
+    /// Fit each piece's line to the per-size medians instead of the means
+    /// (default false): for samples that are each already the mean of a
+    /// loop (netbench's ping-pong), whose spread from sample to sample is
+    /// the benchmark's own order, not what a program pays.
+    pub lines_by_median: bool,
 }
 
 impl Default for FitOptions {
     fn default() -> FitOptions {
-        FitOptions { max_segments: 4, min_points_per_segment: 3 }
+        FitOptions { max_segments: 4, min_points_per_segment: 3, lines_by_median: false }
     }
 }
 
@@ -195,7 +201,7 @@ pub fn median_by_size(samples: &[(u64, f64)]) -> Vec<(u64, f64)> {
 /// finite and positive or there are fewer distinct sizes than
 /// `min_points_per_segment`.
 pub fn fit(samples: &[(u64, f64)], options: &FitOptions) -> Result<SegmentedFit, Error> {
-    let FitOptions { max_segments, min_points_per_segment: min_pts } = *options;
+    let FitOptions { max_segments, min_points_per_segment: min_pts, lines_by_median } = *options;
     if max_segments == 0 || min_pts < 2 {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
@@ -262,8 +268,9 @@ pub fn fit(samples: &[(u64, f64)], options: &FitOptions) -> Result<SegmentedFit,
     }
     bounds.reverse();
     // The breakpoints come from the medians (robust), each piece's line from
-    // the means (what a sum of messages costs); same sizes, same order.
-    let means = mean_by_size(samples);
+    // the means (what a sum of messages costs) unless asked for the
+    // medians; same sizes, same order.
+    let means = if lines_by_median { median_by_size(samples) } else { mean_by_size(samples) };
     // A piece is asked for sizes from just above the previous one's last.
     let pieces = bounds
         .windows(2)
