@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::launch::{Launcher, Mode};
-use super::modes::FastRuns;
+use super::modes::{self, FastRuns};
 use super::state::{self, State};
 use super::quiet::{self, Contention, Quiet};
 use super::report::{self, Row};
@@ -153,72 +153,82 @@ fn calibrate_quietly(args: &ValidateArgs, launcher: &Launcher, quiet: &Quiet, ou
     (platform, note)
 }
 
-/// Before a case: probes the machine's latency state against the
-/// platform's (state.rs); waits while the machine is in its slow state
-/// (up to the quiet wait), and calibrates again (at most
-/// [`MAX_RECALIBRATIONS`] times, only when `validate` calibrated) when
-/// the calibration ran in the slow state. Returns the notes for the row.
+/// A calibration of the machine in one latency state.
+struct Calibration {
+    /// Its 8-byte intra-node transfer time, seconds ([`state::platform_latency_s`]).
+    latency_s: f64,
+    path: PathBuf,
+    platform: Platform,
+    extras: Extras,
+}
+
+/// Before a case: probes the machine's latency state (state.rs) and
+/// predicts the case on the calibration of that state. It waits first
+/// (up to the quiet wait) while the machine is slower than its fastest
+/// calibration; then it takes the calibration within
+/// [`state::STATE_RATIO`] of the probe, or, when `validate` calibrated
+/// itself, calibrates the machine in its present state (at most
+/// [`MAX_STATE_CALIBRATIONS`] in all, into `state-<k>/`). Returns the
+/// notes for the row.
 ///
 /// # Errors
 /// The probe's failure, as one line.
-fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, bar: &ProgressBar, recalibrations: &mut usize) -> Result<Vec<String>, String> {
+fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, cals: &mut Vec<Calibration>, bar: &ProgressBar) -> Result<Vec<String>, String> {
     let dir = ctx.out.join("state-probe");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut notes = Vec::new();
-    let platform_s = state::platform_latency_s(&ctx.platform);
+    let fastest_s = cals.iter().map(|c| c.latency_s).fold(f64::INFINITY, f64::min);
     bar.set_message("latency-state probe");
     // On a quiet machine, as the runs: a probe sharing the cores with other
     // work measures that work, not the machine's state.
     let run_probe = || ctx.quiet.run(|| state::probe(exe, &ctx.launcher.mpirun, &ctx.launcher.extra_args, &dir), |_, _, _| {}).0;
     let wait = ctx.quiet.max_wait.max(state::PROBE_PERIOD);
-    let probed = state::await_fast(run_probe, platform_s, wait, state::PROBE_PERIOD)?;
-    let (probe_s, waited) = (probed.last_s(), probed.waited);
+    let probed = state::await_fast(run_probe, fastest_s, wait, state::PROBE_PERIOD)?;
+    let probe_s = probed.last_s();
     let us = |s: f64| format!("{:.3} us", s * 1e6);
-    match probed.state {
-        State::Same if probed.probes_s.len() > 1 => {
-            notes.push(format!(
-                "waited {:.0} s for the machine to leave its slow state (8 B: {} at first, {} now, platform {})",
-                waited.as_secs_f64(),
-                us(probed.probes_s[0]),
-                us(probe_s),
-                us(platform_s)
-            ));
-        }
-        State::Same => {}
-        State::Slower(r) => notes.push(format!(
-            "measured in the machine's slow state after waiting {:.0} s (8 B: {} now, {r:.1}x the platform's {})",
-            waited.as_secs_f64(),
+    if probed.probes_s.len() > 1 {
+        notes.push(format!(
+            "waited {:.0} s for the machine to leave a slow state (8 B: {} at first, {} at last, fastest calibration {})",
+            probed.waited.as_secs_f64(),
+            us(probed.probes_s[0]),
             us(probe_s),
-            us(platform_s)
-        )),
-        State::Faster(r) if args.platform.is_none() && *recalibrations < MAX_RECALIBRATIONS => {
-            *recalibrations += 1;
-            let old = ctx.platform_path.with_extension(format!("slow-{recalibrations}.toml"));
-            let _ = std::fs::rename(&ctx.platform_path, &old);
-            bar.println(format!(
-                "the calibration ran in the machine's slow state (8 B: {} in it, {} now, {r:.1}x faster): calibrating again (the old platform is {})",
-                us(platform_s),
-                us(probe_s),
-                old.display()
-            ));
-            let (platform, note) = calibrate_quietly(args, &ctx.launcher, &ctx.quiet, &ctx.out, bar);
-            let path = platform.map_err(|e| format!("calibrating again: {e:#}"))?;
-            let (p, x) = platform::load_any(&path, &[]).map_err(|e| format!("calibrating again: {e}"))?;
-            notes.push(format!(
-                "calibrated again before this case: the calibration had run in the machine's slow state (8 B {} against {} now); {note}",
-                us(platform_s),
-                us(probe_s)
-            ));
-            (ctx.platform, ctx.extras) = (p, x);
-        }
-        State::Faster(r) => notes.push(format!("the machine is {r:.1}x faster than the platform at 8 B ({} against {}): was it calibrated in a slow state?", us(probe_s), us(platform_s))),
+            us(fastest_s)
+        ));
     }
+    let matching = cals.iter().position(|c| state::classify(probe_s, c.latency_s) == State::Same);
+    let k = match matching {
+        Some(k) => k,
+        None if args.platform.is_none() && cals.len() < MAX_STATE_CALIBRATIONS => {
+            let sub = ctx.out.join(format!("state-{}", cals.len()));
+            std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
+            bar.println(format!("the machine is in another latency state (8 B: {} now; calibrated: {}): calibrating it in {}", us(probe_s), cals.iter().map(|c| us(c.latency_s)).collect::<Vec<_>>().join(", "), sub.display()));
+            let (platform, note) = calibrate_quietly(args, &ctx.launcher, &ctx.quiet, &sub, bar);
+            let path = platform.map_err(|e| format!("calibrating the machine's present state: {e:#}"))?;
+            let (p, x) = platform::load_any(&path, &[]).map_err(|e| format!("calibrating the machine's present state: {e}"))?;
+            notes.push(format!("the machine's latency state had no calibration yet: calibrated in {} ({note})", sub.display()));
+            cals.push(Calibration { latency_s: state::platform_latency_s(&p), path, platform: p, extras: x });
+            cals.len() - 1
+        }
+        None => {
+            notes.push(format!("predicted on a platform of another latency state (8 B: {} now, platform {})", us(probe_s), us(state::platform_latency_s(&ctx.platform))));
+            return Ok(notes);
+        }
+    };
+    let c = &cals[k];
+    if k > 0 {
+        notes.push(format!("predicted on the calibration of the machine's present latency state, {} (8 B: {} there, {} now)", c.path.display(), us(c.latency_s), us(probe_s)));
+    }
+    (ctx.platform, ctx.extras, ctx.platform_path) = (c.platform.clone(), c.extras.clone(), c.path.clone());
     Ok(notes)
 }
 
-/// Calibrations `validate` makes again at most, when its first one ran in
-/// the machine's slow state (state.rs).
-const MAX_RECALIBRATIONS: usize = 2;
+/// Traced runs `validate` makes again at most when the traced run was in
+/// a slow state of the machine ([`modes::TRACED_SLOW_RATIO`]).
+const MAX_RETRACES: usize = 2;
+
+/// Calibrations of distinct latency states `validate` makes at most
+/// (state.rs), the first one included.
+const MAX_STATE_CALIBRATIONS: usize = 3;
 
 /// What one case's traced run gave: the trace and its placed platform.
 struct Traced {
@@ -272,11 +282,31 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
         row.note(note);
         row.measured = runs.fast;
     }
+    // A traced run in a slow state gives slow compute blocks to a replay
+    // set against the fast state's measurement: traced again.
+    for _ in 0..MAX_RETRACES {
+        let (Some(t), Some(m)) = (row.traced_s, row.measured_s()) else { break };
+        if t < modes::TRACED_SLOW_RATIO * m {
+            break;
+        }
+        row.note(format!("traced run {t:.4} s >= {}x the measured {m:.4} s, in a slow state of the machine: traced again", modes::TRACED_SLOW_RATIO));
+        (row.traced_s, row.offline_s) = (None, None);
+        let _ = std::fs::remove_dir_all(dir.join("trace"));
+        bar.inc_length(1);
+        traced = trace_case(case, ctx, &dir, &mut row, bar);
+    }
     (row, traced)
 }
 
 /// The traced run, its replay, and the online run.
 fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
+    let traced = trace_case(case, ctx, dir, row, bar);
+    online_case(case, ctx, dir, row, bar, traced.as_ref());
+    traced
+}
+
+/// The traced run and its replay (`row.traced_s`, `row.offline_s`).
+fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
     let trace = dir.join("trace");
     bar.set_message(format!("{} traced", case.name));
     let mode = Mode::Trace { lib: ctx.interposer.clone(), out: trace.clone() };
@@ -311,9 +341,14 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
             None
         }
     };
+    traced
+}
+
+/// The online run (`row.online_s`), on the traced run's placed platform.
+fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar, traced: Option<&Traced>) {
     // Online mode models on the same placed platform (ours only: an XML
     // platform goes as it is).
-    let online_platform = match &traced {
+    let online_platform = match traced {
         Some(t) if !ctx.platform_is_xml => {
             let p = dir.join("platform.toml");
             t.platform.save_with(&p, &ctx.extras).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
@@ -333,7 +368,6 @@ fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Pr
         Err(e) => row.note(e),
     }
     bar.inc(1);
-    traced
 }
 
 /// One run of `case` in `mode` on a quiet machine ([`Quiet::run`]): a
@@ -532,12 +566,17 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         (Some(exe), true) => Some(exe.clone()),
         (None, true) => beside_exe("calibrate").filter(|e| e.is_file()),
     };
-    let mut recalibrations = 0;
+    let mut cals = vec![Calibration {
+        latency_s: state::platform_latency_s(&ctx.platform),
+        path: ctx.platform_path.clone(),
+        platform: ctx.platform.clone(),
+        extras: ctx.extras.clone(),
+    }];
     let mut results: Vec<(Row, Option<Traced>)> = Vec::new();
     for case in &cases {
         let mut notes = Vec::new();
         if let Some(exe) = &probe {
-            match check_state(args, &mut ctx, exe, &bar, &mut recalibrations) {
+            match check_state(args, &mut ctx, exe, &mut cals, &bar) {
                 Ok(n) => notes.extend(n),
                 Err(e) => {
                     bar.println(format!("warning: {e}; the machine's latency state is not checked from here on"));
@@ -557,7 +596,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let preamble = format!(
         "Suite `{}`, platform `{}`, {} plain runs per case (median), compute blocks by {:?} time, launcher `{}`; load average {} at the start, {} at the end; {}.",
         args.suite.display(),
-        ctx.platform_path.display(),
+        cals.iter().map(|c| c.path.display().to_string()).collect::<Vec<_>>().join("` (and for another latency state `"),
         args.reps,
         match args.compute_time {
             ComputeArg::Cpu => "thread CPU",

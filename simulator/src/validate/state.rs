@@ -9,14 +9,16 @@
 //! +156 %, pingpong +156 %), and a case measured in the slow state is
 //! compared with a model of the fast one. So before each case a short
 //! probe (`calibrate network` on three sizes up to 64 B, 0.6 s) measures
-//! the 8-byte transfer time and sets it against the platform's:
-//! - at least [`STATE_RATIO`] times slower: the machine is in its slow
-//!   state; the case waits for it to leave (probing every
-//!   [`PROBE_PERIOD`], like the wait for a quiet machine), then runs
-//!   anyway with a note;
-//! - at least [`STATE_RATIO`] times faster: the calibration ran in the
-//!   slow state; `validate` calibrates again (when it calibrated itself)
-//!   and predicts the remaining cases on the new platform.
+//! the 8-byte transfer time:
+//! - while it is at least [`STATE_RATIO`] times the fastest calibration
+//!   made so far, the case waits for the machine to leave its slow state
+//!   (probing every [`PROBE_PERIOD`], like the wait for a quiet machine);
+//! - then the case is predicted on the calibration within [`STATE_RATIO`]
+//!   of the probe; when none is (the first calibration ran in the slow
+//!   state, or the slow state outlasted the wait), `validate` calibrates
+//!   the machine in its present state (when it calibrated itself), so that
+//!   measurement and model always meet the machine in one state. The row's
+//!   note says which calibration it used and how long it waited.
 //!
 //! The probe needs the platform's intra-node model and no hostfile
 //! (between hosts the network path's own latency dominates). It runs on a
