@@ -226,6 +226,10 @@ fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, cals: &mut Vec<Ca
 /// a slow state of the machine ([`modes::TRACED_SLOW_RATIO`]).
 const MAX_RETRACES: usize = 2;
 
+/// Times `validate` makes a case again at most when the machine changed
+/// latency state during it (state.rs).
+const MAX_CASE_REPEATS: usize = 1;
+
 /// Calibrations of distinct latency states `validate` makes at most
 /// (state.rs), the first one included.
 const MAX_STATE_CALIBRATIONS: usize = 3;
@@ -575,17 +579,38 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let mut results: Vec<(Row, Option<Traced>)> = Vec::new();
     for case in &cases {
         let mut notes = Vec::new();
-        if let Some(exe) = &probe {
-            match check_state(args, &mut ctx, exe, &mut cals, &bar) {
-                Ok(n) => notes.extend(n),
-                Err(e) => {
-                    bar.println(format!("warning: {e}; the machine's latency state is not checked from here on"));
-                    notes.push(e);
-                    probe = None;
+        let mut attempt = 0;
+        let (mut row, traced) = loop {
+            if let Some(exe) = &probe {
+                match check_state(args, &mut ctx, exe, &mut cals, &bar) {
+                    Ok(n) => notes.extend(n),
+                    Err(e) => {
+                        bar.println(format!("warning: {e}; the machine's latency state is not checked from here on"));
+                        notes.push(e);
+                        probe = None;
+                    }
                 }
             }
-        }
-        let (mut row, traced) = run_case(case, &ctx, &bar);
+            let done = run_case(case, &ctx, &bar);
+            // The state again after the case: a case during which the
+            // machine changed state was measured in another one than its
+            // model's, and is made once more.
+            let Some(exe) = probe.as_ref().filter(|_| attempt < MAX_CASE_REPEATS) else { break done };
+            let platform_s = state::platform_latency_s(&ctx.platform);
+            bar.set_message("latency-state probe");
+            match ctx.quiet.run(|| state::probe(exe, &ctx.launcher.mpirun, &ctx.launcher.extra_args, &ctx.out.join("state-probe")), |_, _, _| {}).0 {
+                Ok(after) if state::classify(after, platform_s) != State::Same => {
+                    notes.push(format!(
+                        "the machine changed latency state during the case (8 B: {:.3} us after it, {:.3} us on its platform): the case was made again",
+                        after * 1e6,
+                        platform_s * 1e6
+                    ));
+                    attempt += 1;
+                    bar.inc_length(ctx.reps as u64 + 2);
+                }
+                _ => break done,
+            }
+        };
         notes.iter().for_each(|n| row.note(n));
         results.push((row, traced));
     }

@@ -18,7 +18,11 @@
 //!   state, or the slow state outlasted the wait), `validate` calibrates
 //!   the machine in its present state (when it calibrated itself), so that
 //!   measurement and model always meet the machine in one state. The row's
-//!   note says which calibration it used and how long it waited.
+//!   note says which calibration it used and how long it waited;
+//! - after the case the probe runs again: a machine that changed state
+//!   during the case (it switches every few tens of seconds here) had the
+//!   case measured in another state than its model's, and the case is
+//!   made once more.
 //!
 //! The probe needs the platform's intra-node model and no hostfile
 //! (between hosts the network path's own latency dominates). It runs on a
