@@ -14,7 +14,7 @@
 //! calls the `ipr_online_*` hooks here, which keep the clock; only the
 //! thread that called `MPI_Init` takes part. A wait that needs
 //! acknowledgements or a nonblocking collective's post times is completed
-//! only when the clock is next needed ([`Deferred`]), so the protocol
+//! only when the clock is next needed (`Deferred`), so the protocol
 //! blocks only where the program does.
 //!
 //! At `MPI_Finalize`, rank 0 prints the predicted makespan on stderr and

@@ -41,9 +41,9 @@ pub enum Action {
         /// Request id.
         req: u64,
     },
-    /// Blocking receive; `src` may be [`ANY_SOURCE`], `tag` may be `ANY_TAG` (-1).
+    /// Blocking receive; `src` may be [`ANY_SOURCE`](crate::trace::record::ANY_SOURCE), `tag` may be `ANY_TAG` (-1).
     Recv {
-        /// Source world rank or [`ANY_SOURCE`].
+        /// Source world rank or [`ANY_SOURCE`](crate::trace::record::ANY_SOURCE).
         src: i32,
         /// Tag or -1.
         tag: i32,
@@ -54,7 +54,7 @@ pub enum Action {
     },
     /// Nonblocking receive creating request `req`.
     Irecv {
-        /// Source world rank or [`ANY_SOURCE`].
+        /// Source world rank or [`ANY_SOURCE`](crate::trace::record::ANY_SOURCE).
         src: i32,
         /// Tag or -1.
         tag: i32,
@@ -83,7 +83,7 @@ pub enum Action {
         send_tag: i32,
         /// Bytes sent.
         send_bytes: u64,
-        /// Source world rank or [`ANY_SOURCE`].
+        /// Source world rank or [`ANY_SOURCE`](crate::trace::record::ANY_SOURCE).
         src: i32,
         /// Receive tag.
         recv_tag: i32,

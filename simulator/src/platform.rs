@@ -258,7 +258,7 @@ impl Extras {
 }
 
 /// Loads a platform of either kind: a SimGrid platform XML (the file
-/// starts with `<`, after blanks) via [`simgrid::load`], else our TOML.
+/// starts with `<`, after blanks) via [`simgrid::parse`], else our TOML.
 /// `smpi_options` are `--cfg`-style `name:value` pairs (`smpi/os:…`)
 /// applied over an XML platform's `<config>`/`<prop>` settings; a TOML
 /// platform accepts none.

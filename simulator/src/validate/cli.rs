@@ -29,7 +29,7 @@ pub struct ValidateArgs {
     #[arg(long, value_name = "TOML", default_value = "c-tests/suite.toml")]
     pub suite: PathBuf,
     /// Platform to predict on (our TOML or a SimGrid XML); default: run
-    /// `calibrate network` first and use its <OUT>/platform.toml.
+    /// `calibrate network` first and use its `<OUT>/platform.toml`.
     #[arg(long, value_name = "FILE")]
     pub platform: Option<PathBuf>,
     /// Plain runs per case (R); the measured time is their median.
