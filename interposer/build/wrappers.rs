@@ -89,7 +89,7 @@ fn core(e: &Entry) -> String {
     if has_status {
         c += "    MPI_Status ipr_local, *st = status;\n";
     }
-    c += "    if (on) {\n#ifdef IPR_ONLINE_ENTRY\n        IPR_ONLINE_ENTRY();\n#endif\n        memset(&p, 0, sizeof p);\n";
+    c += "    if (on) {\n        memset(&p, 0, sizeof p);\n";
     if has_status {
         c += "        if (st == MPI_STATUS_IGNORE) st = &ipr_local;\n";
     }

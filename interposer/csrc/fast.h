@@ -93,6 +93,18 @@ static inline int ipr_waits(int op) {
 #define IPR_FAST 1
 #endif
 
+/* Online mode (csrc/online.c): a blocking receive's deferred online work,
+ * run at the entry of the next recorded call, after its start was read.
+ * Online mode keeps the fast path off, so only the slow entry looks. */
+extern int ipr_online_later;
+extern void ipr_online_run_later(void);
+
+static inline int ipr_begin_slow_entry(int op, const void *caller, uint64_t tick) {
+    int on = ipr_begin_slow(op, caller, tick);
+    if (on && ipr_online_later) ipr_online_run_later();
+    return on;
+}
+
 /* Starts a call; returns 1 when the wrapper must end it with ipr_end or
  * ipr_end_list. */
 static inline int ipr_begin(int op, const void *caller) {
@@ -100,9 +112,9 @@ static inline int ipr_begin(int op, const void *caller) {
     struct ipr_fast *f = ipr_fast_tls;
     if (f != NULL) {
         if (f->in_call) return 0; /* nested: an MPI call made inside one */
-        if (!f->on) return ipr_begin_slow(op, caller, f->tsc ? __rdtsc() : 0);
+        if (!f->on) return ipr_begin_slow_entry(op, caller, f->tsc ? __rdtsc() : 0);
         uint64_t now = __rdtsc();
-        if (now - f->last_end >= f->min_ticks) return ipr_begin_slow(op, caller, now);
+        if (now - f->last_end >= f->min_ticks) return ipr_begin_slow_entry(op, caller, now);
         f->op = op;
         f->caller = (uint64_t)(uintptr_t)caller;
         f->start = now;
@@ -111,7 +123,7 @@ static inline int ipr_begin(int op, const void *caller) {
         return 1;
     }
 #endif
-    return ipr_begin_slow(op, caller, 0);
+    return ipr_begin_slow_entry(op, caller, 0);
 }
 
 /* After the recorder's slow end: the next compute block starts now, when

@@ -38,15 +38,11 @@ MPI_Status *ipr_on_statuses(int count);
 void ipr_online_start(void);
 void ipr_online_finalize(void);
 
-/* Nonzero while a blocking receive's online work waits for the next call
- * (ipr_on_recv_later). */
-extern int ipr_online_later;
+/* A blocking receive's online work waits for the next recorded call's entry
+ * (ipr_online_later and ipr_online_run_later, declared in fast.h). */
 void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st);
-void ipr_online_run_later(void);
 
 #define IPR_ON(x) do { if (ipr_online_active) { x; } } while (0)
-/* At the entry of every recorded call, after its start was read. */
-#define IPR_ONLINE_ENTRY() do { if (ipr_online_later) ipr_online_run_later(); } while (0)
 #define IPR_ON_SEND(op, p, rc, buf, count, datatype, dest, tag, comm) IPR_ON(ipr_on_send(p, rc, dest, tag))
 #define IPR_ON_ISEND(op, p, rc, buf, count, datatype, dest, tag, comm, request) IPR_ON(ipr_on_isend(p, rc, dest, tag))
 
