@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod calibration;
 
-use calibration::{calibrate_quietly, check_state, Calibration};
+use calibration::{calibrate_quietly, check_state, quiet_probe, Calibration};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
@@ -482,8 +482,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
             // model's, and is made once more.
             let Some(exe) = probe.as_ref().filter(|_| attempt < MAX_CASE_REPEATS) else { break done };
             let platform_s = state::platform_latency_s(&ctx.platform);
-            bar.set_message("latency-state probe");
-            match ctx.quiet.run(|| state::probe(exe, &ctx.launcher.mpirun, &ctx.launcher.extra_args, &ctx.out.join("state-probe")), |_, _, _| {}).0 {
+            match quiet_probe(&ctx, exe, &bar) {
                 Ok(after) if state::classify(after, platform_s) != State::Same => {
                     notes.push(format!(
                         "the machine changed latency state during the case (8 B: {:.3} us after it, {:.3} us on its platform): the case was made again",

@@ -81,14 +81,9 @@ pub(super) struct Calibration {
 /// # Errors
 /// The probe's failure, as one line.
 pub(super) fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, cals: &mut Vec<Calibration>, bar: &ProgressBar) -> Result<Vec<String>, String> {
-    let dir = ctx.out.join("state-probe");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut notes = Vec::new();
     let fastest_s = cals.iter().map(|c| c.latency_s).fold(f64::INFINITY, f64::min);
-    bar.set_message("latency-state probe");
-    // On a quiet machine, as the runs: a probe sharing the cores with other
-    // work measures that work, not the machine's state.
-    let run_probe = || ctx.quiet.run(|| state::probe(exe, &ctx.launcher.mpirun, &ctx.launcher.extra_args, &dir), |_, _, _| {}).0;
+    let run_probe = || quiet_probe(ctx, exe, bar);
     let wait = ctx.quiet.max_wait.max(state::PROBE_PERIOD);
     let probed = state::await_fast(run_probe, fastest_s, wait, state::PROBE_PERIOD)?;
     let probe_s = probed.last_s();
@@ -129,6 +124,20 @@ pub(super) fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, cals: 
     Ok(notes)
 }
 
+
+/// One latency-state probe ([`state::probe`]) into `<out>/state-probe/`,
+/// on a quiet machine as the runs: a probe sharing the cores with other
+/// work measures that work, not the machine's state. Returns the 8-byte
+/// transfer time, seconds.
+///
+/// # Errors
+/// The probe's failure, as one line.
+pub(super) fn quiet_probe(ctx: &Ctx, exe: &Path, bar: &ProgressBar) -> Result<f64, String> {
+    let dir = ctx.out.join("state-probe");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    bar.set_message("latency-state probe");
+    ctx.quiet.run(|| state::probe(exe, &ctx.launcher.mpirun, &ctx.launcher.extra_args, &dir), |_, _, _| {}).0
+}
 
 /// Calibrations of distinct latency states `validate` makes at most
 /// (state.rs), the first one included.
