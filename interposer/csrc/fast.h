@@ -93,15 +93,16 @@ static inline int ipr_waits(int op) {
 #define IPR_FAST 1
 #endif
 
-/* Online mode (csrc/online.c): a blocking receive's deferred online work,
- * run at the entry of the next recorded call, after its start was read.
+/* Online mode (interposer/src/online/pump.rs): the clock's queued work
+ * runs at the entry of the next recorded call, after its start was read,
+ * so that the compute block after a call runs as the application left it.
  * Online mode keeps the fast path off, so only the slow entry looks. */
-extern int ipr_online_later;
-extern void ipr_online_run_later(void);
+extern int ipr_online_work;
+extern void ipr_online_pump(void);
 
 static inline int ipr_begin_slow_entry(int op, const void *caller, uint64_t tick) {
     int on = ipr_begin_slow(op, caller, tick);
-    if (on && ipr_online_later) ipr_online_run_later();
+    if (on && ipr_online_work) ipr_online_pump();
     return on;
 }
 

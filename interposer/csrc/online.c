@@ -1,24 +1,23 @@
 /*
- * Online mode, MPI side: shadow communicators and the messages that carry
- * virtual times (see online.h; the clock is in interposer/src/online.rs).
+ * Online mode, MPI side: shadow communicators and the nonblocking
+ * operations on them that carry virtual times (see online.h; the clock
+ * and its work queue are in interposer/src/online.rs and online/pump.rs,
+ * the protocol's argument in docs/online-protocol.md).
  *
- * Every application communicator (by the recorder's id) gets two shadow
- * duplicates: `fwd` carries, right after each payload and with the same
+ * Every application communicator gets a shadow slot holding two
+ * duplicates of it: `fwd` carries, after each payload and with the same
  * tag, a companion {virtual send time, bytes} from sender to receiver
  * (MPI's non-overtaking rule keeps each pair matched; the receiver takes
  * source and tag from the payload's status, so wildcards work), and the
- * entry-time allgather of collectives; `ack` carries the receiver's
+ * gathers of collectives' entry times; `ack` carries the receiver's
  * virtual post time back to the sender of a message the model sends by
- * rendezvous. The clock asks for an acknowledgement only when it next
- * needs its own time (online.rs), and every wait on a shadow operation
- * completes this rank's finished receives meanwhile, so the protocol
- * waits only where the application itself would. A nonblocking
- * collective posts a nonblocking allgather of post times on `fwd` (never
- * a blocking exchange: the rank may go on to wait for a peer that has not
- * posted the collective yet), which the clock completes after the
- * application's request. A matched probe remembers its message's
- * communicator, source and tag, with which MPI_Mrecv/Imrecv take the
- * companion. Only PMPI_ calls are made here, so nothing is recorded.
+ * rendezvous. The hooks below read what the application's call did from
+ * MPI (statuses, communicators, probed messages) and queue it in Rust;
+ * the pump there posts and tests the shadow operations through the
+ * ipr_sh_* primitives, never blocking. Slots, not communicator ids, name
+ * shadows in the queue: an id freed and reused by a new communicator
+ * gets a new slot while the old one's events are still queued. Only
+ * PMPI_ calls are made here, so nothing is recorded.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "online.h"
@@ -28,56 +27,53 @@
 
 int ipr_online_active = 0;
 
-/* Rust side (interposer/src/online.rs). */
+/* Rust side (interposer/src/online.rs, online/ffi.rs). */
 extern int ipr_online_enabled(void);
-extern void ipr_online_comm(uint32_t id, const int *members, int n);
-extern double ipr_online_now(void);
-extern int ipr_online_send(int32_t peer, uint64_t bytes, uint32_t comm, int local, int tag, double *post);
-extern int ipr_online_recv(int32_t src, uint64_t bytes, double send_post, double *recv_post);
-extern int ipr_online_isend(uint64_t req, int32_t peer, uint64_t bytes, uint32_t comm, int local, int tag, double *post);
-extern void ipr_online_irecv(uint64_t req, uint32_t comm);
-extern int ipr_online_pending(uint64_t req, uint32_t *comm, int *local, int *tag);
-extern int ipr_online_recv_matched(uint64_t req, int32_t src, uint64_t bytes, double send_post, double *recv_post);
-extern void ipr_online_wait(const uint64_t *reqs, uint64_t n);
-extern int ipr_online_sendrecv(int32_t dst, uint64_t bytes, int32_t src, uint32_t comm, int local, int tag, double *post);
-extern int ipr_online_sendrecv_recv(int32_t src, uint64_t bytes, double send_post, double *recv_post);
-extern void ipr_online_sendrecv_end(void);
-extern void ipr_online_coll(int op, const struct ipr_params *p, const double *entries, int n, const uint64_t *list, uint64_t nlist);
+extern void ipr_online_comm(uint32_t slot, const int *members, int n);
+extern void ipr_online_comm_free(uint32_t slot);
+extern void ipr_online_send(int op, const struct ipr_params *p, uint32_t slot, int local, int tag);
+extern void ipr_online_isend(int op, const struct ipr_params *p, uint32_t slot, int local, int tag);
+extern void ipr_online_irecv(uint64_t req, uint32_t slot);
+extern void ipr_online_recv(int op, uint32_t slot, int src, int tag);
+extern void ipr_online_sendrecv(int op, const struct ipr_params *p, uint32_t slot, int dest, int sendtag, int src, int recvtag);
+extern void ipr_online_completed(int op, uint64_t req, int src, int tag, int cancelled);
+extern void ipr_online_wait(int op, const uint64_t *reqs, uint64_t n);
+extern void ipr_online_request_free(uint64_t req);
+extern void ipr_online_coll(int op, const struct ipr_params *p, uint32_t slot, const uint64_t *list, uint64_t nlist, int nonblocking);
+extern void ipr_online_drain(int op);
 extern void ipr_online_stats(double *out);
-extern void ipr_online_report(const double *all, int n);
-extern uint64_t ipr_online_recvs(uint64_t *handles, uint32_t *comms, uint64_t cap);
-extern int ipr_online_icoll(int op, const struct ipr_params *p, const uint64_t *list, uint64_t nlist, double *post);
-extern void ipr_online_unmodelled(int op);
-extern int ipr_online_request_free(uint64_t req);
+extern void ipr_online_reason(char *buf, int cap);
+extern void ipr_online_report(const double *all, const char *reasons, int reason_len, int n);
+extern void ipr_online_stop(void);
 extern double ipr_online_wtime(double real);
-extern void ipr_online_hold(int on);
 
-#define IPR_STATS 6
+#define IPR_STATS 7
+#define IPR_REASON 256 /* bytes of each rank's stall reason in the report */
+#define NO_SLOT UINT32_MAX
 
 struct shadow {
     int used;
-    MPI_Comm app, fwd, ack;
+    MPI_Comm fwd, ack;
 };
 
 static struct shadow *shadows;
 static uint32_t nshadows;
-static double *scratch_d;
-static int scratch_n;
+/* Slot + 1 of each communicator id's shadow (0: none). */
+static uint32_t *slot_of_id;
+static uint32_t nslot_of_id;
+/* A duplicate of MPI_COMM_WORLD for finalize's report alone: whatever a
+ * stopped rank left on the shadows, the report's collectives match. */
+static MPI_Comm report_comm = MPI_COMM_NULL;
 static MPI_Status *scratch_st;
 static int scratch_stn;
 
-static struct shadow *shadow_of(uint32_t id) {
-    return id < nshadows && shadows[id].used ? &shadows[id] : NULL;
+static struct shadow *shadow_at(uint32_t slot) {
+    return slot < nshadows && shadows[slot].used ? &shadows[slot] : NULL;
 }
 
-static double *doubles(int n) {
-    if (n > scratch_n) {
-        double *d = realloc(scratch_d, (size_t)n * sizeof *d);
-        if (d == NULL) return NULL;
-        scratch_d = d;
-        scratch_n = n;
-    }
-    return scratch_d;
+/* The shadow slot of communicator id `id`, NO_SLOT without one. */
+static uint32_t slot_of(uint32_t id) {
+    return id < nslot_of_id && slot_of_id[id] != 0 ? slot_of_id[id] - 1 : NO_SLOT;
 }
 
 MPI_Status *ipr_on_statuses(int count) {
@@ -91,25 +87,34 @@ MPI_Status *ipr_on_statuses(int count) {
     return scratch_st;
 }
 
-/* Duplicates `comm` twice as shadow `id` and tells the clock its members. */
+static int grow(void **v, uint32_t *n, uint32_t want, size_t size) {
+    if (want <= *n) return 1;
+    uint32_t m = want + 16;
+    void *g = realloc(*v, (size_t)m * size);
+    if (g == NULL) return 0;
+    memset((char *)g + (size_t)*n * size, 0, (size_t)(m - *n) * size);
+    *v = g;
+    *n = m;
+    return 1;
+}
+
+/* Duplicates `comm` twice into a free shadow slot for communicator id
+ * `id` and tells the clock its members. */
 static void make_shadow(uint32_t id, MPI_Comm comm) {
-    if (id >= nshadows) {
-        uint32_t n = id + 16;
-        struct shadow *s = realloc(shadows, n * sizeof *s);
-        if (s == NULL) return;
-        memset(s + nshadows, 0, (n - nshadows) * sizeof *s);
-        shadows = s;
-        nshadows = n;
-    }
-    struct shadow *s = &shadows[id];
-    if (s->used) ipr_on_comm_free(id);
+    if (slot_of(id) != NO_SLOT) ipr_on_comm_free(id);
+    uint32_t slot = 0;
+    while (slot < nshadows && shadows[slot].used) slot++;
+    if (!grow((void **)&shadows, &nshadows, slot + 1, sizeof *shadows) ||
+        !grow((void **)&slot_of_id, &nslot_of_id, id + 1, sizeof *slot_of_id))
+        return;
+    struct shadow *s = &shadows[slot];
     if (PMPI_Comm_dup(comm, &s->fwd) != MPI_SUCCESS) return;
     if (PMPI_Comm_dup(comm, &s->ack) != MPI_SUCCESS) {
         PMPI_Comm_free(&s->fwd);
         return;
     }
-    s->app = comm;
     s->used = 1;
+    slot_of_id[id] = slot + 1;
     int n = 0;
     PMPI_Comm_size(comm, &n);
     int *in = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof(int));
@@ -121,8 +126,85 @@ static void make_shadow(uint32_t id, MPI_Comm comm) {
     PMPI_Group_translate_ranks(g, n, in, wg, in + n);
     PMPI_Group_free(&g);
     PMPI_Group_free(&wg);
-    ipr_online_comm(id, in + n, n);
+    ipr_online_comm(slot, in + n, n);
     free(in);
+}
+
+/* Shadow primitives for the pump (online/shadow.rs). Requests travel as
+ * uint64_t (an MPI_Request is a pointer in OpenMPI, an int in MPICH).
+ * Each returns nonzero when the operation was posted. */
+static MPI_Comm channel(uint32_t slot, int chan) {
+    struct shadow *s = shadow_at(slot);
+    return s == NULL ? MPI_COMM_NULL : chan == 0 ? s->fwd : s->ack;
+}
+
+static void put_req(uint64_t *out, MPI_Request r) {
+    *out = 0;
+    memcpy(out, &r, sizeof r);
+}
+
+static MPI_Request get_req(const uint64_t *in) {
+    MPI_Request r;
+    memcpy(&r, in, sizeof r);
+    return r;
+}
+
+int ipr_sh_isend(uint32_t slot, int chan, int dest, int tag, const double *buf, int n, uint64_t *req) {
+    MPI_Comm c = channel(slot, chan);
+    MPI_Request r;
+    if (c == MPI_COMM_NULL || PMPI_Isend(buf, n, MPI_DOUBLE, dest, tag, c, &r) != MPI_SUCCESS) return 0;
+    put_req(req, r);
+    return 1;
+}
+
+int ipr_sh_irecv(uint32_t slot, int chan, int src, int tag, double *buf, int n, uint64_t *req) {
+    MPI_Comm c = channel(slot, chan);
+    MPI_Request r;
+    if (c == MPI_COMM_NULL || PMPI_Irecv(buf, n, MPI_DOUBLE, src, tag, c, &r) != MPI_SUCCESS) return 0;
+    put_req(req, r);
+    return 1;
+}
+
+/* Gathers one double from each of the `n` members of shadow `slot`. */
+int ipr_sh_iallgather(uint32_t slot, const double *send, double *recv, int n, uint64_t *req) {
+    MPI_Comm c = channel(slot, 0);
+    MPI_Request r;
+    int size = 0;
+    if (c == MPI_COMM_NULL || PMPI_Comm_size(c, &size) != MPI_SUCCESS || size != n ||
+        PMPI_Iallgather(send, 1, MPI_DOUBLE, recv, 1, MPI_DOUBLE, c, &r) != MPI_SUCCESS)
+        return 0;
+    put_req(req, r);
+    return 1;
+}
+
+/* 1 when the request completed (or failed: it is then gone too). */
+int ipr_sh_test(uint64_t *req) {
+    MPI_Request r = get_req(req);
+    int flag = 0;
+    if (PMPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 1;
+    put_req(req, r);
+    return flag;
+}
+
+/* Gives up a request in flight: `kind` 1 a receive (cancelled and
+ * completed), 0 a send (freed: it completes on its own), 2 a collective
+ * (left to complete: MPI lets no one cancel or free it). */
+void ipr_sh_cancel(uint64_t *req, int kind) {
+    MPI_Request r = get_req(req);
+    if (kind == 1) {
+        PMPI_Cancel(&r);
+        PMPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else if (kind == 0) {
+        PMPI_Request_free(&r);
+    }
+}
+
+void ipr_sh_free(uint32_t slot) {
+    struct shadow *s = shadow_at(slot);
+    if (s == NULL || slot == 0) return;
+    PMPI_Comm_free(&s->fwd);
+    PMPI_Comm_free(&s->ack);
+    s->used = 0;
 }
 
 /* Compute isolation (interposer/src/isolate.rs): the node's token word,
@@ -172,8 +254,9 @@ void ipr_online_start(void) {
             fprintf(stderr, "interposer: warning: online mode does not support MPI_THREAD_MULTIPLE; recording a trace only\n");
         return;
     }
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &report_comm) != MPI_SUCCESS) return;
     make_shadow(0, MPI_COMM_WORLD);
-    ipr_online_active = shadow_of(0) != NULL;
+    ipr_online_active = slot_of(0) != NO_SLOT;
     if (ipr_online_active) isolate_start();
 }
 
@@ -186,42 +269,106 @@ void ipr_on_comm_created(int rc, MPI_Comm created) {
 }
 
 void ipr_on_comm_free(uint32_t id) {
-    struct shadow *s = shadow_of(id);
-    if (s == NULL || id == 0) return;
-    PMPI_Comm_free(&s->fwd);
-    PMPI_Comm_free(&s->ack);
-    s->used = 0;
+    uint32_t slot = slot_of(id);
+    if (slot == NO_SLOT || id == 0) return;
+    slot_of_id[id] = 0;
+    ipr_online_comm_free(slot);
 }
 
-/* Handles every pending nonblocking receive that MPI already completed
- * (MPI_Request_get_status leaves the request to the application): takes
- * its companion and acknowledges it now, so that no peer waits for this
- * rank's acknowledgement while this rank waits in a shadow operation. */
-static void progress_receives(void);
+void ipr_on_send(int op, const struct ipr_params *p, int rc, int dest, int tag) {
+    uint32_t slot = slot_of(p->comm);
+    if (rc == MPI_SUCCESS && p->peer >= 0 && slot != NO_SLOT) ipr_online_send(op, p, slot, dest, tag);
+}
 
-/* Waits for shadow request `r`, completing this rank's finished receives
- * meanwhile (see progress_receives). */
-static int wait_progress(MPI_Request *r) {
-    int flag = 0;
-    for (;;) {
-        if (PMPI_Test(r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 0;
-        if (flag) return 1;
-        progress_receives();
-        sched_yield();
+void ipr_on_isend(int op, const struct ipr_params *p, int rc, int dest, int tag) {
+    uint32_t slot = slot_of(p->comm);
+    if (rc == MPI_SUCCESS && p->peer >= 0 && slot != NO_SLOT) ipr_online_isend(op, p, slot, dest, tag);
+}
+
+void ipr_on_recv(int op, const struct ipr_params *p, int rc, const MPI_Status *st) {
+    uint32_t slot = slot_of(p->comm);
+    if (rc == MPI_SUCCESS && p->peer >= 0 && slot != NO_SLOT && st->MPI_SOURCE >= 0)
+        ipr_online_recv(op, slot, st->MPI_SOURCE, st->MPI_TAG);
+}
+
+void ipr_on_irecv(const struct ipr_params *p, int rc, int source) {
+    uint32_t slot = slot_of(p->comm);
+    if (rc == MPI_SUCCESS && source != MPI_PROC_NULL && slot != NO_SLOT) ipr_online_irecv(p->request, slot);
+}
+
+/* Persistent requests by handle (open addressing): what MPI_Start posts. */
+#define IPR_PERSISTENT 4096
+static struct persistent {
+    uint64_t handle;
+    struct ipr_params p;
+    int op, peer, tag, send;
+} persistent[IPR_PERSISTENT];
+
+static struct persistent *persistent_slot(uint64_t h, int insert) {
+    size_t i = (size_t)((h >> 3) % IPR_PERSISTENT);
+    for (size_t k = 0; k < IPR_PERSISTENT; k++, i = (i + 1) % IPR_PERSISTENT) {
+        if (persistent[i].handle == h) return &persistent[i];
+        if (persistent[i].handle == 0) return insert ? &persistent[i] : NULL;
+    }
+    return NULL;
+}
+
+void ipr_on_persistent(int op, const struct ipr_params *p, int rc, int peer, int tag, int send) {
+    static int warned;
+    if (rc != MPI_SUCCESS || p->request == 0) return;
+    struct persistent *e = persistent_slot(p->request, 1);
+    if (e == NULL) {
+        if (!warned) fprintf(stderr, "interposer: warning: online mode tracks at most %d persistent requests; later starts carry no virtual time\n", IPR_PERSISTENT);
+        warned = 1;
+        return;
+    }
+    e->handle = p->request;
+    e->p = *p;
+    e->op = op;
+    e->peer = peer;
+    e->tag = tag;
+    e->send = send;
+}
+
+void ipr_on_start(int rc, uint64_t n, const uint64_t *handles) {
+    if (rc != MPI_SUCCESS || handles == NULL) return;
+    for (uint64_t i = 0; i < n; i++) {
+        struct persistent *e = persistent_slot(handles[i], 0);
+        if (e == NULL) continue;
+        if (e->send) ipr_on_isend(e->op, &e->p, rc, e->peer, e->tag);
+        else ipr_on_irecv(&e->p, rc, e->peer);
     }
 }
 
-/* Receives the companion of a message whose payload status is `st` on
- * shadow `s`; returns 0 when there is none (MPI_PROC_NULL). */
-static int companion(struct shadow *s, const MPI_Status *st, double msg[2]) {
-    MPI_Request r;
-    if (st->MPI_SOURCE < 0) return 0;
-    if (PMPI_Irecv(msg, 2, MPI_DOUBLE, st->MPI_SOURCE, st->MPI_TAG, s->fwd, &r) != MPI_SUCCESS) return 0;
-    return wait_progress(&r);
+/* Requests `handles[0..n]` completed in call `op`: the receives among
+ * them (known to the clock) await their companions, then the clock
+ * waits for them all. */
+void ipr_on_complete(int op, int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses) {
+    if (rc != MPI_SUCCESS || handles == NULL) return;
+    for (uint64_t i = 0; i < n && statuses != MPI_STATUSES_IGNORE; i++) {
+        int cancelled = 0;
+        if (PMPI_Test_cancelled(&statuses[i], &cancelled) != MPI_SUCCESS) cancelled = 0;
+        ipr_online_completed(op, handles[i], statuses[i].MPI_SOURCE, statuses[i].MPI_TAG, cancelled);
+    }
+    ipr_online_wait(op, handles, n);
 }
 
-static void acknowledge(struct shadow *s, const MPI_Status *st, double recv_post) {
-    PMPI_Send(&recv_post, 1, MPI_DOUBLE, st->MPI_SOURCE, st->MPI_TAG, s->ack);
+/* MPI_Waitsome/Testsome: `ids` holds the `nids - done` handles, then the
+ * indices of the `done` requests completed, whose statuses are `sts`. */
+void ipr_on_some(int op, int rc, const uint64_t *ids, uint64_t nids, int done, const MPI_Status *sts) {
+    static uint64_t *h;
+    static uint64_t cap;
+    if (rc != MPI_SUCCESS || ids == NULL || done <= 0 || (uint64_t)done > nids) return;
+    uint64_t count = nids - (uint64_t)done, n = 0;
+    if ((uint64_t)done > cap) {
+        uint64_t *g = realloc(h, (size_t)done * sizeof *g);
+        if (g == NULL) return;
+        h = g;
+        cap = (uint64_t)done;
+    }
+    for (int i = 0; i < done; i++)
+        if (ids[count + i] < count) h[n++] = ids[ids[count + i]];
+    if (n == (uint64_t)done) ipr_on_complete(op, rc, n, h, sts);
 }
 
 /* Messages matched by MPI_Mprobe/Improbe and not yet received, by
@@ -245,202 +392,9 @@ static struct probed *probed_take(uint64_t message) {
     return NULL;
 }
 
-/* Nonblocking receive `h` on shadow `s` completed with status `st`: takes
- * its companion and acknowledges a rendezvous message. A cancelled
- * receive has none (its clock request completes at once). */
-static void recv_completed(uint64_t h, struct shadow *s, const MPI_Status *st) {
-    double msg[2], recv_post = 0.0;
-    int cancelled = 0;
-    if (PMPI_Test_cancelled(st, &cancelled) == MPI_SUCCESS && cancelled) return;
-    if (!companion(s, st, msg)) return;
-    int32_t src = world_rank(s->app, st->MPI_SOURCE);
-    if (!ipr_online_recv_matched(h, src, (uint64_t)msg[1], msg[0], &recv_post)) acknowledge(s, st, recv_post);
-}
-
-/* Handles the current wait or test completed: MPI freed them already. */
-static const uint64_t *completing;
-static uint64_t ncompleting;
-
-static int is_completing(uint64_t h) {
-    for (uint64_t i = 0; i < ncompleting; i++)
-        if (completing[i] == h) return 1;
-    return 0;
-}
-
-static void progress_receives(void) {
-    enum { CAP = 64 };
-    static int busy;
-    uint64_t h[CAP];
-    uint32_t comm[CAP];
-    if (busy) return;
-    busy = 1;
-    uint64_t n = ipr_online_recvs(h, comm, CAP);
-    for (uint64_t i = 0; i < n; i++) {
-        struct shadow *s = shadow_of(comm[i]);
-        MPI_Request r;
-        MPI_Status st;
-        int flag = 0;
-        if (s == NULL || is_completing(h[i])) continue;
-        memcpy(&r, &h[i], sizeof r);
-        if (PMPI_Request_get_status(r, &flag, &st) == MPI_SUCCESS && flag) recv_completed(h[i], s, &st);
-    }
-    busy = 0;
-}
-
-/* Called by the clock when it needs the receiver's post time of a
- * rendezvous message sent to rank `local` of communicator `comm` with
- * `tag` (it asks as late as possible: see online.rs). */
-int ipr_online_await_ack(uint32_t comm, int local, int tag, double *recv_post) {
-    struct shadow *s = shadow_of(comm);
-    MPI_Request r;
-    if (s == NULL || PMPI_Irecv(recv_post, 1, MPI_DOUBLE, local, tag, s->ack, &r) != MPI_SUCCESS) return 0;
-    return wait_progress(&r);
-}
-
-void ipr_on_send(const struct ipr_params *p, int rc, int dest, int tag) {
-    struct shadow *s = shadow_of(p->comm);
-    if (rc != MPI_SUCCESS || p->peer < 0 || s == NULL) return;
-    double msg[2];
-    ipr_online_send(p->peer, p->bytes, p->comm, dest, tag, &msg[0]);
-    msg[1] = (double)p->bytes;
-    PMPI_Send(msg, 2, MPI_DOUBLE, dest, tag, s->fwd);
-}
-
-void ipr_on_recv(const struct ipr_params *p, int rc, const MPI_Status *st) {
-    struct shadow *s = shadow_of(p->comm);
-    double msg[2], recv_post = 0.0;
-    if (rc != MPI_SUCCESS || p->peer < 0 || s == NULL || !companion(s, st, msg)) return;
-    if (!ipr_online_recv(p->peer, (uint64_t)msg[1], msg[0], &recv_post)) acknowledge(s, st, recv_post);
-}
-
-/* A blocking receive's online work (its companion, the clock, the
- * acknowledgement) waits for the entry of the next recorded call, or for
- * MPI_Wtime or MPI_Finalize: the compute block that follows the receive
- * then runs as the application left it (in time, its caches and branch
- * predictors), not after the model's code, which made ring's traced
- * blocks 18 ns instead of 3 and its online prediction +10 %. The clock
- * meets the same events in the same order: the receive's block was
- * charged at its end, the receive's rule runs next, and the running block
- * is held back (ipr_online_hold) until its own call charges it. A peer
- * waiting for the acknowledgement waits until this rank's next MPI call,
- * which any rank that can block on it makes first. */
-int ipr_online_later = 0;
-static struct {
-    struct ipr_params p;
-    int rc;
-    MPI_Status st;
-} later;
-
-void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st) {
-    if (ipr_online_later) ipr_online_run_later();
-    later.p = *p;
-    later.rc = rc;
-    later.st = *st;
-    ipr_online_later = 1;
-}
-
-void ipr_online_run_later(void) {
-    if (!ipr_online_later) return;
-    ipr_online_later = 0;
-    ipr_online_hold(1);
-    ipr_on_recv(&later.p, later.rc, &later.st);
-    ipr_online_hold(0);
-}
-
-void ipr_on_isend(const struct ipr_params *p, int rc, int dest, int tag) {
-    struct shadow *s = shadow_of(p->comm);
-    if (rc != MPI_SUCCESS || p->peer < 0 || s == NULL) return;
-    double msg[2];
-    ipr_online_isend(p->request, p->peer, p->bytes, p->comm, dest, tag, &msg[0]);
-    msg[1] = (double)p->bytes;
-    PMPI_Send(msg, 2, MPI_DOUBLE, dest, tag, s->fwd);
-}
-
-void ipr_on_irecv(const struct ipr_params *p, int rc, int source) {
-    if (rc != MPI_SUCCESS || source == MPI_PROC_NULL || shadow_of(p->comm) == NULL) return;
-    ipr_online_irecv(p->request, p->comm);
-}
-
-/* Persistent requests by handle (open addressing): what MPI_Start posts. */
-#define IPR_PERSISTENT 4096
-static struct persistent {
-    uint64_t handle;
-    struct ipr_params p;
-    int peer, tag, send;
-} persistent[IPR_PERSISTENT];
-
-static struct persistent *persistent_slot(uint64_t h, int insert) {
-    size_t i = (size_t)((h >> 3) % IPR_PERSISTENT);
-    for (size_t k = 0; k < IPR_PERSISTENT; k++, i = (i + 1) % IPR_PERSISTENT) {
-        if (persistent[i].handle == h) return &persistent[i];
-        if (persistent[i].handle == 0) return insert ? &persistent[i] : NULL;
-    }
-    return NULL;
-}
-
-void ipr_on_persistent(const struct ipr_params *p, int rc, int peer, int tag, int send) {
-    static int warned;
-    if (rc != MPI_SUCCESS || p->request == 0) return;
-    struct persistent *e = persistent_slot(p->request, 1);
-    if (e == NULL) {
-        if (!warned) fprintf(stderr, "interposer: warning: online mode tracks at most %d persistent requests; later starts carry no virtual time\n", IPR_PERSISTENT);
-        warned = 1;
-        return;
-    }
-    e->handle = p->request;
-    e->p = *p;
-    e->peer = peer;
-    e->tag = tag;
-    e->send = send;
-}
-
-void ipr_on_start(int rc, uint64_t n, const uint64_t *handles) {
-    if (rc != MPI_SUCCESS || handles == NULL) return;
-    for (uint64_t i = 0; i < n; i++) {
-        struct persistent *e = persistent_slot(handles[i], 0);
-        if (e == NULL) continue;
-        if (e->send) ipr_on_isend(&e->p, rc, e->peer, e->tag);
-        else ipr_on_irecv(&e->p, rc, e->peer);
-    }
-}
-
-void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses) {
-    if (rc != MPI_SUCCESS || handles == NULL) return;
-    /* Receives first, without waiting for anything of this rank's own:
-     * their acknowledgements may be what the peer waits for. */
-    completing = handles;
-    ncompleting = n;
-    for (uint64_t i = 0; i < n && statuses != MPI_STATUSES_IGNORE; i++) {
-        uint32_t comm = 0;
-        if (ipr_online_pending(handles[i], &comm, NULL, NULL) != 1) continue;
-        struct shadow *s = shadow_of(comm);
-        if (s != NULL) recv_completed(handles[i], s, &statuses[i]);
-    }
-    ncompleting = 0;
-    ipr_online_wait(handles, n);
-}
-
-/* MPI_Waitsome/Testsome: `ids` holds the `nids - done` handles, then the
- * indices of the `done` requests completed, whose statuses are `sts`. */
-void ipr_on_some(int rc, const uint64_t *ids, uint64_t nids, int done, const MPI_Status *sts) {
-    static uint64_t *h;
-    static uint64_t cap;
-    if (rc != MPI_SUCCESS || ids == NULL || done <= 0 || (uint64_t)done > nids) return;
-    uint64_t count = nids - (uint64_t)done, n = 0;
-    if ((uint64_t)done > cap) {
-        uint64_t *g = realloc(h, (size_t)done * sizeof *g);
-        if (g == NULL) return;
-        h = g;
-        cap = (uint64_t)done;
-    }
-    for (int i = 0; i < done; i++)
-        if (ids[count + i] < count) h[n++] = ids[ids[count + i]];
-    if (n == (uint64_t)done) ipr_on_complete(rc, n, h, sts);
-}
-
 /* A probe matched a message (handle p->request, status `st`). */
 void ipr_on_mprobe(const struct ipr_params *p, int rc, const MPI_Status *st) {
-    if (rc != MPI_SUCCESS || p->request == 0 || st->MPI_SOURCE < 0 || shadow_of(p->comm) == NULL) return;
+    if (rc != MPI_SUCCESS || p->request == 0 || st->MPI_SOURCE < 0 || slot_of(p->comm) == NO_SLOT) return;
     struct probed *e = malloc(sizeof *e);
     if (e == NULL) return;
     e->message = p->request;
@@ -451,23 +405,18 @@ void ipr_on_mprobe(const struct ipr_params *p, int rc, const MPI_Status *st) {
 }
 
 /* MPI_Mrecv of the message a probe matched (handle in p->bytes2): a
- * blocking receive from the probe's source with its tag, whose companion
- * is taken now, in receive order (as the replay matches MPI_Mrecv: see
- * online.rs). */
-void ipr_on_mrecv(const struct ipr_params *p, int rc) {
+ * blocking receive from the probe's source with its tag (as the replay
+ * matches MPI_Mrecv: see online.rs). */
+void ipr_on_mrecv(int op, const struct ipr_params *p, int rc) {
     struct probed *e = probed_take(p->bytes2);
     if (e == NULL) return;
-    struct shadow *s = shadow_of(e->comm);
-    MPI_Status st = e->st;
-    double msg[2], recv_post = 0.0;
+    uint32_t slot = slot_of(e->comm);
+    if (rc == MPI_SUCCESS && slot != NO_SLOT) ipr_online_recv(op, slot, e->st.MPI_SOURCE, e->st.MPI_TAG);
     free(e);
-    if (rc != MPI_SUCCESS || s == NULL || !companion(s, &st, msg)) return;
-    if (!ipr_online_recv(world_rank(s->app, st.MPI_SOURCE), (uint64_t)msg[1], msg[0], &recv_post))
-        acknowledge(s, &st, recv_post);
 }
 
 /* MPI_Imrecv: a nonblocking receive on the probe's communicator (its
- * completion takes the companion, as for MPI_Irecv). */
+ * completion awaits the companion, as for MPI_Irecv). */
 void ipr_on_imrecv(const struct ipr_params *p, int rc) {
     struct probed *e = probed_take(p->bytes2);
     if (e == NULL) return;
@@ -477,130 +426,61 @@ void ipr_on_imrecv(const struct ipr_params *p, int rc) {
     free(e);
 }
 
-/* Nonblocking collectives whose shadow allgather of post times is in
- * flight, by application request (0 once the application freed it). */
-struct nbc {
-    struct nbc *next;
-    uint64_t request;
-    MPI_Request r;
-    double post;
-    int n;
-    double entries[];
-};
-static struct nbc *nbcs;
+void ipr_on_sendrecv(int op, const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st) {
+    uint32_t slot = slot_of(p->comm);
+    if (rc == MPI_SUCCESS && slot != NO_SLOT) ipr_online_sendrecv(op, p, slot, dest, sendtag, st->MPI_SOURCE, st->MPI_TAG);
+}
 
-void ipr_on_icoll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist) {
-    struct shadow *s = shadow_of(p->comm);
-    double post = 0.0;
+/* A collective (or, `nonblocking`, its post): on a communicator without a
+ * shadow it costs no virtual time. */
+void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist, int nonblocking) {
     if (rc != MPI_SUCCESS) return;
-    if (s == NULL) {
-        ipr_online_unmodelled(op);
-        return;
-    }
-    int n = ipr_online_icoll(op, p, list, nlist, &post);
-    if (n <= 0) return;
-    struct nbc *e = malloc(sizeof *e + (size_t)n * sizeof(double));
-    if (e == NULL) return;
-    e->request = p->request;
-    e->post = post;
-    e->n = n;
-    if (PMPI_Iallgather(&e->post, 1, MPI_DOUBLE, e->entries, 1, MPI_DOUBLE, s->fwd, &e->r) != MPI_SUCCESS) {
-        free(e);
-        return;
-    }
-    e->next = nbcs;
-    nbcs = e;
+    uint32_t slot = slot_of(p->comm);
+    if (slot == NO_SLOT) ipr_online_unmodelled(op);
+    else ipr_online_coll(op, p, slot, list, nlist, nonblocking);
 }
 
-static struct nbc *nbc_take(uint64_t request) {
-    for (struct nbc **e = &nbcs; *e != NULL; e = &(*e)->next)
-        if ((*e)->request == request) {
-            struct nbc *found = *e;
-            *e = found->next;
-            return found;
-        }
-    return NULL;
-}
-
-/* Called by the clock when it needs the post times of nonblocking
- * collective `req`'s `n` members (after its request completed). */
-int ipr_online_await_coll(uint64_t req, double *entries, int n) {
-    struct nbc *e = req != 0 ? nbc_take(req) : NULL;
-    if (e == NULL) return 0;
-    int ok = wait_progress(&e->r) && e->n == n;
-    if (ok) memcpy(entries, e->entries, (size_t)n * sizeof(double));
-    free(e);
-    return ok;
-}
-
-/* MPI_Request_free: a nonblocking collective's exchange goes on unseen. */
-void ipr_on_request_free(int rc, uint64_t req) {
-    if (rc != MPI_SUCCESS || !ipr_online_request_free(req)) return;
-    for (struct nbc *e = nbcs; e != NULL; e = e->next)
-        if (e->request == req) e->request = 0;
-}
-
-void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st) {
-    struct shadow *s = shadow_of(p->comm);
-    if (rc != MPI_SUCCESS || s == NULL) return;
-    double msg[2], in[2], recv_post = 0.0;
-    ipr_online_sendrecv(p->peer, p->bytes, p->peer2, p->comm, dest, sendtag, &msg[0]);
-    msg[1] = (double)p->bytes;
-    if (p->peer >= 0) PMPI_Send(msg, 2, MPI_DOUBLE, dest, sendtag, s->fwd);
-    if (p->peer2 >= 0 && companion(s, st, in) && !ipr_online_sendrecv_recv(p->peer2, (uint64_t)in[1], in[0], &recv_post))
-        acknowledge(s, st, recv_post);
-    ipr_online_sendrecv_end();
-}
-
-void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist) {
-    struct shadow *s = shadow_of(p->comm);
-    int n = 0;
-    if (rc != MPI_SUCCESS) return;
-    if (s == NULL) {
-        ipr_online_unmodelled(op);
-        return;
-    }
-    if (PMPI_Comm_size(s->fwd, &n) != MPI_SUCCESS) return;
-    double entry = ipr_online_now(), *entries = doubles(n);
-    if (entries == NULL) return;
-    MPI_Request r;
-    if (PMPI_Iallgather(&entry, 1, MPI_DOUBLE, entries, 1, MPI_DOUBLE, s->fwd, &r) == MPI_SUCCESS && wait_progress(&r))
-        ipr_online_coll(op, p, entries, n, list, nlist);
-}
-
+/* MPI_Finalize: once every rank is here (so that none waits for a peer
+ * that is still computing), the clock's work is drained (the watchdog
+ * bounds it), and rank 0 reports every rank's figures. */
 void ipr_online_finalize(void) {
-    struct shadow *w = shadow_of(0);
-    if (!ipr_online_active || w == NULL) return;
-    ipr_online_run_later();
+    if (!ipr_online_active) return;
     isolate_stop();
-    int rank = 0, n = 0;
+    int rank = 0, n = 0, flag = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
-    double mine[IPR_STATS], *all = rank == 0 ? doubles(n * IPR_STATS) : NULL;
-    ipr_online_stats(mine);
-    /* Exchanges of nonblocking collectives never waited (freed requests). */
-    while (nbcs != NULL) {
-        struct nbc *e = nbcs;
-        nbcs = e->next;
-        wait_progress(&e->r);
-        free(e);
-    }
+    MPI_Request b;
+    if (PMPI_Ibarrier(report_comm, &b) == MPI_SUCCESS)
+        while (PMPI_Test(&b, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag) {
+            ipr_online_pump();
+            sched_yield();
+        }
+    ipr_online_drain(3 /* Op::Finalize */);
     /* Messages probed and never received (an erroneous program). */
     while (probed != NULL) {
         struct probed *e = probed;
         probed = e->next;
         free(e);
     }
-    MPI_Request r;
-    int ok = PMPI_Igather(mine, IPR_STATS, MPI_DOUBLE, all, IPR_STATS, MPI_DOUBLE, 0, w->fwd, &r) == MPI_SUCCESS &&
-             wait_progress(&r);
-    if (rank == 0 && ok && all != NULL) ipr_online_report(all, n);
+    double mine[IPR_STATS];
+    char why[IPR_REASON];
+    double *all = rank == 0 ? malloc((size_t)n * IPR_STATS * sizeof *all) : NULL;
+    char *whys = rank == 0 ? malloc((size_t)n * IPR_REASON) : NULL;
+    ipr_online_stats(mine);
+    ipr_online_reason(why, IPR_REASON);
+    /* Every rank takes part in both gathers, whatever failed locally. */
+    int ok = rank != 0 || (all != NULL && whys != NULL);
+    if (PMPI_Gather(mine, IPR_STATS, MPI_DOUBLE, all, IPR_STATS, MPI_DOUBLE, 0, report_comm) != MPI_SUCCESS) ok = 0;
+    if (PMPI_Gather(why, IPR_REASON, MPI_CHAR, whys, IPR_REASON, MPI_CHAR, 0, report_comm) != MPI_SUCCESS) ok = 0;
+    if (rank == 0 && ok) ipr_online_report(all, whys, IPR_REASON, n);
+    ipr_online_stop();
+    free(all);
+    free(whys);
     ipr_online_active = 0;
 }
 
 /* MPI_Wtime: real time, unless INTERPOSER_VIRTUAL_WTIME=1 in online mode. */
 double MPI_Wtime(void) {
-    if (ipr_online_later) ipr_online_run_later();
     double t = PMPI_Wtime();
     return ipr_online_active ? ipr_online_wtime(t) : t;
 }

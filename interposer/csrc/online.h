@@ -16,35 +16,30 @@
 /* Nonzero once online mode runs on this process (set by ipr_online_start). */
 extern int ipr_online_active;
 
-void ipr_on_send(const struct ipr_params *p, int rc, int dest, int tag);
-void ipr_on_recv(const struct ipr_params *p, int rc, const MPI_Status *st);
-void ipr_on_isend(const struct ipr_params *p, int rc, int dest, int tag);
+void ipr_on_send(int op, const struct ipr_params *p, int rc, int dest, int tag);
+void ipr_on_recv(int op, const struct ipr_params *p, int rc, const MPI_Status *st);
+void ipr_on_isend(int op, const struct ipr_params *p, int rc, int dest, int tag);
 void ipr_on_irecv(const struct ipr_params *p, int rc, int source);
-void ipr_on_complete(int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses);
-void ipr_on_sendrecv(const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st);
-void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist);
-void ipr_on_persistent(const struct ipr_params *p, int rc, int peer, int tag, int send);
+void ipr_on_complete(int op, int rc, uint64_t n, const uint64_t *handles, const MPI_Status *statuses);
+void ipr_on_sendrecv(int op, const struct ipr_params *p, int rc, int dest, int sendtag, const MPI_Status *st);
+void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist, int nonblocking);
+void ipr_on_persistent(int op, const struct ipr_params *p, int rc, int peer, int tag, int send);
 void ipr_on_start(int rc, uint64_t n, const uint64_t *handles);
 void ipr_on_comm_created(int rc, MPI_Comm created);
-void ipr_on_some(int rc, const uint64_t *ids, uint64_t nids, int done, const MPI_Status *sts);
+void ipr_on_some(int op, int rc, const uint64_t *ids, uint64_t nids, int done, const MPI_Status *sts);
 void ipr_on_mprobe(const struct ipr_params *p, int rc, const MPI_Status *st);
-void ipr_on_mrecv(const struct ipr_params *p, int rc);
+void ipr_on_mrecv(int op, const struct ipr_params *p, int rc);
 void ipr_on_imrecv(const struct ipr_params *p, int rc);
-void ipr_on_icoll(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist);
-void ipr_on_request_free(int rc, uint64_t req);
 void ipr_online_unmodelled(int op);
+void ipr_online_request_free(uint64_t req);
 void ipr_on_comm_free(uint32_t id);
 MPI_Status *ipr_on_statuses(int count);
 void ipr_online_start(void);
 void ipr_online_finalize(void);
 
-/* A blocking receive's online work waits for the next recorded call's entry
- * (ipr_online_later and ipr_online_run_later, declared in fast.h). */
-void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st);
-
 #define IPR_ON(x) do { if (ipr_online_active) { x; } } while (0)
-#define IPR_ON_SEND(op, p, rc, buf, count, datatype, dest, tag, comm) IPR_ON(ipr_on_send(p, rc, dest, tag))
-#define IPR_ON_ISEND(op, p, rc, buf, count, datatype, dest, tag, comm, request) IPR_ON(ipr_on_isend(p, rc, dest, tag))
+#define IPR_ON_SEND(op, p, rc, buf, count, datatype, dest, tag, comm) IPR_ON(ipr_on_send(op, p, rc, dest, tag))
+#define IPR_ON_ISEND(op, p, rc, buf, count, datatype, dest, tag, comm, request) IPR_ON(ipr_on_isend(op, p, rc, dest, tag))
 
 #define IPR_ONLINE_MPI_Send IPR_ON_SEND
 #define IPR_ONLINE_MPI_Ssend IPR_ON_SEND
@@ -54,26 +49,26 @@ void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st)
 #define IPR_ONLINE_MPI_Issend IPR_ON_ISEND
 #define IPR_ONLINE_MPI_Ibsend IPR_ON_ISEND
 #define IPR_ONLINE_MPI_Irsend IPR_ON_ISEND
-#define IPR_ONLINE_MPI_Recv(op, p, rc, buf, count, datatype, source, tag, comm, st) IPR_ON(ipr_on_recv_later(p, rc, st))
+#define IPR_ONLINE_MPI_Recv(op, p, rc, buf, count, datatype, source, tag, comm, st) IPR_ON(ipr_on_recv(op, p, rc, st))
 #define IPR_ONLINE_MPI_Irecv(op, p, rc, buf, count, datatype, source, tag, comm, request) IPR_ON(ipr_on_irecv(p, rc, source))
 
 /* Completions: the handles as they were before the call. */
-#define IPR_ONLINE_MPI_Wait(op, p, rc, request, st) IPR_ON(ipr_on_complete(rc, 1, &(p)->request, st))
-#define IPR_ONLINE_MPI_Test(op, p, rc, request, flag, st) IPR_ON(if (*(flag)) ipr_on_complete(rc, 1, &(p)->request, st))
+#define IPR_ONLINE_MPI_Wait(op, p, rc, request, st) IPR_ON(ipr_on_complete(op, rc, 1, &(p)->request, st))
+#define IPR_ONLINE_MPI_Test(op, p, rc, request, flag, st) IPR_ON(if (*(flag)) ipr_on_complete(op, rc, 1, &(p)->request, st))
 #define IPR_ON_STATUSES(sts, count) IPR_ON(if ((sts) == MPI_STATUSES_IGNORE) (sts) = ipr_on_statuses(count))
 #define IPR_ONLINE_PRE_MPI_Waitall(op, p, count, reqs, sts) IPR_ON_STATUSES(sts, count)
 #define IPR_ONLINE_PRE_MPI_Testall(op, p, count, reqs, flag, sts) IPR_ON_STATUSES(sts, count)
-#define IPR_ONLINE_MPI_Waitall(op, p, rc, count, reqs, sts) IPR_ON(if (nids == (uint64_t)(count)) ipr_on_complete(rc, nids, ids, sts))
+#define IPR_ONLINE_MPI_Waitall(op, p, rc, count, reqs, sts) IPR_ON(if (nids == (uint64_t)(count)) ipr_on_complete(op, rc, nids, ids, sts))
 #define IPR_ONLINE_MPI_Testall(op, p, rc, count, reqs, flag, sts) \
-    IPR_ON(if (*(flag) && nids == (uint64_t)(count)) ipr_on_complete(rc, nids, ids, sts))
-#define IPR_ON_ANY(rc, index, st) \
-    IPR_ON(if (*(index) != MPI_UNDEFINED && *(index) >= 0 && (uint64_t)*(index) < nids) ipr_on_complete(rc, 1, &ids[*(index)], st))
-#define IPR_ONLINE_MPI_Waitany(op, p, rc, count, reqs, index, st) IPR_ON_ANY(rc, index, st)
-#define IPR_ONLINE_MPI_Testany(op, p, rc, count, reqs, index, flag, st) IPR_ON(if (*(flag)) IPR_ON_ANY(rc, index, st))
+    IPR_ON(if (*(flag) && nids == (uint64_t)(count)) ipr_on_complete(op, rc, nids, ids, sts))
+#define IPR_ON_ANY(op, rc, index, st) \
+    IPR_ON(if (*(index) != MPI_UNDEFINED && *(index) >= 0 && (uint64_t)*(index) < nids) ipr_on_complete(op, rc, 1, &ids[*(index)], st))
+#define IPR_ONLINE_MPI_Waitany(op, p, rc, count, reqs, index, st) IPR_ON_ANY(op, rc, index, st)
+#define IPR_ONLINE_MPI_Testany(op, p, rc, count, reqs, index, flag, st) IPR_ON(if (*(flag)) IPR_ON_ANY(op, rc, index, st))
 /* Waitsome/Testsome: the list holds the handles, then the completed indices (p->root of them). */
 #define IPR_ONLINE_PRE_MPI_Waitsome(op, p, count, reqs, outcount, indices, sts) IPR_ON_STATUSES(sts, count)
 #define IPR_ONLINE_PRE_MPI_Testsome(op, p, count, reqs, outcount, indices, sts) IPR_ON_STATUSES(sts, count)
-#define IPR_ON_SOME(op, p, rc, count, reqs, outcount, indices, sts) IPR_ON(ipr_on_some(rc, ids, nids, (p)->root, sts))
+#define IPR_ON_SOME(op, p, rc, count, reqs, outcount, indices, sts) IPR_ON(ipr_on_some(op, rc, ids, nids, (p)->root, sts))
 #define IPR_ONLINE_MPI_Waitsome IPR_ON_SOME
 #define IPR_ONLINE_MPI_Testsome IPR_ON_SOME
 
@@ -81,21 +76,21 @@ void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st)
  * and tag; MPI_Mrecv takes its companion (MPI_Imrecv as MPI_Irecv does). */
 #define IPR_ONLINE_MPI_Mprobe(op, p, rc, source, tag, comm, message, st) IPR_ON(ipr_on_mprobe(p, rc, st))
 #define IPR_ONLINE_MPI_Improbe(op, p, rc, source, tag, comm, flag, message, st) IPR_ON(if (*(flag)) ipr_on_mprobe(p, rc, st))
-#define IPR_ONLINE_MPI_Mrecv(op, p, rc, buf, count, datatype, message, st) IPR_ON(ipr_on_mrecv(p, rc))
+#define IPR_ONLINE_MPI_Mrecv(op, p, rc, buf, count, datatype, message, st) IPR_ON(ipr_on_mrecv(op, p, rc))
 #define IPR_ONLINE_MPI_Imrecv(op, p, rc, buf, count, datatype, message, request) IPR_ON(ipr_on_imrecv(p, rc))
-#define IPR_ONLINE_MPI_Request_free(op, p, rc, request) IPR_ON(ipr_on_request_free(rc, (p)->request))
+#define IPR_ONLINE_MPI_Request_free(op, p, rc, request) IPR_ON(if ((rc) == MPI_SUCCESS) ipr_online_request_free((p)->request))
 
 #define IPR_ONLINE_MPI_Sendrecv(op, p, rc, sb, sc, stype, dest, sendtag, rb, rcount, rtype, source, recvtag, comm, st) \
-    IPR_ON(ipr_on_sendrecv(p, rc, dest, sendtag, st))
+    IPR_ON(ipr_on_sendrecv(op, p, rc, dest, sendtag, st))
 #define IPR_ONLINE_MPI_Sendrecv_replace(op, p, rc, buf, count, datatype, dest, sendtag, source, recvtag, comm, st) \
-    IPR_ON(ipr_on_sendrecv(p, rc, dest, sendtag, st))
+    IPR_ON(ipr_on_sendrecv(op, p, rc, dest, sendtag, st))
 
-/* Collectives: entry times are exchanged for all of them; the clock then
- * models those the replay can build from a trace record (the others cost
- * no virtual time and are listed in the report). */
-#define IPR_ON_COLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, NULL, 0))
+/* Collectives: the clock models those the replay can build from a trace
+ * record on their members' entry times (the others cost no virtual time
+ * and are listed in the report). */
+#define IPR_ON_COLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, NULL, 0, 0))
 /* v-collectives: their byte counts are in the scratch list. */
-#define IPR_ON_VCOLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, ids, nids))
+#define IPR_ON_VCOLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, ids, nids, 0))
 #define IPR_ONLINE_MPI_Barrier IPR_ON_COLL
 #define IPR_ONLINE_MPI_Bcast IPR_ON_COLL
 #define IPR_ONLINE_MPI_Reduce IPR_ON_COLL
@@ -113,10 +108,9 @@ void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st)
 #define IPR_ONLINE_MPI_Reduce_scatter_block IPR_ON_COLL
 #define IPR_ONLINE_MPI_Scan IPR_ON_COLL
 #define IPR_ONLINE_MPI_Exscan IPR_ON_COLL
-/* Nonblocking collectives: a nonblocking allgather of post times on the
- * shadow, completed when the clock needs the request's completion. */
-#define IPR_ON_ICOLL(op, p, rc, ...) IPR_ON(ipr_on_icoll(op, p, rc, NULL, 0))
-#define IPR_ON_IVCOLL(op, p, rc, ...) IPR_ON(ipr_on_icoll(op, p, rc, ids, nids))
+/* Nonblocking collectives: their members' post times, on their requests. */
+#define IPR_ON_ICOLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, NULL, 0, 1))
+#define IPR_ON_IVCOLL(op, p, rc, ...) IPR_ON(ipr_on_coll(op, p, rc, ids, nids, 1))
 #define IPR_ONLINE_MPI_Ibarrier IPR_ON_ICOLL
 #define IPR_ONLINE_MPI_Ibcast IPR_ON_ICOLL
 #define IPR_ONLINE_MPI_Ireduce IPR_ON_ICOLL
@@ -154,13 +148,13 @@ void ipr_on_recv_later(const struct ipr_params *p, int rc, const MPI_Status *st)
 /* Persistent requests: the init call is remembered; each start posts it
  * as the Isend/Irecv it describes (companion message and all). */
 #define IPR_ON_SEND_INIT(op, p, rc, buf, count, datatype, dest, tag, comm, request) \
-    IPR_ON(ipr_on_persistent(p, rc, dest, tag, 1))
+    IPR_ON(ipr_on_persistent(op, p, rc, dest, tag, 1))
 #define IPR_ONLINE_MPI_Send_init IPR_ON_SEND_INIT
 #define IPR_ONLINE_MPI_Ssend_init IPR_ON_SEND_INIT
 #define IPR_ONLINE_MPI_Bsend_init IPR_ON_SEND_INIT
 #define IPR_ONLINE_MPI_Rsend_init IPR_ON_SEND_INIT
 #define IPR_ONLINE_MPI_Recv_init(op, p, rc, buf, count, datatype, source, tag, comm, request) \
-    IPR_ON(ipr_on_persistent(p, rc, source, tag, 0))
+    IPR_ON(ipr_on_persistent(op, p, rc, source, tag, 0))
 #define IPR_ONLINE_MPI_Start(op, p, rc, request) IPR_ON(ipr_on_start(rc, 1, &(p)->request))
 #define IPR_ONLINE_MPI_Startall(op, p, rc, count, reqs) IPR_ON(if (nids == (uint64_t)(count)) ipr_on_start(rc, nids, ids))
 #define IPR_ONLINE_MPI_Comm_free(op, p, rc, comm) IPR_ON(if ((rc) == MPI_SUCCESS) ipr_on_comm_free((p)->comm))

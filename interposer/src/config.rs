@@ -1,6 +1,7 @@
 //! The interposer's environment: `INTERPOSER_OUT`, `INTERPOSER_MODE`,
 //! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on"), and
-//! for online mode `INTERPOSER_VIRTUAL_WTIME` and `INTERPOSER_JITTER`.
+//! for online mode `INTERPOSER_VIRTUAL_WTIME`, `INTERPOSER_JITTER`,
+//! `INTERPOSER_SPEED_RATIOS` and `INTERPOSER_ONLINE_STALL_S`.
 
 use std::path::PathBuf;
 
@@ -17,7 +18,7 @@ pub enum Mode {
 }
 
 /// Parsed configuration of a traced run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Trace directory, created if missing.
     pub out: PathBuf,
@@ -36,7 +37,14 @@ pub struct Config {
     /// Online mode: per-region speed ratios (`INTERPOSER_SPEED_RATIOS`, a
     /// `calibrate speed` CSV, as `simulator replay --speed-ratios`).
     pub speed_ratios: Option<PathBuf>,
+    /// Online mode: seconds a drain of the clock's work may go without
+    /// progress before online mode stops predicting
+    /// (`INTERPOSER_ONLINE_STALL_S`, default [`DEFAULT_STALL_S`]).
+    pub stall_s: f64,
 }
+
+/// Default of `INTERPOSER_ONLINE_STALL_S`, seconds.
+pub const DEFAULT_STALL_S: f64 = 5.0;
 
 /// Reads the configuration through `get` (the environment in production).
 ///
@@ -84,7 +92,17 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
     };
     let jitter = get("INTERPOSER_JITTER").filter(|p| !p.trim().is_empty()).map(PathBuf::from);
     let speed_ratios = get("INTERPOSER_SPEED_RATIOS").filter(|p| !p.trim().is_empty()).map(PathBuf::from);
-    (Some(Config { out, mode, platform, counters, virtual_wtime, jitter, speed_ratios }), warnings)
+    let stall_s = match get("INTERPOSER_ONLINE_STALL_S") {
+        None => DEFAULT_STALL_S,
+        Some(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 && s <= 1e6 => s,
+            _ => {
+                warnings.push(format!("INTERPOSER_ONLINE_STALL_S={v:?} is not a number of seconds in (0, 1e6]; using {DEFAULT_STALL_S}"));
+                DEFAULT_STALL_S
+            }
+        },
+    };
+    (Some(Config { out, mode, platform, counters, virtual_wtime, jitter, speed_ratios, stall_s }), warnings)
 }
 
 #[cfg(test)]
@@ -113,6 +131,13 @@ mod tests {
         let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_COUNTERS", "lots")]));
         assert_eq!(c.unwrap().counters, Counters::Auto);
         assert!(w[0].contains("INTERPOSER_COUNTERS"));
+        for bad in ["0", "-1", "soon", "nan", "inf"] {
+            let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_ONLINE_STALL_S", bad)]));
+            assert_eq!(c.unwrap().stall_s, DEFAULT_STALL_S, "{bad}");
+            assert!(w.len() == 1 && w[0].contains("INTERPOSER_ONLINE_STALL_S"), "{bad}: {w:?}");
+        }
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_ONLINE_STALL_S", " 0.5 ")]));
+        assert!(c.unwrap().stall_s == 0.5 && w.is_empty(), "{w:?}");
     }
 
     #[test]
@@ -129,6 +154,7 @@ mod tests {
         let (c, w) = from_env(env(&vars));
         let c = c.unwrap();
         assert_eq!((c.mode, c.virtual_wtime), (Mode::Online, false));
+        assert_eq!(c.stall_s, DEFAULT_STALL_S);
         assert!(w[0].contains("INTERPOSER_VIRTUAL_WTIME"), "{w:?}");
     }
 }

@@ -5,77 +5,72 @@
 //! time) and by the replay's communication model, while the trace is
 //! recorded as in trace mode.
 //!
-//! The MPI side is C (`csrc/online.c`): shadow duplicates of each
-//! communicator carry a companion message with the sender's virtual send
-//! time right after each payload, an acknowledgement with the receiver's
-//! post time back for rendezvous messages, and an allgather of entry times
-//! for collectives (for a nonblocking collective, a nonblocking allgather
-//! of post times posted with it and completed when its request is). It
-//! calls the `ipr_online_*` hooks here, which keep the clock; only the
-//! thread that called `MPI_Init` takes part. A wait that needs
-//! acknowledgements or a nonblocking collective's post times is completed
-//! only when the clock is next needed (`Deferred`), so the protocol
-//! blocks only where the program does.
+//! The MPI side is C (`csrc/online.c`): it keeps two shadow duplicates
+//! of each application communicator, on which a companion message with
+//! the sender's virtual send time follows each payload, an
+//! acknowledgement with the receiver's post time goes back for messages
+//! the model sends by rendezvous, and the members' entry (post) times of
+//! collectives are gathered. The hooks here only queue what the
+//! application did ([`pump::Ev`]); the pump applies the queue to the
+//! clock with nonblocking shadow operations at the entry of the rank's
+//! next MPI call, so the application never waits for online mode's
+//! traffic. Only the thread that called `MPI_Init` takes part.
 //!
-//! At `MPI_Finalize`, rank 0 prints the predicted makespan on stderr and
-//! writes `<INTERPOSER_OUT>/online.json` ([`OnlineReport`]).
+//! At `MPI_Finalize` every rank drains its queue. If it makes no progress
+//! for `INTERPOSER_ONLINE_STALL_S` seconds (default 5; also while a
+//! virtual `MPI_Wtime` waits for the clock), online mode says once what
+//! it waits for, stops predicting, and the run goes on traced. Rank 0
+//! then prints the predicted makespan on stderr and writes
+//! `<INTERPOSER_OUT>/online.json` ([`OnlineReport`]), which says whether
+//! the prediction is complete. `docs/online-protocol.md` gives the
+//! argument that the protocol cannot deadlock.
 //!
 //! Failure: a missing or invalid platform gives one warning and the run
 //! is traced only; calls the model does not cover cost no virtual time
 //! (one warning at finalize, and listed in the report).
 //!
 //! Limits:
-//! - Every call that moves a payload must send or take its companion
-//!   (`csrc/online.h` has a macro per wrapped call; `MPI_Mrecv`/`Imrecv`
-//!   take theirs with the source and tag their probe matched). A payload
-//!   call without one would leave its receiver waiting for a companion.
+//! - Every call that moves a payload must queue its send or its
+//!   receive's completion (`csrc/online.h` has a macro per wrapped call;
+//!   `MPI_Mrecv`/`Imrecv` take their companion with the source and tag
+//!   their probe matched). A payload call without one leaves its
+//!   receiver's clock waiting, and the drain at finalize stalls.
 //! - Completing a collective online needs every member's entry (post)
-//!   time: a blocking collective, and the wait on a nonblocking one, wait
-//!   for the last member to enter, as an MPI library may (the standard
-//!   lets collective completion synchronize; a program that relies on a
-//!   rooted collective completing early, e.g. the root's `MPI_Bcast`
-//!   before a send its peers must receive before they join, can hang).
+//!   time, as an MPI library may: the clock's collective waits for the
+//!   last member (the application itself does not wait for it).
 //! - Companions of messages with the same source, tag and communicator
-//!   are taken in completion order: receives completed out of their
-//!   matching order swap their send times (no hang). `MPI_Mrecv`s of two
-//!   such messages probed in one order and received in the other swap
-//!   them too, as the offline replay does (it matches each `Mrecv` as a
-//!   receive from the probed source and tag, in receive order).
+//!   are taken in the order their receives' completions are reported:
+//!   receives completed out of their matching order swap their send
+//!   times. `MPI_Mrecv`s of two such messages probed in one order and
+//!   received in the other swap them too, as the offline replay does.
 //! - Link sharing (SimGrid XML `flows`) is not modelled; one thread per
 //!   rank (`MPI_THREAD_MULTIPLE` falls back to tracing).
 //! - A program the model would deadlock on (a rendezvous cycle that only
-//!   real eager buffering resolves) hangs, where offline replay reports
-//!   the deadlock.
+//!   real eager buffering resolves) runs to its end; the drain at
+//!   finalize stalls and the report says the prediction is incomplete,
+//!   where offline replay reports the deadlock.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
-use std::ffi::c_int;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use simulator::action::Action;
-use simulator::online::{Pending, VirtualRank, VirtualStats};
+use simulator::online::{VirtualRank, VirtualStats};
+use simulator::trace::Op as Call;
 
 use crate::config::Config;
 use crate::hooks::guard;
 use crate::recorder::{self, warn};
 
-/// Handles of `MPI_Sendrecv`'s two halves (never real request handles).
-const SENDRECV_SEND: u64 = u64::MAX - 1;
-const SENDRECV_RECV: u64 = u64::MAX - 2;
-/// Handle of a blocking send (never a real request handle).
-const BLOCKING_SEND: u64 = u64::MAX - 3;
-/// Per-rank figures gathered at finalize: see [`ipr_online_stats`].
-const STATS_LEN: usize = 6;
-
-/// Where a request's companion or acknowledgement travels.
-#[derive(Debug, Clone, Copy)]
-struct Route {
-    comm: u32,
-    local: i32,
-    tag: i32,
-}
+/// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`].
+const STATS_LEN: usize = 7;
+/// The clock's request ids start here, above any MPI request handle
+/// (OpenMPI's are user-space addresses, MPICH's 32-bit integers), so a
+/// stray handle never names one.
+const FIRST_ID: u64 = 1 << 62;
 
 /// The online state of the rank (on the `MPI_Init` thread).
 pub struct Online {
@@ -88,14 +83,31 @@ pub struct Online {
     ratios: Option<(ratios::RegionRatios, PathBuf)>,
     /// Call start (wall ticks) of the last compute block charged.
     charged: u64,
-    routes: HashMap<u64, Route>,
-    /// Members (world ranks in communicator rank order) per communicator id.
+    /// Members (world ranks in communicator rank order) per shadow slot.
     members: HashMap<u32, Vec<u32>>,
     unmodelled: BTreeSet<&'static str>,
-    deferred: Option<Deferred>,
-    /// Nonblocking collectives posted, by request: the blocking action
-    /// they stand for, their members (world ranks) and their MPI name.
+    /// Nonblocking collectives posted, by clock id: the blocking action
+    /// they stand for, their members (world ranks) and their call.
     nbcs: HashMap<u64, Nbc>,
+    /// What the pump has still to apply.
+    work: pump::Work,
+    /// The application's pending requests, by MPI handle: the clock id
+    /// each stands for (a handle is reused once its request completed, an
+    /// id never), and for a receive its shadow slot.
+    posted: HashMap<u64, Posted>,
+    next_id: u64,
+    /// `INTERPOSER_ONLINE_STALL_S`: how long a drain may go without progress.
+    stall_s: f64,
+    /// Why online mode stopped predicting, once it did.
+    stalled: Option<String>,
+}
+
+/// A request of the application's as the clock knows it.
+#[derive(Debug, Clone, Copy)]
+struct Posted {
+    id: u64,
+    /// The shadow slot of a receive (its companion comes there).
+    recv_slot: Option<u32>,
 }
 
 /// A nonblocking collective posted and not yet matched with its members' post times.
@@ -105,46 +117,20 @@ struct Nbc {
     action: Action,
     /// World ranks, in communicator rank order.
     members: Vec<u32>,
-    /// Its MPI name, for the list of unmodelled calls.
-    name: &'static str,
-}
-
-/// A wait that needs receivers' acknowledgements (rendezvous sends), kept
-/// until the clock's value is next needed: waiting for them at once could
-/// deadlock where the application does not (the receiver may be blocked
-/// in a real MPI call that needs this rank to go on first).
-#[derive(Debug, Default)]
-struct Deferred {
-    /// The requests of the wait.
-    reqs: Vec<u64>,
-    /// Rendezvous sends among them and where their acknowledgements come from.
-    acks: std::collections::VecDeque<(u64, Route)>,
-    /// Nonblocking collectives among them (their members' post times are
-    /// taken from the shadow allgather posted with them).
-    colls: std::collections::VecDeque<u64>,
-    /// Compute blocks (seconds) charged after the wait, in order.
-    computes: Vec<f64>,
+    /// The MPI call, for the list of unmodelled calls.
+    call: Call,
 }
 
 thread_local! {
     static ONLINE: RefCell<Option<Online>> = const { RefCell::new(None) };
-    /// Set while [`resolve`] waits for acknowledgements.
-    static RESOLVING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Set while a receive's deferred work runs at a later call's entry
-    /// (`csrc/online.c`, `ipr_online_run_later`): the block running then
-    /// is not charged yet.
-    static HOLD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-extern "C" {
-    /// `csrc/online.c`: waits (progressing this rank's receives) for the
-    /// acknowledgement from rank `local` of communicator `comm` with `tag`.
-    fn ipr_online_await_ack(comm: u32, local: c_int, tag: c_int, recv_post: *mut f64) -> c_int;
-    /// `csrc/online.c`: waits (progressing this rank's receives) for the
-    /// post times of nonblocking collective `req`'s members, `n` of them,
-    /// into `entries`; 0 when none were exchanged.
-    fn ipr_online_await_coll(req: u64, entries: *mut f64, n: c_int) -> c_int;
-}
+/// Nonzero while the pump has work: the C side then runs
+/// [`ffi::ipr_online_pump`] at the entry of the next recorded call.
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static ipr_online_work: AtomicI32 = AtomicI32::new(0);
+
 static VIRTUAL_WTIME: AtomicBool = AtomicBool::new(false);
 /// Set once a rank's online state is installed: spares trace mode's hot
 /// path the thread-local lookup of [`charge`].
@@ -154,8 +140,14 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 #[derive(Debug, Serialize)]
 pub struct OnlineReport {
     /// Predicted run time on the platform: the latest rank's virtual
-    /// `MPI_Finalize`, seconds.
+    /// `MPI_Finalize`, seconds (up to where the prediction stopped, when
+    /// it is not complete).
     pub makespan_s: f64,
+    /// False when a rank's online mode stalled and stopped predicting.
+    pub complete: bool,
+    /// Why the prediction is incomplete: each stalled rank's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
     /// Platform file the prediction is for.
     pub platform: String,
     /// Jitter trace injected, if any.
@@ -239,11 +231,14 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
         platform: path,
         jitter,
         charged: u64::MAX,
-        routes: HashMap::new(),
         members: HashMap::new(),
         unmodelled: BTreeSet::new(),
-        deferred: None,
         nbcs: HashMap::new(),
+        work: pump::Work::default(),
+        posted: HashMap::new(),
+        next_id: FIRST_ID,
+        stall_s: cfg.stall_s,
+        stalled: None,
     })
 }
 
@@ -273,8 +268,9 @@ pub fn charge(cpu_ns: u64, call_start: u64, region: (u64, u64)) {
     }
     let _ = ONLINE.try_with(|o| {
         if let Ok(mut slot) = o.try_borrow_mut() {
-            if let Some(on) = slot.as_mut() {
+            if let Some(on) = slot.as_mut().filter(|on| on.stalled.is_none()) {
                 on.charge(cpu_ns, call_start, region);
+                on.publish();
             }
         }
     });
@@ -285,43 +281,131 @@ impl Online {
         if call_start != self.charged {
             self.charged = call_start;
             let ratio = self.ratios.as_mut().map_or(1.0, |(r, _)| r.ratio(prev, next));
-            let s = cpu_ns as f64 * 1e-9 * ratio;
-            match self.deferred.as_mut() {
-                Some(d) => d.computes.push(s),
-                None => self.clock.compute(s),
+            self.queue(pump::Ev::Compute(cpu_ns as f64 * 1e-9 * ratio));
+        }
+    }
+
+    /// Appends `ev` to the pump's queue; stops online mode when the queue
+    /// outgrows [`pump::MAX_QUEUE`].
+    fn queue(&mut self, ev: pump::Ev) {
+        if self.work.queue.len() >= pump::MAX_QUEUE {
+            let why = format!("{} events wait behind this: {}", self.work.queue.len(), self.stuck_on());
+            self.stall(why);
+            return;
+        }
+        self.work.queue.push_back(ev);
+    }
+
+    /// A fresh clock id.
+    fn fresh(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Application request `req` was posted: a fresh clock id for it.
+    fn post(&mut self, req: u64, recv_slot: Option<u32>) -> u64 {
+        let id = self.fresh();
+        self.posted.insert(req, Posted { id, recv_slot });
+        id
+    }
+
+    /// Tells the C side whether the pump has work.
+    fn publish(&self) {
+        ipr_online_work.store((!self.work.idle() && self.stalled.is_none()) as i32, Ordering::Relaxed);
+    }
+
+    /// Fixes nonblocking collective `id`'s completion from its members'
+    /// post times; a model error lists the call as unmodelled (the
+    /// request then completes when waited, at no virtual cost).
+    fn icoll_matched(&mut self, id: u64, nbc: &Nbc, entries: &[f64]) {
+        if let Err(e) = self.clock.icoll_matched(id, &nbc.action, &nbc.members, entries) {
+            if self.unmodelled.insert(nbc.call.mpi_name()) {
+                warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
             }
         }
     }
 
-    /// Waits for `reqs` now, or when some are rendezvous sends, as soon
-    /// as the clock is next needed ([`Deferred`]).
-    fn wait(&mut self, reqs: &[u64]) {
-        let mut d = Deferred { reqs: reqs.to_vec(), ..Default::default() };
-        for r in reqs {
-            let route = self.routes.remove(r);
-            match (self.clock.pending(*r), route) {
-                (Pending::RendezvousSend, Some(route)) => d.acks.push_back((*r, route)),
-                (Pending::Collective, _) => d.colls.push_back(*r),
-                _ => {}
+    /// Runs the pump until its queue is applied and its messages are in,
+    /// during `call`. Returns false, after stopping online mode, when it
+    /// goes [`Online::stall_s`] seconds without progress.
+    fn drain(&mut self, call: &str) -> bool {
+        let bound = Duration::from_secs_f64(self.stall_s);
+        let mut last = Instant::now();
+        while self.stalled.is_none() && !self.work.idle() {
+            if self.pump() {
+                last = Instant::now();
+            } else if last.elapsed() >= bound {
+                let why = format!("in {call} for {} s, {}", self.stall_s, self.stuck_on());
+                self.stall(why);
+            } else {
+                std::thread::yield_now();
             }
         }
-        if d.acks.is_empty() && d.colls.is_empty() {
-            self.clock.wait(reqs);
-        } else {
-            self.deferred = Some(d);
-        }
+        self.stalled.is_none()
+    }
+
+    /// Stops predicting: says why once, drops the queue and cancels the
+    /// shadow receives in flight. The trace goes on.
+    fn stall(&mut self, why: String) {
+        warn(
+            Some(self.rank),
+            &format!("online mode stalled: {why}; it stops predicting here (online.json says the prediction is incomplete), the application and its trace go on"),
+        );
+        self.stalled = Some(why);
+        self.work = pump::Work::default();
+        self.publish();
     }
 }
 
 impl Online {
-    /// Fixes nonblocking collective `req`'s completion from its members'
-    /// post times; a model error lists the call as unmodelled (the
-    /// request then completes when waited, at no virtual cost).
-    fn icoll_matched(&mut self, req: u64, nbc: &Nbc, entries: &[f64]) {
-        if let Err(e) = self.clock.icoll_matched(req, &nbc.action, &nbc.members, entries) {
-            if self.unmodelled.insert(nbc.name) {
-                warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
-            }
+    /// Rank 0's report from every rank's stats (`STATS_LEN` doubles each)
+    /// and stall reasons (NUL-padded, equal lengths), rank order: prints
+    /// the makespan and writes `online.json`.
+    fn report(&self, all: &[f64], reasons: &[u8]) {
+        let n = all.len() / STATS_LEN;
+        let ranks: Vec<RankOnline> = all
+            .chunks(STATS_LEN)
+            .enumerate()
+            .map(|(r, v)| RankOnline {
+                rank: r as u32,
+                stats: VirtualStats { end_s: v[0], compute_s: v[1], comm_s: v[2], wait_s: v[3], messages: v[4] as u64, bytes_sent: v[5] as u64 },
+            })
+            .collect();
+        let stalled: Vec<String> = all
+            .chunks(STATS_LEN)
+            .zip(reasons.chunks(reasons.len() / n.max(1)))
+            .enumerate()
+            .filter(|(_, (v, _))| v[6] == 0.0)
+            .map(|(r, (_, why))| {
+                let why = String::from_utf8_lossy(why.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
+                format!("rank {r}: {}", if why.is_empty() { "no online state" } else { &why })
+            })
+            .collect();
+        let report = OnlineReport {
+            makespan_s: ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max),
+            complete: stalled.is_empty(),
+            incomplete_reason: (!stalled.is_empty()).then(|| match stalled.len() {
+                k if k > 4 => format!("{}; and {} more ranks", stalled[..4].join("; "), k - 4),
+                _ => stalled.join("; "),
+            }),
+            platform: self.platform.display().to_string(),
+            jitter: self.jitter.as_ref().map(|j| j.display().to_string()),
+            speed_ratios: self.ratios.as_ref().map(|(_, p)| p.display().to_string()),
+            ranks,
+            unmodelled_calls: self.unmodelled.iter().map(|s| s.to_string()).collect(),
+        };
+        let partial = if report.complete { "" } else { " (incomplete: online mode stalled, see online.json)" };
+        eprintln!("interposer: online prediction on {}: makespan {:.6} s{partial}", report.platform, report.makespan_s);
+        if !report.unmodelled_calls.is_empty() {
+            let calls = report.unmodelled_calls.join(", ");
+            warn(None, &format!("online mode did not model {calls} (no virtual time charged; see online.json)"));
+        }
+        let path = self.out.join("online.json");
+        let written = serde_json::to_vec_pretty(&report)
+            .map_err(|e| e.to_string())
+            .and_then(|j| std::fs::write(&path, j).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            warn(Some(self.rank), &format!("cannot write {}: {e}", path.display()));
         }
     }
 }
@@ -333,64 +417,30 @@ fn with_state<T>(f: impl FnOnce(&mut Online) -> T) -> Option<T> {
     })
 }
 
-/// Completes a deferred wait: fetches each acknowledgement (the C side
-/// progresses this rank's receives meanwhile, which re-enters here
-/// without resolving), then waits and charges the compute since.
-fn resolve() {
-    RESOLVING.with(|r| r.set(true));
-    while let Some((req, route)) = with_state(|on| on.deferred.as_mut().and_then(|d| d.acks.pop_front())).flatten() {
-        let mut recv_post = 0.0;
-        // SAFETY: a plain call into csrc/online.c with a live out-pointer.
-        if unsafe { ipr_online_await_ack(route.comm, route.local, route.tag, &mut recv_post) } == 1 {
-            with_state(|on| on.clock.send_matched(req, recv_post));
-        }
-    }
-    while let Some(req) = with_state(|on| on.deferred.as_mut().and_then(|d| d.colls.pop_front())).flatten() {
-        let Some(n) = with_state(|on| on.nbcs.get(&req).map(|c| c.members.len())).flatten() else { continue };
-        let mut entries = vec![0.0; n];
-        // SAFETY: a plain call into csrc/online.c with room for n doubles.
-        let got = unsafe { ipr_online_await_coll(req, entries.as_mut_ptr(), n as c_int) } == 1;
-        with_state(|on| {
-            let Some(nbc) = on.nbcs.remove(&req) else { return };
-            if got {
-                on.icoll_matched(req, &nbc, &entries);
-            }
-        });
-    }
-    with_state(|on| {
-        if let Some(d) = on.deferred.take() {
-            on.clock.wait(&d.reqs);
-            for c in d.computes {
-                on.clock.compute(c);
-            }
-        }
-    });
-    RESOLVING.with(|r| r.set(false));
-}
-
-/// Runs `f` on this thread's online state as it is (no deferred wait
-/// completed, no compute charged): for what does not read the clock.
-fn peek<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
-    guard(None, || with_state(f)).unwrap_or(default)
-}
-
-/// Runs `f` on this thread's online state after completing a deferred
-/// wait and charging the current call's compute block; `default` on other
-/// threads, when online mode is off, or after a panic (which disables
-/// recording).
+/// Runs `f` on this thread's online state, unless online mode is off or
+/// stopped on this thread, or `f` panicked (which disables recording);
+/// first charges the current call's compute block, so that it enters the
+/// queue before what the call does.
 fn with<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
-    let block = if HOLD.with(|h| h.get()) { None } else { recorder::current_block() };
+    let block = recorder::current_block();
     guard(None, || {
-        if !RESOLVING.with(|r| r.get()) {
-            resolve();
-            if let Some((cpu, start, region)) = block {
-                with_state(|on| on.charge(cpu, start, region));
+        with_state(|on| {
+            if on.stalled.is_some() {
+                return None;
             }
-        }
-        with_state(f)
+            if let Some((cpu, start, region)) = block {
+                on.charge(cpu, start, region);
+            }
+            let out = f(on);
+            on.publish();
+            Some(out)
+        })
+        .flatten()
     })
     .unwrap_or(default)
 }
 
 mod ffi;
+mod pump;
 mod ratios;
+mod shadow;

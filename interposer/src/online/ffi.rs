@@ -1,16 +1,30 @@
-//! The `extern "C"` hooks `csrc/online.c` calls: thin shells over the
-//! rank's [`super::Online`] state, never panicking across FFI.
+//! The `extern "C"` hooks `csrc/online.c` calls: thin shells that queue
+//! what the application did on the rank's [`super::Online`] state, never
+//! blocking and never panicking across FFI.
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 use std::sync::atomic::Ordering;
 
-use simulator::online::{Pending, SendPost, VirtualStats};
 use simulator::action::Action;
+use simulator::online::VirtualStats;
 use simulator::trace::{CallRecord, Op};
 
-use super::{peek, with, Nbc, OnlineReport, RankOnline, Route, BLOCKING_SEND, ONLINE, SENDRECV_RECV, SENDRECV_SEND, STATS_LEN, VIRTUAL_WTIME};
+use super::pump::{Ev, Input};
+use super::shadow::{Channel, Op as Shadow};
+use super::{with, with_state, Nbc, ONLINE, STATS_LEN, VIRTUAL_WTIME};
 use crate::hooks::{guard, record_params, Params};
-use crate::recorder::{self, warn};
+use crate::recorder;
+
+extern "C" {
+    fn ipr_sh_free(slot: u32);
+}
+
+/// Frees shadow `slot`'s communicators (the pump reached the
+/// application's `MPI_Comm_free` of its communicator).
+pub(super) fn free_shadow(slot: u32) {
+    // SAFETY: a plain call into csrc/online.c.
+    unsafe { ipr_sh_free(slot) }
+}
 
 /// 1 when this thread runs online mode (the C side then creates the shadow communicators).
 #[no_mangle]
@@ -18,227 +32,177 @@ pub extern "C" fn ipr_online_enabled() -> c_int {
     with(0, |_| 1)
 }
 
-/// Registers the members of communicator `id` (world ranks, `n` of them).
+/// Registers the members of shadow `slot` (world ranks, `n` of them, in
+/// communicator rank order).
 ///
 /// # Safety
 /// `members` points to `n` readable ints.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_comm(id: u32, members: *const c_int, n: c_int) {
+pub unsafe extern "C" fn ipr_online_comm(slot: u32, members: *const c_int, n: c_int) {
     if members.is_null() || n <= 0 {
         return;
     }
     // SAFETY: the caller passes `n` ints.
     let m: Vec<u32> = unsafe { std::slice::from_raw_parts(members, n as usize) }.iter().map(|&r| r as u32).collect();
     with((), |on| {
-        on.members.insert(id, m);
+        on.members.insert(slot, m);
     })
 }
 
-/// The virtual clock now, seconds (charging the current call's compute block).
+/// The application freed the communicator of shadow `slot`: its shadows
+/// go once the pump has applied what came before.
 #[no_mangle]
-pub extern "C" fn ipr_online_now() -> f64 {
-    with(0.0, |on| on.clock.now())
-}
-
-/// Writes `v` to `out` unless null.
-///
-/// # Safety
-/// `out` is null or points to a writable double.
-unsafe fn put(out: *mut f64, v: f64) {
-    // SAFETY: per the contract.
-    if let Some(o) = unsafe { out.as_mut() } {
-        *o = v;
+pub extern "C" fn ipr_online_comm_free(slot: u32) {
+    let queued = with(false, |on| {
+        on.queue(Ev::CommFree { slot });
+        true
+    });
+    if !queued {
+        free_shadow(slot);
     }
 }
 
-/// A blocking send of `bytes` to world rank `peer` (rank `local` of
-/// communicator `comm`, tag `tag`) posted: writes its virtual post time
-/// to `post`; returns 1 when the model sends it eagerly (a rendezvous one
-/// completes when the receiver's acknowledgement is in, see [`Deferred`]).
-///
-/// # Safety
-/// Out-pointers are null or point to writable locals.
-#[no_mangle]
-pub unsafe extern "C" fn ipr_online_send(peer: i32, bytes: u64, comm: u32, local: i32, tag: i32, post: *mut f64) -> c_int {
-    let s = with(SendPost { post_s: 0.0, eager: true }, |on| {
-        on.routes.insert(BLOCKING_SEND, Route { comm, local, tag });
-        let s = on.clock.isend(BLOCKING_SEND, peer as u32, bytes);
-        on.wait(&[BLOCKING_SEND]);
-        s
-    });
-    // SAFETY: per the contract.
-    unsafe { put(post, s.post_s) };
-    s.eager as c_int
+/// The send half of `p` (world rank `p.peer`, `p.bytes`): to rank `local`
+/// of shadow `slot` with `tag`, as clock request `id`.
+fn send(on: &mut super::Online, id: u64, p: &Params, slot: u32, local: c_int, tag: c_int, call: Op) {
+    on.queue(Ev::Send { id, peer: p.peer as u32, bytes: p.bytes, slot, local, tag, call });
 }
 
-/// A blocking receive matched a message of `bytes` from world rank `src`
-/// sent at `send_post`: writes the receive's post time to `recv_post`;
-/// returns 1 when eager (else the C side acknowledges with the post time).
-///
-/// # Safety
-/// Out-pointers are null or point to writable locals.
-#[no_mangle]
-pub unsafe extern "C" fn ipr_online_recv(src: i32, bytes: u64, send_post: f64, recv_post: *mut f64) -> c_int {
-    let (p, eager) = with((0.0, true), |on| on.clock.recv(src as u32, bytes, send_post));
-    // SAFETY: per the contract.
-    unsafe { put(recv_post, p) };
-    eager as c_int
+/// A receive `id` of shadow `slot` matched the message from its rank
+/// `src` with `tag`: its companion is awaited on the shadow from now.
+fn matched(on: &mut super::Online, id: u64, slot: u32, src: c_int, tag: c_int, call: Op) {
+    let Some(&src_world) = on.members.get(&slot).and_then(|m| m.get(src as usize)) else { return };
+    if let Some(op) = Shadow::irecv(slot, Channel::Fwd, src, tag, 2) {
+        on.work.inputs.push(Input::Companion { id, slot, src, src_world, tag, call, op });
+    }
 }
 
-/// A nonblocking send `req` of `bytes` to world rank `peer` (rank `local`
-/// of communicator `comm`, tag `tag`) posted: as [`ipr_online_send`].
+/// A blocking send (`MPI_Send`, `Ssend`, `Bsend`, `Rsend`) of parameters
+/// `p` to rank `local` of shadow `slot` with `tag` returned.
 ///
 /// # Safety
-/// Out-pointers are null or point to writable locals.
+/// `p` points to a valid `struct ipr_params`.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_isend(req: u64, peer: i32, bytes: u64, comm: u32, local: i32, tag: i32, post: *mut f64) -> c_int {
-    let s = with(SendPost { post_s: 0.0, eager: true }, |on| {
-        on.routes.insert(req, Route { comm, local, tag });
-        on.clock.isend(req, peer as u32, bytes)
-    });
-    // SAFETY: per the contract.
-    unsafe { put(post, s.post_s) };
-    s.eager as c_int
-}
-
-/// A nonblocking receive `req` on communicator `comm` posted.
-#[no_mangle]
-pub extern "C" fn ipr_online_irecv(req: u64, comm: u32) {
+pub unsafe extern "C" fn ipr_online_send(op: c_int, p: *const Params, slot: u32, local: c_int, tag: c_int) {
+    // SAFETY: the C wrapper passes its live parameter struct.
+    let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
     with((), |on| {
-        on.routes.insert(req, Route { comm, local: -1, tag: -1 });
-        on.clock.irecv(req);
+        let id = on.fresh();
+        send(on, id, &p, slot, local, tag, call);
+        on.queue(Ev::Wait { ids: vec![id], call });
     })
 }
 
-/// What completed request `req` needs: 0 nothing, 1 the sender's
-/// companion, 2 the receiver's acknowledgement (a rendezvous send), 3 its
-/// members' post times (a nonblocking collective). Writes
-/// its communicator id, and for a send the peer's rank in it and the tag.
+/// A nonblocking send (request `p.request`) of parameters `p` to rank
+/// `local` of shadow `slot` with `tag` was posted (or a persistent one started).
 ///
 /// # Safety
-/// Out-pointers are null or point to writable locals.
+/// `p` points to a valid `struct ipr_params`.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_pending(req: u64, comm: *mut u32, local: *mut c_int, tag: *mut c_int) -> c_int {
-    peek(0, |on| {
-        let kind = match on.clock.pending(req) {
-            Pending::None => 0,
-            Pending::Recv => 1,
-            Pending::RendezvousSend => 2,
-            Pending::Collective => 3,
-        };
-        let r = on.routes.get(&req).copied().unwrap_or(Route { comm: 0, local: -1, tag: -1 });
-        // SAFETY: per the contract.
-        unsafe {
-            if let Some(c) = comm.as_mut() {
-                *c = r.comm;
-            }
-            if let Some(l) = local.as_mut() {
-                *l = r.local;
-            }
-            if let Some(t) = tag.as_mut() {
-                *t = r.tag;
-            }
+pub unsafe extern "C" fn ipr_online_isend(op: c_int, p: *const Params, slot: u32, local: c_int, tag: c_int) {
+    // SAFETY: the C wrapper passes its live parameter struct.
+    let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
+    with((), |on| {
+        let id = on.post(p.request, None);
+        send(on, id, &p, slot, local, tag, call);
+    })
+}
+
+/// A nonblocking receive `req` on shadow `slot` was posted (or a persistent one started).
+#[no_mangle]
+pub extern "C" fn ipr_online_irecv(req: u64, slot: u32) {
+    with((), |on| {
+        let id = on.post(req, Some(slot));
+        on.queue(Ev::Recv { id });
+    })
+}
+
+/// A blocking receive (`MPI_Recv`, `MPI_Mrecv`) on shadow `slot` returned
+/// a message from its rank `src` with `tag`.
+#[no_mangle]
+pub extern "C" fn ipr_online_recv(op: c_int, slot: u32, src: c_int, tag: c_int) {
+    let Some(call) = Op::from_code(op as u8) else { return };
+    with((), |on| {
+        let id = on.fresh();
+        on.queue(Ev::Recv { id });
+        matched(on, id, slot, src, tag, call);
+        on.queue(Ev::Wait { ids: vec![id], call });
+    })
+}
+
+/// `MPI_Sendrecv(_replace)` of parameters `p` returned: its send half to
+/// rank `dest` of shadow `slot` with `sendtag` (none when `p.peer` < 0),
+/// its receive half from rank `src` with `recvtag`, as the status gives
+/// them (none when `p.peer2` < 0).
+///
+/// # Safety
+/// `p` points to a valid `struct ipr_params`.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_online_sendrecv(op: c_int, p: *const Params, slot: u32, dest: c_int, sendtag: c_int, src: c_int, recvtag: c_int) {
+    // SAFETY: the C wrapper passes its live parameter struct.
+    let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
+    with((), |on| {
+        let mut ids = Vec::with_capacity(2);
+        if p.peer >= 0 {
+            let id = on.fresh();
+            send(on, id, &p, slot, dest, sendtag, call);
+            ids.push(id);
         }
-        kind
-    })
-}
-
-/// Receive `req` matched a message of `bytes` from world rank `src` sent
-/// at `send_post`: as [`ipr_online_recv`], without waiting yet.
-///
-/// # Safety
-/// Out-pointers are null or point to writable locals.
-#[no_mangle]
-pub unsafe extern "C" fn ipr_online_recv_matched(req: u64, src: i32, bytes: u64, send_post: f64, recv_post: *mut f64) -> c_int {
-    let (p, eager) = peek(None, |on| on.clock.recv_matched(req, src as u32, bytes, send_post)).unwrap_or((0.0, true));
-    // SAFETY: per the contract.
-    unsafe { put(recv_post, p) };
-    eager as c_int
-}
-
-/// Writes up to `cap` pending nonblocking receives of the application
-/// (handles and communicator ids); returns how many.
-///
-/// # Safety
-/// `handles` and `comms` point to `cap` writable values.
-#[no_mangle]
-pub unsafe extern "C" fn ipr_online_recvs(handles: *mut u64, comms: *mut u32, cap: u64) -> u64 {
-    if handles.is_null() || comms.is_null() {
-        return 0;
-    }
-    peek(0, |on| {
-        let mut n = 0;
-        for (&req, r) in &on.routes {
-            if n == cap {
-                break;
-            }
-            if req < BLOCKING_SEND && on.clock.pending(req) == Pending::Recv {
-                // SAFETY: n < cap, per the contract.
-                unsafe {
-                    *handles.add(n as usize) = req;
-                    *comms.add(n as usize) = r.comm;
-                }
-                n += 1;
-            }
+        if p.peer2 >= 0 && src >= 0 {
+            let id = on.fresh();
+            on.queue(Ev::Recv { id });
+            matched(on, id, slot, src, recvtag, call);
+            ids.push(id);
         }
-        n
+        on.queue(Ev::Wait { ids, call });
     })
 }
 
-/// Requests `reqs[0..n]` completed (a wait, or a test that succeeded).
+/// Request `req` completed with a status naming rank `src` of its
+/// communicator and `tag` (`cancelled` nonzero for a cancelled one):
+/// when it is a receive, its companion is awaited. Called for each
+/// request of a completion before [`ipr_online_wait`].
+#[no_mangle]
+pub extern "C" fn ipr_online_completed(op: c_int, req: u64, src: c_int, tag: c_int, cancelled: c_int) {
+    let Some(call) = Op::from_code(op as u8) else { return };
+    with((), |on| {
+        let Some(&super::Posted { id, recv_slot: Some(slot) }) = on.posted.get(&req) else { return };
+        if cancelled == 0 && src >= 0 {
+            matched(on, id, slot, src, tag, call);
+        }
+    })
+}
+
+/// Requests `reqs[0..n]` completed (a wait, or a test that succeeded), in call `op`.
 ///
 /// # Safety
 /// `reqs` points to `n` readable values.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_wait(reqs: *const u64, n: u64) {
+pub unsafe extern "C" fn ipr_online_wait(op: c_int, reqs: *const u64, n: u64) {
     let list: &[u64] = if reqs.is_null() || n == 0 {
         &[]
     } else {
         // SAFETY: the caller passes `n` values.
         unsafe { std::slice::from_raw_parts(reqs, n as usize) }
     };
-    with((), |on| on.wait(list))
-}
-
-/// `MPI_Sendrecv`'s two halves posted: a send of `bytes` to world rank
-/// `dst` (rank `local` of communicator `comm`, tag `tag`; none when `dst`
-/// is negative), then a receive (none when `src` < 0). Writes the send's
-/// post time; returns 1 when eager (or no send).
-///
-/// # Safety
-/// Out-pointers are null or point to writable locals.
-#[no_mangle]
-pub unsafe extern "C" fn ipr_online_sendrecv(dst: i32, bytes: u64, src: i32, comm: u32, local: i32, tag: i32, post: *mut f64) -> c_int {
-    let s = with(SendPost { post_s: 0.0, eager: true }, |on| {
-        let mut s = SendPost { post_s: 0.0, eager: true };
-        if dst >= 0 {
-            on.routes.insert(SENDRECV_SEND, Route { comm, local, tag });
-            s = on.clock.isend(SENDRECV_SEND, dst as u32, bytes);
+    let call = Op::from_code(op as u8).unwrap_or(Op::Wait);
+    with((), |on| {
+        let ids: Vec<u64> = list.iter().filter_map(|r| on.posted.remove(r)).map(|p| p.id).collect();
+        if !ids.is_empty() {
+            on.queue(Ev::Wait { ids, call });
         }
-        if src >= 0 {
-            on.clock.irecv(SENDRECV_RECV);
+    })
+}
+
+/// `MPI_Request_free(req)`: a request still pending completes unseen (as
+/// in the replay).
+#[no_mangle]
+pub extern "C" fn ipr_online_request_free(req: u64) {
+    with((), |on| {
+        if let Some(p) = on.posted.remove(&req) {
+            on.queue(Ev::Forget { id: p.id });
         }
-        s
-    });
-    // SAFETY: per the contract.
-    unsafe { put(post, s.post_s) };
-    s.eager as c_int
-}
-
-/// `MPI_Sendrecv`'s receive matched (see [`ipr_online_recv_matched`]).
-///
-/// # Safety
-/// Out-pointers are null or point to writable locals.
-#[no_mangle]
-pub unsafe extern "C" fn ipr_online_sendrecv_recv(src: i32, bytes: u64, send_post: f64, recv_post: *mut f64) -> c_int {
-    // SAFETY: per the contract.
-    unsafe { ipr_online_recv_matched(SENDRECV_RECV, src, bytes, send_post, recv_post) }
-}
-
-/// `MPI_Sendrecv` waits for both halves.
-#[no_mangle]
-pub extern "C" fn ipr_online_sendrecv_end() {
-    with((), |on| on.wait(&[SENDRECV_SEND, SENDRECV_RECV]))
+    })
 }
 
 /// The replay action of collective `op` with parameters `p` (as the
@@ -276,182 +240,170 @@ unsafe fn scratch_list(list: *const u64, nlist: u64) -> Vec<u64> {
     }
 }
 
-/// A collective `op` with parameters `p` (as the trace records them) whose
-/// members entered at the virtual times `entries[0..n]` (communicator rank
-/// order) exits at the model's time. `list[0..nlist]` is the call's
+/// A collective `op` with parameters `p` (as the trace records them) on
+/// shadow `slot` returned (posted, for a nonblocking one: `nonblocking`
+/// nonzero, its request `p.request`). `list[0..nlist]` is the call's
 /// scratch list (the v-collectives' byte counts; null and 0 for others).
-///
-/// # Safety
-/// `p` points to a valid `struct ipr_params`; `entries` to `n` doubles;
-/// `list` to `nlist` values unless null.
-#[no_mangle]
-pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, entries: *const f64, n: c_int, list: *const u64, nlist: u64) {
-    // SAFETY: the C wrapper passes its live parameter struct and array.
-    let (Some(p), false) = (unsafe { p.as_ref() }.copied(), entries.is_null() || n <= 0) else { return };
-    // SAFETY: as above.
-    let entries = unsafe { std::slice::from_raw_parts(entries, n as usize) }.to_vec();
-    // SAFETY: per the contract.
-    let mut list = unsafe { scratch_list(list, nlist) };
-    with((), |on| {
-        let Some(code) = Op::from_code(op as u8) else { return };
-        let members = match on.members.get(&p.comm) {
-            Some(m) if m.len() == entries.len() => m.clone(),
-            _ => {
-                on.unmodelled.insert(code.mpi_name());
-                return;
-            }
-        };
-        let Some(action) = coll_action(code, &p, &mut list, members.len()) else {
-            on.unmodelled.insert(code.mpi_name());
-            return;
-        };
-        if let Err(e) = on.clock.collective(&action, &members, &entries) {
-            if on.unmodelled.insert(code.mpi_name()) {
-                warn(Some(on.rank), &format!("online mode: {e}; it costs no virtual time"));
-            }
-        }
-    })
-}
-
-/// A nonblocking collective `op` with parameters `p` (its request in
-/// `p.request`) and scratch list `list[0..nlist]` was posted: when the
-/// clock can model it, registers it, writes its virtual post time to
-/// `post` and returns its number of members, whose post times the C side
-/// then gathers (without blocking) for [`super::resolve`]; else lists it
-/// as unmodelled and returns 0.
+/// The clock runs it on its members' entry (post) times, which the pump
+/// gathers on the shadow; what the replay cannot build costs no virtual
+/// time and is listed as unmodelled.
 ///
 /// # Safety
 /// `p` points to a valid `struct ipr_params`; `list` to `nlist` values
-/// unless null; `post` is null or points to a writable double.
+/// unless null.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_icoll(op: c_int, p: *const Params, list: *const u64, nlist: u64, post: *mut f64) -> c_int {
+pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, slot: u32, list: *const u64, nlist: u64, nonblocking: c_int) {
     // SAFETY: the C wrapper passes its live parameter struct.
-    let Some(p) = unsafe { p.as_ref() }.copied() else { return 0 };
+    let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
     // SAFETY: per the contract.
     let mut list = unsafe { scratch_list(list, nlist) };
-    let (n, t) = with((0, 0.0), |on| {
-        let Some(code) = Op::from_code(op as u8) else { return (0, 0.0) };
-        let members = on.members.get(&p.comm).cloned();
-        let action = members.as_ref().and_then(|m| coll_action(code, &p, &mut list, m.len()));
-        let (Some(members), Some(action), true) = (members, action, p.request != 0) else {
-            on.unmodelled.insert(code.mpi_name());
-            return (0, 0.0);
+    with((), |on| {
+        let members = on.members.get(&slot).cloned();
+        let action = members.as_ref().and_then(|m| coll_action(call, &p, &mut list, m.len()));
+        let (Some(members), Some(action)) = (members, action) else {
+            on.unmodelled.insert(call.mpi_name());
+            return;
         };
-        let n = members.len() as c_int;
-        on.nbcs.insert(p.request, Nbc { action, members, name: code.mpi_name() });
-        (n, on.clock.icoll(p.request))
-    });
-    // SAFETY: per the contract.
-    unsafe { put(post, t) };
-    n
+        if nonblocking == 0 {
+            on.queue(Ev::Coll { call, action, members, slot, gather: None });
+        } else if p.request != 0 {
+            let id = on.post(p.request, None);
+            on.nbcs.insert(id, Nbc { action, members, call });
+            on.queue(Ev::Icoll { id, slot });
+        }
+    })
 }
 
 /// Call `op` costs no virtual time (a collective on a communicator
 /// without a shadow): lists it in the report.
 #[no_mangle]
 pub extern "C" fn ipr_online_unmodelled(op: c_int) {
-    peek((), |on| {
+    with((), |on| {
         if let Some(code) = Op::from_code(op as u8) {
             on.unmodelled.insert(code.mpi_name());
         }
     })
 }
 
-/// `MPI_Request_free(req)`: a receive or nonblocking collective still
-/// pending is forgotten (it completes unseen, as in the replay); returns
-/// 1 for a nonblocking collective, whose shadow exchange the C side then
-/// completes at finalize.
+/// Runs the pump (at the entry of a recorded call, when
+/// [`super::ipr_online_work`] says it has work).
 #[no_mangle]
-pub extern "C" fn ipr_online_request_free(req: u64) -> c_int {
-    peek(0, |on| match on.clock.pending(req) {
-        Pending::Recv | Pending::Collective => {
-            on.routes.remove(&req);
-            let coll = on.nbcs.remove(&req).is_some();
-            // Not complete: forgetting it moves no clock.
-            on.clock.wait(&[req]);
-            coll as c_int
-        }
-        _ => 0,
-    })
+pub extern "C" fn ipr_online_pump() {
+    guard(None, || {
+        with_state(|on| {
+            if on.stalled.is_none() {
+                on.pump();
+            }
+            on.publish();
+        })
+    });
+}
+
+/// Charges the current call's compute block, then runs the pump until the
+/// clock has applied everything and its messages are in, inside call `op`
+/// (`MPI_Finalize`), or until the watchdog stops online mode
+/// ([`super::Online::drain`]).
+#[no_mangle]
+pub extern "C" fn ipr_online_drain(op: c_int) {
+    let call = Op::from_code(op as u8).unwrap_or(Op::Finalize);
+    // The block before this call first, as every call's.
+    if with(false, |_| true) {
+        guard(None, || {
+            with_state(|on| {
+                on.drain(call.mpi_name());
+                on.publish();
+            })
+        });
+    }
 }
 
 /// Writes this rank's figures, `STATS_LEN` doubles: end, compute, comm,
-/// wait (seconds), messages, bytes sent.
+/// wait (seconds), messages, bytes sent, and 1 when its prediction is
+/// complete (else 0).
 ///
 /// # Safety
-/// `out` points to 6 writable doubles.
+/// `out` points to `STATS_LEN` writable doubles.
 #[no_mangle]
 pub unsafe extern "C" fn ipr_online_stats(out: *mut f64) {
     if out.is_null() {
         return;
     }
-    let s = with(VirtualStats::default(), |on| on.clock.stats());
-    let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64];
+    let (s, complete) = guard(None, || with_state(|on| (on.clock.stats(), on.stalled.is_none()))).unwrap_or((VirtualStats::default(), false));
+    let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64, complete as u8 as f64];
     // SAFETY: the caller passes room for STATS_LEN doubles.
     unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, STATS_LEN) };
 }
 
+/// Writes why this rank's online mode stopped (empty when it did not) to
+/// `buf` as a NUL-terminated string of at most `cap` bytes.
+///
+/// # Safety
+/// `buf` points to `cap` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_online_reason(buf: *mut c_char, cap: c_int) {
+    if buf.is_null() || cap <= 0 {
+        return;
+    }
+    let why = guard(None, || with_state(|on| on.stalled.clone().unwrap_or_default())).unwrap_or_default();
+    let mut n = why.len().min(cap as usize - 1);
+    while !why.is_char_boundary(n) {
+        n -= 1;
+    }
+    // SAFETY: n + 1 <= cap bytes, per the contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(why.as_ptr().cast::<c_char>(), buf, n);
+        *buf.add(n) = 0;
+    }
+}
+
+/// Drops what the pump still holds (cancelling shadow receives in
+/// flight), after the report at finalize.
+#[no_mangle]
+pub extern "C" fn ipr_online_stop() {
+    guard(None, || {
+        with_state(|on| {
+            on.work = Default::default();
+            on.publish();
+        })
+    });
+}
+
 /// Rank 0 at `MPI_Finalize`: from every rank's [`ipr_online_stats`]
-/// (`n` ranks, rank order), prints the predicted makespan and writes
+/// (`n` ranks, rank order) and [`ipr_online_reason`] (`n` strings of
+/// `reason_len` bytes), prints the predicted makespan and writes
 /// `online.json`.
 ///
 /// # Safety
-/// `all` points to `n × 6` doubles.
+/// `all` points to `n × STATS_LEN` doubles, `reasons` to
+/// `n × reason_len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_report(all: *const f64, n: c_int) {
-    if all.is_null() || n <= 0 {
+pub unsafe extern "C" fn ipr_online_report(all: *const f64, reasons: *const c_char, reason_len: c_int, n: c_int) {
+    if all.is_null() || reasons.is_null() || n <= 0 || reason_len <= 0 {
         return;
     }
-    // SAFETY: the caller passes n × STATS_LEN doubles.
+    // SAFETY: the caller passes n × STATS_LEN doubles and n reasons.
     let all = unsafe { std::slice::from_raw_parts(all, n as usize * STATS_LEN) };
-    with((), |on| {
-        let ranks: Vec<RankOnline> = all
-            .chunks(STATS_LEN)
-            .enumerate()
-            .map(|(r, v)| RankOnline {
-                rank: r as u32,
-                stats: VirtualStats { end_s: v[0], compute_s: v[1], comm_s: v[2], wait_s: v[3], messages: v[4] as u64, bytes_sent: v[5] as u64 },
-            })
-            .collect();
-        let report = OnlineReport {
-            makespan_s: ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max),
-            platform: on.platform.display().to_string(),
-            jitter: on.jitter.as_ref().map(|j| j.display().to_string()),
-            speed_ratios: on.ratios.as_ref().map(|(_, p)| p.display().to_string()),
-            ranks,
-            unmodelled_calls: on.unmodelled.iter().map(|s| s.to_string()).collect(),
-        };
-        eprintln!("interposer: online prediction on {}: makespan {:.6} s", report.platform, report.makespan_s);
-        if !report.unmodelled_calls.is_empty() {
-            let calls = report.unmodelled_calls.join(", ");
-            warn(None, &format!("online mode did not model {calls} (no virtual time charged; see online.json)"));
-        }
-        let path = on.out.join("online.json");
-        let written = serde_json::to_vec_pretty(&report)
-            .map_err(|e| e.to_string())
-            .and_then(|j| std::fs::write(&path, j).map_err(|e| e.to_string()));
-        if let Err(e) = written {
-            warn(Some(on.rank), &format!("cannot write {}: {e}", path.display()));
-        }
-    })
+    // SAFETY: as above.
+    let reasons = unsafe { std::slice::from_raw_parts(reasons.cast::<u8>(), n as usize * reason_len as usize) };
+    guard(None, || with_state(|on| on.report(all, reasons)));
 }
 
 /// `MPI_Wtime`: virtual time when `INTERPOSER_VIRTUAL_WTIME=1` in online
-/// mode (the clock plus the compute block running now), else `real`.
+/// mode (the clock, once the pump has applied everything queued, plus the
+/// compute block running now), else `real`.
 #[no_mangle]
 pub extern "C" fn ipr_online_wtime(real: f64) -> f64 {
     if !VIRTUAL_WTIME.load(Ordering::Relaxed) {
         return real;
     }
     let running = recorder::cpu_since_last_call_ns() as f64 * 1e-9;
-    guard(None, || ONLINE.with(|o| o.try_borrow().ok()?.as_ref().map(|on| on.clock.now() + running / on.clock.speed_ratio())))
-        .unwrap_or(real)
-}
-
-/// Holds back (`on` nonzero) or releases the charging of the running
-/// compute block while a blocking receive's deferred online work runs at
-/// a later call's entry (`csrc/online.c`, `ipr_online_run_later`).
-#[no_mangle]
-pub extern "C" fn ipr_online_hold(on: c_int) {
-    super::HOLD.with(|h| h.set(on != 0));
+    guard(None, || {
+        ONLINE.with(|o| {
+            let mut slot = o.try_borrow_mut().ok()?;
+            let on = slot.as_mut()?;
+            on.drain("MPI_Wtime");
+            Some(on.clock.now() + running / on.clock.speed_ratio())
+        })
+    })
+    .unwrap_or(real)
 }

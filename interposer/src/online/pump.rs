@@ -1,0 +1,259 @@
+//! The online clock's work queue: what the application did, in its
+//! order ([`Ev`]), and the shadow messages that complete it ([`Input`]).
+//!
+//! The hooks only append to the queue. The pump runs it at the entry of
+//! the rank's next MPI call (and at `MPI_Finalize`, and for a virtual
+//! `MPI_Wtime`): it applies events in order while each has what it needs
+//! and stops at the first that lacks a shadow message, to try again on
+//! the next call. It never blocks, so the application never waits for
+//! online mode's traffic. Why this cannot deadlock, and where it may
+//! still wait, is in `docs/online-protocol.md`.
+//!
+//! - Events read or move the clock, so they run in program order.
+//! - Inputs (a receive's companion, a rendezvous send's acknowledgement,
+//!   a nonblocking collective's post times) do not read the clock: each
+//!   is applied as soon as its message is in, whatever the queue's head
+//!   waits for. A receiver therefore acknowledges a message as soon as
+//!   its completion was reported and its companion came, not when its
+//!   own queue gets there.
+
+use std::collections::VecDeque;
+
+use simulator::action::Action;
+use simulator::online::Pending;
+use simulator::trace::Op as Call;
+
+use super::shadow::{Channel, Op};
+use super::Online;
+
+/// A bound on the events waiting in the queue: past it, online mode stops
+/// (the rank is that far behind a peer that sends it nothing).
+pub const MAX_QUEUE: usize = 1 << 22;
+
+/// One thing the application did that the clock applies in order.
+#[derive(Debug)]
+pub enum Ev {
+    /// A compute block of this many seconds (CPU time × region ratio).
+    Compute(f64),
+    /// A send posted as request `id`: to world rank `peer`, rank `local`
+    /// of shadow `slot`, with `tag`; the companion goes out when it runs.
+    Send { id: u64, peer: u32, bytes: u64, slot: u32, local: i32, tag: i32, call: Call },
+    /// A receive posted as request `id`.
+    Recv { id: u64 },
+    /// Requests `ids` completed (a wait, a successful test, a blocking call).
+    Wait { ids: Vec<u64>, call: Call },
+    /// A blocking collective over `members` (world ranks) of shadow
+    /// `slot`; `gather` is the exchange of entry times once posted.
+    Coll { call: Call, action: Action, members: Vec<u32>, slot: u32, gather: Option<Op> },
+    /// A nonblocking collective posted as request `id` (its action and
+    /// members are in [`Online::nbcs`]) on shadow `slot`.
+    Icoll { id: u64, slot: u32 },
+    /// Request `id` was freed by the application: it completes unseen.
+    Forget { id: u64 },
+    /// The application freed the communicator of shadow `slot`.
+    CommFree { slot: u32 },
+}
+
+/// A shadow message that completes a request, applied out of order.
+#[derive(Debug)]
+pub enum Input {
+    /// The companion `[send post s, bytes]` of the message receive `id`
+    /// matched, from rank `src` (world `src_world`) of shadow `slot` with `tag`.
+    Companion { id: u64, slot: u32, src: i32, src_world: u32, tag: i32, call: Call, op: Op },
+    /// The receive post time of rendezvous send `id` to world rank `peer`.
+    Ack { id: u64, peer: u32, tag: i32, call: Call, op: Op },
+    /// The post times of nonblocking collective `id`'s members.
+    Gather { id: u64, call: Call, op: Op },
+}
+
+impl Input {
+    fn id(&self) -> u64 {
+        match self {
+            Input::Companion { id, .. } | Input::Ack { id, .. } | Input::Gather { id, .. } => *id,
+        }
+    }
+
+    fn op(&mut self) -> &mut Op {
+        match self {
+            Input::Companion { op, .. } | Input::Ack { op, .. } | Input::Gather { op, .. } => op,
+        }
+    }
+
+    /// What this input waits for, for the stall warning.
+    fn describe(&self) -> String {
+        match self {
+            Input::Companion { src_world, tag, call, .. } => {
+                format!("the companion of the message from rank {src_world} (tag {tag}) its {} matched", call.mpi_name())
+            }
+            Input::Ack { peer, tag, call, .. } => {
+                format!("the acknowledgement of its rendezvous {} to rank {peer} (tag {tag})", call.mpi_name())
+            }
+            Input::Gather { call, .. } => format!("the members' post times of its {}", call.mpi_name()),
+        }
+    }
+}
+
+/// The pump's queues, part of the rank's [`Online`] state.
+#[derive(Debug, Default)]
+pub struct Work {
+    pub queue: VecDeque<Ev>,
+    pub inputs: Vec<Input>,
+    /// Sends in flight (companions, acknowledgements), dropped once complete.
+    pub outgoing: Vec<Op>,
+}
+
+impl Work {
+    /// Nothing queued, awaited or in flight.
+    pub fn idle(&self) -> bool {
+        self.queue.is_empty() && self.inputs.is_empty() && self.outgoing.is_empty()
+    }
+}
+
+impl Online {
+    /// Applies what can be applied now; true when anything was.
+    pub fn pump(&mut self) -> bool {
+        let mut progressed = false;
+        self.work.outgoing.retain_mut(|o| !o.test());
+        loop {
+            progressed |= self.take_inputs();
+            let Some(mut ev) = self.work.queue.pop_front() else { break };
+            if self.step(&mut ev) {
+                progressed = true;
+            } else {
+                self.work.queue.push_front(ev);
+                if !self.take_inputs() {
+                    break;
+                }
+                progressed = true;
+            }
+        }
+        progressed
+    }
+
+    /// Applies every input whose message is in; true when any was.
+    fn take_inputs(&mut self) -> bool {
+        let mut taken = false;
+        let mut i = 0;
+        while i < self.work.inputs.len() {
+            let ready = {
+                let input = &mut self.work.inputs[i];
+                // A companion waits until its receive's post is applied.
+                let posted = match input {
+                    Input::Companion { id, .. } => self.clock.pending(*id) == Pending::Recv,
+                    _ => true,
+                };
+                posted && input.op().test()
+            };
+            if ready {
+                let input = self.work.inputs.swap_remove(i);
+                self.apply(input);
+                taken = true;
+            } else {
+                i += 1;
+            }
+        }
+        taken
+    }
+
+    fn apply(&mut self, input: Input) {
+        match input {
+            Input::Companion { id, slot, src, src_world, tag, op, .. } => {
+                let (send_post, bytes) = (op.data()[0], op.data()[1] as u64);
+                if let Some((recv_post, false)) = self.clock.recv_matched(id, src_world, bytes, send_post) {
+                    self.work.outgoing.extend(Op::isend(slot, Channel::Ack, src, tag, &[recv_post]));
+                }
+            }
+            Input::Ack { id, op, .. } => {
+                self.clock.send_matched(id, op.data()[0]);
+            }
+            Input::Gather { id, op, .. } => {
+                if let Some(nbc) = self.nbcs.remove(&id) {
+                    let n = nbc.members.len();
+                    self.icoll_matched(id, &nbc, &op.data()[..n]);
+                }
+            }
+        }
+    }
+
+    /// Applies `ev` if it has what it needs; false to try again later.
+    fn step(&mut self, ev: &mut Ev) -> bool {
+        match ev {
+            Ev::Compute(s) => self.clock.compute(*s),
+            Ev::Send { id, peer, bytes, slot, local, tag, call } => {
+                let s = self.clock.isend(*id, *peer, *bytes);
+                self.work.outgoing.extend(Op::isend(*slot, Channel::Fwd, *local, *tag, &[s.post_s, *bytes as f64]));
+                if !s.eager {
+                    if let Some(op) = Op::irecv(*slot, Channel::Ack, *local, *tag, 1) {
+                        self.work.inputs.push(Input::Ack { id: *id, peer: *peer, tag: *tag, call: *call, op });
+                    }
+                }
+            }
+            Ev::Recv { id } => {
+                self.clock.irecv(*id);
+            }
+            Ev::Wait { ids, .. } => {
+                if self.work.inputs.iter().any(|i| ids.contains(&i.id())) {
+                    return false;
+                }
+                self.clock.wait(ids);
+            }
+            Ev::Coll { call, action, members, slot, gather } => {
+                if gather.is_none() {
+                    *gather = Op::iallgather(*slot, self.clock.now(), members.len());
+                    if gather.is_none() {
+                        self.unmodelled.insert(call.mpi_name());
+                        return true;
+                    }
+                }
+                let Some(op) = gather.as_mut() else { return true };
+                if !op.test() {
+                    return false;
+                }
+                let entries = op.data()[..members.len()].to_vec();
+                if let Err(e) = self.clock.collective(action, members, &entries) {
+                    if self.unmodelled.insert(call.mpi_name()) {
+                        crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
+                    }
+                }
+            }
+            Ev::Icoll { id, slot } => {
+                let post = self.clock.icoll(*id);
+                let n = self.nbcs.get(id).map_or(0, |c| c.members.len());
+                match Op::iallgather(*slot, post, n) {
+                    Some(op) => {
+                        let call = self.nbcs.get(id).map_or(Call::Ibarrier, |c| c.call);
+                        self.work.inputs.push(Input::Gather { id: *id, call, op });
+                    }
+                    None => {
+                        if let Some(nbc) = self.nbcs.remove(id) {
+                            self.unmodelled.insert(nbc.call.mpi_name());
+                        }
+                    }
+                }
+            }
+            Ev::Forget { id } => {
+                // A receive's companion may never be taken: stop waiting for it.
+                self.work.inputs.retain(|i| !matches!(i, Input::Companion { id: c, .. } if c == id));
+                if matches!(self.clock.pending(*id), Pending::Recv | Pending::Collective) {
+                    self.nbcs.remove(id);
+                    self.clock.wait(&[*id]);
+                }
+            }
+            Ev::CommFree { slot } => super::ffi::free_shadow(*slot),
+        }
+        true
+    }
+
+    /// What the queue's head waits for, for the stall warning.
+    pub fn stuck_on(&self) -> String {
+        let Some(ev) = self.work.queue.front() else { return "its last messages".into() };
+        match ev {
+            Ev::Wait { ids, call } => {
+                let what = self.work.inputs.iter().find(|i| ids.contains(&i.id())).map_or_else(|| "nothing".into(), Input::describe);
+                format!("{} waits for {what}", call.mpi_name())
+            }
+            Ev::Coll { call, members, .. } => format!("{} waits for the entry times of its {} members", call.mpi_name(), members.len()),
+            other => format!("{other:?}"),
+        }
+    }
+}
