@@ -133,7 +133,9 @@ fn thread_recorder() -> Option<Recorder> {
 /// Prints one warning line on stderr, prefixed with the interposer's name.
 pub fn warn(rank: Option<u32>, msg: &str) {
     let who = rank.map_or(String::from("interposer"), |r| format!("interposer[rank {r}]"));
-    let _ = writeln!(std::io::stderr(), "{who}: warning: {msg}");
+    // One write, so that lines of ranks sharing a terminal do not interleave.
+    let line = format!("{who}: warning: {msg}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// Disables recording for good and says why, once per process.

@@ -165,11 +165,10 @@ pub unsafe extern "C" fn ipr_online_sendrecv(op: c_int, p: *const Params, slot: 
 #[no_mangle]
 pub extern "C" fn ipr_online_completed(op: c_int, req: u64, src: c_int, tag: c_int, cancelled: c_int) {
     let Some(call) = Op::from_code(op as u8) else { return };
-    with((), |on| {
-        let Some(&super::Posted { id, recv_slot: Some(slot) }) = on.posted.get(&req) else { return };
-        if cancelled == 0 && src >= 0 {
-            matched(on, id, slot, src, tag, call);
-        }
+    with((), |on| match on.posted.get(&req).copied() {
+        Some(super::Posted { id, .. }) if cancelled != 0 => on.queue(Ev::Forget { id, cancelled: true }),
+        Some(super::Posted { id, recv_slot: Some(slot) }) if src >= 0 => matched(on, id, slot, src, tag, call),
+        _ => {}
     })
 }
 
@@ -200,7 +199,7 @@ pub unsafe extern "C" fn ipr_online_wait(op: c_int, reqs: *const u64, n: u64) {
 pub extern "C" fn ipr_online_request_free(req: u64) {
     with((), |on| {
         if let Some(p) = on.posted.remove(&req) {
-            on.queue(Ev::Forget { id: p.id });
+            on.queue(Ev::Forget { id: p.id, cancelled: false });
         }
     })
 }

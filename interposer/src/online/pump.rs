@@ -48,8 +48,9 @@ pub enum Ev {
     /// A nonblocking collective posted as request `id` (its action and
     /// members are in [`Online::nbcs`]) on shadow `slot`.
     Icoll { id: u64, slot: u32 },
-    /// Request `id` was freed by the application: it completes unseen.
-    Forget { id: u64 },
+    /// Request `id` was freed by the application (it completes unseen),
+    /// or `cancelled` (no message of its will come).
+    Forget { id: u64, cancelled: bool },
     /// The application freed the communicator of shadow `slot`.
     CommFree { slot: u32 },
 }
@@ -231,10 +232,14 @@ impl Online {
                     }
                 }
             }
-            Ev::Forget { id } => {
-                // A receive's companion may never be taken: stop waiting for it.
-                self.work.inputs.retain(|i| !matches!(i, Input::Companion { id: c, .. } if c == id));
-                if matches!(self.clock.pending(*id), Pending::Recv | Pending::Collective) {
+            Ev::Forget { id, cancelled } => {
+                if *cancelled {
+                    // A cancelled send's acknowledgement never comes.
+                    self.work.inputs.retain(|i| i.id() != *id);
+                }
+                // A freed send's acknowledgement still comes and is taken;
+                // a freed receive or collective is forgotten.
+                if *cancelled || matches!(self.clock.pending(*id), Pending::Recv | Pending::Collective) {
                     self.nbcs.remove(id);
                     self.clock.wait(&[*id]);
                 }
