@@ -10,6 +10,7 @@
 pub mod action;
 pub mod compare;
 pub mod energy;
+pub mod extrapolate;
 pub mod jitter;
 pub mod jitter_trace;
 pub mod network;

@@ -40,18 +40,13 @@ pub fn region_key_id(key: &str) -> u64 {
 pub struct TraceActions {
     trace: RankTrace,
     records: crate::trace::Records,
-    pending: VecDeque<Action>,
-    /// Persistent requests and matched messages seen so far.
-    requests: RequestBook,
     /// Return address of the previous call; 0 before the first.
     prev_caller: u64,
     /// Region keys and ids, cached per (previous, current) return address,
     /// so that the common case neither formats nor allocates.
     regions: RegionNames,
     compute: ComputeTime,
-    /// Size of each communicator this rank created (by its id), for
-    /// `MPI_Reduce_scatter_block`, whose record has the block size only.
-    comm_sizes: Vec<(u32, u32)>,
+    convert: RecordConverter,
 }
 
 impl TraceActions {
@@ -61,57 +56,71 @@ impl TraceActions {
     /// [`TraceError`] naming the file when it cannot be reopened.
     pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
         let records = trace.records()?;
-        Ok(TraceActions {
-            trace,
-            records,
-            pending: VecDeque::new(),
-            requests: RequestBook::default(),
-            prev_caller: 0,
-            regions: RegionNames::new(),
-            compute,
-            comm_sizes: Vec::new(),
-        })
+        let convert = RecordConverter::new(trace.header.ranks);
+        Ok(TraceActions { trace, records, prev_caller: 0, regions: RegionNames::new(), compute, convert })
+    }
+}
+
+/// Turns one rank's call records, in order, into replay actions: the
+/// compute block before each call, then the call's own actions (with the
+/// rank's request state, [`RequestBook`], and the sizes of the
+/// communicators it created, which `MPI_Reduce_scatter_block` needs).
+#[derive(Debug)]
+pub struct RecordConverter {
+    pending: VecDeque<Action>,
+    requests: RequestBook,
+    /// Size of each communicator this rank created (by its id).
+    comm_sizes: Vec<(u32, u32)>,
+    /// Ranks of the world.
+    ranks: u32,
+}
+
+impl RecordConverter {
+    /// A converter for one rank of a world of `ranks`.
+    pub fn new(ranks: u32) -> Self {
+        RecordConverter { pending: VecDeque::new(), requests: RequestBook::default(), comm_sizes: Vec::new(), ranks }
     }
 
-    fn convert(&mut self, rec: CallRecord) -> (Action, Result<(), Op>) {
-        let (_, region) = self.regions.region(&self.trace, self.prev_caller, rec.caller);
-        self.prev_caller = rec.caller;
-        let ns = match self.compute {
-            ComputeTime::Cpu => rec.compute_cpu_ns,
-            ComputeTime::Wall => rec.compute_wall_ns,
-        };
-        let compute = Action::Compute { seconds: ns as f64 * 1e-9, region };
+    /// The next action of a record converted before, if any is left.
+    pub fn pop(&mut self) -> Option<Action> {
+        self.pending.pop_front()
+    }
+
+    /// Converts `rec`, whose compute block before it took `seconds` in
+    /// region `region`: returns that block's action and queues the call's
+    /// own ([`RecordConverter::pop`]).
+    ///
+    /// # Errors
+    /// `Err(op)` for a call the replay cannot represent ([`op_action`]).
+    pub fn convert(&mut self, rec: &CallRecord, seconds: f64, region: u64) -> Result<Action, Op> {
+        let compute = Action::Compute { seconds, region };
         if let (op, Params::CommCreate { comm, members, .. }) = (rec.op, &rec.params) {
             if op != Op::IntercommCreate {
                 self.comm_sizes.retain(|(c, _)| c != comm);
                 self.comm_sizes.push((*comm, members.len() as u32));
             }
         }
-        let actions = match (rec.op, &rec.params) {
+        match (rec.op, &rec.params) {
             // Equal blocks: one per rank of the communicator (request 0:
             // the blocking form).
             (Op::ReduceScatterBlock, &Params::Coll { bytes, comm, .. })
             | (Op::IreduceScatterBlock, &Params::Icoll { bytes, comm, .. }) => {
                 let n = match comm {
-                    0 => Some(self.trace.header.ranks),
+                    0 => Some(self.ranks),
                     c => self.comm_sizes.iter().find(|(id, _)| *id == c).map(|&(_, n)| n),
                 };
                 let coll = n.map(|n| Action::ReduceScatter { recv_bytes: vec![bytes; n as usize], comm });
                 match (coll, &rec.params) {
                     (Some(coll), &Params::Icoll { request, .. }) => {
-                        self.pending.push_back(Action::Icoll { req: request, coll: Box::new(coll) });
-                        Ok(())
+                        self.pending.push_back(Action::Icoll { req: request, coll: Box::new(coll) })
                     }
-                    (Some(coll), _) => {
-                        self.pending.push_back(coll);
-                        Ok(())
-                    }
-                    (None, _) => Err(rec.op),
+                    (Some(coll), _) => self.pending.push_back(coll),
+                    (None, _) => return Err(rec.op),
                 }
             }
-            _ => self.requests.push_actions(&rec, &mut self.pending),
-        };
-        (compute, actions)
+            _ => self.requests.push_actions(rec, &mut self.pending)?,
+        }
+        Ok(compute)
     }
 }
 
@@ -253,22 +262,26 @@ impl Iterator for TraceActions {
     type Item = Result<Action, TraceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(a) = self.pending.pop_front() {
+        if let Some(a) = self.convert.pop() {
             return Some(Ok(a));
         }
         let rec = match self.records.next()? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
-        let (compute, op) = self.convert(rec);
-        match op {
-            Ok(()) => {}
+        let (_, region) = self.regions.region(&self.trace, self.prev_caller, rec.caller);
+        self.prev_caller = rec.caller;
+        let ns = match self.compute {
+            ComputeTime::Cpu => rec.compute_cpu_ns,
+            ComputeTime::Wall => rec.compute_wall_ns,
+        };
+        match self.convert.convert(&rec, ns as f64 * 1e-9, region) {
+            Ok(compute) => Some(Ok(compute)),
             Err(op) => {
                 let kind = TraceErrorKind::NotReplayable { call: op.mpi_name() };
-                return Some(Err(TraceError { path: self.trace.path.clone(), kind }));
+                Some(Err(TraceError { path: self.trace.path.clone(), kind }))
             }
         }
-        Some(Ok(compute))
     }
 }
 

@@ -1,0 +1,554 @@
+//! Trace extrapolation: the run of a program at N ranks, made from traces
+//! of the same program at a few smaller rank counts (Wu & Mueller,
+//! "ScalaExtrap: Trace-Based Communication Extrapolation for SPMD
+//! Programs", PPoPP 2011; the step from the scale one can run to the
+//! scale one wants that HPX-5's ghost nodes also take, Sterling et al.).
+//!
+//! - **Rank classes.** Ranks whose calls are the same sequence (operation
+//!   and call site, call by call) form a class. A class is named by a rule
+//!   that holds at every traced rank count: rank c, rank N − 1 − c, or
+//!   "every other rank". A rank of the target count belongs to the class
+//!   its rule gives. Calls to `MPI_PROC_NULL` are in the trace, so the
+//!   edge ranks of a stencil share the interior's sequence; only their
+//!   peers differ.
+//! - **Peers** (destinations, sources, roots) are functions of the rank r
+//!   and N ([`rules::PeerRule`]): fixed ranks, r + d with
+//!   `MPI_PROC_NULL` outside, (r + d) mod N, neighbours on the 2-D grid of
+//!   `MPI_Dims_create(N, 2)`, member k of the communicator. New
+//!   communicators' members likewise ([`rules::MemberRule`]: the world,
+//!   grid rows and columns, blocks, strides).
+//! - **Sizes** are fitted per call against N or a side of the grid
+//!   ([`fit::fit_size`]); **compute blocks** per class and call-site
+//!   region against N ([`fit::fit_time`]), and each block of the target
+//!   is the template's (the class's first rank in the largest run) scaled
+//!   by the region's law.
+//!
+//! What does not fit (a peer no rule gives, sizes that differ between the
+//! ranks of a class, ranks that behave in more ways than the rules name)
+//! is refused with the call site. The model's streams are generated
+//! rank by rank, call by call; nothing per target rank is stored.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::replay::ActionStream;
+use crate::trace::actions::{region_id, RecordConverter};
+use crate::trace::record::{CallRecord, Op, Params};
+use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
+
+pub mod fit;
+pub mod rules;
+
+use fit::Law;
+use rules::{MemberRule, PeerRule, PeerSeen};
+
+/// Why a model cannot be built or used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExtrapolateError {
+    /// A trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// Writing the extrapolated trace failed.
+    #[error("{path}: {source}")]
+    Write {
+        /// The file being written.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The traces cannot make a model: fewer than two rank counts, two
+    /// traces of one count, or traces of different programs.
+    #[error("{0}")]
+    Samples(String),
+    /// The program's behaviour does not follow a rule the model knows, at
+    /// the call site named.
+    #[error("cannot extrapolate {call} at {site}: {why}")]
+    Irregular {
+        /// The MPI call.
+        call: &'static str,
+        /// Its call site (module+offset).
+        site: String,
+        /// What does not fit.
+        why: String,
+    },
+}
+
+/// The traced run of one rank count, read into memory.
+#[derive(Debug)]
+pub struct Sample {
+    /// Trace directory.
+    pub dir: PathBuf,
+    /// Its metadata.
+    pub meta: TraceMeta,
+    /// Per rank: header, modules, and the call records with their sites.
+    ranks: Vec<(RankHeader, Vec<Module>, Vec<(CallRecord, CallSite)>)>,
+}
+
+impl Sample {
+    /// Reads every rank of the trace directory `dir`.
+    ///
+    /// # Errors
+    /// [`ExtrapolateError::Trace`] naming the file at fault.
+    pub fn open(dir: &Path) -> Result<Sample, ExtrapolateError> {
+        let (meta, traces) = trace::open_dir(dir)?;
+        let mut ranks = Vec::with_capacity(traces.len());
+        for t in traces {
+            let mut recs = Vec::new();
+            for r in t.records()? {
+                let r = r?;
+                let site = t.call_site(r.caller);
+                recs.push((r, site));
+            }
+            ranks.push((t.header.clone(), t.modules.clone(), recs));
+        }
+        Ok(Sample { dir: dir.to_path_buf(), meta, ranks })
+    }
+
+    fn n(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+}
+
+/// Which target ranks a class holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassRule {
+    /// Rank c.
+    Rank(u32),
+    /// Rank N − 1 − c.
+    FromEnd(u32),
+    /// Every rank no other class names.
+    Rest,
+}
+
+impl ClassRule {
+    fn holds(self, r: u32, n: u32) -> bool {
+        match self {
+            ClassRule::Rank(c) => r == c,
+            ClassRule::FromEnd(c) => c < n && r == n - 1 - c,
+            ClassRule::Rest => true,
+        }
+    }
+}
+
+/// One call of a class's sequence, as the target generates it.
+#[derive(Debug)]
+struct Slot {
+    /// The template rank's record (handles, tags, communicator ids).
+    rec: CallRecord,
+    /// Its call-site region id (the previous call's site and its own).
+    region: u64,
+    peers: [Option<PeerRule>; 2],
+    sizes: [Option<Law>; 2],
+    members: Option<MemberRule>,
+    /// Index of its region's compute law in [`Class::laws`].
+    law: usize,
+}
+
+/// Ranks that make the same calls.
+#[derive(Debug)]
+pub struct Class {
+    /// Which ranks.
+    pub rule: ClassRule,
+    slots: Vec<Slot>,
+    /// Compute-block laws per region (mean CPU time, seconds, against N),
+    /// with the region's call sites, for the report.
+    pub laws: Vec<(String, Law)>,
+}
+
+/// An extrapolation model built from [`Sample`]s.
+#[derive(Debug)]
+pub struct Model {
+    /// Classes, explicit rules first, [`ClassRule::Rest`] last.
+    pub classes: Vec<Class>,
+    /// Rank counts of the samples, increasing.
+    pub sample_ranks: Vec<u32>,
+    /// The largest sample's rank count (the templates' run).
+    template_n: u32,
+    meta: TraceMeta,
+    header: RankHeader,
+    modules: Vec<Module>,
+}
+
+fn irregular(rec: &CallRecord, site: &CallSite, why: String) -> ExtrapolateError {
+    ExtrapolateError::Irregular { call: rec.op.mpi_name(), site: site.to_string(), why }
+}
+
+impl Model {
+    /// Builds the model of `samples` (traces of one program at two or more
+    /// rank counts; in any order).
+    ///
+    /// # Errors
+    /// [`ExtrapolateError::Samples`] for unusable sample sets,
+    /// [`ExtrapolateError::Irregular`] naming the first call site whose
+    /// behaviour no rule describes.
+    pub fn build(mut samples: Vec<Sample>) -> Result<Model, ExtrapolateError> {
+        samples.sort_by_key(Sample::n);
+        let counts: Vec<u32> = samples.iter().map(Sample::n).collect();
+        if counts.len() < 2 || counts.windows(2).any(|w| w[0] == w[1]) {
+            return Err(ExtrapolateError::Samples(format!(
+                "extrapolation needs traces at two or more different rank counts, got {counts:?}"
+            )));
+        }
+        // Shapes: the (op, site) sequence of each rank, interned.
+        let mut shapes: HashMap<Vec<(Op, CallSite)>, usize> = HashMap::new();
+        let mut shape_of: Vec<Vec<usize>> = Vec::new();
+        for s in &samples {
+            let ids = s
+                .ranks
+                .iter()
+                .map(|(_, _, recs)| {
+                    let key: Vec<(Op, CallSite)> = recs.iter().map(|(r, site)| (r.op, site.clone())).collect();
+                    let next = shapes.len();
+                    *shapes.entry(key).or_insert(next)
+                })
+                .collect();
+            shape_of.push(ids);
+        }
+        let rules = class_rules(&samples, &shape_of, shapes.len())?;
+        let big = samples.len() - 1;
+        let template_n = counts[big];
+        let mut classes = Vec::new();
+        for (shape, rule) in rules {
+            classes.push(build_class(&samples, &shape_of, shape, rule)?);
+        }
+        classes.sort_by_key(|c| c.rule == ClassRule::Rest);
+        let (header, modules, _) = &samples[big].ranks[0];
+        Ok(Model {
+            classes,
+            sample_ranks: counts,
+            template_n,
+            meta: samples[big].meta.clone(),
+            header: header.clone(),
+            modules: modules.clone(),
+        })
+    }
+
+    fn class_of(&self, r: u32, n: u32) -> &Class {
+        self.classes.iter().find(|c| c.rule.holds(r, n)).expect("the Rest class or an explicit rule names every rank")
+    }
+
+    /// The call records of rank `rank` of `n`, generated call by call.
+    pub fn records(&self, rank: u32, n: u32) -> RankRecords<'_> {
+        let class = self.class_of(rank, n);
+        let factors = class
+            .laws
+            .iter()
+            .map(|(_, l)| {
+                let at = l.eval(self.template_n);
+                if at > 0.0 {
+                    l.eval(n) / at
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        RankRecords { class, rank, n, next: 0, comms: HashMap::new(), factors }
+    }
+
+    /// Replay streams of the `n` ranks (rank order), each generated as
+    /// the replay reads it.
+    pub fn streams(&self, n: u32) -> Vec<ActionStream<'_, ExtrapolateError>> {
+        (0..n)
+            .map(|r| {
+                let mut recs = self.records(r, n);
+                let mut conv = RecordConverter::new(n);
+                let it = std::iter::from_fn(move || {
+                    if let Some(a) = conv.pop() {
+                        return Some(Ok(a));
+                    }
+                    let (rec, region) = recs.next_with_region()?;
+                    Some(conv.convert(&rec, rec.compute_cpu_ns as f64 * 1e-9, region).map_err(|op| ExtrapolateError::Irregular {
+                        call: op.mpi_name(),
+                        site: "(generated)".into(),
+                        why: "the replay cannot represent it".into(),
+                    }))
+                });
+                Box::new(it) as ActionStream<'_, ExtrapolateError>
+            })
+            .collect()
+    }
+
+    /// Writes the extrapolated run of `n` ranks as an ordinary trace
+    /// directory `out` (`meta.json` and a rank file each).
+    ///
+    /// # Errors
+    /// [`ExtrapolateError::Write`] naming the file.
+    pub fn write_dir(&self, n: u32, out: &Path) -> Result<(), ExtrapolateError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ExtrapolateError::Write { path: path.clone(), source }
+        };
+        std::fs::create_dir_all(out).map_err(io(out))?;
+        let meta = TraceMeta { ranks: n, mode: "extrapolated".into(), ..self.meta.clone() };
+        let meta_path = out.join("meta.json");
+        let json = serde_json::to_vec_pretty(&meta).map_err(|e| io(&meta_path)(e.into()))?;
+        std::fs::write(&meta_path, json).map_err(io(&meta_path))?;
+        for r in 0..n {
+            let path = out.join(trace::rank_file_name(r));
+            let file = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io(&path))?);
+            let header = RankHeader { rank: r, ranks: n, ..self.header.clone() };
+            let mut w = trace::writer::RankWriter::create(file, &header).map_err(io(&path))?;
+            for rec in self.records(r, n) {
+                w.push(&rec).map_err(io(&path))?;
+            }
+            w.finish(&self.modules).map_err(io(&path))?;
+        }
+        Ok(())
+    }
+}
+
+/// The rule of each shape, checked at every sample: explicit rules for
+/// shapes held by fixed ranks, [`ClassRule::Rest`] for the one left.
+fn class_rules(samples: &[Sample], shape_of: &[Vec<usize>], nshapes: usize) -> Result<Vec<(usize, ClassRule)>, ExtrapolateError> {
+    let mut explicit = Vec::new();
+    let mut rest = Vec::new();
+    for shape in 0..nshapes {
+        let candidates = (0..4).map(ClassRule::Rank).chain((0..4).map(ClassRule::FromEnd));
+        let fits = |rule: ClassRule| {
+            samples.iter().zip(shape_of).all(|(s, ids)| (0..s.n()).all(|r| (ids[r as usize] == shape) == rule.holds(r, s.n())))
+        };
+        match candidates.into_iter().find(|&rule| fits(rule)) {
+            Some(rule) => explicit.push((shape, rule)),
+            None => rest.push(shape),
+        }
+    }
+    if rest.len() > 1 {
+        // Name the first call where two of the unnamed behaviours differ.
+        let find = |shape: usize| {
+            samples.iter().zip(shape_of).find_map(|(s, ids)| ids.iter().position(|&i| i == shape).map(|r| &s.ranks[r].2))
+        };
+        let (a, b) = (find(rest[0]).expect("a shape has a rank"), find(rest[1]).expect("a shape has a rank"));
+        let at = a.iter().zip(b.iter()).position(|(x, y)| x.0.op != y.0.op || x.1 != y.1).unwrap_or(a.len().min(b.len()));
+        let (rec, site) = a.get(at).or(a.last()).expect("a rank has records");
+        return Err(irregular(rec, site, format!("ranks call in {} different orders that no rank rule (first, last, the rest) separates", rest.len())));
+    }
+    explicit.extend(rest.into_iter().map(|s| (s, ClassRule::Rest)));
+    Ok(explicit)
+}
+
+/// The observations of one class: (sample index, rank).
+fn members_of(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize) -> Vec<(usize, u32)> {
+    samples
+        .iter()
+        .enumerate()
+        .flat_map(|(k, s)| (0..s.n()).filter(move |&r| shape_of[k][r as usize] == shape).map(move |r| (k, r)))
+        .collect()
+}
+
+fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: ClassRule) -> Result<Class, ExtrapolateError> {
+    let obs = members_of(samples, shape_of, shape);
+    let &(tk, tr) = obs.iter().find(|(k, _)| *k == samples.len() - 1).unwrap_or(obs.last().expect("a class has a rank"));
+    let template = &samples[tk].ranks[tr as usize].2;
+    // Each observed rank's communicators (id → members), call by call.
+    let mut comms: Vec<HashMap<u32, Vec<u32>>> = obs.iter().map(|_| HashMap::new()).collect();
+    let mut law_of: HashMap<u64, usize> = HashMap::new();
+    let mut law_pts: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    let mut slots = Vec::with_capacity(template.len());
+    for (i, (trec, tsite)) in template.iter().enumerate() {
+        let prev = if i == 0 { CallSite { module: String::new(), offset: 0 } } else { template[i - 1].1.clone() };
+        let region = region_id(&prev, tsite);
+        let law = *law_of.entry(region).or_insert_with(|| {
+            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); samples.len()]));
+            law_pts.len() - 1
+        });
+        let mut peers: [Vec<PeerSeen>; 2] = [Vec::new(), Vec::new()];
+        let mut sizes: [Vec<(u32, f64)>; 2] = [Vec::new(), Vec::new()];
+        let mut members = Vec::new();
+        for (o, &(k, r)) in obs.iter().enumerate() {
+            let n = samples[k].n();
+            let (rec, site) = &samples[k].ranks[r as usize].2[i];
+            law_pts[law].1[k].push(rec.compute_cpu_ns as f64);
+            if let Params::CommCreate { comm, members: m, .. } = &rec.params {
+                comms[o].insert(*comm, m.clone());
+                members.push((n, r, m.clone()));
+            }
+            let fields = Fields::of(&rec.params);
+            let tfields = Fields::of(&trec.params);
+            if fields.tags != tfields.tags || fields.comm != tfields.comm {
+                return Err(irregular(rec, site, "its tag or communicator differs between ranks or runs".into()));
+            }
+            let world: Vec<u32>;
+            let cm = match fields.comm.and_then(|c| comms[o].get(&c)) {
+                Some(m) => m.as_slice(),
+                None => {
+                    world = (0..n).collect();
+                    &world
+                }
+            };
+            for (j, p) in fields.peers.iter().enumerate() {
+                if let Some(p) = p {
+                    peers[j].push(PeerSeen { n, r, p: *p, members: cm.to_vec() });
+                }
+            }
+            for (j, b) in fields.sizes.iter().enumerate() {
+                if let Some(b) = b {
+                    sizes[j].push((n, *b as f64));
+                }
+            }
+        }
+        let mut slot = Slot { rec: trec.clone(), region, peers: [None, None], sizes: [None, None], members: None, law };
+        for j in 0..2 {
+            if !peers[j].is_empty() {
+                let rule = rules::fit_peer(&peers[j]).ok_or_else(|| irregular(trec, tsite, "its peer is no function of the rank and the rank count that the model knows (data-dependent?)".into()))?;
+                slot.peers[j] = Some(rule);
+            }
+            if !sizes[j].is_empty() {
+                slot.sizes[j] = Some(size_law(&sizes[j]).map_err(|why| irregular(trec, tsite, why))?);
+            }
+        }
+        if !members.is_empty() {
+            let rule = rules::fit_members(&members).ok_or_else(|| irregular(trec, tsite, "its members are no grid row, column, block or stride of the world".into()))?;
+            slot.members = Some(rule);
+        }
+        slots.push(slot);
+    }
+    let laws = law_pts
+        .into_iter()
+        .map(|(name, per_sample)| {
+            let pts: Vec<(u32, f64)> = per_sample
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (samples[k].n(), v.iter().sum::<f64>() / v.len() as f64 * 1e-9))
+                .collect();
+            (name, fit::fit_time(&pts))
+        })
+        .collect();
+    Ok(Class { rule, slots, laws })
+}
+
+/// A size law that every rank of a class follows: one size per run.
+fn size_law(pts: &[(u32, f64)]) -> Result<Law, String> {
+    let mut per_n: Vec<(u32, f64)> = Vec::new();
+    for &(n, b) in pts {
+        match per_n.iter().find(|(m, _)| *m == n) {
+            Some(&(_, c)) if c != b => return Err(format!("its size differs between ranks of one class at {n} ranks ({c} and {b} bytes)")),
+            Some(_) => {}
+            None => per_n.push((n, b)),
+        }
+    }
+    Ok(fit::fit_size(&per_n).0)
+}
+
+/// The fields of a record's parameters the model rewrites.
+struct Fields {
+    peers: [Option<i32>; 2],
+    sizes: [Option<u64>; 2],
+    tags: [Option<i32>; 2],
+    comm: Option<u32>,
+}
+
+impl Fields {
+    fn of(p: &Params) -> Fields {
+        let none = Fields { peers: [None, None], sizes: [None, None], tags: [None, None], comm: None };
+        match *p {
+            Params::P2p { peer, tag, bytes, comm, .. } | Params::Probe { peer, tag, bytes, comm, .. } => {
+                Fields { peers: [Some(peer), None], sizes: [Some(bytes), None], tags: [Some(tag), None], comm: Some(comm) }
+            }
+            Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm } => Fields {
+                peers: [Some(dst), Some(src)],
+                sizes: [Some(send_bytes), Some(recv_bytes)],
+                tags: [Some(send_tag), Some(recv_tag)],
+                comm: Some(comm),
+            },
+            Params::Wait { source, .. } => Fields { peers: [Some(source), None], ..none },
+            Params::Coll { root, bytes, comm } | Params::Icoll { root, bytes, comm, .. } => {
+                Fields { peers: [Some(root), None], sizes: [Some(bytes), None], comm: Some(comm), ..none }
+            }
+            Params::Mrecv { bytes, .. } | Params::Io { bytes, .. } => Fields { sizes: [Some(bytes), None], ..none },
+            _ => none,
+        }
+    }
+}
+
+/// Rewrites `p`'s peers and sizes (those [`Fields::of`] names).
+fn set_fields(p: &mut Params, peers: [Option<i32>; 2], sizes: [Option<u64>; 2]) {
+    let (p0, p1, s0, s1) = (peers[0], peers[1], sizes[0], sizes[1]);
+    match p {
+        Params::P2p { peer, bytes, .. } | Params::Probe { peer, bytes, .. } => {
+            *peer = p0.unwrap_or(*peer);
+            *bytes = s0.unwrap_or(*bytes);
+        }
+        Params::Sendrecv { dst, send_bytes, src, recv_bytes, .. } => {
+            *dst = p0.unwrap_or(*dst);
+            *src = p1.unwrap_or(*src);
+            *send_bytes = s0.unwrap_or(*send_bytes);
+            *recv_bytes = s1.unwrap_or(*recv_bytes);
+        }
+        Params::Wait { source, .. } => *source = p0.unwrap_or(*source),
+        Params::Coll { root, bytes, .. } | Params::Icoll { root, bytes, .. } => {
+            *root = p0.unwrap_or(*root);
+            *bytes = s0.unwrap_or(*bytes);
+        }
+        Params::Mrecv { bytes, .. } | Params::Io { bytes, .. } => *bytes = s0.unwrap_or(*bytes),
+        _ => {}
+    }
+}
+
+/// The records of one target rank ([`Model::records`]).
+#[derive(Debug)]
+pub struct RankRecords<'m> {
+    class: &'m Class,
+    rank: u32,
+    n: u32,
+    next: usize,
+    /// The rank's communicators so far (id → world ranks).
+    comms: HashMap<u32, Vec<u32>>,
+    /// Compute scale of each of the class's region laws at `n`.
+    factors: Vec<f64>,
+}
+
+impl RankRecords<'_> {
+    /// The next record and its call-site region id.
+    pub fn next_with_region(&mut self) -> Option<(CallRecord, u64)> {
+        let slot = self.class.slots.get(self.next)?;
+        self.next += 1;
+        let mut rec = slot.rec.clone();
+        let f = self.factors[slot.law];
+        rec.compute_cpu_ns = (rec.compute_cpu_ns as f64 * f).round() as u64;
+        rec.compute_wall_ns = (rec.compute_wall_ns as f64 * f).round() as u64;
+        if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {
+            *members = rule.eval(self.rank, self.n);
+            self.comms.insert(*comm, members.clone());
+        }
+        let comm = Fields::of(&rec.params).comm;
+        let world: Vec<u32>;
+        let members = match comm.and_then(|c| self.comms.get(&c)) {
+            Some(m) => m.as_slice(),
+            None if slot.peers.iter().any(|p| matches!(p, Some(PeerRule::Member(_)))) => {
+                world = (0..self.n).collect();
+                &world
+            }
+            None => &[],
+        };
+        let peers = slot.peers.map(|p| p.map(|rule| rule.eval(self.rank, self.n, members)));
+        let sizes = slot.sizes.map(|l| l.map(|l| l.eval(self.n).round() as u64));
+        set_fields(&mut rec.params, peers, sizes);
+        Some((rec, slot.region))
+    }
+}
+
+impl Iterator for RankRecords<'_> {
+    type Item = CallRecord;
+
+    fn next(&mut self) -> Option<CallRecord> {
+        self.next_with_region().map(|(r, _)| r)
+    }
+}
+
+impl Class {
+    /// Calls each rank of the class makes.
+    pub fn calls(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The size laws of the class's calls that change with N, with their
+    /// call: for the report.
+    pub fn size_laws(&self) -> impl Iterator<Item = (Op, Law)> + '_ {
+        self.slots.iter().flat_map(|s| s.sizes.iter().flatten().filter(|l| l.a != 0.0).map(move |l| (s.rec.op, *l)))
+    }
+}
+
+#[cfg(test)]
+mod tests;

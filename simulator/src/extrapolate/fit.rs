@@ -1,0 +1,170 @@
+//! Scaling laws fitted to a quantity measured at a few rank counts: a
+//! message size or a compute block's mean time as a function of the
+//! number of ranks N, or of one side of the 2-D grid `MPI_Dims_create`
+//! makes of N (the halo of a block decomposition shrinks with the side,
+//! not with N).
+//!
+//! The models are those of trace extrapolation (Wu & Mueller,
+//! "ScalaExtrap", PPoPP 2011, §4: constant for weak scaling, a power law
+//! for strong scaling): `y = c`, `y = a·X^−b`, `y = a·X^−b + c`. Our own
+//! code: no kept crate fits a power law with an offset.
+
+use super::rules::dims_2d;
+
+/// What a law's variable is, as a function of the rank count N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Var {
+    /// N itself.
+    Ranks,
+    /// The larger side of `MPI_Dims_create(N, 2)`.
+    Dim0,
+    /// The smaller side of `MPI_Dims_create(N, 2)`.
+    Dim1,
+}
+
+impl Var {
+    /// The variable's value at `n` ranks.
+    pub fn at(self, n: u32) -> f64 {
+        match self {
+            Var::Ranks => n as f64,
+            Var::Dim0 => dims_2d(n).0 as f64,
+            Var::Dim1 => dims_2d(n).1 as f64,
+        }
+    }
+}
+
+/// A fitted law `y(N) = a·X(N)^−b + c`; `a = 0` is a constant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Law {
+    /// Coefficient of the power term.
+    pub a: f64,
+    /// Exponent (≥ 0: the term shrinks as X grows).
+    pub b: f64,
+    /// Constant term.
+    pub c: f64,
+    /// The variable.
+    pub var: Var,
+    /// Root-mean-square residual on the samples, relative to their mean
+    /// magnitude (0 for an exact fit).
+    pub rel_rms: f64,
+}
+
+impl Law {
+    /// A constant law.
+    pub fn constant(c: f64) -> Law {
+        Law { a: 0.0, b: 0.0, c, var: Var::Ranks, rel_rms: 0.0 }
+    }
+
+    /// `y` at `n` ranks (never below 0).
+    pub fn eval(&self, n: u32) -> f64 {
+        let y = if self.a == 0.0 { self.c } else { self.a * self.var.at(n).powf(-self.b) + self.c };
+        y.max(0.0)
+    }
+
+    fn with_residual(mut self, pts: &[(u32, f64)]) -> Law {
+        let scale = pts.iter().map(|p| p.1.abs()).sum::<f64>() / pts.len().max(1) as f64;
+        let sse: f64 = pts.iter().map(|&(n, y)| (self.eval(n) - y).powi(2)).sum();
+        self.rel_rms = if scale > 0.0 { (sse / pts.len() as f64).sqrt() / scale } else { 0.0 };
+        self
+    }
+}
+
+/// Relative spread below which a quantity counts as constant.
+const FLAT: f64 = 0.02;
+
+/// Fits `pts` (rank count, value), at least one point, by the simplest law
+/// that describes them: a constant when the values agree within 2 %, else
+/// `a·N^−b` (least squares in log-log space), else, when that leaves more
+/// than 5 % relative residual and there are three or more points,
+/// `a·N^−b + c` (linear least squares in a and c for each b on a 0.01 grid
+/// over [0, 3]).
+pub fn fit_time(pts: &[(u32, f64)]) -> Law {
+    let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len().max(1) as f64;
+    let spread = pts.iter().map(|p| (p.1 - mean).abs()).fold(0.0, f64::max);
+    if pts.len() < 2 || spread <= FLAT * mean.abs() || distinct(pts) < 2 {
+        return Law::constant(mean).with_residual(pts);
+    }
+    let power = power_law(pts, Var::Ranks).map(|l| l.with_residual(pts));
+    match power {
+        Some(l) if l.rel_rms <= 0.05 || distinct(pts) < 3 => l,
+        other => {
+            let offset = offset_law(pts, Var::Ranks).map(|l| l.with_residual(pts));
+            match (other, offset) {
+                (Some(p), Some(o)) if o.rel_rms < p.rel_rms => o,
+                (Some(p), _) => p,
+                (None, Some(o)) => o,
+                (None, None) => Law::constant(mean).with_residual(pts),
+            }
+        }
+    }
+}
+
+/// Fits message sizes `pts` (rank count, bytes): a constant, else an exact
+/// `a / X` for X = N or a side of the 2-D grid (a block decomposition's
+/// halo), else [`fit_time`]'s law. Returns the law and whether it
+/// reproduces every sample exactly (after rounding to whole bytes).
+pub fn fit_size(pts: &[(u32, f64)]) -> (Law, bool) {
+    let exact = |l: &Law| pts.iter().all(|&(n, y)| l.eval(n).round() == y);
+    if pts.iter().all(|p| p.1 == pts[0].1) {
+        return (Law::constant(pts[0].1), true);
+    }
+    for var in [Var::Ranks, Var::Dim0, Var::Dim1] {
+        let a = pts[0].1 * var.at(pts[0].0);
+        let law = Law { a, b: 1.0, c: 0.0, var, rel_rms: 0.0 };
+        if exact(&law) {
+            return (law, true);
+        }
+    }
+    let law = fit_time(pts);
+    (law, exact(&law))
+}
+
+fn distinct(pts: &[(u32, f64)]) -> usize {
+    let mut n: Vec<u32> = pts.iter().map(|p| p.0).collect();
+    n.sort_unstable();
+    n.dedup();
+    n.len()
+}
+
+/// `y = a·X^−b` by least squares on (ln X, ln y); `None` when a value is
+/// not positive.
+fn power_law(pts: &[(u32, f64)], var: Var) -> Option<Law> {
+    if pts.iter().any(|p| p.1 <= 0.0) {
+        return None;
+    }
+    let xs: Vec<f64> = pts.iter().map(|p| var.at(p.0).ln()).collect();
+    let ys: Vec<f64> = pts.iter().map(|p| p.1.ln()).collect();
+    let (slope, intercept) = line(&xs, &ys)?;
+    Some(Law { a: intercept.exp(), b: -slope, c: 0.0, var, rel_rms: 0.0 })
+}
+
+/// `y = a·X^−b + c`: for each b of the grid, (a, c) by linear least
+/// squares in X^−b; the b with the smallest squared error.
+fn offset_law(pts: &[(u32, f64)], var: Var) -> Option<Law> {
+    let mut best: Option<(f64, Law)> = None;
+    for step in 1..=300 {
+        let b = step as f64 * 0.01;
+        let xs: Vec<f64> = pts.iter().map(|p| var.at(p.0).powf(-b)).collect();
+        let ys: Vec<f64> = pts.iter().map(|p| p.1).collect();
+        let Some((a, c)) = line(&xs, &ys) else { continue };
+        let law = Law { a, b, c, var, rel_rms: 0.0 };
+        let sse: f64 = pts.iter().map(|&(n, y)| (law.eval(n) - y).powi(2)).sum();
+        if best.as_ref().is_none_or(|(e, _)| sse < *e) {
+            best = Some((sse, law));
+        }
+    }
+    best.map(|(_, l)| l)
+}
+
+/// Least-squares line `y = s·x + i`; `None` when all x are equal.
+fn line(xs: &[f64], ys: &[f64]) -> Option<(f64, f64)> {
+    let n = xs.len() as f64;
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    if sxx <= f64::EPSILON * n {
+        return None;
+    }
+    let sxy: f64 = xs.iter().zip(ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let s = sxy / sxx;
+    Some((s, my - s * mx))
+}

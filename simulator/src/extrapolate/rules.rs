@@ -1,0 +1,207 @@
+//! Peers and communicator members as functions of the rank r and the rank
+//! count N, found from the small runs (Wu & Mueller, "ScalaExtrap", §3:
+//! communication topology as a function of rank; 1-D offsets, periodic
+//! rings, 2-D Cartesian grids from `MPI_Dims_create`, `MPI_PROC_NULL` off
+//! the grid's edges).
+
+use crate::trace::record::PROC_NULL;
+
+/// `MPI_Dims_create(n, 2)`: the most nearly square factorization of `n`,
+/// larger side first.
+pub fn dims_2d(n: u32) -> (u32, u32) {
+    let mut small = (n as f64).sqrt() as u32;
+    while small > 1 && n % small != 0 {
+        small -= 1;
+    }
+    let small = small.max(1);
+    (n / small, small)
+}
+
+/// A 2-D grid over N ranks, row-major: `x = r mod width`, `y = r / width`,
+/// the width being the smaller side of [`dims_2d`] (`narrow`) or the larger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// True when the row width is the smaller side.
+    pub narrow: bool,
+}
+
+impl Grid {
+    fn width(self, n: u32) -> u32 {
+        let (big, small) = dims_2d(n);
+        if self.narrow {
+            small
+        } else {
+            big
+        }
+    }
+
+    fn coords(self, r: u32, n: u32) -> (i64, i64, i64, i64) {
+        let w = self.width(n);
+        (r as i64 % w as i64, r as i64 / w as i64, w as i64, (n / w) as i64)
+    }
+}
+
+/// Where a call's peer (destination, source, root) is, for rank `r` of `n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerRule {
+    /// A fixed value: a rank, or `MPI_PROC_NULL`, `MPI_ANY_SOURCE`, or −1
+    /// for a rootless collective.
+    Fixed(i32),
+    /// Rank `N − 1 − c`.
+    FromEnd(u32),
+    /// Rank `r + d`, `MPI_PROC_NULL` outside `0..N`.
+    Offset(i64),
+    /// Rank `(r + d) mod N`.
+    Periodic(i64),
+    /// The grid neighbour `(x + dx, y + dy)`, wrapped when `periodic`,
+    /// else `MPI_PROC_NULL` off the grid.
+    Grid {
+        /// The grid's orientation.
+        grid: Grid,
+        /// Column step.
+        dx: i64,
+        /// Row step.
+        dy: i64,
+        /// Wrapped at the edges.
+        periodic: bool,
+    },
+    /// Member `k` of the call's communicator.
+    Member(usize),
+}
+
+impl PeerRule {
+    /// The peer of rank `r` of `n`; `members` are the call's communicator's
+    /// world ranks (for [`PeerRule::Member`]).
+    pub fn eval(&self, r: u32, n: u32, members: &[u32]) -> i32 {
+        let (r, n64) = (r as i64, n as i64);
+        match *self {
+            PeerRule::Fixed(v) => v,
+            PeerRule::FromEnd(c) => n as i32 - 1 - c as i32,
+            PeerRule::Offset(d) => match r + d {
+                p if (0..n64).contains(&p) => p as i32,
+                _ => PROC_NULL,
+            },
+            PeerRule::Periodic(d) => (r + d).rem_euclid(n64) as i32,
+            PeerRule::Grid { grid, dx, dy, periodic } => {
+                let (x, y, w, h) = grid.coords(r as u32, n);
+                let (px, py) = (x + dx, y + dy);
+                match (periodic, (0..w).contains(&px) && (0..h).contains(&py)) {
+                    (true, _) => (py.rem_euclid(h) * w + px.rem_euclid(w)) as i32,
+                    (false, true) => (py * w + px) as i32,
+                    (false, false) => PROC_NULL,
+                }
+            }
+            PeerRule::Member(k) => members.get(k).map_or(PROC_NULL, |&m| m as i32),
+        }
+    }
+
+    /// The rules one observation (`p` the peer of rank `r` of `n` in a
+    /// communicator of `members`) allows, simplest first.
+    fn candidates(r: u32, n: u32, p: i32, members: &[u32]) -> Vec<PeerRule> {
+        let mut out = vec![PeerRule::Fixed(p)];
+        if p < 0 {
+            return out;
+        }
+        if let Some(k) = members.iter().position(|&m| m as i32 == p) {
+            out.push(PeerRule::Member(k));
+        }
+        let d = p as i64 - r as i64;
+        out.push(PeerRule::Offset(d));
+        for d in [d, d - n as i64, d + n as i64] {
+            out.push(PeerRule::Periodic(d));
+        }
+        out.push(PeerRule::FromEnd(n - 1 - p as u32));
+        for grid in [Grid { narrow: true }, Grid { narrow: false }] {
+            let (x, y, w, h) = grid.coords(r, n);
+            let (px, py) = (p as i64 % w, p as i64 / w);
+            for (dx, dy) in [(px - x, py - y), (px - x - w, py - y), (px - x + w, py - y), (px - x, py - y - h), (px - x, py - y + h)] {
+                for periodic in [false, true] {
+                    out.push(PeerRule::Grid { grid, dx, dy, periodic });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One observed peer: rank `r` of `n` had peer `p` in a communicator of `members`.
+#[derive(Debug, Clone)]
+pub struct PeerSeen {
+    /// Rank count of the run.
+    pub n: u32,
+    /// The rank.
+    pub r: u32,
+    /// Its peer (world rank or a negative special value).
+    pub p: i32,
+    /// World ranks of the call's communicator.
+    pub members: Vec<u32>,
+}
+
+/// The simplest rule that gives every observation's peer; `None` when no
+/// rule does (a data-dependent peer).
+pub fn fit_peer(seen: &[PeerSeen]) -> Option<PeerRule> {
+    let first = seen.iter().find(|s| s.p >= 0).or(seen.first())?;
+    PeerRule::candidates(first.r, first.n, first.p, &first.members)
+        .into_iter()
+        .find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
+}
+
+/// Who a new communicator holds, for rank `r` of `n` (world ranks in
+/// increasing order, as `MPI_Comm_split` with the key of rank order gives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberRule {
+    /// Every rank (`MPI_Comm_dup` of the world).
+    All,
+    /// The rank alone.
+    Alone,
+    /// The ranks of `r`'s grid row.
+    Row(Grid),
+    /// The ranks of `r`'s grid column.
+    Column(Grid),
+    /// The block of `k` consecutive ranks holding `r`.
+    Block(u32),
+    /// The ranks congruent to `r` modulo `k`.
+    Stride(u32),
+}
+
+impl MemberRule {
+    /// The members for rank `r` of `n`.
+    pub fn eval(&self, r: u32, n: u32) -> Vec<u32> {
+        match *self {
+            MemberRule::All => (0..n).collect(),
+            MemberRule::Alone => vec![r],
+            MemberRule::Row(g) => {
+                let w = g.width(n);
+                let y = r / w;
+                (y * w..(y + 1) * w).collect()
+            }
+            MemberRule::Column(g) => {
+                let w = g.width(n);
+                (r % w..n).step_by(w as usize).collect()
+            }
+            MemberRule::Block(k) => {
+                let start = r / k * k;
+                (start..(start + k).min(n)).collect()
+            }
+            MemberRule::Stride(k) => (r % k..n).step_by(k as usize).collect(),
+        }
+    }
+}
+
+/// The rule giving every observation's members (`(n, r, members)`), or `None`.
+pub fn fit_members(seen: &[(u32, u32, Vec<u32>)]) -> Option<MemberRule> {
+    let (_, _, m0) = seen.first()?;
+    let mut rules = vec![MemberRule::All, MemberRule::Alone];
+    for grid in [Grid { narrow: true }, Grid { narrow: false }] {
+        rules.push(MemberRule::Row(grid));
+        rules.push(MemberRule::Column(grid));
+    }
+    let k = m0.len() as u32;
+    if k > 0 {
+        rules.push(MemberRule::Block(k));
+        if m0.len() > 1 {
+            rules.push(MemberRule::Stride(m0[1] - m0[0]));
+        }
+    }
+    rules.into_iter().find(|rule| seen.iter().all(|(n, r, m)| rule.eval(*r, *n) == *m))
+}

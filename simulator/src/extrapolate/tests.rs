@@ -1,0 +1,194 @@
+use super::fit::{fit_size, fit_time, Var};
+use super::rules::{dims_2d, fit_members, fit_peer, Grid, MemberRule, PeerRule, PeerSeen};
+use super::*;
+use crate::trace::record::{ANY_SOURCE, PROC_NULL};
+
+#[test]
+fn dims_match_mpi_dims_create() {
+    for (n, d) in [(1, (1, 1)), (2, (2, 1)), (4, (2, 2)), (8, (4, 2)), (12, (4, 3)), (16, (4, 4)), (32, (8, 4)), (7, (7, 1)), (1 << 20, (1024, 1024))] {
+        assert_eq!(dims_2d(n), d, "{n}");
+    }
+}
+
+#[test]
+fn fits_recover_known_scaling_laws() {
+    // Weak scaling: a constant, even with 1 % noise.
+    let law = fit_time(&[(2, 1.00), (4, 1.01), (8, 0.995)]);
+    assert_eq!(law.a, 0.0);
+    assert!((law.eval(1024) - 1.0).abs() < 0.01);
+    // Strong scaling without offset: 0.8 / N.
+    let pts: Vec<(u32, f64)> = [2u32, 4, 8].iter().map(|&n| (n, 0.8 / n as f64)).collect();
+    let law = fit_time(&pts);
+    assert!((law.b - 1.0).abs() < 1e-9 && law.c == 0.0 && law.rel_rms < 1e-9, "{law:?}");
+    assert!((law.eval(64) - 0.8 / 64.0).abs() < 1e-12);
+    // Strong scaling with a serial part: 3·N^-1.5 + 0.2.
+    let pts: Vec<(u32, f64)> = [2u32, 4, 8, 16].iter().map(|&n| (n, 3.0 * (n as f64).powf(-1.5) + 0.2)).collect();
+    let law = fit_time(&pts);
+    assert!((law.b - 1.5).abs() < 0.011 && (law.c - 0.2).abs() < 0.01, "{law:?}");
+    assert!((law.eval(1024) - (3.0 * 1024f64.powf(-1.5) + 0.2)).abs() < 0.01);
+}
+
+#[test]
+fn sizes_follow_the_rank_count_or_a_grid_side_exactly() {
+    // A halo row of n/px doubles, px the smaller side of the 2-D grid.
+    let pts: Vec<(u32, f64)> = [2u32, 4, 8].iter().map(|&n| (n, 8.0 * 1024.0 / dims_2d(n).1 as f64)).collect();
+    let (law, exact) = fit_size(&pts);
+    assert!(exact && law.var == Var::Dim1, "{law:?}");
+    assert_eq!(law.eval(32).round(), 8.0 * 1024.0 / 4.0);
+    let (law, exact) = fit_size(&[(2, 4096.0), (4, 2048.0), (8, 1024.0)]);
+    assert!(exact && law.var == Var::Ranks && law.eval(64).round() == 128.0);
+    let (law, exact) = fit_size(&[(2, 8.0), (4, 8.0)]);
+    assert!(exact && law.eval(1 << 20) == 8.0);
+}
+
+fn seen(n: u32, r: u32, p: i32) -> PeerSeen {
+    PeerSeen { n, r, p, members: (0..n).collect() }
+}
+
+#[test]
+fn ring_peers_wrap_and_halo_peers_stop_at_the_edges() {
+    let next: Vec<PeerSeen> = [2u32, 4, 8].iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, ((r + 1) % n) as i32))).collect();
+    let rule = fit_peer(&next).unwrap();
+    assert_eq!(rule, PeerRule::Periodic(1));
+    assert_eq!(rule.eval(31, 32, &[]), 0);
+    let right: Vec<PeerSeen> =
+        [2u32, 4, 8].iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, if r + 1 < n { (r + 1) as i32 } else { PROC_NULL }))).collect();
+    assert_eq!(fit_peer(&right), Some(PeerRule::Offset(1)));
+    let any: Vec<PeerSeen> = (0..4).map(|r| seen(4, r, ANY_SOURCE)).collect();
+    assert_eq!(fit_peer(&any), Some(PeerRule::Fixed(ANY_SOURCE)));
+    // A peer drawn at random follows no rule.
+    let random = vec![seen(4, 0, 3), seen(4, 1, 0), seen(4, 2, 0), seen(8, 0, 5), seen(8, 1, 2)];
+    assert_eq!(fit_peer(&random), None);
+}
+
+/// jacobi2d's neighbours: px = the smaller side, x = r mod px, up = r − px,
+/// `MPI_PROC_NULL` off the grid.
+fn jacobi_up(r: u32, n: u32) -> i32 {
+    let px = dims_2d(n).1;
+    if r >= px {
+        (r - px) as i32
+    } else {
+        PROC_NULL
+    }
+}
+
+fn jacobi_right(r: u32, n: u32) -> i32 {
+    let px = dims_2d(n).1;
+    if r % px + 1 < px {
+        (r + 1) as i32
+    } else {
+        PROC_NULL
+    }
+}
+
+#[test]
+fn grid_peers_give_corners_edges_and_interior_their_neighbours() {
+    for f in [jacobi_up as fn(u32, u32) -> i32, jacobi_right] {
+        let obs: Vec<PeerSeen> = [2u32, 4, 8].iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, f(r, n)))).collect();
+        let rule = fit_peer(&obs).unwrap();
+        assert!(matches!(rule, PeerRule::Grid { grid: Grid { narrow: true }, periodic: false, .. }), "{rule:?}");
+        // At 16 ranks (4 x 4, never traced): corners, edges and interior.
+        for r in 0..16 {
+            assert_eq!(rule.eval(r, 16, &[]), f(r, 16), "rank {r}");
+        }
+        assert!((0..36).all(|r| rule.eval(r, 36, &[]) == f(r, 36)));
+    }
+}
+
+#[test]
+fn split_communicators_are_grid_rows_and_columns() {
+    let row = |r: u32, n: u32| {
+        let px = dims_2d(n).1;
+        (r / px * px..r / px * px + px).collect::<Vec<u32>>()
+    };
+    let obs: Vec<(u32, u32, Vec<u32>)> = [2u32, 4, 8].iter().flat_map(|&n| (0..n).map(move |r| (n, r, row(r, n)))).collect();
+    let rule = fit_members(&obs).unwrap();
+    assert_eq!(rule, MemberRule::Row(Grid { narrow: true }));
+    assert_eq!(rule.eval(5, 16), row(5, 16));
+    let col: Vec<(u32, u32, Vec<u32>)> = [4u32, 8].iter().flat_map(|&n| (0..n).map(move |r| (n, r, (r % 2..n).step_by(2).collect()))).collect();
+    assert_eq!(fit_members(&col), Some(MemberRule::Column(Grid { narrow: true })));
+}
+
+fn rec(op: Op, params: Params, cpu_ns: u64) -> CallRecord {
+    CallRecord { op, failed: false, caller: 0, compute_cpu_ns: cpu_ns, compute_wall_ns: cpu_ns, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+}
+
+fn site(offset: u64) -> CallSite {
+    CallSite { module: "prog".into(), offset }
+}
+
+/// A sample of `n` ranks where rank 0 sends first and the others receive
+/// first (ring.c), with compute blocks of `work / n` seconds.
+fn ring_sample(n: u32, work: f64) -> Sample {
+    let header = |r| RankHeader {
+        rank: r,
+        ranks: n,
+        host: "h".into(),
+        pid: 1,
+        timing_source: trace::TimingSource::ClockGettime,
+        tsc_hz: None,
+        epoch_unix_s: 0.0,
+    };
+    let ranks = (0..n)
+        .map(|r| {
+            let block = (work / n as f64 * 1e9) as u64;
+            let send = (rec(Op::Send, Params::P2p { peer: ((r + 1) % n) as i32, tag: 0, bytes: 64, comm: 0, request: 0 }, block), site(0x10));
+            let recv = (rec(Op::Recv, Params::P2p { peer: ((r + n - 1) % n) as i32, tag: 0, bytes: 64, comm: 0, request: 0 }, 0), site(0x20));
+            let mut recs = vec![(rec(Op::Init, Params::None, 0), site(0x1))];
+            recs.extend(if r == 0 { [send, recv] } else { [recv, send] });
+            recs.push((rec(Op::Finalize, Params::None, 0), site(0x30)));
+            (header(r), Vec::new(), recs)
+        })
+        .collect();
+    let meta = TraceMeta {
+        format_version: 4,
+        ranks: n,
+        mpi_library: "test".into(),
+        timing_source: trace::TimingSource::ClockGettime,
+        tsc_hz: None,
+        command: vec![],
+        mode: "trace".into(),
+    };
+    Sample { dir: PathBuf::new(), meta, ranks }
+}
+
+#[test]
+fn rank_classes_name_the_first_rank_and_the_rest() {
+    let model = Model::build(vec![ring_sample(4, 0.4), ring_sample(2, 0.4), ring_sample(8, 0.4)]).unwrap();
+    let rules: Vec<ClassRule> = model.classes.iter().map(|c| c.rule).collect();
+    assert_eq!(rules, [ClassRule::Rank(0), ClassRule::Rest]);
+    let n = 64;
+    for r in [0, 1, 33, 63] {
+        let recs: Vec<CallRecord> = model.records(r, n).collect();
+        let ops: Vec<Op> = recs.iter().map(|c| c.op).collect();
+        let sends_first = r == 0;
+        assert_eq!(ops[1], if sends_first { Op::Send } else { Op::Recv }, "rank {r}");
+        for c in &recs {
+            if let Params::P2p { peer, .. } = c.params {
+                let want = if c.op == Op::Send { (r + 1) % n } else { (r + n - 1) % n };
+                assert_eq!(peer, want as i32, "rank {r} {:?}", c.op);
+            }
+        }
+        // Strong scaling: the send's block is 0.4 s / N.
+        let send = recs.iter().find(|c| c.op == Op::Send).unwrap();
+        assert!((send.compute_cpu_ns as f64 * 1e-9 - 0.4 / n as f64).abs() < 1e-6, "{}", send.compute_cpu_ns);
+    }
+}
+
+#[test]
+fn behaviours_no_rank_rule_separates_are_refused_with_their_call_site() {
+    // Odd ranks send first: neither first, last nor "the rest".
+    let mut samples = Vec::new();
+    for n in [4u32, 8] {
+        let mut s = ring_sample(n, 0.1);
+        for r in (1..n).step_by(2) {
+            let recs = &mut s.ranks[r as usize].2;
+            recs.swap(1, 2);
+        }
+        samples.push(s);
+    }
+    let err = Model::build(samples).unwrap_err().to_string();
+    assert!(err.contains("cannot extrapolate") && err.contains("prog+0x"), "{err}");
+    let one = Model::build(vec![ring_sample(4, 0.1)]).unwrap_err().to_string();
+    assert!(one.contains("two or more different rank counts"), "{one}");
+}
