@@ -151,9 +151,24 @@ pub struct Class {
     /// Which ranks.
     pub rule: ClassRule,
     slots: Vec<Slot>,
-    /// Compute-block laws per region (mean CPU time, seconds, against N),
-    /// with the region's call sites, for the report.
-    pub laws: Vec<(String, Law)>,
+    /// Compute blocks (CPU, wall ns) of each of the class's ranks in the
+    /// largest run, call by call: target rank r takes those of member
+    /// r mod their number, so the ranks of a class differ as they did
+    /// (the imbalance a collective then waits for).
+    blocks: Vec<Vec<(u64, u64)>>,
+    /// Compute-block laws per call-site region.
+    pub laws: Vec<RegionLaw>,
+}
+
+/// How one region's compute blocks scale.
+#[derive(Debug, Clone)]
+pub struct RegionLaw {
+    /// The region: the call sites before and after its blocks.
+    pub region: String,
+    /// Mean CPU time of its blocks in the class, seconds, per traced rank count.
+    pub points: Vec<(u32, f64)>,
+    /// The law fitted to them.
+    pub law: Law,
 }
 
 /// An extrapolation model built from [`Sample`]s.
@@ -234,7 +249,7 @@ impl Model {
         let factors = class
             .laws
             .iter()
-            .map(|(_, l)| {
+            .map(|RegionLaw { law: l, .. }| {
                 let at = l.eval(self.template_n);
                 if at > 0.0 {
                     l.eval(n) / at
@@ -243,7 +258,8 @@ impl Model {
                 }
             })
             .collect();
-        RankRecords { class, rank, n, next: 0, comms: HashMap::new(), factors }
+        let blocks = &class.blocks[rank as usize % class.blocks.len()];
+        RankRecords { class, blocks, rank, n, next: 0, comms: HashMap::new(), factors }
     }
 
     /// Replay streams of the `n` ranks (rank order), each generated as
@@ -412,10 +428,16 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
                 .filter(|(_, v)| !v.is_empty())
                 .map(|(k, v)| (samples[k].n(), v.iter().sum::<f64>() / v.len() as f64 * 1e-9))
                 .collect();
-            (name, fit::fit_time(&pts))
+            RegionLaw { region: name, law: fit::fit_time(&pts), points: pts }
         })
         .collect();
-    Ok(Class { rule, slots, laws })
+    let largest = samples.len() - 1;
+    let blocks = obs
+        .iter()
+        .filter(|(k, _)| *k == obs.last().map_or(largest, |o| o.0))
+        .map(|&(k, r)| samples[k].ranks[r as usize].2.iter().map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
+        .collect();
+    Ok(Class { rule, slots, blocks, laws })
 }
 
 /// A size law that every rank of a class follows: one size per run.
@@ -490,6 +512,8 @@ fn set_fields(p: &mut Params, peers: [Option<i32>; 2], sizes: [Option<u64>; 2]) 
 #[derive(Debug)]
 pub struct RankRecords<'m> {
     class: &'m Class,
+    /// The compute blocks this rank takes after (see [`Class`]).
+    blocks: &'m [(u64, u64)],
     rank: u32,
     n: u32,
     next: usize,
@@ -506,8 +530,9 @@ impl RankRecords<'_> {
         self.next += 1;
         let mut rec = slot.rec.clone();
         let f = self.factors[slot.law];
-        rec.compute_cpu_ns = (rec.compute_cpu_ns as f64 * f).round() as u64;
-        rec.compute_wall_ns = (rec.compute_wall_ns as f64 * f).round() as u64;
+        let (cpu, wall) = self.blocks[self.next - 1];
+        rec.compute_cpu_ns = (cpu as f64 * f).round() as u64;
+        rec.compute_wall_ns = (wall as f64 * f).round() as u64;
         if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {
             *members = rule.eval(self.rank, self.n);
             self.comms.insert(*comm, members.clone());

@@ -73,29 +73,33 @@ impl Law {
 const FLAT: f64 = 0.02;
 
 /// Fits `pts` (rank count, value), at least one point, by the simplest law
-/// that describes them: a constant when the values agree within 2 %, else
-/// `a·N^−b` (least squares in log-log space), else, when that leaves more
-/// than 5 % relative residual and there are three or more points,
-/// `a·N^−b + c` (linear least squares in a and c for each b on a 0.01 grid
-/// over [0, 3]).
+/// that describes them: a constant when the values agree within 2 % or do
+/// not fall with N, else `a·N^−b` (least squares in log-log space, b in
+/// (0, 3]), else, when that leaves more than 5 % relative residual and
+/// there are four or more rank counts, `a·N^−b + c` (linear least squares
+/// in a and c for each b on a 0.01 grid over (0, 3]) if it cuts the
+/// residual threefold. Per-rank work that grows
+/// with N is taken for noise (oversubscribed runs share caches): a block's
+/// time never grows in the extrapolation.
 pub fn fit_time(pts: &[(u32, f64)]) -> Law {
     let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len().max(1) as f64;
     let spread = pts.iter().map(|p| (p.1 - mean).abs()).fold(0.0, f64::max);
     if pts.len() < 2 || spread <= FLAT * mean.abs() || distinct(pts) < 2 {
         return Law::constant(mean).with_residual(pts);
     }
-    let power = power_law(pts, Var::Ranks).map(|l| l.with_residual(pts));
-    match power {
-        Some(l) if l.rel_rms <= 0.05 || distinct(pts) < 3 => l,
-        other => {
-            let offset = offset_law(pts, Var::Ranks).map(|l| l.with_residual(pts));
-            match (other, offset) {
-                (Some(p), Some(o)) if o.rel_rms < p.rel_rms => o,
-                (Some(p), _) => p,
-                (None, Some(o)) => o,
-                (None, None) => Law::constant(mean).with_residual(pts),
-            }
-        }
+    let power = power_law(pts, Var::Ranks).filter(|l| l.b > 0.0).map(|l| Law { b: l.b.min(3.0), ..l }.with_residual(pts));
+    if power.is_none() {
+        return Law::constant(mean).with_residual(pts);
+    }
+    let power = power.expect("checked above");
+    // The offset term is fitted only with a degree of freedom left (four
+    // or more rank counts), and kept when it cuts the residual threefold.
+    if power.rel_rms <= 0.05 || distinct(pts) < 4 {
+        return power;
+    }
+    match offset_law(pts, Var::Ranks).map(|l| l.with_residual(pts)) {
+        Some(o) if o.rel_rms * 3.0 < power.rel_rms && o.a > 0.0 && o.c >= 0.0 => o,
+        _ => power,
     }
 }
 
