@@ -2,10 +2,11 @@
 //!
 //! ```text
 //! simulator compare <trace-dir> <report.json | platform> [--json]
-//! simulator replay --platform <file> <trace> [--json] [--compute-time cpu|wall]
+//! simulator replay --platform <file> <trace>... [--ranks N] [--json] [--compute-time cpu|wall]
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|ompi|simgrid-ompi|smpi]
 //!                  [--coll <coll>=<alg>]…
 //!                  [--timeline <file.json>] [--pstate N|HOST=N]…
+//! simulator extrapolate --ranks N --out <dir> <trace-dir> <trace-dir>...
 //! simulator validate [--suite c-tests/suite.toml] [--platform <file>] [-r R] [--sweep]
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
@@ -22,6 +23,8 @@ use simulator::action::ComputeTime;
 use simulator::platform;
 use simulator::replay::collectives::CollAlgs;
 use simulator::replay::{self, TraceInput};
+
+mod extrapolate_cmd;
 
 #[derive(Parser)]
 #[command(
@@ -47,6 +50,10 @@ enum Command {
     Validate(simulator::validate::cli::ValidateArgs),
     /// Measured against predicted time, per rank and phase (compute, MPI, end).
     Compare(CompareArgs),
+    /// Make the trace of a run at N ranks from traces of the same program
+    /// at smaller rank counts (rank classes, peers and sizes as functions
+    /// of rank and N, compute fitted against N).
+    Extrapolate(extrapolate_cmd::ExtrapolateArgs),
 }
 
 #[derive(clap::Args)]
@@ -73,9 +80,14 @@ struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     platform: PathBuf,
     /// Trace directory written by the interposer (INTERPOSER_OUT), or a
-    /// SimGrid TI trace-list file (smpirun -trace-ti).
-    #[arg(value_name = "TRACE")]
-    trace: PathBuf,
+    /// SimGrid TI trace-list file (smpirun -trace-ti). With --ranks N,
+    /// trace directories of the same program at two or more other rank
+    /// counts, extrapolated to N in memory.
+    #[arg(value_name = "TRACE", required = true, num_args = 1..)]
+    trace: Vec<PathBuf>,
+    /// Predict this many ranks (see TRACE).
+    #[arg(long, value_name = "N")]
+    ranks: Option<u32>,
     /// SimGrid setting for an XML platform, as smpirun's --cfg=name:value
     /// (e.g. smpi/async-small-thresh:65536); repeatable, applied last.
     #[arg(long = "cfg", value_name = "NAME:VALUE")]
@@ -153,10 +165,18 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
     };
-    let streams = TraceInput::detect(&args.trace)
-        .map_err(anyhow::Error::from)
-        .and_then(|input| Ok(input.open(compute)?))
-        .context("cannot open trace")?;
+    let model = match extrapolate_cmd::wanted(&args.trace, args.ranks)? {
+        true => Some(extrapolate_cmd::model(&args.trace)?),
+        false => None,
+    };
+    let streams = match (&model, args.ranks) {
+        (Some(m), Some(n)) => extrapolate_cmd::streams(m, n),
+        _ => TraceInput::detect(&args.trace[0])
+            .map_err(anyhow::Error::from)
+            .and_then(|input| Ok(input.open(compute)?))
+            .context("cannot open trace")?,
+    };
+    let trace_name = args.trace.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(" ");
     let (streams, tally) = match &args.speed_ratios {
         Some(path) => {
             let ratios = simulator::speed::SpeedRatios::load(path).context("cannot load speed ratios")?;
@@ -185,7 +205,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let report = replay::replay_jitter(&platform, &extras, streams, timeline, stretch);
     progress.finish();
     let mut report =
-        report.with_context(|| format!("replay of {} on {} failed", args.trace.display(), args.platform.display()))?;
+        report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -236,6 +256,7 @@ fn main() -> ExitCode {
         Command::Trace(args) => simulator::trace::cli::run(args),
         Command::Compare(args) => run_compare(args),
         Command::Validate(args) => simulator::validate::cli::run(args),
+        Command::Extrapolate(args) => extrapolate_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

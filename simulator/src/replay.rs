@@ -315,6 +315,9 @@ pub enum InputError {
     /// From a SimGrid TI trace.
     #[error("{0}")]
     Ti(TiError),
+    /// From an extrapolated run ([`crate::extrapolate`]).
+    #[error("{0}")]
+    Extrapolate(crate::extrapolate::ExtrapolateError),
 }
 
 /// Opens an interposer trace directory: reads `meta.json`, checks every
