@@ -245,17 +245,21 @@ impl Model {
 
     /// The call records of rank `rank` of `n`, generated call by call.
     pub fn records(&self, rank: u32, n: u32) -> RankRecords<'_> {
+        self.records_band(rank, n, 0.0)
+    }
+
+    /// [`Model::records`] with every compute block moved by `sigma` times
+    /// its region law's relative residual (`sigma` = ±1 gives the edges of
+    /// the prediction's band).
+    pub fn records_band(&self, rank: u32, n: u32, sigma: f64) -> RankRecords<'_> {
         let class = self.class_of(rank, n);
         let factors = class
             .laws
             .iter()
             .map(|RegionLaw { law: l, .. }| {
                 let at = l.eval(self.template_n);
-                if at > 0.0 {
-                    l.eval(n) / at
-                } else {
-                    1.0
-                }
+                let f = if at > 0.0 { l.eval(n) / at } else { 1.0 };
+                (f * (1.0 + sigma * l.rel_rms)).max(0.0)
             })
             .collect();
         let blocks = &class.blocks[rank as usize % class.blocks.len()];
@@ -265,9 +269,14 @@ impl Model {
     /// Replay streams of the `n` ranks (rank order), each generated as
     /// the replay reads it.
     pub fn streams(&self, n: u32) -> Vec<ActionStream<'_, ExtrapolateError>> {
+        self.streams_band(n, 0.0)
+    }
+
+    /// [`Model::streams`] with compute moved by `sigma` residuals ([`Model::records_band`]).
+    pub fn streams_band(&self, n: u32, sigma: f64) -> Vec<ActionStream<'_, ExtrapolateError>> {
         (0..n)
             .map(|r| {
-                let mut recs = self.records(r, n);
+                let mut recs = self.records_band(r, n, sigma);
                 let mut conv = RecordConverter::new(n);
                 let it = std::iter::from_fn(move || {
                     if let Some(a) = conv.pop() {

@@ -29,10 +29,11 @@ pub fn model(traces: &[PathBuf]) -> anyhow::Result<Model> {
     Model::build(samples).context("cannot extrapolate")
 }
 
-/// The replay streams of `n` ranks of `model`.
-pub fn streams(model: &Model, n: u32) -> Vec<ActionStream<'_, InputError>> {
+/// The replay streams of `n` ranks of `model`, compute moved by `sigma`
+/// residuals of its laws (0: the prediction itself).
+pub fn streams(model: &Model, n: u32, sigma: f64) -> Vec<ActionStream<'_, InputError>> {
     model
-        .streams(n)
+        .streams_band(n, sigma)
         .into_iter()
         .map(|s| Box::new(s.map(|a| a.map_err(InputError::Extrapolate))) as ActionStream<'_, InputError>)
         .collect()
@@ -87,4 +88,134 @@ pub fn wanted(dirs: &[PathBuf], ranks: Option<u32>) -> anyhow::Result<bool> {
         (_, None) => anyhow::bail!("several traces given: --ranks N says which rank count to extrapolate to"),
         (_, Some(_)) => Ok(true),
     }
+}
+
+/// `simulator scaling`.
+#[derive(clap::Args)]
+pub struct ScalingArgs {
+    /// Platform file: our TOML, or a SimGrid platform XML.
+    #[arg(long, value_name = "FILE")]
+    platform: PathBuf,
+    /// Rank counts to predict, comma-separated (e.g. 16,256,4096).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', required = true)]
+    ranks: Vec<u32>,
+    /// Draw predicted time (with its band) and parallel efficiency
+    /// against ranks to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Print one JSON object (`points`) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Trace directories of the same program at two or more rank counts.
+    #[arg(value_name = "TRACE_DIR", required = true, num_args = 2..)]
+    traces: Vec<PathBuf>,
+}
+
+/// One rank count of the scaling curve.
+#[derive(Debug, serde::Serialize)]
+struct Point {
+    ranks: u32,
+    makespan_s: f64,
+    /// The band: compute blocks one fit residual shorter and longer.
+    low_s: f64,
+    high_s: f64,
+    /// Mean per rank, seconds.
+    compute_s: f64,
+    comm_s: f64,
+    wait_s: f64,
+    /// Strong-scaling efficiency against the first rank count:
+    /// T(N0)·N0 / (T(N)·N).
+    efficiency: f64,
+}
+
+/// Predicts every rank count of `args.ranks` from the model and reports
+/// the curve.
+pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
+    if args.ranks.contains(&0) {
+        anyhow::bail!("--ranks: a run needs at least one rank");
+    }
+    let (platform, extras) = simulator::platform::load_any(&args.platform, &[]).context("cannot load platform")?;
+    let model = model(&args.traces)?;
+    let mut points: Vec<Point> = Vec::new();
+    for &n in &args.ranks {
+        let run = |sigma: f64| {
+            simulator::replay::replay_with(&platform, &extras, streams(&model, n, sigma))
+                .with_context(|| format!("replay of the extrapolated {n}-rank run failed"))
+        };
+        let (mid, low, high) = (run(0.0)?, run(-1.0)?, run(1.0)?);
+        let k = mid.ranks.len().max(1) as f64;
+        let mean = |f: fn(&simulator::replay::RankReport) -> f64| mid.ranks.iter().map(f).sum::<f64>() / k;
+        let efficiency = match points.first() {
+            Some(p0) => p0.makespan_s * p0.ranks as f64 / (mid.makespan_s * n as f64),
+            None => 1.0,
+        };
+        points.push(Point {
+            ranks: n,
+            makespan_s: mid.makespan_s,
+            low_s: low.makespan_s.min(high.makespan_s),
+            high_s: low.makespan_s.max(high.makespan_s),
+            compute_s: mean(|r| r.compute_s),
+            comm_s: mean(|r| r.comm_s),
+            wait_s: mean(|r| r.wait_s),
+            efficiency,
+        });
+    }
+    if let Some(path) = &args.plot {
+        plot(path, &points).map_err(anyhow::Error::msg)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &serde_json::json!({ "points": points }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    summary(&model, &mut out)?;
+    writeln!(out, "{:>9} {:>13} {:>13} {:>13} {:>11} {:>11} {:>11} {:>6}", "ranks", "predicted_s", "low_s", "high_s", "compute_s", "comm_s", "wait_s", "eff")?;
+    for p in &points {
+        writeln!(
+            out,
+            "{:>9} {:>13.6} {:>13.6} {:>13.6} {:>11.6} {:>11.6} {:>11.6} {:>6.3}",
+            p.ranks, p.makespan_s, p.low_s, p.high_s, p.compute_s, p.comm_s, p.wait_s, p.efficiency
+        )?;
+    }
+    Ok(())
+}
+
+/// Predicted time with its band (left axis, log-log) against ranks.
+fn plot(path: &std::path::Path, points: &[Point]) -> Result<(), String> {
+    use plotters::prelude::*;
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    if path.extension().is_none_or(|e| e != "svg") {
+        return Err(fail(&"only SVG plots are supported (use a .svg name)"));
+    }
+    let x_hi = points.iter().map(|p| p.ranks).max().unwrap_or(2).max(2) as f64 * 1.5;
+    let x_lo = points.iter().map(|p| p.ranks).min().unwrap_or(1).max(1) as f64 / 1.5;
+    let y_hi = points.iter().map(|p| p.high_s).fold(0.0, f64::max) * 1.5 + 1e-12;
+    let y_lo = points.iter().map(|p| p.low_s.min(p.comm_s).max(1e-12)).fold(f64::INFINITY, f64::min) / 1.5;
+    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| fail(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("predicted run time against ranks (extrapolated)", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
+        .map_err(|e| fail(&e))?;
+    chart.configure_mesh().x_desc("ranks").y_desc("seconds").x_label_formatter(&|x| format!("{}", x.round() as u64)).draw().map_err(|e| fail(&e))?;
+    let series: [(&str, fn(&Point) -> f64, RGBColor); 3] =
+        [("predicted", |p| p.makespan_s, BLUE), ("compute (mean)", |p| p.compute_s, GREEN), ("communication (mean)", |p| p.comm_s, RED)];
+    for (name, f, color) in series {
+        let line: Vec<(f64, f64)> = points.iter().map(|p| (p.ranks as f64, f(p).max(y_lo))).collect();
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+            .map_err(|e| fail(&e))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(line.into_iter().map(|xy| Circle::new(xy, 3, color.filled()))).map_err(|e| fail(&e))?;
+    }
+    for band in [points.iter().map(|p| (p.ranks as f64, p.low_s)).collect::<Vec<_>>(), points.iter().map(|p| (p.ranks as f64, p.high_s)).collect()] {
+        chart.draw_series(LineSeries::new(band, BLUE.mix(0.4).stroke_width(1))).map_err(|e| fail(&e))?;
+    }
+    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).position(SeriesLabelPosition::UpperRight).draw().map_err(|e| fail(&e))?;
+    root.present().map_err(|e| fail(&e))
 }

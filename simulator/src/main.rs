@@ -7,6 +7,7 @@
 //!                  [--coll <coll>=<alg>]…
 //!                  [--timeline <file.json>] [--pstate N|HOST=N]…
 //! simulator extrapolate --ranks N --out <dir> <trace-dir> <trace-dir>...
+//! simulator scaling --platform <file> --ranks N,N,... [--plot f.svg] [--json] <trace-dir> <trace-dir>...
 //! simulator validate [--suite c-tests/suite.toml] [--platform <file>] [-r R] [--sweep]
 //! ```
 //! Every error is one line on stderr, naming the file at fault; the exit
@@ -54,6 +55,10 @@ enum Command {
     /// at smaller rank counts (rank classes, peers and sizes as functions
     /// of rank and N, compute fitted against N).
     Extrapolate(extrapolate_cmd::ExtrapolateArgs),
+    /// Predicted time, compute/communication split and parallel
+    /// efficiency against ranks, extrapolated from traces at a few rank
+    /// counts, with the band the fits' residuals give.
+    Scaling(extrapolate_cmd::ScalingArgs),
 }
 
 #[derive(clap::Args)]
@@ -170,7 +175,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         false => None,
     };
     let streams = match (&model, args.ranks) {
-        (Some(m), Some(n)) => extrapolate_cmd::streams(m, n),
+        (Some(m), Some(n)) => extrapolate_cmd::streams(m, n, 0.0),
         _ => TraceInput::detect(&args.trace[0])
             .map_err(anyhow::Error::from)
             .and_then(|input| Ok(input.open(compute)?))
@@ -257,6 +262,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => run_compare(args),
         Command::Validate(args) => simulator::validate::cli::run(args),
         Command::Extrapolate(args) => extrapolate_cmd::run(args),
+        Command::Scaling(args) => extrapolate_cmd::scaling(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
