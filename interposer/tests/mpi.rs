@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 
 use simulator::trace::{open_dir, CallRecord, Op, Params, RankTrace};
 
+#[path = "mpi/extrapolate.rs"]
+mod extrapolate;
 #[path = "mpi/online.rs"]
 mod online;
 #[path = "mpi/vcoll.rs"]

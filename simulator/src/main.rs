@@ -153,6 +153,7 @@ enum ComputeArg {
 }
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
+    let extrapolate = extrapolate_cmd::wanted(&args.trace, args.ranks)?;
     let (platform, mut extras) = platform::load_any(&args.platform, &args.cfg).context("cannot load platform")?;
     if let Some(name) = &args.coll_selector {
         extras.coll.selector = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?.selector;
@@ -170,7 +171,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
     };
-    let model = match extrapolate_cmd::wanted(&args.trace, args.ranks)? {
+    let model = match extrapolate {
         true => Some(extrapolate_cmd::model(&args.trace)?),
         false => None,
     };
