@@ -6,7 +6,7 @@
  *
  * Every application communicator gets a shadow slot holding two
  * duplicates of it: `fwd` carries, after each payload and with the same
- * tag, a companion {virtual send time, bytes} from sender to receiver
+ * tag, a companion {virtual send time, bytes, buffered} from sender to receiver
  * (MPI's non-overtaking rule keeps each pair matched; the receiver takes
  * source and tag from the payload's status, so wildcards work), and the
  * gathers of collectives' entry times; `ack` carries the receiver's

@@ -10,6 +10,8 @@ use simulator::trace::{open_dir, CallRecord, Op, Params, RankTrace};
 
 #[path = "mpi/extrapolate.rs"]
 mod extrapolate;
+#[path = "mpi/matrix.rs"]
+mod matrix;
 #[path = "mpi/online.rs"]
 mod online;
 #[path = "mpi/vcoll.rs"]

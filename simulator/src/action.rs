@@ -41,6 +41,11 @@ pub enum Action {
         /// Request id.
         req: u64,
     },
+    /// A buffered send (`MPI_Bsend`, `MPI_Ibsend`, a started
+    /// `MPI_Bsend_init`): the [`Action::Send`] or [`Action::Isend`] it
+    /// holds, sent eagerly whatever its size (the library copies it to the
+    /// attached buffer and returns; MPI-4.0 §3.6).
+    Buffered(Box<Action>),
     /// Blocking receive; `src` may be [`ANY_SOURCE`](crate::trace::record::ANY_SOURCE), `tag` may be `ANY_TAG` (-1).
     Recv {
         /// Source world rank or [`ANY_SOURCE`](crate::trace::record::ANY_SOURCE).

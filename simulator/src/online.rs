@@ -189,8 +189,14 @@ impl<'a> VirtualRank<'a> {
     /// Posts a send of `bytes` to world rank `dst` at the clock; an eager
     /// one then charges the send overhead.
     pub fn send(&mut self, dst: u32, bytes: u64) -> SendPost {
+        self.send_with(dst, bytes, false)
+    }
+
+    /// [`VirtualRank::send`]; `buffered` (`MPI_Bsend`): eager at any size,
+    /// as the replay's [`Action::Buffered`].
+    fn send_with(&mut self, dst: u32, bytes: u64, buffered: bool) -> SendPost {
         let model = self.model(self.rank, dst);
-        let (eager, o) = (model.is_eager(bytes), model.send_overhead.eval(bytes));
+        let (eager, o) = (buffered || model.is_eager(bytes), model.send_overhead.eval(bytes));
         let post = self.clock;
         self.stats.messages += 1;
         self.stats.bytes_sent += bytes;
@@ -206,7 +212,17 @@ impl<'a> VirtualRank<'a> {
     /// complete after its overhead, a rendezvous one when
     /// [`VirtualRank::send_matched`] gives the receiver's post time.
     pub fn isend(&mut self, req: u64, dst: u32, bytes: u64) -> SendPost {
-        let s = self.send(dst, bytes);
+        self.isend_with(req, dst, bytes, false)
+    }
+
+    /// [`VirtualRank::isend`] of a buffered send (`MPI_Bsend`, `MPI_Ibsend`,
+    /// a started `MPI_Bsend_init`): eager at any size.
+    pub fn isend_buffered(&mut self, req: u64, dst: u32, bytes: u64) -> SendPost {
+        self.isend_with(req, dst, bytes, true)
+    }
+
+    fn isend_with(&mut self, req: u64, dst: u32, bytes: u64, buffered: bool) -> SendPost {
+        let s = self.send_with(dst, bytes, buffered);
         let state = if s.eager { Req::Done { at: self.clock, d: 0.0 } } else { Req::Send { dst, bytes, post: s.post_s } };
         self.reqs.insert(req, state);
         s
@@ -233,10 +249,10 @@ impl<'a> VirtualRank<'a> {
     /// message of `bytes` from `src` sent at `send_post`. An eager
     /// receive's overhead `o_r` meets the OS jitter of its interval from
     /// `recv_post`, as in the offline replay's `recv_overhead`.
-    fn recv_done(&mut self, src: u32, bytes: u64, send_post: f64, recv_post: f64) -> (f64, f64) {
+    fn recv_done(&mut self, src: u32, bytes: u64, send_post: f64, recv_post: f64, buffered: bool) -> (f64, f64) {
         let model = self.model(src, self.rank);
         let t = model.transfer.eval(bytes);
-        if model.is_eager(bytes) {
+        if buffered || model.is_eager(bytes) {
             let o_r = model.recv_overhead.eval(bytes);
             let o_r = if o_r > 0.0 { self.stretch(recv_post, o_r) } else { o_r };
             let start = match self.extras.async_small_thresh_bytes {
@@ -254,10 +270,16 @@ impl<'a> VirtualRank<'a> {
     /// receive's post time (for the sender, when the message is
     /// rendezvous) and whether it is eager; `None` for an unknown request.
     pub fn recv_matched(&mut self, req: u64, src: u32, bytes: u64, send_post_s: f64) -> Option<(f64, bool)> {
+        self.recv_matched_with(req, src, bytes, send_post_s, false)
+    }
+
+    /// [`VirtualRank::recv_matched`] of a message sent `buffered`
+    /// ([`VirtualRank::isend_buffered`]: eager at any size).
+    pub fn recv_matched_with(&mut self, req: u64, src: u32, bytes: u64, send_post_s: f64, buffered: bool) -> Option<(f64, bool)> {
         let Some(&Req::Recv { post }) = self.reqs.get(&req) else { return None };
-        let (at, d) = self.recv_done(src, bytes, send_post_s, post);
+        let (at, d) = self.recv_done(src, bytes, send_post_s, post, buffered);
         self.reqs.insert(req, Req::Done { at, d });
-        Some((post, self.model(src, self.rank).is_eager(bytes)))
+        Some((post, buffered || self.model(src, self.rank).is_eager(bytes)))
     }
 
     /// Request `req`, a rendezvous send, was received by a receive posted

@@ -72,7 +72,7 @@ fn send(on: &mut super::Online, id: u64, p: &Params, slot: u32, local: c_int, ta
 /// `src` with `tag`: its companion is awaited on the shadow from now.
 fn matched(on: &mut super::Online, id: u64, slot: u32, src: c_int, tag: c_int, call: Op) {
     let Some(&src_world) = on.members.get(&slot).and_then(|m| m.get(src as usize)) else { return };
-    if let Some(op) = Shadow::irecv(slot, Channel::Fwd, src, tag, 2) {
+    if let Some(op) = Shadow::irecv(slot, Channel::Fwd, src, tag, 3) {
         on.work.inputs.push(Input::Companion { id, slot, src, src_world, tag, call, op });
     }
 }

@@ -58,7 +58,7 @@ pub enum Ev {
 /// A shadow message that completes a request, applied out of order.
 #[derive(Debug)]
 pub enum Input {
-    /// The companion `[send post s, bytes]` of the message receive `id`
+    /// The companion `[send post s, bytes, 1 when buffered]` of the message receive `id`
     /// matched, from rank `src` (world `src_world`) of shadow `slot` with `tag`.
     Companion { id: u64, slot: u32, src: i32, src_world: u32, tag: i32, call: Call, op: Op },
     /// The receive post time of rendezvous send `id` to world rank `peer`.
@@ -159,8 +159,8 @@ impl Online {
     fn apply(&mut self, input: Input) {
         match input {
             Input::Companion { id, slot, src, src_world, tag, op, .. } => {
-                let (send_post, bytes) = (op.data()[0], op.data()[1] as u64);
-                if let Some((recv_post, false)) = self.clock.recv_matched(id, src_world, bytes, send_post) {
+                let (send_post, bytes, buffered) = (op.data()[0], op.data()[1] as u64, op.data()[2] != 0.0);
+                if let Some((recv_post, false)) = self.clock.recv_matched_with(id, src_world, bytes, send_post, buffered) {
                     self.work.outgoing.extend(Op::isend(slot, Channel::Ack, src, tag, &[recv_post]));
                 }
             }
@@ -181,8 +181,13 @@ impl Online {
         match ev {
             Ev::Compute(s) => self.clock.compute(*s),
             Ev::Send { id, peer, bytes, slot, local, tag, call } => {
-                let s = self.clock.isend(*id, *peer, *bytes);
-                self.work.outgoing.extend(Op::isend(*slot, Channel::Fwd, *local, *tag, &[s.post_s, *bytes as f64]));
+                let buffered = matches!(call, Call::Bsend | Call::Ibsend | Call::BsendInit);
+                let s = match buffered {
+                    true => self.clock.isend_buffered(*id, *peer, *bytes),
+                    false => self.clock.isend(*id, *peer, *bytes),
+                };
+                let companion = [s.post_s, *bytes as f64, buffered as u8 as f64];
+                self.work.outgoing.extend(Op::isend(*slot, Channel::Fwd, *local, *tag, &companion));
                 if !s.eager {
                     if let Some(op) = Op::irecv(*slot, Channel::Ack, *local, *tag, 1) {
                         self.work.inputs.push(Input::Ack { id: *id, peer: *peer, tag: *tag, call: *call, op });

@@ -11,7 +11,8 @@ use std::ffi::c_int;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub enum Channel {
-    /// Sender to receiver: companions `[virtual send post s, bytes]`, and
+    /// Sender to receiver: companions `[virtual send post s, bytes, 1 when
+    /// buffered]`, and
     /// the members' entry times of collectives.
     Fwd = 0,
     /// Receiver to sender: the receive's virtual post time, for a message

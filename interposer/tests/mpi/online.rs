@@ -10,7 +10,7 @@ use simulator::replay::{open_trace_dir, replay_with};
 /// One 16-core host; eager below 4 KiB (jacobi2d's 512-double halo rows at
 /// `-np 4` then go by rendezvous, its 1-double allreduce eagerly); nonzero
 /// overheads; `speed_ratio` as given.
-fn platform_file(dir: &Path, speed_ratio: f64) -> PathBuf {
+pub(super) fn platform_file(dir: &Path, speed_ratio: f64) -> PathBuf {
     let text = format!(
         "name = \"online-test\"\n[[hosts]]\nname = \"n0\"\ncores = 16\nspeed_ratio = {speed_ratio}\n\
          [network.intra]\neager_threshold_bytes = 4096\n\
@@ -36,12 +36,12 @@ fn online_run(np: u32, prog: &str, args: &[&str], platform: &Path, extra: &[(&st
     (dir, out)
 }
 
-fn online_json(dir: &Path) -> serde_json::Value {
+pub(super) fn online_json(dir: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("online.json")).expect("online.json");
     serde_json::from_str(&text).unwrap()
 }
 
-fn offline_makespan(dir: &Path, platform: &Path) -> f64 {
+pub(super) fn offline_makespan(dir: &Path, platform: &Path) -> f64 {
     let (p, x) = simulator::platform::load_any(platform, &[]).unwrap();
     let streams = open_trace_dir(dir, ComputeTime::Cpu).unwrap();
     replay_with(&p, &x, streams).unwrap().makespan_s
@@ -148,7 +148,7 @@ fn online_mode_runs_every_recorded_call_and_sub_communicators() {
 }
 
 /// `tests/mpi/<name>.c`, built once with `mpicc` against `include/`.
-fn test_program(name: &str) -> PathBuf {
+pub(super) fn test_program(name: &str) -> PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -160,7 +160,7 @@ fn test_program(name: &str) -> PathBuf {
             .arg(here.join(format!("tests/mpi/{name}.c")))
             .arg("-o")
             .arg(&out)
-            .arg("-lm")
+            .args(["-lm", "-pthread"])
             .status()
             .expect("mpicc");
         assert!(st.success(), "mpicc tests/mpi/{name}.c failed");

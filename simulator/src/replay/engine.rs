@@ -360,6 +360,25 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.isend(r, d, self.comms.user_ctx(r, comm), tag, bytes, slot)?;
             }
+            Action::Buffered(ref send) => match **send {
+                Action::Send { dst: NULL_DST, .. } => {}
+                Action::Isend { dst: NULL_DST, req, .. } => {
+                    let slot = self.ranks[r].reqs.alloc_user(req);
+                    let now = self.ranks[r].clock;
+                    self.complete(r, slot, now, 0.0)?;
+                }
+                Action::Send { dst, tag, bytes, comm } => {
+                    let d = self.dst(r, action, dst)?;
+                    self.ranks[r].doing = Doing::Send { dst, tag, bytes, comm };
+                    self.post_send(r, d, self.comms.user_ctx(r, comm), tag, bytes, NO_SLOT, true)?;
+                }
+                Action::Isend { dst, tag, bytes, comm, req } => {
+                    let d = self.dst(r, action, dst)?;
+                    let slot = self.ranks[r].reqs.alloc_user(req);
+                    self.post_send(r, d, self.comms.user_ctx(r, comm), tag, bytes, slot, true)?;
+                }
+                _ => return Err(self.err(r, action, "only a send can be buffered", false)),
+            },
             Action::Recv { src, tag, comm, .. } => {
                 let src = self.src(r, action, src)?;
                 self.ranks[r].doing = Doing::Recv { src, tag, comm };
@@ -492,8 +511,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// `send_overhead` and `slot` (if any) completes after it. Rendezvous:
     /// `slot` completes when the transfer ends.
     fn isend(&mut self, r: usize, dst: usize, ctx: u64, tag: i32, bytes: u64, slot: u32) -> Result<(), ReplayError> {
+        self.post_send(r, dst, ctx, tag, bytes, slot, false)
+    }
+
+    /// [`Self::isend`]; `buffered`: eager whatever the size (`MPI_Bsend`).
+    #[allow(clippy::too_many_arguments)]
+    fn post_send(&mut self, r: usize, dst: usize, ctx: u64, tag: i32, bytes: u64, slot: u32, buffered: bool) -> Result<(), ReplayError> {
         let model = self.model(r, dst);
-        let eager = model.is_eager(bytes);
+        let eager = buffered || model.is_eager(bytes);
         let rk = &mut self.ranks[r];
         rk.stats.messages += 1;
         rk.stats.bytes_sent += bytes;

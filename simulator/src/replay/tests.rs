@@ -594,6 +594,7 @@ fn scatterv_takes_one_algorithm_on_every_rank() {
     assert_eq!(r.ranks[3].messages, 7);
 }
 
+mod modes;
 mod nbc;
 
 mod gamma;

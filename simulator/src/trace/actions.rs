@@ -139,10 +139,12 @@ impl RecordConverter {
 /// block of their measured duration in region [`IO_REGION`]. Persistent
 /// requests and matched probes need the stream's state: [`RequestBook`].
 ///
-/// Send modes map onto the standard ones (`Ssend`/`Bsend`/`Rsend` →
-/// `Send`, `Issend`/`Ibsend`/`Irsend` → `Isend`): the model's
-/// eager/rendezvous switch then decides, which is exact for `Rsend` and
-/// for large `Ssend`s, and under-costs a small `Ssend` by one handshake.
+/// Send modes map onto the standard ones (`Ssend`/`Rsend` → `Send`,
+/// `Issend`/`Irsend` → `Isend`): the model's eager/rendezvous switch then
+/// decides, which is exact for `Rsend` and for large `Ssend`s, and
+/// under-costs a small `Ssend` by one handshake. A buffered send
+/// (`Bsend`, `Ibsend`, `Bsend_init`) becomes [`Action::Buffered`]: eager
+/// at any size.
 pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
     use Op::*;
     let root = |r: i32| r.max(0) as u32;
@@ -161,10 +163,14 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (CartCreate | CartSub | CommCreateGroup | IntercommCreate | IntercommMerge, _) => return Ok(None),
         (CommIdup | CommSplitType | DistGraphCreateAdjacent | GraphCreate, _) => return Ok(None),
         (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
-        (Send | Ssend | Bsend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
+        (Bsend, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Buffered(Box::new(Action::Send { dst: peer as u32, tag, bytes, comm })),
+        (Ibsend, &Params::P2p { peer, tag, bytes, comm, request }) => {
+            Action::Buffered(Box::new(Action::Isend { dst: peer as u32, tag, bytes, comm, req: request }))
+        }
+        (Send | Ssend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
             Action::Send { dst: peer as u32, tag, bytes, comm }
         }
-        (Isend | Issend | Ibsend | Irsend, &Params::P2p { peer, tag, bytes, comm, request }) => {
+        (Isend | Issend | Irsend, &Params::P2p { peer, tag, bytes, comm, request }) => {
             Action::Isend { dst: peer as u32, tag, bytes, comm, req: request }
         }
         (Recv, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Recv { src: peer, tag, bytes, comm },
@@ -355,6 +361,10 @@ impl RequestBook {
         match (rec.op, &rec.params) {
             (SendInit | SsendInit | BsendInit | RsendInit, &Params::P2p { peer, tag, bytes, comm, request }) => {
                 let post = (peer != PROC_NULL).then_some(Action::Isend { dst: peer as u32, tag, bytes, comm, req: request });
+                let post = match rec.op {
+                    BsendInit => post.map(|p| Action::Buffered(Box::new(p))),
+                    _ => post,
+                };
                 self.persistent.insert(request, post);
             }
             (RecvInit, &Params::P2p { peer, tag, bytes, comm, request }) => {
