@@ -145,6 +145,14 @@ void ipr_online_finalize(void);
 #define IPR_ONLINE_MPI_Comm_dup(op, p, rc, comm, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
 #define IPR_ONLINE_MPI_Comm_split(op, p, rc, comm, color, key, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
 #define IPR_ONLINE_MPI_Comm_create(op, p, rc, comm, group, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Comm_create_group(op, p, rc, comm, group, tag, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Comm_split_type(op, p, rc, comm, split_type, key, info, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Intercomm_merge(op, p, rc, intercomm, high, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Cart_create(op, p, rc, comm, ndims, dims, periods, reorder, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Cart_sub(op, p, rc, comm, remain_dims, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Graph_create(op, p, rc, comm, nnodes, index, edges, reorder, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
+#define IPR_ONLINE_MPI_Dist_graph_create_adjacent(op, p, rc, comm, indeg, srcs, sw, outdeg, dsts, dw, info, reorder, newcomm) \
+    IPR_ON(ipr_on_comm_created(rc, *(newcomm)))
 /* Persistent requests: the init call is remembered; each start posts it
  * as the Isend/Irecv it describes (companion message and all). */
 #define IPR_ON_SEND_INIT(op, p, rc, buf, count, datatype, dest, tag, comm, request) \
