@@ -15,7 +15,7 @@ set -euo pipefail
 ITERS=${1:-7000}; NP=${2:-16}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SIM=${SIM:-$ROOT/target/release/simulator}
-[ -x "$SIM" ] || (cd "$ROOT" && cargo build --release -p simulator >/dev/null)
+[ -x "$SIM" ] || (cd "$ROOT" && cargo build --release -p simulator-tools >/dev/null)
 command -v smpirun >/dev/null || { echo "skip: smpirun not found (SimGrid)"; exit 0; }
 [ -x /usr/bin/time ] || { echo "skip: GNU time (/usr/bin/time) not found"; exit 0; }
 W=$(mktemp -d /tmp/bench.XXXXXX)

@@ -38,7 +38,7 @@ set -euo pipefail
 N=${1:-512}; ITERS=${2:-50}; RANKS=${3:-"4 16"}; AR_ITERS=${4:-200}; AR_COUNT=${5:-1024}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SIM=${SIM:-$ROOT/target/release/simulator}
-[ -x "$SIM" ] || (cd "$ROOT" && cargo build --release -p simulator >/dev/null)
+[ -x "$SIM" ] || (cd "$ROOT" && cargo build --release -p simulator-tools >/dev/null)
 command -v smpirun >/dev/null || { echo "skip: smpirun not found (SimGrid)"; exit 0; }
 W=$(mktemp -d /tmp/crosscheck.XXXXXX)
 trap 'rm -rf "$W"' EXIT

@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 
 use crate::jitter_trace::{trace_files_in_dir, JitterTrace, JitterTraceError};
 
-pub mod cli;
 pub mod collective;
 pub mod engine;
+mod par;
 pub mod report;
 pub mod track;
 

@@ -21,4 +21,3 @@ pub mod replay;
 pub mod speed;
 pub mod ti;
 pub mod trace;
-pub mod validate;

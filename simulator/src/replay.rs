@@ -109,7 +109,6 @@ pub mod collectives;
 mod engine;
 mod flows;
 mod matching;
-pub mod progress;
 mod queue;
 pub mod report;
 pub mod timeline;

@@ -13,7 +13,6 @@
 
 pub mod actions;
 pub mod chunk;
-pub mod cli;
 pub mod codec;
 pub mod fields;
 pub mod record;

@@ -7,7 +7,7 @@
 //! Tasks are placed sequentially on cores, then nodes: task `i` is on node
 //! `i / cores_per_node`.
 
-use rayon::prelude::*;
+use super::par::*;
 
 use super::engine::Tasks;
 use crate::network::P2pModel;

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use rayon::prelude::*;
+use super::par::*;
 
 use super::collective::{self, Collective, Net};
 use super::track::{Cur, Track};

@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use indicatif::ProgressBar;
 
 use super::{beside_exe, Ctx, ValidateArgs};
-use crate::platform::{self, Extras, Platform};
+use simulator::platform::{self, Extras, Platform};
 use crate::validate::launch::Launcher;
 use crate::validate::quiet::Quiet;
 use crate::validate::state::{self, State};

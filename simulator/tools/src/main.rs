@@ -25,7 +25,7 @@ use simulator::platform;
 use simulator::replay::collectives::CollAlgs;
 use simulator::replay::{self, TraceInput};
 
-mod extrapolate_cmd;
+use simulator_tools::{extrapolate_cmd, jitter_cli, progress, trace_cli, validate};
 
 #[derive(Parser)]
 #[command(
@@ -43,12 +43,12 @@ enum Command {
     /// Replay a trace on a platform and report the makespan and a per-rank breakdown.
     Replay(ReplayArgs),
     /// Simulate OS-jitter slowdown of a bulk-synchronous application (jitSim) from jitter traces.
-    Jitter(simulator::jitter::cli::JitterArgs),
+    Jitter(jitter_cli::JitterArgs),
     /// Tools over an interposer trace: regions, export-ti, timeline, dump.
-    Trace(simulator::trace::cli::TraceArgs),
+    Trace(trace_cli::TraceArgs),
     /// Measure a suite of MPI programs, predict them (offline replay and
     /// online mode) and set measured against predicted.
-    Validate(simulator::validate::cli::ValidateArgs),
+    Validate(validate::cli::ValidateArgs),
     /// Measured against predicted time, per rank and phase (compute, MPI, end).
     Compare(CompareArgs),
     /// Make the trace of a run at N ranks from traces of the same program
@@ -197,7 +197,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     };
     let tracks = match &args.jitter {
         Some(path) => {
-            let mode = simulator::jitter::cli::parse_mode(&args.jitter_mode).context("--jitter-mode")?;
+            let mode = jitter_cli::parse_mode(&args.jitter_mode).context("--jitter-mode")?;
             let (tracks, hz) = simulator::jitter::load_tracks(path, None).context("cannot load the jitter trace")?;
             if mode == simulator::jitter::Mode::Cosched && tracks.iter().any(|t| t.windows().is_empty()) {
                 anyhow::bail!("--jitter-mode cosched: {} has no co-scheduling window marks (tracecollector --cosched-window)", path.display());
@@ -206,7 +206,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let (streams, progress) = replay::progress::with_progress(streams);
+    let (streams, progress) = progress::with_progress(streams);
     let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
     let report = replay::replay_jitter(&platform, &extras, streams, timeline, stretch);
     progress.finish();
@@ -258,10 +258,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Replay(args) => run_replay(args),
-        Command::Jitter(args) => simulator::jitter::cli::run(args),
-        Command::Trace(args) => simulator::trace::cli::run(args),
+        Command::Jitter(args) => jitter_cli::run(args),
+        Command::Trace(args) => trace_cli::run(args),
         Command::Compare(args) => run_compare(args),
-        Command::Validate(args) => simulator::validate::cli::run(args),
+        Command::Validate(args) => validate::cli::run(args),
         Command::Extrapolate(args) => extrapolate_cmd::run(args),
         Command::Scaling(args) => extrapolate_cmd::scaling(args),
     };

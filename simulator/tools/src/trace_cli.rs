@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::{open_dir, ti_export, timeline};
-use crate::regions::region_report as regions_report;
+use simulator::trace::{open_dir, ti_export, timeline};
+use simulator::regions::region_report as regions_report;
 
 /// Arguments of `simulator trace`.
 #[derive(Debug, clap::Args)]
@@ -84,7 +84,7 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
                 serde_json::to_writer(&mut out, &stats)?;
                 writeln!(out)?;
             } else {
-                write!(out, "{}", crate::regions::format_table(&stats))?;
+                write!(out, "{}", simulator::regions::format_table(&stats))?;
             }
         }
         TraceCommand::ExportTi { out: dir, host_speed, .. } => {
@@ -110,13 +110,13 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
 }
 
 fn check(trace: &std::path::Path, json: bool) -> anyhow::Result<()> {
-    let checks = super::check::check_dir(trace).context("cannot check trace")?;
+    let checks = simulator::trace::check::check_dir(trace).context("cannot check trace")?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer(&mut out, &checks)?;
         writeln!(out)?;
     } else {
-        write!(out, "{}", super::check::format(&checks))?;
+        write!(out, "{}", simulator::trace::check::format(&checks))?;
     }
     let bad = checks.iter().filter(|c| c.incomplete.is_some() || c.error.is_some()).count();
     if bad > 0 {
@@ -125,7 +125,7 @@ fn check(trace: &std::path::Path, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn dump(ranks: &[super::RankTrace], out: &mut impl Write) -> anyhow::Result<()> {
+fn dump(ranks: &[simulator::trace::RankTrace], out: &mut impl Write) -> anyhow::Result<()> {
     for t in ranks {
         for stream in t.streams() {
             for rec in t.records_of(stream)? {

@@ -23,12 +23,13 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use serde_json::json;
 
-use super::collective::{latency_model, Collective, Net};
-use super::engine::{simulate, Config, Mode};
-use super::report::{per_phase, plot_svg, rep_seed, write_table, Point};
-use super::{load_tracks, Track};
-use crate::jitter_trace::{JitterHeader, JitterTrace};
-use crate::platform::Platform;
+use simulator::jitter::collective::{latency_model, Collective, Net};
+use simulator::jitter::engine::{simulate, Config, Mode};
+use crate::jitter_plot::plot_svg;
+use simulator::jitter::report::{per_phase, rep_seed, write_table, Point};
+use simulator::jitter::{load_tracks, Track};
+use simulator::jitter_trace::{JitterHeader, JitterTrace};
+use simulator::platform::Platform;
 
 /// Arguments of `simulator jitter` (DESIGN "Interfaces others rely on" item 4).
 #[derive(clap::Args, Debug)]

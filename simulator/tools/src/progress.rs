@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::ActionStream;
+use simulator::replay::ActionStream;
 
 /// Seconds of replay before the bar appears.
 pub const SHOW_AFTER_S: f64 = 1.0;

@@ -19,8 +19,8 @@ use super::report::{self, Row};
 use super::suite::{self, Case};
 use super::sweep::{self, SweepRow, FACTORS};
 use super::predict;
-use crate::action::ComputeTime;
-use crate::platform::{self, Extras, Platform};
+use simulator::action::ComputeTime;
+use simulator::platform::{self, Extras, Platform};
 
 /// Options of `simulator validate`.
 #[derive(clap::Args, Debug)]

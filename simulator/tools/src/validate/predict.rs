@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use crate::action::ComputeTime;
-use crate::network::P2pModel;
-use crate::platform::{Extras, Mapping, Platform};
-use crate::replay::{self, TraceInput};
+use simulator::action::ComputeTime;
+use simulator::network::P2pModel;
+use simulator::platform::{Extras, Mapping, Platform};
+use simulator::replay::{self, TraceInput};
 
 /// `platform` with the rank placement of the run traced in `trace`: when
 /// every rank's recorded host name names a host of the platform (as when
@@ -19,7 +19,7 @@ use crate::replay::{self, TraceInput};
 /// # Errors
 /// The trace's error (naming the file) when it cannot be opened.
 pub fn placed(platform: &Platform, trace: &Path) -> Result<(Platform, String), String> {
-    let (_, ranks) = crate::trace::open_dir(trace).map_err(|e| e.to_string())?;
+    let (_, ranks) = simulator::trace::open_dir(trace).map_err(|e| e.to_string())?;
     let hosts: Vec<&str> = ranks.iter().map(|r| r.header.host.as_str()).collect();
     let index: Option<Vec<u32>> = hosts.iter().map(|h| platform.hosts.iter().position(|p| p.name == *h).map(|i| i as u32)).collect();
     match index {
@@ -106,8 +106,8 @@ pub fn scale_network(platform: &Platform, latency: f64, bandwidth: f64) -> Platf
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::{Piecewise, Segment};
-    use crate::platform::{Host, Network};
+    use simulator::network::{Piecewise, Segment};
+    use simulator::platform::{Host, Network};
 
     fn model() -> P2pModel {
         let seg = |max, a, bw| Segment { max_bytes: max, intercept_s: a, bandwidth_bytes_per_s: bw };

@@ -33,7 +33,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::platform::Platform;
+use simulator::platform::Platform;
 
 /// Ratio of the probe's 8-byte transfer time to the platform's beyond
 /// which the machine is in another state (dimensionless; the states are
