@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::{Error, ErrorKind};
 
@@ -205,19 +205,12 @@ impl Launcher {
             .stderr(log2)
             .spawn()
             .map_err(|e| Error::new(ErrorKind::LauncherMissing, format!("cannot run MPI launcher `{}` ({e}); set $MPIRUN", self.mpirun)))?;
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() > self.timeout => {
-                    // Kill only the launcher we started; it tears down its ranks.
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(Error::new(ErrorKind::BenchFailed, format!("netbench timed out after {:?}; log in {}", self.timeout, log_path.display())));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(Error::new(ErrorKind::BenchFailed, format!("waiting for `{}`: {e}", self.mpirun))),
+        let status = match simulator_tools::launch::wait_bounded(&mut child, self.timeout) {
+            Ok(Some(status)) => status,
+            Ok(None) => {
+                return Err(Error::new(ErrorKind::BenchFailed, format!("netbench timed out after {:?}; log in {}", self.timeout, log_path.display())))
             }
+            Err(e) => return Err(Error::new(ErrorKind::BenchFailed, format!("waiting for `{}`: {e}", self.mpirun))),
         };
         if !status.success() {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();

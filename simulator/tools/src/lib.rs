@@ -8,6 +8,7 @@
 pub mod extrapolate_cmd;
 pub mod jitter_cli;
 pub mod jitter_plot;
+pub mod launch;
 pub mod progress;
 pub mod trace_cli;
 pub mod validate;

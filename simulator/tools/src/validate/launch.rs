@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::suite::Case;
 
@@ -127,19 +127,10 @@ impl Launcher {
             cmd.env("OMPI_MCA_orte_tmpdir_base", session.path());
         }
         let mut child = cmd.spawn().map_err(|e| fail(format!("cannot run `{}` ({e})", self.mpirun)))?;
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if started.elapsed() > self.timeout => {
-                    // Only the launcher we started; it tears down its ranks.
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(fail(format!("timed out after {:?}", self.timeout)));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => return Err(fail(format!("waiting for `{}`: {e}", self.mpirun))),
-            }
+        let status = match crate::launch::wait_bounded(&mut child, self.timeout) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Err(fail(format!("timed out after {:?}", self.timeout))),
+            Err(e) => return Err(fail(format!("waiting for `{}`: {e}", self.mpirun))),
         };
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if !status.success() {
