@@ -1,5 +1,5 @@
 //! Online-mode report (`cargo bench -p interposer --bench online`): the
-//! figures of issue 8 from one run, as medians of `ONLINE_REPS` (3) runs.
+//! online-mode figures from one run, as medians of `ONLINE_REPS` (3) runs.
 //!
 //! 1. Online prediction vs offline replay of the trace recorded in the
 //!    same run, `-np 4`: jacobi2d, ring, allreduce_loop.

@@ -16,7 +16,7 @@
  * The two rdtsc are most of what remains (about 10 ns each in this VM);
  * the rest is a dozen stores. Before this path a call cost two trips
  * through Rust's thread-local RefCell, the record's encoding and its
- * append, about 75 ns (issue 3: 40 ns goal).
+ * append, about 75 ns.
  */
 #ifndef IPR_FAST_H
 #define IPR_FAST_H

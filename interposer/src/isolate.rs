@@ -1,4 +1,4 @@
-//! Compute isolation for oversubscribed online runs (issue 8): at most
+//! Compute isolation for oversubscribed online runs: at most
 //! one rank of a node runs a compute block at a time, so that no block's
 //! thread CPU time is measured while another rank's block runs on the
 //! other cores.

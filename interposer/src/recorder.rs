@@ -350,7 +350,7 @@ pub fn calibration(on: bool) -> bool {
 /// shadow duplicates are collectives: under oversubscription a rank spins
 /// in them for as long as its peers take to be scheduled, and charging that
 /// CPU time to the first block made the prediction depend on how many
-/// cores the run had (issue 8).
+/// cores the run had.
 pub fn restart_block() {
     let _ = REC.try_with(|r| {
         if let Ok(mut slot) = r.try_borrow_mut() {
@@ -430,12 +430,10 @@ pub fn scratch(n: usize) -> *mut u64 {
 /// steps, a chunk written to the file (about 1 in 7000 records) or a CPU
 /// clock reading ([`Timer::start`]), are not in that median: after one, the
 /// block starts at a fresh clock reading instead. So it does after every
-/// call in online mode, whose model and companion messages inside the
-/// call leave the recorder's epilogue slower than in the calibration's
-/// hot loop (ring of 8-byte messages: blocks after a receive 40-49 ns in
-/// online mode against 6-17 ns in trace mode, 20 % of the predicted time),
-/// and with the fast path on, whose epilogue is what the overhead
-/// measurement saw.
+/// call in online mode, whose work inside the call leaves the recorder's
+/// epilogue slower than in the calibration's hot loop (which would charge
+/// the difference to the next block), and with the fast path on, whose
+/// epilogue is what the overhead measurement saw.
 pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
     REC.with(|r| {
         let mut slot = r.borrow_mut();

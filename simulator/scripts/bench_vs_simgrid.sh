@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed benchmark (issue 6): replay one >= 1M-line SimGrid TI trace with
+# Speed benchmark: replay one >= 1M-line SimGrid TI trace with
 # `smpirun -replay` and with ours, same platform XML and options, and
 # report lines/s and peak RSS of each, from one run.
 #

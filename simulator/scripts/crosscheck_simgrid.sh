@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peer cross-check (issue 6): replay SimGrid TI traces of c-tests/jacobi2d
+# Peer cross-check: replay SimGrid TI traces of c-tests/jacobi2d
 # and c-tests/allreduce_loop in SimGrid (`smpirun -replay`) and in ours, on
 # the same cluster XML, and compare makespans (target: within 2 %).
 #

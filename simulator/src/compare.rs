@@ -1,5 +1,5 @@
 //! `simulator compare`: measured against predicted time, per rank and
-//! phase, as Sunshot did for PIOsimHD (seed 002).
+//! phase, as Sunshot did for PIOsimHD (Kunkel).
 //!
 //! Measured, from an interposer trace (the thread that called `MPI_Init`):
 //! - `end_s`: start of `MPI_Finalize` (or end of the last call), seconds

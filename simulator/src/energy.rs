@@ -1,7 +1,7 @@
 //! Pstates and host energy, as SimGrid's `host_energy` plugin (SimGrid
 //! 3.32, `src/plugins/host_energy.cpp`; Heinrich et al., "Predicting the
 //! energy consumption of MPI applications at scale using a single node",
-//! Cluster 2017; seed 001 §6.1).
+//! Cluster 2017; Heinrich et al., "Predicting the performance and power consumption of MPI applications with SimGrid", 2017, §6.1).
 //!
 //! A host has one or more pstates, each a core speed (flop/s) and a power
 //! range `Idle:Epsilon:AllCores` (watts; SimGrid's `wattage_per_state`).

@@ -82,8 +82,11 @@ pub struct Sample {
     /// Its metadata.
     pub meta: TraceMeta,
     /// Per rank: header, modules, and the call records with their sites.
-    ranks: Vec<(RankHeader, Vec<Module>, Vec<(CallRecord, CallSite)>)>,
+    ranks: Vec<RankSample>,
 }
+
+/// One rank of a [`Sample`]: header, modules, and records with their sites.
+type RankSample = (RankHeader, Vec<Module>, Vec<(CallRecord, CallSite)>);
 
 impl Sample {
     /// Reads every rank of the trace directory `dir`.

@@ -1,6 +1,6 @@
 //! Virtual clocks for online prediction: one rank's view of the replay
 //! model, advanced call by call while the application runs (DESIGN.md
-//! "Online mode"; seed 001, SMPI online, and seed 004, HPX-5's simulation
+//! "Online mode"; Heinrich et al. 2017, SMPI online, and Sterling et al., HPX-5's simulation
 //! modality; xSim's PMPI virtual time).
 //!
 //! A [`VirtualRank`] holds one rank's virtual clock and applies, to the

@@ -4,7 +4,7 @@
 //! ([`crate::tsc::t_min_from_hist`]); the textbook one keeps only the
 //! minimum, and gives the literal minimum and the loop's mean period.
 //!
-//! The acceptance criterion of issue 4: tracecollector's t_min ≤ 1.2 × the
+//! The acceptance criterion: tracecollector's t_min ≤ 1.2 × the
 //! bare loop's, for the same read. Run
 //! `cargo test -p tracecollector --release -- --ignored --nocapture resolution`.
 
@@ -61,7 +61,7 @@ mod tests {
     use crate::{cpus, sampler, tsc};
     use std::sync::atomic::AtomicBool;
 
-    /// Resolution benchmark (issue 4): ours vs the bare C loop for each read,
+    /// Resolution benchmark: ours vs the bare C loop for each read,
     /// on one pinned CPU. "Ours" is the calibration loop (t_min) and the
     /// sampling loop itself (mean undisturbed delta over 0.5 s, with the
     /// threshold test, end check and event bookkeeping).

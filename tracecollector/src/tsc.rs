@@ -182,7 +182,7 @@ pub const T_MIN_TRIM: f64 = 0.001;
 /// jitSim §3.1 and netgauge take the plain minimum. On a counter that ticks
 /// every cycle (most Intel CPUs) the two agree, since the loop's deltas are
 /// all within a cycle or two of each other. On a counter that ticks
-/// coarsely the minimum is an artifact: on the AMD EPYC VM of issue 4 the
+/// coarsely the minimum is an artifact: on an AMD EPYC VM the
 /// TSC advances in steps of 26 cycles, and two reads within one step return
 /// values 1 apart (the CPU keeps them strictly increasing), so the plain
 /// minimum is 1 cycle and a 9 × t_min threshold would flag every read. The

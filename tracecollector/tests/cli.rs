@@ -1,6 +1,6 @@
 //! Runs the real `tracecollector` binary briefly: the `--json` interface
 //! (DESIGN.md, interface 5), the files it writes, bad input, and the
-//! induced-jitter acceptance test of issue 4.
+//! induced-jitter acceptance test.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -249,7 +249,7 @@ fn start_fifo_burster(
     }
 }
 
-/// Issue 4 acceptance: a SCHED_FIFO thread on the sampled CPU busy-waits
+/// Acceptance: a SCHED_FIFO thread on the sampled CPU busy-waits
 /// 200 µs every 10 ms; the trace must show events of about that length at
 /// about that period.
 ///
@@ -261,7 +261,7 @@ fn start_fifo_burster(
 /// band (others can hide inside longer preemptions on a busy machine); and
 /// the period measured from the first to the last of them is 10 ms ± 0.05 ms.
 #[test]
-fn issue4_induced_jitter_is_measured() {
+fn induced_jitter_is_measured() {
     let _serial = SAMPLING.lock().unwrap_or_else(|e| e.into_inner());
     let cpu = *online().last().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -273,7 +273,7 @@ fn issue4_induced_jitter_is_measured() {
     ) {
         Ok(h) => h,
         Err(why) => {
-            println!("SKIPPED issue4_induced_jitter_is_measured: {why}");
+            println!("SKIPPED induced_jitter_is_measured: {why}");
             return;
         }
     };

@@ -1,4 +1,4 @@
-/* Nonblocking collectives and matched receives for online mode (issue 8).
+/* Nonblocking collectives and matched receives for online mode.
  * usage: nbc <iters> <work>; any number of ranks >= 2. Each iteration:
  * - an Ibcast (root rotating) whose root then blocks in a rendezvous-size
  *   Send to the next rank, which posts the Ibcast only after receiving it

@@ -1,4 +1,4 @@
-//! Online mode (issue 8) under real `mpirun`: the prediction made while
+//! Online mode under real `mpirun`: the prediction made while
 //! the program runs against the offline replay of the trace the same run
 //! recorded, the fallback on a bad platform, virtual `MPI_Wtime`.
 
@@ -48,7 +48,7 @@ pub(super) fn offline_makespan(dir: &Path, platform: &Path) -> f64 {
 }
 
 #[test]
-fn online_prediction_agrees_with_offline_replay_of_the_same_run_issue_8() {
+fn online_prediction_agrees_with_offline_replay_of_the_same_run() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
     for (prog, args) in [
@@ -82,7 +82,7 @@ fn online_prediction_agrees_with_offline_replay_of_the_same_run_issue_8() {
 /// 0.5-1.9 ms (online, -np 16 on 2 cores) per rank, a few percent of the
 /// issue's prediction and dependent on the oversubscription.
 #[test]
-fn first_block_excludes_the_interposers_start_up_issue_8() {
+fn first_block_excludes_the_interposers_start_up() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
     for mode in ["trace", "online"] {
@@ -104,7 +104,7 @@ fn first_block_excludes_the_interposers_start_up_issue_8() {
 }
 
 #[test]
-fn bad_platform_warns_once_and_falls_back_to_tracing_issue_8() {
+fn bad_platform_warns_once_and_falls_back_to_tracing() {
     let tmp = tempfile::tempdir().unwrap();
     let invalid = tmp.path().join("bad.toml");
     std::fs::write(&invalid, "name = \"x\"\nhosts = []\n").unwrap();
@@ -321,7 +321,7 @@ fn per_region_speed_ratios_online_agree_with_replay_speed_ratios() {
 /// and leaves the results alone. `overlap` adds persistent requests, a
 /// cancelled receive and `Waitsome` (it used to abort online).
 #[test]
-fn nonblocking_collectives_and_matched_receives_agree_with_replay_issue_8() {
+fn nonblocking_collectives_and_matched_receives_agree_with_replay() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
     let nbc = test_program("nbc");

@@ -10,7 +10,7 @@ use crate::trace::record::PROC_NULL;
 /// larger side first.
 pub fn dims_2d(n: u32) -> (u32, u32) {
     let mut small = (n as f64).sqrt() as u32;
-    while small > 1 && n % small != 0 {
+    while small > 1 && !n.is_multiple_of(small) {
         small -= 1;
     }
     let small = small.max(1);

@@ -299,7 +299,7 @@ fn pruned_sweep_equals_brute_force() {
 
 #[test]
 fn replay_receive_overheads_meet_the_jitter() {
-    // Issue 7's gap: an eager receive's CPU overhead o_r (8 ms, from the
+    // An eager receive's CPU overhead o_r (8 ms, from the
     // receive's post) meets the receiver's jitter, here one 0.5 ms event at
     // 3 ms (1 GHz trace read from offset 0 by every rank). Transfer 1 ms.
     use crate::action::Action;

@@ -495,7 +495,7 @@ fn neighbour_collectives_are_one_round_with_the_listed_peers() {
     assert!(e.contains("neighbour 9 is not among the 4 ranks of communicator 0"), "{e}");
 }
 
-/// Issue 6 acceptance "Energy": two hosts, a known load profile and known
+/// Energy: two hosts, a known load profile and known
 /// pstates, joules by hand to 1e-9 relative.
 #[test]
 fn energy_of_two_hosts_matches_the_hand_computed_joules() {

@@ -513,7 +513,7 @@ mod tests {
         assert_eq!(got[0], Ok(Action::CommCreate { comm: 1, members: vec![0, 2, 3] }));
         assert_eq!(got[1], Ok(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 }));
         assert_eq!(got[2], Ok(Action::ReduceScatter { recv_bytes: vec![16; 4], comm: 0 }));
-        // The nonblocking form too (it was not replayable, issue 8).
+        // The nonblocking form too.
         let coll = Box::new(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 });
         assert_eq!(got[3], Ok(Action::Icoll { req: 7, coll }));
         assert!(got[4].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[4]);

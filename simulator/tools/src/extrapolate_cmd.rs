@@ -202,7 +202,8 @@ fn plot(path: &std::path::Path, points: &[Point]) -> Result<(), String> {
         .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
         .map_err(|e| fail(&e))?;
     chart.configure_mesh().x_desc("ranks").y_desc("seconds").x_label_formatter(&|x| format!("{}", x.round() as u64)).draw().map_err(|e| fail(&e))?;
-    let series: [(&str, fn(&Point) -> f64, RGBColor); 3] =
+    type Series = (&'static str, fn(&Point) -> f64, RGBColor);
+    let series: [Series; 3] =
         [("predicted", |p| p.makespan_s, BLUE), ("compute (mean)", |p| p.compute_s, GREEN), ("communication (mean)", |p| p.comm_s, RED)];
     for (name, f, color) in series {
         let line: Vec<(f64, f64)> = points.iter().map(|p| (p.ranks as f64, f(p).max(y_lo))).collect();

@@ -1,4 +1,4 @@
-//! `simulator jitter` end to end (issue 7): JSON output, sweeps, plots and
+//! `simulator jitter` end to end: JSON output, sweeps, plots and
 //! one-line errors for bad input.
 
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 #[test]
-fn issue7_json_has_slowdown_pct_for_a_file_and_a_directory() {
+fn json_has_slowdown_pct_for_a_file_and_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let file = write_trace(dir.path(), 0, None);
     write_trace(dir.path(), 1, None);
@@ -54,7 +54,7 @@ fn issue7_json_has_slowdown_pct_for_a_file_and_a_directory() {
 }
 
 #[test]
-fn issue7_sweep_makes_a_table_json_points_and_an_svg() {
+fn sweep_makes_a_table_json_points_and_an_svg() {
     let dir = tempfile::tempdir().unwrap();
     let file = write_trace(dir.path(), 0, Some(1_000_000));
     let svg = dir.path().join("sweep.svg");
@@ -81,7 +81,7 @@ fn fails(args: &[&str], needle: &str) {
 }
 
 #[test]
-fn issue7_bad_input_gives_one_line_errors() {
+fn bad_input_gives_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let good = write_trace(dir.path(), 0, None);
     let good = good.to_str().unwrap();
@@ -118,7 +118,7 @@ fn issue7_bad_input_gives_one_line_errors() {
 }
 
 #[test]
-fn issue7_platform_latencies_and_cores_per_node() {
+fn platform_latencies_and_cores_per_node() {
     let dir = tempfile::tempdir().unwrap();
     let trace = write_trace(dir.path(), 0, None);
     let pf = dir.path().join("p.toml");

@@ -241,7 +241,7 @@ fn ti_trace_list_replays_on_a_simgrid_cluster() {
 
 #[test]
 fn concurrent_transfers_share_the_bottleneck_uplink() {
-    // Issue 6, contention: k transfers of 1 MB from rank 0 take k times one.
+    // Contention: k transfers of 1 MB from rank 0 take k times one.
     let one = |k: usize| {
         let mut ranks = vec![String::from("init\n")];
         for d in 1..=k {

@@ -1,12 +1,11 @@
 //! The machine's latency state, checked before every case.
 //!
 //! On a shared VM the core-to-core latency switches between a fast and a
-//! slow state for tens of seconds at a time (8-byte half round trip 0.16
-//! against 0.35-0.40 µs here; `calibrate network` says so when it sees
-//! both, and fits the fast one). A calibration made wholly in the slow
-//! state predicts a latency-bound program 2.5 times slower than a plain
-//! run made after the machine switched back (one validation here: ring
-//! +156 %, pingpong +156 %), and a case measured in the slow state is
+//! slow state for tens of seconds at a time (the user guide, section 7,
+//! gives the figures; `calibrate network` says so when it sees both, and
+//! fits the fast one). A calibration made wholly in the slow state
+//! predicts a latency-bound program about 2.5 times slower than a plain
+//! run made after the machine switched back, and a case measured in the slow state is
 //! compared with a model of the fast one. So before each case a short
 //! probe (`calibrate network` on three sizes up to 64 B, 0.6 s) measures
 //! the 8-byte transfer time:

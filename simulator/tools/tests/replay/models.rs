@@ -1,5 +1,5 @@
 //! Pstates and energy, LogGP, topologies, `simulator compare`,
-//! determinism and bad input (issue 6, "models and outputs").
+//! determinism and bad input.
 
 use super::*;
 
@@ -170,7 +170,7 @@ fn compare_prints_measured_against_predicted_from_a_platform_or_a_report() {
     fails_with(&simulator(&["compare", s(&c.trace), s(&report)]), &["report.json", "no `ranks` list"]);
 }
 
-/// Issue 6 "Progress and determinism": the same inputs give the same JSON
+/// Progress and determinism: the same inputs give the same JSON
 /// to the last bit (but for the replay's own wall-clock time).
 #[test]
 fn same_inputs_give_bit_identical_json() {
