@@ -1,4 +1,4 @@
-//! The `extern "C"` hooks the C wrappers (`wrappers.c`) call. Each is a
+//! The `extern "C"` hooks the generated C wrappers (`build/wrappers.rs` writes them from `csrc/mpi.tbl`) call. Each is a
 //! thin shell over [`crate::recorder`] that never lets a panic cross the
 //! FFI boundary: a panic disables recording and the application goes on.
 
@@ -10,7 +10,7 @@ use simulator::trace::{Op, Params as RecParams};
 
 use crate::recorder;
 
-/// Plain call parameters from C; must match `struct ipr_params` in `wrappers.c`.
+/// Plain call parameters from C; must match `struct ipr_params` in `csrc/support.h`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Params {
