@@ -17,9 +17,10 @@
 //! traffic. Only the thread that called `MPI_Init` takes part.
 //!
 //! At `MPI_Finalize` every rank drains its queue. If it makes no progress
-//! for `INTERPOSER_ONLINE_STALL_S` seconds (default 5; also while a
-//! virtual `MPI_Wtime` waits for the clock), online mode says once what
-//! it waits for, stops predicting, and the run goes on traced. Rank 0
+//! for `INTERPOSER_ONLINE_STALL_S` seconds (default 5), online mode says
+//! once what it waits for, stops predicting, and the run goes on traced.
+//! A virtual `MPI_Wtime` lets the pump run a moment and answers with what
+//! the clock knows then (never stopping the prediction). Rank 0
 //! then prints the predicted makespan on stderr and writes
 //! `<INTERPOSER_OUT>/online.json` ([`OnlineReport`]), which says whether
 //! the prediction is complete. `docs/online-protocol.md` gives the
@@ -67,6 +68,8 @@ use crate::recorder::{self, warn};
 
 /// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`].
 const STATS_LEN: usize = 7;
+/// How long a virtual `MPI_Wtime` lets the pump go without progress.
+const WTIME_WAIT: Duration = Duration::from_millis(200);
 /// The clock's request ids start here, above any MPI request handle
 /// (OpenMPI's are user-space addresses, MPICH's 32-bit integers), so a
 /// stray handle never names one.
@@ -329,19 +332,36 @@ impl Online {
     /// during `call`. Returns false, after stopping online mode, when it
     /// goes [`Online::stall_s`] seconds without progress.
     fn drain(&mut self, call: &str) -> bool {
-        let bound = Duration::from_secs_f64(self.stall_s);
+        if !self.pump_for(Duration::from_secs_f64(self.stall_s)) {
+            let why = format!("in {call} for {} s, {}", self.stall_s, self.stuck_on());
+            self.stall(why);
+        }
+        self.stalled.is_none()
+    }
+
+    /// Runs the pump until it is idle (true) or goes `bound` without progress (false).
+    fn pump_for(&mut self, bound: Duration) -> bool {
         let mut last = Instant::now();
         while self.stalled.is_none() && !self.work.idle() {
             if self.pump() {
                 last = Instant::now();
             } else if last.elapsed() >= bound {
-                let why = format!("in {call} for {} s, {}", self.stall_s, self.stuck_on());
-                self.stall(why);
+                return false;
             } else {
                 std::thread::yield_now();
             }
         }
-        self.stalled.is_none()
+        true
+    }
+
+    /// The virtual time now, for a virtual `MPI_Wtime`, seconds: the clock
+    /// once the queue is applied, the pump given at most [`WTIME_WAIT`]
+    /// without progress (a peer may be blocked in MPI until this rank goes
+    /// on); what is still queued then counts its compute blocks only.
+    fn virtual_now(&mut self) -> f64 {
+        self.pump_for(WTIME_WAIT.min(Duration::from_secs_f64(self.stall_s)));
+        let queued: f64 = self.work.queue.iter().map(|e| if let pump::Ev::Compute(s) = e { *s } else { 0.0 }).sum();
+        self.clock.now() + queued / self.clock.speed_ratio()
     }
 
     /// Stops predicting: says why once, drops the queue and cancels the

@@ -388,8 +388,8 @@ pub unsafe extern "C" fn ipr_online_report(all: *const f64, reasons: *const c_ch
 }
 
 /// `MPI_Wtime`: virtual time when `INTERPOSER_VIRTUAL_WTIME=1` in online
-/// mode (the clock, once the pump has applied everything queued, plus the
-/// compute block running now), else `real`.
+/// mode (the clock as the pump has it, [`super::Online::virtual_now`], plus
+/// the compute block running now), else `real`.
 #[no_mangle]
 pub extern "C" fn ipr_online_wtime(real: f64) -> f64 {
     if !VIRTUAL_WTIME.load(Ordering::Relaxed) {
@@ -400,8 +400,7 @@ pub extern "C" fn ipr_online_wtime(real: f64) -> f64 {
         ONLINE.with(|o| {
             let mut slot = o.try_borrow_mut().ok()?;
             let on = slot.as_mut()?;
-            on.drain("MPI_Wtime");
-            Some(on.clock.now() + running / on.clock.speed_ratio())
+            Some(on.virtual_now() + running / on.clock.speed_ratio())
         })
     })
     .unwrap_or(real)
