@@ -4,9 +4,6 @@
 fn main() {
     println!("cargo:rerun-if-changed=csrc/bare_loop.c");
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") {
-        cc::Build::new()
-            .file("csrc/bare_loop.c")
-            .opt_level(2)
-            .compile("tc_bare_loop");
+        cc::Build::new().file("csrc/bare_loop.c").opt_level(2).compile("tc_bare_loop");
     }
 }

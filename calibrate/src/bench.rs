@@ -50,7 +50,8 @@ pub enum Op {
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 10] = [Op::Pingpong, Op::Send, Op::Recv, Op::Isend, Op::Wtime, Op::Iprobe, Op::Prtt1, Op::PrttN, Op::PrttD, Op::Allreduce];
+    pub const ALL: [Op; 10] =
+        [Op::Pingpong, Op::Send, Op::Recv, Op::Isend, Op::Wtime, Op::Iprobe, Op::Prtt1, Op::PrttN, Op::PrttD, Op::Allreduce];
 
     /// The name used in the CSV.
     pub fn name(self) -> &'static str {
@@ -106,7 +107,12 @@ impl Launcher {
     /// The defaults, reading `$MPICC` and `$MPIRUN`.
     pub fn from_env() -> Launcher {
         let var = |name: &str, default: &str| std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.into());
-        Launcher { mpicc: var("MPICC", "mpicc"), mpirun: var("MPIRUN", "mpirun"), mpirun_args: Vec::new(), timeout: Duration::from_secs(300) }
+        Launcher {
+            mpicc: var("MPICC", "mpicc"),
+            mpirun: var("MPIRUN", "mpirun"),
+            mpirun_args: Vec::new(),
+            timeout: Duration::from_secs(300),
+        }
     }
 
     /// Compiles [`NETBENCH_C`] into `dir`; returns the executable's path.
@@ -208,7 +214,10 @@ impl Launcher {
         let status = match simulator_tools::launch::wait_bounded(&mut child, self.timeout) {
             Ok(Some(status)) => status,
             Ok(None) => {
-                return Err(Error::new(ErrorKind::BenchFailed, format!("netbench timed out after {:?}; log in {}", self.timeout, log_path.display())))
+                return Err(Error::new(
+                    ErrorKind::BenchFailed,
+                    format!("netbench timed out after {:?}; log in {}", self.timeout, log_path.display()),
+                ))
             }
             Err(e) => return Err(Error::new(ErrorKind::BenchFailed, format!("waiting for `{}`: {e}", self.mpirun))),
         };
@@ -220,7 +229,10 @@ impl Launcher {
                 .find(|l| l.starts_with("netbench:"))
                 .or(log.lines().find(|l| l.contains("rror")))
                 .or(log.lines().rev().find(|l| !l.trim().is_empty() && !l.starts_with("---")));
-            return Err(Error::new(ErrorKind::BenchFailed, format!("`{} -np 2 netbench` failed ({status}): {}", self.mpirun, line.unwrap_or("no output"))));
+            return Err(Error::new(
+                ErrorKind::BenchFailed,
+                format!("`{} -np 2 netbench` failed ({status}): {}", self.mpirun, line.unwrap_or("no output")),
+            ));
         }
         read_csv(&csv_path)
     }

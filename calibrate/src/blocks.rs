@@ -98,7 +98,14 @@ pub fn block_thresholds(dir: &Path, compute: ComputeTime, epsilon: f64) -> Resul
     let mut by_region: BTreeMap<String, RegionThreshold> = BTreeMap::new();
     for ((key, _), times) in &seqs {
         let Some((th, m)) = threshold_iteration(times, epsilon) else { continue };
-        let r = by_region.entry(key.clone()).or_insert(RegionThreshold { key: key.clone(), blocks: 0, total_s: 0.0, th: 0, t_avg_s: 0.0, rel_error: 0.0 });
+        let r = by_region.entry(key.clone()).or_insert(RegionThreshold {
+            key: key.clone(),
+            blocks: 0,
+            total_s: 0.0,
+            th: 0,
+            t_avg_s: 0.0,
+            rel_error: 0.0,
+        });
         r.blocks += times.len() as u64;
         r.total_s += times.iter().sum::<f64>();
         r.th = r.th.max(th);
@@ -118,7 +125,15 @@ pub fn block_thresholds(dir: &Path, compute: ComputeTime, epsilon: f64) -> Resul
 pub fn summary(rows: &[RegionThreshold]) -> String {
     let mut out = format!("{:>8} {:>6} {:>12} {:>12} {:>8}  region\n", "blocks", "th", "t_avg (us)", "total (s)", "err");
     for r in rows {
-        out.push_str(&format!("{:>8} {:>6} {:>12.3} {:>12.6} {:>7.2}%  {}\n", r.blocks, r.th, r.t_avg_s * 1e6, r.total_s, r.rel_error * 100.0, r.key));
+        out.push_str(&format!(
+            "{:>8} {:>6} {:>12.3} {:>12.6} {:>7.2}%  {}\n",
+            r.blocks,
+            r.th,
+            r.t_avg_s * 1e6,
+            r.total_s,
+            r.rel_error * 100.0,
+            r.key
+        ));
     }
     out
 }

@@ -314,7 +314,17 @@ mod tests {
 
     fn rec(op: Op, caller: u64, cpu: u64) -> CallRecord {
         let params = Params::P2p { peer: 1, tag: 0, bytes: 8, comm: 0, request: 0 };
-        CallRecord { op, failed: false, caller, compute_cpu_ns: cpu, compute_wall_ns: cpu, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+        CallRecord {
+            op,
+            failed: false,
+            caller,
+            compute_cpu_ns: cpu,
+            compute_wall_ns: cpu,
+            counters: None,
+            t_start_ns: 0,
+            t_end_ns: 0,
+            params,
+        }
     }
 
     #[test]

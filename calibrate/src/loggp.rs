@@ -80,7 +80,10 @@ pub fn fit_loggp(samples: &[Sample], n: u32, d_s: f64, o_r_s: f64) -> Result<Log
         })
         .collect();
     if rows.len() < 2 {
-        return Err(Error::new(ErrorKind::Fit, format!("LogGP: {} sizes with prtt1, prttn and prttd samples; need at least 2", rows.len())));
+        return Err(Error::new(
+            ErrorKind::Fit,
+            format!("LogGP: {} sizes with prtt1, prttn and prttd samples; need at least 2", rows.len()),
+        ));
     }
     // Least squares of gap against (s - 1).
     let m = rows.len() as f64;

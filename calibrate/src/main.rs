@@ -5,13 +5,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use calibrate::bench::{self, Launcher, Op};
-use calibrate::{plot, power};
 use calibrate::network::{self, JitsimLatencies, NetworkCalibration, NetworkOptions};
 use calibrate::segmented::FitOptions;
 use calibrate::simgrid::SmpiProps;
 use calibrate::speed;
-use simulator::trace::actions::ComputeTime;
+use calibrate::{plot, power};
 use clap::{Args, Parser, Subcommand};
+use simulator::trace::actions::ComputeTime;
 
 #[derive(Parser)]
 #[command(version, about = "Calibrates the simulator's models on this machine")]
@@ -288,7 +288,17 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
             let (fit, validation, bimodal, slow_state) = (f.fit, f.validation, f.bimodal, f.slow_state);
             let ar = sibling(csv, "allreduce");
             let allreduce_samples = if ar.exists() { bench::read_csv(&ar)? } else { Vec::new() };
-            NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples: Vec::new(), fit, prtt_samples: Vec::new(), loggp: None, allreduce_samples }
+            NetworkCalibration {
+                bimodal,
+                slow_state,
+                validation,
+                samples,
+                refine_samples: Vec::new(),
+                fit,
+                prtt_samples: Vec::new(),
+                loggp: None,
+                allreduce_samples,
+            }
         }
         None => network::calibrate(&launcher, &options).context("calibrate network (one node)")?,
     };
@@ -374,7 +384,12 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
 /// MPI library's from `mpirun --version`, else MPICH's with a warning) and
 /// the reduction cost fitted on the one-node allreduce samples; with the
 /// log lines saying both.
-fn collectives(platform: &simulator::platform::Platform, cal: &NetworkCalibration, launcher: &Launcher, given: Option<&str>) -> anyhow::Result<(simulator::platform::Extras, String)> {
+fn collectives(
+    platform: &simulator::platform::Platform,
+    cal: &NetworkCalibration,
+    launcher: &Launcher,
+    given: Option<&str>,
+) -> anyhow::Result<(simulator::platform::Extras, String)> {
     use simulator::replay::collectives::CollAlgs;
     let version = launcher.version();
     let (name, why) = match (given, version.as_deref().and_then(network::gamma::selector_of)) {

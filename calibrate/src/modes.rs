@@ -42,7 +42,11 @@ pub struct Split {
 
 fn median(sorted: &[f64]) -> f64 {
     let m = sorted.len();
-    if m % 2 == 1 { sorted[m / 2] } else { 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]) }
+    if m % 2 == 1 {
+        sorted[m / 2]
+    } else {
+        0.5 * (sorted[m / 2 - 1] + sorted[m / 2])
+    }
 }
 
 /// The fast and slow modes of `durations` (seconds, any order), or `None`
@@ -178,7 +182,13 @@ impl SlowState {
         let before = i.checked_sub(1).map(|j| self.labels[j]);
         let after = self.labels.get(i).copied();
         match (before, after) {
-            (Some(b), Some(a)) => if t_s - b.0 <= a.0 - t_s { b.1 } else { a.1 },
+            (Some(b), Some(a)) => {
+                if t_s - b.0 <= a.0 - t_s {
+                    b.1
+                } else {
+                    a.1
+                }
+            }
             (Some(x), None) | (None, Some(x)) => x.1,
             (None, None) => false,
         }

@@ -141,7 +141,8 @@ impl NetworkFit {
 
     /// A table of the pieces of every fit, with microseconds and GB/s.
     pub fn summary(&self) -> String {
-        let mut out = format!("{:<14} {:>21} {:>8} {:>14} {:>11} {:>8}\n", "model", "sizes (B)", "points", "intercept (us)", "bw (GB/s)", "rms err");
+        let mut out =
+            format!("{:<14} {:>21} {:>8} {:>14} {:>11} {:>8}\n", "model", "sizes (B)", "points", "intercept (us)", "bw (GB/s)", "rms err");
         let mut fits = vec![("transfer", &self.transfer), ("send_overhead", &self.send), ("recv_overhead", &self.recv)];
         fits.extend(self.isend.as_ref().map(|f| ("isend", f)));
         for (name, f) in fits {
@@ -208,7 +209,16 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         v.sort_by(f64::total_cmp);
         (!v.is_empty()).then(|| v[v.len() / 2])
     };
-    Ok(NetworkFit { transfer, send, recv, isend, wtime_s: median(Op::Wtime), iprobe_s: median(Op::Iprobe), eager_threshold_bytes, threshold_note })
+    Ok(NetworkFit {
+        transfer,
+        send,
+        recv,
+        isend,
+        wtime_s: median(Op::Wtime),
+        iprobe_s: median(Op::Iprobe),
+        eager_threshold_bytes,
+        threshold_note,
+    })
 }
 
 /// The piece index `k ≥ 1` where the `recv` fit jumps most at its start,
@@ -252,7 +262,8 @@ impl JitsimLatencies {
 
     /// One line for humans, in microseconds.
     pub fn summary(&self) -> String {
-        let hop = self.one_hop_network_s.map_or_else(|| "skipped (needs two nodes: give --hostfile)".into(), |s| format!("{:.3} us", s * 1e6));
+        let hop =
+            self.one_hop_network_s.map_or_else(|| "skipped (needs two nodes: give --hostfile)".into(), |s| format!("{:.3} us", s * 1e6));
         format!(
             "jitSim latencies: shared memory {:.3} us, MPI stack {:.3} us (send/recv {:.3} us each), one-hop network {hop}",
             self.shared_memory_s * 1e6,

@@ -19,7 +19,8 @@ use crate::segmented::SegmentedFit;
 /// [`ErrorKind::Io`] naming `path` when drawing or writing fails;
 /// [`ErrorKind::Fit`] when there is no positive sample of `op`.
 pub fn samples_svg(path: &Path, title: &str, op: Op, samples: &[Sample], fit: &SegmentedFit) -> Result<(), Error> {
-    let pts: Vec<(f64, f64)> = samples.iter().filter(|s| s.op == op && s.duration_s > 0.0).map(|s| (s.size_bytes.max(1) as f64, s.duration_s * 1e6)).collect();
+    let pts: Vec<(f64, f64)> =
+        samples.iter().filter(|s| s.op == op && s.duration_s > 0.0).map(|s| (s.size_bytes.max(1) as f64, s.duration_s * 1e6)).collect();
     if pts.is_empty() {
         return Err(Error::new(ErrorKind::Fit, format!("{}: no positive {op} sample to plot", path.display())));
     }
@@ -49,7 +50,8 @@ pub fn samples_svg(path: &Path, title: &str, op: Op, samples: &[Sample], fit: &S
         let color = Palette99::pick(i).to_rgba();
         let (a, b) = (p.first_bytes.max(1) as f64, p.last_bytes.max(1) as f64);
         // Many points so the line stays straight in linear terms on log axes.
-        let line: Vec<(f64, f64)> = (0..=64).map(|k| a * (b / a).powf(k as f64 / 64.0)).map(|x| (x, (p.intercept_s + p.slope_s_per_byte * x) * 1e6)).collect();
+        let line: Vec<(f64, f64)> =
+            (0..=64).map(|k| a * (b / a).powf(k as f64 / 64.0)).map(|x| (x, (p.intercept_s + p.slope_s_per_byte * x) * 1e6)).collect();
         chart
             .draw_series(LineSeries::new(line, color.stroke_width(3)))
             .map_err(|x| e(&x))?
@@ -131,7 +133,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let paths = plot_all(dir.path(), "intra-", &samples, &[(Op::Pingpong, &f)]).unwrap();
         let svg = std::fs::read_to_string(&paths[0]).unwrap();
-        assert!(paths[0].ends_with("intra-pingpong.svg") && svg.starts_with("<svg") && svg.contains("piece 2"), "{}", &svg[..200.min(svg.len())]);
+        assert!(
+            paths[0].ends_with("intra-pingpong.svg") && svg.starts_with("<svg") && svg.contains("piece 2"),
+            "{}",
+            &svg[..200.min(svg.len())]
+        );
         let e = samples_svg(&dir.path().join("x.svg"), "t", Op::Send, &samples, &f).unwrap_err();
         assert!(e.to_string().contains("no positive send sample"), "{e}");
     }

@@ -62,9 +62,17 @@ pub fn read_csv(path: &Path) -> Result<Vec<PowerSample>, Error> {
         if f.len() != 5 {
             return Err(bad(i + 1, format!("expected 5 columns ({CSV_HEADER}), found {}", f.len())));
         }
-        let num = |k: usize, name: &str| f[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| bad(i + 1, format!("{name} `{}` is not a number", f[k])));
+        let num = |k: usize, name: &str| {
+            f[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| bad(i + 1, format!("{name} `{}` is not a number", f[k])))
+        };
         let active = f[3].parse::<u32>().map_err(|_| bad(i + 1, format!("active_cores `{}` is not a whole number", f[3])))?;
-        out.push(PowerSample { timestamp_s: num(0, "timestamp_s")?, host: f[1].to_string(), pstate: num(2, "pstate_or_frequency_hz")?, active_cores: active, watts: num(4, "watts")? });
+        out.push(PowerSample {
+            timestamp_s: num(0, "timestamp_s")?,
+            host: f[1].to_string(),
+            pstate: num(2, "pstate_or_frequency_hz")?,
+            active_cores: active,
+            watts: num(4, "watts")?,
+        });
     }
     Ok(out)
 }
@@ -132,7 +140,10 @@ fn quadratic(pts: &[(f64, f64)]) -> Option<[f64; 3]> {
             }
         }
     }
-    let det = |a: &[[f64; 3]; 3]| a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+    let det = |a: &[[f64; 3]; 3]| {
+        a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0])
+            + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0])
+    };
     let d = det(&m);
     if d.abs() < 1e-12 * m[0][0].powi(3).max(1.0) {
         return None;
@@ -158,7 +169,11 @@ fn segment_mean(watts: &[f64]) -> Option<f64> {
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
     };
     let med = median(&mut kept.to_vec());
     let mad = 1.4826 * median(&mut kept.iter().map(|w| (w - med).abs()).collect());
@@ -207,7 +222,11 @@ pub fn fit_power(samples: &[PowerSample], name: &Path) -> Result<Vec<HostPower>,
             let pstate = f64::from_bits(bits);
             let pts = points.get(&bits).map_or(&[][..], Vec::as_slice);
             let (a, b) = line(pts).ok_or_else(|| {
-                fail(format!("host {host}, pstate {pstate}: {} steady segment(s) of >= {} samples; need 2 distinct core counts", pts.len(), 2 * TRIM + 1))
+                fail(format!(
+                    "host {host}, pstate {pstate}: {} steady segment(s) of >= {} samples; need 2 distinct core counts",
+                    pts.len(),
+                    2 * TRIM + 1
+                ))
             })?;
             pstates.push(PstateFit { pstate, static_w: a, dynamic_w: b, segments: pts.len() });
         }
@@ -230,14 +249,23 @@ pub fn fit_power(samples: &[PowerSample], name: &Path) -> Result<Vec<HostPower>,
 /// `wattage_per_state`, `[[hosts.pstates]]` fits and, for frequencies, the
 /// quadratic coefficients.
 pub fn to_toml(hosts: &[HostPower]) -> String {
-    let mut out = String::from("# calibrate power: P = static_w + dynamic_w * u, u = active cores / cores (Heinrich et al. 2017, Fig. 6)\n");
+    let mut out =
+        String::from("# calibrate power: P = static_w + dynamic_w * u, u = active cores / cores (Heinrich et al. 2017, Fig. 6)\n");
     for h in hosts {
-        out.push_str(&format!("\n[[hosts]]\nname = \"{}\"\ncores = {}\nwattage_per_state = \"{}\"\n", h.host, h.cores, h.wattage_per_state()));
+        out.push_str(&format!(
+            "\n[[hosts]]\nname = \"{}\"\ncores = {}\nwattage_per_state = \"{}\"\n",
+            h.host,
+            h.cores,
+            h.wattage_per_state()
+        ));
         if let Some((s, d)) = &h.quadratic {
             out.push_str(&format!("# c0 + c1 f + c2 f^2, f in GHz, watts\nstatic_w_quadratic_ghz = [{:e}, {:e}, {:e}]\ndynamic_w_quadratic_ghz = [{:e}, {:e}, {:e}]\n", s[0], s[1], s[2], d[0], d[1], d[2]));
         }
         for p in &h.pstates {
-            out.push_str(&format!("\n[[hosts.pstates]]\npstate = {:e}\nstatic_w = {:e}\ndynamic_w = {:e}\nsegments = {}\n", p.pstate, p.static_w, p.dynamic_w, p.segments));
+            out.push_str(&format!(
+                "\n[[hosts.pstates]]\npstate = {:e}\nstatic_w = {:e}\ndynamic_w = {:e}\nsegments = {}\n",
+                p.pstate, p.static_w, p.dynamic_w, p.segments
+            ));
         }
     }
     out
@@ -250,7 +278,12 @@ pub fn rapl_source() -> Option<String> {
     if perf.exists() {
         return Some(perf.display().to_string());
     }
-    std::fs::read_dir("/sys/class/powercap").ok()?.flatten().map(|e| e.path()).find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("intel-rapl"))).map(|p| p.display().to_string())
+    std::fs::read_dir("/sys/class/powercap")
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("intel-rapl")))
+        .map(|p| p.display().to_string())
 }
 
 #[cfg(test)]
@@ -313,7 +346,8 @@ mod tests {
             read_csv(&p).unwrap_err().to_string()
         };
         assert!(e("time,watts\n").ends_with("power.csv:1: expected header `timestamp_s,host,pstate_or_frequency_hz,active_cores,watts`"));
-        assert!(e(&format!("{CSV_HEADER}\n0,n,1e9,1,50\n1,n,1e9,1\n")).ends_with("power.csv:3: expected 5 columns (timestamp_s,host,pstate_or_frequency_hz,active_cores,watts), found 4"));
+        assert!(e(&format!("{CSV_HEADER}\n0,n,1e9,1,50\n1,n,1e9,1\n"))
+            .ends_with("power.csv:3: expected 5 columns (timestamp_s,host,pstate_or_frequency_hz,active_cores,watts), found 4"));
         assert!(e(&format!("{CSV_HEADER}\n0,n,1e9,1,high\n")).ends_with("power.csv:2: watts `high` is not a number"));
         let one: Vec<PowerSample> = synthetic().0.into_iter().filter(|s| s.pstate == 1.2e9).collect();
         let e = fit_power(&one, Path::new("power.csv")).unwrap_err();

@@ -272,10 +272,7 @@ pub fn fit(samples: &[(u64, f64)], options: &FitOptions) -> Result<SegmentedFit,
     // medians; same sizes, same order.
     let means = if lines_by_median { median_by_size(samples) } else { mean_by_size(samples) };
     // A piece is asked for sizes from just above the previous one's last.
-    let pieces = bounds
-        .windows(2)
-        .map(|w| fit_piece(&means[w[0]..w[1]], if w[0] == 0 { 0 } else { means[w[0] - 1].0 + 1 }))
-        .collect();
+    let pieces = bounds.windows(2).map(|w| fit_piece(&means[w[0]..w[1]], if w[0] == 0 { 0 } else { means[w[0] - 1].0 + 1 })).collect();
     Ok(SegmentedFit { pieces, bic: bic(m_best), points: n })
 }
 
@@ -456,7 +453,10 @@ mod tests {
         let data = synth(three_regimes, 3, 0.0, 0.0, 1);
         let f = fit(&data, &FitOptions::default()).unwrap();
         let pw = f.to_piecewise();
-        assert_eq!(pw.segments.iter().map(|s| s.max_bytes).collect::<Vec<_>>(), vec![Some(f.breakpoints()[0]), Some(f.breakpoints()[1]), None]);
+        assert_eq!(
+            pw.segments.iter().map(|s| s.max_bytes).collect::<Vec<_>>(),
+            vec![Some(f.breakpoints()[0]), Some(f.breakpoints()[1]), None]
+        );
         assert!(pw.validate().is_ok());
         for s in sizes(80) {
             assert!(close(pw.eval(s), three_regimes(s), 1e-6), "size {s}: {} vs {}", pw.eval(s), three_regimes(s));

@@ -165,7 +165,9 @@ impl SmpiProps {
     /// `hosts` hosts `node0..` of `cores` cores at 1 Gflop/s, each pair
     /// joined by one private link of the calibrated latency and bandwidth.
     pub fn platform_xml(&self, hosts: usize, cores: u32) -> String {
-        let mut out = String::from("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n");
+        let mut out = String::from(
+            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n",
+        );
         out.push_str(&self.snippet());
         out.push_str("<zone id=\"calibrated\" routing=\"Full\">\n");
         for h in 0..hosts {

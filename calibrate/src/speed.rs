@@ -116,7 +116,10 @@ impl SpeedReport {
     pub fn summary(&self) -> String {
         let mut out = format!("{:>8} {:>12} {:>12} {:>8}  region\n", "ratio", "ref (s)", "target (s)", "blocks");
         for m in &self.matched {
-            out.push_str(&format!("{:>8.3} {:>12.6} {:>12.6} {:>8}  {}\n", m.ratio, m.reference.seconds, m.target.seconds, m.reference.blocks, m.key));
+            out.push_str(&format!(
+                "{:>8.3} {:>12.6} {:>12.6} {:>8}  {}\n",
+                m.ratio, m.reference.seconds, m.target.seconds, m.reference.blocks, m.key
+            ));
         }
         for k in &self.no_reference_time {
             out.push_str(&format!("no ratio (0 s in the reference run): {k}\n"));
@@ -149,16 +152,32 @@ pub fn speed_ratios(reference: &RegionProfile, target: &RegionProfile, names: (&
     if pr != pt {
         return Err(Error::new(
             ErrorKind::Mismatch,
-            format!("{} traced `{pr}` but {} traced `{pt}`: speed ratios need two runs of the same program", names.0.display(), names.1.display()),
+            format!(
+                "{} traced `{pr}` but {} traced `{pt}`: speed ratios need two runs of the same program",
+                names.0.display(),
+                names.1.display()
+            ),
         ));
     }
     if reference.meta.ranks != target.meta.ranks {
         return Err(Error::new(
             ErrorKind::Mismatch,
-            format!("{} has {} ranks but {} has {}: speed ratios need the same workload", names.0.display(), reference.meta.ranks, names.1.display(), target.meta.ranks),
+            format!(
+                "{} has {} ranks but {} has {}: speed ratios need the same workload",
+                names.0.display(),
+                reference.meta.ranks,
+                names.1.display(),
+                target.meta.ranks
+            ),
         ));
     }
-    let mut report = SpeedReport { ratios: SpeedRatios::new(), matched: Vec::new(), no_reference_time: Vec::new(), only_reference: Vec::new(), only_target: Vec::new() };
+    let mut report = SpeedReport {
+        ratios: SpeedRatios::new(),
+        matched: Vec::new(),
+        no_reference_time: Vec::new(),
+        only_reference: Vec::new(),
+        only_target: Vec::new(),
+    };
     for (key, r) in &reference.regions {
         match target.regions.get(key) {
             Some(t) if r.seconds > 0.0 => {

@@ -185,9 +185,14 @@ fn calibrate_speed_finds_an_injected_2x_slowdown_in_one_region() {
     traced_run(&lib, &exe, &target, "2");
 
     let ratios = dir.path().join("ratios.csv");
-    let run = Command::new(env!("CARGO_BIN_EXE_calibrate")).arg("speed").arg(&reference).arg(&target).arg("--out").arg(&ratios).output().unwrap();
+    let run =
+        Command::new(env!("CARGO_BIN_EXE_calibrate")).arg("speed").arg(&reference).arg(&target).arg("--out").arg(&ratios).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
-    assert!(run.status.success(), "calibrate speed failed (is {} older than the simulator's trace format? rebuild it):\n{stdout}\n{stderr}", lib.display());
+    assert!(
+        run.status.success(),
+        "calibrate speed failed (is {} older than the simulator's trace format? rebuild it):\n{stdout}\n{stderr}",
+        lib.display()
+    );
     let file = SpeedRatios::load(&ratios).unwrap();
     let text = std::fs::read_to_string(&ratios).unwrap();
     assert!(text.starts_with("\"start-stop\",\"ratio\"\n"), "{text}");
@@ -249,7 +254,11 @@ fn calibrate_speed_finds_an_injected_2x_slowdown_in_one_region() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(!run.status.success() && stderr.contains("traced `speed_regions` but") && stderr.trim().lines().count() == 1, "status {}:\n{stderr}", run.status);
+    assert!(
+        !run.status.success() && stderr.contains("traced `speed_regions` but") && stderr.trim().lines().count() == 1,
+        "status {}:\n{stderr}",
+        run.status
+    );
 }
 
 #[test]
@@ -273,7 +282,10 @@ fn calibrate_network_with_a_hostfile_adds_an_inter_node_model() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(run.status.success(), "calibrate network --hostfile failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
-    assert!(stdout.contains("two nodes (--hostfile):") && stdout.contains("one-hop network ") && !stdout.contains("skipped (needs two nodes"), "{stdout}");
+    assert!(
+        stdout.contains("two nodes (--hostfile):") && stdout.contains("one-hop network ") && !stdout.contains("skipped (needs two nodes"),
+        "{stdout}"
+    );
     let p = Platform::load(&out).unwrap();
     assert_eq!(p.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), vec!["localhost"]);
     assert!(p.network.inter.is_some(), "no inter-node model:\n{stdout}");

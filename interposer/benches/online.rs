@@ -104,7 +104,10 @@ fn uptime() -> String {
 
 fn main() {
     let root = root();
-    let ok = Command::new(env!("CARGO")).args(["build", "--release", "--quiet", "-p", "interposer", "-p", "calibrate"]).current_dir(&root).status();
+    let ok = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--quiet", "-p", "interposer", "-p", "calibrate"])
+        .current_dir(&root)
+        .status();
     assert!(ok.expect("cargo").success());
     assert!(Command::new("make").args(["-s", "-C"]).arg(root.join("c-tests")).status().expect("make").success());
     let bench = Bench {
@@ -137,7 +140,6 @@ fn main() {
 }
 
 fn agreement(bench: &Bench, platform: &Path) {
-
     println!("1. online vs offline replay of the same run, -np 4 (median of {} runs)", bench.runs);
     println!("{:<28} {:>12} {:>12} {:>10}", "program", "online_s", "offline_s", "diff_%");
     for (prog, args) in [("jacobi2d", &["1024", "100"][..]), ("ring", &["10000", "8"][..]), ("allreduce_loop", &["1000", "1024"][..])] {
@@ -148,7 +150,6 @@ fn agreement(bench: &Bench, platform: &Path) {
         let off = median(runs.iter().map(|r| r.offline_s.unwrap()).collect());
         println!("{:<28} {on:>12.6} {off:>12.6} {:>10.4}", format!("{prog} {}", args.join(" ")), median(diffs));
     }
-
 }
 
 fn accuracy(bench: &Bench, platform: &Path) {
@@ -167,7 +168,6 @@ fn accuracy(bench: &Bench, platform: &Path) {
     println!("online makespan (Init..Finalize)      {makespan:>10.4} s   ratio {:.4}", makespan / plain);
     println!("online virtual wall_s (same region)   {virt:>10.4} s   ratio {:.4}", virt / plain);
     println!("online-mode wall_s                    {online:>10.4} s   overhead ×{:.4}", online / plain);
-
 }
 
 fn oversubscription(bench: &Bench, platform: &Path) {

@@ -26,9 +26,7 @@ fn run(prog: &Path, iters: &str, env: &[(&str, String)]) -> (f64, f64) {
     let out = cmd.arg(prog).arg(iters).output().expect("mpirun");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    let get = |key: &str| -> f64 {
-        text.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
-    };
+    let get = |key: &str| -> f64 { text.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN) };
     (get("pingpong_ns_per_call="), get("iprobe_ns_per_call="))
 }
 
@@ -93,9 +91,30 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let modes: [(&str, Vec<(&str, String)>); 4] = [
         ("plain", vec![]),
-        ("counters=off", vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string()), ("INTERPOSER_COUNTERS", "off".into())]),
-        ("counters=sw", vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string()), ("INTERPOSER_COUNTERS", "sw".into())]),
-        ("counters=auto", vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string()), ("INTERPOSER_COUNTERS", "auto".into())]),
+        (
+            "counters=off",
+            vec![
+                ("LD_PRELOAD", lib.display().to_string()),
+                ("INTERPOSER_OUT", dir.path().display().to_string()),
+                ("INTERPOSER_COUNTERS", "off".into()),
+            ],
+        ),
+        (
+            "counters=sw",
+            vec![
+                ("LD_PRELOAD", lib.display().to_string()),
+                ("INTERPOSER_OUT", dir.path().display().to_string()),
+                ("INTERPOSER_COUNTERS", "sw".into()),
+            ],
+        ),
+        (
+            "counters=auto",
+            vec![
+                ("LD_PRELOAD", lib.display().to_string()),
+                ("INTERPOSER_OUT", dir.path().display().to_string()),
+                ("INTERPOSER_COUNTERS", "auto".into()),
+            ],
+        ),
     ];
     let mut base = (0.0, 0.0);
     println!("{:<14} {:>16} {:>16} {:>14} {:>14}", "mode", "pingpong_ns/call", "iprobe_ns/call", "added_pp_ns", "added_iprobe_ns");

@@ -48,8 +48,7 @@ pub fn parse(text: &str) -> Result<Vec<Entry>, String> {
         let proto = proto.trim().strip_prefix("int ").ok_or_else(|| at("wrapped functions return int"))?;
         let (name, rest) = proto.split_once('(').ok_or_else(|| at("no parameter list"))?;
         let params = rest.strip_suffix(')').ok_or_else(|| at("parameter list does not end with `)`"))?;
-        let decls: Vec<String> =
-            if params.trim() == "void" { vec![] } else { params.split(',').map(|s| s.trim().to_string()).collect() };
+        let decls: Vec<String> = if params.trim() == "void" { vec![] } else { params.split(',').map(|s| s.trim().to_string()).collect() };
         let names = decls.iter().map(|d| param_name(d).ok_or_else(|| at(&format!("no name in `{d}`")))).collect::<Result<_, _>>()?;
         out.push(Entry { code, name: name.trim().to_string(), decls, names, pre: vec![], post: vec![], list: false, fortran: true });
     }
@@ -165,9 +164,7 @@ fn fortran(e: &Entry) -> Result<String, String> {
             ("int", true) if n == "array_of_indices" && e.names.iter().any(|n| n == "outcount") => {
                 fparams.push(format!("MPI_Fint *{n}"));
                 args.push(format!("(int *){n}"));
-                post.push(format!(
-                    "if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED) for (int i = 0; i < *outcount; i++) {n}[i] += 1;"
-                ));
+                post.push(format!("if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED) for (int i = 0; i < *outcount; i++) {n}[i] += 1;"));
             }
             ("MPI_Offset", false) => {
                 fparams.push(format!("MPI_Offset *{n}"));

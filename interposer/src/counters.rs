@@ -152,18 +152,24 @@ impl PerfGroup {
         let map = |fd: libc::c_int| {
             // SAFETY: mapping the first (metadata) page of a perf_event fd, read only.
             let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
-            if p == libc::MAP_FAILED { std::ptr::null_mut() } else { p as *mut u8 }
+            if p == libc::MAP_FAILED {
+                std::ptr::null_mut()
+            } else {
+                p as *mut u8
+            }
         };
         Ok(PerfGroup { fds: [leader, member], pages: [map(leader), map(member)] })
     }
 
     /// True when both counters are read with `rdpmc` (no system call).
     pub fn user_rdpmc(&self) -> bool {
-        self.pages.iter().all(|&p| !p.is_null() && {
-            // SAFETY: a live mapping of a perf_event_mmap_page.
-            let caps = unsafe { std::ptr::read_volatile(p.add(page::CAPABILITIES) as *const u64) };
-            let index = unsafe { std::ptr::read_volatile(p.add(page::INDEX) as *const u32) };
-            caps & page::CAP_USER_RDPMC != 0 && index != 0
+        self.pages.iter().all(|&p| {
+            !p.is_null() && {
+                // SAFETY: a live mapping of a perf_event_mmap_page.
+                let caps = unsafe { std::ptr::read_volatile(p.add(page::CAPABILITIES) as *const u64) };
+                let index = unsafe { std::ptr::read_volatile(p.add(page::INDEX) as *const u32) };
+                caps & page::CAP_USER_RDPMC != 0 && index != 0
+            }
         })
     }
 
@@ -178,9 +184,13 @@ impl PerfGroup {
 
     fn read_syscall(&self) -> (u64, u64) {
         let mut v = [0u64; 3]; // nr, cycles, instructions (PERF_FORMAT_GROUP)
-        // SAFETY: reading at most the buffer's size from our own fd.
+                               // SAFETY: reading at most the buffer's size from our own fd.
         let n = unsafe { libc::read(self.fds[0], v.as_mut_ptr().cast(), std::mem::size_of_val(&v)) };
-        if n == std::mem::size_of_val(&v) as isize && v[0] == 2 { (v[1], v[2]) } else { (0, 0) }
+        if n == std::mem::size_of_val(&v) as isize && v[0] == 2 {
+            (v[1], v[2])
+        } else {
+            (0, 0)
+        }
     }
 }
 

@@ -82,20 +82,20 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
                 remote: list_u32(&list[local..]),
             }
         }
-        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | IgathervTotal | Iscatter | IscattervTotal | Iallgather
-        | IallgathervTotal | Ialltoall | IalltoallvTotal | IreduceScatterTotal | IreduceScatterBlock | Iscan
-        | Iexscan => RecParams::Icoll { root: p.root, bytes: p.bytes, comm: p.comm, request: p.request },
+        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | IgathervTotal | Iscatter | IscattervTotal | Iallgather | IallgathervTotal
+        | Ialltoall | IalltoallvTotal | IreduceScatterTotal | IreduceScatterBlock | Iscan | Iexscan => {
+            RecParams::Icoll { root: p.root, bytes: p.bytes, comm: p.comm, request: p.request }
+        }
         // The list: the send side's p.tag values, then the receive side's.
-        Gatherv | Scatterv | Allgatherv | Alltoallv | ReduceScatter | Alltoallw | Igatherv | Iscatterv
-        | Iallgatherv | Ialltoallv | IreduceScatter | Ialltoallw => {
+        Gatherv | Scatterv | Allgatherv | Alltoallv | ReduceScatter | Alltoallw | Igatherv | Iscatterv | Iallgatherv | Ialltoallv
+        | IreduceScatter | Ialltoallw => {
             let recv = list.split_off((p.tag.max(0) as usize).min(list.len()));
             RecParams::Vcoll { root: p.root, comm: p.comm, request: p.request, send: std::mem::take(list), recv }
         }
         // The list: p.tag destinations, their bytes, then as many sources
         // as remain, their bytes.
-        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv | NeighborAlltoallw
-        | IneighborAllgather | IneighborAllgatherv | IneighborAlltoall | IneighborAlltoallv
-        | IneighborAlltoallw => {
+        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv | NeighborAlltoallw | IneighborAllgather
+        | IneighborAllgatherv | IneighborAlltoall | IneighborAlltoallv | IneighborAlltoallw => {
             let k = (p.tag.max(0) as usize).min(list.len() / 2);
             let m = (list.len() - 2 * k) / 2;
             let peers = |l: &[u64]| l.iter().map(|&v| v as u32 as i32).collect();
@@ -108,9 +108,8 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
                 recv: list[2 * k + m..2 * k + 2 * m].to_vec(),
             }
         }
-        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll
-        | FileWrite | FileWriteAll | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt
-        | FileIwriteAt => RecParams::Io {
+        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll | FileWrite | FileWriteAll
+        | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt | FileIwriteAt => RecParams::Io {
             file: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
             offset: p.bytes2,
             bytes: p.bytes,
@@ -127,15 +126,21 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
             recv_bytes: p.bytes2,
             comm: p.comm,
         },
-        CommDup | CommSplit | CommCreate | CartCreate | CartSub | IntercommMerge | CommCreateGroup | CommIdup
-        | CommSplitType | DistGraphCreateAdjacent | GraphCreate => RecParams::CommCreate {
-            parent: p.comm,
-            comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
-            members: list_u32(list),
-        },
-        Barrier | Bcast | Reduce | Allreduce | Gather | GathervTotal | Scatter | ScattervTotal | Allgather
-        | AllgathervTotal | Alltoall | AlltoallvTotal | ReduceScatterTotal | ReduceScatterBlock | Scan | Exscan
-        | CommFree => {
+        CommDup
+        | CommSplit
+        | CommCreate
+        | CartCreate
+        | CartSub
+        | IntercommMerge
+        | CommCreateGroup
+        | CommIdup
+        | CommSplitType
+        | DistGraphCreateAdjacent
+        | GraphCreate => {
+            RecParams::CommCreate { parent: p.comm, comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 }, members: list_u32(list) }
+        }
+        Barrier | Bcast | Reduce | Allreduce | Gather | GathervTotal | Scatter | ScattervTotal | Allgather | AllgathervTotal | Alltoall
+        | AlltoallvTotal | ReduceScatterTotal | ReduceScatterBlock | Scan | Exscan | CommFree => {
             RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm }
         }
         Init | InitThread | Finalize | CommRank | CommSize => RecParams::None,

@@ -388,7 +388,14 @@ impl Online {
             .enumerate()
             .map(|(r, v)| RankOnline {
                 rank: r as u32,
-                stats: VirtualStats { end_s: v[0], compute_s: v[1], comm_s: v[2], wait_s: v[3], messages: v[4] as u64, bytes_sent: v[5] as u64 },
+                stats: VirtualStats {
+                    end_s: v[0],
+                    compute_s: v[1],
+                    comm_s: v[2],
+                    wait_s: v[3],
+                    messages: v[4] as u64,
+                    bytes_sent: v[5] as u64,
+                },
             })
             .collect();
         let stalled: Vec<String> = all
@@ -421,9 +428,8 @@ impl Online {
             warn(None, &format!("online mode did not model {calls} (no virtual time charged; see online.json)"));
         }
         let path = self.out.join("online.json");
-        let written = serde_json::to_vec_pretty(&report)
-            .map_err(|e| e.to_string())
-            .and_then(|j| std::fs::write(&path, j).map_err(|e| e.to_string()));
+        let written =
+            serde_json::to_vec_pretty(&report).map_err(|e| e.to_string()).and_then(|j| std::fs::write(&path, j).map_err(|e| e.to_string()));
         if let Err(e) = written {
             warn(Some(self.rank), &format!("cannot write {}: {e}", path.display()));
         }

@@ -18,9 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use simulator::trace::record::COMM_UNKNOWN;
-use simulator::trace::{
-    rank_file_name, CallRecord, Op, Params, RankHeader, RankWriter, TimingSource, TraceMeta, META_FILE,
-};
+use simulator::trace::{rank_file_name, CallRecord, Op, Params, RankHeader, RankWriter, TimingSource, TraceMeta, META_FILE};
 
 use crate::clock::{self, ticks_to_ns, WallClock};
 use crate::config::{self, Config, Mode};
@@ -206,7 +204,11 @@ fn hostname() -> String {
     // SAFETY: `buf` is writable for its length.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    if rc == 0 { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "unknown".into() }
+    if rc == 0 {
+        String::from_utf8_lossy(&buf[..end]).into_owned()
+    } else {
+        "unknown".into()
+    }
 }
 
 /// Resolves `INTERPOSER_COUNTERS`: the timing source, a note for the
@@ -220,7 +222,8 @@ fn counters(requested: Counters) -> (TimingSource, String, Option<String>) {
     match counters::probe_hw() {
         Ok(()) => (TimingSource::PerfCounters, "hw (cycles, instructions)".into(), None),
         Err(e) => {
-            let warning = (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters unavailable: {e}; using sw"));
+            let warning =
+                (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters unavailable: {e}; using sw"));
             (TimingSource::ClockGettime, format!("sw (hardware counters unavailable: {e})"), warning)
         }
     }
@@ -250,15 +253,7 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
         .and_then(|_| File::options().append(true).open(&path))
         .map_err(|e| format!("INTERPOSER_OUT={}: cannot write {}: {e}", dir.display(), path.display()))?;
     let epoch_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-    let header = RankHeader {
-        rank,
-        ranks: size,
-        host: hostname(),
-        pid: std::process::id(),
-        timing_source,
-        tsc_hz,
-        epoch_unix_s,
-    };
+    let header = RankHeader { rank, ranks: size, host: hostname(), pid: std::process::id(), timing_source, tsc_hz, epoch_unix_s };
     let mut writer = RankWriter::create(file, &header).map_err(|e| format!("{}: {e}", path.display()))?;
     writer.set_counters(&counters_note);
     if rank == 0 {
@@ -296,9 +291,7 @@ fn write_meta(dir: &Path, meta: &TraceMeta) -> Result<(), String> {
     let path = dir.join(META_FILE);
     let tmp = dir.join(format!("{META_FILE}.tmp"));
     let json = serde_json::to_vec_pretty(meta).map_err(|e| e.to_string())?;
-    std::fs::write(&tmp, json)
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, &path)).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Number of empty calls the C side makes through its own wrappers to
@@ -464,10 +457,7 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         // recorder (a chunk written, the token waited for), in online mode
         // (whose model ran in the call's epilogue), and whenever the fast
         // path is on: the overhead measurement saw its epilogue, not this one.
-        let fresh = rec.isolated
-            || rec.writer.flushes() != flushes
-            || crate::online::installed()
-            || rec.ring.state().on != 0;
+        let fresh = rec.isolated || rec.writer.flushes() != flushes || crate::online::installed() || rec.ring.state().on != 0;
         // After a slow step that may have slept (a chunk written, the token
         // waited for) the CPU clock is read; else only after a long call.
         let slept = rec.isolated || rec.writer.flushes() != flushes;
@@ -564,7 +554,6 @@ fn flush_on_signal(target: *mut ()) {
         rec.busy.store(false, Ordering::Release);
     }
 }
-
 
 /// Id of a communicator handle other than `MPI_COMM_WORLD` (ids from 1).
 pub fn comm_id(handle: u64) -> u32 {

@@ -40,7 +40,11 @@ pub fn configure(cpu_time: bool, hw: bool) {
 /// Blocks shorter than this many ticks have their CPU time estimated
 /// ([`CPU_READ_MIN_BLOCK_NS`]); `u64::MAX` when CPU time is wall time.
 pub fn min_ticks() -> u64 {
-    if cpu_time() { MIN_TICKS.load(Ordering::Relaxed) } else { u64::MAX }
+    if cpu_time() {
+        MIN_TICKS.load(Ordering::Relaxed)
+    } else {
+        u64::MAX
+    }
 }
 
 /// True unless CPU time is wall time (`INTERPOSER_COUNTERS=off`).
@@ -137,10 +141,8 @@ impl Timer {
     /// is long enough for [`Timer::end`] to need it: read before work
     /// that is not the block's (the recorder encoding its fast-path ring).
     pub fn cpu_for_end(&self, start: u64, wall: u64) -> Option<u64> {
-        (cpu_time() && wall.wrapping_sub(start) >= MIN_TICKS.load(Ordering::Relaxed))
-            .then(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID))
+        (cpu_time() && wall.wrapping_sub(start) >= MIN_TICKS.load(Ordering::Relaxed)).then(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID))
     }
-
 
     /// The counters between two stamps less `overhead`; `None` without a
     /// counter group.

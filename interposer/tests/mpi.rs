@@ -525,10 +525,8 @@ fn thread_multiple_records_every_call_of_every_thread() {
         let streams = t.streams();
         assert_eq!(streams.len(), 5, "the init thread and 4 workers: {streams:?}");
         for (name, n) in &expected {
-            let got: usize = streams
-                .iter()
-                .map(|&s| t.records_of(s).unwrap().filter(|r| r.as_ref().unwrap().op.mpi_name() == name).count())
-                .sum();
+            let got: usize =
+                streams.iter().map(|&s| t.records_of(s).unwrap().filter(|r| r.as_ref().unwrap().op.mpi_name() == name).count()).sum();
             assert_eq!(got, *n, "rank {} {name}", t.header.rank);
         }
     }

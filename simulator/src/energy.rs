@@ -210,10 +210,8 @@ impl HostMeter {
 impl EnergyMeter {
     /// One meter per host: `(power range at the running pstate, cores)`.
     pub(crate) fn new(hosts: impl IntoIterator<Item = (Option<PowerRange>, u32)>) -> EnergyMeter {
-        let hosts = hosts
-            .into_iter()
-            .map(|(range, cores)| HostMeter { range, cores, ends: BinaryHeap::new(), last: 0.0, joules: 0.0 })
-            .collect();
+        let hosts =
+            hosts.into_iter().map(|(range, cores)| HostMeter { range, cores, ends: BinaryHeap::new(), last: 0.0, joules: 0.0 }).collect();
         EnergyMeter { hosts }
     }
 

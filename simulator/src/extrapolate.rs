@@ -343,13 +343,16 @@ fn class_rules(samples: &[Sample], shape_of: &[Vec<usize>], nshapes: usize) -> R
     }
     if rest.len() > 1 {
         // Name the first call where two of the unnamed behaviours differ.
-        let find = |shape: usize| {
-            samples.iter().zip(shape_of).find_map(|(s, ids)| ids.iter().position(|&i| i == shape).map(|r| &s.ranks[r].2))
-        };
+        let find =
+            |shape: usize| samples.iter().zip(shape_of).find_map(|(s, ids)| ids.iter().position(|&i| i == shape).map(|r| &s.ranks[r].2));
         let (a, b) = (find(rest[0]).expect("a shape has a rank"), find(rest[1]).expect("a shape has a rank"));
         let at = a.iter().zip(b.iter()).position(|(x, y)| x.0.op != y.0.op || x.1 != y.1).unwrap_or(a.len().min(b.len()));
         let (rec, site) = a.get(at).or(a.last()).expect("a rank has records");
-        return Err(irregular(rec, site, format!("ranks call in {} different orders that no rank rule (first, last, the rest) separates", rest.len())));
+        return Err(irregular(
+            rec,
+            site,
+            format!("ranks call in {} different orders that no rank rule (first, last, the rest) separates", rest.len()),
+        ));
     }
     explicit.extend(rest.into_iter().map(|s| (s, ClassRule::Rest)));
     Ok(explicit)
@@ -418,7 +421,13 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
         let mut slot = Slot { rec: trec.clone(), region, peers: [None, None], sizes: [None, None], members: None, law };
         for j in 0..2 {
             if !peers[j].is_empty() {
-                let rule = rules::fit_peer(&peers[j]).ok_or_else(|| irregular(trec, tsite, "its peer is no function of the rank and the rank count that the model knows (data-dependent?)".into()))?;
+                let rule = rules::fit_peer(&peers[j]).ok_or_else(|| {
+                    irregular(
+                        trec,
+                        tsite,
+                        "its peer is no function of the rank and the rank count that the model knows (data-dependent?)".into(),
+                    )
+                })?;
                 slot.peers[j] = Some(rule);
             }
             if !sizes[j].is_empty() {
@@ -426,7 +435,8 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
             }
         }
         if !members.is_empty() {
-            let rule = rules::fit_members(&members).ok_or_else(|| irregular(trec, tsite, "its members are no grid row, column, block or stride of the world".into()))?;
+            let rule = rules::fit_members(&members)
+                .ok_or_else(|| irregular(trec, tsite, "its members are no grid row, column, block or stride of the world".into()))?;
             slot.members = Some(rule);
         }
         slots.push(slot);

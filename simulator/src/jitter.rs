@@ -90,11 +90,7 @@ pub fn load_tracks(path: &Path, cosched_window_cycles: Option<u64>) -> Result<(V
 /// # Panics
 /// If `tracks` is empty, or in cosched mode a track has no window starts.
 pub fn rank_cursors(tracks: &[Track], mode: Mode, ranks: usize, seed: u64) -> Vec<TraceCursor<'_>> {
-    start_offsets(tracks, mode, ranks, seed)
-        .into_iter()
-        .enumerate()
-        .map(|(r, o)| TraceCursor::new(&tracks[r % tracks.len()], o))
-        .collect()
+    start_offsets(tracks, mode, ranks, seed).into_iter().enumerate().map(|(r, o)| TraceCursor::new(&tracks[r % tracks.len()], o)).collect()
 }
 
 /// A compute-block stretcher for [`crate::replay::replay_jitter`]: rank

@@ -240,16 +240,11 @@ impl JitterTrace {
     /// Start of each co-scheduler high-priority window, cycles from the trace
     /// start (jitSim §3.5); empty when the trace has no window marks.
     pub fn window_starts(&self) -> impl Iterator<Item = u64> + '_ {
-        let (window, origin) = match (
-            self.header.cosched_window_cycles,
-            self.header.cosched_origin_cycles,
-        ) {
+        let (window, origin) = match (self.header.cosched_window_cycles, self.header.cosched_origin_cycles) {
             (Some(w), o) if w > 0 => (w, o.unwrap_or(0)),
             _ => (1, u64::MAX),
         };
-        (0u64..)
-            .map(move |k| origin.saturating_add(k.saturating_mul(window)))
-            .take_while(|&t| t < self.duration_cycles)
+        (0u64..).map(move |k| origin.saturating_add(k.saturating_mul(window))).take_while(|&t| t < self.duration_cycles)
     }
 
     /// Writes the netgauge/LogGOPSim export of this trace to `w`.
@@ -283,13 +278,7 @@ impl<W: Write> JitterWriter<W> {
     /// The I/O error.
     pub fn new(mut out: W, header: &JitterHeader) -> io::Result<Self> {
         out.write_all(render_header(header).as_bytes())?;
-        Ok(JitterWriter {
-            out,
-            pending: None,
-            lead: None,
-            events: 0,
-            line: String::with_capacity(48),
-        })
+        Ok(JitterWriter { out, pending: None, lead: None, events: 0, line: String::with_capacity(48) })
     }
 
     /// Adds an event starting `start` cycles after the trace start and lasting `duration` cycles.
@@ -300,12 +289,9 @@ impl<W: Write> JitterWriter<W> {
         match self.pending {
             None => self.lead = Some(start),
             Some((s, d)) => {
-                let gap = start.checked_sub(s + d).ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("event at {start} overlaps the one at {s}+{d}"),
-                    )
-                })?;
+                let gap = start
+                    .checked_sub(s + d)
+                    .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("event at {start} overlaps the one at {s}+{d}")))?;
                 self.write_record(d, gap)?;
             }
         }
@@ -328,10 +314,7 @@ impl<W: Write> JitterWriter<W> {
         let lead = match self.pending {
             Some((s, d)) => {
                 let gap = duration_cycles.checked_sub(s + d).ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("event {s}+{d} ends after the trace ({duration_cycles})"),
-                    )
+                    io::Error::new(io::ErrorKind::InvalidInput, format!("event {s}+{d} ends after the trace ({duration_cycles})"))
                 })?;
                 self.write_record(d, gap)?;
                 self.lead.unwrap_or(0)
@@ -364,27 +347,15 @@ impl<W: Write> NetgaugeWriter<W> {
     /// # Errors
     /// The I/O error.
     pub fn new(mut out: W, header: &JitterHeader) -> io::Result<Self> {
-        writeln!(
-            out,
-            "# netgauge/LogGOPSim noise trace written by tracecollector"
-        )?;
+        writeln!(out, "# netgauge/LogGOPSim noise trace written by tracecollector")?;
         writeln!(
             out,
             "# host {} cpu {} tsc_hz {} t_min_cycles {} threshold_cycles {}",
             header.host, header.cpu, header.tsc_hz, header.t_min_cycles, header.threshold_cycles
         )?;
-        writeln!(
-            out,
-            "# start_unix_ns {} kernel {}",
-            header.start_unix_ns, header.kernel
-        )?;
+        writeln!(out, "# start_unix_ns {} kernel {}", header.start_unix_ns, header.kernel)?;
         writeln!(out, "# <start_ns from trace start>\t<duration_ns>")?;
-        Ok(NetgaugeWriter {
-            out,
-            ns_per_cycle: 1e9 / header.tsc_hz,
-            total_ns: 0,
-            events: 0,
-        })
+        Ok(NetgaugeWriter { out, ns_per_cycle: 1e9 / header.tsc_hz, total_ns: 0, events: 0 })
     }
 
     /// Adds an event; times in cycles from the trace start.
@@ -405,11 +376,7 @@ impl<W: Write> NetgaugeWriter<W> {
     /// The I/O error.
     pub fn finish(mut self, duration_cycles: u64) -> io::Result<W> {
         let duration_ns = (duration_cycles as f64 * self.ns_per_cycle).round() as u64;
-        writeln!(
-            self.out,
-            "# events {} total_noise_ns {} duration_ns {duration_ns}",
-            self.events, self.total_ns
-        )?;
+        writeln!(self.out, "# events {} total_noise_ns {} duration_ns {duration_ns}", self.events, self.total_ns)?;
         Ok(self.out)
     }
 }
@@ -432,14 +399,8 @@ pub fn trace_files_in_dir(dir: &Path) -> Result<Vec<PathBuf>, JitterTraceError> 
         return Err(err(dir, None, JitterTraceErrorKind::NoTraces));
     }
     let key = |p: &PathBuf| {
-        let stem = p
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match stem
-            .rsplit_once(".cpu")
-            .and_then(|(h, c)| Some((h.to_string(), c.parse::<u64>().ok()?)))
-        {
+        let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        match stem.rsplit_once(".cpu").and_then(|(h, c)| Some((h.to_string(), c.parse::<u64>().ok()?))) {
             Some((host, cpu)) => (host, cpu, stem),
             None => (stem.clone(), u64::MAX, stem),
         }
@@ -449,11 +410,7 @@ pub fn trace_files_in_dir(dir: &Path) -> Result<Vec<PathBuf>, JitterTraceError> 
 }
 
 fn err(path: &Path, line: Option<usize>, kind: JitterTraceErrorKind) -> JitterTraceError {
-    JitterTraceError {
-        path: path.to_path_buf(),
-        line,
-        kind,
-    }
+    JitterTraceError { path: path.to_path_buf(), line, kind }
 }
 
 fn one_line(s: &str) -> String {
@@ -463,10 +420,7 @@ fn one_line(s: &str) -> String {
 fn render_header(h: &JitterHeader) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{MAGIC} {FORMAT_VERSION}");
-    let _ = writeln!(
-        s,
-        "# OS-jitter trace (jitSim §3.1): records are <jitter_cycles>\\t<cycles_to_next_jitter>"
-    );
+    let _ = writeln!(s, "# OS-jitter trace (jitSim §3.1): records are <jitter_cycles>\\t<cycles_to_next_jitter>");
     let _ = writeln!(s, "host {}", one_line(&h.host));
     let _ = writeln!(s, "cpu {}", h.cpu);
     let _ = writeln!(s, "tsc_hz {}", h.tsc_hz);
@@ -502,17 +456,10 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn missing(&self, key: &'static str) -> JitterTraceError {
-        err(
-            self.path,
-            Some(self.line),
-            JitterTraceErrorKind::MissingKey(key),
-        )
+        err(self.path, Some(self.line), JitterTraceErrorKind::MissingKey(key))
     }
     fn text(&self, key: &'static str) -> Result<String, JitterTraceError> {
-        self.map
-            .get(key)
-            .map(|(_, v)| v.clone())
-            .ok_or_else(|| self.missing(key))
+        self.map.get(key).map(|(_, v)| v.clone()).ok_or_else(|| self.missing(key))
     }
     fn opt<T: std::str::FromStr>(&self, key: &'static str) -> Result<Option<T>, JitterTraceError>
     where
@@ -521,14 +468,8 @@ impl Fields<'_> {
         let Some((n, v)) = self.map.get(key) else {
             return Ok(None);
         };
-        let bad = |e: T::Err| JitterTraceErrorKind::BadValue {
-            key: key.into(),
-            value: v.clone(),
-            why: e.to_string(),
-        };
-        v.parse()
-            .map(Some)
-            .map_err(|e| err(self.path, Some(*n), bad(e)))
+        let bad = |e: T::Err| JitterTraceErrorKind::BadValue { key: key.into(), value: v.clone(), why: e.to_string() };
+        v.parse().map(Some).map_err(|e| err(self.path, Some(*n), bad(e)))
     }
     fn num<T: std::str::FromStr>(&self, key: &'static str) -> Result<T, JitterTraceError>
     where
@@ -563,25 +504,15 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
         _ => return Err(err(path, Some(n), K::BadMagic)),
     }
 
-    let mut fields = Fields {
-        path,
-        line: 0,
-        map: Default::default(),
-    };
+    let mut fields = Fields { path, line: 0, map: Default::default() };
     loop {
         let (n, l) = next(&mut last)?.ok_or_else(|| truncated(last))?;
         if l == "records" {
             fields.line = n;
             break;
         }
-        let (k, v) = l
-            .split_once(char::is_whitespace)
-            .unwrap_or((l.as_str(), ""));
-        if fields
-            .map
-            .insert(k.to_string(), (n, v.trim().to_string()))
-            .is_some()
-        {
+        let (k, v) = l.split_once(char::is_whitespace).unwrap_or((l.as_str(), ""));
+        if fields.map.insert(k.to_string(), (n, v.trim().to_string())).is_some() {
             return Err(err(path, Some(n), K::DuplicateKey(k.into())));
         }
     }
@@ -603,15 +534,7 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
     if !(header.tsc_hz.is_finite() && header.tsc_hz > 0.0) {
         let (n, v) = fields.map["tsc_hz"].clone();
         let why = "must be a positive frequency in Hz".to_string();
-        return Err(err(
-            path,
-            Some(n),
-            K::BadValue {
-                key: "tsc_hz".into(),
-                value: v,
-                why,
-            },
-        ));
+        return Err(err(path, Some(n), K::BadValue { key: "tsc_hz".into(), value: v, why }));
     }
 
     let mut records = Vec::new();
@@ -622,25 +545,14 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
         }
         let mut it = l.split_whitespace().map(str::parse::<u64>);
         match (it.next(), it.next(), it.next()) {
-            (Some(Ok(jitter_cycles)), Some(Ok(cycles_to_next)), None) => {
-                records.push(JitterRecord {
-                    jitter_cycles,
-                    cycles_to_next,
-                })
-            }
+            (Some(Ok(jitter_cycles)), Some(Ok(cycles_to_next)), None) => records.push(JitterRecord { jitter_cycles, cycles_to_next }),
             _ => return Err(err(path, Some(n), K::BadRecord(l))),
         }
     };
-    let mut end_fields = Fields {
-        path,
-        line: end_line,
-        map: Default::default(),
-    };
+    let mut end_fields = Fields { path, line: end_line, map: Default::default() };
     for kv in end.split_whitespace() {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        end_fields
-            .map
-            .insert(k.to_string(), (end_line, v.to_string()));
+        end_fields.map.insert(k.to_string(), (end_line, v.to_string()));
     }
     let events: u64 = end_fields.num("events")?;
     let lead_cycles: u64 = end_fields.num("lead_cycles")?;
@@ -648,34 +560,20 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
     let dropped_events: u64 = end_fields.opt("dropped_events")?.unwrap_or(0);
     let inconsistent = |what: String| err(path, Some(end_line), K::Inconsistent(what));
     if events != records.len() as u64 {
-        let what = format!(
-            "`end` says {events} events but the file has {} records",
-            records.len()
-        );
+        let what = format!("`end` says {events} events but the file has {} records", records.len());
         return Err(inconsistent(what));
     }
-    let sum = records.iter().try_fold(lead_cycles, |a, r| {
-        a.checked_add(r.jitter_cycles)?
-            .checked_add(r.cycles_to_next)
-    });
+    let sum = records.iter().try_fold(lead_cycles, |a, r| a.checked_add(r.jitter_cycles)?.checked_add(r.cycles_to_next));
     if sum != Some(duration_cycles) {
         let sum = sum.map_or("more than 2^64".to_string(), |s| s.to_string());
-        let what = format!(
-            "lead + records sum to {sum} cycles but `end` says duration_cycles={duration_cycles}"
-        );
+        let what = format!("lead + records sum to {sum} cycles but `end` says duration_cycles={duration_cycles}");
         return Err(inconsistent(what));
     }
     if let Some((n, l)) = next(&mut last)? {
         let what = format!("unexpected `{l}` after the `end` line");
         return Err(err(path, Some(n), K::Inconsistent(what)));
     }
-    Ok(JitterTrace {
-        header,
-        lead_cycles,
-        records,
-        duration_cycles,
-        dropped_events,
-    })
+    Ok(JitterTrace { header, lead_cycles, records, duration_cycles, dropped_events })
 }
 
 #[cfg(test)]

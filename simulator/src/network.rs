@@ -125,12 +125,9 @@ impl TryFrom<P2pToml> for P2pModel {
         match (t.loggp, t.eager_threshold_bytes, t.transfer) {
             (Some(l), None, None) => l.validate().map(|()| l.to_p2p()),
             (Some(_), _, _) => Err("give either loggp or eager_threshold_bytes/transfer, not both".into()),
-            (None, Some(eager_threshold_bytes), Some(transfer)) => Ok(P2pModel {
-                eager_threshold_bytes,
-                transfer,
-                send_overhead: t.send_overhead,
-                recv_overhead: t.recv_overhead,
-            }),
+            (None, Some(eager_threshold_bytes), Some(transfer)) => {
+                Ok(P2pModel { eager_threshold_bytes, transfer, send_overhead: t.send_overhead, recv_overhead: t.recv_overhead })
+            }
             (None, None, _) => Err("missing field `eager_threshold_bytes` (or a `loggp` table)".into()),
             (None, _, None) => Err("missing field `transfer` (or a `loggp` table)".into()),
         }
@@ -148,11 +145,7 @@ impl P2pModel {
     /// # Errors
     /// A message naming the bad function and segment.
     pub fn validate(&self) -> Result<(), String> {
-        for (name, p) in [
-            ("transfer", &self.transfer),
-            ("send_overhead", &self.send_overhead),
-            ("recv_overhead", &self.recv_overhead),
-        ] {
+        for (name, p) in [("transfer", &self.transfer), ("send_overhead", &self.send_overhead), ("recv_overhead", &self.recv_overhead)] {
             p.validate().map_err(|e| format!("{name}: {e}"))?;
         }
         if self.transfer.segments.is_empty() {

@@ -391,11 +391,15 @@ impl<'a> VirtualRank<'a> {
     /// nonblocking one) and the reduction steps' local compute, seconds
     /// ([`Extras::reduce`]; 0 for a nonblocking one, whose progress engine
     /// reduces off the rank's CPU).
-    fn run_collective(&self, action: &Action, members: &[u32], entries_s: &[f64], nonblocking: bool) -> Result<(f64, f64, f64), ReplayError> {
-        let bad = |why: String| ReplayError {
-            rank: Some(self.rank),
-            kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why },
-        };
+    fn run_collective(
+        &self,
+        action: &Action,
+        members: &[u32],
+        entries_s: &[f64],
+        nonblocking: bool,
+    ) -> Result<(f64, f64, f64), ReplayError> {
+        let bad =
+            |why: String| ReplayError { rank: Some(self.rank), kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why } };
         if members.len() != entries_s.len() {
             return Err(bad(format!("{} members but {} entry times", members.len(), entries_s.len())));
         }

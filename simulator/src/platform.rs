@@ -448,18 +448,13 @@ mod tests {
     pub(crate) fn sample() -> Platform {
         let model = P2pModel {
             eager_threshold_bytes: 4096,
-            transfer: Piecewise {
-                segments: vec![Segment { max_bytes: None, intercept_s: 1e-6, bandwidth_bytes_per_s: 1e9 }],
-            },
+            transfer: Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: 1e-6, bandwidth_bytes_per_s: 1e9 }] },
             send_overhead: Piecewise::default(),
             recv_overhead: Piecewise::default(),
         };
         Platform {
             name: "t".into(),
-            hosts: vec![
-                Host { name: "a".into(), cores: 2, speed_ratio: 1.0 },
-                Host { name: "b".into(), cores: 2, speed_ratio: 1.0 },
-            ],
+            hosts: vec![Host { name: "a".into(), cores: 2, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 2, speed_ratio: 1.0 }],
             mapping: Mapping::Block,
             network: Network { intra: model, inter: None },
         }
@@ -486,10 +481,7 @@ mod tests {
         std::fs::write(&f, text).unwrap();
         let (p, x) = load_any(&f, &[]).unwrap();
         assert_eq!(p, sample());
-        assert_eq!(
-            (x.host_speed_flops(0), x.host_speed_flops(1), x.async_small_thresh_bytes),
-            (Some(2e9), None, Some(0))
-        );
+        assert_eq!((x.host_speed_flops(0), x.host_speed_flops(1), x.async_small_thresh_bytes), (Some(2e9), None, Some(0)));
         assert!(load_any(&f, &["smpi/os:0:1:0".into()]).unwrap_err().to_string().contains("XML"));
     }
 
@@ -535,7 +527,11 @@ mod tests {
             load_any(&f, &[]).unwrap()
         };
         assert_eq!((x.coll, x.reduce), (CollAlgs::mpich(), ReduceCost::default()));
-        let ompi = Extras { coll: CollAlgs::preset("ompi").unwrap(), reduce: ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 0 }, ..Extras::default() };
+        let ompi = Extras {
+            coll: CollAlgs::preset("ompi").unwrap(),
+            reduce: ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 0 },
+            ..Extras::default()
+        };
         sample().save_with(&f, &ompi).unwrap();
         let (p, x) = load_any(&f, &[]).unwrap();
         assert_eq!((p, x.coll.selector, x.reduce), (sample(), Selector::Ompi, ompi.reduce));

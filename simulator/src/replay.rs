@@ -149,11 +149,7 @@ where
 ///
 /// # Errors
 /// As [`replay`]; also a TI `compute` on a host without a speed.
-pub fn replay_with<'a, E>(
-    platform: &Platform,
-    extras: &Extras,
-    streams: Vec<ActionStream<'a, E>>,
-) -> Result<ReplayReport, ReplayError>
+pub fn replay_with<'a, E>(platform: &Platform, extras: &Extras, streams: Vec<ActionStream<'a, E>>) -> Result<ReplayReport, ReplayError>
 where
     E: std::error::Error + Send + Sync + 'static,
 {
@@ -284,20 +280,15 @@ impl TraceInput {
     pub fn open(&self, compute: ComputeTime) -> Result<Vec<ActionStream<'static, InputError>>, ReplayError> {
         match self {
             TraceInput::InterposerDir(dir) => {
-                let streams = open_trace_dir(dir, compute)
-                    .map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Trace(e) })?;
+                let streams = open_trace_dir(dir, compute).map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Trace(e) })?;
                 Ok(streams
                     .into_iter()
                     .map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>)
                     .collect())
             }
             TraceInput::TiList(path) => {
-                let ranks =
-                    ti::open_list(path).map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Ti(e) })?;
-                Ok(ranks
-                    .into_iter()
-                    .map(|s| Box::new(s.map(|a| a.map_err(InputError::Ti))) as ActionStream<'static, InputError>)
-                    .collect())
+                let ranks = ti::open_list(path).map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Ti(e) })?;
+                Ok(ranks.into_iter().map(|s| Box::new(s.map(|a| a.map_err(InputError::Ti))) as ActionStream<'static, InputError>).collect())
             }
         }
     }
@@ -331,10 +322,7 @@ pub fn open_trace_dir(dir: &Path, compute: ComputeTime) -> Result<Vec<ActionStre
     let mut streams: Vec<ActionStream<'static, TraceError>> = Vec::with_capacity(ranks.len());
     for (r, t) in ranks.into_iter().enumerate() {
         if t.header.rank != r as u32 || t.header.ranks != meta.ranks {
-            let what = format!(
-                "header says rank {} of {}, expected rank {r} of {} (meta.json)",
-                t.header.rank, t.header.ranks, meta.ranks
-            );
+            let what = format!("header says rank {} of {}, expected rank {r} of {} (meta.json)", t.header.rank, t.header.ranks, meta.ranks);
             return Err(TraceError { path: t.path.clone(), kind: TraceErrorKind::Corrupt { at: 8, what } });
         }
         streams.push(Box::new(TraceActions::new(t, compute)?));

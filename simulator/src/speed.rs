@@ -130,7 +130,9 @@ impl SpeedRatios {
                 Ok(f) if f == ["start-stop", "ratio"] => {}
                 _ => return Err(bad(n, format!("expected header `{HEADER}`"))),
             },
-            None => return Err(SpeedError { path: path.to_path_buf(), line: None, what: format!("empty file; expected header `{HEADER}`") }),
+            None => {
+                return Err(SpeedError { path: path.to_path_buf(), line: None, what: format!("empty file; expected header `{HEADER}`") })
+            }
         }
         let mut out = SpeedRatios::new();
         for (n, line) in lines {

@@ -75,16 +75,16 @@ pub fn datatype_size(code: &str) -> Option<u64> {
     Some(match id {
         0 => 8,                                    // MPI_DOUBLE
         1 => 4,                                    // MPI_INT
-        2 | 6 | 8 | 9 | 16 | 17 | 21 | 45 => 1, // CHAR, BYTE, SIGNED_CHAR, UNSIGNED_CHAR, C_BOOL, INT8_T, UINT8_T, INTEGER1
-        3 | 10 | 18 | 22 | 46 => 2,             // SHORT, UNSIGNED_SHORT, INT16_T, UINT16_T, INTEGER2
-        4 | 7 | 12 | 13 | 20 | 24 | 28 | 29 => 8, // LONG, LONG_LONG, UNSIGNED_LONG(_LONG), INT64_T, UINT64_T, AINT, OFFSET
+        2 | 6 | 8 | 9 | 16 | 17 | 21 | 45 => 1,    // CHAR, BYTE, SIGNED_CHAR, UNSIGNED_CHAR, C_BOOL, INT8_T, UINT8_T, INTEGER1
+        3 | 10 | 18 | 22 | 46 => 2,                // SHORT, UNSIGNED_SHORT, INT16_T, UINT16_T, INTEGER2
+        4 | 7 | 12 | 13 | 20 | 24 | 28 | 29 => 8,  // LONG, LONG_LONG, UNSIGNED_LONG(_LONG), INT64_T, UINT64_T, AINT, OFFSET
         5 | 11 | 15 | 19 | 23 | 38 | 39 | 47 => 4, // FLOAT, UNSIGNED, WCHAR, INT32_T, UINT32_T, REAL, REAL4, INTEGER4
-        14 | 27 | 41 => 16, // LONG_DOUBLE, C_LONG_DOUBLE_COMPLEX (32 on x86-64, see below), REAL16
-        25 | 30 | 34 | 35 | 42 => 8, // C_FLOAT_COMPLEX, FLOAT_INT, 2INT, 2FLOAT, COMPLEX8
-        26 | 31 | 32 | 36 | 37 | 43 => 16, // C_DOUBLE_COMPLEX, LONG_INT, DOUBLE_INT, 2DOUBLE, 2LONG, COMPLEX16
-        33 => 8,            // SHORT_INT (short + padding + int)
-        40 | 48 => 8,       // REAL8, INTEGER8
-        57 => 1,            // MPI_PACKED (3.32)
+        14 | 27 | 41 => 16,                        // LONG_DOUBLE, C_LONG_DOUBLE_COMPLEX (32 on x86-64, see below), REAL16
+        25 | 30 | 34 | 35 | 42 => 8,               // C_FLOAT_COMPLEX, FLOAT_INT, 2INT, 2FLOAT, COMPLEX8
+        26 | 31 | 32 | 36 | 37 | 43 => 16,         // C_DOUBLE_COMPLEX, LONG_INT, DOUBLE_INT, 2DOUBLE, 2LONG, COMPLEX16
+        33 => 8,                                   // SHORT_INT (short + padding + int)
+        40 | 48 => 8,                              // REAL8, INTEGER8
+        57 => 1,                                   // MPI_PACKED (3.32)
         _ => return None,
     })
 }
@@ -105,11 +105,7 @@ pub fn read_trace_list(list: &Path) -> Result<Vec<PathBuf>, TiError> {
             continue;
         }
         let p = Path::new(l);
-        let found = if p.is_absolute() {
-            Some(p.to_path_buf())
-        } else {
-            [base.join(p), p.to_path_buf()].into_iter().find(|c| c.is_file())
-        };
+        let found = if p.is_absolute() { Some(p.to_path_buf()) } else { [base.join(p), p.to_path_buf()].into_iter().find(|c| c.is_file()) };
         match found.filter(|f| f.is_file()) {
             Some(f) => files.push(f),
             None => return Err(err(Some(i + 1), format!("rank {} trace file {l} does not exist", files.len()))),
@@ -289,14 +285,9 @@ impl TiActions {
         let bytes = |count: f64, size: u64| (count * size as f64).round() as u64;
         let root = |i: usize| -> Result<u32, TiError> {
             let r = if f.len() > i { int(i)? } else { 0 };
-            u32::try_from(r)
-                .ok()
-                .filter(|&r| (r as usize) < n)
-                .ok_or_else(|| bad!("`{verb}`: root {r} is not among the {n} ranks"))
+            u32::try_from(r).ok().filter(|&r| (r as usize) < n).ok_or_else(|| bad!("`{verb}`: root {r} is not among the {n} ranks"))
         };
-        let counts = |from: usize, size: u64| -> Result<Vec<u64>, TiError> {
-            (from..from + n).map(|i| Ok(bytes(num(i)?, size))).collect()
-        };
+        let counts = |from: usize, size: u64| -> Result<Vec<u64>, TiError> { (from..from + n).map(|i| Ok(bytes(num(i)?, size))).collect() };
         let peer = |p: i32| if p == TI_PROC_NULL { PROC_NULL } else { p };
         let comm = 0;
         let a = match verb {

@@ -12,11 +12,11 @@
 //! replay starts; [`RankTrace::records`] then streams its records.
 
 pub mod actions;
+pub mod check;
 pub mod chunk;
 pub mod codec;
 pub mod fields;
 pub mod record;
-pub mod check;
 pub mod symbols;
 pub mod ti_export;
 pub mod timeline;
@@ -172,7 +172,9 @@ pub enum TraceErrorKind {
     #[error("not an interposer trace (bad magic)")]
     BadMagic,
     /// A chunk header or payload extends past the end of the file.
-    #[error("truncated at byte {at} of {size} (last whole chunk ends at byte {last_whole}); the run was probably killed before MPI_Finalize")]
+    #[error(
+        "truncated at byte {at} of {size} (last whole chunk ends at byte {last_whole}); the run was probably killed before MPI_Finalize"
+    )]
     Truncated {
         /// Offset where the cut chunk starts.
         at: u64,

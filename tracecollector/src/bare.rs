@@ -91,8 +91,7 @@ mod tests {
                 events += e.len() as u64;
                 jitter += e.iter().map(|e| e.duration).sum::<u64>();
             });
-            let loop_mean =
-                (ring.end_tsc() - start - jitter) as f64 / (ring.reads() - events) as f64;
+            let loop_mean = (ring.end_tsc() - start - jitter) as f64 / (ring.reads() - events) as f64;
             println!(
                 "{:<13} t_min: bare C loop {bare_t_min:>3}, tracecollector {:>3} ({:.2}x) | literal minimum: bare {bare_min_cycles}, ours {} | mean delta: textbook bare loop {bare_mean:.1}, bare store loop {:.1}, our calibration {:.1}, our sampling loop {loop_mean:.1} ({:.2}x textbook)",
                 read.header_name(),
@@ -111,9 +110,6 @@ mod tests {
     #[test]
     fn bare_loop_runs() {
         let (min, mean) = bare_min(TimerRead::Rdtsc, 10_000);
-        assert!(
-            min < 10_000 && mean >= min as f64 && mean < 10_000.0,
-            "{min} {mean}"
-        );
+        assert!(min < 10_000 && mean >= min as f64 && mean < 10_000.0, "{min} {mean}");
     }
 }

@@ -87,13 +87,7 @@ fn warn(warnings: &mut Vec<String>, w: String) {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CollectError + '_ {
-    move |error| {
-        CollectErrorKind::Io {
-            path: path.to_path_buf(),
-            error,
-        }
-        .into()
-    }
+    move |error| CollectErrorKind::Io { path: path.to_path_buf(), error }.into()
 }
 
 /// Host name (`gethostname`), with `/` and whitespace made file-name safe.
@@ -102,27 +96,13 @@ pub fn host_name() -> String {
     // SAFETY: the buffer is valid for its length.
     let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = if ok {
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
-        "localhost".into()
-    };
-    name.chars()
-        .map(|c| {
-            if c == '/' || c.is_whitespace() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
+    let name = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "localhost".into() };
+    name.chars().map(|c| if c == '/' || c.is_whitespace() { '_' } else { c }).collect()
 }
 
 /// Kernel release (`uname -r`).
 pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into())
 }
 
 /// Checks the inputs that need no measurement; returns the CPUs to sample
@@ -137,40 +117,23 @@ pub fn validate(cfg: &Config) -> Result<(Vec<u32>, Vec<String>), CollectError> {
     }
     match cfg.threshold {
         Threshold::TMinFactor(0) | Threshold::Cycles(0) => {
-            return Err(
-                CollectErrorKind::BadThreshold("the threshold must be positive".into()).into(),
-            )
+            return Err(CollectErrorKind::BadThreshold("the threshold must be positive".into()).into())
         }
         Threshold::Ns(ns) if !(ns.is_finite() && ns > 0.0) => {
-            return Err(CollectErrorKind::BadThreshold(format!(
-                "--threshold-ns must be positive, got {ns}"
-            ))
-            .into())
+            return Err(CollectErrorKind::BadThreshold(format!("--threshold-ns must be positive, got {ns}")).into())
         }
         _ => {}
     }
     if cfg.cosched_window_cycles == Some(0) {
-        return Err(
-            CollectErrorKind::BadThreshold("--cosched-window must be positive".into()).into(),
-        );
+        return Err(CollectErrorKind::BadThreshold("--cosched-window must be positive".into()).into());
     }
     if !tsc::supported(cfg.timer_read) {
-        let what = format!(
-            "{} is not supported by this CPU",
-            cfg.timer_read.header_name()
-        );
+        let what = format!("{} is not supported by this CPU", cfg.timer_read.header_name());
         return Err(CollectErrorKind::Unsupported(what).into());
     }
-    let out_err = |error| {
-        CollectError::from(CollectErrorKind::OutDir {
-            path: cfg.out_dir.clone(),
-            error,
-        })
-    };
+    let out_err = |error| CollectError::from(CollectErrorKind::OutDir { path: cfg.out_dir.clone(), error });
     std::fs::create_dir_all(&cfg.out_dir).map_err(out_err)?;
-    let probe = cfg
-        .out_dir
-        .join(format!(".tracecollector-probe-{}", std::process::id()));
+    let probe = cfg.out_dir.join(format!(".tracecollector-probe-{}", std::process::id()));
     File::create(&probe).map_err(out_err)?;
     let _ = std::fs::remove_file(&probe);
     if let Some(w) = cfg.writer_cpu {
@@ -225,31 +188,21 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
     // SAFETY: the handler only stores to an atomic.
     let old: Vec<_> = [libc::SIGINT, libc::SIGTERM]
         .iter()
-        .map(|&s| {
-            (s, unsafe {
-                libc::signal(s, on_signal as *const () as libc::sighandler_t)
-            })
-        })
+        .map(|&s| (s, unsafe { libc::signal(s, on_signal as *const () as libc::sighandler_t) }))
         .collect();
     STOP.store(false, Ordering::Relaxed);
 
     // Start the samplers; each pins, allocates, calibrates, then waits.
     let barrier = Arc::new(Barrier::new(cpu_list.len() + 1));
-    let starts: Arc<Vec<AtomicU64>> =
-        Arc::new(cpu_list.iter().map(|_| AtomicU64::new(0)).collect());
+    let starts: Arc<Vec<AtomicU64>> = Arc::new(cpu_list.iter().map(|_| AtomicU64::new(0)).collect());
     let (tx, rx) = mpsc::channel::<(usize, Result<Ready, CollectError>)>();
     let mut handles = Vec::new();
     for (i, &cpu) in cpu_list.iter().enumerate() {
         let (tx, barrier, starts, cfg) = (tx.clone(), barrier.clone(), starts.clone(), cfg.clone());
         let h = std::thread::Builder::new()
             .name(format!("sampler-cpu{cpu}"))
-            .spawn(move || {
-                sampler_thread(i, cpu, &cfg, tsc_hz, duration_cycles, tx, &barrier, &starts)
-            })
-            .map_err(|e| CollectErrorKind::Sampler {
-                cpu,
-                what: e.to_string(),
-            })?;
+            .spawn(move || sampler_thread(i, cpu, &cfg, tsc_hz, duration_cycles, tx, &barrier, &starts))
+            .map_err(|e| CollectErrorKind::Sampler { cpu, what: e.to_string() })?;
         handles.push(h);
     }
     drop(tx);
@@ -266,26 +219,12 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
         barrier.wait();
         handles.into_iter().for_each(|h| drop(h.join()));
         restore(&old);
-        return Err(first_err.unwrap_or_else(|| {
-            CollectErrorKind::Sampler {
-                cpu: 0,
-                what: "exited early".into(),
-            }
-            .into()
-        }));
+        return Err(first_err.unwrap_or_else(|| CollectErrorKind::Sampler { cpu: 0, what: "exited early".into() }.into()));
     }
     let ready: Vec<Ready> = ready.into_iter().map(Option::unwrap).collect();
-    let unlocked: Vec<u32> = cpu_list
-        .iter()
-        .zip(&ready)
-        .filter(|(_, r)| !r.ring.locked())
-        .map(|(c, _)| *c)
-        .collect();
+    let unlocked: Vec<u32> = cpu_list.iter().zip(&ready).filter(|(_, r)| !r.ring.locked()).map(|(c, _)| *c).collect();
     if !unlocked.is_empty() {
-        let what = format!(
-            "mlock failed for CPUs {} (RLIMIT_MEMLOCK); buffers are prefaulted instead",
-            cpus::format_cpu_list(&unlocked)
-        );
+        let what = format!("mlock failed for CPUs {} (RLIMIT_MEMLOCK); buffers are prefaulted instead", cpus::format_cpu_list(&unlocked));
         warn(&mut warnings, what);
     }
     barrier.wait(); // go
@@ -300,8 +239,7 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
     let mut start_unix_first = u64::MAX;
     for (i, &cpu) in cpu_list.iter().enumerate() {
         let start = starts[i].load(Ordering::Acquire);
-        let start_unix_ns =
-            (reference.ns as f64 + (start as f64 - reference.tsc as f64) * ns_per_cycle) as u64;
+        let start_unix_ns = (reference.ns as f64 + (start as f64 - reference.tsc as f64) * ns_per_cycle) as u64;
         start_unix_first = start_unix_first.min(start_unix_ns);
         let cosched_origin_cycles = cfg.cosched_window_cycles.map(|w| {
             // First window boundary at or after the start, aligned to wall-clock multiples of the window.
@@ -335,11 +273,7 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
         } else {
             None
         };
-        outputs.push(Output {
-            trace_path,
-            trace,
-            netgauge,
-        });
+        outputs.push(Output { trace_path, trace, netgauge });
         stats.push(Stats::new(tsc_hz));
     }
 
@@ -362,10 +296,7 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
                         continue;
                     }
                     let at = e.start - start;
-                    let mut res = out
-                        .trace
-                        .event(at, e.duration)
-                        .map_err(io_err(&out.trace_path));
+                    let mut res = out.trace.event(at, e.duration).map_err(io_err(&out.trace_path));
                     if let (Ok(()), Some((p, ng))) = (&res, out.netgauge.as_mut()) {
                         res = ng.event(at, e.duration).map_err(io_err(p));
                     }
@@ -394,10 +325,7 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
         return Err(e);
     }
     if STOP.load(Ordering::Relaxed) {
-        warn(
-            &mut warnings,
-            "interrupted; traces cover the time up to the signal".into(),
-        );
+        warn(&mut warnings, "interrupted; traces cover the time up to the signal".into());
     }
 
     // Close the traces and summarize.
@@ -405,30 +333,16 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
     let mut node = Stats::new(tsc_hz);
     let mut max_seconds: f64 = 0.0;
     for (i, (out, r)) in outputs.into_iter().zip(&ready).enumerate() {
-        let measured = r
-            .ring
-            .end_tsc()
-            .saturating_sub(starts[i].load(Ordering::Relaxed));
+        let measured = r.ring.end_tsc().saturating_sub(starts[i].load(Ordering::Relaxed));
         let dropped = r.ring.dropped();
         if dropped > 0 {
-            warn(
-                &mut warnings,
-                format!(
-                    "CPU {}: {dropped} events dropped (the writer fell behind)",
-                    cpu_list[i]
-                ),
-            );
+            warn(&mut warnings, format!("CPU {}: {dropped} events dropped (the writer fell behind)", cpu_list[i]));
         }
-        let mut f = out
-            .trace
-            .finish(measured, dropped)
-            .map_err(io_err(&out.trace_path))?;
+        let mut f = out.trace.finish(measured, dropped).map_err(io_err(&out.trace_path))?;
         f.flush().map_err(io_err(&out.trace_path))?;
         let netgauge = match out.netgauge {
             Some((p, ng)) => {
-                ng.finish(measured)
-                    .and_then(|mut f| f.flush())
-                    .map_err(io_err(&p))?;
+                ng.finish(measured).and_then(|mut f| f.flush()).map_err(io_err(&p))?;
                 Some(p)
             }
             None => None,
@@ -486,24 +400,11 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
     std::fs::write(&summary_text, render_text(&report)).map_err(io_err(&summary_text))?;
     let json = serde_json::to_string_pretty(&report).expect("report serializes");
     std::fs::write(&summary_json, json + "\n").map_err(io_err(&summary_json))?;
-    let mut series: Vec<(String, &DurationSummary)> = report
-        .cpus
-        .iter()
-        .map(|c| (format!("cpu{}", c.cpu), &c.summary))
-        .collect();
+    let mut series: Vec<(String, &DurationSummary)> = report.cpus.iter().map(|c| (format!("cpu{}", c.cpu), &c.summary)).collect();
     series.push(("node".into(), &report.node));
-    let title = format!(
-        "OS jitter on {} ({} CPUs, {:.1} s)",
-        report.host,
-        report.cpus.len(),
-        max_seconds
-    );
-    crate::plot::histogram_svg(&histogram_svg, &title, &series).map_err(|what| {
-        CollectErrorKind::Io {
-            path: histogram_svg.clone(),
-            error: std::io::Error::other(what),
-        }
-    })?;
+    let title = format!("OS jitter on {} ({} CPUs, {:.1} s)", report.host, report.cpus.len(), max_seconds);
+    crate::plot::histogram_svg(&histogram_svg, &title, &series)
+        .map_err(|what| CollectErrorKind::Io { path: histogram_svg.clone(), error: std::io::Error::other(what) })?;
     Ok(report)
 }
 
@@ -518,10 +419,7 @@ fn progress_bar(show: bool, duration_s: f64, ncpus: usize) -> Option<indicatif::
     if !show {
         return None;
     }
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some((duration_s * 10.0) as u64),
-        indicatif::ProgressDrawTarget::stderr_with_hz(2),
-    );
+    let bar = indicatif::ProgressBar::with_draw_target(Some((duration_s * 10.0) as u64), indicatif::ProgressDrawTarget::stderr_with_hz(2));
     let style = indicatif::ProgressStyle::with_template(&format!(
         "sampling {ncpus} CPU(s) [{{elapsed_precise}}] {{bar:40}} {{percent:>3}}% {{msg}}"
     ))
@@ -544,11 +442,7 @@ fn sampler_thread(
     let setup = || -> Result<Ready, CollectError> {
         cpus::pin_current_thread(cpu)?;
         if cpus::current_cpu().is_some_and(|c| c != cpu) {
-            return Err(CollectErrorKind::Sampler {
-                cpu,
-                what: "pinned but running elsewhere".into(),
-            }
-            .into());
+            return Err(CollectErrorKind::Sampler { cpu, what: "pinned but running elsewhere".into() }.into());
         }
         let ring = Arc::new(sampler::Ring::new(cfg.chunks, cfg.chunk_events));
         let cal = tsc::calibrate_read(cfg.timer_read, cfg.calibration_reads);
@@ -558,12 +452,7 @@ fn sampler_thread(
             Threshold::Cycles(c) => c,
             Threshold::Ns(ns) => ((ns * tsc_hz / 1e9).round() as u64).max(1),
         };
-        Ok(Ready {
-            ring,
-            t_min,
-            min_delta: cal.min,
-            threshold,
-        })
+        Ok(Ready { ring, t_min, min_delta: cal.min, threshold })
     };
     let r = setup();
     let go = r.as_ref().ok().map(|r| (r.ring.clone(), r.threshold));
@@ -579,14 +468,7 @@ fn sampler_thread(
     // deltas do not include cold instruction caches and branch predictors.
     let warm = tsc::read(cfg.timer_read);
     let warm_cycles = (tsc_hz * 0.002) as u64;
-    sampler::sample_with(
-        cfg.timer_read,
-        &scratch,
-        warm,
-        warm + warm_cycles,
-        threshold,
-        &STOP,
-    );
+    sampler::sample_with(cfg.timer_read, &scratch, warm, warm + warm_cycles, threshold, &STOP);
     let start = tsc::read(cfg.timer_read);
     starts[i].store(start.max(1), Ordering::Release);
     let end = start.saturating_add(duration_cycles);

@@ -11,17 +11,8 @@ use crate::{CollectError, CollectErrorKind};
 /// [`CollectErrorKind::BadCpuList`] for an empty list, a non-number, a
 /// reversed range or a zero stride.
 pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, CollectError> {
-    let bad = |why: String| {
-        CollectError::from(CollectErrorKind::BadCpuList {
-            list: text.to_string(),
-            why,
-        })
-    };
-    let num = |s: &str| {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|_| bad(format!("`{}` is not a CPU number", s.trim())))
-    };
+    let bad = |why: String| CollectError::from(CollectErrorKind::BadCpuList { list: text.to_string(), why });
+    let num = |s: &str| s.trim().parse::<u32>().map_err(|_| bad(format!("`{}` is not a CPU number", s.trim())));
     let mut cpus = Vec::new();
     for part in text.split(',') {
         let part = part.trim();
@@ -37,9 +28,7 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, CollectError> {
         }
         let (lo, hi) = match range.split_once('-') {
             Some((a, b)) => (num(a)?, num(b)?),
-            None if part.contains(':') => {
-                return Err(bad(format!("a stride needs a range: `{part}`")))
-            }
+            None if part.contains(':') => return Err(bad(format!("a stride needs a range: `{part}`"))),
             None => (num(range)?, num(range)?),
         };
         if lo > hi {
@@ -61,11 +50,7 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
         while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
             j += 1;
         }
-        out.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
+        out.push(if j > i { format!("{}-{}", cpus[i], cpus[j]) } else { cpus[i].to_string() });
         i = j + 1;
     }
     out.join(",")
@@ -74,13 +59,10 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
 /// The online CPUs, from `/sys/devices/system/cpu/online`; falls back to
 /// `0..available_parallelism` when that file is missing.
 pub fn online_cpus() -> Vec<u32> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| parse_cpu_list(s.trim()).ok())
-        .unwrap_or_else(|| {
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (0..n as u32).collect()
-        })
+    std::fs::read_to_string("/sys/devices/system/cpu/online").ok().and_then(|s| parse_cpu_list(s.trim()).ok()).unwrap_or_else(|| {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (0..n as u32).collect()
+    })
 }
 
 /// Pins the calling thread to `cpu` with `sched_setaffinity`.
@@ -93,19 +75,11 @@ pub fn pin_current_thread(cpu: u32) -> Result<(), CollectError> {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return Err(CollectErrorKind::Pin {
-                cpu,
-                error: std::io::Error::from_raw_os_error(libc::EINVAL),
-            }
-            .into());
+            return Err(CollectErrorKind::Pin { cpu, error: std::io::Error::from_raw_os_error(libc::EINVAL) }.into());
         }
         libc::CPU_SET(cpu as usize, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(CollectErrorKind::Pin {
-                cpu,
-                error: std::io::Error::last_os_error(),
-            }
-            .into());
+            return Err(CollectErrorKind::Pin { cpu, error: std::io::Error::last_os_error() }.into());
         }
     }
     Ok(())
@@ -116,8 +90,7 @@ pub(crate) fn current_affinity() -> Option<libc::cpu_set_t> {
     // SAFETY: plain-data out parameter of the right size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
-            .then_some(set)
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0).then_some(set)
     }
 }
 
@@ -158,10 +131,7 @@ pub fn resolve_cpus(requested: Option<&[u32]>) -> Result<(Vec<u32>, Vec<String>)
                 for &cpu in req {
                     if !online.contains(&cpu) {
                         let online = format_cpu_list(&online);
-                        return Err(CollectError::from(CollectErrorKind::CpuNotOnline {
-                            cpu,
-                            online,
-                        }));
+                        return Err(CollectError::from(CollectErrorKind::CpuNotOnline { cpu, online }));
                     }
                     pin_current_thread(cpu)?;
                     chosen.push(cpu);

@@ -69,12 +69,11 @@ fn usage(msg: impl Into<String>) -> Failure {
 }
 
 fn config(cli: &Cli) -> Result<Config, Failure> {
-    let duration: f64 = cli.duration.trim().parse().map_err(|_| {
-        usage(format!(
-            "--duration must be a positive number of seconds, got `{}`",
-            cli.duration
-        ))
-    })?;
+    let duration: f64 = cli
+        .duration
+        .trim()
+        .parse()
+        .map_err(|_| usage(format!("--duration must be a positive number of seconds, got `{}`", cli.duration)))?;
     let mut cfg = Config::new(duration, &cli.out);
     if let Some(list) = &cli.cpus {
         cfg.cpus = Some(parse_cpu_list(list).map_err(|e| usage(e.to_string()))?);
@@ -85,12 +84,8 @@ fn config(cli: &Cli) -> Result<Config, Failure> {
         (_, _, Some(k)) => Threshold::TMinFactor(k),
         _ => Threshold::TMinFactor(9),
     };
-    cfg.timer_read = TimerRead::parse(&cli.timer_read).ok_or_else(|| {
-        usage(format!(
-            "--timer-read must be rdtsc, lfence-rdtsc or rdtscp, got `{}`",
-            cli.timer_read
-        ))
-    })?;
+    cfg.timer_read = TimerRead::parse(&cli.timer_read)
+        .ok_or_else(|| usage(format!("--timer-read must be rdtsc, lfence-rdtsc or rdtscp, got `{}`", cli.timer_read)))?;
     cfg.cosched_window_cycles = cli.cosched_window;
     cfg.netgauge = cli.netgauge;
     cfg.writer_cpu = cli.writer_cpu;
@@ -114,27 +109,16 @@ fn real_main() -> Result<(), Failure> {
                 .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
                 .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
                 .collect();
-            return Err(usage(
-                parts.join(" ").trim_start_matches("error: ").to_string(),
-            ));
+            return Err(usage(parts.join(" ").trim_start_matches("error: ").to_string()));
         }
     };
     let cfg = config(&cli)?;
-    let report =
-        collect::run(&cfg).map_err(|e| Failure(if e.is_usage() { 2 } else { 1 }, e.to_string()))?;
+    let report = collect::run(&cfg).map_err(|e| Failure(if e.is_usage() { 2 } else { 1 }, e.to_string()))?;
     if cli.json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).map_err(|e| Failure(1, e.to_string()))?
-        );
+        println!("{}", serde_json::to_string(&report).map_err(|e| Failure(1, e.to_string()))?);
     } else {
         print!("{}", tracecollector::report::render_text(&report));
-        println!(
-            "\nwrote {} trace(s), {} and {}",
-            report.cpus.len(),
-            report.summary_text.display(),
-            report.histogram_svg.display()
-        );
+        println!("\nwrote {} trace(s), {} and {}", report.cpus.len(), report.summary_text.display(), report.histogram_svg.display());
     }
     Ok(())
 }

@@ -12,36 +12,16 @@ use crate::summary::DurationSummary;
 ///
 /// # Errors
 /// A one-line description of the drawing or I/O failure.
-pub fn histogram_svg(
-    path: &Path,
-    title: &str,
-    series: &[(String, &DurationSummary)],
-) -> Result<(), String> {
+pub fn histogram_svg(path: &Path, title: &str, series: &[(String, &DurationSummary)]) -> Result<(), String> {
     let points = |s: &DurationSummary, seconds_per_event: f64| -> Vec<(f64, f64)> {
         s.histogram
             .iter()
             .filter(|b| b.events > 0)
-            .map(|b| {
-                (
-                    (b.lo_ns as f64 * b.hi_ns as f64).sqrt(),
-                    b.events as f64 * seconds_per_event,
-                )
-            })
+            .map(|b| ((b.lo_ns as f64 * b.hi_ns as f64).sqrt(), b.events as f64 * seconds_per_event))
             .collect()
     };
-    let all: Vec<(f64, f64)> = series
-        .iter()
-        .flat_map(|(_, s)| {
-            points(
-                s,
-                if s.events > 0 {
-                    s.rate_per_s / s.events as f64
-                } else {
-                    0.0
-                },
-            )
-        })
-        .collect();
+    let all: Vec<(f64, f64)> =
+        series.iter().flat_map(|(_, s)| points(s, if s.events > 0 { s.rate_per_s / s.events as f64 } else { 0.0 })).collect();
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in &all {
         x0 = x0.min(x);
@@ -60,10 +40,7 @@ pub fn histogram_svg(
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(64)
-        .build_cartesian_2d(
-            (x0 / 2.0..x1 * 2.0).log_scale(),
-            (y0 / 2.0..y1 * 2.0).log_scale(),
-        )
+        .build_cartesian_2d((x0 / 2.0..x1 * 2.0).log_scale(), (y0 / 2.0..y1 * 2.0).log_scale())
         .map_err(|x| e(&x))?;
     chart
         .configure_mesh()
@@ -74,35 +51,17 @@ pub fn histogram_svg(
         .map_err(|x| e(&x))?;
     for (i, (name, s)) in series.iter().enumerate() {
         let node = i + 1 == series.len();
-        let color = if node {
-            BLACK.to_rgba()
-        } else {
-            Palette99::pick(i).to_rgba()
-        };
+        let color = if node { BLACK.to_rgba() } else { Palette99::pick(i).to_rgba() };
         let style = color.stroke_width(if node { 3 } else { 1 });
-        let pts = points(
-            s,
-            if s.events > 0 {
-                s.rate_per_s / s.events as f64
-            } else {
-                0.0
-            },
-        );
+        let pts = points(s, if s.events > 0 { s.rate_per_s / s.events as f64 } else { 0.0 });
         chart
             .draw_series(LineSeries::new(pts.clone(), style))
             .map_err(|x| e(&x))?
             .label(name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-        chart
-            .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-            .map_err(|x| e(&x))?;
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(|x| e(&x))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|x| e(&x))?;
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))
 }
 
@@ -123,11 +82,7 @@ mod tests {
         let p = dir.path().join("h.svg");
         histogram_svg(&p, "test", &[("cpu0".into(), &sum), ("node".into(), &sum)]).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
-        assert!(
-            text.starts_with("<svg") && text.contains("events per second"),
-            "{}",
-            &text[..200.min(text.len())]
-        );
+        assert!(text.starts_with("<svg") && text.contains("events per second"), "{}", &text[..200.min(text.len())]);
         let empty = Stats::new(1e9).summary(1.0);
         histogram_svg(&p, "empty", &[("node".into(), &empty)]).unwrap();
     }

@@ -82,50 +82,22 @@ pub struct Report {
 pub fn render_text(r: &Report) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "tracecollector on {} (kernel {}), {} CPU(s), read {}",
-        r.host,
-        r.kernel,
-        r.cpus.len(),
-        r.timer_read
-    );
+    let _ = writeln!(s, "tracecollector on {} (kernel {}), {} CPU(s), read {}", r.host, r.kernel, r.cpus.len(), r.timer_read);
     let kernel = match (r.tsc_hz_kernel, r.tsc_hz_kernel_source, r.tsc_hz_diff_pct) {
         (Some(k), Some(src), Some(d)) => {
             format!("kernel {:.3} MHz from {src}, diff {d:+.4}%", k / 1e6)
         }
         _ => "kernel value not available".into(),
     };
-    let _ = writeln!(
-        s,
-        "TSC {:.3} MHz measured against CLOCK_MONOTONIC_RAW ({kernel})",
-        r.tsc_hz / 1e6
-    );
-    let _ = writeln!(
-        s,
-        "threshold {}; durations below are per event\n",
-        r.threshold_rule
-    );
+    let _ = writeln!(s, "TSC {:.3} MHz measured against CLOCK_MONOTONIC_RAW ({kernel})", r.tsc_hz / 1e6);
+    let _ = writeln!(s, "threshold {}; durations below are per event\n", r.threshold_rule);
     let _ = writeln!(
         s,
         "{:<6}{:>7}{:>8}{:>9}{:>10}{:>9}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-        "cpu",
-        "t_min",
-        "thresh",
-        "events",
-        "rate/s",
-        "noise%",
-        "min",
-        "median",
-        "p90",
-        "p99",
-        "p99.9",
-        "max"
+        "cpu", "t_min", "thresh", "events", "rate/s", "noise%", "min", "median", "p90", "p99", "p99.9", "max"
     );
     let row = |s: &mut String, name: String, tmin: String, th: String, d: &DurationSummary| {
-        let p = |f: fn(&crate::summary::Percentiles) -> f64| {
-            d.jitter_ns.as_ref().map_or("-".into(), |x| fmt_ns(f(x)))
-        };
+        let p = |f: fn(&crate::summary::Percentiles) -> f64| d.jitter_ns.as_ref().map_or("-".into(), |x| fmt_ns(f(x)));
         let _ = writeln!(
             s,
             "{name:<6}{tmin:>7}{th:>8}{:>9}{:>10.1}{:>9.4}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
@@ -141,13 +113,7 @@ pub fn render_text(r: &Report) -> String {
         );
     };
     for c in &r.cpus {
-        row(
-            &mut s,
-            c.cpu.to_string(),
-            c.t_min_cycles.to_string(),
-            c.threshold_cycles.to_string(),
-            &c.summary,
-        );
+        row(&mut s, c.cpu.to_string(), c.t_min_cycles.to_string(), c.threshold_cycles.to_string(), &c.summary);
     }
     row(&mut s, "node".into(), String::new(), String::new(), &r.node);
     let _ = writeln!(s, "\n(t_min and thresh in TSC cycles; node rate is summed over CPUs, node noise is over all CPU time)\n");
@@ -157,10 +123,7 @@ pub fn render_text(r: &Report) -> String {
     }
     cols.push(("node".into(), &r.node));
     let cols: Vec<(&str, &DurationSummary)> = cols.iter().map(|(n, d)| (n.as_str(), *d)).collect();
-    let _ = writeln!(
-        s,
-        "histogram (events per power-of-two duration bin; noise share = node time lost in the bin)"
-    );
+    let _ = writeln!(s, "histogram (events per power-of-two duration bin; noise share = node time lost in the bin)");
     s.push_str(&histogram_table(&cols));
     for w in &r.warnings {
         let _ = writeln!(s, "warning: {w}");

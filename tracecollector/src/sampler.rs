@@ -59,31 +59,16 @@ impl Ring {
     /// If `chunks` or `chunk_events` is 0.
     pub fn new(chunks: usize, chunk_events: usize) -> Ring {
         assert!(chunks > 0 && chunk_events > 0);
-        let events: Box<[UnsafeCell<Event>]> = (0..chunks * chunk_events)
-            .map(|_| UnsafeCell::new(Event::default()))
-            .collect();
+        let events: Box<[UnsafeCell<Event>]> = (0..chunks * chunk_events).map(|_| UnsafeCell::new(Event::default())).collect();
         let bytes = std::mem::size_of_val(&*events);
         // SAFETY: the range is our live allocation; mlock only pins it.
         let locked = unsafe { libc::mlock(events.as_ptr().cast(), bytes) == 0 };
         let page = 4096 / std::mem::size_of::<Event>();
         for e in events.iter().step_by(page) {
             // SAFETY: no other thread has the ring yet.
-            unsafe {
-                std::ptr::write_volatile(
-                    e.get(),
-                    Event {
-                        start: 1,
-                        duration: 0,
-                    },
-                )
-            };
+            unsafe { std::ptr::write_volatile(e.get(), Event { start: 1, duration: 0 }) };
         }
-        let chunks = (0..chunks)
-            .map(|_| Chunk {
-                full: AtomicBool::new(false),
-                len: AtomicUsize::new(0),
-            })
-            .collect();
+        let chunks = (0..chunks).map(|_| Chunk { full: AtomicBool::new(false), len: AtomicUsize::new(0) }).collect();
         Ring {
             chunks,
             events,
@@ -183,12 +168,7 @@ pub fn sample<C: Counter>(ring: &Ring, start: u64, end: u64, threshold: u64, sto
             }
             if n < cap {
                 // SAFETY: `buf` is chunk `cur`, which we own while its flag is clear; n < cap.
-                unsafe {
-                    buf.add(n).write(Event {
-                        start: prev,
-                        duration: d,
-                    })
-                };
+                unsafe { buf.add(n).write(Event { start: prev, duration: d }) };
                 n += 1;
                 if n == cap {
                     ring.chunks[cur].len.store(cap, Ordering::Relaxed);
@@ -221,14 +201,7 @@ pub fn sample<C: Counter>(ring: &Ring, start: u64, end: u64, threshold: u64, sto
 }
 
 /// [`sample`] with the counter chosen at run time.
-pub fn sample_with(
-    read: TimerRead,
-    ring: &Ring,
-    start: u64,
-    end: u64,
-    threshold: u64,
-    stop: &AtomicBool,
-) {
+pub fn sample_with(read: TimerRead, ring: &Ring, start: u64, end: u64, threshold: u64, stop: &AtomicBool) {
     match read {
         TimerRead::Rdtsc => sample::<Rdtsc>(ring, start, end, threshold, stop),
         TimerRead::LfenceRdtsc => sample::<LfenceRdtsc>(ring, start, end, threshold, stop),
@@ -303,10 +276,6 @@ mod tests {
         let rest = ring.drain(&mut next.get(), |_| {});
         // 5e6 / (50 × 10 + 1000) = 3333 detours, through 8 slots.
         assert_eq!(ring.dropped(), 0);
-        assert!(
-            (3333..=3334).contains(&(total.get() + rest)),
-            "{} + {rest}",
-            total.get()
-        );
+        assert!((3333..=3334).contains(&(total.get() + rest)), "{} + {rest}", total.get());
     }
 }

@@ -26,13 +26,7 @@ pub struct LogHistogram {
 
 impl Default for LogHistogram {
     fn default() -> Self {
-        LogHistogram {
-            counts: vec![0; BUCKETS].into_boxed_slice(),
-            count: 0,
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-        }
+        LogHistogram { counts: vec![0; BUCKETS].into_boxed_slice(), count: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 }
 
@@ -169,13 +163,7 @@ pub struct DurationSummary {
 impl Stats {
     /// Empty statistics for a counter running at `tsc_hz`.
     pub fn new(tsc_hz: f64) -> Stats {
-        Stats {
-            hist: LogHistogram::default(),
-            pow2_events: [0; 64],
-            pow2_cycles: [0; 64],
-            measured_cycles: 0,
-            ns_per_cycle: 1e9 / tsc_hz,
-        }
+        Stats { hist: LogHistogram::default(), pow2_events: [0; 64], pow2_cycles: [0; 64], measured_cycles: 0, ns_per_cycle: 1e9 / tsc_hz }
     }
 
     /// Adds one event of `cycles`.
@@ -223,18 +211,10 @@ impl Stats {
                 .collect(),
             _ => Vec::new(),
         };
-        let noise_pct = if self.measured_cycles == 0 {
-            0.0
-        } else {
-            100.0 * h.sum() as f64 / self.measured_cycles as f64
-        };
+        let noise_pct = if self.measured_cycles == 0 { 0.0 } else { 100.0 * h.sum() as f64 / self.measured_cycles as f64 };
         DurationSummary {
             events: h.count(),
-            rate_per_s: if seconds > 0.0 {
-                h.count() as f64 / seconds
-            } else {
-                0.0
-            },
+            rate_per_s: if seconds > 0.0 { h.count() as f64 / seconds } else { 0.0 },
             noise_pct,
             jitter_ns,
             histogram,
@@ -283,21 +263,11 @@ pub fn histogram_table(columns: &[(&str, &DurationSummary)]) -> String {
         let range = format!("[{}, {})", fmt_ns(k as f64), fmt_ns(2.0 * k as f64));
         let _ = write!(out, "{range:<24}");
         for (_, s) in columns {
-            let n = s
-                .histogram
-                .iter()
-                .find(|b| b.lo_ns == k)
-                .map_or(0, |b| b.events);
+            let n = s.histogram.iter().find(|b| b.lo_ns == k).map_or(0, |b| b.events);
             let _ = write!(out, "{n:>10}");
         }
-        let share = node
-            .and_then(|n| n.histogram.iter().find(|b| b.lo_ns == k))
-            .map_or(0.0, |b| b.noise_ns);
-        let pct = if node_noise > 0.0 {
-            100.0 * share / node_noise
-        } else {
-            0.0
-        };
+        let share = node.and_then(|n| n.histogram.iter().find(|b| b.lo_ns == k)).map_or(0.0, |b| b.noise_ns);
+        let pct = if node_noise > 0.0 { 100.0 * share / node_noise } else { 0.0 };
         let _ = writeln!(out, "{pct:>13.1}%");
         k = k.wrapping_shl(1);
     }
@@ -311,19 +281,7 @@ mod tests {
     #[test]
     fn buckets_cover_values_in_order() {
         let mut last = 0;
-        for v in [
-            0u64,
-            1,
-            127,
-            128,
-            129,
-            255,
-            256,
-            1000,
-            123_456,
-            u64::MAX / 3,
-            u64::MAX,
-        ] {
+        for v in [0u64, 1, 127, 128, 129, 255, 256, 1000, 123_456, u64::MAX / 3, u64::MAX] {
             let (lo, hi) = bucket_range(bucket(v));
             assert!(lo <= v && v <= hi, "{v} not in [{lo}, {hi}]");
             assert!((hi - lo) as f64 <= lo as f64 / 127.0 + 1.0);
@@ -352,14 +310,8 @@ mod tests {
         let p = s.jitter_ns.clone().unwrap();
         let close = |got: f64, want: f64| (got / want - 1.0).abs() < 0.008;
         assert_eq!((p.min, p.max), (1000.0, 1_000_000.0));
-        assert!(
-            close(p.median, 500_000.0) && close(p.p90, 900_000.0),
-            "{p:?}"
-        );
-        assert!(
-            close(p.p99, 990_000.0) && close(p.p99_9, 999_000.0),
-            "{p:?}"
-        );
+        assert!(close(p.median, 500_000.0) && close(p.p90, 900_000.0), "{p:?}");
+        assert!(close(p.p99, 990_000.0) && close(p.p99_9, 999_000.0), "{p:?}");
         assert!((p.mean - 500_500.0).abs() < 1e-6);
         // Bins [512 ns, 1 µs) … [512 µs, 1.024 ms): 1 µs lands in [512, 1024).
         assert_eq!(s.histogram.first().unwrap().lo_ns, 512);
@@ -376,9 +328,6 @@ mod tests {
         assert!(table.lines().count() == 12, "{table}");
         assert!(table.contains("[4.10 µs, 8.19 µs)"), "{table}");
         let empty = Stats::new(1e9).summary(1.0);
-        assert_eq!(
-            (empty.events, empty.jitter_ns.is_none(), empty.noise_pct),
-            (0, true, 0.0)
-        );
+        assert_eq!((empty.events, empty.jitter_ns.is_none(), empty.noise_pct), (0, true, 0.0));
     }
 }

@@ -114,10 +114,7 @@ mod imp {
     //! Without a TSC the "counter" is CLOCK_MONOTONIC_RAW in ns via the vDSO:
     //! usable, but coarser and slower than a real counter.
     fn now_ns() -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: valid out pointer.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
         ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -267,10 +264,7 @@ pub fn t_min(read: TimerRead, reads: u64) -> u64 {
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid out pointer; both clocks always exist on Linux.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -293,13 +287,7 @@ pub fn clock_pair(clock: libc::clockid_t) -> ClockPair {
         let ns = clock_ns(clock);
         let b = Rdtsc::read();
         if b.saturating_sub(a) < best.0 {
-            best = (
-                b - a,
-                ClockPair {
-                    tsc: a + (b - a) / 2,
-                    ns,
-                },
-            );
+            best = (b - a, ClockPair { tsc: a + (b - a) / 2, ns });
         }
     }
     best.1
@@ -335,21 +323,12 @@ pub fn kernel_tsc_hz() -> Option<(f64, &'static str)> {
         return Some((mhz * 1e6, "kernel log"));
     }
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let constant = cpuinfo
-        .lines()
-        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "constant_tsc"));
+    let constant = cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "constant_tsc"));
     let cpufreq = std::path::Path::new("/sys/devices/system/cpu/cpu0/cpufreq").exists();
     if !constant || cpufreq {
         return None;
     }
-    let mhz = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("cpu MHz"))?
-        .split(':')
-        .nth(1)?
-        .trim()
-        .parse::<f64>()
-        .ok()?;
+    let mhz = cpuinfo.lines().find(|l| l.starts_with("cpu MHz"))?.split(':').nth(1)?.trim().parse::<f64>().ok()?;
     Some((mhz * 1e6, "cpuinfo (no cpufreq driver)"))
 }
 
@@ -378,10 +357,7 @@ pub fn tsc_mhz_from_log(log: &str) -> Option<f64> {
         let rest = &line[line.find(key)? + key.len()..];
         rest.split_whitespace().next()?.parse().ok()
     };
-    let refined = log
-        .lines()
-        .rev()
-        .find_map(|l| value(l, "tsc: Refined TSC clocksource calibration: "));
+    let refined = log.lines().rev().find_map(|l| value(l, "tsc: Refined TSC clocksource calibration: "));
     refined.or_else(|| log.lines().rev().find_map(|l| value(l, "tsc: Detected ")))
 }
 
@@ -421,10 +397,7 @@ mod tests {
     fn kernel_log_parsing() {
         let log = "[0.0] tsc: Detected 2596.146 MHz processor\n[1.2] tsc: Refined TSC clocksource calibration: 2596.001 MHz\n";
         assert_eq!(tsc_mhz_from_log(log), Some(2596.001));
-        assert_eq!(
-            tsc_mhz_from_log("[0.0] tsc: Detected 2596.146 MHz processor"),
-            Some(2596.146)
-        );
+        assert_eq!(tsc_mhz_from_log("[0.0] tsc: Detected 2596.146 MHz processor"), Some(2596.146));
         assert_eq!(tsc_mhz_from_log("nothing"), None);
     }
 

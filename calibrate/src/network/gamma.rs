@@ -126,16 +126,22 @@ fn predict(platform: &Platform, extras: &Extras, bytes: u64) -> Result<f64, Erro
 /// # Errors
 /// [`ErrorKind::Fit`] when the replay rejects the platform.
 pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras) -> Result<ReduceFit, Error> {
-    let pts: Vec<(u64, f64)> = samples.iter().filter(|s| s.op == Op::Allreduce && s.size_bytes > 0).map(|s| (s.size_bytes, s.duration_s)).collect();
+    let pts: Vec<(u64, f64)> =
+        samples.iter().filter(|s| s.op == Op::Allreduce && s.size_bytes > 0).map(|s| (s.size_bytes, s.duration_s)).collect();
     let zero = ReduceCost::default();
     if pts.is_empty() {
-        let note = "no allreduce samples (--allreduce-reps 0, or a CSV from before they were measured): the replay times no reduction".into();
+        let note =
+            "no allreduce samples (--allreduce-reps 0, or a CSV from before they were measured): the replay times no reduction".into();
         return Ok(ReduceFit { cost: zero, points: Vec::new(), rms_rel_residual: 0.0, rms_rel_residual_zero: 0.0, note });
     }
     let with = |cost: ReduceCost| Extras { reduce: cost, ..extras.clone() };
     // Steps below the eager threshold are not charged (see ReduceCost).
     let min_bytes = platform.network.intra.eager_threshold_bytes;
-    let (x0, xi, xg) = (with(zero), with(ReduceCost { intercept_s: 1e-6, s_per_byte: 0.0, min_bytes }), with(ReduceCost { intercept_s: 0.0, s_per_byte: 1e-9, min_bytes }));
+    let (x0, xi, xg) = (
+        with(zero),
+        with(ReduceCost { intercept_s: 1e-6, s_per_byte: 0.0, min_bytes }),
+        with(ReduceCost { intercept_s: 0.0, s_per_byte: 1e-9, min_bytes }),
+    );
     let mut points = Vec::new();
     for (size_bytes, measured_s) in segmented::median_by_size(&pts) {
         let predicted_s = predict(platform, &x0, size_bytes)?;
@@ -157,7 +163,8 @@ pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras)
         n => format!("{how}, over the {} sizes the replay under-predicts with γ = 0 ({n} left out)", visible.len()),
     };
     let rms = |c: ReduceCost| {
-        let sq: f64 = points.iter().map(|p| ((p.predicted_s + p.steps * c.intercept_s + p.bytes * c.s_per_byte) / p.measured_s - 1.0).powi(2)).sum();
+        let sq: f64 =
+            points.iter().map(|p| ((p.predicted_s + p.steps * c.intercept_s + p.bytes * c.s_per_byte) / p.measured_s - 1.0).powi(2)).sum();
         (sq / points.len() as f64).sqrt()
     };
     let note = format!("selector {}, {how}", extras.coll.selector.name());
@@ -198,7 +205,12 @@ mod tests {
 
     fn platform() -> Platform {
         let pw = |l: f64, bw: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: l, bandwidth_bytes_per_s: bw }] };
-        let m = P2pModel { eager_threshold_bytes: 4096, transfer: pw(5e-7, 5e9), send_overhead: pw(1e-7, f64::INFINITY), recv_overhead: pw(1e-7, 2e10) };
+        let m = P2pModel {
+            eager_threshold_bytes: 4096,
+            transfer: pw(5e-7, 5e9),
+            send_overhead: pw(1e-7, f64::INFINITY),
+            recv_overhead: pw(1e-7, 2e10),
+        };
         host_platform("node0", 2, m)
     }
 
@@ -221,7 +233,12 @@ mod tests {
                 .iter()
                 .flat_map(|&s| {
                     let t = predict(&platform(), &paid, s).unwrap();
-                    (0..3).map(move |k| Sample { op: Op::Allreduce, size_bytes: s, start_s: k as f64, duration_s: t * (1.0 + 0.01 * (k as f64 - 1.0)) })
+                    (0..3).map(move |k| Sample {
+                        op: Op::Allreduce,
+                        size_bytes: s,
+                        start_s: k as f64,
+                        duration_s: t * (1.0 + 0.01 * (k as f64 - 1.0)),
+                    })
                 })
                 .collect();
             let f = fit_reduce_cost(&samples, &platform(), &x).unwrap();

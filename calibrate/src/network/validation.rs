@@ -48,7 +48,11 @@ pub fn hold_out(samples: &[Sample], fraction: f64, seed: u64) -> (Vec<Sample>, V
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
-        if s.op == Op::Pingpong && u < fraction { held.push(*s) } else { fit.push(*s) }
+        if s.op == Op::Pingpong && u < fraction {
+            held.push(*s)
+        } else {
+            fit.push(*s)
+        }
     }
     (fit, held)
 }
@@ -65,7 +69,8 @@ pub fn validate(fit: &NetworkFit, held: &[Sample], fast: &[Sample]) -> Option<Va
 }
 
 fn validate_all(fit: &NetworkFit, held: &[Sample]) -> Option<Validation> {
-    let pts: Vec<(u64, f64)> = held.iter().filter(|s| s.op == Op::Pingpong && s.duration_s > 0.0).map(|s| (s.size_bytes, s.duration_s)).collect();
+    let pts: Vec<(u64, f64)> =
+        held.iter().filter(|s| s.op == Op::Pingpong && s.duration_s > 0.0).map(|s| (s.size_bytes, s.duration_s)).collect();
     let rel = |(size, y): (u64, f64)| (fit.transfer.eval(size) - y).abs() / y;
     let quantile = |mut v: Vec<f64>, p: f64| {
         v.sort_by(f64::total_cmp);
@@ -103,7 +108,8 @@ pub fn median_ci(samples: &[Sample]) -> f64 {
         .map(|mut v| {
             v.sort_by(f64::total_cmp);
             let n = v.len() as f64;
-            let (lo, hi) = ((n / 2.0 - 0.98 * n.sqrt()).floor().max(0.0) as usize, ((n / 2.0 + 0.98 * n.sqrt()).ceil() as usize).min(v.len() - 1));
+            let (lo, hi) =
+                ((n / 2.0 - 0.98 * n.sqrt()).floor().max(0.0) as usize, ((n / 2.0 + 0.98 * n.sqrt()).ceil() as usize).min(v.len() - 1));
             (v[hi] - v[lo]) / (2.0 * v[v.len() / 2])
         })
         .collect();

@@ -138,7 +138,15 @@ pub extern "C" fn ipr_online_recv(op: c_int, slot: u32, src: c_int, tag: c_int) 
 /// # Safety
 /// `p` points to a valid `struct ipr_params`.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_sendrecv(op: c_int, p: *const Params, slot: u32, dest: c_int, sendtag: c_int, src: c_int, recvtag: c_int) {
+pub unsafe extern "C" fn ipr_online_sendrecv(
+    op: c_int,
+    p: *const Params,
+    slot: u32,
+    dest: c_int,
+    sendtag: c_int,
+    src: c_int,
+    recvtag: c_int,
+) {
     // SAFETY: the C wrapper passes its live parameter struct.
     let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
     with((), |on| {
@@ -216,7 +224,17 @@ fn coll_action(op: Op, p: &Params, list: &mut Vec<u64>, n: usize) -> Option<Acti
         Op::ReduceScatterBlock | Op::IreduceScatterBlock => Action::ReduceScatter { recv_bytes: vec![p.bytes; n], comm: p.comm },
         _ => {
             let params = record_params(op, p, list);
-            let rec = CallRecord { op, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params };
+            let rec = CallRecord {
+                op,
+                failed: false,
+                caller: 0,
+                compute_cpu_ns: 0,
+                compute_wall_ns: 0,
+                counters: None,
+                t_start_ns: 0,
+                t_end_ns: 0,
+                params,
+            };
             match simulator::action::op_action(&rec) {
                 Ok(Some(Action::Icoll { coll, .. })) => *coll,
                 Ok(Some(a)) => a,
@@ -327,7 +345,8 @@ pub unsafe extern "C" fn ipr_online_stats(out: *mut f64) {
     if out.is_null() {
         return;
     }
-    let (s, complete) = guard(None, || with_state(|on| (on.clock.stats(), on.stalled.is_none()))).unwrap_or((VirtualStats::default(), false));
+    let (s, complete) =
+        guard(None, || with_state(|on| (on.clock.stats(), on.stalled.is_none()))).unwrap_or((VirtualStats::default(), false));
     let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64, complete as u8 as f64];
     // SAFETY: the caller passes room for STATS_LEN doubles.
     unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, STATS_LEN) };

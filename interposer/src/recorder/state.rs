@@ -95,9 +95,7 @@ impl Recorder {
         let hw = (start.hw.0.wrapping_sub(last.hw.0), start.hw.1.wrapping_sub(last.hw.1));
         self.emit(&record, start.wall.saturating_sub(last.wall), hw);
         self.charged_ns = 0;
-        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } =
-            record.params
-        {
+        if let Params::Waitall { requests } | Params::RequestSet { requests, .. } | Params::RequestSome { requests, .. } = record.params {
             self.requests = requests; // keep the buffer's capacity for the next list
         } else if let Params::Vcoll { send, .. } = record.params {
             if send.capacity() > self.requests.capacity() {

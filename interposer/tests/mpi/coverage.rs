@@ -103,13 +103,7 @@ fn comm_split_replays_sub_communicator_collectives_on_their_members() {
 fn more_coverage_counts_peers_bytes_and_members() {
     let (dir, io) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let file = io.path().join("io.dat");
-    let out = mpirun(
-        4,
-        "mpi_more",
-        &["2", file.to_str().unwrap()],
-        &[("INTERPOSER_OUT", dir.path().to_str().unwrap())],
-        true,
-    );
+    let out = mpirun(4, "mpi_more", &["2", file.to_str().unwrap()], &[("INTERPOSER_OUT", dir.path().to_str().unwrap())], true);
     check_mpi_more(dir.path(), &out, 4, 2);
 }
 
@@ -242,10 +236,8 @@ pub(super) fn check_mpi_more(dir: &Path, out: &Output, np: u32, iters: u64) {
 fn overlap_trace_replays_with_a_plausible_makespan() {
     let (dir, out) = traced(4, "overlap", &["20", "30"]);
     let ranks = check_counts(dir.path(), &out);
-    let span_s = ranks
-        .iter()
-        .map(|t| records(t).iter().find(|r| r.op == Op::Finalize).unwrap().t_start_ns as f64 * 1e-9)
-        .fold(0.0, f64::max);
+    let span_s =
+        ranks.iter().map(|t| records(t).iter().find(|r| r.op == Op::Finalize).unwrap().t_start_ns as f64 * 1e-9).fold(0.0, f64::max);
     let platform = dir.path().join("platform.toml");
     std::fs::write(
         &platform,

@@ -41,7 +41,8 @@ fn extrapolation_from_one_rank_count_is_refused_in_one_line() {
         return;
     }
     let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, "[[hosts]]\nname = \"n0\"\ncores = 4\n[network.intra]\nlatency_s = 1e-6\nbandwidth_bytes_per_s = 1e9\n").unwrap();
+    std::fs::write(&platform, "[[hosts]]\nname = \"n0\"\ncores = 4\n[network.intra]\nlatency_s = 1e-6\nbandwidth_bytes_per_s = 1e9\n")
+        .unwrap();
     let out = Command::new(&bin).args(["replay", "--ranks", "8", "--platform"]).arg(&platform).arg(dir.path()).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.lines().count() == 1 && err.contains("two or more rank counts"), "{err}");

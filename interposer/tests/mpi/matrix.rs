@@ -59,7 +59,15 @@ fn every_point_to_point_order_ends_online_unchanged_and_as_the_replay_predicts()
     let prog = test_program("orders");
     // (ranks, doubles per message, peers): 8 doubles go eagerly on the
     // platform, 32768 (256 KiB) by rendezvous; 5 ranks oversubscribe.
-    for (np, count, peers) in [(2, "8", "other"), (2, "32768", "other"), (2, "8", "self"), (2, "32768", "self"), (4, "32768", "other"), (4, "8", "self"), (5, "32768", "other")] {
+    for (np, count, peers) in [
+        (2, "8", "other"),
+        (2, "32768", "other"),
+        (2, "8", "self"),
+        (2, "32768", "self"),
+        (4, "32768", "other"),
+        (4, "8", "self"),
+        (5, "32768", "other"),
+    ] {
         let what = format!("{np} ranks, {count} doubles, {peers}");
         let (plain, err, ok) = bounded(np, &prog, &[count, peers], &[], false, LIMIT);
         assert!(ok, "{what}: the plain run failed: {err}");
@@ -102,7 +110,9 @@ fn every_point_to_point_order_leaves_a_complete_trace() {
 #[test]
 fn a_model_deadlock_fires_the_watchdog_and_the_run_finishes() {
     let tmp = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(platform_file(tmp.path(), 1.0)).unwrap().replace("eager_threshold_bytes = 4096", "eager_threshold_bytes = 1024");
+    let text = std::fs::read_to_string(platform_file(tmp.path(), 1.0))
+        .unwrap()
+        .replace("eager_threshold_bytes = 4096", "eager_threshold_bytes = 1024");
     let platform = tmp.path().join("eager-1k.toml");
     std::fs::write(&platform, text).unwrap();
     let prog = test_program("cycle");

@@ -99,10 +99,9 @@ pub(super) fn check_vcoll(dir: &Path, out: &Output, np: u32, full: bool) {
             }
             ref p => panic!("{op:?}: {p:?}"),
         };
-        for (kind, op, call) in [
-            ("dist", Op::DistGraphCreateAdjacent, "MPI_Neighbor_alltoall"),
-            ("graph", Op::GraphCreate, "MPI_Neighbor_allgather"),
-        ] {
+        for (kind, op, call) in
+            [("dist", Op::DistGraphCreateAdjacent, "MPI_Neighbor_alltoall"), ("graph", Op::GraphCreate, "MPI_Neighbor_allgather")]
+        {
             let comm = comm_of(op);
             let on = recs.iter().find(|r| matches!(r.params, Params::Neighbor { comm: c, .. } if c == comm)).unwrap();
             assert_eq!(on.op.mpi_name(), call);

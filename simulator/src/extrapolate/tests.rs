@@ -5,7 +5,9 @@ use crate::trace::record::{ANY_SOURCE, PROC_NULL};
 
 #[test]
 fn dims_match_mpi_dims_create() {
-    for (n, d) in [(1, (1, 1)), (2, (2, 1)), (4, (2, 2)), (8, (4, 2)), (12, (4, 3)), (16, (4, 4)), (32, (8, 4)), (7, (7, 1)), (1 << 20, (1024, 1024))] {
+    for (n, d) in
+        [(1, (1, 1)), (2, (2, 1)), (4, (2, 2)), (8, (4, 2)), (12, (4, 3)), (16, (4, 4)), (32, (8, 4)), (7, (7, 1)), (1 << 20, (1024, 1024))]
+    {
         assert_eq!(dims_2d(n), d, "{n}");
     }
 }
@@ -105,12 +107,23 @@ fn split_communicators_are_grid_rows_and_columns() {
     let rule = fit_members(&obs).unwrap();
     assert_eq!(rule, MemberRule::Row(Grid { narrow: true }));
     assert_eq!(rule.eval(5, 16), row(5, 16));
-    let col: Vec<(u32, u32, Vec<u32>)> = [4u32, 8].iter().flat_map(|&n| (0..n).map(move |r| (n, r, (r % 2..n).step_by(2).collect()))).collect();
+    let col: Vec<(u32, u32, Vec<u32>)> =
+        [4u32, 8].iter().flat_map(|&n| (0..n).map(move |r| (n, r, (r % 2..n).step_by(2).collect()))).collect();
     assert_eq!(fit_members(&col), Some(MemberRule::Column(Grid { narrow: true })));
 }
 
 fn rec(op: Op, params: Params, cpu_ns: u64) -> CallRecord {
-    CallRecord { op, failed: false, caller: 0, compute_cpu_ns: cpu_ns, compute_wall_ns: cpu_ns, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+    CallRecord {
+        op,
+        failed: false,
+        caller: 0,
+        compute_cpu_ns: cpu_ns,
+        compute_wall_ns: cpu_ns,
+        counters: None,
+        t_start_ns: 0,
+        t_end_ns: 0,
+        params,
+    }
 }
 
 fn site(offset: u64) -> CallSite {
@@ -132,8 +145,10 @@ fn ring_sample(n: u32, work: f64) -> Sample {
     let ranks = (0..n)
         .map(|r| {
             let block = (work / n as f64 * 1e9) as u64;
-            let send = (rec(Op::Send, Params::P2p { peer: ((r + 1) % n) as i32, tag: 0, bytes: 64, comm: 0, request: 0 }, block), site(0x10));
-            let recv = (rec(Op::Recv, Params::P2p { peer: ((r + n - 1) % n) as i32, tag: 0, bytes: 64, comm: 0, request: 0 }, 0), site(0x20));
+            let send =
+                (rec(Op::Send, Params::P2p { peer: ((r + 1) % n) as i32, tag: 0, bytes: 64, comm: 0, request: 0 }, block), site(0x10));
+            let recv =
+                (rec(Op::Recv, Params::P2p { peer: ((r + n - 1) % n) as i32, tag: 0, bytes: 64, comm: 0, request: 0 }, 0), site(0x20));
             let mut recs = vec![(rec(Op::Init, Params::None, 0), site(0x1))];
             recs.extend(if r == 0 { [send, recv] } else { [recv, send] });
             recs.push((rec(Op::Finalize, Params::None, 0), site(0x30)));

@@ -59,7 +59,8 @@ pub struct Net {
 pub fn latency_model(latency_s: f64) -> P2pModel {
     // Built through serde so that fields added to the model later take their defaults.
     let lat = if latency_s.is_finite() && latency_s > 0.0 { latency_s } else { 0.0 };
-    let text = format!("eager_threshold_bytes = {}\ntransfer = [{{ intercept_s = {lat:e}, bandwidth_bytes_per_s = inf }}]\n", u64::MAX >> 1);
+    let text =
+        format!("eager_threshold_bytes = {}\ntransfer = [{{ intercept_s = {lat:e}, bandwidth_bytes_per_s = inf }}]\n", u64::MAX >> 1);
     toml::from_str(&text).expect("a latency-only model is valid TOML")
 }
 
@@ -261,17 +262,14 @@ fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
     };
     let recv_pass = |ts: &mut Tasks<'_>, range: std::ops::Range<usize>, partner: &(dyn Fn(u64) -> u64 + Sync)| {
         let arr: &[u64] = ts.arr;
-        ts.t[range.clone()]
-            .par_iter_mut()
-            .zip(ts.hints[range.clone()].par_iter_mut())
-            .enumerate()
-            .with_min_len(MIN_LEN)
-            .for_each(|(j, (t, h))| {
+        ts.t[range.clone()].par_iter_mut().zip(ts.hints[range.clone()].par_iter_mut()).enumerate().with_min_len(MIN_LEN).for_each(
+            |(j, (t, h))| {
                 let i = (range.start + j) as u64;
                 let p = partner(i);
                 let l = link(p, i);
                 *t = env.stretch(i, h, (*t).max(arr[p as usize]), l.recv);
-            });
+            },
+        );
     };
     let p2u = p2 as usize;
     if extra > 0 {

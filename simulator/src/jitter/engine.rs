@@ -304,12 +304,8 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
         let mut now = 0u64;
         let mut blocks = vec![PRUNE_BLOCK; nt];
         for _ in 0..cfg.phases {
-            let end = groups
-                .iter()
-                .enumerate()
-                .map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work, blocks[g]))
-                .max()
-                .unwrap_or(now);
+            let end =
+                groups.iter().enumerate().map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work, blocks[g])).max().unwrap_or(now);
             for (g, b) in blocks.iter_mut().enumerate() {
                 *b = next_block(&tracks[g], groups[g].len(), end - now, work);
             }

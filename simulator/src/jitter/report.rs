@@ -62,14 +62,7 @@ impl Band {
             let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
             v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
         };
-        Band {
-            mean: v.iter().sum::<f64>() / v.len() as f64,
-            median: q(0.5),
-            p5: q(0.05),
-            p95: q(0.95),
-            p2_5: q(0.025),
-            p97_5: q(0.975),
-        }
+        Band { mean: v.iter().sum::<f64>() / v.len() as f64, median: q(0.5), p5: q(0.05), p95: q(0.95), p2_5: q(0.025), p97_5: q(0.975) }
     }
 }
 
@@ -143,9 +136,16 @@ pub fn write_table<W: Write>(mut w: W, points: &[Point]) -> io::Result<()> {
         writeln!(
             w,
             "{:>9} {:>8} {:>11.3} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>12.3e}",
-            p.tasks, p.mode, p.slowdown_pct, p.compute_slowdown_pct, p.comm_slowdown_pct, p.band.p5, p.band.median, p.band.p95, p.task_phases_per_s
+            p.tasks,
+            p.mode,
+            p.slowdown_pct,
+            p.compute_slowdown_pct,
+            p.comm_slowdown_pct,
+            p.band.p5,
+            p.band.median,
+            p.band.p95,
+            p.task_phases_per_s
         )?;
     }
     Ok(())
 }
-

@@ -307,17 +307,20 @@ fn replay_receive_overheads_meet_the_jitter() {
     use crate::platform::{Extras, Host, Mapping, Network, Platform};
     use crate::replay::{replay_jitter, ActionStream, Stretch};
     let t = track(3_000_000, &[(500_000, 100_000_000)]);
-    let pw = |intercept_s: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s: f64::INFINITY }] };
+    let pw =
+        |intercept_s: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s: f64::INFINITY }] };
     let model = P2pModel { eager_threshold_bytes: 1024, transfer: pw(1e-3), send_overhead: pw(0.0), recv_overhead: pw(8e-3) };
     let host = Host { name: "n0".into(), cores: 2, speed_ratio: 1.0 };
-    let platform = Platform { name: "t".into(), hosts: vec![host], mapping: Mapping::Block, network: Network { intra: model, inter: None } };
+    let platform =
+        Platform { name: "t".into(), hosts: vec![host], mapping: Mapping::Block, network: Network { intra: model, inter: None } };
     let compute = |seconds| Action::Compute { seconds, region: 0 };
     let sender = vec![compute(5e-3), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 0 }];
     let run = |receiver: Vec<Action>, jitter: bool| {
         let streams: Vec<ActionStream<'_, std::convert::Infallible>> =
             [sender.clone(), receiver].into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'_, _>).collect();
         let mut cursors = [TraceCursor::new(&t, 0), TraceCursor::new(&t, 0)];
-        let stretch: Stretch<'_> = Box::new(move |r, start_s, d| cursors[r].stretch((start_s * HZ).round() as u64, (d * HZ).round() as u64) as f64 / HZ);
+        let stretch: Stretch<'_> =
+            Box::new(move |r, start_s, d| cursors[r].stretch((start_s * HZ).round() as u64, (d * HZ).round() as u64) as f64 / HZ);
         let report = replay_jitter(&platform, &Extras::default(), streams, None, jitter.then_some(stretch)).unwrap();
         report.ranks[1].end_s
     };
@@ -330,12 +333,7 @@ fn replay_receive_overheads_meet_the_jitter() {
     // Irecv posted at 0, then compute past the event (the cursor moves to
     // 4.5 ms) before the message is matched: o_r is stretched from its own
     // start, 0, out of order, and meets the event once: 8.5 ms.
-    let irecv = vec![
-        Action::Irecv { src: 0, tag: 0, bytes: 8, comm: 0, req: 7 },
-        compute(2e-3),
-        compute(2e-3),
-        Action::Wait { req: 7 },
-    ];
+    let irecv = vec![Action::Irecv { src: 0, tag: 0, bytes: 8, comm: 0, req: 7 }, compute(2e-3), compute(2e-3), Action::Wait { req: 7 }];
     close(run(irecv.clone(), false), 8e-3);
     close(run(irecv, true), 8.5e-3);
 }

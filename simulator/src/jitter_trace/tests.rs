@@ -23,25 +23,9 @@ fn header() -> JitterHeader {
 /// jitSim Fig. 2's node-1 trace slice, after a lead of 40 cycles.
 fn trace() -> JitterTrace {
     let pairs = [(10, 50), (5, 30), (25, 20), (5, 10), (15, 100), (20, 300)];
-    let records: Vec<_> = pairs
-        .iter()
-        .map(|&(j, g)| JitterRecord {
-            jitter_cycles: j,
-            cycles_to_next: g,
-        })
-        .collect();
-    let duration_cycles = 40
-        + records
-            .iter()
-            .map(|r| r.jitter_cycles + r.cycles_to_next)
-            .sum::<u64>();
-    JitterTrace {
-        header: header(),
-        lead_cycles: 40,
-        records,
-        duration_cycles,
-        dropped_events: 0,
-    }
+    let records: Vec<_> = pairs.iter().map(|&(j, g)| JitterRecord { jitter_cycles: j, cycles_to_next: g }).collect();
+    let duration_cycles = 40 + records.iter().map(|r| r.jitter_cycles + r.cycles_to_next).sum::<u64>();
+    JitterTrace { header: header(), lead_cycles: 40, records, duration_cycles, dropped_events: 0 }
 }
 
 fn write_text(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -97,16 +81,8 @@ fn netgauge_totals_match() {
     assert_eq!(lines.len(), t.records.len());
     let total_ns: u64 = lines.iter().map(|l| l.1).sum();
     let exact_ns = t.total_jitter_cycles() as f64 / 3.0;
-    assert!(
-        (total_ns as f64 - exact_ns).abs() <= 0.5 * lines.len() as f64,
-        "{total_ns} vs {exact_ns}"
-    );
-    assert!(
-        text.contains(&format!(
-            "# events 6 total_noise_ns {total_ns} duration_ns 210"
-        )),
-        "{text}"
-    );
+    assert!((total_ns as f64 - exact_ns).abs() <= 0.5 * lines.len() as f64, "{total_ns} vs {exact_ns}");
+    assert!(text.contains(&format!("# events 6 total_noise_ns {total_ns} duration_ns 210")), "{text}");
     assert_eq!(lines[0], (13, 3)); // 40 cycles = 13.3 ns, 10 cycles = 3.3 ns
 }
 
@@ -119,46 +95,14 @@ fn malformed_input_names_file_and_line() {
         std::fs::read_to_string(p).unwrap()
     };
     let cases = [
-        (
-            "magic.jitter",
-            "hello\n".to_string(),
-            "magic.jitter:1: not a jitter trace",
-        ),
-        (
-            "version.jitter",
-            good.replace("jitter-trace 1", "jitter-trace 9"),
-            "version.jitter:1: unsupported jitter-trace version 9",
-        ),
-        (
-            "trunc.jitter",
-            good[..good.find("end events").unwrap()].to_string(),
-            "trunc.jitter: truncated: no `end` line after 22 lines",
-        ),
-        (
-            "record.jitter",
-            good.replace("5\t30", "5\tthirty"),
-            "record.jitter:18: bad record `5\tthirty`",
-        ),
-        (
-            "key.jitter",
-            good.replace("cpu 3\n", ""),
-            "key.jitter:15: header has no `cpu`",
-        ),
-        (
-            "value.jitter",
-            good.replace("tsc_hz 2596146212.5", "tsc_hz fast"),
-            "value.jitter:5: bad `tsc_hz` value `fast`",
-        ),
-        (
-            "sum.jitter",
-            good.replace("20\t300", "20\t301"),
-            "sum.jitter:23: lead + records sum to 631",
-        ),
-        (
-            "after.jitter",
-            format!("{good}1\t2\n"),
-            "after.jitter:24: unexpected `1\t2` after the `end` line",
-        ),
+        ("magic.jitter", "hello\n".to_string(), "magic.jitter:1: not a jitter trace"),
+        ("version.jitter", good.replace("jitter-trace 1", "jitter-trace 9"), "version.jitter:1: unsupported jitter-trace version 9"),
+        ("trunc.jitter", good[..good.find("end events").unwrap()].to_string(), "trunc.jitter: truncated: no `end` line after 22 lines"),
+        ("record.jitter", good.replace("5\t30", "5\tthirty"), "record.jitter:18: bad record `5\tthirty`"),
+        ("key.jitter", good.replace("cpu 3\n", ""), "key.jitter:15: header has no `cpu`"),
+        ("value.jitter", good.replace("tsc_hz 2596146212.5", "tsc_hz fast"), "value.jitter:5: bad `tsc_hz` value `fast`"),
+        ("sum.jitter", good.replace("20\t300", "20\t301"), "sum.jitter:23: lead + records sum to 631"),
+        ("after.jitter", format!("{good}1\t2\n"), "after.jitter:24: unexpected `1\t2` after the `end` line"),
     ];
     for (name, text, want) in cases {
         let p = write_text(dir.path(), name, &text);
@@ -166,9 +110,7 @@ fn malformed_input_names_file_and_line() {
         assert!(msg.contains(want), "{name}: got `{msg}`, want `{want}`");
         assert!(!msg.contains('\n'), "{msg}");
     }
-    let missing = JitterTrace::read(&dir.path().join("nope.jitter"))
-        .unwrap_err()
-        .to_string();
+    let missing = JitterTrace::read(&dir.path().join("nope.jitter")).unwrap_err().to_string();
     assert!(missing.contains("nope.jitter: "), "{missing}");
 }
 
@@ -176,36 +118,22 @@ fn malformed_input_names_file_and_line() {
 fn writer_rejects_overlap_and_overrun() {
     let mut w = JitterWriter::new(Vec::new(), &header()).unwrap();
     w.event(10, 5).unwrap();
-    assert_eq!(
-        w.event(12, 1).unwrap_err().kind(),
-        io::ErrorKind::InvalidInput
-    );
+    assert_eq!(w.event(12, 1).unwrap_err().kind(), io::ErrorKind::InvalidInput);
     let mut w = JitterWriter::new(Vec::new(), &header()).unwrap();
     w.event(10, 5).unwrap();
-    assert_eq!(
-        w.finish(14, 0).unwrap_err().kind(),
-        io::ErrorKind::InvalidInput
-    );
+    assert_eq!(w.finish(14, 0).unwrap_err().kind(), io::ErrorKind::InvalidInput);
 }
 
 #[test]
 fn directory_listing_orders_by_host_then_cpu() {
     let dir = tempfile::tempdir().unwrap();
     for (h, c) in [("b", 0), ("a", 10), ("a", 2)] {
-        trace()
-            .write(&dir.path().join(trace_file_name(h, c)))
-            .unwrap();
+        trace().write(&dir.path().join(trace_file_name(h, c))).unwrap();
     }
     std::fs::write(dir.path().join("summary-a.txt"), "x").unwrap();
-    let names: Vec<_> = trace_files_in_dir(dir.path())
-        .unwrap()
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
+    let names: Vec<_> =
+        trace_files_in_dir(dir.path()).unwrap().iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, ["a.cpu2.jitter", "a.cpu10.jitter", "b.cpu0.jitter"]);
     let empty = tempfile::tempdir().unwrap();
-    assert!(trace_files_in_dir(empty.path())
-        .unwrap_err()
-        .to_string()
-        .contains("no *.jitter trace files"));
+    assert!(trace_files_in_dir(empty.path()).unwrap_err().to_string().contains("no *.jitter trace files"));
 }

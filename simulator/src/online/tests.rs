@@ -21,10 +21,7 @@ fn platform() -> Platform {
     };
     Platform {
         name: "t".into(),
-        hosts: vec![
-            Host { name: "a".into(), cores: 1, speed_ratio: 1.0 },
-            Host { name: "b".into(), cores: 1, speed_ratio: 2.0 },
-        ],
+        hosts: vec![Host { name: "a".into(), cores: 1, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 1, speed_ratio: 2.0 }],
         mapping: Mapping::Block,
         network: Network { intra: model(1e-6, 1e10), inter: Some(model(1e-5, 1e9)) },
     }
@@ -128,11 +125,7 @@ fn nonblocking_exchange_agrees_with_replay() {
 #[test]
 fn collectives_agree_with_replay() {
     let entries = [3e-4, 1e-4, 2e-4];
-    for action in [
-        Action::Allreduce { bytes: 8, comm: 0 },
-        Action::Bcast { root: 2, bytes: 2000, comm: 0 },
-        Action::Barrier { comm: 0 },
-    ] {
+    for action in [Action::Allreduce { bytes: 8, comm: 0 }, Action::Bcast { root: 2, bytes: 2000, comm: 0 }, Action::Barrier { comm: 0 }] {
         let off = offline(entries.iter().map(|&e| vec![compute(e), action.clone(), Action::Finalize]).collect());
         for r in 0..3u32 {
             let mut v = VirtualRank::new(platform(), Extras::default(), r);
@@ -166,7 +159,9 @@ fn nonblocking_collectives_agree_with_replay() {
     ] {
         let icoll = Action::Icoll { req: 5, coll: Box::new(coll.clone()) };
         let off = offline(
-            (0..3).map(|i| vec![compute(posts[i]), icoll.clone(), compute(overlap[i]), Action::Wait { req: 5 }, Action::Finalize]).collect(),
+            (0..3)
+                .map(|i| vec![compute(posts[i]), icoll.clone(), compute(overlap[i]), Action::Wait { req: 5 }, Action::Finalize])
+                .collect(),
         );
         let speed = |i: usize| platform().hosts[platform().host_of(i as u32)].speed_ratio;
         let entries: Vec<f64> = (0..3).map(|i| posts[i] / speed(i)).collect();

@@ -126,11 +126,7 @@ fn elements(text: &str) -> Result<Vec<Elem<'_>>, (usize, String)> {
             let q = after.chars().next().filter(|c| *c == '"' || *c == '\'');
             let q = q.ok_or((line_at(s), format!("<{name}>: unquoted value of {key}")))?;
             let end = after[1..].find(q).ok_or((line_at(s), format!("<{name}>: unterminated value of {key}")))?;
-            let v = after[1..1 + end]
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&quot;", "\"")
-                .replace("&amp;", "&");
+            let v = after[1..1 + end].replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&");
             attrs.push((key, v));
             rest = &after[end + 2..];
         }
@@ -152,8 +148,7 @@ fn with_unit(v: &str, scale: &[(&str, f64)]) -> Option<f64> {
     scale.iter().find(|(u, _)| *u == unit).map(|(_, m)| x * m)
 }
 
-const SPEED: &[(&str, f64)] =
-    &[("f", 1.0), ("kf", 1e3), ("Mf", 1e6), ("Gf", 1e9), ("Tf", 1e12), ("Pf", 1e15), ("flops", 1.0)];
+const SPEED: &[(&str, f64)] = &[("f", 1.0), ("kf", 1e3), ("Mf", 1e6), ("Gf", 1e9), ("Tf", 1e12), ("Pf", 1e15), ("flops", 1.0)];
 const BW: &[(&str, f64)] = &[
     ("Bps", 1.0),
     ("kBps", 1e3),
@@ -170,8 +165,7 @@ const BW: &[(&str, f64)] = &[
     ("Gbps", 125e6),
     ("Tbps", 125e9),
 ];
-const TIME: &[(&str, f64)] =
-    &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12), ("m", 60.0), ("h", 3600.0)];
+const TIME: &[(&str, f64)] = &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9), ("ps", 1e-12), ("m", 60.0), ("h", 3600.0)];
 
 /// Parses a SimGrid factor list `t:v;t:v;…` into (threshold, values)
 /// sorted by threshold.
@@ -212,15 +206,9 @@ pub const SMPI_HEADER_BYTES: u64 = 16;
 
 /// Builds the piecewise function `g(values at s + hdr)` of the payload s
 /// over every interval where one of `lists` changes value.
-fn piecewise(
-    lists: &[&[(u64, Vec<f64>)]],
-    firsts: &[Vec<f64>],
-    hdr: u64,
-    g: impl Fn(&[Vec<f64>]) -> (f64, f64),
-) -> Piecewise {
+fn piecewise(lists: &[&[(u64, Vec<f64>)]], firsts: &[Vec<f64>], hdr: u64, g: impl Fn(&[Vec<f64>]) -> (f64, f64)) -> Piecewise {
     // A threshold t applies to effective sizes > t, i.e. payloads >= t + 1 − hdr.
-    let mut b: Vec<u64> =
-        lists.iter().flat_map(|l| l.iter().map(|(t, _)| (t + 1).saturating_sub(hdr))).filter(|&m| m > 0).collect();
+    let mut b: Vec<u64> = lists.iter().flat_map(|l| l.iter().map(|(t, _)| (t + 1).saturating_sub(hdr))).filter(|&m| m > 0).collect();
     b.sort_unstable();
     b.dedup();
     let mut segments = Vec::new();
@@ -275,19 +263,13 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
             ("cluster", true) => in_cluster = false,
             ("cluster", false) => {
                 if let Some(c) = cluster {
-                    return Err(e(format!(
-                        "line {}: only one <cluster> is supported (first at line {})",
-                        el.line, c.line
-                    )));
+                    return Err(e(format!("line {}: only one <cluster> is supported (first at line {})", el.line, c.line)));
                 }
                 cluster = Some(el);
                 in_cluster = !el.self_closing;
             }
             ("host" | "link" | "route" | "peer" | "cabinet" | "backbone", false) => {
-                return Err(e(format!(
-                    "line {}: <{}> platforms are not supported, only one <cluster>",
-                    el.line, el.name
-                )));
+                return Err(e(format!("line {}: <{}> platforms are not supported, only one <cluster>", el.line, el.name)));
             }
             _ => {}
         }
@@ -299,16 +281,11 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
     let c = cluster.ok_or_else(|| e("no <cluster> element".into()))?;
     let at = |what: String| e(format!("line {}: <cluster>: {what}", c.line));
     let req = |k: &str| c.get(k).ok_or_else(|| at(format!("missing attribute {k}")));
-    let unit = |k: &str, v: &str, s: &[(&str, f64)]| {
-        with_unit(v, s).filter(|x| *x >= 0.0).ok_or_else(|| at(format!("bad {k} `{v}`")))
-    };
-    let topology = Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or(""))
-        .map_err(&at)?;
-    let speeds: Vec<f64> =
-        req("speed")?.split(',').map(|v| unit("speed", v, SPEED)).collect::<Result<_, _>>()?;
+    let unit = |k: &str, v: &str, s: &[(&str, f64)]| with_unit(v, s).filter(|x| *x >= 0.0).ok_or_else(|| at(format!("bad {k} `{v}`")));
+    let topology = Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or("")).map_err(&at)?;
+    let speeds: Vec<f64> = req("speed")?.split(',').map(|v| unit("speed", v, SPEED)).collect::<Result<_, _>>()?;
     let speed = speeds[0];
-    let cores: u32 =
-        c.get("core").unwrap_or("1").parse().ok().filter(|&n| n > 0).ok_or_else(|| at("bad core".into()))?;
+    let cores: u32 = c.get("core").unwrap_or("1").parse().ok().filter(|&n| n > 0).ok_or_else(|| at("bad core".into()))?;
     let bw = unit("bw", req("bw")?, BW)?;
     let lat = unit("lat", req("lat")?, TIME)?;
     let (mut route_lat, mut route_bw) = (2.0 * lat, bw);
@@ -347,8 +324,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
     };
     let (bw_first, lat_first) = (first(&bwf), first(&latf));
     let hdr = if model == "SMPI" { SMPI_HEADER_BYTES } else { 0 };
-    let gamma: f64 =
-        cfg.get("network/TCP-gamma").unwrap_or("4194304").parse().map_err(|_| e("bad network/TCP-gamma".into()))?;
+    let gamma: f64 = cfg.get("network/TCP-gamma").unwrap_or("4194304").parse().map_err(|_| e("bad network/TCP-gamma".into()))?;
     let os = fl("smpi/os", "0:0:0")?;
     let or = fl("smpi/or", "0:0:0")?;
     let thresh = |k: &str, d: &str| cfg.get(k).unwrap_or(d).parse::<u64>().map_err(|_| e(format!("bad {k}")));

@@ -39,17 +39,16 @@ mod select;
 mod trees;
 
 pub use exchange::{
-    allreduce, bruck_allgather, bruck_alltoall, chain_scan, linear_allgather, linear_alltoall, neighbor_allgather,
-    pairwise, rabenseifner_allreduce, rabenseifner_reduce, rdb_allgather, rdb_scan, recursive_halving_reduce_scatter,
-    ring_allgather, ring_allreduce, ring_reduce_scatter, split_blocks,
+    allreduce, bruck_allgather, bruck_alltoall, chain_scan, linear_allgather, linear_alltoall, neighbor_allgather, pairwise,
+    rabenseifner_allreduce, rabenseifner_reduce, rdb_allgather, rdb_scan, recursive_halving_reduce_scatter, ring_allgather, ring_allreduce,
+    ring_reduce_scatter, split_blocks,
 };
 pub use gamma::ReduceCost;
 pub use schedule::{elem_size, schedule, CollCall};
 pub use select::{alg_names, parse_alg, Alg, Coll, CollAlgs, Selector, SELECTORS};
 pub use trees::{
-    barrier, bcast, binary_bcast, binary_reduce, binomial_gather, binomial_scatter, chain_bcast, chain_reduce,
-    knomial_bcast, linear_barrier, linear_gather, linear_scatter, recursive_doubling_barrier, reduce,
-    scatter_allgather_bcast,
+    barrier, bcast, binary_bcast, binary_reduce, binomial_gather, binomial_scatter, chain_bcast, chain_reduce, knomial_bcast,
+    linear_barrier, linear_gather, linear_scatter, recursive_doubling_barrier, reduce, scatter_allgather_bcast,
 };
 
 /// One point-to-point operation of a rank's part in a collective.

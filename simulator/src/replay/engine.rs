@@ -12,9 +12,7 @@ use std::fmt;
 
 use super::collectives::{self, Step};
 use super::flows::{Done, Net};
-use super::matching::{
-    coll_ctx, ctx_name, mailbox, matches, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT,
-};
+use super::matching::{coll_ctx, ctx_name, mailbox, matches, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
 use super::queue::EventQueue;
 use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
@@ -215,9 +213,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let comms = comms::Comms::new(ranks.len());
         let net = extras.flows.clone().map(|m| Net::new(m, platform.hosts.len()));
         let watts = |h: usize| extras.host_pstates(h).and_then(|p| p.watts());
-        let energy = (0..platform.hosts.len()).any(|h| watts(h).is_some()).then(|| {
-            crate::energy::EnergyMeter::new(platform.hosts.iter().enumerate().map(|(h, x)| (watts(h), x.cores)))
-        });
+        let energy = (0..platform.hosts.len())
+            .any(|h| watts(h).is_some())
+            .then(|| crate::energy::EnergyMeter::new(platform.hosts.iter().enumerate().map(|(h, x)| (watts(h), x.cores))));
         Engine {
             energy,
             platform,
@@ -285,11 +283,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     fn err(&self, r: usize, action: &Action, why: impl Into<String>, unsupported: bool) -> ReplayError {
         let (action, why) = (format!("{action:?}"), why.into());
-        let kind = if unsupported {
-            ReplayErrorKind::Unsupported { action, why }
-        } else {
-            ReplayErrorKind::Invalid { action, why }
-        };
+        let kind = if unsupported { ReplayErrorKind::Unsupported { action, why } } else { ReplayErrorKind::Invalid { action, why } };
         ReplayError { rank: Some(r as u32), kind }
     }
 
@@ -319,9 +313,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let action = match self.ranks[r].stream.next() {
             None => return Ok(self.finish(r)),
             Some(Ok(a)) => a,
-            Some(Err(e)) => {
-                return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) })
-            }
+            Some(Err(e)) => return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) }),
         };
         self.actions += 1;
         self.ranks[r].stats.actions += 1;
@@ -522,8 +514,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let rk = &mut self.ranks[r];
         rk.stats.messages += 1;
         rk.stats.bytes_sent += bytes;
-        let msg =
-            SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
+        let msg = SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
         let mb = mailbox(&mut self.ranks[dst].mail, ctx);
         match mb.posted.iter().position(|p| matches(p.src, p.tag, msg.src, tag)) {
             Some(i) => {
@@ -583,14 +574,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let net = self.net.as_mut().expect("checked above");
                 let bound = seg.bandwidth_bytes_per_s;
                 let lat = (seg.intercept_s - net_header(net) as f64 / bound).max(0.0);
-                let done = Done {
-                    dst: dst as u32,
-                    recv_slot: recv.slot,
-                    recv_ready,
-                    src: msg.src,
-                    send_slot: msg.slot,
-                    start,
-                };
+                let done = Done { dst: dst as u32, recv_slot: recv.slot, recv_ready, src: msg.src, send_slot: msg.slot, start };
                 // The transfer needs the network's attention when its
                 // latency is over (it uses no bandwidth before).
                 let lat_end = net.start(start, (ha, hb), msg.bytes, (lat, bound), done);

@@ -100,8 +100,7 @@ pub(crate) struct Net {
 
 impl Net {
     pub(crate) fn new(model: FlowSharing, hosts: usize) -> Net {
-        let base: Vec<f64> =
-            model.topology.link_weights(hosts).iter().flat_map(|w| [w * model.link_bw_bytes_per_s; 2]).collect();
+        let base: Vec<f64> = model.topology.link_weights(hosts).iter().flat_map(|w| [w * model.link_bw_bytes_per_s; 2]).collect();
         let links = base.len();
         Net {
             pending: Default::default(),
@@ -139,14 +138,7 @@ impl Net {
     /// the end of its latency phase (`now + lat_s`), seconds: call
     /// [`Net::finish_until`] then at the latest (once for all the
     /// transfers whose latency ends at the same time).
-    pub(crate) fn start(
-        &mut self,
-        now: f64,
-        (a, b): (usize, usize),
-        bytes: u64,
-        (lat_s, bound): (f64, f64),
-        done: Done,
-    ) -> f64 {
+    pub(crate) fn start(&mut self, now: f64, (a, b): (usize, usize), bytes: u64, (lat_s, bound): (f64, f64), done: Done) -> f64 {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
         let x = self.model.crosstraffic * inv_f;
@@ -244,8 +236,7 @@ impl Net {
             still.clear();
             for &i in &open {
                 let f = &self.flows[i];
-                let fixed = f.bound <= level * (1.0 + 1e-12)
-                    || f.links.iter().any(|&(l, w)| w > 0.0 && self.tight[l as usize]);
+                let fixed = f.bound <= level * (1.0 + 1e-12) || f.links.iter().any(|&(l, w)| w > 0.0 && self.tight[l as usize]);
                 if fixed {
                     self.flows[i].rate = level;
                 } else {

@@ -69,8 +69,7 @@ fn recv(src: i32) -> Action {
 
 #[test]
 fn eager_ping_pong_makespan_is_two_transfers() {
-    let r = run(&simple(), vec![vec![Action::Init, send(1, 8), recv(1), Action::Finalize], vec![recv(0), send(0, 8)]])
-        .unwrap();
+    let r = run(&simple(), vec![vec![Action::Init, send(1, 8), recv(1), Action::Finalize], vec![recv(0), send(0, 8)]]).unwrap();
     close(r.makespan_s, 2.0 * L);
     let (r0, r1) = (&r.ranks[0], &r.ranks[1]);
     close(r0.comm_s, L); // its own receive's transfer
@@ -83,8 +82,7 @@ fn eager_ping_pong_makespan_is_two_transfers() {
     // With overheads o_s = 0.1 ms, o_r = 0.2 ms: rank 0 is busy o_s, its
     // receive is posted at o_s and completes at 2L; rank 1 ends at L + o_s.
     let (os, or) = (1e-4, 2e-4);
-    let r = run(&platform(model(L, f64::INFINITY, os, or)), vec![vec![send(1, 8), recv(1)], vec![recv(0), send(0, 8)]])
-        .unwrap();
+    let r = run(&platform(model(L, f64::INFINITY, os, or)), vec![vec![send(1, 8), recv(1)], vec![recv(0), send(0, 8)]]).unwrap();
     close(r.makespan_s, 2.0 * L);
     close(r.ranks[1].end_s, L + os);
     close(r.ranks[0].comm_s, os + L);
@@ -192,10 +190,7 @@ fn deadlock_is_an_error_naming_the_blocked_ranks() {
     let e = run(&simple(), vec![vec![recv(1)], vec![recv(0)]]).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e.kind, ReplayErrorKind::Deadlock { blocked: 2, ranks: 2, .. }), "{msg}");
-    assert!(
-        msg.contains("rank 0 at t=0.000000000 s in MPI_Recv(src=1, tag=-1, comm=0) waits for recv from 1"),
-        "{msg}"
-    );
+    assert!(msg.contains("rank 0 at t=0.000000000 s in MPI_Recv(src=1, tag=-1, comm=0) waits for recv from 1"), "{msg}");
     assert!(msg.contains("rank 1 "), "{msg}");
     assert_eq!(msg.lines().count(), 1);
 
@@ -223,8 +218,7 @@ fn collective_traffic_never_matches_user_receives() {
     // message from rank 0 must not satisfy it. Rank 0 sends at L + 5L.
     let wild = Action::Irecv { src: -1, tag: -1, bytes: 8, comm: 0, req: 5 };
     let b = Action::Barrier { comm: 0 };
-    let r = run(&simple(), vec![vec![b.clone(), compute(5.0 * L), send(1, 8)], vec![wild, b, Action::Wait { req: 5 }]])
-        .unwrap();
+    let r = run(&simple(), vec![vec![b.clone(), compute(5.0 * L), send(1, 8)], vec![wild, b, Action::Wait { req: 5 }]]).unwrap();
     close(r.ranks[1].end_s, 7.0 * L);
     balanced(&r);
 }
@@ -246,15 +240,7 @@ fn sendrecv_ring_and_proc_null() {
         close(*e, want);
     }
     balanced(&r);
-    let null = Action::Sendrecv {
-        dst: (-2i32) as u32,
-        send_tag: 0,
-        send_bytes: 8,
-        src: -2,
-        recv_tag: 0,
-        recv_bytes: 8,
-        comm: 0,
-    };
+    let null = Action::Sendrecv { dst: (-2i32) as u32, send_tag: 0, send_bytes: 8, src: -2, recv_tag: 0, recv_bytes: 8, comm: 0 };
     let r = run(&simple(), vec![vec![null]]).unwrap();
     assert_eq!((r.makespan_s, r.ranks[0].messages), (0.0, 0));
 }
@@ -262,10 +248,7 @@ fn sendrecv_ring_and_proc_null() {
 #[test]
 fn host_speed_and_inter_node_model_apply() {
     let mut p = simple();
-    p.hosts = vec![
-        Host { name: "a".into(), cores: 1, speed_ratio: 2.0 },
-        Host { name: "b".into(), cores: 1, speed_ratio: 1.0 },
-    ];
+    p.hosts = vec![Host { name: "a".into(), cores: 1, speed_ratio: 2.0 }, Host { name: "b".into(), cores: 1, speed_ratio: 1.0 }];
     p.network.inter = Some(model(3.0 * L, f64::INFINITY, 0.0, 0.0));
     let r = run(&p, vec![vec![compute(4.0 * L), send(1, 8)], vec![recv(0)]]).unwrap();
     close(r.ranks[0].compute_s, 2.0 * L);
@@ -305,10 +288,7 @@ fn mixed_workload_is_balanced_and_deterministic() {
     // collective, on a non-power-of-two and a power-of-two size, on two
     // hosts with overheads everywhere.
     let mut p = platform(model(L, 1e9, 1e-5, 2e-5));
-    p.hosts = vec![
-        Host { name: "a".into(), cores: 3, speed_ratio: 1.0 },
-        Host { name: "b".into(), cores: 3, speed_ratio: 1.5 },
-    ];
+    p.hosts = vec![Host { name: "a".into(), cores: 3, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 3, speed_ratio: 1.5 }];
     p.network.inter = Some(model(2.0 * L, 5e8, 3e-5, 1e-5));
     for n in [5u32, 8] {
         let ranks: Vec<Vec<Action>> = (0..n)
@@ -373,7 +353,8 @@ fn replay_speed_from_trace_files() {
         format_version: 1,
         ranks: 2,
         mpi_library: "synthetic".into(),
-        timing_source: TimingSource::ClockGettime, tsc_hz: None,
+        timing_source: TimingSource::ClockGettime,
+        tsc_hz: None,
         command: vec![],
         mode: "trace".into(),
     };
@@ -384,7 +365,8 @@ fn replay_speed_from_trace_files() {
             ranks: 2,
             host: "h".into(),
             pid: 1,
-            timing_source: TimingSource::ClockGettime, tsc_hz: None,
+            timing_source: TimingSource::ClockGettime,
+            tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let f = std::io::BufWriter::new(std::fs::File::create(dir.path().join(rank_file_name(r))).unwrap());
@@ -427,13 +409,9 @@ fn speed_ratios_scale_compute_by_region_and_count_misses() {
     ratios.insert("a.c:1:a.c:2", 0.5).unwrap();
     let known = crate::trace::actions::region_key_id("a.c:1:a.c:2");
     let streams: Vec<ActionStream<'static, Infallible>> = vec![Box::new(
-        vec![
-            Action::Compute { seconds: 2.0, region: known },
-            Action::Compute { seconds: 1.0, region: 7 },
-            compute(1.0),
-        ]
-        .into_iter()
-        .map(Ok),
+        vec![Action::Compute { seconds: 2.0, region: known }, Action::Compute { seconds: 1.0, region: 7 }, compute(1.0)]
+            .into_iter()
+            .map(Ok),
     )];
     let (streams, tally) = apply_speed_ratios(streams, ratios);
     let r = replay(&simple(), streams).unwrap();
@@ -501,10 +479,7 @@ fn neighbour_collectives_are_one_round_with_the_listed_peers() {
 fn energy_of_two_hosts_matches_the_hand_computed_joules() {
     use crate::energy::{HostPstates, PowerRange, Pstate};
     let mut p = simple();
-    p.hosts = vec![
-        Host { name: "a".into(), cores: 2, speed_ratio: 1.0 },
-        Host { name: "b".into(), cores: 1, speed_ratio: 1.0 },
-    ];
+    p.hosts = vec![Host { name: "a".into(), cores: 2, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 1, speed_ratio: 1.0 }];
     p.mapping = Mapping::Explicit { hosts: vec![0, 0, 1] };
     let ps = |speed_flops: f64, w: &str| Pstate { speed_flops, watts: Some(PowerRange::parse(w).unwrap()) };
     let mut x = Extras {

@@ -134,9 +134,7 @@ fn many_ranks_hold_no_file_open_between_reads() {
     // > 8 KiB so that the small buffer refills several times.
     let text: String = (0..3000).map(|i| format!("0 compute {i}\n")).collect();
     std::fs::write(&f, text).unwrap();
-    let open = |p: &Path| {
-        std::fs::read_dir("/proc/self/fd").unwrap().flatten().any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == p))
-    };
+    let open = |p: &Path| std::fs::read_dir("/proc/self/fd").unwrap().flatten().any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == p));
     let few: Vec<String> = TiActions::open(&f, 0, 2).unwrap().map(|a| format!("{:?}", a.unwrap())).collect();
     let mut many = TiActions::open(&f, 0, REOPEN_ABOVE as u32 + 1).unwrap();
     let first = many.next().unwrap().unwrap();

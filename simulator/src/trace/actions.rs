@@ -103,8 +103,7 @@ impl RecordConverter {
         match (rec.op, &rec.params) {
             // Equal blocks: one per rank of the communicator (request 0:
             // the blocking form).
-            (Op::ReduceScatterBlock, &Params::Coll { bytes, comm, .. })
-            | (Op::IreduceScatterBlock, &Params::Icoll { bytes, comm, .. }) => {
+            (Op::ReduceScatterBlock, &Params::Coll { bytes, comm, .. }) | (Op::IreduceScatterBlock, &Params::Icoll { bytes, comm, .. }) => {
                 let n = match comm {
                     0 => Some(self.ranks),
                     c => self.comm_sizes.iter().find(|(id, _)| *id == c).map(|&(_, n)| n),
@@ -152,8 +151,17 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Init | InitThread, _) => Action::Init,
         (Finalize, _) => Action::Finalize,
         (
-            CommDup | CommSplit | CommCreate | CartCreate | CartSub | CommCreateGroup | IntercommMerge | CommIdup
-            | CommSplitType | DistGraphCreateAdjacent | GraphCreate,
+            CommDup
+            | CommSplit
+            | CommCreate
+            | CartCreate
+            | CartSub
+            | CommCreateGroup
+            | IntercommMerge
+            | CommIdup
+            | CommSplitType
+            | DistGraphCreateAdjacent
+            | GraphCreate,
             Params::CommCreate { comm, members, .. },
         ) => match *comm {
             COMM_UNKNOWN => return Ok(None),
@@ -163,20 +171,18 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (CartCreate | CartSub | CommCreateGroup | IntercommCreate | IntercommMerge, _) => return Ok(None),
         (CommIdup | CommSplitType | DistGraphCreateAdjacent | GraphCreate, _) => return Ok(None),
         (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
-        (Bsend, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Buffered(Box::new(Action::Send { dst: peer as u32, tag, bytes, comm })),
+        (Bsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
+            Action::Buffered(Box::new(Action::Send { dst: peer as u32, tag, bytes, comm }))
+        }
         (Ibsend, &Params::P2p { peer, tag, bytes, comm, request }) => {
             Action::Buffered(Box::new(Action::Isend { dst: peer as u32, tag, bytes, comm, req: request }))
         }
-        (Send | Ssend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => {
-            Action::Send { dst: peer as u32, tag, bytes, comm }
-        }
+        (Send | Ssend | Rsend, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Send { dst: peer as u32, tag, bytes, comm },
         (Isend | Issend | Irsend, &Params::P2p { peer, tag, bytes, comm, request }) => {
             Action::Isend { dst: peer as u32, tag, bytes, comm, req: request }
         }
         (Recv, &Params::P2p { peer, tag, bytes, comm, .. }) => Action::Recv { src: peer, tag, bytes, comm },
-        (Irecv, &Params::P2p { peer, tag, bytes, comm, request }) => {
-            Action::Irecv { src: peer, tag, bytes, comm, req: request }
-        }
+        (Irecv, &Params::P2p { peer, tag, bytes, comm, request }) => Action::Irecv { src: peer, tag, bytes, comm, req: request },
         (Wait, &Params::Wait { request, .. }) => Action::Wait { req: request },
         (Test, &Params::Test { request, completed }) => match completed {
             true => Action::Wait { req: request },
@@ -191,10 +197,9 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
             Some(&req) if *result >= 0 => Action::Wait { req },
             _ => return Ok(None),
         },
-        (
-            Sendrecv | SendrecvReplace,
-            &Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm },
-        ) => Action::Sendrecv { dst: dst as u32, send_tag, send_bytes, src, recv_tag, recv_bytes, comm },
+        (Sendrecv | SendrecvReplace, &Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }) => {
+            Action::Sendrecv { dst: dst as u32, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }
+        }
         (Barrier, &Params::Coll { comm, .. }) => Action::Barrier { comm },
         (Bcast, &Params::Coll { root: r, bytes, comm }) => Action::Bcast { root: root(r), bytes, comm },
         (Reduce, &Params::Coll { root: r, bytes, comm }) => Action::Reduce { root: root(r), bytes, comm },
@@ -203,16 +208,10 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Gatherv, Params::Vcoll { root: r, comm, send, .. }) => {
             Action::Gather { root: root(*r), bytes: send.first().copied().unwrap_or(0), comm: *comm }
         }
-        (Scatterv, Params::Vcoll { root: r, comm, send, .. }) => {
-            Action::Scatterv { root: root(*r), send_bytes: send.clone(), comm: *comm }
-        }
+        (Scatterv, Params::Vcoll { root: r, comm, send, .. }) => Action::Scatterv { root: root(*r), send_bytes: send.clone(), comm: *comm },
         (Allgatherv, Params::Vcoll { comm, recv, .. }) => Action::Allgatherv { recv_bytes: recv.clone(), comm: *comm },
-        (Alltoallv | Alltoallw, Params::Vcoll { comm, send, .. }) => {
-            Action::Alltoallv { send_bytes: send.clone(), comm: *comm }
-        }
-        (ReduceScatter, Params::Vcoll { comm, recv, .. }) => {
-            Action::ReduceScatter { recv_bytes: recv.clone(), comm: *comm }
-        }
+        (Alltoallv | Alltoallw, Params::Vcoll { comm, send, .. }) => Action::Alltoallv { send_bytes: send.clone(), comm: *comm },
+        (ReduceScatter, Params::Vcoll { comm, recv, .. }) => Action::ReduceScatter { recv_bytes: recv.clone(), comm: *comm },
         (op, Params::Vcoll { root, comm, request, send, recv }) if *request != 0 => {
             let Some(blocking) = blocking_of(op) else { return Err(op) };
             let params = Params::Vcoll { root: *root, comm: *comm, request: 0, send: send.clone(), recv: recv.clone() };
@@ -256,10 +255,9 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         // MPI-IO is recorded, not simulated: each call's measured duration
         // replays as a compute block of region `MPI-IO` (a nonblocking
         // call's request is unknown to replay and completes at once).
-        (_, Params::Io { .. }) => Action::Compute {
-            seconds: rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9,
-            region: region_key_id(IO_REGION),
-        },
+        (_, Params::Io { .. }) => {
+            Action::Compute { seconds: rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9, region: region_key_id(IO_REGION) }
+        }
         (op, _) => return Err(op),
     }))
 }
@@ -423,7 +421,8 @@ mod tests {
             ranks: 1,
             host: "h".into(),
             pid: 1,
-            timing_source: TimingSource::ClockGettime, tsc_hz: None,
+            timing_source: TimingSource::ClockGettime,
+            tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
@@ -477,7 +476,8 @@ mod tests {
             ranks: 4,
             host: "h".into(),
             pid: 1,
-            timing_source: TimingSource::ClockGettime, tsc_hz: None,
+            timing_source: TimingSource::ClockGettime,
+            tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();

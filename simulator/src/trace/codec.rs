@@ -90,13 +90,7 @@ pub fn list_len(rec: &CallRecord) -> usize {
     // The shapes without a list first, from the op alone.
     if !matches!(
         shape(rec.op),
-        Shape::Waitall
-            | Shape::RequestSet
-            | Shape::CommCreate
-            | Shape::RequestSome
-            | Shape::Intercomm
-            | Shape::Vcoll
-            | Shape::Neighbor
+        Shape::Waitall | Shape::RequestSet | Shape::CommCreate | Shape::RequestSome | Shape::Intercomm | Shape::Vcoll | Shape::Neighbor
     ) {
         return 0;
     }

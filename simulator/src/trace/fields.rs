@@ -318,7 +318,12 @@ mod tests {
             overhead_wall_ns: 50,
             counters: "sw (hardware counters unavailable: no hardware cycle counter (a VM without a virtual PMU?) (No such file or directory (os error 2)))".into(),
         };
-        let m = Module { path: "/work/c-tests/build/fortran_calls".into(), start: 0x55c6_1000_0000, end: 0x55c6_1000_1000, file_offset: 0x1000 };
+        let m = Module {
+            path: "/work/c-tests/build/fortran_calls".into(),
+            start: 0x55c6_1000_0000,
+            end: 0x55c6_1000_1000,
+            file_offset: 0x1000,
+        };
         let b = end_bytes(&footer, &[&m]);
         assert!(b.len() < 70, "{} bytes", b.len());
         assert_eq!(parse_end(&b), Ok((footer, vec![m])));
@@ -327,7 +332,15 @@ mod tests {
 
     #[test]
     fn missing_or_mistyped_fields_are_named() {
-        let h = RankHeader { rank: 0, ranks: 1, host: String::new(), pid: 1, timing_source: TimingSource::WallOnly, tsc_hz: None, epoch_unix_s: 0.0 };
+        let h = RankHeader {
+            rank: 0,
+            ranks: 1,
+            host: String::new(),
+            pid: 1,
+            timing_source: TimingSource::WallOnly,
+            tsc_hz: None,
+            epoch_unix_s: 0.0,
+        };
         let b = header_bytes(&h);
         assert_eq!(parse_header(&b[2..]), Err("no rank field".into()));
         assert_eq!(parse_header(&[1 << 2 | 1, 0]), Err("a field cut short".into()));
@@ -337,7 +350,14 @@ mod tests {
 
     #[test]
     fn counters_notes_pack_losslessly() {
-        for note in ["", "off", "sw", "hw (cycles, instructions)", "sw; wall time from CLOCK_MONOTONIC (the TSC did not advance)", "odd \u{1} \0 bytes ✓"] {
+        for note in [
+            "",
+            "off",
+            "sw",
+            "hw (cycles, instructions)",
+            "sw; wall time from CLOCK_MONOTONIC (the TSC did not advance)",
+            "odd \u{1} \0 bytes ✓",
+        ] {
             let p = pack(note);
             assert_eq!(unpack(&p).as_deref(), Ok(note));
             assert!(p.len() <= note.len() + 2, "{note}");

@@ -22,7 +22,6 @@ pub const COMM_WORLD: u32 = 0;
 /// Communicator id stored when the interposer could not name the communicator.
 pub const COMM_UNKNOWN: u32 = u32::MAX;
 
-
 macro_rules! ops {
     ($($(#[$doc:meta])* $name:ident = $code:expr, $mpi:expr;)*) => {
         /// The MPI operation a record describes.
@@ -633,18 +632,15 @@ const fn shape_of(op: Op) -> Shape {
         Mrecv | Imrecv => Shape::Mrecv,
         CartCreate | CartSub | IntercommMerge | CommCreateGroup => Shape::CommCreate,
         IntercommCreate => Shape::Intercomm,
-        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | IgathervTotal | Iscatter | IscattervTotal | Iallgather
-        | IallgathervTotal | Ialltoall | IalltoallvTotal | IreduceScatterTotal | IreduceScatterBlock | Iscan
-        | Iexscan => Shape::Icoll,
-        Gatherv | Scatterv | Allgatherv | Alltoallv | ReduceScatter | Alltoallw | Igatherv | Iscatterv
-        | Iallgatherv | Ialltoallv | IreduceScatter | Ialltoallw => Shape::Vcoll,
-        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv | NeighborAlltoallw
-        | IneighborAllgather | IneighborAllgatherv | IneighborAlltoall | IneighborAlltoallv
-        | IneighborAlltoallw => Shape::Neighbor,
+        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | IgathervTotal | Iscatter | IscattervTotal | Iallgather | IallgathervTotal
+        | Ialltoall | IalltoallvTotal | IreduceScatterTotal | IreduceScatterBlock | Iscan | Iexscan => Shape::Icoll,
+        Gatherv | Scatterv | Allgatherv | Alltoallv | ReduceScatter | Alltoallw | Igatherv | Iscatterv | Iallgatherv | Ialltoallv
+        | IreduceScatter | Ialltoallw => Shape::Vcoll,
+        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv | NeighborAlltoallw | IneighborAllgather
+        | IneighborAllgatherv | IneighborAlltoall | IneighborAlltoallv | IneighborAlltoallw => Shape::Neighbor,
         CommIdup | CommSplitType | DistGraphCreateAdjacent | GraphCreate => Shape::CommCreate,
-        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll
-        | FileWrite | FileWriteAll | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt
-        | FileIwriteAt => Shape::Io,
+        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll | FileWrite | FileWriteAll
+        | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt | FileIwriteAt => Shape::Io,
         Sendrecv | SendrecvReplace => Shape::Sendrecv,
         Wait => Shape::Wait,
         Test => Shape::Test,
@@ -652,9 +648,8 @@ const fn shape_of(op: Op) -> Shape {
         Testall | Waitany | Testany => Shape::RequestSet,
         Probe | Iprobe => Shape::Probe,
         CommDup | CommSplit | CommCreate => Shape::CommCreate,
-        Barrier | Bcast | Reduce | Allreduce | Gather | GathervTotal | Scatter | ScattervTotal | Allgather
-        | AllgathervTotal | Alltoall | AlltoallvTotal | ReduceScatterTotal | ReduceScatterBlock | Scan | Exscan
-        | CommFree => Shape::Coll,
+        Barrier | Bcast | Reduce | Allreduce | Gather | GathervTotal | Scatter | ScattervTotal | Allgather | AllgathervTotal | Alltoall
+        | AlltoallvTotal | ReduceScatterTotal | ReduceScatterBlock | Scan | Exscan | CommFree => Shape::Coll,
         Init | InitThread | Finalize | CommRank | CommSize => Shape::None,
     }
 }

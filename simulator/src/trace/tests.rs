@@ -148,7 +148,10 @@ fn format_3_files_still_read() {
     assert_eq!((t.footer.records, t.footer.overhead_cpu_ns, t.footer.counters.as_str()), (2, 652, "sw"));
     assert_eq!(t.call_site(0x40), CallSite { module: "app".into(), offset: 0x1040 });
     let read: Vec<CallRecord> = t.records().unwrap().map(|r| r.unwrap()).collect();
-    assert_eq!(read.iter().map(|r| (r.op, r.caller, r.compute_cpu_ns, r.t_start_ns)).collect::<Vec<_>>(), [(Op::Wait, 0x40, 90, 100), (Op::Wait, 0x40, 90, 207)]);
+    assert_eq!(
+        read.iter().map(|r| (r.op, r.caller, r.compute_cpu_ns, r.t_start_ns)).collect::<Vec<_>>(),
+        [(Op::Wait, 0x40, 90, 100), (Op::Wait, 0x40, 90, 207)]
+    );
     assert_eq!(read[1].params, Params::Wait { request: 5, source: 1 });
 }
 
@@ -159,13 +162,20 @@ fn format_3_files_still_read() {
 fn format_4_fixed_parts_are_small() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("rank-0.trace");
-    let mut w = RankWriter::create(File::create(&p).unwrap(), &RankHeader { host: "node-17".into(), tsc_hz: Some(2.4e9), ..header(0) }).unwrap();
+    let mut w =
+        RankWriter::create(File::create(&p).unwrap(), &RankHeader { host: "node-17".into(), tsc_hz: Some(2.4e9), ..header(0) }).unwrap();
     w.push(&CallRecord { caller: 0x55c6_1000_0040, ..send(0x10) }).unwrap();
     w.set_overhead(652, 50);
     let note = "sw (hardware counters unavailable: no hardware cycle counter (a VM without a virtual PMU?) (No such file or directory (os error 2)))";
     w.set_counters(note);
-    let app = Module { path: "/work/main/c-tests/build/fortran_calls".into(), start: 0x55c6_1000_0000, end: 0x55c6_1000_1000, file_offset: 0x1000 };
-    let unused = Module { path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(), start: 0x7f00_0000_0000, end: 0x7f00_0010_0000, file_offset: 0 };
+    let app = Module {
+        path: "/work/main/c-tests/build/fortran_calls".into(),
+        start: 0x55c6_1000_0000,
+        end: 0x55c6_1000_1000,
+        file_offset: 0x1000,
+    };
+    let unused =
+        Module { path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(), start: 0x7f00_0000_0000, end: 0x7f00_0010_0000, file_offset: 0 };
     w.finish(&[app.clone(), unused]).unwrap();
     let size = std::fs::metadata(&p).unwrap().len();
     assert!(size < 200, "{size} bytes");

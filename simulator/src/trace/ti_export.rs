@@ -212,9 +212,7 @@ impl RankState {
                     _ => return Err(format!("{}: no TI verb", op.mpi_name())),
                 })
             }
-            (op, Params::Neighbor { .. }) => {
-                Err(format!("{}: TI traces have no neighbourhood collectives", op.mpi_name()))
-            }
+            (op, Params::Neighbor { .. }) => Err(format!("{}: TI traces have no neighbourhood collectives", op.mpi_name())),
             (_, &Params::Coll { comm, .. }) if comm != COMM_WORLD && rec.op != CommFree => Err(format!(
                 "{} on communicator {comm}: TI traces have no communicators (SMPI would replay it on all ranks)",
                 rec.op.mpi_name()
@@ -253,11 +251,7 @@ impl RankState {
     /// One `wait <src> <dst> <tag>` per known request; unknown or null
     /// handles (already complete) are left out.
     fn wait(&mut self, requests: &[u64]) -> Vec<String> {
-        requests
-            .iter()
-            .filter_map(|r| self.requests.remove(r))
-            .map(|(src, dst, tag)| format!("wait {src} {dst} {tag}"))
-            .collect()
+        requests.iter().filter_map(|r| self.requests.remove(r)).map(|(src, dst, tag)| format!("wait {src} {dst} {tag}")).collect()
     }
 }
 
@@ -267,14 +261,32 @@ mod tests {
     use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
 
     fn rec(op: Op, params: Params) -> CallRecord {
-        CallRecord { op, failed: false, caller: 1, compute_cpu_ns: 2_000, compute_wall_ns: 2_000, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+        CallRecord {
+            op,
+            failed: false,
+            caller: 1,
+            compute_cpu_ns: 2_000,
+            compute_wall_ns: 2_000,
+            counters: None,
+            t_start_ns: 0,
+            t_end_ns: 0,
+            params,
+        }
     }
 
     #[test]
     fn writes_smpi_verbs_with_request_keys() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("rank-0.trace");
-        let header = RankHeader { rank: 0, ranks: 2, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, tsc_hz: None, epoch_unix_s: 0.0 };
+        let header = RankHeader {
+            rank: 0,
+            ranks: 2,
+            host: "h".into(),
+            pid: 1,
+            timing_source: TimingSource::ClockGettime,
+            tsc_hz: None,
+            epoch_unix_s: 0.0,
+        };
         let mut w = RankWriter::create(File::create(&p).unwrap(), &header).unwrap();
         let p2p = |peer, request| Params::P2p { peer, tag: 5, bytes: 64, comm: 0, request };
         for r in [

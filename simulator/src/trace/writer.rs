@@ -166,8 +166,7 @@ impl<W: Write> RankWriter<W> {
     /// The writer's I/O error.
     pub fn finish(&mut self, modules: &[Module]) -> io::Result<()> {
         self.flush()?;
-        let used: Vec<&Module> =
-            modules.iter().filter(|m| self.encoder.sites().any(|a| m.start <= a && a < m.end)).collect();
+        let used: Vec<&Module> = modules.iter().filter(|m| self.encoder.sites().any(|a| m.start <= a && a < m.end)).collect();
         write_chunk(&mut self.out, ChunkKind::End, 0, &fields::end_bytes(&self.footer, &used))?;
         self.out.flush()
     }

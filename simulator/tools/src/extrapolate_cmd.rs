@@ -78,10 +78,9 @@ pub fn wanted(dirs: &[PathBuf], ranks: Option<u32>) -> anyhow::Result<bool> {
         ([one], Some(n)) => {
             let have = simulator::trace::read_meta(one).map(|m| m.ranks).ok();
             match have {
-                Some(h) if h != n => anyhow::bail!(
-                    "--ranks {n}: {} holds {h} ranks; extrapolation needs traces at two or more rank counts",
-                    one.display()
-                ),
+                Some(h) if h != n => {
+                    anyhow::bail!("--ranks {n}: {} holds {h} ranks; extrapolation needs traces at two or more rank counts", one.display())
+                }
                 _ => Ok(false),
             }
         }
@@ -170,7 +169,11 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     summary(&model, &mut out)?;
-    writeln!(out, "{:>9} {:>13} {:>13} {:>13} {:>11} {:>11} {:>11} {:>6}", "ranks", "predicted_s", "low_s", "high_s", "compute_s", "comm_s", "wait_s", "eff")?;
+    writeln!(
+        out,
+        "{:>9} {:>13} {:>13} {:>13} {:>11} {:>11} {:>11} {:>6}",
+        "ranks", "predicted_s", "low_s", "high_s", "compute_s", "comm_s", "wait_s", "eff"
+    )?;
     for p in &points {
         writeln!(
             out,
@@ -201,7 +204,13 @@ fn plot(path: &std::path::Path, points: &[Point]) -> Result<(), String> {
         .y_label_area_size(70)
         .build_cartesian_2d((x_lo..x_hi).log_scale(), (y_lo..y_hi).log_scale())
         .map_err(|e| fail(&e))?;
-    chart.configure_mesh().x_desc("ranks").y_desc("seconds").x_label_formatter(&|x| format!("{}", x.round() as u64)).draw().map_err(|e| fail(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("ranks")
+        .y_desc("seconds")
+        .x_label_formatter(&|x| format!("{}", x.round() as u64))
+        .draw()
+        .map_err(|e| fail(&e))?;
     type Series = (&'static str, fn(&Point) -> f64, RGBColor);
     let series: [Series; 3] =
         [("predicted", |p| p.makespan_s, BLUE), ("compute (mean)", |p| p.compute_s, GREEN), ("communication (mean)", |p| p.comm_s, RED)];
@@ -214,9 +223,17 @@ fn plot(path: &std::path::Path, points: &[Point]) -> Result<(), String> {
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         chart.draw_series(line.into_iter().map(|xy| Circle::new(xy, 3, color.filled()))).map_err(|e| fail(&e))?;
     }
-    for band in [points.iter().map(|p| (p.ranks as f64, p.low_s)).collect::<Vec<_>>(), points.iter().map(|p| (p.ranks as f64, p.high_s)).collect()] {
+    for band in
+        [points.iter().map(|p| (p.ranks as f64, p.low_s)).collect::<Vec<_>>(), points.iter().map(|p| (p.ranks as f64, p.high_s)).collect()]
+    {
         chart.draw_series(LineSeries::new(band, BLUE.mix(0.4).stroke_width(1))).map_err(|e| fail(&e))?;
     }
-    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).position(SeriesLabelPosition::UpperRight).draw().map_err(|e| fail(&e))?;
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))
 }

@@ -23,9 +23,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use serde_json::json;
 
+use crate::jitter_plot::plot_svg;
 use simulator::jitter::collective::{latency_model, Collective, Net};
 use simulator::jitter::engine::{simulate, Config, Mode};
-use crate::jitter_plot::plot_svg;
 use simulator::jitter::report::{per_phase, rep_seed, write_table, Point};
 use simulator::jitter::{load_tracks, Track};
 use simulator::jitter_trace::{JitterHeader, JitterTrace};

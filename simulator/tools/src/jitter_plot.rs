@@ -46,7 +46,10 @@ pub fn plot_svg(path: &Path, title: &str, points: &[Point]) -> Result<(), String
             .label(*mode)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         chart.draw_series(line.map(|xy| Circle::new(xy, 3, color.filled()))).map_err(|e| fail(&e))?;
-        for band in [pts.iter().map(|p| (p.tasks as f64, p.band.p5)).collect::<Vec<_>>(), pts.iter().map(|p| (p.tasks as f64, p.band.p95)).collect()] {
+        for band in [
+            pts.iter().map(|p| (p.tasks as f64, p.band.p5)).collect::<Vec<_>>(),
+            pts.iter().map(|p| (p.tasks as f64, p.band.p95)).collect(),
+        ] {
             chart.draw_series(LineSeries::new(band, color.mix(0.4).stroke_width(1))).map_err(|e| fail(&e))?;
         }
     }

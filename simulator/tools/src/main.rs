@@ -28,11 +28,7 @@ use simulator::replay::{self, TraceInput};
 use simulator_tools::{extrapolate_cmd, jitter_cli, progress, trace_cli, validate};
 
 #[derive(Parser)]
-#[command(
-    name = "simulator",
-    version,
-    about = "Predicts MPI application run time by replaying traces on a modelled platform"
-)]
+#[command(name = "simulator", version, about = "Predicts MPI application run time by replaying traces on a modelled platform")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -159,9 +155,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         extras.coll.selector = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?.selector;
     }
     for spec in &args.coll {
-        let (coll, alg) = spec
-            .split_once('=')
-            .ok_or_else(|| anyhow::anyhow!("--coll {spec}: expected <collective>=<algorithm>"))?;
+        let (coll, alg) = spec.split_once('=').ok_or_else(|| anyhow::anyhow!("--coll {spec}: expected <collective>=<algorithm>"))?;
         extras.coll.set(coll, alg).map_err(anyhow::Error::msg).with_context(|| format!("--coll {spec}"))?;
     }
     for spec in &args.pstate {
@@ -200,7 +194,10 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
             let mode = jitter_cli::parse_mode(&args.jitter_mode).context("--jitter-mode")?;
             let (tracks, hz) = simulator::jitter::load_tracks(path, None).context("cannot load the jitter trace")?;
             if mode == simulator::jitter::Mode::Cosched && tracks.iter().any(|t| t.windows().is_empty()) {
-                anyhow::bail!("--jitter-mode cosched: {} has no co-scheduling window marks (tracecollector --cosched-window)", path.display());
+                anyhow::bail!(
+                    "--jitter-mode cosched: {} has no co-scheduling window marks (tracecollector --cosched-window)",
+                    path.display()
+                );
             }
             Some((tracks, hz, mode))
         }
@@ -210,8 +207,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
     let report = replay::replay_jitter(&platform, &extras, streams, timeline, stretch);
     progress.finish();
-    let mut report =
-        report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
+    let mut report = report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -241,8 +237,7 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
             serde_json::to_value(&r)?
         }
     };
-    let predicted =
-        simulator::compare::predicted(&report).map_err(anyhow::Error::msg).with_context(|| format!("{}", sim.display()))?;
+    let predicted = simulator::compare::predicted(&report).map_err(anyhow::Error::msg).with_context(|| format!("{}", sim.display()))?;
     let rows = simulator::compare::rows(&measured, &predicted).map_err(anyhow::Error::msg)?;
     let mut out = std::io::stdout().lock();
     if args.json {

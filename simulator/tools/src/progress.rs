@@ -60,12 +60,7 @@ impl Progress {
 
 /// Wraps `streams` so that the actions they yield drive a progress bar.
 pub fn with_progress<'a, E: 'a>(streams: Vec<ActionStream<'a, E>>) -> (Vec<ActionStream<'a, E>>, Progress) {
-    let state = Rc::new(RefCell::new(State {
-        started: Instant::now(),
-        actions: 0,
-        bar: None,
-        tty: std::io::stderr().is_terminal(),
-    }));
+    let state = Rc::new(RefCell::new(State { started: Instant::now(), actions: 0, bar: None, tty: std::io::stderr().is_terminal() }));
     if !state.borrow().tty {
         return (streams, Progress(state)); // no bar, no cost
     }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use simulator::trace::{open_dir, ti_export, timeline};
 use simulator::regions::region_report as regions_report;
+use simulator::trace::{open_dir, ti_export, timeline};
 
 /// Arguments of `simulator trace`.
 #[derive(Debug, clap::Args)]

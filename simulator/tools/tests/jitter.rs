@@ -8,7 +8,6 @@ use simulator::jitter_trace::{trace_file_name, JitterRecord, JitterTrace};
 
 mod common;
 
-
 /// A 10 ms trace at 1 GHz: a 2 µs event every 100 µs (2 % noise), plus a 50 µs one.
 fn write_trace(dir: &Path, cpu: u32, window: Option<u64>) -> PathBuf {
     let mut records: Vec<JitterRecord> = (0..99).map(|_| JitterRecord { jitter_cycles: 2_000, cycles_to_next: 98_000 }).collect();
@@ -47,7 +46,8 @@ fn json_has_slowdown_pct_for_a_file_and_a_directory() {
         assert!((parts - s).abs() < 1e-9, "{v}");
         assert_eq!(v["tasks"], 16);
     }
-    let v = json(&simulator(&[&["--trace", dir.path().to_str().unwrap(), "--mode", "sync", "--per-phase", "--reps", "3"][..], &base].concat()));
+    let v =
+        json(&simulator(&[&["--trace", dir.path().to_str().unwrap(), "--mode", "sync", "--per-phase", "--reps", "3"][..], &base].concat()));
     assert_eq!(v["traces"].as_array().unwrap().len(), 2);
     assert_eq!(v["per_phase"].as_array().unwrap().len(), 20);
     assert!(v["band"]["p5"].as_f64().unwrap() <= v["band"]["p95"].as_f64().unwrap());
@@ -58,7 +58,20 @@ fn sweep_makes_a_table_json_points_and_an_svg() {
     let dir = tempfile::tempdir().unwrap();
     let file = write_trace(dir.path(), 0, Some(1_000_000));
     let svg = dir.path().join("sweep.svg");
-    let args = ["--trace", file.to_str().unwrap(), "--tasks", "1,2,...,8", "--phases", "10", "--work", "0.0002", "--mode", "unsync,sync,cosched", "--collective", "allreduce"];
+    let args = [
+        "--trace",
+        file.to_str().unwrap(),
+        "--tasks",
+        "1,2,...,8",
+        "--phases",
+        "10",
+        "--work",
+        "0.0002",
+        "--mode",
+        "unsync,sync,cosched",
+        "--collective",
+        "allreduce",
+    ];
     let v = json(&simulator(&[&args[..], &["--json", "--plot", svg.to_str().unwrap()]].concat()));
     let points = v["points"].as_array().unwrap();
     let tasks: Vec<u64> = points.iter().map(|p| p["tasks"].as_u64().unwrap()).collect();
@@ -127,7 +140,21 @@ fn platform_latencies_and_cores_per_node() {
                 transfer = [ { intercept_s = 1e-5, bandwidth_bytes_per_s = 1e9 } ]\n";
     std::fs::write(&pf, toml).unwrap();
     let run = |extra: &[&str]| {
-        let base = ["--trace", trace.to_str().unwrap(), "--tasks", "16", "--phases", "5", "--work", "0.001", "--mode", "sync", "--json", "--platform", pf.to_str().unwrap()];
+        let base = [
+            "--trace",
+            trace.to_str().unwrap(),
+            "--tasks",
+            "16",
+            "--phases",
+            "5",
+            "--work",
+            "0.001",
+            "--mode",
+            "sync",
+            "--json",
+            "--platform",
+            pf.to_str().unwrap(),
+        ];
         json(&simulator(&[&base[..], extra].concat()))
     };
     let v = run(&[]);
@@ -137,5 +164,8 @@ fn platform_latencies_and_cores_per_node() {
     assert!(quiet > 0.5 && quiet < 20.0, "{v}");
     let one_per_node = run(&["--cores-per-node", "1"]);
     assert!(one_per_node["comm_noise_free_pct"].as_f64().unwrap() > quiet, "{one_per_node}");
-    fails(&["--trace", trace.to_str().unwrap(), "--tasks", "4", "--phases", "1", "--work", "0.001", "--platform", "/nonexistent.toml"], "/nonexistent.toml");
+    fails(
+        &["--trace", trace.to_str().unwrap(), "--tasks", "4", "--phases", "1", "--work", "0.001", "--platform", "/nonexistent.toml"],
+        "/nonexistent.toml",
+    );
 }

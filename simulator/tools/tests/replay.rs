@@ -62,7 +62,8 @@ fn write_trace(dir: &Path) {
         format_version: 1,
         ranks: 2,
         mpi_library: "synthetic".into(),
-        timing_source: TimingSource::ClockGettime, tsc_hz: None,
+        timing_source: TimingSource::ClockGettime,
+        tsc_hz: None,
         command: vec!["pingpong".into()],
         mode: "trace".into(),
     };
@@ -73,7 +74,8 @@ fn write_trace(dir: &Path) {
             ranks: 2,
             host: "tracehost".into(),
             pid: 100 + r as u32,
-            timing_source: TimingSource::ClockGettime, tsc_hz: None,
+            timing_source: TimingSource::ClockGettime,
+            tsc_hz: None,
             epoch_unix_s: 0.0,
         };
         let f = File::create(dir.join(trace::rank_file_name(r as u32))).unwrap();
@@ -233,8 +235,7 @@ fn makespan(out: &Output) -> f64 {
 fn ti_trace_list_replays_on_a_simgrid_cluster() {
     // 2e9 flops at 1 Gf, then 1 MB at 1 MBps: SMPI times it as 1 000 016 B
     // at 0.940694 × 1 MBps (bw-factor above 65472 B), no latency.
-    let (_d, list, xml) =
-        ti_case(&["init\ncompute 2e9\nsend 1 0 1000000 6\nfinalize", "init\nrecv 0 0 1000000 6\nfinalize"]);
+    let (_d, list, xml) = ti_case(&["init\ncompute 2e9\nsend 1 0 1000000 6\nfinalize", "init\nrecv 0 0 1000000 6\nfinalize"]);
     let m = makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]));
     close(m, 2.0 + 1_000_016.0 / 940_694.0);
 }
@@ -284,8 +285,7 @@ fn missing_trace_fails_naming_it() {
 
 #[test]
 fn timeline_has_compute_and_mpi_spans_per_rank() {
-    let (d, list, xml) =
-        ti_case(&["init\ncompute 1e9\nsend 1 0 1000000 6\nfinalize", "init\nrecv 0 0 1000000 6\nfinalize"]);
+    let (d, list, xml) = ti_case(&["init\ncompute 1e9\nsend 1 0 1000000 6\nfinalize", "init\nrecv 0 0 1000000 6\nfinalize"]);
     let tl = d.path().join("t.json");
     let m = makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json", "--timeline", s(&tl)]));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&tl).unwrap()).unwrap();
@@ -296,10 +296,7 @@ fn timeline_has_compute_and_mpi_spans_per_rank() {
         .map(|e| (e["name"].as_str().unwrap().to_string(), e["tid"].as_u64().unwrap(), e["dur"].as_f64().unwrap()))
         .collect();
     spans.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
-    assert_eq!(
-        spans.iter().map(|x| (x.0.as_str(), x.1)).collect::<Vec<_>>(),
-        [("MPI_Send", 0), ("compute", 0), ("MPI_Recv", 1)]
-    );
+    assert_eq!(spans.iter().map(|x| (x.0.as_str(), x.1)).collect::<Vec<_>>(), [("MPI_Send", 0), ("compute", 0), ("MPI_Recv", 1)]);
     // The receive waits from t = 0 to the makespan.
     assert!((spans[2].2 - m * 1e6).abs() < 1e-3, "{spans:?} vs {m}");
 }

@@ -74,8 +74,15 @@ fn validate_runs_every_case_and_writes_every_output() {
     let dir = tempfile::tempdir().unwrap();
     let build = root().join("c-tests/build");
     let suite = dir.path().join("suite.toml");
-    let case = |name: &str, prog: &str, args: &str| format!("[[case]]\nname = \"{name}\"\nprogram = \"{}\"\nargs = [{args}]\nranks = 2\n", build.join(prog).display());
-    let text = [case("ring", "ring", "\"200\", \"8\""), case("jacobi", "jacobi2d", "\"64\", \"10\""), case("allreduce", "allreduce_loop", "\"50\", \"64\"")].concat();
+    let case = |name: &str, prog: &str, args: &str| {
+        format!("[[case]]\nname = \"{name}\"\nprogram = \"{}\"\nargs = [{args}]\nranks = 2\n", build.join(prog).display())
+    };
+    let text = [
+        case("ring", "ring", "\"200\", \"8\""),
+        case("jacobi", "jacobi2d", "\"64\", \"10\""),
+        case("allreduce", "allreduce_loop", "\"50\", \"64\""),
+    ]
+    .concat();
     std::fs::write(&suite, text).unwrap();
     let quick = ["--reps=3", "--sizes=16", "--max-bytes=65536", "--refine-rounds=0", "--loggp-n=0", "--holdout=0"];
     let mut extra: Vec<String> = quick.iter().map(|a| format!("--calibrate-arg={a}")).collect();
@@ -128,7 +135,8 @@ fn validate_runs_every_case_and_writes_every_output() {
         // measured_s only where the bandwidth changed; base_measured_s everywhere.
         assert_eq!(!f[8].is_empty(), f[3] != "1", "{l}");
         assert!(!f[7].is_empty(), "{l}");
-        let (lat, bw, base, pred): (f64, f64, f64, f64) = (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap());
+        let (lat, bw, base, pred): (f64, f64, f64, f64) =
+            (f[2].parse().unwrap(), f[3].parse().unwrap(), f[4].parse().unwrap(), f[5].parse().unwrap());
         if lat > 1.0 || bw < 1.0 {
             assert!(pred >= base, "{l}");
         } else {
@@ -142,7 +150,14 @@ fn a_missing_program_fails_naming_the_suite_and_case() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("suite.toml");
     std::fs::write(&suite, "[[case]]\nname = \"ghost\"\nprogram = \"no/such/program\"\nranks = 2\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_simulator")).arg("validate").arg("--suite").arg(&suite).arg("--out").arg(dir.path()).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_simulator"))
+        .arg("validate")
+        .arg("--suite")
+        .arg(&suite)
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -158,7 +173,10 @@ fn two_hosts_missing() -> Option<String> {
         return Some("`ip netns list` failed".into());
     }
     let release = root().join("target/release");
-    ["simulator", "calibrate", "libinterposer.so"].iter().find(|f| !release.join(f).is_file()).map(|f| format!("target/release/{f} missing (cargo build --release)"))
+    ["simulator", "calibrate", "libinterposer.so"]
+        .iter()
+        .find(|f| !release.join(f).is_file())
+        .map(|f| format!("target/release/{f} missing (cargo build --release)"))
 }
 
 #[test]

@@ -84,10 +84,7 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
         (xml(&format!("{SLOW} topology=\"TORUS\" topo_parameters=\"3\""), ""), "torus dims [3] do not give the 2 hosts"),
         (xml(&format!("{SLOW} topology=\"DRAGONFLY\""), ""), "topology DRAGONFLY is not supported"),
         (xml(r#"radical="0-1" speed="1Gf""#, ""), "line 7: <cluster>: missing attribute bw"),
-        (
-            "<platform><host id=\"a\" speed=\"1Gf\"/></platform>".to_string(),
-            "line 1: <host> platforms are not supported",
-        ),
+        ("<platform><host id=\"a\" speed=\"1Gf\"/></platform>".to_string(), "line 1: <host> platforms are not supported"),
         ("<platform></platform>".to_string(), "no <cluster> element"),
         (xml(SLOW, ""), "network/model X is not supported"),
     ] {

@@ -10,11 +10,7 @@ use super::{push_ops, push_round, reduce_last, reducing, Step};
 fn fold(rank: u32, n: u32) -> (u32, u32, Option<u32>) {
     let p = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
     let rem = n - p;
-    let new = if rank < 2 * rem {
-        (rank & 1 == 1).then_some(rank / 2)
-    } else {
-        Some(rank - rem)
-    };
+    let new = if rank < 2 * rem { (rank & 1 == 1).then_some(rank / 2) } else { Some(rank - rem) };
     (p, rem, new)
 }
 

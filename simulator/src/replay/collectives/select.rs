@@ -452,9 +452,7 @@ fn mpich(coll: Coll, n: u32, bytes: u64, count: u64) -> Alg {
         Coll::Allreduce if bytes <= 2048 || count < pof2 => Alg::RecursiveDoubling,
         Coll::Allreduce => Alg::Rabenseifner,
         Coll::Gather | Coll::Scatter => Alg::Binomial,
-        Coll::Allgather | Coll::Allgatherv if bytes * (n as u64) < 524288 && n.is_power_of_two() => {
-            Alg::RecursiveDoubling
-        }
+        Coll::Allgather | Coll::Allgatherv if bytes * (n as u64) < 524288 && n.is_power_of_two() => Alg::RecursiveDoubling,
         Coll::Allgather | Coll::Allgatherv if bytes * (n as u64) < 81920 => Alg::Bruck,
         Coll::Allgather | Coll::Allgatherv => Alg::Ring,
         Coll::Alltoall if bytes <= 256 && n >= 8 => Alg::Bruck,

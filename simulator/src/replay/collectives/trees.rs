@@ -343,11 +343,8 @@ pub fn knomial_bcast(rank: u32, n: u32, root: u32, k: u32, bytes: u64, out: &mut
     // mask is now the level above this rank's children.
     mask /= k64;
     while mask > 0 {
-        let kids: Vec<(u32, bool, u64)> = (1..k64)
-            .map(|j| vr + j * mask)
-            .filter(|&c| c < n64)
-            .map(|c| (real(c as u32, n, root), true, bytes))
-            .collect();
+        let kids: Vec<(u32, bool, u64)> =
+            (1..k64).map(|j| vr + j * mask).filter(|&c| c < n64).map(|c| (real(c as u32, n, root), true, bytes)).collect();
         if !kids.is_empty() {
             push_ops(out, &kids);
         }

@@ -27,17 +27,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Action::Alltoall { comm, bytes } => ("MPI_Alltoall", C::Alltoall, *comm, 0, *bytes, empty),
             Action::Alltoallv { comm, send_bytes } => ("MPI_Alltoallv", C::Alltoallv, *comm, 0, 0, &send_bytes[..]),
             Action::Allgather { comm, bytes } => ("MPI_Allgather", C::Allgather, *comm, 0, *bytes, empty),
-            Action::Allgatherv { comm, recv_bytes } => {
-                ("MPI_Allgatherv", C::Allgatherv, *comm, 0, 0, &recv_bytes[..])
-            }
+            Action::Allgatherv { comm, recv_bytes } => ("MPI_Allgatherv", C::Allgatherv, *comm, 0, 0, &recv_bytes[..]),
             Action::Gather { root, comm, bytes } => ("MPI_Gather", C::Gather, *comm, *root, *bytes, empty),
             Action::Scatter { root, comm, bytes } => ("MPI_Scatter", C::Scatter, *comm, *root, *bytes, empty),
-            Action::Scatterv { root, comm, send_bytes } => {
-                ("MPI_Scatterv", C::Scatter, *comm, *root, 0, &send_bytes[..])
-            }
-            Action::ReduceScatter { comm, recv_bytes } => {
-                ("MPI_Reduce_scatter", C::ReduceScatter, *comm, 0, 0, &recv_bytes[..])
-            }
+            Action::Scatterv { root, comm, send_bytes } => ("MPI_Scatterv", C::Scatter, *comm, *root, 0, &send_bytes[..]),
+            Action::ReduceScatter { comm, recv_bytes } => ("MPI_Reduce_scatter", C::ReduceScatter, *comm, 0, 0, &recv_bytes[..]),
             Action::Scan { comm, exclusive: false, bytes } => ("MPI_Scan", C::Scan, *comm, 0, *bytes, empty),
             Action::Scan { comm, exclusive: true, bytes } => ("MPI_Exscan", C::Exscan, *comm, 0, *bytes, empty),
             _ => unreachable!("start_coll is called on collectives"),

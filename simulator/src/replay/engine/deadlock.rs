@@ -20,12 +20,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             for (dst, other) in self.ranks.iter().enumerate() {
                 for mb in &other.mail {
                     for m in mb.unexpected.iter().filter(|m| m.src as usize == r && !m.eager) {
-                        waits.push(format!(
-                            "rendezvous send of {} B to {dst} tag {} on {}",
-                            m.bytes,
-                            m.tag,
-                            ctx_name(mb.ctx)
-                        ));
+                        waits.push(format!("rendezvous send of {} B to {dst} tag {} on {}", m.bytes, m.tag, ctx_name(mb.ctx)));
                     }
                 }
             }
@@ -40,8 +35,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if stuck.len() > 4 {
             parts.push(format!("and {} more", stuck.len() - 4));
         }
-        let kind =
-            ReplayErrorKind::Deadlock { blocked: stuck.len(), ranks: self.ranks.len(), detail: parts.join("; ") };
+        let kind = ReplayErrorKind::Deadlock { blocked: stuck.len(), ranks: self.ranks.len(), detail: parts.join("; ") };
         ReplayError { rank: None, kind }
     }
 }

@@ -104,11 +104,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let mut posted = Ok(());
         for (st, slot) in round.iter().zip(slots) {
             let peer = self.comms.world_rank(g, st.peer);
-            posted = if st.send {
-                self.isend(r, peer as usize, ctx, tag, st.bytes, slot)
-            } else {
-                self.irecv(r, peer as i32, ctx, tag, slot)
-            };
+            posted =
+                if st.send { self.isend(r, peer as usize, ctx, tag, st.bytes, slot) } else { self.irecv(r, peer as i32, ctx, tag, slot) };
             if posted.is_err() {
                 break;
             }

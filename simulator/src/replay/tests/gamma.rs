@@ -65,7 +65,11 @@ fn collectives_without_reductions_cost_the_same() {
 #[test]
 fn a_nonblocking_allreduce_completes_a_reduction_step_later() {
     let bytes = 8192;
-    let ranks = || (0..2).map(|_| vec![Action::Icoll { req: 1, coll: Box::new(Action::Allreduce { bytes, comm: 0 }) }, Action::Wait { req: 1 }]).collect();
+    let ranks = || {
+        (0..2)
+            .map(|_| vec![Action::Icoll { req: 1, coll: Box::new(Action::Allreduce { bytes, comm: 0 }) }, Action::Wait { req: 1 }])
+            .collect()
+    };
     let free = replay_all(&with("allreduce", "rdb", ReduceCost::default()), ranks());
     let paid = replay_all(&with("allreduce", "rdb", GAMMA), ranks());
     close(paid.makespan_s - free.makespan_s, GAMMA.intercept_s + bytes as f64 * GAMMA.s_per_byte);

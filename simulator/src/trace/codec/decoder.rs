@@ -1,6 +1,8 @@
 //! Reading the [`super`] encoding back, in each format's layout.
 
-use super::{unzigzag, Handles, In, Version, COUNTERS, CPU_IS_WALL, FAILED, HAS_REQUEST, MAX_REPEAT_BODY, NEW_SITE, REPEAT, SAME_OP, WORLD, YES};
+use super::{
+    unzigzag, Handles, In, Version, COUNTERS, CPU_IS_WALL, FAILED, HAS_REQUEST, MAX_REPEAT_BODY, NEW_SITE, REPEAT, SAME_OP, WORLD, YES,
+};
 use crate::trace::record::{shape, BlockCounters, CallRecord, DecodeError, Op, Params, Shape, COMM_WORLD};
 
 /// Decoder state of one rank's stream.
@@ -128,8 +130,7 @@ impl Decoder {
             false if v2 => i.v()?,
             false => (compute_wall_ns as i64 - i.z()?) as u64,
         };
-        let counters =
-            if flags & COUNTERS != 0 { Some(BlockCounters { cycles: i.v()?, instructions: i.v()? }) } else { None };
+        let counters = if flags & COUNTERS != 0 { Some(BlockCounters { cycles: i.v()?, instructions: i.v()? }) } else { None };
         let gap = if v2 { i.z()? } else { self.prev_gap + i.z()? };
         let t_start_ns = (self.prev_end as i64 + compute_wall_ns as i64 + gap) as u64;
         let t_end_ns = t_start_ns + i.v()?;

@@ -85,7 +85,10 @@ fn format_2_streams_still_decode() {
 /// 100 ns after the first ends (start 100, then 207).
 fn check_waits(a: &CallRecord, b: &CallRecord) {
     for (r, start) in [(a, 100), (b, 207)] {
-        assert_eq!((r.op, r.caller, r.compute_wall_ns, r.compute_cpu_ns, r.t_start_ns, r.t_end_ns), (Op::Wait, 0x40, 100, 90, start, start + 7));
+        assert_eq!(
+            (r.op, r.caller, r.compute_wall_ns, r.compute_cpu_ns, r.t_start_ns, r.t_end_ns),
+            (Op::Wait, 0x40, 100, 90, start, start + 7)
+        );
         assert_eq!(r.params, Params::Wait { request: 5, source: 1 });
     }
 }

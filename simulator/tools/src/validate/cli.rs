@@ -13,12 +13,12 @@ use calibration::{calibrate_quietly, check_state, quiet_probe, Calibration};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
-use super::state::{self, State};
+use super::predict;
 use super::quiet::{self, Contention, Quiet};
 use super::report::{self, Row};
+use super::state::{self, State};
 use super::suite::{self, Case};
 use super::sweep::{self, SweepRow, FACTORS};
-use super::predict;
 use simulator::action::ComputeTime;
 use simulator::platform::{self, Extras, Platform};
 
@@ -108,7 +108,8 @@ fn beside_exe(name: &str) -> Option<PathBuf> {
 }
 
 fn load_avg() -> String {
-    std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "unknown".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+    std::fs::read_to_string("/proc/loadavg")
+        .map_or_else(|_| "unknown".into(), |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
 }
 
 /// Traced runs `validate` makes again at most when the traced run was in
@@ -178,7 +179,10 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
         if t < modes::TRACED_SLOW_RATIO * m {
             break;
         }
-        row.note(format!("traced run {t:.4} s >= {}x the measured {m:.4} s, in a slow state of the machine: traced again", modes::TRACED_SLOW_RATIO));
+        row.note(format!(
+            "traced run {t:.4} s >= {}x the measured {m:.4} s, in a slow state of the machine: traced again",
+            modes::TRACED_SLOW_RATIO
+        ));
         (row.traced_s, row.offline_s) = (None, None);
         let _ = std::fs::remove_dir_all(dir.join("trace"));
         bar.inc_length(1);
@@ -312,7 +316,10 @@ fn checked_run_flag(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut R
 fn read_online(path: &Path) -> Result<f64, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    v.get("makespan_s").and_then(serde_json::Value::as_f64).filter(|m| m.is_finite() && *m >= 0.0).ok_or_else(|| format!("{}: no valid makespan_s", path.display()))
+    v.get("makespan_s")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|m| m.is_finite() && *m >= 0.0)
+        .ok_or_else(|| format!("{}: no valid makespan_s", path.display()))
 }
 
 /// What every case needs.
@@ -338,7 +345,13 @@ const MEASURED_BW: [f64; 3] = [1.0, 0.5, 2.0];
 /// every case at the bandwidth factors, the factors interleaved run by run
 /// (so that slow and fast phases of the machine fall on all of them) and
 /// the base re-measured the same way.
-fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Option<Traced>)], bar: &ProgressBar) -> anyhow::Result<Vec<SweepRow>> {
+fn run_sweep(
+    args: &ValidateArgs,
+    ctx: &Ctx,
+    cases: &[Case],
+    results: &[(Row, Option<Traced>)],
+    bar: &ProgressBar,
+) -> anyhow::Result<Vec<SweepRow>> {
     let mut runs: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); MEASURED_BW.len()]; cases.len()];
     if let Some(hook) = &args.sweep_hook {
         for i in 0..ctx.reps {
@@ -374,7 +387,16 @@ fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Op
                 Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
                 _ => None,
             };
-            rows.push(SweepRow { name: row.name.clone(), ranks: row.ranks, latency: lat, bandwidth: bw, base_predicted_s: base, predicted_s, base_measured_s, measured_s });
+            rows.push(SweepRow {
+                name: row.name.clone(),
+                ranks: row.ranks,
+                latency: lat,
+                bandwidth: bw,
+                base_predicted_s: base,
+                predicted_s,
+                base_measured_s,
+                measured_s,
+            });
         }
     }
     Ok(rows)
@@ -383,7 +405,12 @@ fn run_sweep(args: &ValidateArgs, ctx: &Ctx, cases: &[Case], results: &[(Row, Op
 /// Calls the sweep hook with `factor`.
 fn set_network(hook: &str, factor: f64, bar: &ProgressBar) -> anyhow::Result<()> {
     bar.set_message(format!("sweep hook: bandwidth x{factor}"));
-    let status = Command::new("sh").arg("-c").arg(format!("{hook} {factor}")).stdin(Stdio::null()).status().with_context(|| format!("--sweep-hook: cannot run sh -c '{hook} {factor}'"))?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{hook} {factor}"))
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("--sweep-hook: cannot run sh -c '{hook} {factor}'"))?;
     if !status.success() {
         bail!("--sweep-hook: `{hook} {factor}` failed ({status})");
     }
@@ -414,7 +441,8 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     launcher.extra_args = args.mpirun_args.clone();
     launcher.hostfile = args.hostfile.clone();
     launcher.timeout = Duration::from_secs(args.timeout_s);
-    let interposer = args.interposer.clone().or_else(|| beside_exe("libinterposer.so")).context("cannot locate libinterposer.so; give --interposer")?;
+    let interposer =
+        args.interposer.clone().or_else(|| beside_exe("libinterposer.so")).context("cannot locate libinterposer.so; give --interposer")?;
     if !interposer.is_file() {
         bail!("{}: interposer library not found (cargo build --release, or give --interposer)", interposer.display());
     }
@@ -425,7 +453,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     if args.max_stall_pct.is_nan() || args.max_stall_pct <= 0.0 || !args.quiet_wait_s.is_finite() || args.quiet_wait_s < 0.0 {
         bail!("--max-stall-pct must be > 0 and --quiet-wait-s >= 0");
     }
-    let quiet = Quiet { max_stall_share: args.max_stall_pct / 100.0, retries: args.retries, max_wait: Duration::from_secs_f64(args.quiet_wait_s), ..Quiet::default() };
+    let quiet = Quiet {
+        max_stall_share: args.max_stall_pct / 100.0,
+        retries: args.retries,
+        max_wait: Duration::from_secs_f64(args.quiet_wait_s),
+        ..Quiet::default()
+    };
     let psi = quiet::cpu_stall_us().is_some();
     let mut calibration_note = String::new();
 
@@ -448,7 +481,19 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
     };
-    let mut ctx = Ctx { out: out.clone(), reps: args.reps, launcher, interposer, platform_path, platform_is_xml, platform, extras, compute, quiet, repeated: Default::default() };
+    let mut ctx = Ctx {
+        out: out.clone(),
+        reps: args.reps,
+        launcher,
+        interposer,
+        platform_path,
+        platform_is_xml,
+        platform,
+        extras,
+        compute,
+        quiet,
+        repeated: Default::default(),
+    };
     // The latency-state probe (state.rs): our TOML platform, one host.
     let mut probe = match (&args.calibrate, args.hostfile.is_none() && !ctx.platform_is_xml) {
         (_, false) => None,
@@ -520,7 +565,8 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
             "no /proc/pressure/cpu: runs not checked for CPU contention".into()
         }
     );
-    let write = |name: &str, text: String| std::fs::write(out.join(name), text).with_context(|| format!("write {}", out.join(name).display()));
+    let write =
+        |name: &str, text: String| std::fs::write(out.join(name), text).with_context(|| format!("write {}", out.join(name).display()));
     write("validate.md", report::markdown(&rows, &preamble))?;
     write("validate.csv", report::csv(&rows))?;
     report::plot_svg(&out.join("validate.svg"), "predicted vs measured run time", &rows).map_err(anyhow::Error::msg)?;
@@ -536,7 +582,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     eprintln!("wrote {}/validate.{{md,csv,svg}}{}", out.display(), if sweep_rows.is_some() { " and sweep.{md,csv}" } else { "" });
     let failed: Vec<&str> = rows.iter().filter(|r| r.measured_s().is_none() || r.offline_s.is_none()).map(|r| r.name.as_str()).collect();
     if !failed.is_empty() {
-        bail!("{} of {} cases have no measurement or no offline prediction: {} (see the notes above)", failed.len(), rows.len(), failed.join(", "));
+        bail!(
+            "{} of {} cases have no measurement or no offline prediction: {} (see the notes above)",
+            failed.len(),
+            rows.len(),
+            failed.join(", ")
+        );
     }
     Ok(())
 }

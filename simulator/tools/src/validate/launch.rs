@@ -71,7 +71,10 @@ impl Launcher {
     /// # Errors
     /// A one-line message naming the launcher when it cannot be started.
     pub fn detect(mpirun: Option<&str>) -> Result<Launcher, String> {
-        let mpirun = mpirun.map(str::to_string).or_else(|| std::env::var("MPIRUN").ok().filter(|v| !v.is_empty())).unwrap_or_else(|| "mpirun".into());
+        let mpirun = mpirun
+            .map(str::to_string)
+            .or_else(|| std::env::var("MPIRUN").ok().filter(|v| !v.is_empty()))
+            .unwrap_or_else(|| "mpirun".into());
         let out = Command::new(&mpirun)
             .arg("--version")
             .stdin(Stdio::null())
@@ -146,7 +149,11 @@ fn env_of(mode: &Mode) -> Vec<(&'static str, String)> {
     match mode {
         Mode::Plain => Vec::new(),
         Mode::Trace { lib, out } => {
-            vec![("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", out.display().to_string()), ("INTERPOSER_MODE", "trace".into())]
+            vec![
+                ("LD_PRELOAD", lib.display().to_string()),
+                ("INTERPOSER_OUT", out.display().to_string()),
+                ("INTERPOSER_MODE", "trace".into()),
+            ]
         }
         Mode::Online { lib, out, platform } => vec![
             ("LD_PRELOAD", lib.display().to_string()),
@@ -170,12 +177,25 @@ mod tests {
     use super::*;
 
     fn case() -> Case {
-        Case { name: "ring".into(), program: "/b/ring".into(), args: vec!["10".into()], ranks: 4, hostfile: None, mpirun_args: vec!["--map-by".into(), "node".into()] }
+        Case {
+            name: "ring".into(),
+            program: "/b/ring".into(),
+            args: vec!["10".into()],
+            ranks: 4,
+            hostfile: None,
+            mpirun_args: vec!["--map-by".into(), "node".into()],
+        }
     }
 
     #[test]
     fn open_mpi_forwards_the_interposer_environment_with_x() {
-        let l = Launcher { mpirun: "mpirun".into(), open_mpi: true, extra_args: vec!["--bind-to".into(), "none".into()], hostfile: Some("/h".into()), timeout: Duration::from_secs(1) };
+        let l = Launcher {
+            mpirun: "mpirun".into(),
+            open_mpi: true,
+            extra_args: vec!["--bind-to".into(), "none".into()],
+            hostfile: Some("/h".into()),
+            timeout: Duration::from_secs(1),
+        };
         let online = Mode::Online { lib: "/l.so".into(), out: "/o".into(), platform: "/p.toml".into() };
         let a = l.args(&case(), &online).join(" ");
         assert_eq!(

@@ -68,7 +68,8 @@ impl Predicted {
 pub fn replay_predicted(platform: &Platform, extras: &Extras, trace: &Path, compute: ComputeTime) -> Result<Predicted, String> {
     let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?;
     let (timeline, marks) = replay::Timeline::marks("MPI_Barrier");
-    let report = replay::replay_timeline(platform, extras, streams, Some(timeline)).map_err(|e| format!("replay of {}: {e}", trace.display()))?;
+    let report =
+        replay::replay_timeline(platform, extras, streams, Some(timeline)).map_err(|e| format!("replay of {}: {e}", trace.display()))?;
     // A difference of two clocks: rounded to 1 fs so that spans the
     // network scaling leaves unchanged compare equal (rounding is
     // monotone; unrounded, they came out 1 ulp apart either way).
@@ -121,7 +122,12 @@ mod tests {
 
     fn platform(inter: bool) -> Platform {
         let h = |n: &str| Host { name: n.into(), cores: 2, speed_ratio: 1.0 };
-        Platform { name: "p".into(), hosts: vec![h("a"), h("b")], mapping: Mapping::Block, network: Network { intra: model(), inter: inter.then(model) } }
+        Platform {
+            name: "p".into(),
+            hosts: vec![h("a"), h("b")],
+            mapping: Mapping::Block,
+            network: Network { intra: model(), inter: inter.then(model) },
+        }
     }
 
     #[test]

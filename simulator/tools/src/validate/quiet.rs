@@ -67,7 +67,11 @@ pub struct Contention {
 impl Contention {
     /// `stall_s / elapsed_s` (0 for an empty run).
     pub fn share(&self) -> f64 {
-        if self.elapsed_s > 0.0 { self.stall_s / self.elapsed_s } else { 0.0 }
+        if self.elapsed_s > 0.0 {
+            self.stall_s / self.elapsed_s
+        } else {
+            0.0
+        }
     }
 }
 

@@ -101,7 +101,9 @@ fn pct(v: Option<f64>) -> String {
 
 fn summary_lines(rows: &[Row]) -> String {
     let mut out = String::new();
-    for (label, s) in [("offline", summarize(rows.iter().map(Row::offline_error_pct))), ("online", summarize(rows.iter().map(Row::online_error_pct)))] {
+    for (label, s) in
+        [("offline", summarize(rows.iter().map(Row::offline_error_pct))), ("online", summarize(rows.iter().map(Row::online_error_pct)))]
+    {
         match s {
             Some(s) => writeln!(out, "{label}: median |error| {:.1} %, max {:.1} % over {} rows", s.median_abs_pct, s.max_abs_pct, s.rows),
             None => writeln!(out, "{label}: no prediction"),
@@ -238,10 +240,14 @@ pub fn plot_svg(path: &Path, title: &str, rows: &[Row]) -> Result<(), String> {
         .map_err(|e| fail(&e))?
         .label("online")
         .legend(move |(x, y)| Cross::new((x + 10, y), 6, red.stroke_width(2)));
+    chart.draw_series(offline.iter().map(|(m, p, n)| Text::new(format!(" {n}"), (*m, *p), ("sans-serif", 13)))).map_err(|e| fail(&e))?;
     chart
-        .draw_series(offline.iter().map(|(m, p, n)| Text::new(format!(" {n}"), (*m, *p), ("sans-serif", 13))))
+        .configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
         .map_err(|e| fail(&e))?;
-    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).position(SeriesLabelPosition::UpperLeft).draw().map_err(|e| fail(&e))?;
     root.present().map_err(|e| fail(&e))
 }
 
@@ -251,8 +257,24 @@ mod tests {
 
     fn rows() -> Vec<Row> {
         vec![
-            Row { name: "ring".into(), ranks: 2, measured: vec![1.0, 3.0, 2.0], traced_s: Some(2.1), offline_s: Some(2.2), online_s: None, note: String::new() },
-            Row { name: "jacobi2d".into(), ranks: 2, measured: vec![4.0, 6.0], traced_s: Some(5.0), offline_s: Some(4.5), online_s: Some(5.5), note: "x".into() },
+            Row {
+                name: "ring".into(),
+                ranks: 2,
+                measured: vec![1.0, 3.0, 2.0],
+                traced_s: Some(2.1),
+                offline_s: Some(2.2),
+                online_s: None,
+                note: String::new(),
+            },
+            Row {
+                name: "jacobi2d".into(),
+                ranks: 2,
+                measured: vec![4.0, 6.0],
+                traced_s: Some(5.0),
+                offline_s: Some(4.5),
+                online_s: Some(5.5),
+                note: "x".into(),
+            },
             Row { name: "broken".into(), ranks: 2, note: "plain run failed".into(), ..Row::default() },
         ]
     }

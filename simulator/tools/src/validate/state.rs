@@ -106,7 +106,12 @@ pub fn probe(exe: &Path, mpirun: &str, mpirun_args: &[String], dir: &Path) -> Re
 ///
 /// # Errors
 /// As [`probe`].
-pub fn await_fast(mut probe: impl FnMut() -> Result<f64, String>, platform_s: f64, max_wait: Duration, period: Duration) -> Result<Probed, String> {
+pub fn await_fast(
+    mut probe: impl FnMut() -> Result<f64, String>,
+    platform_s: f64,
+    max_wait: Duration,
+    period: Duration,
+) -> Result<Probed, String> {
     let start = Instant::now();
     let mut probes = Vec::new();
     loop {

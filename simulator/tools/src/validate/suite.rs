@@ -130,7 +130,8 @@ mod tests {
         let e = |t: &str| parse(t, Path::new(".")).unwrap_err();
         assert!(e("").contains("no [[case]]"));
         assert!(e("[[case]]\nprogram = \"a\"\nranks = 0\n").contains("case[0] (a): ranks must be >= 1"));
-        assert!(e("[[case]]\nprogram = \"a\"\nranks = 2\n[[case]]\nprogram = \"b/a\"\nranks = 2\n").contains("case[1]: name \"a\" is used twice"));
+        assert!(e("[[case]]\nprogram = \"a\"\nranks = 2\n[[case]]\nprogram = \"b/a\"\nranks = 2\n")
+            .contains("case[1]: name \"a\" is used twice"));
         assert!(e("[[case]]\nprogram = \"a\"\nrank = 2\n").contains("line 3"), "{}", e("[[case]]\nprogram = \"a\"\nrank = 2\n"));
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.toml");

@@ -140,7 +140,16 @@ mod tests {
     use super::*;
 
     fn row(measured: Option<f64>) -> SweepRow {
-        SweepRow { name: "ring".into(), ranks: 2, latency: 1.0, bandwidth: 0.5, base_predicted_s: 1.0, predicted_s: 1.8, base_measured_s: Some(2.0), measured_s: measured }
+        SweepRow {
+            name: "ring".into(),
+            ranks: 2,
+            latency: 1.0,
+            bandwidth: 0.5,
+            base_predicted_s: 1.0,
+            predicted_s: 1.8,
+            base_measured_s: Some(2.0),
+            measured_s: measured,
+        }
     }
 
     #[test]

@@ -57,8 +57,7 @@ loggp = { L = 5e-6, o_s = 1e-6, o_r = 2e-6, g = 3e-6, G = 1e-9, S = 4096 }
 
 #[test]
 fn loggps_platform_times_eager_and_rendezvous_by_hand() {
-    let (_d, list, _) =
-        ti_case(&["send 1 0 1000 6\nsend 1 0 10000 6", "recv 0 0 1000 6\nrecv 0 0 10000 6"]);
+    let (_d, list, _) = ti_case(&["send 1 0 1000 6\nsend 1 0 10000 6", "recv 0 0 1000 6\nrecv 0 0 10000 6"]);
     let toml = list.with_file_name("loggp.toml");
     std::fs::write(&toml, LOGGP_TOML).unwrap();
     // Eager 1000 B: the sender is busy max(o_s, g) = 3 us; the receive ends at
@@ -193,8 +192,7 @@ fn same_inputs_give_bit_identical_json() {
         v.as_object_mut().unwrap().remove("wall_clock_s");
         serde_json::to_string(&v).unwrap()
     };
-    let runs: Vec<String> =
-        (0..3).map(|_| strip(simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]))).collect();
+    let runs: Vec<String> = (0..3).map(|_| strip(simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]))).collect();
     assert!(runs.iter().all(|r| r == &runs[0]), "{runs:?}");
     assert!(runs[0].contains("\"makespan_s\":") && runs[0].contains("\"energy_j\":"), "{}", runs[0]);
 }

@@ -9,10 +9,10 @@ use anyhow::{bail, Context};
 use indicatif::ProgressBar;
 
 use super::{beside_exe, Ctx, ValidateArgs};
-use simulator::platform::{self, Extras, Platform};
 use crate::validate::launch::Launcher;
 use crate::validate::quiet::Quiet;
 use crate::validate::state::{self, State};
+use simulator::platform::{self, Extras, Platform};
 
 /// Runs `calibrate network` into `out`; returns the platform path.
 pub(super) fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
@@ -22,7 +22,12 @@ pub(super) fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, ba
     bar.set_message("calibrate network");
     let file = std::fs::File::create(&log).with_context(|| format!("create {}", log.display()))?;
     let mut cmd = Command::new(&exe);
-    cmd.args(["network", "--out"]).arg(&platform).arg("--csv").arg(out.join("network-samples.csv")).arg("--plot").arg(out.join("network-plots"));
+    cmd.args(["network", "--out"])
+        .arg(&platform)
+        .arg("--csv")
+        .arg(out.join("network-samples.csv"))
+        .arg("--plot")
+        .arg(out.join("network-plots"));
     if let Some(h) = &args.hostfile {
         cmd.arg("--hostfile").arg(h);
     }
@@ -33,7 +38,11 @@ pub(super) fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, ba
     let status = cmd.status().with_context(|| format!("cannot run {}; give --calibrate", exe.display()))?;
     if !status.success() {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        bail!("calibrate network failed ({status}): {}; log in {}", text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""), log.display());
+        bail!(
+            "calibrate network failed ({status}): {}; log in {}",
+            text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""),
+            log.display()
+        );
     }
     bar.println(format!("calibrated the network: {} (log {})", platform.display(), log.display()));
     Ok(platform)
@@ -43,7 +52,13 @@ pub(super) fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, ba
 /// as the runs, since a ping-pong that shared the cores with other work
 /// fits that work (here a disturbed one put 4 MiB at 7.1 GB/s, 54 % rms
 /// error, against 10.3). Returns the platform and a note on its contention.
-pub(super) fn calibrate_quietly(args: &ValidateArgs, launcher: &Launcher, quiet: &Quiet, out: &Path, bar: &ProgressBar) -> (anyhow::Result<PathBuf>, String) {
+pub(super) fn calibrate_quietly(
+    args: &ValidateArgs,
+    launcher: &Launcher,
+    quiet: &Quiet,
+    out: &Path,
+    bar: &ProgressBar,
+) -> (anyhow::Result<PathBuf>, String) {
     bar.set_message("calibrate network (on a quiet machine)");
     let log = out.join("calibrate.log");
     let (platform, c) = quiet.run(
@@ -80,7 +95,13 @@ pub(super) struct Calibration {
 ///
 /// # Errors
 /// The probe's failure, as one line.
-pub(super) fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, cals: &mut Vec<Calibration>, bar: &ProgressBar) -> Result<Vec<String>, String> {
+pub(super) fn check_state(
+    args: &ValidateArgs,
+    ctx: &mut Ctx,
+    exe: &Path,
+    cals: &mut Vec<Calibration>,
+    bar: &ProgressBar,
+) -> Result<Vec<String>, String> {
     let mut notes = Vec::new();
     let fastest_s = cals.iter().map(|c| c.latency_s).fold(f64::INFINITY, f64::min);
     let run_probe = || quiet_probe(ctx, exe, bar);
@@ -103,7 +124,12 @@ pub(super) fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, cals: 
         None if args.platform.is_none() && cals.len() < MAX_STATE_CALIBRATIONS => {
             let sub = ctx.out.join(format!("state-{}", cals.len()));
             std::fs::create_dir_all(&sub).map_err(|e| format!("{}: {e}", sub.display()))?;
-            bar.println(format!("the machine is in another latency state (8 B: {} now; calibrated: {}): calibrating it in {}", us(probe_s), cals.iter().map(|c| us(c.latency_s)).collect::<Vec<_>>().join(", "), sub.display()));
+            bar.println(format!(
+                "the machine is in another latency state (8 B: {} now; calibrated: {}): calibrating it in {}",
+                us(probe_s),
+                cals.iter().map(|c| us(c.latency_s)).collect::<Vec<_>>().join(", "),
+                sub.display()
+            ));
             let (platform, note) = calibrate_quietly(args, &ctx.launcher, &ctx.quiet, &sub, bar);
             let path = platform.map_err(|e| format!("calibrating the machine's present state: {e:#}"))?;
             let (p, x) = platform::load_any(&path, &[]).map_err(|e| format!("calibrating the machine's present state: {e}"))?;
@@ -112,18 +138,26 @@ pub(super) fn check_state(args: &ValidateArgs, ctx: &mut Ctx, exe: &Path, cals: 
             cals.len() - 1
         }
         None => {
-            notes.push(format!("predicted on a platform of another latency state (8 B: {} now, platform {})", us(probe_s), us(state::platform_latency_s(&ctx.platform))));
+            notes.push(format!(
+                "predicted on a platform of another latency state (8 B: {} now, platform {})",
+                us(probe_s),
+                us(state::platform_latency_s(&ctx.platform))
+            ));
             return Ok(notes);
         }
     };
     let c = &cals[k];
     if k > 0 {
-        notes.push(format!("predicted on the calibration of the machine's present latency state, {} (8 B: {} there, {} now)", c.path.display(), us(c.latency_s), us(probe_s)));
+        notes.push(format!(
+            "predicted on the calibration of the machine's present latency state, {} (8 B: {} there, {} now)",
+            c.path.display(),
+            us(c.latency_s),
+            us(probe_s)
+        ));
     }
     (ctx.platform, ctx.extras, ctx.platform_path) = (c.platform.clone(), c.extras.clone(), c.path.clone());
     Ok(notes)
 }
-
 
 /// One latency-state probe ([`state::probe`]) into `<out>/state-probe/`,
 /// on a quiet machine as the runs: a probe sharing the cores with other
