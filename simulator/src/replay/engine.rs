@@ -48,6 +48,7 @@ mod comms;
 mod deadlock;
 mod nbc;
 mod net;
+mod p2p;
 
 /// The event "the network may have something to finish" (not a rank).
 const NET_EVENT: u32 = u32::MAX;
@@ -497,124 +498,6 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.stats.end_s = rk.clock;
         rk.stream = Box::new(std::iter::empty());
         Flow::Done
-    }
-
-    /// Posts a send from `r` to `dst` at `r`'s clock. Eager: `r` is busy
-    /// `send_overhead` and `slot` (if any) completes after it. Rendezvous:
-    /// `slot` completes when the transfer ends.
-    fn isend(&mut self, r: usize, dst: usize, ctx: u64, tag: i32, bytes: u64, slot: u32) -> Result<(), ReplayError> {
-        self.post_send(r, dst, ctx, tag, bytes, slot, false)
-    }
-
-    /// [`Self::isend`]; `buffered`: eager whatever the size (`MPI_Bsend`).
-    #[allow(clippy::too_many_arguments)]
-    fn post_send(&mut self, r: usize, dst: usize, ctx: u64, tag: i32, bytes: u64, slot: u32, buffered: bool) -> Result<(), ReplayError> {
-        let model = self.model(r, dst);
-        let eager = buffered || model.is_eager(bytes);
-        let rk = &mut self.ranks[r];
-        rk.stats.messages += 1;
-        rk.stats.bytes_sent += bytes;
-        let msg = SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
-        let mb = mailbox(&mut self.ranks[dst].mail, ctx);
-        match mb.posted.iter().position(|p| matches(p.src, p.tag, msg.src, tag)) {
-            Some(i) => {
-                let recv = mb.posted.remove(i).expect("index from position");
-                self.matched(dst, msg, recv)?;
-            }
-            None => mb.unexpected.push_back(msg),
-        }
-        if eager {
-            let o = model.send_overhead.eval(bytes);
-            // The sender's CPU time of an eager send meets OS jitter too.
-            let o = match self.jitter.as_mut() {
-                Some(stretch) => stretch(r, self.ranks[r].clock, o),
-                None => o,
-            };
-            let rk = &mut self.ranks[r];
-            rk.clock += o;
-            rk.stats.comm_s += o;
-            if slot != NO_SLOT {
-                let at = rk.clock;
-                self.complete(r, slot, at, 0.0)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Posts a receive on `r` at its clock, matching the earliest-posted
-    /// unmatched send from `src` (or any) with `tag` (or any).
-    fn irecv(&mut self, r: usize, src: i32, ctx: u64, tag: i32, slot: u32) -> Result<(), ReplayError> {
-        let recv = RecvPost { src, tag, post: self.ranks[r].clock, slot };
-        let mb = mailbox(&mut self.ranks[r].mail, ctx);
-        match mb.unexpected.iter().position(|m| matches(src, tag, m.src, m.tag)) {
-            Some(i) => {
-                let msg = mb.unexpected.remove(i).expect("index from position");
-                self.matched(r, msg, recv)
-            }
-            None => {
-                mb.posted.push_back(recv);
-                Ok(())
-            }
-        }
-    }
-
-    /// Completion times of a matched pair, per [`P2pModel`]'s semantics.
-    /// The cost uses the sender's size.
-    fn matched(&mut self, dst: usize, msg: SendMsg, recv: RecvPost) -> Result<(), ReplayError> {
-        let model = self.model(msg.src as usize, dst);
-        let (ha, hb) = (self.ranks[msg.src as usize].host, self.ranks[dst].host);
-        let start = msg.post.max(recv.post);
-        let shared_start = match self.extras.async_small_thresh_bytes {
-            Some(th) => !msg.eager || msg.bytes >= th,
-            None => !msg.eager,
-        };
-        if ha != hb && shared_start && start >= self.queue.now && self.net.is_some() {
-            if let Some(seg) = model.transfer.segment(msg.bytes) {
-                let recv_ready = if msg.eager { recv.post + self.recv_overhead(dst, recv.post, model, msg.bytes) } else { 0.0 };
-                let net = self.net.as_mut().expect("checked above");
-                let bound = seg.bandwidth_bytes_per_s;
-                let lat = (seg.intercept_s - net_header(net) as f64 / bound).max(0.0);
-                let done = Done { dst: dst as u32, recv_slot: recv.slot, recv_ready, src: msg.src, send_slot: msg.slot, start };
-                // The transfer needs the network's attention when its
-                // latency is over (it uses no bandwidth before).
-                let lat_end = net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
-                if lat_end < self.net_next {
-                    self.net_next = lat_end;
-                    self.queue.schedule(lat_end, NET_EVENT)?;
-                }
-                return Ok(());
-            }
-        }
-        let t = model.transfer.eval(msg.bytes);
-        if msg.eager {
-            let o_r = self.recv_overhead(dst, recv.post, model, msg.bytes);
-            // SMPI's async-small-thresh: larger messages start when both sides posted.
-            let start = match self.extras.async_small_thresh_bytes {
-                Some(th) if msg.bytes >= th => msg.post.max(recv.post),
-                _ => msg.post,
-            };
-            let done = (start + t).max(recv.post + o_r);
-            self.complete(dst, recv.slot, done, t.max(o_r))
-        } else {
-            let done = msg.post.max(recv.post) + t;
-            self.complete(dst, recv.slot, done, t)?;
-            self.complete(msg.src as usize, msg.slot, done, t)
-        }
-    }
-
-    /// The receiver's CPU time `o_r` of an eager message of `bytes` on rank
-    /// `dst`, spent from the receive's post time `post` (the model's
-    /// `done = max(arrival, post + o_r)`), and exposed to OS jitter like a
-    /// compute block that starts at `post`. `post` may lie before the
-    /// rank's clock (an `Irecv` matched later): the jitter cursor seeks
-    /// back (O(log events)), so each overhead meets the jitter of its own
-    /// interval.
-    fn recv_overhead(&mut self, dst: usize, post: f64, model: &P2pModel, bytes: u64) -> f64 {
-        let o_r = model.recv_overhead.eval(bytes);
-        match self.jitter.as_mut() {
-            Some(stretch) if o_r > 0.0 => stretch(dst, post, o_r),
-            _ => o_r,
-        }
     }
 
     /// Slot `slot` of rank `r` completes at `at` with model duration `d`;
