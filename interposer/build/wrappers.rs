@@ -1,4 +1,6 @@
-//! Generates the PMPI wrappers from the prototype table `csrc/mpi.tbl`.
+//! Generates the PMPI wrappers from the prototype table `csrc/mpi.tbl`;
+//! each wrapper's op code comes from the trace format's op table
+//! (`simulator/src/trace/ops.tbl`), by MPI name.
 
 /// One wrapped MPI function.
 pub struct Entry {
@@ -19,8 +21,9 @@ fn param_name(decl: &str) -> Option<String> {
     (!name.is_empty() && name.len() < d.len()).then_some(name)
 }
 
-/// Parses the table; errors name `mpi.tbl:<line>`.
-pub fn parse(text: &str) -> Result<Vec<Entry>, String> {
+/// Parses the table, taking each function's op code from `code_of` (by
+/// MPI name); errors name `mpi.tbl:<line>`.
+pub fn parse(text: &str, code_of: impl Fn(&str) -> Option<u32>) -> Result<Vec<Entry>, String> {
     let mut out: Vec<Entry> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let at = |what: &str| format!("csrc/mpi.tbl:{}: {what}", i + 1);
@@ -43,10 +46,9 @@ pub fn parse(text: &str) -> Result<Vec<Entry>, String> {
             }
             continue;
         }
-        let (code, proto) = line.split_once(' ').ok_or_else(|| at("expected `<code> <prototype>`"))?;
-        let code = code.parse().map_err(|_| at("op code is not a number"))?;
-        let proto = proto.trim().strip_prefix("int ").ok_or_else(|| at("wrapped functions return int"))?;
+        let proto = line.strip_prefix("int ").ok_or_else(|| at("expected `int MPI_X(<parameters>)`: wrapped functions return int"))?;
         let (name, rest) = proto.split_once('(').ok_or_else(|| at("no parameter list"))?;
+        let code = code_of(name.trim()).ok_or_else(|| at(&format!("{} is not in simulator/src/trace/ops.tbl", name.trim())))?;
         let params = rest.strip_suffix(')').ok_or_else(|| at("parameter list does not end with `)`"))?;
         let decls: Vec<String> = if params.trim() == "void" { vec![] } else { params.split(',').map(|s| s.trim().to_string()).collect() };
         let names = decls.iter().map(|d| param_name(d).ok_or_else(|| at(&format!("no name in `{d}`")))).collect::<Result<_, _>>()?;

@@ -22,42 +22,7 @@
 #define IPR_FAST_H
 #include <stdint.h>
 
-/* Must match interposer::fast::Raw (repr C). */
-struct ipr_raw {
-    int32_t op, failed;
-    uint64_t caller;
-    /* Entry and exit, TSC ticks. */
-    uint64_t start, end;
-    struct ipr_params p;
-};
-
-/* Must match interposer::fast::Fast (repr C). Written by this thread only;
- * the Rust recorder updates it inside its own entry points. */
-struct ipr_fast {
-    /* 0 outside calls, 1 inside a call begun here, 2 inside a slow call. */
-    uint32_t in_call;
-    /* 1 when calls may be kept here (set by the Rust recorder). */
-    uint32_t on;
-    /* The call begun here: op, return address, entry tick. */
-    int32_t op;
-    /* Raw records in `ring`; `cap` is its length. */
-    uint32_t len;
-    uint64_t caller, start;
-    /* Tick at which the running compute block started. */
-    uint64_t last_end;
-    /* Blocks and calls shorter than this (ticks) have their thread CPU
-     * time estimated, not read: they may be kept here. UINT64_MAX when CPU
-     * time is not measured (INTERPOSER_COUNTERS=off). */
-    uint64_t min_ticks;
-    uint32_t cap, skip;
-    /* 1 when the recorder's clock ticks are the TSC's: the slow path then
-     * also takes its block ends here, around the recorder's own code
-     * (ipr_begin_slow's tick, and slow_end: the tick after the last slow
-     * end, which the recorder takes as the next block's start). */
-    uint32_t tsc, pad;
-    uint64_t slow_end;
-    struct ipr_raw *ring;
-};
+#include "types.h" /* struct ipr_params, ipr_raw, ipr_fast */
 
 /* This thread's fast-path state, NULL when it records nothing yet (set by
  * the Rust recorder through ipr_fast_set, in lifecycle.c). Initial-exec:
@@ -77,16 +42,7 @@ extern void ipr_drain_some(void);
  * a few kept calls, in time the rank would spend polling for its peers.
  * Encoding the ring all at once when it fills puts the whole of it on
  * the critical path of whoever waits for this rank. */
-static inline int ipr_waits(int op) {
-    switch (op) {
-    case 11: case 14: case 15: case 16: case 17: case 23: case 27: case 29: /* Recv .. Sendrecv_replace */
-    case 30: case 31: case 32: case 33: case 34: case 36: case 38: case 40: /* Barrier .. Alltoall */
-    case 43: case 44: case 45: case 57: case 59: /* Reduce_scatter_block .. Mrecv */
-        return 1;
-    default:
-        return 0;
-    }
-}
+#include "ops_gen.h" /* IPR_OP_<MPI name> and ipr_waits(op), from the op table */
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -153,15 +109,15 @@ static inline void ipr_end(int op, int rc, const struct ipr_params *p) {
             r->end = now;
             /* Field by field: a struct copy loads 16 bytes at a time right
              * after the wrapper's narrow stores, a store-forwarding stall. */
-            r->p.peer = p->peer;
-            r->p.tag = p->tag;
-            r->p.bytes = p->bytes;
-            r->p.comm = p->comm;
-            r->p.root = p->root;
-            r->p.request = p->request;
-            r->p.peer2 = p->peer2;
-            r->p.tag2 = p->tag2;
-            r->p.bytes2 = p->bytes2;
+            r->params.peer = p->peer;
+            r->params.tag = p->tag;
+            r->params.bytes = p->bytes;
+            r->params.comm = p->comm;
+            r->params.root = p->root;
+            r->params.request = p->request;
+            r->params.peer2 = p->peer2;
+            r->params.tag2 = p->tag2;
+            r->params.bytes2 = p->bytes2;
             f->last_end = now;
             /* After the record's stores: a signal handler on another
              * thread reads the records below len. */

@@ -49,7 +49,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
-    if (ipr_begin(3 /* Op::Finalize */, IPR_CALLER)) {
+    if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {
         ipr_online_finalize();
         ipr_finalize();
     }
@@ -84,7 +84,7 @@ typedef void (*ipr_fn3)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
     void sym(MPI_Fint *ierr) {                                           \
         static ipr_fn1 next;                                             \
         if (next == NULL) next = (ipr_fn1)dlsym(RTLD_NEXT, #sym);        \
-        if (ipr_begin(3, IPR_CALLER)) {                                  \
+        if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {                    \
             ipr_online_finalize();                                       \
             ipr_finalize();                                              \
         }                                                                \

@@ -455,7 +455,7 @@ void ipr_online_finalize(void) {
             ipr_online_pump();
             sched_yield();
         }
-    ipr_online_drain(3 /* Op::Finalize */);
+    ipr_online_drain(IPR_OP_MPI_Finalize);
     /* Messages probed and never received (an erroneous program). */
     while (probed != NULL) {
         struct probed *e = probed;

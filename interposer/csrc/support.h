@@ -12,17 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Must match interposer::hooks::Params (repr C). */
-struct ipr_params {
-    int32_t peer, tag;
-    uint64_t bytes;
-    uint32_t comm;
-    int32_t root;
-    uint64_t request;
-    int32_t peer2, tag2;
-    uint64_t bytes2;
-};
-
 /* ipr_begin, ipr_end: the recorder's fast path. */
 #include "fast.h"
 

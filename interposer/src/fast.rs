@@ -37,62 +37,14 @@ pub const RING_RECORDS: usize = 256;
 /// two calls per wait keeps the ring empty.
 pub const DRAIN_SLICE: usize = 4;
 
-/// One call kept by the fast path; must match `struct ipr_raw`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct Raw {
-    /// Op code (`simulator::trace::Op`).
-    pub op: i32,
-    /// 1 when the PMPI call returned an error.
-    pub failed: i32,
-    /// Return address of the call.
-    pub caller: u64,
-    /// Entry, ticks of [`crate::clock::now`].
-    pub start: u64,
-    /// Exit, ticks.
-    pub end: u64,
-    /// The call's plain parameters, as the wrapper filled them.
-    pub params: Params,
-}
+/// A call the C side kept (`struct ipr_raw` of `csrc/types.h`, through bindgen).
+pub type Raw = crate::ctypes::ipr_raw;
 
-/// A thread's fast-path state, shared with its C wrappers; must match
-/// `struct ipr_fast`. Only its own thread writes it, except `skip` (a
-/// signal-time flush, under the recorder's busy flag).
-#[repr(C)]
-#[derive(Debug)]
-pub struct Fast {
-    /// 0 outside calls, 1 inside a call begun by the C side, 2 inside a
-    /// call the recorder handles itself.
-    pub in_call: u32,
-    /// 1 when the C side may keep calls.
-    pub on: u32,
-    /// Op code of the call begun by the C side.
-    pub op: i32,
-    /// Records in the ring.
-    pub len: u32,
-    /// Return address of the call begun by the C side.
-    pub caller: u64,
-    /// Entry tick of the call begun by the C side.
-    pub start: u64,
-    /// Tick at which the running compute block started.
-    pub last_end: u64,
-    /// Longest block and call the C side may keep, ticks, exclusive;
-    /// `u64::MAX` without CPU timing.
-    pub min_ticks: u64,
-    /// Ring length.
-    pub cap: u32,
-    /// Leading records already encoded: a few on entry to a call that
-    /// waits ([`DRAIN_SLICE`]), or all by a signal-time flush.
-    pub skip: u32,
-    /// 1 when the clock's ticks are the TSC's: the C side then also times
-    /// the slow path's block ends around the recorder's own code.
-    pub tsc: u32,
-    pad: u32,
-    /// The TSC after the last slow end returned to the C side (0: none),
-    /// the start of the block after it ([`Ring::adopt`]).
-    pub slow_end: u64,
-    ring: *mut Raw,
-}
+/// A thread's fast-path state, shared with its C wrappers (`struct
+/// ipr_fast` of `csrc/types.h`, through bindgen). Only its own thread
+/// writes it, except `skip` (a signal-time flush, under the recorder's
+/// busy flag).
+pub type Fast = crate::ctypes::ipr_fast;
 
 extern "C" {
     /// Sets the calling thread's `ipr_fast_tls` (csrc/lifecycle.c).

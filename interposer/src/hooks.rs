@@ -5,39 +5,14 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use simulator::trace::record::{ANY_SOURCE, COMM_UNKNOWN};
+use simulator::trace::record::{shape, Shape, ANY_SOURCE, COMM_UNKNOWN};
 use simulator::trace::{Op, Params as RecParams};
 
 use crate::recorder;
 
-/// Plain call parameters from C; must match `struct ipr_params` in `csrc/support.h`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Params {
-    /// Peer as world rank (-1 any source, -2 proc null); Wait: status source.
-    pub peer: i32,
-    /// Tag (-1 any tag); v-collectives: how many list values are the send
-    /// side; neighbourhood collectives: the number of destinations.
-    pub tag: i32,
-    /// Bytes.
-    pub bytes: u64,
-    /// Communicator id (0 = world).
-    pub comm: u32,
-    /// Root as world rank, -1 for none; Test*/Wait*: the outcome;
-    /// Waitsome/Testsome: how many indices follow the handles in the list;
-    /// Intercomm_create: how many list members are local.
-    pub root: i32,
-    /// Request handle.
-    pub request: u64,
-    /// Sendrecv: source world rank; new communicators: their id (-1 none);
-    /// MPI-IO: the file id (-1 none).
-    pub peer2: i32,
-    /// Sendrecv: receive tag.
-    pub tag2: i32,
-    /// Sendrecv: receive bytes; Mrecv/Imrecv: the message handle; MPI-IO:
-    /// the absolute byte offset.
-    pub bytes2: u64,
-}
+/// A call's plain parameters from C (`struct ipr_params` of
+/// `csrc/types.h`, through bindgen).
+pub type Params = crate::ctypes::ipr_params;
 
 pub(crate) fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
@@ -52,50 +27,42 @@ pub(crate) fn guard<T>(default: T, f: impl FnOnce() -> T) -> T {
 /// narrow stores, a store-forwarding stall per record.
 #[inline(always)]
 pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParams {
-    use Op::*;
     let list_u32 = |l: &[u64]| l.iter().map(|&v| v as u32).collect();
-    match op {
-        Send | Recv | Isend | Irecv | Ssend | Bsend | Rsend | Issend | Ibsend | Irsend => {
-            RecParams::P2p { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, request: p.request }
-        }
-        Wait => RecParams::Wait { request: p.request, source: if p.peer < 0 { ANY_SOURCE } else { p.peer } },
-        Test => RecParams::Test { request: p.request, completed: p.root == 1 },
-        Waitall | Startall => RecParams::Waitall { requests: std::mem::take(list) },
-        Testall | Waitany | Testany => RecParams::RequestSet { requests: std::mem::take(list), result: p.root },
-        SendInit | SsendInit | BsendInit | RsendInit | RecvInit | Mprobe | Improbe => {
-            RecParams::P2p { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, request: p.request }
-        }
-        Start | Cancel | RequestFree => RecParams::Request { request: p.request },
-        Waitsome | Testsome => {
+    let new_comm = |id: i32| if id < 0 { COMM_UNKNOWN } else { id as u32 };
+    match shape(op) {
+        Shape::P2p => RecParams::P2p { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, request: p.request },
+        Shape::Wait => RecParams::Wait { request: p.request, source: if p.peer < 0 { ANY_SOURCE } else { p.peer } },
+        Shape::Test => RecParams::Test { request: p.request, completed: p.root == 1 },
+        Shape::Waitall => RecParams::Waitall { requests: std::mem::take(list) },
+        Shape::RequestSet => RecParams::RequestSet { requests: std::mem::take(list), result: p.root },
+        Shape::Request => RecParams::Request { request: p.request },
+        // The list: the handles, then the indices of the `p.root` completed.
+        Shape::RequestSome => {
             let done = (p.root.max(0) as usize).min(list.len() / 2);
             let completed = list[list.len() - done..].iter().map(|&i| i as u32).collect();
             list.truncate(list.len() - done);
             RecParams::RequestSome { requests: std::mem::take(list), completed }
         }
-        Mrecv | Imrecv => RecParams::Mrecv { message: p.bytes2, bytes: p.bytes, request: p.request },
-        IntercommCreate => {
+        Shape::Mrecv => RecParams::Mrecv { message: p.bytes2, bytes: p.bytes, request: p.request },
+        // The list: the `p.root` local members, then the remote ones.
+        Shape::Intercomm => {
             let local = (p.root.max(0) as usize).min(list.len());
             RecParams::Intercomm {
                 parent: p.comm,
-                comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
+                comm: new_comm(p.peer2),
                 local: list_u32(&list[..local]),
                 remote: list_u32(&list[local..]),
             }
         }
-        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | IgathervTotal | Iscatter | IscattervTotal | Iallgather | IallgathervTotal
-        | Ialltoall | IalltoallvTotal | IreduceScatterTotal | IreduceScatterBlock | Iscan | Iexscan => {
-            RecParams::Icoll { root: p.root, bytes: p.bytes, comm: p.comm, request: p.request }
-        }
+        Shape::Icoll => RecParams::Icoll { root: p.root, bytes: p.bytes, comm: p.comm, request: p.request },
         // The list: the send side's p.tag values, then the receive side's.
-        Gatherv | Scatterv | Allgatherv | Alltoallv | ReduceScatter | Alltoallw | Igatherv | Iscatterv | Iallgatherv | Ialltoallv
-        | IreduceScatter | Ialltoallw => {
+        Shape::Vcoll => {
             let recv = list.split_off((p.tag.max(0) as usize).min(list.len()));
             RecParams::Vcoll { root: p.root, comm: p.comm, request: p.request, send: std::mem::take(list), recv }
         }
         // The list: p.tag destinations, their bytes, then as many sources
         // as remain, their bytes.
-        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv | NeighborAlltoallw | IneighborAllgather
-        | IneighborAllgatherv | IneighborAlltoall | IneighborAlltoallv | IneighborAlltoallw => {
+        Shape::Neighbor => {
             let k = (p.tag.max(0) as usize).min(list.len() / 2);
             let m = (list.len() - 2 * k) / 2;
             let peers = |l: &[u64]| l.iter().map(|&v| v as u32 as i32).collect();
@@ -108,16 +75,9 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
                 recv: list[2 * k + m..2 * k + 2 * m].to_vec(),
             }
         }
-        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll | FileWrite | FileWriteAll
-        | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt | FileIwriteAt => RecParams::Io {
-            file: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 },
-            offset: p.bytes2,
-            bytes: p.bytes,
-            comm: p.comm,
-            request: p.request,
-        },
-        Probe | Iprobe => RecParams::Probe { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, found: p.root == 1 },
-        Sendrecv | SendrecvReplace => RecParams::Sendrecv {
+        Shape::Io => RecParams::Io { file: new_comm(p.peer2), offset: p.bytes2, bytes: p.bytes, comm: p.comm, request: p.request },
+        Shape::Probe => RecParams::Probe { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, found: p.root == 1 },
+        Shape::Sendrecv => RecParams::Sendrecv {
             dst: p.peer,
             send_tag: p.tag,
             send_bytes: p.bytes,
@@ -126,24 +86,9 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
             recv_bytes: p.bytes2,
             comm: p.comm,
         },
-        CommDup
-        | CommSplit
-        | CommCreate
-        | CartCreate
-        | CartSub
-        | IntercommMerge
-        | CommCreateGroup
-        | CommIdup
-        | CommSplitType
-        | DistGraphCreateAdjacent
-        | GraphCreate => {
-            RecParams::CommCreate { parent: p.comm, comm: if p.peer2 < 0 { COMM_UNKNOWN } else { p.peer2 as u32 }, members: list_u32(list) }
-        }
-        Barrier | Bcast | Reduce | Allreduce | Gather | GathervTotal | Scatter | ScattervTotal | Allgather | AllgathervTotal | Alltoall
-        | AlltoallvTotal | ReduceScatterTotal | ReduceScatterBlock | Scan | Exscan | CommFree => {
-            RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm }
-        }
-        Init | InitThread | Finalize | CommRank | CommSize => RecParams::None,
+        Shape::CommCreate => RecParams::CommCreate { parent: p.comm, comm: new_comm(p.peer2), members: list_u32(list) },
+        Shape::Coll => RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm },
+        Shape::None => RecParams::None,
     }
 }
 
@@ -300,5 +245,20 @@ pub extern "C" fn ipr_calibration_calls() -> c_int {
 pub extern "C" fn interposer_charge_compute(seconds: f64) {
     if seconds.is_finite() && seconds > 0.0 {
         guard((), || recorder::charge_compute((seconds * 1e9).round() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use simulator::trace::Op;
+
+    #[test]
+    fn every_wrapped_function_is_an_op_of_the_trace_format() {
+        let table = include_str!("../csrc/mpi.tbl");
+        let names: Vec<&str> = table.lines().filter_map(|l| l.strip_prefix("int ")).map(|p| p.split('(').next().unwrap().trim()).collect();
+        assert!(names.len() > 100, "{}", names.len());
+        for name in names {
+            assert!(Op::ALL.iter().any(|o| o.mpi_name() == name), "{name} has no op in simulator/src/trace/ops.tbl");
+        }
     }
 }

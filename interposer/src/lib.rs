@@ -8,7 +8,7 @@
 //! - `INTERPOSER_PLATFORM=<file>`: platform for online mode;
 //! - `INTERPOSER_COUNTERS=auto|hw|sw|off`: block timing (see [`counters`]);
 //! - online mode ([`online`]): `INTERPOSER_VIRTUAL_WTIME=1`, `INTERPOSER_JITTER=<trace>`,
-//!   `INTERPOSER_ISOLATE=auto|1|0` (see [`isolate`]).
+//!   `INTERPOSER_ISOLATE=auto|1|0` (see [`isolate`]), `INTERPOSER_ONLINE_STALL_S=<s>`.
 //!
 //! An unset or bad value prints one warning and the application runs
 //! unchanged. Output: `<dir>/meta.json` and `<dir>/rank-<r>.trace`, in the
@@ -18,6 +18,7 @@
 pub mod clock;
 pub mod config;
 pub mod counters;
+pub mod ctypes;
 pub mod fast;
 pub mod hooks;
 pub mod isolate;

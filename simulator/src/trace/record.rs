@@ -45,254 +45,7 @@ macro_rules! ops {
     };
 }
 
-ops! {
-    /// `MPI_Init`.
-    Init = 1, "MPI_Init";
-    /// `MPI_Init_thread`.
-    InitThread = 2, "MPI_Init_thread";
-    /// `MPI_Finalize`.
-    Finalize = 3, "MPI_Finalize";
-    /// `MPI_Comm_rank`.
-    CommRank = 4, "MPI_Comm_rank";
-    /// `MPI_Comm_size`.
-    CommSize = 5, "MPI_Comm_size";
-    /// `MPI_Send` (blocking standard send).
-    Send = 10, "MPI_Send";
-    /// `MPI_Recv` (blocking receive; peer is the status source).
-    Recv = 11, "MPI_Recv";
-    /// `MPI_Isend`.
-    Isend = 12, "MPI_Isend";
-    /// `MPI_Irecv` (peer may be [`ANY_SOURCE`]).
-    Irecv = 13, "MPI_Irecv";
-    /// `MPI_Wait`.
-    Wait = 14, "MPI_Wait";
-    /// `MPI_Waitall`.
-    Waitall = 15, "MPI_Waitall";
-    /// `MPI_Sendrecv`.
-    Sendrecv = 16, "MPI_Sendrecv";
-    /// `MPI_Ssend` (synchronous send).
-    Ssend = 17, "MPI_Ssend";
-    /// `MPI_Bsend` (buffered send).
-    Bsend = 18, "MPI_Bsend";
-    /// `MPI_Rsend` (ready send).
-    Rsend = 19, "MPI_Rsend";
-    /// `MPI_Issend`.
-    Issend = 20, "MPI_Issend";
-    /// `MPI_Ibsend`.
-    Ibsend = 21, "MPI_Ibsend";
-    /// `MPI_Irsend`.
-    Irsend = 22, "MPI_Irsend";
-    /// `MPI_Probe` (peer, tag and bytes of the probed message).
-    Probe = 23, "MPI_Probe";
-    /// `MPI_Iprobe` (found or not).
-    Iprobe = 24, "MPI_Iprobe";
-    /// `MPI_Test`.
-    Test = 25, "MPI_Test";
-    /// `MPI_Testall`.
-    Testall = 26, "MPI_Testall";
-    /// `MPI_Waitany`.
-    Waitany = 27, "MPI_Waitany";
-    /// `MPI_Testany`.
-    Testany = 28, "MPI_Testany";
-    /// `MPI_Sendrecv_replace`.
-    SendrecvReplace = 29, "MPI_Sendrecv_replace";
-    /// `MPI_Barrier`.
-    Barrier = 30, "MPI_Barrier";
-    /// `MPI_Bcast`.
-    Bcast = 31, "MPI_Bcast";
-    /// `MPI_Reduce`.
-    Reduce = 32, "MPI_Reduce";
-    /// `MPI_Allreduce`.
-    Allreduce = 33, "MPI_Allreduce";
-    /// `MPI_Gather` (bytes sent per rank).
-    Gather = 34, "MPI_Gather";
-    /// `MPI_Gatherv` in traces written before the per-member counts (bytes sent by this rank).
-    GathervTotal = 35, "MPI_Gatherv";
-    /// `MPI_Scatter` (bytes received per rank).
-    Scatter = 36, "MPI_Scatter";
-    /// `MPI_Scatterv` in traces written before the per-member counts (bytes received by this rank).
-    ScattervTotal = 37, "MPI_Scatterv";
-    /// `MPI_Allgather` (bytes sent per rank).
-    Allgather = 38, "MPI_Allgather";
-    /// `MPI_Allgatherv` in traces written before the per-member counts (bytes sent by this rank).
-    AllgathervTotal = 39, "MPI_Allgatherv";
-    /// `MPI_Alltoall` (bytes sent to each rank).
-    Alltoall = 40, "MPI_Alltoall";
-    /// `MPI_Alltoallv` in traces written before the per-member counts (bytes sent by this rank in all).
-    AlltoallvTotal = 41, "MPI_Alltoallv";
-    /// `MPI_Reduce_scatter` in traces written before the per-member counts (bytes of the whole vector).
-    ReduceScatterTotal = 42, "MPI_Reduce_scatter";
-    /// `MPI_Reduce_scatter_block` (bytes per rank block).
-    ReduceScatterBlock = 43, "MPI_Reduce_scatter_block";
-    /// `MPI_Scan`.
-    Scan = 44, "MPI_Scan";
-    /// `MPI_Exscan`.
-    Exscan = 45, "MPI_Exscan";
-    /// `MPI_Waitsome` (the requests and the indices that completed).
-    Waitsome = 46, "MPI_Waitsome";
-    /// `MPI_Testsome` (the requests and the indices that completed).
-    Testsome = 47, "MPI_Testsome";
-    /// `MPI_Cancel`.
-    Cancel = 48, "MPI_Cancel";
-    /// `MPI_Request_free`.
-    RequestFree = 49, "MPI_Request_free";
-    /// `MPI_Send_init` (a persistent send: peer, tag, bytes, comm, request).
-    SendInit = 50, "MPI_Send_init";
-    /// `MPI_Ssend_init`.
-    SsendInit = 51, "MPI_Ssend_init";
-    /// `MPI_Bsend_init`.
-    BsendInit = 52, "MPI_Bsend_init";
-    /// `MPI_Rsend_init`.
-    RsendInit = 53, "MPI_Rsend_init";
-    /// `MPI_Recv_init` (a persistent receive).
-    RecvInit = 54, "MPI_Recv_init";
-    /// `MPI_Start` (a persistent request).
-    Start = 55, "MPI_Start";
-    /// `MPI_Startall` (persistent requests, in argument order).
-    Startall = 56, "MPI_Startall";
-    /// `MPI_Mprobe` (the matched message and its handle).
-    Mprobe = 57, "MPI_Mprobe";
-    /// `MPI_Improbe` (message handle 0 when nothing was found).
-    Improbe = 58, "MPI_Improbe";
-    /// `MPI_Mrecv` (receives the message of an earlier `Mprobe`).
-    Mrecv = 59, "MPI_Mrecv";
-    /// `MPI_Comm_dup` (new communicator and its members).
-    CommDup = 60, "MPI_Comm_dup";
-    /// `MPI_Comm_split`.
-    CommSplit = 61, "MPI_Comm_split";
-    /// `MPI_Comm_create`.
-    CommCreate = 62, "MPI_Comm_create";
-    /// `MPI_Comm_free`.
-    CommFree = 63, "MPI_Comm_free";
-    /// `MPI_Cart_create` (new communicator and its members).
-    CartCreate = 64, "MPI_Cart_create";
-    /// `MPI_Cart_sub`.
-    CartSub = 65, "MPI_Cart_sub";
-    /// `MPI_Intercomm_create` (local and remote group members).
-    IntercommCreate = 66, "MPI_Intercomm_create";
-    /// `MPI_Intercomm_merge` (the new intracommunicator's members).
-    IntercommMerge = 67, "MPI_Intercomm_merge";
-    /// `MPI_Imrecv` (message handle and the new request).
-    Imrecv = 68, "MPI_Imrecv";
-    /// `MPI_Comm_create_group`.
-    CommCreateGroup = 69, "MPI_Comm_create_group";
-    /// `MPI_Ibarrier`.
-    Ibarrier = 70, "MPI_Ibarrier";
-    /// `MPI_Ibcast`.
-    Ibcast = 71, "MPI_Ibcast";
-    /// `MPI_Ireduce`.
-    Ireduce = 72, "MPI_Ireduce";
-    /// `MPI_Iallreduce`.
-    Iallreduce = 73, "MPI_Iallreduce";
-    /// `MPI_Igather` (bytes sent per rank).
-    Igather = 74, "MPI_Igather";
-    /// `MPI_Igatherv` in traces written before the per-member counts.
-    IgathervTotal = 75, "MPI_Igatherv";
-    /// `MPI_Iscatter` (bytes received per rank).
-    Iscatter = 76, "MPI_Iscatter";
-    /// `MPI_Iscatterv` in traces written before the per-member counts.
-    IscattervTotal = 77, "MPI_Iscatterv";
-    /// `MPI_Iallgather` (bytes sent per rank).
-    Iallgather = 78, "MPI_Iallgather";
-    /// `MPI_Iallgatherv` in traces written before the per-member counts.
-    IallgathervTotal = 79, "MPI_Iallgatherv";
-    /// `MPI_Ialltoall` (bytes sent to each rank).
-    Ialltoall = 80, "MPI_Ialltoall";
-    /// `MPI_Ialltoallv` in traces written before the per-member counts.
-    IalltoallvTotal = 81, "MPI_Ialltoallv";
-    /// `MPI_Ireduce_scatter` in traces written before the per-member counts.
-    IreduceScatterTotal = 82, "MPI_Ireduce_scatter";
-    /// `MPI_Ireduce_scatter_block` (bytes per rank block).
-    IreduceScatterBlock = 83, "MPI_Ireduce_scatter_block";
-    /// `MPI_Iscan`.
-    Iscan = 84, "MPI_Iscan";
-    /// `MPI_Iexscan`.
-    Iexscan = 85, "MPI_Iexscan";
-    /// `MPI_Gatherv` with its byte counts ([`Params::Vcoll`]).
-    Gatherv = 86, "MPI_Gatherv";
-    /// `MPI_Scatterv` with its byte counts.
-    Scatterv = 87, "MPI_Scatterv";
-    /// `MPI_Allgatherv` with its byte counts.
-    Allgatherv = 88, "MPI_Allgatherv";
-    /// `MPI_Alltoallv` with its byte counts.
-    Alltoallv = 89, "MPI_Alltoallv";
-    /// `MPI_Reduce_scatter` with its byte counts.
-    ReduceScatter = 90, "MPI_Reduce_scatter";
-    /// `MPI_Alltoallw` (byte counts from each peer's own datatype).
-    Alltoallw = 91, "MPI_Alltoallw";
-    /// `MPI_Igatherv` with its byte counts.
-    Igatherv = 92, "MPI_Igatherv";
-    /// `MPI_Iscatterv` with its byte counts.
-    Iscatterv = 93, "MPI_Iscatterv";
-    /// `MPI_Iallgatherv` with its byte counts.
-    Iallgatherv = 94, "MPI_Iallgatherv";
-    /// `MPI_Ialltoallv` with its byte counts.
-    Ialltoallv = 95, "MPI_Ialltoallv";
-    /// `MPI_Ireduce_scatter` with its byte counts.
-    IreduceScatter = 96, "MPI_Ireduce_scatter";
-    /// `MPI_Ialltoallw`.
-    Ialltoallw = 97, "MPI_Ialltoallw";
-    /// `MPI_File_open` (file id, communicator).
-    FileOpen = 100, "MPI_File_open";
-    /// `MPI_File_close`.
-    FileClose = 101, "MPI_File_close";
-    /// `MPI_File_seek` (the individual file pointer after it, as a byte offset).
-    FileSeek = 102, "MPI_File_seek";
-    /// `MPI_File_set_view` (the view's displacement, bytes).
-    FileSetView = 103, "MPI_File_set_view";
-    /// `MPI_File_read` (bytes read, at the byte offset of the individual pointer).
-    FileRead = 104, "MPI_File_read";
-    /// `MPI_File_read_all`.
-    FileReadAll = 105, "MPI_File_read_all";
-    /// `MPI_File_read_at` (explicit offset, converted to bytes).
-    FileReadAt = 106, "MPI_File_read_at";
-    /// `MPI_File_read_at_all`.
-    FileReadAtAll = 107, "MPI_File_read_at_all";
-    /// `MPI_File_write`.
-    FileWrite = 108, "MPI_File_write";
-    /// `MPI_File_write_all`.
-    FileWriteAll = 109, "MPI_File_write_all";
-    /// `MPI_File_write_at`.
-    FileWriteAt = 110, "MPI_File_write_at";
-    /// `MPI_File_write_at_all`.
-    FileWriteAtAll = 111, "MPI_File_write_at_all";
-    /// `MPI_File_iread` (bytes asked for; the request completes it).
-    FileIread = 112, "MPI_File_iread";
-    /// `MPI_File_iwrite`.
-    FileIwrite = 113, "MPI_File_iwrite";
-    /// `MPI_File_iread_at`.
-    FileIreadAt = 114, "MPI_File_iread_at";
-    /// `MPI_File_iwrite_at`.
-    FileIwriteAt = 115, "MPI_File_iwrite_at";
-    /// `MPI_Comm_idup` (the new communicator has its parent's members).
-    CommIdup = 116, "MPI_Comm_idup";
-    /// `MPI_Comm_split_type`.
-    CommSplitType = 117, "MPI_Comm_split_type";
-    /// `MPI_Dist_graph_create_adjacent`.
-    DistGraphCreateAdjacent = 118, "MPI_Dist_graph_create_adjacent";
-    /// `MPI_Graph_create`.
-    GraphCreate = 119, "MPI_Graph_create";
-    /// `MPI_Neighbor_allgather` ([`Params::Neighbor`]).
-    NeighborAllgather = 120, "MPI_Neighbor_allgather";
-    /// `MPI_Neighbor_allgatherv`.
-    NeighborAllgatherv = 121, "MPI_Neighbor_allgatherv";
-    /// `MPI_Neighbor_alltoall`.
-    NeighborAlltoall = 122, "MPI_Neighbor_alltoall";
-    /// `MPI_Neighbor_alltoallv`.
-    NeighborAlltoallv = 123, "MPI_Neighbor_alltoallv";
-    /// `MPI_Neighbor_alltoallw`.
-    NeighborAlltoallw = 124, "MPI_Neighbor_alltoallw";
-    /// `MPI_Ineighbor_allgather`.
-    IneighborAllgather = 125, "MPI_Ineighbor_allgather";
-    /// `MPI_Ineighbor_allgatherv`.
-    IneighborAllgatherv = 126, "MPI_Ineighbor_allgatherv";
-    /// `MPI_Ineighbor_alltoall`.
-    IneighborAlltoall = 127, "MPI_Ineighbor_alltoall";
-    /// `MPI_Ineighbor_alltoallv`.
-    IneighborAlltoallv = 128, "MPI_Ineighbor_alltoallv";
-    /// `MPI_Ineighbor_alltoallw`.
-    IneighborAlltoallw = 129, "MPI_Ineighbor_alltoallw";
-}
+include!(concat!(env!("OUT_DIR"), "/ops.rs"));
 
 /// Per-op parameters, normalized by the interposer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -580,26 +333,45 @@ impl fmt::Display for DecodeError {
     }
 }
 
-/// The parameter layout of each op.
+/// The parameter layout of each op: which [`Params`] variant its records
+/// hold (`shape` in `ops.tbl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shape {
+pub enum Shape {
+    /// [`Params::None`].
     None,
+    /// [`Params::P2p`].
     P2p,
+    /// [`Params::Sendrecv`].
     Sendrecv,
+    /// [`Params::Wait`].
     Wait,
+    /// [`Params::Test`].
     Test,
+    /// [`Params::Waitall`].
     Waitall,
+    /// [`Params::RequestSet`].
     RequestSet,
+    /// [`Params::Probe`].
     Probe,
+    /// [`Params::CommCreate`].
     CommCreate,
+    /// [`Params::Coll`].
     Coll,
+    /// [`Params::Request`].
     Request,
+    /// [`Params::RequestSome`].
     RequestSome,
+    /// [`Params::Mrecv`].
     Mrecv,
+    /// [`Params::Intercomm`].
     Intercomm,
+    /// [`Params::Icoll`].
     Icoll,
+    /// [`Params::Io`].
     Io,
+    /// [`Params::Vcoll`].
     Vcoll,
+    /// [`Params::Neighbor`].
     Neighbor,
 }
 
@@ -617,39 +389,6 @@ const SHAPES: [Shape; 256] = {
 
 /// The parameter layout of `op`.
 #[inline]
-pub(crate) fn shape(op: Op) -> Shape {
+pub fn shape(op: Op) -> Shape {
     SHAPES[op as usize]
-}
-
-const fn shape_of(op: Op) -> Shape {
-    use Op::*;
-    match op {
-        Send | Recv | Isend | Irecv | Ssend | Bsend | Rsend | Issend | Ibsend | Irsend => Shape::P2p,
-        SendInit | SsendInit | BsendInit | RsendInit | RecvInit | Mprobe | Improbe => Shape::P2p,
-        Start | Cancel | RequestFree => Shape::Request,
-        Startall => Shape::Waitall,
-        Waitsome | Testsome => Shape::RequestSome,
-        Mrecv | Imrecv => Shape::Mrecv,
-        CartCreate | CartSub | IntercommMerge | CommCreateGroup => Shape::CommCreate,
-        IntercommCreate => Shape::Intercomm,
-        Ibarrier | Ibcast | Ireduce | Iallreduce | Igather | IgathervTotal | Iscatter | IscattervTotal | Iallgather | IallgathervTotal
-        | Ialltoall | IalltoallvTotal | IreduceScatterTotal | IreduceScatterBlock | Iscan | Iexscan => Shape::Icoll,
-        Gatherv | Scatterv | Allgatherv | Alltoallv | ReduceScatter | Alltoallw | Igatherv | Iscatterv | Iallgatherv | Ialltoallv
-        | IreduceScatter | Ialltoallw => Shape::Vcoll,
-        NeighborAllgather | NeighborAllgatherv | NeighborAlltoall | NeighborAlltoallv | NeighborAlltoallw | IneighborAllgather
-        | IneighborAllgatherv | IneighborAlltoall | IneighborAlltoallv | IneighborAlltoallw => Shape::Neighbor,
-        CommIdup | CommSplitType | DistGraphCreateAdjacent | GraphCreate => Shape::CommCreate,
-        FileOpen | FileClose | FileSeek | FileSetView | FileRead | FileReadAll | FileReadAt | FileReadAtAll | FileWrite | FileWriteAll
-        | FileWriteAt | FileWriteAtAll | FileIread | FileIwrite | FileIreadAt | FileIwriteAt => Shape::Io,
-        Sendrecv | SendrecvReplace => Shape::Sendrecv,
-        Wait => Shape::Wait,
-        Test => Shape::Test,
-        Waitall => Shape::Waitall,
-        Testall | Waitany | Testany => Shape::RequestSet,
-        Probe | Iprobe => Shape::Probe,
-        CommDup | CommSplit | CommCreate => Shape::CommCreate,
-        Barrier | Bcast | Reduce | Allreduce | Gather | GathervTotal | Scatter | ScattervTotal | Allgather | AllgathervTotal | Alltoall
-        | AlltoallvTotal | ReduceScatterTotal | ReduceScatterBlock | Scan | Exscan | CommFree => Shape::Coll,
-        Init | InitThread | Finalize | CommRank | CommSize => Shape::None,
-    }
 }
