@@ -20,7 +20,6 @@
 use std::path::Path;
 
 use simulator::network::P2pModel;
-use simulator::platform::{Host, Mapping, Network, Platform};
 
 use crate::bench::{self, Launcher, Op, Sample};
 use crate::error::{Error, ErrorKind};
@@ -29,7 +28,10 @@ use crate::modes::{self, Bimodal, SlowState};
 use crate::segmented::{self, FitOptions, SegmentedFit};
 
 pub mod gamma;
+mod hosts;
 mod validation;
+
+pub use hosts::{cluster_platform, host_platform, hostfile_hosts};
 pub use validation::{hold_out, median_ci, validate, Validation};
 
 /// Smallest jump factor of the `recv` fit taken as the eager → rendezvous
@@ -273,29 +275,6 @@ impl JitsimLatencies {
     }
 }
 
-/// Host names of an Open MPI / MPICH hostfile: the first word of every
-/// line that is not blank or a `#` comment, in order, without repeats.
-///
-/// # Errors
-/// [`ErrorKind::Io`] naming `path` when unreadable; [`ErrorKind::InvalidArgument`]
-/// naming `path` when it lists no host.
-pub fn hostfile_hosts(path: &Path) -> Result<Vec<String>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let mut hosts: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("");
-        if let Some(h) = line.split_whitespace().next() {
-            if !hosts.iter().any(|x| x == h) {
-                hosts.push(h.to_string());
-            }
-        }
-    }
-    if hosts.is_empty() {
-        return Err(Error::new(ErrorKind::InvalidArgument, format!("{}: no host listed", path.display())));
-    }
-    Ok(hosts)
-}
-
 /// What [`fit_validated`] gives.
 #[derive(Debug, Clone)]
 pub struct Fitted {
@@ -462,28 +441,6 @@ fn between(lo: u64, hi: u64, count: usize) -> Vec<u64> {
     v
 }
 
-/// A one-host platform with `model` as its intra-node network: host
-/// `host_name` with `cores` cores, block mapping, no inter-node model.
-pub fn host_platform(host_name: &str, cores: u32, model: P2pModel) -> Platform {
-    Platform {
-        name: format!("calibrated-{host_name}"),
-        hosts: vec![Host { name: host_name.into(), cores, speed_ratio: 1.0 }],
-        mapping: Mapping::Block,
-        network: Network { intra: model, inter: None },
-    }
-}
-
-/// A cluster platform: `hosts` (e.g. from [`hostfile_hosts`]) of `cores`
-/// cores each, block mapping, `intra` within a host and `inter` between.
-pub fn cluster_platform(hosts: &[String], cores: u32, intra: P2pModel, inter: P2pModel) -> Platform {
-    Platform {
-        name: format!("calibrated-{}", hosts.first().map_or("cluster", String::as_str)),
-        hosts: hosts.iter().map(|h| Host { name: h.clone(), cores, speed_ratio: 1.0 }).collect(),
-        mapping: Mapping::Block,
-        network: Network { intra, inter: Some(inter) },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,6 +557,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.toml");
         p.save(&path).unwrap();
-        assert_eq!(Platform::load(&path).unwrap(), p);
+        assert_eq!(simulator::platform::Platform::load(&path).unwrap(), p);
     }
 }
