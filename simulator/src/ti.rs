@@ -39,6 +39,11 @@
 //! unlike SMPI, two pending requests with the same key are both kept.
 //! TI traces carry no communicator: collectives run on `MPI_COMM_WORLD`
 //! (as in SMPI's replay).
+//!
+//! A single file holding every rank's lines (each line starts with its
+//! rank, as SimGrid's replay accepts) replays too: each rank's stream
+//! reads the file and keeps its own lines; the rank count is one more than
+//! the largest rank in the file.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -117,14 +122,49 @@ pub fn read_trace_list(list: &Path) -> Result<Vec<PathBuf>, TiError> {
     Ok(files)
 }
 
-/// Opens every rank of a TI trace list as an action stream.
+/// Opens every rank of a TI trace as an action stream: a trace list, or a
+/// single file of every rank's actions.
 ///
 /// # Errors
 /// [`TiError`] from [`read_trace_list`] or naming a file that cannot be opened.
 pub fn open_list(list: &Path) -> Result<Vec<TiActions>, TiError> {
+    if let Some(n) = single_file_ranks(list)? {
+        return (0..n).map(|r| TiActions::open(list, r, n).map(TiActions::shared)).collect();
+    }
     let files = read_trace_list(list)?;
     let n = files.len() as u32;
     files.into_iter().enumerate().map(|(r, f)| TiActions::open(&f, r as u32, n)).collect()
+}
+
+/// The rank count of `path` when it is a single-file TI trace (its first
+/// action line is `<rank> <verb> …`, not a path): one more than the
+/// largest rank on any line; `None` for a trace list.
+///
+/// # Errors
+/// [`TiError`] naming `path` when it cannot be read.
+fn single_file_ranks(path: &Path) -> Result<Option<u32>, TiError> {
+    let err = |what: String| TiError { path: path.to_path_buf(), line: None, what };
+    let file = File::open(path).map_err(|e| err(e.to_string()))?;
+    let mut lines = BufReader::new(file).lines();
+    let first = loop {
+        match lines.next() {
+            None => return Ok(None),
+            Some(Err(e)) => return Err(err(e.to_string())),
+            Some(Ok(l)) if l.trim().is_empty() || l.trim_start().starts_with('#') => continue,
+            Some(Ok(l)) => break l,
+        }
+    };
+    let mut w = first.split_ascii_whitespace();
+    let rank = w.next().and_then(|r| r.parse::<u32>().ok());
+    let verb = w.next().is_some_and(|v| v.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_'));
+    let (Some(mut max), true) = (rank, verb) else { return Ok(None) };
+    for l in lines {
+        let l = l.map_err(|e| err(e.to_string()))?;
+        if let Some(r) = l.split_ascii_whitespace().next().and_then(|r| r.parse::<u32>().ok()) {
+            max = max.max(r);
+        }
+    }
+    Ok(Some(max + 1))
 }
 
 /// A count of at most 15 decimal digits, parsed exactly without the
@@ -179,6 +219,8 @@ pub struct TiActions {
     next_req: u64,
     queued: VecDeque<Action>,
     done: bool,
+    /// The file holds every rank's lines: others' lines are skipped.
+    shared: bool,
 }
 
 impl TiActions {
@@ -204,7 +246,15 @@ impl TiActions {
             next_req: 1,
             queued: VecDeque::new(),
             done: false,
+            shared: false,
         })
+    }
+
+    /// This stream reads a single-file trace: it keeps its rank's lines
+    /// and skips the others'.
+    fn shared(mut self) -> TiActions {
+        self.shared = true;
+        self
     }
 
     fn err(&self, what: impl Into<String>) -> TiError {
@@ -236,6 +286,9 @@ impl TiActions {
         let (me_u, default_dt) = (self.rank, self.default_dt);
         let mut it = line.split_ascii_whitespace();
         let Some(rank) = it.next() else { return Ok(()) };
+        if self.shared && rank.parse::<u32>().is_ok_and(|r| r != me_u) {
+            return Ok(());
+        }
         if rank.parse::<u32>().ok() != Some(me_u) {
             return Err(bad!("expected rank {} in the first column, found `{rank}`", me_u));
         }

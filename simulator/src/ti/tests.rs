@@ -115,6 +115,28 @@ fn trace_list_resolves_relative_paths_and_names_missing_files() {
 }
 
 #[test]
+fn a_single_file_of_every_rank_replays_as_its_trace_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let rank0 = "0 init\n0 compute 1000\n0 send 1 7 64\n0 recv 1 8 64\n0 allreduce 8 0\n0 finalize\n";
+    let rank1 = "1 init\n1 recv 0 7 64\n1 compute 500\n1 send 0 8 64\n1 allreduce 8 0\n1 finalize\n";
+    std::fs::write(dir.path().join("r0.txt"), rank0).unwrap();
+    std::fs::write(dir.path().join("r1.txt"), rank1).unwrap();
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "r0.txt\nr1.txt\n").unwrap();
+    // Interleaved, as one file: every line names its rank.
+    let single = dir.path().join("all.txt");
+    let mut text = String::new();
+    for (a, b) in rank0.lines().zip(rank1.lines()) {
+        text += &format!("{a}\n{b}\n");
+    }
+    std::fs::write(&single, text).unwrap();
+    let collect = |p: &Path| -> Vec<Vec<Action>> { open_list(p).unwrap().into_iter().map(|s| s.map(Result::unwrap).collect()).collect() };
+    let (by_list, by_file) = (collect(&list), collect(&single));
+    assert_eq!(by_file.len(), 2);
+    assert_eq!(by_file, by_list);
+}
+
+#[test]
 fn datatype_codes_match_smpi_3_32() {
     // Codes seen in traces of MPI_Send(…, 3, type, …) under SimGrid 3.32.
     for (code, size) in [("0", 8), ("1", 4), ("2", 1), ("3", 2), ("4", 8), ("5", 4), ("6", 1), ("7", 8), ("9", 1)] {
