@@ -62,6 +62,8 @@ fn main() {
         "csrc/mpi.tbl",
         "csrc/types.h",
         "csrc/support.h",
+        "csrc/comms.h",
+        "csrc/comms.c",
         "csrc/fast.h",
         "csrc/lifecycle.c",
         "csrc/online.h",
@@ -118,6 +120,7 @@ fn main() {
         .include("csrc")
         .include(&out)
         .file("csrc/lifecycle.c")
+        .file("csrc/comms.c")
         .file("csrc/online.c")
         .file(&generated)
         .flag("-fvisibility=default")

@@ -14,12 +14,13 @@
 
 /* ipr_begin, ipr_end: the recorder's fast path. */
 #include "fast.h"
+/* Communicator ids and world-rank translations. */
+#include "comms.h"
 
 /* Rust side (interposer/src/hooks.rs). */
 extern uint64_t *ipr_scratch(uint64_t n);
 extern void ipr_init(int rank, int size, const char *library);
 extern void ipr_finalize(void);
-extern uint32_t ipr_comm_id(uint64_t handle);
 extern int ipr_calibration(int on);
 extern int ipr_calibration_calls(void);
 extern void ipr_started(void);
@@ -40,19 +41,24 @@ static inline uint64_t bytes_of(int count, MPI_Datatype dt) {
     return (uint64_t)count * (uint64_t)size;
 }
 
-static inline uint32_t comm_id(MPI_Comm comm) {
-    if (comm == MPI_COMM_WORLD) return 0;
-    return ipr_comm_id(handle_u64(&comm, sizeof comm));
+/* The table entry of comm; NULL for MPI_COMM_WORLD (id 0, ranks are
+ * world ranks) and when the table is full. */
+static inline struct ipr_comm *comm_entry(MPI_Comm comm) {
+    return comm == MPI_COMM_WORLD ? NULL : ipr_comm_of(comm);
 }
+
+/* The id of comm, whose entry is c (comm_entry). */
+static inline uint32_t comm_id_of(const struct ipr_comm *c, MPI_Comm comm) {
+    if (comm == MPI_COMM_WORLD) return 0;
+    return c != NULL ? c->id : UINT32_MAX;
+}
+
+static inline uint32_t comm_id(MPI_Comm comm) { return comm_id_of(comm_entry(comm), comm); }
 
 static inline int32_t tag_of(int tag) { return tag == MPI_ANY_TAG ? -1 : tag; }
 
-/* Rank `r` of `comm` (of its remote group for an intercommunicator) as a
- * world rank; -1 any source, -2 proc null. */
-static inline int32_t world_rank(MPI_Comm comm, int r) {
-    if (r == MPI_ANY_SOURCE) return -1;
-    if (r == MPI_PROC_NULL) return -2;
-    if (r < 0 || comm == MPI_COMM_WORLD) return r;
+/* world_rank without the table: asks MPI on every call. */
+static inline int32_t world_rank_uncached(MPI_Comm comm, int r) {
     MPI_Group g, wg;
     int inter = 0, out = MPI_UNDEFINED;
     PMPI_Comm_test_inter(comm, &inter);
@@ -64,11 +70,29 @@ static inline int32_t world_rank(MPI_Comm comm, int r) {
     return out == MPI_UNDEFINED ? r : out;
 }
 
+/* Rank `r` of `comm` (of its remote group for an intercommunicator), whose
+ * entry is c, as a world rank; -1 any source, -2 proc null; r itself when
+ * it names no rank. From the communicator's translation, made once. */
+static inline int32_t world_rank_of(struct ipr_comm *c, MPI_Comm comm, int r) {
+    if (r == MPI_ANY_SOURCE) return -1;
+    if (r == MPI_PROC_NULL) return -2;
+    if (r < 0 || comm == MPI_COMM_WORLD) return r;
+    const struct ipr_ranks *t = ipr_comm_ranks(c, comm);
+    if (t == NULL) return world_rank_uncached(comm, r);
+    return r < t->n && t->world[r] != MPI_UNDEFINED ? t->world[r] : r;
+}
+
+static inline int32_t world_rank(MPI_Comm comm, int r) {
+    if (r < 0 || comm == MPI_COMM_WORLD) return world_rank_of(NULL, comm, r);
+    return world_rank_of(ipr_comm_of(comm), comm, r);
+}
+
 static inline void p2p(struct ipr_params *p, MPI_Comm comm, int peer, int tag, uint64_t bytes) {
-    p->peer = world_rank(comm, peer);
+    struct ipr_comm *c = comm_entry(comm);
+    p->peer = world_rank_of(c, comm, peer);
     p->tag = tag_of(tag);
     p->bytes = bytes;
-    p->comm = comm_id(comm);
+    p->comm = comm_id_of(c, comm);
 }
 
 /* A completed receive or probe: source, tag and size from the status.
@@ -94,8 +118,9 @@ static inline void sendrecv(struct ipr_params *p, MPI_Comm comm, int dest, int s
 }
 
 static inline void coll(struct ipr_params *p, MPI_Comm comm, int root, uint64_t bytes) {
-    p->comm = comm_id(comm);
-    p->root = root < 0 ? -1 : world_rank(comm, root);
+    struct ipr_comm *c = comm_entry(comm);
+    p->comm = comm_id_of(c, comm);
+    p->root = root < 0 ? -1 : world_rank_of(c, comm, root);
     p->bytes = bytes;
 }
 
@@ -127,8 +152,9 @@ static inline int is_root(MPI_Comm comm, int root) {
  * the list (zeroed), or NULL when the call failed or nothing records. */
 static inline uint64_t *vcoll(struct ipr_params *p, MPI_Comm comm, int root, int rc, int ns, int nr,
                               uint64_t **ids, uint64_t *nids) {
-    p->comm = comm_id(comm);
-    p->root = root < 0 ? -1 : world_rank(comm, root);
+    struct ipr_comm *c = comm_entry(comm);
+    p->comm = comm_id_of(c, comm);
+    p->root = root < 0 ? -1 : world_rank_of(c, comm, root);
     if (rc != MPI_SUCCESS || ns < 0 || nr < 0 || ns + nr == 0) return NULL;
     *ids = ipr_scratch((uint64_t)(ns + nr));
     if (*ids == NULL) return NULL;
@@ -158,12 +184,17 @@ static inline void counts_bytes_w(uint64_t *out, int n, const int counts[], cons
  * byte slots for the caller to fill; k = m = 0 without a topology. */
 struct ipr_nbr { uint64_t *send, *recv; int k, m; };
 
-/* Comm ranks (in[0..n), MPI_PROC_NULL allowed) as world ranks into
- * out[0..n), -2 for MPI_PROC_NULL; `tmp` holds n ints. */
+/* Comm ranks (in[0..n), MPI_PROC_NULL allowed) of a topology
+ * (intra)communicator as world ranks into out[0..n), -2 for MPI_PROC_NULL
+ * and for ranks without one. From the communicator's translation; without
+ * one, from MPI's groups, with `tmp` holding n ints. */
 static inline void nbr_world(MPI_Comm comm, int n, const int *in, int *tmp, uint64_t *out) {
+    const struct ipr_ranks *t = n > 0 ? ipr_comm_ranks(comm_entry(comm), comm) : NULL;
     MPI_Group g, wg;
     for (int i = 0; i < n; i++) tmp[i] = MPI_UNDEFINED;
-    if (n > 0 && PMPI_Comm_group(comm, &g) == MPI_SUCCESS) {
+    if (t != NULL) {
+        for (int i = 0; i < n; i++) tmp[i] = in[i] >= 0 && in[i] < t->n ? t->world[in[i]] : MPI_UNDEFINED;
+    } else if (n > 0 && PMPI_Comm_group(comm, &g) == MPI_SUCCESS) {
         PMPI_Comm_group(MPI_COMM_WORLD, &wg);
         PMPI_Group_translate_ranks(g, n, in, wg, tmp);
         PMPI_Group_free(&wg);
@@ -320,7 +351,11 @@ static inline void comm_members(struct ipr_params *p, MPI_Comm parent, int rc, M
     p->comm = comm_id(parent);
     p->peer2 = -1;
     if (rc != MPI_SUCCESS || created == MPI_COMM_NULL) return;
-    p->peer2 = (int32_t)comm_id(created);
+    struct ipr_comm *c = comm_entry(created);
+    p->peer2 = (int32_t)comm_id_of(c, created);
+    /* Translated now, once (not for Comm_idup's, which may not be used
+     * before its request completes: on its first use then). */
+    if (group_of == created) ipr_comm_ranks(c, created);
     int n = 0;
     MPI_Group g;
     if (PMPI_Comm_size(group_of, &n) != MPI_SUCCESS || n <= 0) return;
@@ -351,7 +386,9 @@ static inline void intercomm_created(struct ipr_params *p, MPI_Comm local, int r
     p->comm = comm_id(local);
     p->peer2 = -1;
     if (rc != MPI_SUCCESS || created == MPI_COMM_NULL) return;
-    p->peer2 = (int32_t)comm_id(created);
+    struct ipr_comm *c = comm_entry(created);
+    p->peer2 = (int32_t)comm_id_of(c, created);
+    ipr_comm_ranks(c, created); /* translated now, once */
     int nl = 0, nr = 0;
     MPI_Group g;
     if (PMPI_Comm_size(created, &nl) != MPI_SUCCESS || PMPI_Comm_remote_size(created, &nr) != MPI_SUCCESS) return;

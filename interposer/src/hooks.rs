@@ -179,12 +179,6 @@ pub extern "C" fn ipr_finalize() {
     guard((), recorder::finalize)
 }
 
-/// Id of a non-world communicator handle.
-#[no_mangle]
-pub extern "C" fn ipr_comm_id(handle: u64) -> u32 {
-    guard(COMM_UNKNOWN, || recorder::comm_id(handle))
-}
-
 /// Starts (`on` = 1) or ends the recorder's overhead measurement; returns
 /// 1 when it started. See [`recorder::calibration`].
 #[no_mangle]
@@ -251,6 +245,7 @@ pub extern "C" fn interposer_charge_compute(seconds: f64) {
 #[cfg(test)]
 mod tests {
     use simulator::trace::Op;
+    use std::collections::BTreeSet;
 
     #[test]
     fn every_wrapped_function_is_an_op_of_the_trace_format() {
@@ -260,5 +255,42 @@ mod tests {
         for name in names {
             assert!(Op::ALL.iter().any(|o| o.mpi_name() == name), "{name} has no op in simulator/src/trace/ops.tbl");
         }
+    }
+
+    extern "C" {
+        /// The communicator table's ids (csrc/comms.c).
+        fn ipr_comm_id(handle: u64) -> u32;
+    }
+
+    #[test]
+    fn communicator_ids_are_one_per_handle_across_threads() {
+        let handles: Vec<u64> = (1..=300u64).map(|k| 0x7f00_1234_0000 + k * 0x40).collect();
+        // Four threads name the same handles, each from another start.
+        let ids: Vec<Vec<u32>> = std::thread::scope(|s| {
+            let spawned: Vec<_> = (0..4)
+                .map(|t| {
+                    let handles = &handles;
+                    s.spawn(move || {
+                        let n = handles.len();
+                        let mut ids = vec![0; n];
+                        for i in 0..n {
+                            let k = (i + t * 77) % n;
+                            // SAFETY: a plain C function.
+                            ids[k] = unsafe { ipr_comm_id(handles[k]) };
+                        }
+                        ids
+                    })
+                })
+                .collect();
+            spawned.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(ids.iter().all(|v| *v == ids[0]), "threads saw different ids");
+        let distinct: BTreeSet<u32> = ids[0].iter().copied().collect();
+        assert_eq!(distinct.len(), handles.len());
+        assert!(!distinct.contains(&0) && !distinct.contains(&u32::MAX), "0 is WORLD's, MAX unknown");
+        // SAFETY: as above.
+        assert_eq!(unsafe { ipr_comm_id(handles[7]) }, ids[0][7], "a handle keeps its id");
+        // SAFETY: as above.
+        assert_eq!(unsafe { ipr_comm_id(0) }, u32::MAX, "0 is no handle");
     }
 }

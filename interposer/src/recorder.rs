@@ -15,9 +15,8 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
-use simulator::trace::record::COMM_UNKNOWN;
 use simulator::trace::{rank_file_name, CallRecord, Op, Params, RankHeader, RankWriter, TimingSource, TraceMeta, META_FILE};
 
 use crate::clock::{self, ticks_to_ns, WallClock};
@@ -37,8 +36,6 @@ const DISABLED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static IO_WARNED: AtomicBool = AtomicBool::new(false);
-/// Most communicators a run may name before ids become [`COMM_UNKNOWN`].
-const MAX_COMMS: usize = 4096;
 
 thread_local! {
     static REC: RefCell<Option<Recorder>> = const { RefCell::new(None) };
@@ -110,8 +107,6 @@ static NEXT_STREAM: AtomicU16 = AtomicU16::new(1);
 /// The measured recorder overhead (wall ticks, CPU ns, cycles,
 /// instructions), shared with later threads.
 static OVERHEAD: [AtomicU64; 4] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
-/// Communicator handles by id − 1, shared by all threads of the process.
-static COMMS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// A recorder for a thread other than the `MPI_Init` one, on its first MPI
 /// call; `None` (the thread passes through) when the file cannot be opened
@@ -553,19 +548,6 @@ fn flush_on_signal(target: *mut ()) {
         let _ = rec.writer.flush();
         rec.busy.store(false, Ordering::Release);
     }
-}
-
-/// Id of a communicator handle other than `MPI_COMM_WORLD` (ids from 1).
-pub fn comm_id(handle: u64) -> u32 {
-    let Ok(mut comms) = COMMS.lock() else { return COMM_UNKNOWN };
-    if let Some(i) = comms.iter().position(|&h| h == handle) {
-        return i as u32 + 1;
-    }
-    if comms.len() >= MAX_COMMS {
-        return COMM_UNKNOWN;
-    }
-    comms.push(handle);
-    comms.len() as u32
 }
 
 /// Records `MPI_Finalize` (already begun) and completes the file:

@@ -8,6 +8,8 @@ use std::sync::OnceLock;
 
 use simulator::trace::{open_dir, CallRecord, Op, Params, RankTrace};
 
+#[path = "mpi/comms.rs"]
+mod comms;
 #[path = "mpi/coverage.rs"]
 mod coverage;
 use coverage::{check_counts, check_mpi_calls, check_mpi_more, expected_calls, rank_calls};
