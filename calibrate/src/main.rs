@@ -390,7 +390,7 @@ fn collectives(
     launcher: &Launcher,
     given: Option<&str>,
 ) -> anyhow::Result<(simulator::platform::Extras, String)> {
-    use simulator::replay::collectives::CollAlgs;
+    use simulator::collectives::CollAlgs;
     let version = launcher.version();
     let (name, why) = match (given, version.as_deref().and_then(network::gamma::selector_of)) {
         (Some(g), _) => (g.to_string(), "--coll-selector".to_string()),

@@ -11,7 +11,7 @@
 //! acknowledgement with the receiver's post time goes back for messages
 //! the model sends by rendezvous, and the members' entry (post) times of
 //! collectives are gathered. The hooks here only queue what the
-//! application did ([`pump::Ev`]); the pump applies the queue to the
+//! application did (`pump::Ev`); the pump applies the queue to the
 //! clock with nonblocking shadow operations at the entry of the rank's
 //! next MPI call, so the application never waits for online mode's
 //! traffic. Only the thread that called `MPI_Init` takes part.
@@ -129,7 +129,7 @@ thread_local! {
 }
 
 /// Nonzero while the pump has work: the C side then runs
-/// [`ffi::ipr_online_pump`] at the entry of the next recorded call.
+/// `ipr_online_pump` at the entry of the next recorded call.
 #[no_mangle]
 #[allow(non_upper_case_globals)]
 pub static ipr_online_work: AtomicI32 = AtomicI32::new(0);

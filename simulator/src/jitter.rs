@@ -13,11 +13,10 @@
 //!
 //! - [`track`]: a trace prepared for stretching; [`TraceCursor`] and
 //!   [`rank_cursors`] inject the same jitter into replays (`stretch(start_cycle, work_cycles)`).
-//! - [`engine`]: the BSP engine, parallel over tasks (rayon).
+//! - [`engine`]: the BSP engine, parallel over tasks (rayon, with the `parallel` feature).
 //! - [`collective`]: barrier, allreduce, bcast and gather over k-ary trees and
 //!   recursive doubling, with calibrated latencies.
-//! - [`report`]: slowdowns, Monte-Carlo bands, sweeps and plots.
-//! - [`cli`]: the `simulator jitter` subcommand.
+//! - [`report`]: slowdowns, Monte-Carlo bands and sweeps (the tools plot them).
 
 use std::path::{Path, PathBuf};
 

@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod action;
+pub mod collectives;
 pub mod compare;
 pub mod energy;
 pub mod extrapolate;

@@ -22,7 +22,7 @@
 //! - **Collectives** run the replay engine itself on a synthetic action
 //!   set (member i: `compute(entry_i)`, the collective, `finalize`) on the
 //!   communicator's members, so the very same algorithms and selector
-//!   ([`crate::replay::collectives::CollAlgs`]) decide the exit times.
+//!   ([`crate::collectives::CollAlgs`]) decide the exit times.
 //! - **Nonblocking collectives** cost nothing at their post
 //!   ([`VirtualRank::icoll`]); once the members' post times are known
 //!   ([`VirtualRank::icoll_matched`]) the replay engine runs the same

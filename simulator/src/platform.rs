@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::collectives::{CollAlgs, ReduceCost};
 use crate::energy::{HostPstates, Pstate};
 use crate::network::P2pModel;
-use crate::replay::collectives::{CollAlgs, ReduceCost};
 
 pub mod simgrid;
 
@@ -136,12 +136,12 @@ pub struct Extras {
     /// selector for a SimGrid XML platform (mirroring `smpirun`), changed
     /// by `smpi/coll-selector` and `smpi/<collective>` settings.
     #[serde(default)]
-    pub coll: crate::replay::collectives::CollAlgs,
+    pub coll: crate::collectives::CollAlgs,
     /// Time of each reduction step of a collective (the γ term of Thakur,
     /// Rabenseifner & Gropp, IJHPCA 2005); zero (SimGrid's behaviour) by
     /// default.
     #[serde(default)]
-    pub reduce: crate::replay::collectives::ReduceCost,
+    pub reduce: crate::collectives::ReduceCost,
     /// Refuse a trace with more ranks than the platform has cores (set for
     /// SimGrid XML platforms); otherwise ranks wrap around the hosts.
     #[serde(default)]
@@ -519,7 +519,7 @@ mod tests {
 
     #[test]
     fn the_collectives_table_sets_the_selector_and_the_reduction_cost() {
-        use crate::replay::collectives::Selector;
+        use crate::collectives::Selector;
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("p.toml");
         let (_, x) = {

@@ -49,7 +49,7 @@
 //! - **Collectives** (`Barrier`, `Bcast`, `Reduce`, `Allreduce`,
 //!   `Alltoall(v)`, `Allgather(v)`, `Gather`, `Scatter(v)`,
 //!   `ReduceScatter`, `Scan`) run as point-to-point rounds of the algorithm
-//!   [`Extras::coll`] picks ([`collectives`]: selectors `mpich`, `ompi`,
+//!   [`Extras::coll`] picks ([`crate::collectives`]: selectors `mpich`, `ompi`,
 //!   `simgrid-ompi`, `smpi`, and per-collective overrides), on a matching
 //!   context of their own, so they never match user messages.
 //! - **Communicators.** `CommCreate` actions (interposer traces of
@@ -105,7 +105,6 @@
 //! counts nowhere, a wait no longer than the transfer itself is all
 //! communication, and anything longer is waiting for a late partner.
 
-pub mod collectives;
 mod engine;
 mod flows;
 mod matching;

@@ -8,8 +8,8 @@
 use std::convert::Infallible;
 
 use simulator::action::Action;
+use simulator::collectives::ReduceCost;
 use simulator::platform::{Extras, Platform};
-use simulator::replay::collectives::ReduceCost;
 use simulator::replay::{self, ActionStream};
 
 use crate::bench::{Op, Sample};
@@ -200,8 +200,8 @@ fn least_squares(points: &[AllreducePoint]) -> (ReduceCost, &'static str) {
 mod tests {
     use super::*;
     use crate::network::host_platform;
+    use simulator::collectives::CollAlgs;
     use simulator::network::{P2pModel, Piecewise, Segment};
-    use simulator::replay::collectives::CollAlgs;
 
     fn platform() -> Platform {
         let pw = |l: f64, bw: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: l, bandwidth_bytes_per_s: bw }] };

@@ -88,7 +88,7 @@ fn comm_split_replays_sub_communicator_collectives_on_their_members() {
     let (p, extras) = simulator::platform::load_any(&platform, &[]).unwrap();
     for selector in ["mpich", "ompi", "smpi"] {
         let mut x = extras.clone();
-        x.coll = simulator::replay::collectives::CollAlgs::preset(selector).unwrap();
+        x.coll = simulator::collectives::CollAlgs::preset(selector).unwrap();
         let streams = simulator::replay::open_trace_dir(dir.path(), Default::default()).unwrap();
         let r = simulator::replay::replay_with(&p, &x, streams).unwrap();
         let msgs: Vec<u64> = r.ranks.iter().map(|k| k.messages).collect();

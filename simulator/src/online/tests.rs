@@ -185,10 +185,7 @@ fn nonblocking_collectives_agree_with_replay() {
 /// offline, and the clocks still agree.
 #[test]
 fn reductions_are_compute_online_as_offline() {
-    let x = Extras {
-        reduce: crate::replay::collectives::ReduceCost { intercept_s: 1e-6, s_per_byte: 1e-9, min_bytes: 0 },
-        ..Extras::default()
-    };
+    let x = Extras { reduce: crate::collectives::ReduceCost { intercept_s: 1e-6, s_per_byte: 1e-9, min_bytes: 0 }, ..Extras::default() };
     let entries = [3e-4, 1e-4, 2e-4];
     for action in [Action::Allreduce { bytes: 4096, comm: 0 }, Action::Reduce { root: 1, bytes: 800, comm: 0 }] {
         let streams: Vec<ActionStream<'static, Infallible>> = entries

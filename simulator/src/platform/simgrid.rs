@@ -60,10 +60,10 @@
 use std::path::Path;
 
 use super::{Extras, Host, Mapping, Network, Platform, PlatformError};
+use crate::collectives::{Coll, CollAlgs};
 use crate::energy::{HostPstates, PowerRange, Pstate};
 use crate::network::topology::Topology;
 use crate::network::{FlowSharing, P2pModel, Piecewise, Segment};
-use crate::replay::collectives::{Coll, CollAlgs};
 
 /// SMPI's default `smpi/bw-factor` (SimGrid 3.32).
 pub const SMPI_BW_FACTOR: &str =

@@ -10,13 +10,13 @@
 
 use std::fmt;
 
-use super::collectives::{self, Step};
 use super::flows::{Done, Net};
 use super::matching::{coll_ctx, ctx_name, mailbox, matches, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
 use super::queue::EventQueue;
 use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
 use crate::action::Action;
+use crate::collectives::{self, Step};
 use crate::network::P2pModel;
 use crate::platform::{Extras, Platform};
 use crate::trace::record::{ANY_SOURCE, ANY_TAG, PROC_NULL};

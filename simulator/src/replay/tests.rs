@@ -5,9 +5,9 @@
 use std::convert::Infallible;
 
 use super::*;
+use crate::collectives::CollAlgs;
 use crate::network::{P2pModel, Piecewise, Segment};
 use crate::platform::{Host, Network};
-use crate::replay::collectives::CollAlgs;
 
 const L: f64 = 1e-3;
 

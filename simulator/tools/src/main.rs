@@ -21,8 +21,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use simulator::action::ComputeTime;
+use simulator::collectives::CollAlgs;
 use simulator::platform;
-use simulator::replay::collectives::CollAlgs;
 use simulator::replay::{self, TraceInput};
 
 use simulator_tools::{extrapolate_cmd, jitter_cli, progress, trace_cli, validate};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::replay::collectives::{Alg, Selector};
+use crate::collectives::{Alg, Selector};
 
 fn xml(cluster_attrs: &str, config: &str) -> String {
     format!(

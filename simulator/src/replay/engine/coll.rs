@@ -1,9 +1,9 @@
 //! Collectives in the engine: a rank's part of a collective as rounds of
-//! point-to-point steps ([`crate::replay::collectives`]), among the members
+//! point-to-point steps ([`crate::collectives`]), among the members
 //! of the collective's communicator.
 
 use super::*;
-use crate::replay::collectives::{Coll as C, CollCall};
+use crate::collectives::{Coll as C, CollCall};
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn start_coll(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {

@@ -3,7 +3,7 @@
 //! module's one-host platform (transfer = L for any size).
 
 use super::*;
-use crate::replay::collectives::ReduceCost;
+use crate::collectives::ReduceCost;
 
 fn with(coll: &str, alg: &str, reduce: ReduceCost) -> Extras {
     let mut coll_algs = CollAlgs::mpich();
