@@ -177,10 +177,18 @@ int ipr_sh_iallgather(uint32_t slot, const double *send, double *recv, int n, ui
     return 1;
 }
 
-/* 1 when the request completed (or failed: it is then gone too). */
+/* Nonzero once MPI is finalized: requests are then gone. */
+static int mpi_gone(void) {
+    int done = 0;
+    return PMPI_Finalized(&done) != MPI_SUCCESS || done;
+}
+
+/* 1 when the request completed (or failed, or MPI is finalized: it is
+ * then gone too). */
 int ipr_sh_test(uint64_t *req) {
     MPI_Request r = get_req(req);
     int flag = 0;
+    if (mpi_gone()) return 1;
     if (PMPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 1;
     put_req(req, r);
     return flag;
@@ -191,6 +199,7 @@ int ipr_sh_test(uint64_t *req) {
  * (left to complete: MPI lets no one cancel or free it). */
 void ipr_sh_cancel(uint64_t *req, int kind) {
     MPI_Request r = get_req(req);
+    if (mpi_gone()) return;
     if (kind == 1) {
         PMPI_Cancel(&r);
         PMPI_Wait(&r, MPI_STATUS_IGNORE);
