@@ -20,40 +20,10 @@
 use crate::bench::{Op, Sample};
 use crate::error::{Error, ErrorKind};
 use crate::segmented::median_by_size;
+use simulator::network::loggp::LogGps;
 
 /// Largest size whose `o_s(s)` enters the median giving `o_s`, bytes.
 pub const SMALL_BYTES: u64 = 1024;
-
-/// LogGP parameters (Alexandrov et al., SPAA '95), as `loggp::{L, o, g, G}`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[allow(non_snake_case)]
-pub struct LogGp {
-    /// `L`: network latency, seconds.
-    pub L: f64,
-    /// `o_s`: send overhead, seconds.
-    pub o_s: f64,
-    /// `o_r`: receive overhead, seconds.
-    pub o_r: f64,
-    /// `g`: gap between consecutive messages, seconds.
-    pub g: f64,
-    /// `G`: gap per byte, seconds per byte (1 / bandwidth).
-    pub G: f64,
-}
-
-impl LogGp {
-    /// One line for humans, in microseconds and GB/s.
-    pub fn summary(&self) -> String {
-        let bw = if self.G > 0.0 { format!("{:.3} GB/s", 1e-9 / self.G) } else { "inf".into() };
-        format!(
-            "LogGP (PRTT): L = {:.3} us, o_s = {:.3} us, o_r = {:.3} us, g = {:.3} us, G = {:.3e} s/B ({bw})",
-            self.L * 1e6,
-            self.o_s * 1e6,
-            self.o_r * 1e6,
-            self.g * 1e6,
-            self.G
-        )
-    }
-}
 
 /// Fits LogGP from PRTT `samples` (ops `prtt1`, `prttn`, `prttd`, taken
 /// with `n` messages and delay `d_s` seconds) and the receive overhead
@@ -63,7 +33,7 @@ impl LogGp {
 /// # Errors
 /// [`ErrorKind::Fit`] when fewer than 2 sizes have all three PRTT samples,
 /// or `n < 2`.
-pub fn fit_loggp(samples: &[Sample], n: u32, d_s: f64, o_r_s: f64) -> Result<LogGp, Error> {
+pub fn fit_loggp(samples: &[Sample], n: u32, d_s: f64, o_r_s: f64) -> Result<LogGps, Error> {
     if n < 2 {
         return Err(Error::new(ErrorKind::Fit, format!("LogGP: PRTT needs n >= 2 messages, got {n}")));
     }
@@ -103,7 +73,9 @@ pub fn fit_loggp(samples: &[Sample], n: u32, d_s: f64, o_r_s: f64) -> Result<Log
     let o_s = small[small.len() / 2].max(0.0);
     let first = rows.iter().min_by_key(|r| r.0).map_or(0.0, |r| r.1);
     let latency = (first / 2.0 - o_s - o_r_s).max(0.0);
-    Ok(LogGp { L: latency, o_s, o_r: o_r_s, g, G: big_g })
+    // S: the rendezvous threshold is not part of the PRTT fit (the
+    // piecewise model's eager threshold gives it, see `calibrate network`).
+    Ok(LogGps { L: latency, o_s, o_r: o_r_s, g, G: big_g, S: u64::MAX })
 }
 
 #[cfg(test)]
@@ -111,7 +83,7 @@ mod tests {
     use super::*;
 
     /// PRTT samples of an exact LogGP machine, with ±2 % wobble.
-    fn synthetic(p: &LogGp, n: u32, d: f64) -> Vec<Sample> {
+    fn synthetic(p: &LogGps, n: u32, d: f64) -> Vec<Sample> {
         let mut out = Vec::new();
         for (i, s) in [1u64, 8, 64, 300, 700, 1000, 2000, 3000].into_iter().enumerate() {
             let x = (s - 1) as f64;
@@ -131,17 +103,17 @@ mod tests {
 
     #[test]
     fn recovers_known_parameters() {
-        let truth = LogGp { L: 0.3e-6, o_s: 0.15e-6, o_r: 0.1e-6, g: 0.4e-6, G: 1e-10 };
+        let truth = LogGps { L: 0.3e-6, o_s: 0.15e-6, o_r: 0.1e-6, g: 0.4e-6, G: 1e-10, S: u64::MAX };
         let got = fit_loggp(&synthetic(&truth, 8, 5e-6), 8, 5e-6, truth.o_r).unwrap();
         let close = |a: f64, b: f64| (a / b - 1.0).abs() < 0.02;
         assert!(close(got.L, truth.L) && close(got.o_s, truth.o_s), "{got:?}");
         assert!(close(got.g, truth.g) && close(got.G, truth.G), "{got:?}");
-        assert!(got.summary().starts_with("LogGP (PRTT): L = 0.300 us"), "{}", got.summary());
+        assert!(got.summary().starts_with("LogGP: L = 0.300 us"), "{}", got.summary());
     }
 
     #[test]
     fn too_few_sizes_is_an_error() {
-        let truth = LogGp { L: 1e-6, o_s: 1e-7, o_r: 1e-7, g: 1e-7, G: 1e-10 };
+        let truth = LogGps { L: 1e-6, o_s: 1e-7, o_r: 1e-7, g: 1e-7, G: 1e-10, S: u64::MAX };
         let one_size: Vec<Sample> = synthetic(&truth, 4, 1e-6).into_iter().filter(|s| s.size_bytes == 1).collect();
         let e = fit_loggp(&one_size, 4, 1e-6, 1e-7).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Fit);

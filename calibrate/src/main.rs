@@ -346,7 +346,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         let l = c.loggp.ok_or_else(|| anyhow::anyhow!("--model loggp needs the LogGP assessment (--loggp-n >= 2)"))?;
         #[allow(non_snake_case)]
         let S = pw.eager_threshold_bytes;
-        Ok(simulator::network::loggp::LogGps { L: l.L, o_s: l.o_s, o_r: l.o_r, g: l.g, G: l.G, S }.to_p2p())
+        Ok(simulator::network::loggp::LogGps { S, ..l }.to_p2p())
     };
     let platform = match &inter {
         Some((hosts, inter)) => network::cluster_platform(hosts, cores(), model(&cal)?, model(inter)?),
@@ -439,7 +439,7 @@ fn report(cal: &NetworkCalibration) {
         None => println!("held-back validation: skipped (no samples held back)"),
     }
     match &cal.loggp {
-        Some(l) => println!("{}", l.summary()),
+        Some(l) => println!("{} (fitted on PRTT)", l.summary()),
         None => println!("LogGP: skipped (--loggp-n 0)"),
     }
 }

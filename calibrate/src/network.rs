@@ -23,9 +23,10 @@ use simulator::network::P2pModel;
 
 use crate::bench::{self, Launcher, Op, Sample};
 use crate::error::{Error, ErrorKind};
-use crate::loggp::{self, LogGp};
+use crate::loggp;
 use crate::modes::{self, Bimodal, SlowState};
 use crate::segmented::{self, FitOptions, SegmentedFit};
+use simulator::network::loggp::LogGps;
 
 pub mod gamma;
 mod hosts;
@@ -332,7 +333,7 @@ pub struct NetworkCalibration {
     /// PRTT samples of the LogGP assessment (eager sizes of the grid).
     pub prtt_samples: Vec<Sample>,
     /// LogGP parameters, when assessed.
-    pub loggp: Option<LogGp>,
+    pub loggp: Option<LogGps>,
     /// `MPI_Allreduce` samples ([`gamma::fit_reduce_cost`]); empty when skipped.
     pub allreduce_samples: Vec<Sample>,
 }

@@ -87,7 +87,12 @@ fn calibrate_network_writes_a_loadable_platform() {
     }
     assert!(stdout.contains("held-back validation: ") && stdout.contains("median error"), "{stdout}");
     assert!(stdout.contains("<prop id=\"smpi/os\" value=\"0:"), "{stdout}");
-    assert!(stdout.contains("LogGP (PRTT): L = ") && stdout.contains("one-hop network skipped (needs two nodes"), "{stdout}");
+    assert!(
+        stdout.contains("LogGP: L = ")
+            && stdout.contains("(fitted on PRTT)")
+            && stdout.contains("one-hop network skipped (needs two nodes"),
+        "{stdout}"
+    );
     smpirun_accepts(&xml, dir.path());
 }
 

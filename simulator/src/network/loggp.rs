@@ -48,6 +48,19 @@ fn never() -> u64 {
 }
 
 impl LogGps {
+    /// One line for humans, in microseconds and GB/s (`S` left out).
+    pub fn summary(&self) -> String {
+        let bw = if self.G > 0.0 { format!("{:.3} GB/s", 1e-9 / self.G) } else { "inf".into() };
+        format!(
+            "LogGP: L = {:.3} us, o_s = {:.3} us, o_r = {:.3} us, g = {:.3} us, G = {:.3e} s/B ({bw})",
+            self.L * 1e6,
+            self.o_s * 1e6,
+            self.o_r * 1e6,
+            self.g * 1e6,
+            self.G
+        )
+    }
+
     /// Checks that every parameter is finite and ≥ 0.
     ///
     /// # Errors
