@@ -12,7 +12,7 @@ use std::fmt;
 
 use super::flows::{Done, Net};
 use super::matching::{coll_ctx, ctx_name, mailbox, matches, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
-use super::queue::EventQueue;
+use super::queue::{EventQueue, Kind};
 use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
 use crate::action::Action;
@@ -49,11 +49,6 @@ mod deadlock;
 mod nbc;
 mod net;
 mod p2p;
-
-/// The event "the network may have something to finish" (not a rank).
-const NET_EVENT: u32 = u32::MAX;
-/// Bit of the event "rank r's nonblocking collectives may progress" (`NBC_EVENT | r`).
-const NBC_EVENT: u32 = 1 << 31;
 
 /// What a rank is doing, for deadlock reports.
 #[derive(Debug, Clone, Copy)]
@@ -235,18 +230,20 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Runs every rank to its end.
     pub(crate) fn run(mut self) -> Result<Outcome, ReplayError> {
         for r in 0..self.ranks.len() {
-            self.queue.schedule(0.0, r as u32)?;
+            self.queue.schedule(0.0, Kind::Rank(r as u32))?;
         }
         while let Some(ev) = self.queue.pop() {
-            if ev.rank == NET_EVENT {
-                self.net_event(ev.time)?;
-                continue;
-            }
-            if ev.rank & NBC_EVENT != 0 {
-                self.nbc_event((ev.rank & !NBC_EVENT) as usize, ev.time)?;
-                continue;
-            }
-            let r = ev.rank as usize;
+            let r = match ev.kind {
+                Kind::Network => {
+                    self.net_event(ev.time)?;
+                    continue;
+                }
+                Kind::Nbc(r) => {
+                    self.nbc_event(r as usize, ev.time)?;
+                    continue;
+                }
+                Kind::Rank(r) => r as usize,
+            };
             loop {
                 match self.step(r)? {
                     Flow::Blocked | Flow::Done => break,
@@ -255,7 +252,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                         if self.queue.is_next(t) {
                             self.queue.now = t;
                         } else {
-                            self.queue.schedule(t, r as u32)?;
+                            self.queue.schedule(t, Kind::Rank(r as u32))?;
                             break;
                         }
                     }
@@ -520,7 +517,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if let Some(tl) = self.timeline.as_mut() {
                     tl.span(r, rk.doing.name(), rk.block.since, t);
                 }
-                return self.queue.schedule(t, r as u32);
+                return self.queue.schedule(t, Kind::Rank(r as u32));
             }
         } else if s.orphan {
             rk.reqs.release(slot);

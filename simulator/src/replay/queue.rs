@@ -1,5 +1,5 @@
-//! The event queue of the replay: "rank r may run at time t" events,
-//! ordered by `(time, seq)` with `f64::total_cmp` (as in dslab's simcore
+//! The event queue of the replay: "rank r may run at time t" events and
+//! the engine's own (network, nonblocking collectives), ordered by `(time, seq)` with `f64::total_cmp` (as in dslab's simcore
 //! and nexosim); scheduling into the past is an error.
 
 use std::cmp::Ordering;
@@ -7,14 +7,35 @@ use std::collections::BinaryHeap;
 
 use super::{ReplayError, ReplayErrorKind};
 
-/// One "rank may run" event.
+/// What an event is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Rank r may run.
+    Rank(u32),
+    /// A transfer of the shared network (link sharing) may have ended.
+    Network,
+    /// A step of rank r's nonblocking collectives may have ended.
+    Nbc(u32),
+}
+
+impl Kind {
+    /// The rank the event concerns, if any.
+    fn rank(self) -> Option<u32> {
+        match self {
+            Kind::Rank(r) | Kind::Nbc(r) => Some(r),
+            Kind::Network => None,
+        }
+    }
+}
+
+/// One event.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Event {
     /// Simulated time, seconds.
     pub(crate) time: f64,
     seq: u64,
-    /// The rank that may run.
-    pub(crate) rank: u32,
+    /// What happens.
+    pub(crate) kind: Kind,
 }
 
 impl PartialEq for Event {
@@ -47,13 +68,13 @@ pub(crate) struct EventQueue {
 }
 
 impl EventQueue {
-    /// Schedules `rank` to run at `time` (seconds).
-    pub(crate) fn schedule(&mut self, time: f64, rank: u32) -> Result<(), ReplayError> {
+    /// Schedules event `kind` at `time` (seconds).
+    pub(crate) fn schedule(&mut self, time: f64, kind: Kind) -> Result<(), ReplayError> {
         if time.is_nan() || time < self.now {
-            let kind = ReplayErrorKind::PastEvent { now_s: self.now, at_s: time };
-            return Err(ReplayError { rank: Some(rank), kind });
+            let err = ReplayErrorKind::PastEvent { now_s: self.now, at_s: time };
+            return Err(ReplayError { rank: kind.rank(), kind: err });
         }
-        self.heap.push(Event { time, seq: self.seq, rank });
+        self.heap.push(Event { time, seq: self.seq, kind });
         self.seq += 1;
         Ok(())
     }
@@ -79,15 +100,15 @@ mod tests {
     #[test]
     fn queue_orders_by_time_then_seq_and_refuses_the_past() {
         let mut q = EventQueue::default();
-        q.schedule(2.0, 0).unwrap();
-        q.schedule(1.0, 1).unwrap();
-        q.schedule(1.0, 2).unwrap();
-        let order: Vec<u32> = std::iter::from_fn(|| q.pop().map(|e| e.rank)).collect();
-        assert_eq!(order, [1, 2, 0]);
+        q.schedule(2.0, Kind::Rank(0)).unwrap();
+        q.schedule(1.0, Kind::Network).unwrap();
+        q.schedule(1.0, Kind::Nbc(2)).unwrap();
+        let order: Vec<Kind> = std::iter::from_fn(|| q.pop().map(|e| e.kind)).collect();
+        assert_eq!(order, [Kind::Network, Kind::Nbc(2), Kind::Rank(0)]);
         assert_eq!(q.now, 2.0);
-        let e = q.schedule(1.5, 7).unwrap_err();
-        assert!(matches!(e.kind, ReplayErrorKind::PastEvent { .. }), "{e}");
-        assert!(q.schedule(f64::NAN, 7).is_err());
-        assert!(q.schedule(2.0, 7).is_ok());
+        let e = q.schedule(1.5, Kind::Rank(7)).unwrap_err();
+        assert!(matches!(e.kind, ReplayErrorKind::PastEvent { .. }) && e.rank == Some(7), "{e}");
+        assert!(q.schedule(f64::NAN, Kind::Network).unwrap_err().rank.is_none());
+        assert!(q.schedule(2.0, Kind::Rank(7)).is_ok());
     }
 }

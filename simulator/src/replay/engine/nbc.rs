@@ -131,7 +131,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             n.ready = true;
             n.at += n.reduce_s;
             let at = n.at.max(self.queue.now);
-            self.queue.schedule(at, NBC_EVENT | r as u32)?;
+            self.queue.schedule(at, Kind::Nbc(r as u32))?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if let Some(t) = self.net.as_ref().and_then(Net::next_event) {
             if t < self.net_next {
                 self.net_next = t;
-                self.queue.schedule(t, NET_EVENT)?;
+                self.queue.schedule(t, Kind::Network)?;
             }
         }
         Ok(())

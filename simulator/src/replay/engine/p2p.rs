@@ -94,7 +94,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let lat_end = net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
                 if lat_end < self.net_next {
                     self.net_next = lat_end;
-                    self.queue.schedule(lat_end, NET_EVENT)?;
+                    self.queue.schedule(lat_end, Kind::Network)?;
                 }
                 return Ok(());
             }
