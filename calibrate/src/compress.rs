@@ -297,13 +297,13 @@ fn plan_repeats(recs: &[CallRecord], max_body: usize) -> Vec<Item> {
 /// [`ErrorKind::InvalidArgument`] naming the platform file,
 /// [`ErrorKind::Trace`] naming the trace file, or the replay's error.
 pub fn replay_makespan(platform: &Path, trace: &Path, compute: ComputeTime) -> Result<f64, Error> {
-    use simulator::replay::{replay_with, TraceInput};
-    let (p, extras) = simulator::platform::load_any(platform, &[]).map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
+    use simulator::replay::{replay, TraceInput};
+    let p = simulator::platform::Platform::load(platform).map_err(|e| Error::new(ErrorKind::InvalidArgument, e.to_string()))?;
     let streams = TraceInput::detect(trace)
         .map_err(|e| Error::new(ErrorKind::Trace, e.to_string()))?
         .open(compute)
         .map_err(|e| Error::new(ErrorKind::Trace, e.to_string()))?;
-    let report = replay_with(&p, &extras, streams).map_err(|e| Error::new(ErrorKind::Trace, format!("{}: {e}", trace.display())))?;
+    let report = replay(&p, streams).map_err(|e| Error::new(ErrorKind::Trace, format!("{}: {e}", trace.display())))?;
     Ok(report.makespan_s)
 }
 

@@ -348,12 +348,12 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         let S = pw.eager_threshold_bytes;
         Ok(simulator::network::loggp::LogGps { S, ..l }.to_p2p())
     };
-    let platform = match &inter {
+    let mut platform = match &inter {
         Some((hosts, inter)) => network::cluster_platform(hosts, cores(), model(&cal)?, model(inter)?),
         None => network::host_platform(&host_name(), cores(), model(&cal)?),
     };
-    let (extras, coll_note) = collectives(&platform, &cal, &launcher, a.coll_selector.as_deref())?;
-    platform.save_with(&a.out, &extras)?;
+    let coll_note = collectives(&mut platform, &cal, &launcher, a.coll_selector.as_deref())?;
+    platform.save(&a.out)?;
     println!("one node (shared memory):");
     report(&cal);
     println!("{coll_note}");
@@ -383,13 +383,13 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
 /// The `[collectives]` table: the selector (`--coll-selector`, else the
 /// MPI library's from `mpirun --version`, else MPICH's with a warning) and
 /// the reduction cost fitted on the one-node allreduce samples; with the
-/// log lines saying both.
+/// log lines saying both; set in `platform`.
 fn collectives(
-    platform: &simulator::platform::Platform,
+    platform: &mut simulator::platform::Platform,
     cal: &NetworkCalibration,
     launcher: &Launcher,
     given: Option<&str>,
-) -> anyhow::Result<(simulator::platform::Extras, String)> {
+) -> anyhow::Result<String> {
     use simulator::collectives::CollAlgs;
     let version = launcher.version();
     let (name, why) = match (given, version.as_deref().and_then(network::gamma::selector_of)) {
@@ -401,12 +401,11 @@ fn collectives(
             ("mpich".to_string(), "default, library unknown".to_string())
         }
     };
-    let coll = CollAlgs::preset(&name).map_err(anyhow::Error::msg).context("--coll-selector")?;
-    let mut extras = simulator::platform::Extras { coll, ..Default::default() };
-    let fit = network::gamma::fit_reduce_cost(&cal.allreduce_samples, platform, &extras)?;
-    extras.reduce = fit.cost;
+    platform.collectives.algs = CollAlgs::preset(&name).map_err(anyhow::Error::msg).context("--coll-selector")?;
+    let fit = network::gamma::fit_reduce_cost(&cal.allreduce_samples, platform)?;
+    platform.collectives.reduce = fit.cost;
     let table = if fit.points.is_empty() { String::new() } else { format!("\n{}", fit.table()) };
-    Ok((extras, format!("collective selector: {name} ({why})\n{}{table}", fit.summary())))
+    Ok(format!("collective selector: {name} ({why})\n{}{table}", fit.summary()))
 }
 
 /// `dir/stem.csv` → `dir/stem.<tag>.csv`.

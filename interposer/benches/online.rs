@@ -79,9 +79,9 @@ impl Bench {
             let json: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(out_dir.join("online.json")).expect("online.json")).unwrap();
             makespan_s = json["makespan_s"].as_f64();
-            let (plat, extras) = simulator::platform::load_any(p, &[]).unwrap();
+            let plat = simulator::platform::Platform::load(p).unwrap();
             let streams = simulator::replay::open_trace_dir(&out_dir, ComputeTime::Cpu).unwrap();
-            offline_s = Some(simulator::replay::replay_with(&plat, &extras, streams).unwrap().makespan_s);
+            offline_s = Some(simulator::replay::replay(&plat, streams).unwrap().makespan_s);
         }
         let _ = std::fs::remove_dir_all(&out_dir);
         Run { wall_s, makespan_s, offline_s }

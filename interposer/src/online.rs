@@ -185,7 +185,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
             warn(None, &format!("INTERPOSER_PLATFORM={}: {why}; online mode off, recording a trace only", path.display()));
         }
     };
-    let (platform, extras) = match simulator::platform::load_any(&path, &[]) {
+    let platform = match simulator::platform::Platform::load(&path) {
         Ok(p) => p,
         Err(e) => {
             fallback(e.what);
@@ -198,10 +198,10 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
             return None;
         }
     }
-    if rank == 0 && extras.flows.is_some() {
-        warn(None, "online mode does not model link sharing (the platform's flows); each transfer gets full bandwidth");
+    if rank == 0 && platform.links.is_some() {
+        warn(None, "online mode does not model link sharing (the platform's [links]); each transfer gets full bandwidth");
     }
-    let mut clock = VirtualRank::new(platform, extras, rank);
+    let mut clock = VirtualRank::new(platform, rank);
     let mut jitter = None;
     if let Some(j) = &cfg.jitter {
         match simulator::jitter::load_tracks(j, None) {

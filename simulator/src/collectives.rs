@@ -31,6 +31,7 @@
 //! (`smpi`, `mpich`, `ompi`, or SimGrid's reading of the OpenMPI tables)
 //! and per-collective overrides.
 
+mod config;
 mod exchange;
 mod gamma;
 mod ompi;
@@ -38,6 +39,7 @@ mod schedule;
 mod select;
 mod trees;
 
+pub use config::Collectives;
 pub use exchange::{
     allreduce, bruck_allgather, bruck_alltoall, chain_scan, linear_allgather, linear_alltoall, neighbor_allgather, pairwise,
     rabenseifner_allreduce, rabenseifner_reduce, rdb_allgather, rdb_scan, recursive_halving_reduce_scatter, ring_allgather, ring_allreduce,

@@ -67,6 +67,7 @@ impl PowerRange {
 
 /// One pstate of a host: its core speed and power.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Pstate {
     /// Core speed at this pstate, flop/s (one value of SimGrid's `speed` list).
     pub speed_flops: f64,
@@ -91,64 +92,6 @@ mod opt_range {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PowerRange>, D::Error> {
         let s = String::deserialize(d)?;
         PowerRange::parse(&s).map(Some).map_err(serde::de::Error::custom)
-    }
-}
-
-/// The pstates of one host and which one runs.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct HostPstates {
-    /// Pstates, fastest first by SimGrid's convention (not required).
-    pub pstates: Vec<Pstate>,
-    /// The pstate the host runs at during the replay (SimGrid's `pstate`
-    /// host property; `simulator replay --pstate`).
-    #[serde(default)]
-    pub pstate: usize,
-    /// The pstate at which the trace's compute seconds were recorded:
-    /// a block of t recorded seconds takes
-    /// t · speed(recorded_pstate) / speed(pstate) (before the host's
-    /// `speed_ratio`). TI flops ignore it.
-    #[serde(default)]
-    pub recorded_pstate: usize,
-}
-
-impl HostPstates {
-    /// Speed at the running pstate, flop/s; `None` without pstates.
-    pub fn speed_flops(&self) -> Option<f64> {
-        self.pstates.get(self.pstate).map(|p| p.speed_flops)
-    }
-
-    /// Factor applied to recorded compute seconds:
-    /// speed(recorded_pstate) / speed(pstate); 1 without pstates.
-    pub fn time_scale(&self) -> f64 {
-        match (self.pstates.get(self.recorded_pstate), self.pstates.get(self.pstate)) {
-            (Some(a), Some(b)) => a.speed_flops / b.speed_flops,
-            _ => 1.0,
-        }
-    }
-
-    /// Power range at the running pstate, if known.
-    pub fn watts(&self) -> Option<PowerRange> {
-        self.pstates.get(self.pstate).and_then(|p| p.watts)
-    }
-
-    /// Checks speeds and pstate indices.
-    ///
-    /// # Errors
-    /// A message naming the bad field.
-    pub fn validate(&self) -> Result<(), String> {
-        if let Some(i) = self.pstates.iter().position(|p| !(p.speed_flops.is_finite() && p.speed_flops > 0.0)) {
-            return Err(format!("pstates[{i}].speed_flops must be > 0"));
-        }
-        let n = self.pstates.len();
-        for (name, v) in [("pstate", self.pstate), ("recorded_pstate", self.recorded_pstate)] {
-            if n > 0 && v >= n {
-                return Err(format!("{name} {v} is out of range (the host has {n} pstates)"));
-            }
-            if n == 0 && v > 0 {
-                return Err(format!("{name} {v} given but the host has no pstates"));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -266,15 +209,5 @@ mod tests {
         m.busy(1, 0.0, 1.0);
         let e = m.finish(4.0);
         assert_eq!(e, [Some(160.0 + 200.0 + 160.0 + 100.0), None]);
-    }
-
-    #[test]
-    fn pstate_scales_recorded_time_and_validates() {
-        let ps = |s: f64| Pstate { speed_flops: s, watts: None };
-        let h = HostPstates { pstates: vec![ps(2e9), ps(1e9)], pstate: 1, recorded_pstate: 0 };
-        assert_eq!((h.speed_flops(), h.time_scale()), (Some(1e9), 2.0));
-        assert!(h.validate().is_ok());
-        let bad = HostPstates { pstate: 2, ..h.clone() };
-        assert!(bad.validate().unwrap_err().contains("pstate 2 is out of range"));
     }
 }

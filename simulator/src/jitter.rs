@@ -92,7 +92,7 @@ pub fn rank_cursors(tracks: &[Track], mode: Mode, ranks: usize, seed: u64) -> Ve
     start_offsets(tracks, mode, ranks, seed).into_iter().enumerate().map(|(r, o)| TraceCursor::new(&tracks[r % tracks.len()], o)).collect()
 }
 
-/// A compute-block stretcher for [`crate::replay::replay_jitter`]: rank
+/// A compute-block stretcher for [`crate::replay::Replay::jitter`]: rank
 /// `r` reads track `r mod tracks.len()` from its own offset ([`rank_cursors`]
 /// in `mode`), and a block of `d` seconds starting at simulated time `t`
 /// takes the cycles jitSim's work-conserving rule gives for `d × tsc_hz`

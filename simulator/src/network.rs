@@ -14,6 +14,7 @@ pub mod topology;
 /// One interval of a piecewise-linear function of message size:
 /// `value(s) = intercept_s + s / bandwidth_bytes_per_s` for `s < max_bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Segment {
     /// Exclusive upper end of the interval, bytes; `None` (omitted in
     /// TOML) extends to infinity. Only the last segment may omit it.
@@ -108,6 +109,7 @@ pub struct P2pModel {
 
 /// The TOML form of [`P2pModel`]: its fields, or `loggp`.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct P2pToml {
     eager_threshold_bytes: Option<u64>,
     transfer: Option<Piecewise>,
@@ -169,17 +171,27 @@ impl P2pModel {
 /// traffic, SimGrid's `network/crosstraffic`), where the bandwidth factor f
 /// = bound / `nominal_rate_bytes_per_s`. Rates are max-min fair and are
 /// recomputed whenever a transfer enters or leaves its bandwidth phase.
+///
+/// In a platform TOML this is the `[links]` table: `bw_bytes_per_s`,
+/// `crosstraffic` (default 0), `topology` (default crossbar); the other
+/// fields default to what fits our own models (no bandwidth factor, no
+/// header bytes, one latency per route).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FlowSharing {
     /// Capacity of each host's up and down link, bytes/s.
+    #[serde(rename = "bw_bytes_per_s")]
     pub link_bw_bytes_per_s: f64,
     /// Route rate before the bandwidth factor, min(bandwidth, TCP-gamma / 2·latency), bytes/s.
     /// 0 (as for our TOML's `[links]`): no bandwidth factor, f = 1: a flow
     /// at rate r uses r of each link of its route.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub nominal_rate_bytes_per_s: f64,
     /// Weight of the reverse traffic (SimGrid: 0.05), dimensionless.
+    #[serde(default)]
     pub crosstraffic: f64,
     /// Bytes added to each payload (see `platform::simgrid::SMPI_HEADER_BYTES`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub header_bytes: u64,
     /// Which links a transfer crosses (default: crossbar, one up and one
     /// down link per host); each link's capacity is `link_bw_bytes_per_s`
@@ -190,8 +202,33 @@ pub struct FlowSharing {
     /// a route of k links gets k/2 of it, as SimGrid sums link latencies
     /// (set for SimGrid XML imports). `false`: every route gets the
     /// model's latency.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency_per_link: bool,
+}
+
+impl FlowSharing {
+    /// Checks the link capacity, the crosstraffic weight and the topology
+    /// against `hosts` hosts.
+    ///
+    /// # Errors
+    /// A message naming the bad field (TOML names, as in `[links]`).
+    pub fn validate(&self, hosts: usize) -> Result<(), String> {
+        if !(self.link_bw_bytes_per_s.is_finite() && self.link_bw_bytes_per_s > 0.0) {
+            return Err("bw_bytes_per_s must be > 0".into());
+        }
+        if !(self.crosstraffic.is_finite() && self.crosstraffic >= 0.0) {
+            return Err("crosstraffic must be >= 0".into());
+        }
+        self.topology.validate(hosts).map_err(|w| format!("topology: {w}"))
+    }
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 #[cfg(test)]

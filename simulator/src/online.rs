@@ -11,7 +11,7 @@
 //!
 //! - **Compute** `s` seconds of thread CPU time advance the clock by
 //!   `s / speed_ratio` of the rank's host (stretched by OS jitter when a
-//!   [`Stretch`] is given, as [`crate::replay::replay_jitter`] does).
+//!   [`Stretch`] is given, as [`crate::replay::Replay::jitter`] does).
 //! - **Eager** (`bytes < eager_threshold_bytes` of the pair's
 //!   [`P2pModel`]): the sender is busy `send_overhead(bytes)`; the receive
 //!   completes at `max(send_post + transfer(bytes), recv_post +
@@ -36,7 +36,7 @@
 //!   duration awaited (the rule documented in [`crate::replay`]).
 //!
 //! Not modelled online: link sharing among concurrent transfers
-//! ([`crate::platform::Extras::flows`]), which needs a global view; each
+//! ([`Platform::links`]), which needs a global view; each
 //! transfer gets its model's full bandwidth, as in a TOML platform.
 
 use std::collections::HashMap;
@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use crate::action::Action;
 use crate::network::P2pModel;
-use crate::platform::{Extras, Mapping, Platform};
+use crate::platform::{Mapping, Platform};
 use crate::replay::{self, ActionStream, ReplayError, ReplayErrorKind, Stretch};
 
 #[cfg(test)]
@@ -119,7 +119,6 @@ struct Block {
 pub struct VirtualRank<'a> {
     rank: u32,
     platform: Platform,
-    extras: Extras,
     speed: f64,
     clock: f64,
     stats: VirtualStats,
@@ -135,18 +134,18 @@ impl std::fmt::Debug for VirtualRank<'_> {
 
 impl<'a> VirtualRank<'a> {
     /// World rank `rank` at virtual time 0 on `platform`. Link sharing
-    /// (`extras.flows`) is dropped: see the module docs.
+    /// (`platform.links`) is dropped: see the module docs.
     ///
     /// # Panics
     /// With an explicit mapping that does not place `rank`.
-    pub fn new(platform: Platform, mut extras: Extras, rank: u32) -> Self {
-        extras.flows = None;
+    pub fn new(mut platform: Platform, rank: u32) -> Self {
+        platform.links = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
-        VirtualRank { rank, platform, extras, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None }
+        VirtualRank { rank, platform, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None }
     }
 
     /// Exposes compute blocks and eager-send overheads to OS jitter
-    /// (default: none), as [`crate::replay::replay_jitter`]; the stretcher
+    /// (default: none), as [`crate::replay::Replay::jitter`]; the stretcher
     /// is called with this rank's world rank.
     pub fn with_jitter(mut self, jitter: Stretch<'a>) -> Self {
         self.jitter = Some(jitter);
@@ -255,7 +254,7 @@ impl<'a> VirtualRank<'a> {
         if buffered || model.is_eager(bytes) {
             let o_r = model.recv_overhead.eval(bytes);
             let o_r = if o_r > 0.0 { self.stretch(recv_post, o_r) } else { o_r };
-            let start = match self.extras.async_small_thresh_bytes {
+            let start = match self.platform.smpi.async_small_thresh_bytes {
                 Some(th) if bytes >= th => send_post.max(recv_post),
                 _ => send_post,
             };
@@ -389,7 +388,7 @@ impl<'a> VirtualRank<'a> {
     /// when `nonblocking`) and its model duration (communication time of
     /// the blocking collective; the span from post to completion of the
     /// nonblocking one) and the reduction steps' local compute, seconds
-    /// ([`Extras::reduce`]; 0 for a nonblocking one, whose progress engine
+    /// ([`crate::collectives::Collectives::reduce`]; 0 for a nonblocking one, whose progress engine
     /// reduces off the rank's CPU).
     fn run_collective(
         &self,
@@ -442,11 +441,11 @@ impl<'a> VirtualRank<'a> {
                 Box::new(all.map(Ok)) as ActionStream<'_, _>
             })
             .collect();
-        let report = replay::replay_with(&platform, &self.extras, streams)?;
+        let report = replay::replay(&platform, streams)?;
         let mine = &report.ranks[me];
         let exit = base + mine.end_s;
         // Compute beyond the synthetic entry block: the reduction steps.
-        let reduce_s = if self.extras.reduce.is_zero() { 0.0 } else { (mine.compute_s - (entries_s[me] - base)).max(0.0) };
+        let reduce_s = if self.platform.collectives.reduce.is_zero() { 0.0 } else { (mine.compute_s - (entries_s[me] - base)).max(0.0) };
         Ok(match nonblocking {
             false => (exit, mine.comm_s, reduce_s),
             true => (exit, (exit - entries_s[me]).max(0.0), 0.0),

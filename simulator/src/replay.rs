@@ -13,8 +13,8 @@
 //! - **Compute** `{seconds}` advances the rank by `seconds / speed_ratio`
 //!   of its host, times speed(recorded pstate) / speed(running pstate)
 //!   when the host has pstates; `Flops {flops}` (SimGrid TI `compute`) by
-//!   `flops / speed_flops` of its host ([`Extras::speed_flops`], or its
-//!   running pstate's speed).
+//!   `flops / speed_flops` of its host (its running pstate's speed when it
+//!   has pstates, [`crate::platform::Host::running_speed_flops`]).
 //! - **Energy** ([`crate::energy`]): with power ranges for the running
 //!   pstates, each host's power (SimGrid's `host_energy` rule, a core busy
 //!   while one of its ranks computes) is integrated from 0 to the makespan.
@@ -31,10 +31,10 @@
 //!   Rendezvous: both sides complete at
 //!   `max(send_post, recv_post) + transfer(bytes)`; a blocking `Send`
 //!   blocks until then, an `Isend` returns at once and its request
-//!   completes then. With [`Extras::async_small_thresh_bytes`] = `Some(k)`
+//!   completes then. With [`crate::platform::Smpi::async_small_thresh_bytes`] = `Some(k)`
 //!   (SMPI's `smpi/async-small-thresh`), an eager message of at least k
 //!   bytes also starts only at `max(send_post, recv_post)`.
-//! - **Link sharing** ([`Extras::flows`], from SimGrid cluster XML):
+//! - **Link sharing** ([`Platform::links`], from SimGrid cluster XML):
 //!   transfers between different hosts that start at their match time
 //!   share the hosts' up and down links max-min fairly, as in SimGrid's
 //!   CM02/SMPI model ([`crate::network::FlowSharing`]), along the routes of
@@ -49,7 +49,7 @@
 //! - **Collectives** (`Barrier`, `Bcast`, `Reduce`, `Allreduce`,
 //!   `Alltoall(v)`, `Allgather(v)`, `Gather`, `Scatter(v)`,
 //!   `ReduceScatter`, `Scan`) run as point-to-point rounds of the algorithm
-//!   [`Extras::coll`] picks ([`crate::collectives`]: selectors `mpich`, `ompi`,
+//!   [`Platform::collectives`] picks ([`crate::collectives`]: selectors `mpich`, `ompi`,
 //!   `simgrid-ompi`, `smpi`, and per-collective overrides), on a matching
 //!   context of their own, so they never match user messages.
 //! - **Communicators.** `CommCreate` actions (interposer traces of
@@ -119,40 +119,24 @@ pub use report::{HostReport, RankReport, RatioStats, ReplayReport};
 pub use timeline::{Marks, Timeline};
 
 use crate::action::{Action, ComputeTime, TraceActions};
-use crate::platform::{Extras, Mapping, Platform};
+use crate::platform::{Mapping, Platform};
 use crate::ti::{self, TiError};
 use crate::trace::{self, TraceError, TraceErrorKind};
 
 /// A rank's actions, streamed: rank r of a replay is the r-th stream.
 pub type ActionStream<'a, E> = Box<dyn Iterator<Item = Result<Action, E>> + 'a>;
 
-/// Replays `streams` (one per world rank, in rank order) on `platform`.
-///
-/// Memory is bounded by the number of ranks and of in-flight messages and
-/// requests, not by the length of the streams. Deterministic: the same
-/// inputs give the same report (except `wall_clock_s`).
+/// Replays `streams` (one per world rank, in rank order) on `platform`:
+/// `Replay::new(platform).run(streams)` ([`Replay`] adds a timeline and
+/// OS-jitter injection).
 ///
 /// # Errors
-/// [`ReplayError`]: a stream's own error ([`ReplayErrorKind::Stream`]), an
-/// invalid or unsupported action, a platform whose explicit mapping does
-/// not cover every rank, or a deadlock.
+/// As [`Replay::run`].
 pub fn replay<'a, E>(platform: &Platform, streams: Vec<ActionStream<'a, E>>) -> Result<ReplayReport, ReplayError>
 where
     E: std::error::Error + Send + Sync + 'static,
 {
-    replay_with(platform, &Extras::default(), streams)
-}
-
-/// [`replay`] with the platform's [`Extras`]: host speeds in flop/s for
-/// TI `compute <flops>` and SMPI's async-small threshold.
-///
-/// # Errors
-/// As [`replay`]; also a TI `compute` on a host without a speed.
-pub fn replay_with<'a, E>(platform: &Platform, extras: &Extras, streams: Vec<ActionStream<'a, E>>) -> Result<ReplayReport, ReplayError>
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    replay_timeline(platform, extras, streams, None)
+    Replay::new(platform).run(streams)
 }
 
 /// OS-jitter injection into a replay: `(rank, start_s, duration_s)` →
@@ -161,36 +145,67 @@ where
 /// Start times per rank are not always increasing (receive overheads).
 pub type Stretch<'a> = Box<dyn FnMut(usize, f64, f64) -> f64 + 'a>;
 
-/// [`replay_with`], also writing every rank's compute blocks and blocking
-/// MPI calls to `timeline` ([`Timeline`]), which is finished at the end.
+/// A replay of one platform, with its options; [`Replay::run`] runs it.
 ///
-/// # Errors
-/// As [`replay`]; also the timeline's I/O error ([`ReplayErrorKind::Timeline`]).
-pub fn replay_timeline<'a, E>(
-    platform: &Platform,
-    extras: &Extras,
-    streams: Vec<ActionStream<'a, E>>,
+/// ```no_run
+/// # use simulator::{platform::Platform, replay::{Replay, Timeline}};
+/// # fn f(p: &Platform, streams: Vec<simulator::replay::ActionStream<'_, std::io::Error>>, t: Timeline) {
+/// let report = Replay::new(p).timeline(t).run(streams);
+/// # }
+/// ```
+pub struct Replay<'p, 'a> {
+    platform: &'p Platform,
     timeline: Option<Timeline>,
-) -> Result<ReplayReport, ReplayError>
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    replay_jitter(platform, extras, streams, timeline, None)
+    jitter: Option<Stretch<'a>>,
 }
 
-/// [`replay_timeline`] with every rank's compute blocks, eager-send
-/// overheads and eager-receive overheads exposed to OS jitter by `jitter`
-/// (DESIGN "Jitter" (b); jitSim §3.4's work-conserving rule from each
-/// rank's own trace offset). A receive overhead starts when the receive is
-/// posted, which can be earlier than the receiver's clock when the
-/// message arrives later (`Irecv`): `jitter` must accept start times out
-/// of order per rank ([`crate::jitter::compute_stretch`] does).
-///
-/// # Errors
-/// As [`replay_timeline`].
-pub fn replay_jitter<'a, E>(
+impl<'p, 'a> Replay<'p, 'a> {
+    /// A replay on `platform` without timeline or jitter.
+    pub fn new(platform: &'p Platform) -> Self {
+        Replay { platform, timeline: None, jitter: None }
+    }
+
+    /// Also writes every rank's compute blocks and blocking MPI calls to
+    /// `timeline` ([`Timeline`]), which is finished at the end of the run.
+    pub fn timeline(mut self, timeline: Timeline) -> Self {
+        self.timeline = Some(timeline);
+        self
+    }
+
+    /// Exposes every rank's compute blocks, eager-send overheads and
+    /// eager-receive overheads to OS jitter through `jitter` (jitSim's
+    /// work-conserving rule, Gioiosa et al., §3.4, from each rank's own
+    /// trace offset). A receive overhead starts when the receive is
+    /// posted, which can be earlier than the receiver's clock when the
+    /// message arrives later (`Irecv`): `jitter` must accept start times
+    /// out of order per rank ([`crate::jitter::compute_stretch`] does).
+    pub fn jitter(mut self, jitter: Stretch<'a>) -> Self {
+        self.jitter = Some(jitter);
+        self
+    }
+
+    /// Runs the replay of `streams` (one per world rank, in rank order).
+    ///
+    /// Memory is bounded by the number of ranks and of in-flight messages
+    /// and requests, not by the length of the streams. Deterministic: the
+    /// same inputs give the same report (except `wall_clock_s`).
+    ///
+    /// # Errors
+    /// [`ReplayError`]: a stream's own error ([`ReplayErrorKind::Stream`]),
+    /// an invalid or unsupported action, a TI `compute` on a host without
+    /// a speed, a platform whose explicit mapping does not cover every
+    /// rank or that refuses oversubscription, a deadlock, or the
+    /// timeline's I/O error ([`ReplayErrorKind::Timeline`]).
+    pub fn run<E>(self, streams: Vec<ActionStream<'a, E>>) -> Result<ReplayReport, ReplayError>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        run(self.platform, streams, self.timeline, self.jitter)
+    }
+}
+
+fn run<'a, E>(
     platform: &Platform,
-    extras: &Extras,
     streams: Vec<ActionStream<'a, E>>,
     timeline: Option<Timeline>,
     jitter: Option<Stretch<'a>>,
@@ -206,11 +221,11 @@ where
         }
     }
     let cores: u64 = platform.hosts.iter().map(|h| h.cores as u64).sum();
-    if extras.no_oversubscription && streams.len() as u64 > cores {
+    if platform.no_oversubscription && streams.len() as u64 > cores {
         let what = format!("{} ranks but only {cores} cores on {} hosts", streams.len(), platform.hosts.len());
         return Err(ReplayError { rank: None, kind: ReplayErrorKind::Platform(what) });
     }
-    let mut engine = engine::Engine::new(platform, extras, streams);
+    let mut engine = engine::Engine::new(platform, streams);
     engine.timeline = timeline;
     engine.jitter = jitter;
     let mut out = engine.run()?;
@@ -234,7 +249,7 @@ where
         })
         .collect();
     let makespan_s = ranks.iter().map(|r| r.end_s).fold(0.0, f64::max);
-    let hosts = report::host_reports(platform, extras, out.energy_j.as_deref());
+    let hosts = report::host_reports(platform, out.energy_j.as_deref());
     let energy_j = out.energy_j.map(|e| e.iter().flatten().sum());
     Ok(ReplayReport {
         makespan_s,

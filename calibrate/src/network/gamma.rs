@@ -9,7 +9,7 @@ use std::convert::Infallible;
 
 use simulator::action::Action;
 use simulator::collectives::ReduceCost;
-use simulator::platform::{Extras, Platform};
+use simulator::platform::Platform;
 use simulator::replay::{self, ActionStream};
 
 use crate::bench::{Op, Sample};
@@ -104,19 +104,18 @@ impl ReduceFit {
 }
 
 /// Time of one allreduce of `bytes` on 2 ranks of `platform` (rank 0 and 1
-/// placed by its mapping) under `extras`, from a replayed loop of [`LOOP`].
-fn predict(platform: &Platform, extras: &Extras, bytes: u64) -> Result<f64, Error> {
+/// placed by its mapping), from a replayed loop of [`LOOP`].
+fn predict(platform: &Platform, bytes: u64) -> Result<f64, Error> {
     let streams: Vec<ActionStream<'static, Infallible>> = (0..2)
         .map(|_| Box::new(std::iter::repeat_n(Ok(Action::Allreduce { bytes, comm: 0 }), LOOP)) as ActionStream<'static, Infallible>)
         .collect();
-    let r = replay::replay_with(platform, extras, streams).map_err(|e| Error::new(ErrorKind::Fit, format!("allreduce replay: {e}")))?;
+    let r = replay::replay(platform, streams).map_err(|e| Error::new(ErrorKind::Fit, format!("allreduce replay: {e}")))?;
     Ok(r.makespan_s / LOOP as f64)
 }
 
 /// Fits [`ReduceCost`] to the `allreduce` samples among `samples`: with
 /// m(s) the median measured time at size s, p(s) the replay's time with
-/// γ = 0 on `platform` and `extras` (its selector; its reduction cost is
-/// ignored), and k(s), n(s) the reduction steps and bytes the replay puts
+/// γ = 0 on `platform` (its selector; its reduction cost is ignored), and k(s), n(s) the reduction steps and bytes the replay puts
 /// on the critical path, least squares on `m − p ≈ k·intercept + n·γ`
 /// relative to m (every size weighs alike) over the sizes with m > p,
 /// both terms clamped at 0 (the other refitted alone), only steps of at
@@ -125,7 +124,7 @@ fn predict(platform: &Platform, extras: &Extras, bytes: u64) -> Result<f64, Erro
 ///
 /// # Errors
 /// [`ErrorKind::Fit`] when the replay rejects the platform.
-pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras) -> Result<ReduceFit, Error> {
+pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform) -> Result<ReduceFit, Error> {
     let pts: Vec<(u64, f64)> =
         samples.iter().filter(|s| s.op == Op::Allreduce && s.size_bytes > 0).map(|s| (s.size_bytes, s.duration_s)).collect();
     let zero = ReduceCost::default();
@@ -134,7 +133,11 @@ pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras)
             "no allreduce samples (--allreduce-reps 0, or a CSV from before they were measured): the replay times no reduction".into();
         return Ok(ReduceFit { cost: zero, points: Vec::new(), rms_rel_residual: 0.0, rms_rel_residual_zero: 0.0, note });
     }
-    let with = |cost: ReduceCost| Extras { reduce: cost, ..extras.clone() };
+    let with = |cost: ReduceCost| {
+        let mut p = platform.clone();
+        p.collectives.reduce = cost;
+        p
+    };
     // Steps below the eager threshold are not charged (see ReduceCost).
     let min_bytes = platform.network.intra.eager_threshold_bytes;
     let (x0, xi, xg) = (
@@ -144,9 +147,9 @@ pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras)
     );
     let mut points = Vec::new();
     for (size_bytes, measured_s) in segmented::median_by_size(&pts) {
-        let predicted_s = predict(platform, &x0, size_bytes)?;
-        let steps = (predict(platform, &xi, size_bytes)? - predicted_s) / 1e-6;
-        let bytes = (predict(platform, &xg, size_bytes)? - predicted_s) / 1e-9;
+        let predicted_s = predict(&x0, size_bytes)?;
+        let steps = (predict(&xi, size_bytes)? - predicted_s) / 1e-6;
+        let bytes = (predict(&xg, size_bytes)? - predicted_s) / 1e-9;
         points.push(AllreducePoint { size_bytes, measured_s, predicted_s, steps, bytes });
     }
     // A size the replay already over-predicts with γ = 0 tells nothing of
@@ -167,7 +170,7 @@ pub fn fit_reduce_cost(samples: &[Sample], platform: &Platform, extras: &Extras)
             points.iter().map(|p| ((p.predicted_s + p.steps * c.intercept_s + p.bytes * c.s_per_byte) / p.measured_s - 1.0).powi(2)).sum();
         (sq / points.len() as f64).sqrt()
     };
-    let note = format!("selector {}, {how}", extras.coll.selector.name());
+    let note = format!("selector {}, {how}", platform.collectives.algs.selector.name());
     Ok(ReduceFit { cost, rms_rel_residual: rms(cost), rms_rel_residual_zero: rms(zero), points, note })
 }
 
@@ -227,12 +230,14 @@ mod tests {
     fn a_known_cost_is_recovered_for_each_selector() {
         let truth = ReduceCost { intercept_s: 3e-7, s_per_byte: 1.5e-10, min_bytes: 4096 };
         for sel in ["ompi", "mpich"] {
-            let x = Extras { coll: CollAlgs::preset(sel).unwrap(), ..Extras::default() };
-            let paid = Extras { reduce: truth, ..x.clone() };
+            let mut x = platform();
+            x.collectives.algs = CollAlgs::preset(sel).unwrap();
+            let mut paid = x.clone();
+            paid.collectives.reduce = truth;
             let samples: Vec<Sample> = ALLREDUCE_SIZES
                 .iter()
                 .flat_map(|&s| {
-                    let t = predict(&platform(), &paid, s).unwrap();
+                    let t = predict(&paid, s).unwrap();
                     (0..3).map(move |k| Sample {
                         op: Op::Allreduce,
                         size_bytes: s,
@@ -241,7 +246,7 @@ mod tests {
                     })
                 })
                 .collect();
-            let f = fit_reduce_cost(&samples, &platform(), &x).unwrap();
+            let f = fit_reduce_cost(&samples, &x).unwrap();
             assert!((f.cost.intercept_s / truth.intercept_s - 1.0).abs() < 1e-6, "{sel}: {}", f.summary());
             assert!((f.cost.s_per_byte / truth.s_per_byte - 1.0).abs() < 1e-6, "{sel}: {}", f.summary());
             assert!(f.rms_rel_residual < 1e-9 && f.rms_rel_residual_zero > 0.01, "{}", f.summary());
@@ -250,14 +255,15 @@ mod tests {
 
     #[test]
     fn faster_than_the_model_clamps_at_zero_and_no_samples_give_zero() {
-        let x = Extras { coll: CollAlgs::preset("ompi").unwrap(), ..Extras::default() };
+        let mut x = platform();
+        x.collectives.algs = CollAlgs::preset("ompi").unwrap();
         let samples: Vec<Sample> = ALLREDUCE_SIZES
             .iter()
-            .map(|&s| Sample { op: Op::Allreduce, size_bytes: s, start_s: 0.0, duration_s: 0.5 * predict(&platform(), &x, s).unwrap() })
+            .map(|&s| Sample { op: Op::Allreduce, size_bytes: s, start_s: 0.0, duration_s: 0.5 * predict(&x, s).unwrap() })
             .collect();
-        let f = fit_reduce_cost(&samples, &platform(), &x).unwrap();
+        let f = fit_reduce_cost(&samples, &x).unwrap();
         assert_eq!(f.cost, ReduceCost::default(), "{}", f.summary());
-        let none = fit_reduce_cost(&[], &platform(), &x).unwrap();
+        let none = fit_reduce_cost(&[], &x).unwrap();
         assert_eq!(none.cost, ReduceCost::default());
         assert!(none.summary().contains("no allreduce samples"), "{}", none.summary());
     }

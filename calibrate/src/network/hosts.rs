@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use simulator::network::P2pModel;
-use simulator::platform::{Host, Mapping, Network, Platform};
+use simulator::platform::{Host, Platform};
 
 use crate::error::{Error, ErrorKind};
 
@@ -34,21 +34,14 @@ pub fn hostfile_hosts(path: &Path) -> Result<Vec<String>, Error> {
 /// A one-host platform with `model` as its intra-node network: host
 /// `host_name` with `cores` cores, block mapping, no inter-node model.
 pub fn host_platform(host_name: &str, cores: u32, model: P2pModel) -> Platform {
-    Platform {
-        name: format!("calibrated-{host_name}"),
-        hosts: vec![Host { name: host_name.into(), cores, speed_ratio: 1.0 }],
-        mapping: Mapping::Block,
-        network: Network { intra: model, inter: None },
-    }
+    Platform::new(format!("calibrated-{host_name}"), vec![Host::new(host_name, cores)], model)
 }
 
 /// A cluster platform: `hosts` (e.g. from [`hostfile_hosts`]) of `cores`
 /// cores each, block mapping, `intra` within a host and `inter` between.
 pub fn cluster_platform(hosts: &[String], cores: u32, intra: P2pModel, inter: P2pModel) -> Platform {
-    Platform {
-        name: format!("calibrated-{}", hosts.first().map_or("cluster", String::as_str)),
-        hosts: hosts.iter().map(|h| Host { name: h.clone(), cores, speed_ratio: 1.0 }).collect(),
-        mapping: Mapping::Block,
-        network: Network { intra, inter: Some(inter) },
-    }
+    let name = format!("calibrated-{}", hosts.first().map_or("cluster", String::as_str));
+    let mut p = Platform::new(name, hosts.iter().map(|h| Host::new(h.clone(), cores)).collect(), intra);
+    p.network.inter = Some(inter);
+    p
 }

@@ -85,12 +85,12 @@ fn comm_split_replays_sub_communicator_collectives_on_their_members() {
          transfer = [ { intercept_s = 1e-3, bandwidth_bytes_per_s = 1e9 } ]\n",
     )
     .unwrap();
-    let (p, extras) = simulator::platform::load_any(&platform, &[]).unwrap();
+    let p = simulator::platform::Platform::load(&platform).unwrap();
     for selector in ["mpich", "ompi", "smpi"] {
-        let mut x = extras.clone();
-        x.coll = simulator::collectives::CollAlgs::preset(selector).unwrap();
+        let mut x = p.clone();
+        x.collectives.algs = simulator::collectives::CollAlgs::preset(selector).unwrap();
         let streams = simulator::replay::open_trace_dir(dir.path(), Default::default()).unwrap();
-        let r = simulator::replay::replay_with(&p, &x, streams).unwrap();
+        let r = simulator::replay::replay(&x, streams).unwrap();
         let msgs: Vec<u64> = r.ranks.iter().map(|k| k.messages).collect();
         // WORLD barriers on 4 ranks: dissemination (mpich), linear (ompi, smpi).
         let world_barriers = if selector == "mpich" { [4; 4] } else { [6, 2, 2, 2] };

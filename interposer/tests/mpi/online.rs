@@ -5,7 +5,7 @@
 use super::*;
 
 use simulator::action::ComputeTime;
-use simulator::replay::{open_trace_dir, replay_with};
+use simulator::replay::{open_trace_dir, replay};
 
 /// One 16-core host; eager below 4 KiB (jacobi2d's 512-double halo rows at
 /// `-np 4` then go by rendezvous, its 1-double allreduce eagerly); nonzero
@@ -42,9 +42,9 @@ pub(super) fn online_json(dir: &Path) -> serde_json::Value {
 }
 
 pub(super) fn offline_makespan(dir: &Path, platform: &Path) -> f64 {
-    let (p, x) = simulator::platform::load_any(platform, &[]).unwrap();
+    let p = simulator::platform::Platform::load(platform).unwrap();
     let streams = open_trace_dir(dir, ComputeTime::Cpu).unwrap();
-    replay_with(&p, &x, streams).unwrap().makespan_s
+    replay(&p, streams).unwrap().makespan_s
 }
 
 #[test]
@@ -259,17 +259,17 @@ fn jitter_trace(dir: &Path) -> PathBuf {
 }
 
 #[test]
-fn jitter_injection_agrees_with_replay_jitter() {
+fn jitter_injection_agrees_with_the_jittered_replay() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
     let jt = jitter_trace(tmp.path());
     let (dir, _) = online_run(4, "jacobi2d", &["512", "30"], &platform, &[("INTERPOSER_JITTER", jt.to_str().unwrap())]);
     let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
-    let (p, x) = simulator::platform::load_any(&platform, &[]).unwrap();
+    let p = simulator::platform::Platform::load(&platform).unwrap();
     let (tracks, hz) = simulator::jitter::load_tracks(&jt, None).unwrap();
     let stretch = simulator::jitter::compute_stretch(&tracks, hz, simulator::jitter::Mode::Unsync, 4, 1);
     let streams = open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap();
-    let jittered = simulator::replay::replay_jitter(&p, &x, streams, None, Some(stretch)).unwrap().makespan_s;
+    let jittered = simulator::replay::Replay::new(&p).jitter(stretch).run(streams).unwrap().makespan_s;
     let plain = offline_makespan(dir.path(), &platform);
     assert!((online - jittered).abs() / jittered < 0.01, "online {online} vs replay --jitter {jittered}");
     assert!(jittered > plain * 1.1, "20 % jitter must show: {jittered} vs {plain}");
@@ -296,10 +296,10 @@ fn per_region_speed_ratios_online_agree_with_replay_speed_ratios() {
     let report = online_json(dir.path());
     assert_eq!(report["speed_ratios"].as_str(), csv.to_str());
     let online = report["makespan_s"].as_f64().unwrap();
-    let (p, x) = simulator::platform::load_any(&platform, &[]).unwrap();
+    let p = simulator::platform::Platform::load(&platform).unwrap();
     let ratios = simulator::speed::SpeedRatios::load(&csv).unwrap();
     let (streams, _) = simulator::replay::apply_speed_ratios(open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap(), ratios);
-    let offline = replay_with(&p, &x, streams).unwrap().makespan_s;
+    let offline = replay(&p, streams).unwrap().makespan_s;
     assert!((online - offline).abs() / offline < 0.01, "online {online} s vs replay --speed-ratios {offline} s");
     // The ratio shows: the busiest region's compute counts three times.
     let plain = offline_makespan(dir.path(), &platform);

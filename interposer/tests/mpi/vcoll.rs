@@ -121,9 +121,9 @@ pub(super) fn check_vcoll(dir: &Path, out: &Output, np: u32, full: bool) {
          transfer = [ { intercept_s = 1e-6, bandwidth_bytes_per_s = 1e9 } ]\n",
     )
     .unwrap();
-    let (p, extras) = simulator::platform::load_any(&platform, &[]).unwrap();
+    let p = simulator::platform::Platform::load(&platform).unwrap();
     let streams = simulator::replay::open_trace_dir(dir, Default::default()).unwrap();
-    let report = simulator::replay::replay_with(&p, &extras, streams).unwrap();
+    let report = simulator::replay::replay(&p, streams).unwrap();
     assert!(report.makespan_s > 0.0, "{report:?}");
     assert!(report.ranks.iter().all(|r| r.messages > 0), "{report:?}");
 }

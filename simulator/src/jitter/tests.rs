@@ -304,15 +304,13 @@ fn replay_receive_overheads_meet_the_jitter() {
     // 3 ms (1 GHz trace read from offset 0 by every rank). Transfer 1 ms.
     use crate::action::Action;
     use crate::network::{P2pModel, Piecewise, Segment};
-    use crate::platform::{Extras, Host, Mapping, Network, Platform};
-    use crate::replay::{replay_jitter, ActionStream, Stretch};
+    use crate::platform::{Host, Platform};
+    use crate::replay::{ActionStream, Replay, Stretch};
     let t = track(3_000_000, &[(500_000, 100_000_000)]);
     let pw =
         |intercept_s: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s: f64::INFINITY }] };
     let model = P2pModel { eager_threshold_bytes: 1024, transfer: pw(1e-3), send_overhead: pw(0.0), recv_overhead: pw(8e-3) };
-    let host = Host { name: "n0".into(), cores: 2, speed_ratio: 1.0 };
-    let platform =
-        Platform { name: "t".into(), hosts: vec![host], mapping: Mapping::Block, network: Network { intra: model, inter: None } };
+    let platform = Platform::new("t", vec![Host::new("n0", 2)], model);
     let compute = |seconds| Action::Compute { seconds, region: 0 };
     let sender = vec![compute(5e-3), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 0 }];
     let run = |receiver: Vec<Action>, jitter: bool| {
@@ -321,7 +319,8 @@ fn replay_receive_overheads_meet_the_jitter() {
         let mut cursors = [TraceCursor::new(&t, 0), TraceCursor::new(&t, 0)];
         let stretch: Stretch<'_> =
             Box::new(move |r, start_s, d| cursors[r].stretch((start_s * HZ).round() as u64, (d * HZ).round() as u64) as f64 / HZ);
-        let report = replay_jitter(&platform, &Extras::default(), streams, None, jitter.then_some(stretch)).unwrap();
+        let replay = if jitter { Replay::new(&platform).jitter(stretch) } else { Replay::new(&platform) };
+        let report = replay.run(streams).unwrap();
         report.ranks[1].end_s
     };
     let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-9, "{a} vs {b}");

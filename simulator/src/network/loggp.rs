@@ -24,6 +24,7 @@ use super::{P2pModel, Piecewise, Segment};
 
 /// LogGP(S) parameters; field names are the model's.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[allow(non_snake_case)]
 pub struct LogGps {
     /// `L`: network latency, seconds.

@@ -37,7 +37,7 @@ mod fat_tree;
 
 /// The network topology between hosts.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Topology {
     /// One private link per host to a non-blocking switch.
     #[default]

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 
 use super::*;
 use crate::network::{Piecewise, Segment};
-use crate::platform::{Host, Network};
+use crate::platform::Host;
 
 fn pw(intercept_s: f64, bandwidth_bytes_per_s: f64) -> Piecewise {
     Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] }
@@ -19,12 +19,9 @@ fn platform() -> Platform {
         send_overhead: pw(2e-6, 1e9),
         recv_overhead: pw(3e-6, 2e9),
     };
-    Platform {
-        name: "t".into(),
-        hosts: vec![Host { name: "a".into(), cores: 1, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 1, speed_ratio: 2.0 }],
-        mapping: Mapping::Block,
-        network: Network { intra: model(1e-6, 1e10), inter: Some(model(1e-5, 1e9)) },
-    }
+    let mut p = Platform::new("t", vec![Host::new("a", 1), Host { speed_ratio: 2.0, ..Host::new("b", 1) }], model(1e-6, 1e10));
+    p.network.inter = Some(model(1e-5, 1e9));
+    p
 }
 
 fn offline(ranks: Vec<Vec<Action>>) -> Vec<VirtualStats> {
@@ -62,7 +59,7 @@ fn blocking_ping_pong_agrees_with_replay() {
             vec![compute(1e-4), send(1), recv(1), Action::Finalize],
             vec![compute(3e-4), recv(0), compute(1e-5), send(0), Action::Finalize],
         ]);
-        let (mut a, mut b) = (VirtualRank::new(platform(), Extras::default(), 0), VirtualRank::new(platform(), Extras::default(), 1));
+        let (mut a, mut b) = (VirtualRank::new(platform(), 0), VirtualRank::new(platform(), 1));
         a.compute(1e-4);
         let sa = a.send(1, bytes);
         b.compute(3e-4);
@@ -101,7 +98,7 @@ fn nonblocking_exchange_agrees_with_replay() {
             Action::Finalize,
         ],
     ]);
-    let (mut a, mut b) = (VirtualRank::new(platform(), Extras::default(), 0), VirtualRank::new(platform(), Extras::default(), 1));
+    let (mut a, mut b) = (VirtualRank::new(platform(), 0), VirtualRank::new(platform(), 1));
     a.compute(2e-4);
     a.irecv(1);
     let sa = a.isend(2, 1, big);
@@ -128,7 +125,7 @@ fn collectives_agree_with_replay() {
     for action in [Action::Allreduce { bytes: 8, comm: 0 }, Action::Bcast { root: 2, bytes: 2000, comm: 0 }, Action::Barrier { comm: 0 }] {
         let off = offline(entries.iter().map(|&e| vec![compute(e), action.clone(), Action::Finalize]).collect());
         for r in 0..3u32 {
-            let mut v = VirtualRank::new(platform(), Extras::default(), r);
+            let mut v = VirtualRank::new(platform(), r);
             v.compute(entries[r as usize]);
             let entry: Vec<f64> = (0..3).map(|i| entries[i] / platform().hosts[platform().host_of(i as u32)].speed_ratio).collect();
             v.collective(&action, &[0, 1, 2], &entry).unwrap();
@@ -136,7 +133,7 @@ fn collectives_agree_with_replay() {
             assert!((v.stats().comm_s - off[r as usize].comm_s).abs() < 1e-12);
         }
     }
-    let mut v = VirtualRank::new(platform(), Extras::default(), 1);
+    let mut v = VirtualRank::new(platform(), 1);
     let e = v.collective(&Action::Bcast { root: 0, bytes: 8, comm: 3 }, &[1, 0], &[0.0, 0.0]).unwrap();
     assert!(e > 0.0);
     assert!(v.collective(&Action::Barrier { comm: 0 }, &[0, 2], &[0.0, 0.0]).is_err());
@@ -166,7 +163,7 @@ fn nonblocking_collectives_agree_with_replay() {
         let speed = |i: usize| platform().hosts[platform().host_of(i as u32)].speed_ratio;
         let entries: Vec<f64> = (0..3).map(|i| posts[i] / speed(i)).collect();
         for r in 0..3usize {
-            let mut v = VirtualRank::new(platform(), Extras::default(), r as u32);
+            let mut v = VirtualRank::new(platform(), r as u32);
             v.compute(posts[r]);
             assert_eq!(v.icoll(5), entries[r]);
             assert_eq!(v.pending(5), Pending::Collective);
@@ -177,25 +174,26 @@ fn nonblocking_collectives_agree_with_replay() {
             assert_close(v.stats(), off[r]);
         }
     }
-    let mut v = VirtualRank::new(platform(), Extras::default(), 0);
+    let mut v = VirtualRank::new(platform(), 0);
     assert_eq!(v.icoll_matched(9, &Action::Barrier { comm: 0 }, &[0, 1], &[0.0, 0.0]).unwrap(), None);
 }
 
-/// The reduction steps ([`Extras::reduce`]) are local compute online as
+/// The reduction steps ([`crate::collectives::Collectives::reduce`]) are local compute online as
 /// offline, and the clocks still agree.
 #[test]
 fn reductions_are_compute_online_as_offline() {
-    let x = Extras { reduce: crate::collectives::ReduceCost { intercept_s: 1e-6, s_per_byte: 1e-9, min_bytes: 0 }, ..Extras::default() };
+    let mut x = platform();
+    x.collectives.reduce = crate::collectives::ReduceCost { intercept_s: 1e-6, s_per_byte: 1e-9, min_bytes: 0 };
     let entries = [3e-4, 1e-4, 2e-4];
     for action in [Action::Allreduce { bytes: 4096, comm: 0 }, Action::Reduce { root: 1, bytes: 800, comm: 0 }] {
         let streams: Vec<ActionStream<'static, Infallible>> = entries
             .iter()
             .map(|&e| Box::new(vec![compute(e), action.clone(), Action::Finalize].into_iter().map(Ok)) as ActionStream<'static, Infallible>)
             .collect();
-        let off = replay::replay_with(&platform(), &x, streams).unwrap();
+        let off = replay::replay(&x, streams).unwrap();
         assert!(off.ranks.iter().map(|r| r.compute_s).sum::<f64>() > entries.iter().sum::<f64>() / 2.0 + 1e-6);
         for r in 0..3u32 {
-            let mut v = VirtualRank::new(platform(), x.clone(), r);
+            let mut v = VirtualRank::new(x.clone(), r);
             v.compute(entries[r as usize]);
             let entry: Vec<f64> = (0..3).map(|i| entries[i] / platform().hosts[platform().host_of(i as u32)].speed_ratio).collect();
             v.collective(&action, &[0, 1, 2], &entry).unwrap();

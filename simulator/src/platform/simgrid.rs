@@ -1,13 +1,13 @@
 //! Import of a SimGrid platform XML holding one `<cluster>` (SimGrid 3.32,
 //! "Describing your Simulated Platform"), with the `smpi/*` and
 //! `network/*` settings of its `<config>`/`<prop>` elements or of
-//! `--cfg`-style options, into our [`Platform`] and [`Extras`].
+//! `--cfg`-style options, into our [`Platform`].
 //!
 //! What is mapped, and how:
 //! - **Hosts**: `prefix` + each number of `radical` (`0-15`, `0-3,8`) +
 //!   `suffix`; `core` → cores; the first value of `speed` (flop/s; units
-//!   `f`, `kf`, `Mf`, `Gf`, `Tf`, `Pf`) → [`Extras::speed_flops`].
-//! - **Pstates and energy** → [`Extras::pstates`]: every value of `speed`
+//!   `f`, `kf`, `Mf`, `Gf`, `Tf`, `Pf`) → [`Host::speed_flops`].
+//! - **Pstates and energy** → [`Host::pstates`]: every value of `speed`
 //!   is a pstate; the cluster's `<prop id="wattage_per_state">` (one
 //!   `Idle:Epsilon:AllCores` per pstate) gives their power and
 //!   `<prop id="pstate">` the running one, as for SimGrid's
@@ -35,13 +35,13 @@
 //!   0…10⁶ bytes on 1 s / 1 MBps and 1 s / 1 GBps links. `smpi/os` and `smpi/or`
 //!   (`size:intercept:slope;…`, same lookup) → send and receive overheads.
 //!   `smpi/send-is-detached-thresh` (default 65536) → eager threshold;
-//!   `smpi/async-small-thresh` (default 0) → [`Extras::async_small_thresh_bytes`].
-//! - **Link sharing** → [`Extras::flows`]: each host's link is
+//!   `smpi/async-small-thresh` (default 0) → [`super::Smpi::async_small_thresh_bytes`].
+//! - **Link sharing** → [`Platform::links`]: each host's link is
 //!   `SPLITDUPLEX` (SimGrid's cluster default), flows share max-min
 //!   fairly, with `network/crosstraffic` (default yes: 0.05 of each flow on
 //!   the reverse links). Checked against `smpirun -replay` of two opposite
 //!   1 MB transfers (1.05 × one).
-//! - **Collectives** → [`Extras::coll`]: SimGrid's `default` selector
+//! - **Collectives** → [`Platform::collectives`]: SimGrid's `default` selector
 //!   (linear barrier, linear reduce, reduce + binomial bcast all-reduce),
 //!   `smpi/coll-selector:mpich`, or `smpi/coll-selector:ompi` read as
 //!   SimGrid defines it (its port of OpenMPI 4.1's tables with SimGrid's
@@ -59,9 +59,9 @@
 
 use std::path::Path;
 
-use super::{Extras, Host, Mapping, Network, Platform, PlatformError};
-use crate::collectives::{Coll, CollAlgs};
-use crate::energy::{HostPstates, PowerRange, Pstate};
+use super::{Host, Mapping, Network, Platform, PlatformError, Smpi};
+use crate::collectives::{Coll, CollAlgs, Collectives};
+use crate::energy::{PowerRange, Pstate};
 use crate::network::topology::Topology;
 use crate::network::{FlowSharing, P2pModel, Piecewise, Segment};
 
@@ -238,7 +238,7 @@ impl Cfg {
 ///
 /// # Errors
 /// [`PlatformError`] naming `path`, with the line of the offending element.
-pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, Extras), PlatformError> {
+pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, PlatformError> {
     let e = |what: String| PlatformError { path: path.to_path_buf(), what };
     let els = elements(text).map_err(|(l, w)| e(format!("line {l}: {w}")))?;
     let mut cfg = Cfg(Vec::new());
@@ -304,7 +304,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
             (Ok(a), Ok(b)) if a <= b => (a, b),
             _ => return Err(at(format!("bad radical part `{part}`"))),
         };
-        hosts.extend((a..=b).map(|i| Host { name: format!("{prefix}{i}{suffix}"), cores, speed_ratio: 1.0 }));
+        hosts.extend((a..=b).map(|i| Host::new(format!("{prefix}{i}{suffix}"), cores)));
     }
     let fl = |k: &str, default: &str| factors(cfg.get(k).unwrap_or(default)).map_err(|w| e(format!("{k}: {w}")));
     let model = cfg.get("network/model").unwrap_or("SMPI");
@@ -349,14 +349,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
         send_overhead: overhead(&os),
         recv_overhead: overhead(&or),
     };
-    let platform = Platform {
-        name: c.get("id").unwrap_or("cluster").to_string(),
-        hosts,
-        mapping: Mapping::RoundRobin,
-        network: Network { intra: link_model(lb_lat, lb_bw), inter: Some(link_model(route_lat, route_bw)) },
-    };
-    platform.validate().map_err(&e)?;
-    topology.validate(platform.hosts.len()).map_err(&at)?;
+    topology.validate(hosts.len()).map_err(&at)?;
     if topology != Topology::Crossbar && c.get("bb_bw").is_some() {
         return Err(at("a backbone (bb_bw) applies to FLAT clusters only".into()));
     }
@@ -383,24 +376,30 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<(Platform, E
             coll.set(name, v).map_err(|w| e(format!("{k}: {w}")))?;
         }
     }
-    let pstates = host_pstates(&speeds, &props).map_err(|(l, w)| e(format!("line {l}: <prop> {w}")))?;
-    let extras = Extras {
-        pstates: vec![pstates; platform.hosts.len()],
-        speed_flops: vec![Some(speed); platform.hosts.len()],
-        async_small_thresh_bytes: Some(async_small),
-        flows,
-        coll,
-        reduce: Default::default(),
+    let (pstates, pstate) = host_pstates(&speeds, &props).map_err(|(l, w)| e(format!("line {l}: <prop> {w}")))?;
+    for h in &mut hosts {
+        (h.pstates, h.pstate) = (pstates.clone(), pstate);
+        h.speed_flops = pstates.is_empty().then_some(speed);
+    }
+    let platform = Platform {
+        name: c.get("id").unwrap_or("cluster").to_string(),
+        hosts,
+        mapping: Mapping::RoundRobin,
+        network: Network { intra: link_model(lb_lat, lb_bw), inter: Some(link_model(route_lat, route_bw)) },
+        smpi: Smpi { async_small_thresh_bytes: Some(async_small) },
+        links: flows,
+        collectives: Collectives { algs: coll, reduce: Default::default() },
         no_oversubscription: true,
     };
-    Ok((platform, extras))
+    platform.validate().map_err(&e)?;
+    Ok(platform)
 }
 
 /// The pstates of the cluster's hosts: one per `speed` value, with the
 /// power ranges of the `wattage_per_state` property (one `Idle:Epsilon:AllCores`
 /// per pstate, comma-separated) and the running `pstate` property. No
 /// pstates when there is a single speed and no `wattage_per_state`.
-fn host_pstates(speeds: &[f64], props: &[(String, String, usize)]) -> Result<HostPstates, (usize, String)> {
+fn host_pstates(speeds: &[f64], props: &[(String, String, usize)]) -> Result<(Vec<Pstate>, usize), (usize, String)> {
     let prop = |k: &str| props.iter().rev().find(|p| p.0 == k);
     let watts: Vec<Option<PowerRange>> = match prop("wattage_per_state") {
         None => vec![None; speeds.len()],
@@ -418,7 +417,7 @@ fn host_pstates(speeds: &[f64], props: &[(String, String, usize)]) -> Result<Hos
         }
     };
     if speeds.len() == 1 && watts[0].is_none() {
-        return Ok(HostPstates::default());
+        return Ok((Vec::new(), 0));
     }
     let pstate = match prop("pstate") {
         None => 0,
@@ -430,7 +429,7 @@ fn host_pstates(speeds: &[f64], props: &[(String, String, usize)]) -> Result<Hos
             .ok_or((*line, format!("pstate `{v}` is not one of the {} pstates", speeds.len())))?,
     };
     let pstates = speeds.iter().zip(watts).map(|(&speed_flops, watts)| Pstate { speed_flops, watts }).collect();
-    Ok(HostPstates { pstates, pstate, recorded_pstate: 0 })
+    Ok((pstates, pstate))
 }
 
 #[cfg(test)]

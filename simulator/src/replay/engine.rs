@@ -18,7 +18,7 @@ use super::{ActionStream, ReplayError, ReplayErrorKind};
 use crate::action::Action;
 use crate::collectives::{self, Step};
 use crate::network::P2pModel;
-use crate::platform::{Extras, Platform};
+use crate::platform::Platform;
 use crate::trace::record::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 
 /// A blocking wait in progress. Accounting rule: when it ends after
@@ -163,8 +163,7 @@ enum Flow {
 /// The replay state of all ranks.
 pub(crate) struct Engine<'a, 'p, E> {
     platform: &'p Platform,
-    extras: &'p Extras,
-    /// Transfers in flight when links are shared ([`Extras::flows`]).
+    /// Transfers in flight when links are shared ([`Platform::links`]).
     net: Option<Net>,
     /// Earliest network event already in the queue, seconds.
     net_next: f64,
@@ -184,7 +183,7 @@ pub(crate) struct Engine<'a, 'p, E> {
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Places the ranks of `streams` (rank r = index r) on `platform`.
-    pub(crate) fn new(platform: &'p Platform, extras: &'p Extras, streams: Vec<ActionStream<'a, E>>) -> Self {
+    pub(crate) fn new(platform: &'p Platform, streams: Vec<ActionStream<'a, E>>) -> Self {
         let ranks: Vec<Rank<'a, E>> = streams
             .into_iter()
             .enumerate()
@@ -193,7 +192,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 Rank {
                     stream,
                     host,
-                    speed: platform.hosts[host].speed_ratio / extras.host_pstates(host).map_or(1.0, |p| p.time_scale()),
+                    speed: platform.hosts[host].speed_ratio / platform.hosts[host].pstate_time_scale(),
                     clock: 0.0,
                     status: Status::Runnable,
                     doing: Doing::Start,
@@ -207,15 +206,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             })
             .collect();
         let comms = comms::Comms::new(ranks.len());
-        let net = extras.flows.clone().map(|m| Net::new(m, platform.hosts.len()));
-        let watts = |h: usize| extras.host_pstates(h).and_then(|p| p.watts());
+        let net = platform.links.clone().map(|m| Net::new(m, platform.hosts.len()));
+        let watts = |h: usize| platform.hosts[h].watts();
         let energy = (0..platform.hosts.len())
             .any(|h| watts(h).is_some())
             .then(|| crate::energy::EnergyMeter::new(platform.hosts.iter().enumerate().map(|(h, x)| (watts(h), x.cores))));
         Engine {
             energy,
             platform,
-            extras,
             jitter: None,
             net,
             net_next: f64::INFINITY,
@@ -442,7 +440,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
             }
             Action::Flops { flops } => {
-                let Some(speed) = self.extras.host_speed_flops(self.ranks[r].host) else {
+                let Some(speed) = self.platform.hosts[self.ranks[r].host].running_speed_flops() else {
                     let host = &self.platform.hosts[self.ranks[r].host].name;
                     let why = format!("host {host} has no speed_flops to time TI `compute <flops>`");
                     return Err(self.err(r, action, why, false));

@@ -77,12 +77,8 @@ pub struct HostReport {
 
 /// The [`HostReport`]s of a replay: one per host when some host has
 /// pstates, else none. `energy_j`: joules per host, if metered.
-pub(crate) fn host_reports(
-    platform: &crate::platform::Platform,
-    extras: &crate::platform::Extras,
-    energy_j: Option<&[Option<f64>]>,
-) -> Vec<HostReport> {
-    if !(0..platform.hosts.len()).any(|h| extras.host_pstates(h).is_some()) {
+pub(crate) fn host_reports(platform: &crate::platform::Platform, energy_j: Option<&[Option<f64>]>) -> Vec<HostReport> {
+    if platform.hosts.iter().all(|h| h.pstates.is_empty()) {
         return Vec::new();
     }
     platform
@@ -91,8 +87,8 @@ pub(crate) fn host_reports(
         .enumerate()
         .map(|(h, x)| HostReport {
             name: x.name.clone(),
-            pstate: extras.host_pstates(h).map_or(0, |p| p.pstate),
-            speed_flops: extras.host_speed_flops(h).unwrap_or(f64::NAN),
+            pstate: x.pstate,
+            speed_flops: x.running_speed_flops().unwrap_or(f64::NAN),
             energy_j: energy_j.and_then(|e| e.get(h).copied().flatten()),
         })
         .collect()

@@ -7,7 +7,7 @@ use std::convert::Infallible;
 use super::*;
 use crate::collectives::CollAlgs;
 use crate::network::{P2pModel, Piecewise, Segment};
-use crate::platform::{Host, Network};
+use crate::platform::Host;
 
 const L: f64 = 1e-3;
 
@@ -25,12 +25,7 @@ fn model(latency: f64, bw: f64, os: f64, or: f64) -> P2pModel {
 }
 
 fn platform(m: P2pModel) -> Platform {
-    Platform {
-        name: "test".into(),
-        hosts: vec![Host { name: "node0".into(), cores: 64, speed_ratio: 1.0 }],
-        mapping: Mapping::Block,
-        network: Network { intra: m, inter: None },
-    }
+    Platform::new("test", vec![Host::new("node0", 64)], m)
 }
 
 fn simple() -> Platform {
@@ -248,7 +243,7 @@ fn sendrecv_ring_and_proc_null() {
 #[test]
 fn host_speed_and_inter_node_model_apply() {
     let mut p = simple();
-    p.hosts = vec![Host { name: "a".into(), cores: 1, speed_ratio: 2.0 }, Host { name: "b".into(), cores: 1, speed_ratio: 1.0 }];
+    p.hosts = vec![Host { speed_ratio: 2.0, ..Host::new("a", 1) }, Host::new("b", 1)];
     p.network.inter = Some(model(3.0 * L, f64::INFINITY, 0.0, 0.0));
     let r = run(&p, vec![vec![compute(4.0 * L), send(1, 8)], vec![recv(0)]]).unwrap();
     close(r.ranks[0].compute_s, 2.0 * L);
@@ -288,7 +283,7 @@ fn mixed_workload_is_balanced_and_deterministic() {
     // collective, on a non-power-of-two and a power-of-two size, on two
     // hosts with overheads everywhere.
     let mut p = platform(model(L, 1e9, 1e-5, 2e-5));
-    p.hosts = vec![Host { name: "a".into(), cores: 3, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 3, speed_ratio: 1.5 }];
+    p.hosts = vec![Host::new("a", 3), Host { speed_ratio: 1.5, ..Host::new("b", 3) }];
     p.network.inter = Some(model(2.0 * L, 5e8, 3e-5, 1e-5));
     for n in [5u32, 8] {
         let ranks: Vec<Vec<Action>> = (0..n)
@@ -424,9 +419,10 @@ fn ti_flops_need_a_host_speed_and_take_flops_over_speed() {
     let p = simple();
     let e = run(&p, vec![vec![Action::Flops { flops: 1e9 }]]).unwrap_err().to_string();
     assert!(e.contains("host node0 has no speed_flops"), "{e}");
-    let x = Extras { speed_flops: vec![Some(2e9)], ..Extras::default() };
+    let mut x = p.clone();
+    x.hosts[0].speed_flops = Some(2e9);
     let s: Vec<ActionStream<'static, Infallible>> = vec![Box::new([Ok(Action::Flops { flops: 1e9 })].into_iter())];
-    close(replay_with(&p, &x, s).unwrap().makespan_s, 0.5);
+    close(replay(&x, s).unwrap().makespan_s, 0.5);
 }
 
 #[test]
@@ -436,10 +432,11 @@ fn new_collectives_complete_with_expected_rounds() {
     // all-gather 3, linear gather 1, chain scan 3.
     let n = 4;
     let all = |a: Action| (0..n).map(|_| vec![a.clone()]).collect::<Vec<_>>();
-    let smpi = Extras { coll: CollAlgs::smpi(), ..Extras::default() };
+    let mut smpi = simple();
+    smpi.collectives.algs = CollAlgs::smpi();
     let go = |ranks: Vec<Vec<Action>>| {
         let streams = ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>);
-        replay_with(&simple(), &smpi, streams.collect())
+        replay(&smpi, streams.collect())
     };
     close(go(all(Action::Alltoall { bytes: 8, comm: 0 })).unwrap().makespan_s, 3.0 * L);
     close(go(all(Action::Allgatherv { recv_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, 3.0 * L);
@@ -477,19 +474,14 @@ fn neighbour_collectives_are_one_round_with_the_listed_peers() {
 /// pstates, joules by hand to 1e-9 relative.
 #[test]
 fn energy_of_two_hosts_matches_the_hand_computed_joules() {
-    use crate::energy::{HostPstates, PowerRange, Pstate};
+    use crate::energy::{PowerRange, Pstate};
     let mut p = simple();
-    p.hosts = vec![Host { name: "a".into(), cores: 2, speed_ratio: 1.0 }, Host { name: "b".into(), cores: 1, speed_ratio: 1.0 }];
+    p.hosts = vec![Host::new("a", 2), Host::new("b", 1)];
     p.mapping = Mapping::Explicit { hosts: vec![0, 0, 1] };
     let ps = |speed_flops: f64, w: &str| Pstate { speed_flops, watts: Some(PowerRange::parse(w).unwrap()) };
-    let mut x = Extras {
-        pstates: vec![
-            HostPstates { pstates: vec![ps(2e9, "100:120:200"), ps(1e9, "90:100:140")], pstate: 0, recorded_pstate: 0 },
-            HostPstates { pstates: vec![ps(1e9, "50:60:80")], pstate: 0, recorded_pstate: 0 },
-        ],
-        ..Extras::default()
-    };
-    x.set_pstate(&p, "a=1").unwrap();
+    p.hosts[0].pstates = vec![ps(2e9, "100:120:200"), ps(1e9, "90:100:140")];
+    p.hosts[1].pstates = vec![ps(1e9, "50:60:80")];
+    p.set_pstate("a=1").unwrap();
     let ranks = vec![
         // Host a, pstate 1 (1 Gflop/s): 2 Gflop = 2 s.
         vec![Action::Flops { flops: 2e9 }, Action::Finalize],
@@ -501,7 +493,7 @@ fn energy_of_two_hosts_matches_the_hand_computed_joules() {
     ];
     let streams: Vec<ActionStream<'static, Infallible>> =
         ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
-    let r = replay_with(&p, &x, streams).unwrap();
+    let r = replay(&p, streams).unwrap();
     let end = 3.0 + L;
     close(r.makespan_s, end);
     // Host a (2 cores, 90:100:140 W): 0–1 s two busy 140 W, 1–2 s one busy
@@ -516,8 +508,8 @@ fn energy_of_two_hosts_matches_the_hand_computed_joules() {
     assert_eq!((r.hosts[0].pstate, r.hosts[0].speed_flops, r.hosts[1].pstate), (1, 1e9, 0));
     let json = serde_json::to_string(&r).unwrap();
     assert!(json.contains("\"energy_j\":") && json.contains("\"hosts\":[{\"name\":\"a\",\"pstate\":1"), "{json}");
-    assert!(x.set_pstate(&p, "a=2").unwrap_err().contains("host a has 2 pstates"));
-    assert!(x.set_pstate(&p, "zz=0").unwrap_err().contains("no host named zz"));
+    assert!(p.set_pstate("a=2").unwrap_err().contains("host a has 2 pstates"));
+    assert!(p.set_pstate("zz=0").unwrap_err().contains("no host named zz"));
 }
 
 #[test]
@@ -559,12 +551,13 @@ fn sub_communicator_collectives_run_among_their_members() {
 fn scatterv_takes_one_algorithm_on_every_rank() {
     // OpenMPI's table says binomial for a small scatter on 8 ranks, but
     // only the root knows a scatterv's sizes: every rank goes linear.
-    let ompi = Extras { coll: CollAlgs::preset("ompi").unwrap(), ..Extras::default() };
+    let mut ompi = simple();
+    ompi.collectives.algs = CollAlgs::preset("ompi").unwrap();
     let ranks = (0..8u32).map(|r| {
         let send_bytes = if r == 3 { vec![8; 8] } else { vec![] };
         Box::new([Ok(Action::Scatterv { root: 3, send_bytes, comm: 0 })].into_iter()) as ActionStream<'static, Infallible>
     });
-    let r = replay_with(&simple(), &ompi, ranks.collect()).unwrap();
+    let r = replay(&ompi, ranks.collect()).unwrap();
     close(r.makespan_s, L);
     assert_eq!(r.ranks[3].messages, 7);
 }

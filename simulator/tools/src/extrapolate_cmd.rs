@@ -133,12 +133,12 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
     if args.ranks.contains(&0) {
         anyhow::bail!("--ranks: a run needs at least one rank");
     }
-    let (platform, extras) = simulator::platform::load_any(&args.platform, &[]).context("cannot load platform")?;
+    let platform = simulator::platform::Platform::load(&args.platform).context("cannot load platform")?;
     let model = model(&args.traces)?;
     let mut points: Vec<Point> = Vec::new();
     for &n in &args.ranks {
         let run = |sigma: f64| {
-            simulator::replay::replay_with(&platform, &extras, streams(&model, n, sigma))
+            simulator::replay::replay(&platform, streams(&model, n, sigma))
                 .with_context(|| format!("replay of the extrapolated {n}-rank run failed"))
         };
         let (mid, low, high) = (run(0.0)?, run(-1.0)?, run(1.0)?);

@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use simulator::action::ComputeTime;
 use simulator::collectives::CollAlgs;
-use simulator::platform;
+use simulator::platform::Platform;
 use simulator::replay::{self, TraceInput};
 
 use simulator_tools::{extrapolate_cmd, jitter_cli, progress, trace_cli, validate};
@@ -150,16 +150,16 @@ enum ComputeArg {
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let extrapolate = extrapolate_cmd::wanted(&args.trace, args.ranks)?;
-    let (platform, mut extras) = platform::load_any(&args.platform, &args.cfg).context("cannot load platform")?;
+    let mut platform = Platform::load_with(&args.platform, &args.cfg).context("cannot load platform")?;
     if let Some(name) = &args.coll_selector {
-        extras.coll.selector = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?.selector;
+        platform.collectives.algs.selector = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?.selector;
     }
     for spec in &args.coll {
         let (coll, alg) = spec.split_once('=').ok_or_else(|| anyhow::anyhow!("--coll {spec}: expected <collective>=<algorithm>"))?;
-        extras.coll.set(coll, alg).map_err(anyhow::Error::msg).with_context(|| format!("--coll {spec}"))?;
+        platform.collectives.algs.set(coll, alg).map_err(anyhow::Error::msg).with_context(|| format!("--coll {spec}"))?;
     }
     for spec in &args.pstate {
-        extras.set_pstate(&platform, spec).map_err(anyhow::Error::msg).context("--pstate")?;
+        platform.set_pstate(spec).map_err(anyhow::Error::msg).context("--pstate")?;
     }
     let compute = match args.compute_time {
         ComputeArg::Cpu => ComputeTime::Cpu,
@@ -205,7 +205,14 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     };
     let (streams, progress) = progress::with_progress(streams);
     let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
-    let report = replay::replay_jitter(&platform, &extras, streams, timeline, stretch);
+    let mut run = replay::Replay::new(&platform);
+    if let Some(t) = timeline {
+        run = run.timeline(t);
+    }
+    if let Some(s) = stretch {
+        run = run.jitter(s);
+    }
+    let report = run.run(streams);
     progress.finish();
     let mut report = report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
@@ -230,9 +237,9 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
     let report = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(v) if v.is_object() => v,
         _ => {
-            let (platform, extras) = platform::load_any(sim, &[]).context("cannot load platform")?;
+            let platform = Platform::load(sim).context("cannot load platform")?;
             let streams = TraceInput::InterposerDir(args.trace.clone()).open(compute).context("cannot open trace")?;
-            let r = replay::replay_with(&platform, &extras, streams)
+            let r = replay::replay(&platform, streams)
                 .with_context(|| format!("replay of {} on {} failed", args.trace.display(), sim.display()))?;
             serde_json::to_value(&r)?
         }

@@ -9,7 +9,7 @@ fn xml(cluster_attrs: &str, config: &str) -> String {
     )
 }
 
-fn load(text: &str, opts: &[&str]) -> Result<(Platform, Extras), PlatformError> {
+fn load(text: &str, opts: &[&str]) -> Result<Platform, PlatformError> {
     let opts: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
     parse(text, Path::new("p.xml"), &opts)
 }
@@ -18,16 +18,16 @@ const SLOW: &str = r#"radical="0-1" speed="1Gf" core="1" bw="1MBps" lat="1s""#;
 
 #[test]
 fn cluster_gives_hosts_speeds_and_round_robin_mapping() {
-    let (p, x) = load(&xml(r#"radical="0-2,7" speed="2.5Gf,1Gf" core="4" bw="10Gbps" lat="2us""#, ""), &[]).unwrap();
+    let p = load(&xml(r#"radical="0-2,7" speed="2.5Gf,1Gf" core="4" bw="10Gbps" lat="2us""#, ""), &[]).unwrap();
     let names: Vec<&str> = p.hosts.iter().map(|h| h.name.as_str()).collect();
     assert_eq!(names, ["node-0.x", "node-1.x", "node-2.x", "node-7.x"]);
     assert!(p.hosts.iter().all(|h| h.cores == 4));
     assert_eq!(p.mapping, Mapping::RoundRobin);
-    assert_eq!(x.host_speed_flops(3), Some(2.5e9));
-    assert_eq!(x.async_small_thresh_bytes, Some(0));
+    assert_eq!(p.hosts[3].running_speed_flops(), Some(2.5e9));
+    assert_eq!(p.smpi.async_small_thresh_bytes, Some(0));
     let inter = p.network.inter.as_ref().unwrap();
     assert_eq!(inter.eager_threshold_bytes, 65536);
-    let f = x.flows.unwrap();
+    let f = p.links.clone().unwrap();
     assert_eq!((f.link_bw_bytes_per_s, f.header_bytes, f.crosstraffic), (1.25e9, 16, 0.05));
 }
 
@@ -48,7 +48,7 @@ fn transfer_matches_smpirun_replay_of_single_messages() {
         ("1GBps", 1_000_000, 24.301015),
     ];
     for (bw, s, want) in cases {
-        let (p, _) = load(&xml(&SLOW.replace("1MBps", bw), ""), &[]).unwrap();
+        let p = load(&xml(&SLOW.replace("1MBps", bw), ""), &[]).unwrap();
         let got = p.network.inter.as_ref().unwrap().transfer.eval(s);
         assert!((got - want).abs() < 2e-6, "{bw} {s} B: {got} vs smpirun {want}");
     }
@@ -57,22 +57,22 @@ fn transfer_matches_smpirun_replay_of_single_messages() {
 #[test]
 fn config_props_and_options_override_defaults() {
     let config = r#"<config><prop id="smpi/send-is-detached-thresh" value="1024"/><prop id="smpi/os" value="0:1e-6:1e-9"/></config>"#;
-    let (p, x) = load(&xml(SLOW, config), &["smpi/async-small-thresh:100", "network/crosstraffic:no"]).unwrap();
+    let p = load(&xml(SLOW, config), &["smpi/async-small-thresh:100", "network/crosstraffic:no"]).unwrap();
     let inter = p.network.inter.as_ref().unwrap();
     assert_eq!(inter.eager_threshold_bytes, 1024);
-    assert_eq!(x.async_small_thresh_bytes, Some(100));
-    assert_eq!(x.flows.unwrap().crosstraffic, 0.0);
+    assert_eq!(p.smpi.async_small_thresh_bytes, Some(100));
+    assert_eq!(p.links.clone().unwrap().crosstraffic, 0.0);
     // smpi/os: threshold 0 applies to sizes > 0.
     assert_eq!(inter.send_overhead.eval(0), 0.0);
     assert!((inter.send_overhead.eval(1000) - 2e-6).abs() < 1e-15);
-    assert_eq!(x.coll, CollAlgs::smpi());
-    let (_, x) = load(&xml(SLOW, ""), &["smpi/coll-selector:mpich", "smpi/barrier:ompi_basic_linear"]).unwrap();
-    assert_eq!((x.coll.selector, x.coll.get(Coll::Barrier)), (Selector::Mpich, Some(Alg::Linear)));
-    let (_, x) = load(&xml(SLOW, ""), &["smpi/coll-selector:ompi", "smpi/alltoall:bruck"]).unwrap();
-    assert_eq!((x.coll.selector, x.coll.get(Coll::Alltoall)), (Selector::SimgridOmpi, Some(Alg::Bruck)));
+    assert_eq!(p.collectives.algs, CollAlgs::smpi());
+    let p = load(&xml(SLOW, ""), &["smpi/coll-selector:mpich", "smpi/barrier:ompi_basic_linear"]).unwrap();
+    assert_eq!((p.collectives.algs.selector, p.collectives.algs.get(Coll::Barrier)), (Selector::Mpich, Some(Alg::Linear)));
+    let p = load(&xml(SLOW, ""), &["smpi/coll-selector:ompi", "smpi/alltoall:bruck"]).unwrap();
+    assert_eq!((p.collectives.algs.selector, p.collectives.algs.get(Coll::Alltoall)), (Selector::SimgridOmpi, Some(Alg::Bruck)));
     let e = load(&xml(SLOW, ""), &["smpi/allreduce:bogus"]).unwrap_err().to_string();
     assert!(e.contains("smpi/allreduce: unknown algorithm `bogus` for allreduce (valid: rdb, "), "{e}");
-    let (p, _) = load(&xml(SLOW, ""), &["network/model:CM02"]).unwrap();
+    let p = load(&xml(SLOW, ""), &["network/model:CM02"]).unwrap();
     assert!((p.network.inter.as_ref().unwrap().transfer.eval(1_000_000) - 3.0).abs() < 1e-9);
 }
 
@@ -98,9 +98,9 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
 #[test]
 fn torus_and_fat_tree_clusters_give_their_topology() {
     let torus = SLOW.replace("0-1", "0-7") + r#" topology="TORUS" topo_parameters="4,2""#;
-    let (_, x) = load(&xml(&torus, ""), &[]).unwrap();
-    assert_eq!(x.flows.unwrap().topology, Topology::Torus { dims: vec![4, 2] });
+    let p = load(&xml(&torus, ""), &[]).unwrap();
+    assert_eq!(p.links.clone().unwrap().topology, Topology::Torus { dims: vec![4, 2] });
     let ft = SLOW.replace("0-1", "0-15") + r#" topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2""#;
-    let (_, x) = load(&xml(&ft, ""), &[]).unwrap();
-    assert_eq!(x.flows.unwrap().topology, Topology::FatTree { down: vec![4, 4], up: vec![1, 2], count: vec![1, 2] });
+    let p = load(&xml(&ft, ""), &[]).unwrap();
+    assert_eq!(p.links.clone().unwrap().topology, Topology::FatTree { down: vec![4, 4], up: vec![1, 2], count: vec![1, 2] });
 }

@@ -67,7 +67,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let tag = self.comms.next_tag(r, g);
         let c = &mut self.ranks[r].coll;
         c.steps.clear();
-        collectives::schedule(&self.extras.coll, &call, me, n, &mut c.steps);
+        collectives::schedule(&self.platform.collectives.algs, &call, me, n, &mut c.steps);
         c.active = true;
         c.pos = 0;
         c.round = 0;
@@ -136,7 +136,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             rk.coll.pos += 1;
             let slot = rk.reqs.alloc();
             rk.coll.round_slots.push(slot);
-            rk.coll.reduce_s += self.extras.reduce.eval(st.reduce_bytes);
+            rk.coll.reduce_s += self.platform.collectives.reduce.eval(st.reduce_bytes);
             let peer = self.comms.world_rank(g, st.peer);
             if st.send {
                 self.isend(r, peer as usize, ctx, tag, st.bytes, slot)?;

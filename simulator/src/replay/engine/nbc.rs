@@ -5,7 +5,7 @@
 //! tag sequence) on its own, as if an asynchronous progress engine (a
 //! progress thread or NIC offload) drove it: round k + 1 is posted the
 //! moment round k completes (plus its reduction steps,
-//! [`crate::platform::Extras::reduce`], also off the rank's CPU),
+//! [`crate::collectives::Collectives::reduce`], also off the rank's CPU),
 //! whatever the rank is doing, and the rank's
 //! request completes when the last round does. Posting costs the rank
 //! nothing (the sends' overheads delay the schedule, not the rank's
@@ -87,7 +87,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         n.pos += len;
         n.pending = len as u32;
         n.at = t;
-        n.reduce_s = round.iter().map(|s| self.extras.reduce.eval(s.reduce_bytes)).sum();
+        n.reduce_s = round.iter().map(|s| self.platform.collectives.reduce.eval(s.reduce_bytes)).sum();
         let (ctx, tag, g) = (n.ctx, n.tag, n.comm);
         for _ in 0..len {
             let s = rk.reqs.alloc();

@@ -78,7 +78,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let model = self.model(msg.src as usize, dst);
         let (ha, hb) = (self.ranks[msg.src as usize].host, self.ranks[dst].host);
         let start = msg.post.max(recv.post);
-        let shared_start = match self.extras.async_small_thresh_bytes {
+        let shared_start = match self.platform.smpi.async_small_thresh_bytes {
             Some(th) => !msg.eager || msg.bytes >= th,
             None => !msg.eager,
         };
@@ -103,7 +103,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if msg.eager {
             let o_r = self.recv_overhead(dst, recv.post, model, msg.bytes);
             // SMPI's async-small-thresh: larger messages start when both sides posted.
-            let start = match self.extras.async_small_thresh_bytes {
+            let start = match self.platform.smpi.async_small_thresh_bytes {
                 Some(th) if msg.bytes >= th => msg.post.max(recv.post),
                 _ => msg.post,
             };

@@ -5,16 +5,23 @@
 use super::*;
 use crate::collectives::ReduceCost;
 
-fn with(coll: &str, alg: &str, reduce: ReduceCost) -> Extras {
-    let mut coll_algs = CollAlgs::mpich();
-    coll_algs.set(coll, alg).unwrap();
-    Extras { coll: coll_algs, reduce, ..Extras::default() }
+fn with(coll: &str, alg: &str, reduce: ReduceCost) -> Platform {
+    let mut p = simple();
+    p.collectives.algs.set(coll, alg).unwrap();
+    p.collectives.reduce = reduce;
+    p
 }
 
-fn replay_all(x: &Extras, ranks: Vec<Vec<Action>>) -> ReplayReport {
+fn with_reduce(reduce: ReduceCost) -> Platform {
+    let mut p = simple();
+    p.collectives.reduce = reduce;
+    p
+}
+
+fn replay_all(x: &Platform, ranks: Vec<Vec<Action>>) -> ReplayReport {
     let streams: Vec<ActionStream<'static, Infallible>> =
         ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
-    replay_with(&simple(), x, streams).unwrap()
+    replay(x, streams).unwrap()
 }
 
 const GAMMA: ReduceCost = ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 0 };
@@ -52,10 +59,10 @@ fn ring_allreduce_on_4_ranks_charges_its_reduce_scatter_steps_only() {
 
 #[test]
 fn collectives_without_reductions_cost_the_same() {
-    let x = Extras { reduce: GAMMA, ..Extras::default() };
+    let x = with_reduce(GAMMA);
     for action in [Action::Bcast { root: 0, bytes: 8192, comm: 0 }, Action::Allgather { bytes: 64, comm: 0 }, Action::Barrier { comm: 0 }] {
         let ranks = || (0..4).map(|_| vec![action.clone()]).collect::<Vec<_>>();
-        let free = replay_all(&Extras::default(), ranks());
+        let free = replay_all(&simple(), ranks());
         let paid = replay_all(&x, ranks());
         close(paid.makespan_s, free.makespan_s);
         assert!(paid.ranks.iter().all(|r| r.compute_s == 0.0), "{action:?}");

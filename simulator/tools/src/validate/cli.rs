@@ -20,7 +20,7 @@ use super::state::{self, State};
 use super::suite::{self, Case};
 use super::sweep::{self, SweepRow, FACTORS};
 use simulator::action::ComputeTime;
-use simulator::platform::{self, Extras, Platform};
+use simulator::platform::Platform;
 
 /// Options of `simulator validate`.
 #[derive(clap::Args, Debug)]
@@ -211,7 +211,7 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
             match predict::placed(&ctx.platform, &trace) {
                 Ok((platform, how)) => {
                     bar.set_message(format!("{} replay", case.name));
-                    match predict::replay_predicted(&platform, &ctx.extras, &trace, ctx.compute) {
+                    match predict::replay_predicted(&platform, &trace, ctx.compute) {
                         Ok(p) => {
                             if p.region_s.is_none() {
                                 row.note("offline: fewer than two MPI_Barrier calls on rank 0, the makespan is the prediction");
@@ -244,7 +244,7 @@ fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Progress
     let online_platform = match traced {
         Some(t) if !ctx.platform_is_xml => {
             let p = dir.join("platform.toml");
-            t.platform.save_with(&p, &ctx.extras).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
+            t.platform.save(&p).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
         }
         _ => ctx.platform_path.clone(),
     };
@@ -331,7 +331,6 @@ struct Ctx {
     platform_path: PathBuf,
     platform_is_xml: bool,
     platform: Platform,
-    extras: Extras,
     compute: ComputeTime,
     quiet: Quiet,
     /// Attempts discarded for CPU contention so far.
@@ -382,7 +381,7 @@ fn run_sweep(
         for &(lat, bw) in &FACTORS {
             bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
             let scaled = predict::scale_network(&t.platform, lat, bw);
-            let predicted_s = predict::replay_predicted(&scaled, &ctx.extras, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?.seconds();
+            let predicted_s = predict::replay_predicted(&scaled, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?.seconds();
             let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
                 Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
                 _ => None,
@@ -474,7 +473,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
             platform?
         }
     };
-    let (platform, extras) = platform::load_any(&platform_path, &[]).context("cannot load platform")?;
+    let platform = Platform::load(&platform_path).context("cannot load platform")?;
     let platform_is_xml = std::fs::read_to_string(&platform_path).is_ok_and(|t| t.trim_start().starts_with('<'));
     let platform_path = platform_path.canonicalize().with_context(|| platform_path.display().to_string())?;
     let compute = match args.compute_time {
@@ -489,7 +488,6 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         platform_path,
         platform_is_xml,
         platform,
-        extras,
         compute,
         quiet,
         repeated: Default::default(),
@@ -504,7 +502,6 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         latency_s: state::platform_latency_s(&ctx.platform),
         path: ctx.platform_path.clone(),
         platform: ctx.platform.clone(),
-        extras: ctx.extras.clone(),
     }];
     let mut results: Vec<(Row, Option<Traced>)> = Vec::new();
     for case in &cases {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use simulator::action::ComputeTime;
 use simulator::network::P2pModel;
-use simulator::platform::{Extras, Mapping, Platform};
+use simulator::platform::{Mapping, Platform};
 use simulator::replay::{self, TraceInput};
 
 /// `platform` with the rank placement of the run traced in `trace`: when
@@ -65,11 +65,11 @@ impl Predicted {
 ///
 /// # Errors
 /// The trace's or the replay's error, one line naming the file.
-pub fn replay_predicted(platform: &Platform, extras: &Extras, trace: &Path, compute: ComputeTime) -> Result<Predicted, String> {
+pub fn replay_predicted(platform: &Platform, trace: &Path, compute: ComputeTime) -> Result<Predicted, String> {
     let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?;
     let (timeline, marks) = replay::Timeline::marks("MPI_Barrier");
     let report =
-        replay::replay_timeline(platform, extras, streams, Some(timeline)).map_err(|e| format!("replay of {}: {e}", trace.display()))?;
+        replay::Replay::new(platform).timeline(timeline).run(streams).map_err(|e| format!("replay of {}: {e}", trace.display()))?;
     // A difference of two clocks: rounded to 1 fs so that spans the
     // network scaling leaves unchanged compare equal (rounding is
     // monotone; unrounded, they came out 1 ulp apart either way).
@@ -108,7 +108,7 @@ pub fn scale_network(platform: &Platform, latency: f64, bandwidth: f64) -> Platf
 mod tests {
     use super::*;
     use simulator::network::{Piecewise, Segment};
-    use simulator::platform::{Host, Network};
+    use simulator::platform::Host;
 
     fn model() -> P2pModel {
         let seg = |max, a, bw| Segment { max_bytes: max, intercept_s: a, bandwidth_bytes_per_s: bw };
@@ -121,13 +121,10 @@ mod tests {
     }
 
     fn platform(inter: bool) -> Platform {
-        let h = |n: &str| Host { name: n.into(), cores: 2, speed_ratio: 1.0 };
-        Platform {
-            name: "p".into(),
-            hosts: vec![h("a"), h("b")],
-            mapping: Mapping::Block,
-            network: Network { intra: model(), inter: inter.then(model) },
-        }
+        let h = |n: &str| Host::new(n, 2);
+        let mut p = Platform::new("p", vec![h("a"), h("b")], model());
+        p.network.inter = inter.then(model);
+        p
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::{beside_exe, Ctx, ValidateArgs};
 use crate::validate::launch::Launcher;
 use crate::validate::quiet::Quiet;
 use crate::validate::state::{self, State};
-use simulator::platform::{self, Extras, Platform};
+use simulator::platform::Platform;
 
 /// Runs `calibrate network` into `out`; returns the platform path.
 pub(super) fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, bar: &ProgressBar) -> anyhow::Result<PathBuf> {
@@ -81,7 +81,6 @@ pub(super) struct Calibration {
     pub(super) latency_s: f64,
     pub(super) path: PathBuf,
     pub(super) platform: Platform,
-    pub(super) extras: Extras,
 }
 
 /// Before a case: probes the machine's latency state (state.rs) and
@@ -132,9 +131,9 @@ pub(super) fn check_state(
             ));
             let (platform, note) = calibrate_quietly(args, &ctx.launcher, &ctx.quiet, &sub, bar);
             let path = platform.map_err(|e| format!("calibrating the machine's present state: {e:#}"))?;
-            let (p, x) = platform::load_any(&path, &[]).map_err(|e| format!("calibrating the machine's present state: {e}"))?;
+            let p = Platform::load(&path).map_err(|e| format!("calibrating the machine's present state: {e}"))?;
             notes.push(format!("the machine's latency state had no calibration yet: calibrated in {} ({note})", sub.display()));
-            cals.push(Calibration { latency_s: state::platform_latency_s(&p), path, platform: p, extras: x });
+            cals.push(Calibration { latency_s: state::platform_latency_s(&p), path, platform: p });
             cals.len() - 1
         }
         None => {
@@ -155,7 +154,7 @@ pub(super) fn check_state(
             us(probe_s)
         ));
     }
-    (ctx.platform, ctx.extras, ctx.platform_path) = (c.platform.clone(), c.extras.clone(), c.path.clone());
+    (ctx.platform, ctx.platform_path) = (c.platform.clone(), c.path.clone());
     Ok(notes)
 }
 

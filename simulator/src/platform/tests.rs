@@ -1,0 +1,168 @@
+use super::*;
+use crate::collectives::{CollAlgs, ReduceCost, Selector};
+use crate::network::{Piecewise, Segment};
+
+pub(crate) fn sample() -> Platform {
+    let model = P2pModel {
+        eager_threshold_bytes: 4096,
+        transfer: Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: 1e-6, bandwidth_bytes_per_s: 1e9 }] },
+        send_overhead: Piecewise::default(),
+        recv_overhead: Piecewise::default(),
+    };
+    Platform::new("t", vec![Host::new("a", 2), Host::new("b", 2)], model)
+}
+
+fn write(dir: &Path, text: &str) -> PathBuf {
+    let f = dir.join("p.toml");
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+#[test]
+fn toml_round_trip_and_block_mapping() {
+    let p = sample();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("p.toml");
+    p.save(&f).unwrap();
+    let q = Platform::load(&f).unwrap();
+    assert_eq!(p, q);
+    assert_eq!((q.host_of(0), q.host_of(1), q.host_of(2), q.host_of(4)), (0, 0, 1, 0));
+}
+
+#[test]
+fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
+    let mut p = sample();
+    p.name = "a \"quoted\" name\nwith a newline".into();
+    p.hosts[0].speed_flops = Some(2e9);
+    p.hosts[1].pstates =
+        vec![Pstate { speed_flops: 2e9, watts: Some(PowerRange::parse("95:120:200").unwrap()) }, Pstate { speed_flops: 1e9, watts: None }];
+    p.hosts[1].pstate = 1;
+    p.smpi.async_small_thresh_bytes = Some(0);
+    p.links = Some(FlowSharing {
+        link_bw_bytes_per_s: 1.25e9,
+        nominal_rate_bytes_per_s: 1e9,
+        crosstraffic: 0.05,
+        header_bytes: 142,
+        topology: crate::network::topology::Topology::Crossbar,
+        latency_per_link: true,
+    });
+    p.collectives.algs = CollAlgs::preset("ompi").unwrap();
+    p.collectives.algs.set("allreduce", "rdb").unwrap();
+    p.collectives.reduce = ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 4041 };
+    p.no_oversubscription = true;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("p.toml");
+    p.save(&f).unwrap();
+    assert_eq!(Platform::load(&f).unwrap(), p);
+}
+
+#[test]
+fn toml_gives_host_speeds_and_smpi_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = toml::to_string_pretty(&sample()).unwrap();
+    text = text.replacen("speed_ratio = 1.0", "speed_ratio = 1.0\nspeed_flops = 2e9", 1);
+    text.push_str("\n[smpi]\nasync_small_thresh_bytes = 0\n");
+    let f = write(dir.path(), &text);
+    let p = Platform::load(&f).unwrap();
+    assert_eq!(
+        (p.hosts[0].running_speed_flops(), p.hosts[1].running_speed_flops(), p.smpi.async_small_thresh_bytes),
+        (Some(2e9), None, Some(0))
+    );
+    assert!(Platform::load_with(&f, &["smpi/os:0:1:0".into()]).unwrap_err().to_string().contains("XML"));
+}
+
+#[test]
+fn missing_and_bad_files_name_the_path() {
+    let e = Platform::load(Path::new("/nonexistent/x.toml")).unwrap_err().to_string();
+    assert!(e.starts_with("/nonexistent/x.toml:"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(&f, "hosts = []\n[network.intra]\neager_threshold_bytes = 1\ntransfer = []\n").unwrap();
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("bad.toml") && e.contains("hosts"), "{e}");
+    assert_eq!(e.lines().count(), 1);
+}
+
+#[test]
+fn unknown_keys_are_refused_with_their_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = toml::to_string_pretty(&sample()).unwrap();
+    for (from, to, key) in [
+        ("speed_ratio = 1.0", "speed_ratio = 1.0\nsped_flops = 1e9", "sped_flops"),
+        ("name = \"t\"", "name = \"t\"\nhostz = 3", "hostz"),
+        ("eager_threshold_bytes", "eagre_threshold_bytes", "eagre_threshold_bytes"),
+    ] {
+        let f = write(dir.path(), &text.replacen(from, to, 1));
+        let e = Platform::load(&f).unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains(key) && e.lines().count() == 1, "{e}");
+    }
+    let f = write(dir.path(), &format!("{text}\n[links]\nbw_bytes_per_s = 1e9\ncrosstrafic = 0.05\n"));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("crosstrafic"), "{e}");
+}
+
+#[test]
+fn toml_pstates_load_and_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = toml::to_string_pretty(&sample()).unwrap();
+    let ps = "pstate = 1\npstates = [{ speed_flops = 2e9, watts = \"95:120:200\" }, { speed_flops = 1e9, watts = \"93:150\" }]";
+    text = text.replacen("speed_ratio = 1.0", &format!("speed_ratio = 1.0\n{ps}"), 1);
+    let f = write(dir.path(), &text);
+    let p = Platform::load(&f).unwrap();
+    assert_eq!((p.hosts[0].running_speed_flops(), p.hosts[0].pstate_time_scale()), (Some(1e9), 2.0));
+    assert_eq!(p.hosts[0].watts().unwrap().epsilon_w, 93.0);
+    assert!(p.hosts[1].pstates.is_empty());
+    write(dir.path(), &text.replace("pstate = 1", "pstate = 5"));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("hosts[0].pstate 5 is out of range"), "{e}");
+    write(dir.path(), &text.replace("93:150", "93"));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("Idle:Epsilon:AllCores") && e.lines().count() == 1, "{e}");
+    write(dir.path(), &text.replace("pstate = 1", "pstate = 1\nrecorded_pstate = 0\nspeed_flops = 1e9"));
+    assert!(Platform::load(&f).unwrap_err().to_string().contains("not both"));
+}
+
+#[test]
+fn recorded_pstate_scales_time_and_set_pstate_picks_hosts() {
+    let mut p = sample();
+    let ps = |s: f64| Pstate { speed_flops: s, watts: None };
+    p.hosts[0].pstates = vec![ps(2e9), ps(1e9)];
+    p.hosts[0].pstate = 1;
+    assert_eq!((p.hosts[0].running_speed_flops(), p.hosts[0].pstate_time_scale()), (Some(1e9), 2.0));
+    p.set_pstate("0").unwrap();
+    assert_eq!(p.hosts[0].pstate, 0);
+    p.set_pstate("a=1").unwrap();
+    assert_eq!(p.hosts[0].pstate, 1);
+    assert!(p.set_pstate("b=1").unwrap_err().contains("host b has 0 pstates"));
+    assert!(p.set_pstate("0=2").unwrap_err().contains("2 pstates"));
+    assert!(p.set_pstate("zz=0").unwrap_err().contains("no host named zz"));
+    p.hosts[0].pstate = 2;
+    assert!(p.validate().unwrap_err().contains("pstate 2 is out of range"));
+}
+
+#[test]
+fn the_collectives_table_sets_the_selector_and_the_reduction_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("p.toml");
+    sample().save(&f).unwrap();
+    let x = Platform::load(&f).unwrap().collectives;
+    assert_eq!((x.algs, x.reduce), (CollAlgs::mpich(), ReduceCost::default()));
+    let mut ompi = sample();
+    ompi.collectives.algs = CollAlgs::preset("ompi").unwrap();
+    ompi.collectives.reduce = ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 0 };
+    ompi.save(&f).unwrap();
+    let p = Platform::load(&f).unwrap();
+    assert_eq!((p.collectives.algs.selector, p.collectives.reduce), (Selector::Ompi, ompi.collectives.reduce));
+    let text = std::fs::read_to_string(&f).unwrap();
+    std::fs::write(&f, text.replace("\"ompi\"", "\"openmpi\"")).unwrap();
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("collectives.selector") && e.contains("`openmpi`") && e.lines().count() == 1, "{e}");
+    let mut bad = ompi.clone();
+    bad.collectives.reduce.s_per_byte = -1.0;
+    bad.save(&f).unwrap();
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("collectives.reduce_s_per_byte") && e.lines().count() == 1, "{e}");
+    std::fs::write(&f, text.replace("selector", "selektor")).unwrap();
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("selektor") && e.lines().count() == 1, "{e}");
+}
