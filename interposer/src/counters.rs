@@ -7,9 +7,14 @@
 //! - `off`: wall time only, no system call per MPI call (the cheapest).
 //! - `hw` (and `auto` where the probe succeeds): as `sw`, plus user-space
 //!   cycles and instructions per block from one perf_event group per thread
-//!   ([`PerfGroup`], read with `rdpmc` where the kernel allows it).
+//!   ([`PerfGroup`], opened with perf-event2, read with `rdpmc` where the
+//!   kernel allows it).
 
 use std::fmt;
+use std::os::fd::AsRawFd;
+
+use perf_event::events::{Event, Hardware};
+use perf_event::{Builder, Counter, ReadFormat};
 
 /// The requested counter mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,55 +52,24 @@ impl fmt::Display for Unavailable {
     }
 }
 
-/// `struct perf_event_attr` up to `PERF_ATTR_SIZE_VER1` (72 bytes).
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    bp_addr: u64,
-    bp_len: u64,
+/// A user-space (no kernel, no hypervisor) counter of `event` on the
+/// calling thread, any CPU, counting from when it opens.
+fn builder(event: impl Event) -> Builder<'static> {
+    let mut b = Builder::new(event);
+    b.observe_self().any_cpu().enabled(true).exclude_kernel(true).exclude_hv(true);
+    b
 }
 
-const PERF_TYPE_HARDWARE: u32 = 0;
-const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
-const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
-const PERF_FORMAT_GROUP: u64 = 1 << 3;
-const EXCLUDE_KERNEL: u64 = 1 << 5;
-const EXCLUDE_HV: u64 = 1 << 6;
-
-/// Opens a user-space hardware counter `config` on the calling thread,
-/// in the group of `leader` (-1: a new group).
-fn open_counter(config: u64, leader: libc::c_int) -> Result<libc::c_int, Unavailable> {
-    let attr = PerfEventAttr {
-        kind: PERF_TYPE_HARDWARE,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config,
-        read_format: if leader < 0 { PERF_FORMAT_GROUP } else { 0 },
-        flags: EXCLUDE_KERNEL | EXCLUDE_HV,
-        ..Default::default()
-    };
-    // SAFETY: perf_event_open with a valid attr of the size it states, this
-    // thread (pid 0), any CPU, the given group, no flags.
-    let fd = unsafe { libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, 0, -1, leader, 0) };
-    if fd >= 0 {
-        return Ok(fd as libc::c_int);
-    }
-    let e = std::io::Error::last_os_error();
+/// The reason for a failed `perf_event_open` (or the counter id query that
+/// follows it), from its errno.
+fn unavailable(e: std::io::Error) -> Unavailable {
     let why = match e.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => "no hardware cycle counter (a VM without a virtual PMU?)",
         Some(libc::EACCES) | Some(libc::EPERM) => "forbidden by /proc/sys/kernel/perf_event_paranoid",
         Some(libc::ENOSYS) => "the kernel has no perf_event",
         _ => "perf_event_open failed",
     };
-    Err(Unavailable(format!("{why} ({e})")))
+    Unavailable(format!("{why} ({e})"))
 }
 
 /// Opens (and closes) a user-space cycle counter on this thread.
@@ -105,10 +79,7 @@ fn open_counter(config: u64, leader: libc::c_int) -> Result<libc::c_int, Unavail
 /// counter (e.g. a VM without a virtual PMU), `EACCES`/`EPERM` forbidden by
 /// `/proc/sys/kernel/perf_event_paranoid`, `ENOSYS` no perf_event at all.
 pub fn probe_hw() -> Result<(), Unavailable> {
-    let fd = open_counter(PERF_COUNT_HW_CPU_CYCLES, -1)?;
-    // SAFETY: closing the descriptor just opened.
-    unsafe { libc::close(fd) };
-    Ok(())
+    builder(Hardware::CPU_CYCLES).build().map(drop).map_err(unavailable)
 }
 
 /// Byte offsets in `struct perf_event_mmap_page` (linux/perf_event.h).
@@ -123,13 +94,16 @@ mod page {
 }
 
 /// One perf_event group per thread: user-space CPU cycles (leader) and
-/// retired instructions, counted together (perf-event2's `Group`). Read
-/// with `rdpmc` from each counter's mapped page where the kernel allows
-/// it (`cap_user_rdpmc`: no system call), else with one `read` of the
-/// group.
+/// retired instructions, counted together. Read with `rdpmc` from each
+/// counter's mapped page where the kernel allows it (`cap_user_rdpmc`: no
+/// system call), else with one `read` of the group.
+// The cycle counter leads the group itself: perf-event2's `Group` would add a dummy software leader.
 #[derive(Debug)]
 pub struct PerfGroup {
-    fds: [libc::c_int; 2],
+    /// Cycles (the leader, read format `GROUP | ID`), then instructions.
+    counters: [Counter; 2],
+    /// The kernel's ids of `counters`, as a group read reports them.
+    ids: [u64; 2],
     /// Each counter's `perf_event_mmap_page`, or null when not mapped.
     pages: [*mut u8; 2],
 }
@@ -140,25 +114,25 @@ impl PerfGroup {
     /// # Errors
     /// [`Unavailable`], as [`probe_hw`].
     pub fn open() -> Result<PerfGroup, Unavailable> {
-        let leader = open_counter(PERF_COUNT_HW_CPU_CYCLES, -1)?;
-        let member = match open_counter(PERF_COUNT_HW_INSTRUCTIONS, leader) {
-            Ok(fd) => fd,
-            Err(e) => {
-                // SAFETY: closing the descriptor just opened.
-                unsafe { libc::close(leader) };
-                return Err(e);
-            }
-        };
-        let map = |fd: libc::c_int| {
+        Self::open_events(Hardware::CPU_CYCLES, Hardware::INSTRUCTIONS)
+    }
+
+    /// A group of `leader` and `member` (cycles and instructions outside tests).
+    fn open_events(leader: impl Event, member: impl Event) -> Result<PerfGroup, Unavailable> {
+        let mut leader = builder(leader).read_format(ReadFormat::GROUP).build().map_err(unavailable)?;
+        let member = builder(member).build_with_group(&mut leader).map_err(unavailable)?;
+        // perf-event2 maps a counter's page only with a ring buffer (`Sampler`), whose `read_user` also reads the TSC.
+        let map = |c: &Counter| {
             // SAFETY: mapping the first (metadata) page of a perf_event fd, read only.
-            let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+            let p = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ, libc::MAP_SHARED, c.as_raw_fd(), 0) };
             if p == libc::MAP_FAILED {
                 std::ptr::null_mut()
             } else {
                 p as *mut u8
             }
         };
-        Ok(PerfGroup { fds: [leader, member], pages: [map(leader), map(member)] })
+        let pages = [map(&leader), map(&member)];
+        Ok(PerfGroup { ids: [leader.id(), member.id()], counters: [leader, member], pages })
     }
 
     /// True when both counters are read with `rdpmc` (no system call).
@@ -182,12 +156,14 @@ impl PerfGroup {
         }
     }
 
+    /// One `read` of the group: `nr`, then `(value, id)` per counter.
+    // perf-event2's `read_group` needs `&mut` and allocates and parses a `GroupData` per call.
     fn read_syscall(&self) -> (u64, u64) {
-        let mut v = [0u64; 3]; // nr, cycles, instructions (PERF_FORMAT_GROUP)
-                               // SAFETY: reading at most the buffer's size from our own fd.
-        let n = unsafe { libc::read(self.fds[0], v.as_mut_ptr().cast(), std::mem::size_of_val(&v)) };
-        if n == std::mem::size_of_val(&v) as isize && v[0] == 2 {
-            (v[1], v[2])
+        let mut v = [0u64; 5];
+        // SAFETY: reading at most the buffer's size from our own fd.
+        let n = unsafe { libc::read(self.counters[0].as_raw_fd(), v.as_mut_ptr().cast(), std::mem::size_of_val(&v)) };
+        if n == std::mem::size_of_val(&v) as isize && v[0] == 2 && [v[2], v[4]] == self.ids {
+            (v[1], v[3])
         } else {
             (0, 0)
         }
@@ -235,15 +211,11 @@ fn rdpmc_read(_p: *mut u8) -> Option<u64> {
 }
 
 impl Drop for PerfGroup {
+    /// Unmaps the pages; the counters close their descriptors after.
     fn drop(&mut self) {
-        for (&fd, &p) in self.fds.iter().zip(&self.pages) {
-            // SAFETY: unmapping our own page and closing our own descriptor, once.
-            unsafe {
-                if !p.is_null() {
-                    libc::munmap(p.cast(), 4096);
-                }
-                libc::close(fd);
-            }
+        for &p in self.pages.iter().filter(|p| !p.is_null()) {
+            // SAFETY: unmapping our own page, once.
+            unsafe { libc::munmap(p.cast(), 4096) };
         }
     }
 }
@@ -277,6 +249,37 @@ mod tests {
         println!("rdpmc: {}; {} cycles, {} instructions", g.user_rdpmc(), c1 - c0, i1 - i0);
         assert!(i1 - i0 >= 1_000_000, "a million-iteration loop retired {} instructions", i1 - i0);
         assert!(c1 > c0);
+    }
+
+    /// The same group of software events (present on any Linux), which
+    /// `rdpmc` cannot read: the group's one `read` and its layout.
+    #[test]
+    fn group_read_of_software_events_reports_both_counters() {
+        use perf_event::events::Software;
+        let g = match PerfGroup::open_events(Software::TASK_CLOCK, Software::PAGE_FAULTS) {
+            Ok(g) => g,
+            Err(why) => return println!("SKIPPED software counter group: {why}"),
+        };
+        assert!(!g.user_rdpmc());
+        let (t0, f0) = g.read();
+        let mut pages = vec![0u8; 16 << 20];
+        for i in (0..pages.len()).step_by(4096) {
+            pages[i] = 1;
+        }
+        std::hint::black_box(&pages);
+        let (t1, f1) = g.read();
+        println!("{} ns task clock, {} page faults", t1 - t0, f1 - f0);
+        assert!(t1 > t0 && f1 > f0, "({t0}, {f0}) then ({t1}, {f1})");
+    }
+
+    #[test]
+    fn errno_gives_the_stated_reason() {
+        let why = |errno| unavailable(std::io::Error::from_raw_os_error(errno)).0;
+        assert!(why(libc::ENOENT).starts_with("no hardware cycle counter (a VM without a virtual PMU?) ("));
+        assert!(why(libc::EOPNOTSUPP).starts_with("no hardware cycle counter"));
+        assert!(why(libc::EACCES).starts_with("forbidden by /proc/sys/kernel/perf_event_paranoid"));
+        assert!(why(libc::ENOSYS).starts_with("the kernel has no perf_event"));
+        assert!(why(libc::EINVAL).starts_with("perf_event_open failed"));
     }
 
     #[test]

@@ -194,15 +194,13 @@ pub fn init(rank: u32, size: u32, library: &str) {
     }
 }
 
+/// This machine's host name (`uname` nodename), `unknown` when empty.
 fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: `buf` is writable for its length.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    if rc == 0 {
-        String::from_utf8_lossy(&buf[..end]).into_owned()
-    } else {
+    let name = gethostname::gethostname().to_string_lossy().into_owned();
+    if name.is_empty() {
         "unknown".into()
+    } else {
+        name
     }
 }
 

@@ -90,13 +90,11 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CollectError + '_ {
     move |error| CollectErrorKind::Io { path: path.to_path_buf(), error }.into()
 }
 
-/// Host name (`gethostname`), with `/` and whitespace made file-name safe.
+/// Host name (`uname` nodename, `localhost` when empty), with `/` and
+/// whitespace made file-name safe.
 pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "localhost".into() };
+    let name = gethostname::gethostname().to_string_lossy().into_owned();
+    let name = if name.is_empty() { "localhost".into() } else { name };
     name.chars().map(|c| if c == '/' || c.is_whitespace() { '_' } else { c }).collect()
 }
 
