@@ -40,17 +40,17 @@ impl PowerRange {
     ///
     /// # Errors
     /// A message quoting `spec` when it has not 2 or 3 finite numbers ≥ 0.
-    pub fn parse(spec: &str) -> Result<PowerRange, String> {
+    pub fn parse(spec: &str) -> Result<PowerRange, crate::error::Invalid> {
         let v: Result<Vec<f64>, _> = spec.split(':').map(|x| x.trim().parse::<f64>()).collect();
         let bad = || format!("power `{spec}` is not Idle:Epsilon:AllCores (watts)");
         let v = v.map_err(|_| bad())?;
         if v.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
-            return Err(bad());
+            return Err(bad().into());
         }
         match v[..] {
             [idle_w, all_cores_w] => Ok(PowerRange { idle_w, epsilon_w: idle_w, all_cores_w }),
             [idle_w, epsilon_w, all_cores_w] => Ok(PowerRange { idle_w, epsilon_w, all_cores_w }),
-            _ => Err(bad()),
+            _ => Err(bad().into()),
         }
     }
 
@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(w, [100.0, 140.0, 160.0, 180.0, 200.0, 200.0]);
         assert_eq!(PowerRange::parse("90:150").unwrap(), PowerRange { idle_w: 90.0, epsilon_w: 90.0, all_cores_w: 150.0 });
         for bad in ["1", "1:2:3:4", "a:1", "-1:2:3"] {
-            assert!(PowerRange::parse(bad).unwrap_err().contains(bad), "{bad}");
+            assert!(PowerRange::parse(bad).unwrap_err().0.contains(bad), "{bad}");
         }
     }
 

@@ -11,6 +11,7 @@ pub mod action;
 pub mod collectives;
 pub mod compare;
 pub mod energy;
+pub mod error;
 pub mod extrapolate;
 pub mod jitter;
 pub mod jitter_trace;

@@ -55,21 +55,21 @@ impl Piecewise {
     ///
     /// # Errors
     /// A message naming the first bad segment.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::Invalid> {
         for (i, s) in self.segments.iter().enumerate() {
             // The value at the segment's start must be >= 0 (a LogGP segment
             // from 1 byte on has intercept o + L − G, which may be negative).
             let start = if i == 0 { 0 } else { self.segments[i - 1].max_bytes.unwrap_or(0) };
             if !(s.intercept_s.is_finite() && s.intercept_s + start as f64 / s.bandwidth_bytes_per_s >= 0.0) {
-                return Err(format!("segment {i}: intercept_s must be finite and the value >= 0, got {}", s.intercept_s));
+                return Err(format!("segment {i}: intercept_s must be finite and the value >= 0, got {}", s.intercept_s).into());
             }
             if s.bandwidth_bytes_per_s.is_nan() || s.bandwidth_bytes_per_s <= 0.0 {
-                return Err(format!("segment {i}: bandwidth_bytes_per_s must be > 0, got {}", s.bandwidth_bytes_per_s));
+                return Err(format!("segment {i}: bandwidth_bytes_per_s must be > 0, got {}", s.bandwidth_bytes_per_s).into());
             }
             if i > 0 {
                 match (self.segments[i - 1].max_bytes, s.max_bytes) {
-                    (None, _) => return Err(format!("segment {}: only the last segment may omit max_bytes", i - 1)),
-                    (Some(a), Some(b)) if b <= a => return Err(format!("segment {i}: max_bytes must increase")),
+                    (None, _) => return Err(format!("segment {}: only the last segment may omit max_bytes", i - 1).into()),
+                    (Some(a), Some(b)) if b <= a => return Err(format!("segment {i}: max_bytes must increase").into()),
                     _ => {}
                 }
             }
@@ -125,7 +125,7 @@ impl TryFrom<P2pToml> for P2pModel {
 
     fn try_from(t: P2pToml) -> Result<P2pModel, String> {
         match (t.loggp, t.eager_threshold_bytes, t.transfer) {
-            (Some(l), None, None) => l.validate().map(|()| l.to_p2p()),
+            (Some(l), None, None) => l.validate().map(|()| l.to_p2p()).map_err(|w| w.0),
             (Some(_), _, _) => Err("give either loggp or eager_threshold_bytes/transfer, not both".into()),
             (None, Some(eager_threshold_bytes), Some(transfer)) => {
                 Ok(P2pModel { eager_threshold_bytes, transfer, send_overhead: t.send_overhead, recv_overhead: t.recv_overhead })
@@ -146,7 +146,7 @@ impl P2pModel {
     ///
     /// # Errors
     /// A message naming the bad function and segment.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::Invalid> {
         for (name, p) in [("transfer", &self.transfer), ("send_overhead", &self.send_overhead), ("recv_overhead", &self.recv_overhead)] {
             p.validate().map_err(|e| format!("{name}: {e}"))?;
         }
@@ -212,14 +212,14 @@ impl FlowSharing {
     ///
     /// # Errors
     /// A message naming the bad field (TOML names, as in `[links]`).
-    pub fn validate(&self, hosts: usize) -> Result<(), String> {
+    pub fn validate(&self, hosts: usize) -> Result<(), crate::error::Invalid> {
         if !(self.link_bw_bytes_per_s.is_finite() && self.link_bw_bytes_per_s > 0.0) {
             return Err("bw_bytes_per_s must be > 0".into());
         }
         if !(self.crosstraffic.is_finite() && self.crosstraffic >= 0.0) {
             return Err("crosstraffic must be >= 0".into());
         }
-        self.topology.validate(hosts).map_err(|w| format!("topology: {w}"))
+        self.topology.validate(hosts).map_err(|w| w.within("topology: "))
     }
 }
 
@@ -258,9 +258,9 @@ mod tests {
         let mut p = two_piece();
         assert!(p.validate().is_ok());
         p.segments[1].max_bytes = Some(10);
-        assert!(p.validate().unwrap_err().contains("segment 1"));
+        assert!(p.validate().unwrap_err().0.contains("segment 1"));
         let mut p = two_piece();
         p.segments[0].intercept_s = -1.0;
-        assert!(p.validate().unwrap_err().contains("segment 0"));
+        assert!(p.validate().unwrap_err().0.contains("segment 0"));
     }
 }

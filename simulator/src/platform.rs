@@ -119,7 +119,7 @@ impl Host {
     ///
     /// # Errors
     /// A message naming the bad field (relative to the host).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::Invalid> {
         if self.cores == 0 {
             return Err("cores must be >= 1".into());
         }
@@ -130,7 +130,7 @@ impl Host {
             return Err("speed_flops must be > 0".into());
         }
         if let Some(i) = self.pstates.iter().position(|p| !(p.speed_flops.is_finite() && p.speed_flops > 0.0)) {
-            return Err(format!("pstates[{i}].speed_flops must be > 0"));
+            return Err(format!("pstates[{i}].speed_flops must be > 0").into());
         }
         let n = self.pstates.len();
         if self.speed_flops.is_some() && n > 0 {
@@ -138,10 +138,10 @@ impl Host {
         }
         for (name, v) in [("pstate", self.pstate), ("recorded_pstate", self.recorded_pstate)] {
             if n > 0 && v >= n {
-                return Err(format!("{name} {v} is out of range (the host has {n} pstates)"));
+                return Err(format!("{name} {v} is out of range (the host has {n} pstates)").into());
             }
             if n == 0 && v > 0 {
-                return Err(format!("{name} {v} given but the host has no pstates"));
+                return Err(format!("{name} {v} given but the host has no pstates").into());
             }
         }
         Ok(())
@@ -276,7 +276,7 @@ impl Platform {
             return Err(e(format!("--smpi option {o} applies to SimGrid XML platforms only")));
         }
         let p: Platform = toml::from_str(&text).map_err(|x| e(x.to_string().replace('\n', " ")))?;
-        p.validate().map_err(e)?;
+        p.validate().map_err(|w| e(w.0))?;
         Ok(p)
     }
 
@@ -294,7 +294,7 @@ impl Platform {
     ///
     /// # Errors
     /// A message naming the first bad field by its TOML path.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::Invalid> {
         if self.hosts.is_empty() {
             return Err("at least one [[hosts]] entry is required".into());
         }
@@ -303,7 +303,7 @@ impl Platform {
         }
         if let Mapping::Explicit { hosts } = &self.mapping {
             if let Some(bad) = hosts.iter().find(|&&h| h as usize >= self.hosts.len()) {
-                return Err(format!("mapping.hosts: host index {bad} out of range"));
+                return Err(format!("mapping.hosts: host index {bad} out of range").into());
             }
         }
         self.network.intra.validate().map_err(|e| format!("network.intra.{e}"))?;
@@ -313,7 +313,7 @@ impl Platform {
         if let Some(l) = &self.links {
             l.validate(self.hosts.len()).map_err(|w| format!("links.{w}"))?;
         }
-        self.collectives.reduce.validate().map_err(|w| format!("collectives.{w}"))
+        self.collectives.reduce.validate().map_err(|w| w.within("collectives."))
     }
 
     /// Sets the running pstate, as `simulator replay --pstate`: `spec` is
@@ -323,7 +323,7 @@ impl Platform {
     /// # Errors
     /// A message quoting `spec` when it does not parse, names no host, or
     /// the pstate is out of range for a host.
-    pub fn set_pstate(&mut self, spec: &str) -> Result<(), String> {
+    pub fn set_pstate(&mut self, spec: &str) -> Result<(), crate::error::Invalid> {
         let (who, n) = match spec.split_once('=') {
             Some((h, n)) => (Some(h.trim()), n),
             None => (None, spec),
@@ -337,13 +337,13 @@ impl Platform {
             }
         };
         if hosts.is_empty() {
-            return Err(format!("`{spec}`: no host of the platform has pstates"));
+            return Err(format!("`{spec}`: no host of the platform has pstates").into());
         }
         for h in hosts {
             let host = &mut self.hosts[h];
             let count = host.pstates.len();
             if n >= count {
-                return Err(format!("`{spec}`: host {} has {count} pstates (0..{count})", host.name));
+                return Err(format!("`{spec}`: host {} has {count} pstates (0..{count})", host.name).into());
             }
             host.pstate = n;
         }

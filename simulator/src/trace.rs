@@ -283,7 +283,7 @@ impl RankTrace {
             }
             let mut h = [0u8; CHUNK_HEADER_BYTES];
             f.seek(SeekFrom::Start(at)).and_then(|_| f.read_exact(&mut h)).map_err(|x| e(x.into()))?;
-            let head = chunk::parse_chunk_header(&h).map_err(|what| e(TraceErrorKind::Corrupt { at, what }))?;
+            let head = chunk::parse_chunk_header(&h).map_err(|what| e(TraceErrorKind::Corrupt { at, what: what.0 }))?;
             let end = at + (CHUNK_HEADER_BYTES + head.len) as u64;
             if end > size {
                 cut = Some(truncated);
@@ -300,11 +300,11 @@ impl RankTrace {
                 let bad = |what: &str, x: String| e(TraceErrorKind::Corrupt { at, what: format!("{what}: {x}") });
                 let json = |what: &str, x: serde_json::Error| bad(what, x.to_string());
                 match (head.kind, version) {
-                    (ChunkKind::Header, Version::V4) => header = Some(fields::parse_header(&payload).map_err(|x| bad("header", x))?),
+                    (ChunkKind::Header, Version::V4) => header = Some(fields::parse_header(&payload).map_err(|x| bad("header", x.0))?),
                     (ChunkKind::Header, _) => header = Some(serde_json::from_slice(&payload).map_err(|x| json("header", x))?),
                     (ChunkKind::Modules, _) => modules = serde_json::from_slice(&payload).map_err(|x| json("modules", x))?,
                     (ChunkKind::End, Version::V4) => {
-                        let (f, m) = fields::parse_end(&payload).map_err(|x| bad("end", x))?;
+                        let (f, m) = fields::parse_end(&payload).map_err(|x| bad("end", x.0))?;
                         (footer, modules) = (Some(f), m);
                     }
                     (ChunkKind::End, _) => footer = Some(serde_json::from_slice(&payload).map_err(|x| json("end", x))?),

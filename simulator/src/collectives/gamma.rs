@@ -46,10 +46,10 @@ impl ReduceCost {
     ///
     /// # Errors
     /// The name of the first bad field (`reduce_intercept_s`, `reduce_s_per_byte`).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::Invalid> {
         for (name, v) in [("reduce_intercept_s", self.intercept_s), ("reduce_s_per_byte", self.s_per_byte)] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{name} must be finite and >= 0, got {v}"));
+                return Err(format!("{name} must be finite and >= 0, got {v}").into());
             }
         }
         Ok(())

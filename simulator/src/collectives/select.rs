@@ -284,7 +284,7 @@ pub fn alg_names(coll: Coll) -> &'static [(&'static str, Alg)] {
 ///
 /// # Errors
 /// A one-line message naming the collective and listing the valid names.
-pub fn parse_alg(coll: Coll, name: &str) -> Result<Alg, String> {
+pub fn parse_alg(coll: Coll, name: &str) -> Result<Alg, crate::error::Invalid> {
     let (base, seg) = match name.split_once(':') {
         Some((b, s)) => (b, Some(s)),
         None => (name, None),
@@ -301,7 +301,7 @@ pub fn parse_alg(coll: Coll, name: &str) -> Result<Alg, String> {
         Alg::Pipeline { .. } => Ok(Alg::Pipeline { seg }),
         Alg::BinaryTree { .. } => Ok(Alg::BinaryTree { seg }),
         Alg::SegmentedRing { simgrid, .. } => Ok(Alg::SegmentedRing { seg, simgrid }),
-        _ => Err(format!("algorithm `{base}` of {} takes no segment size", coll.name())),
+        _ => Err(format!("algorithm `{base}` of {} takes no segment size", coll.name()).into()),
     }
 }
 
@@ -368,13 +368,13 @@ impl CollAlgs {
     ///
     /// # Errors
     /// A one-line message listing the valid names.
-    pub fn preset(name: &str) -> Result<CollAlgs, String> {
+    pub fn preset(name: &str) -> Result<CollAlgs, crate::error::Invalid> {
         let selector = match name {
             "mpich" => Selector::Mpich,
             "smpi" | "default" => Selector::Smpi,
             "ompi" => Selector::Ompi,
             "simgrid-ompi" => Selector::SimgridOmpi,
-            _ => return Err(format!("unknown collective selector `{name}` (valid: {SELECTORS})")),
+            _ => return Err(format!("unknown collective selector `{name}` (valid: {SELECTORS})").into()),
         };
         Ok(CollAlgs { selector, overrides: [None; 13] })
     }
@@ -387,10 +387,10 @@ impl CollAlgs {
     /// # Errors
     /// A one-line message for an unknown collective or algorithm, listing
     /// the valid names.
-    pub fn set(&mut self, coll: &str, alg: &str) -> Result<(), String> {
+    pub fn set(&mut self, coll: &str, alg: &str) -> Result<(), crate::error::Invalid> {
         let Some(c) = Coll::from_name(coll) else {
             let names: Vec<&str> = Coll::ALL.iter().map(|c| c.name()).collect();
-            return Err(format!("unknown collective `{coll}` (valid: {})", names.join(", ")));
+            return Err(format!("unknown collective `{coll}` (valid: {})", names.join(", ")).into());
         };
         self.overrides[c as usize] = Some(parse_alg(c, alg)?);
         Ok(())

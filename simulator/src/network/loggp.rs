@@ -66,10 +66,10 @@ impl LogGps {
     ///
     /// # Errors
     /// A message naming the first bad parameter.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::Invalid> {
         for (k, v) in [("L", self.L), ("o_s", self.o_s), ("o_r", self.o_r), ("g", self.g), ("G", self.G)] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("loggp.{k} must be finite and >= 0, got {v}"));
+                return Err(format!("loggp.{k} must be finite and >= 0, got {v}").into());
             }
         }
         Ok(())

@@ -63,7 +63,7 @@ impl Topology {
     ///
     /// # Errors
     /// A message quoting the parameters when they do not parse.
-    pub fn from_simgrid(kind: &str, params: &str) -> Result<Topology, String> {
+    pub fn from_simgrid(kind: &str, params: &str) -> Result<Topology, crate::error::Invalid> {
         let list = |s: &str| -> Result<Vec<u32>, String> {
             s.split(',')
                 .map(|x| x.trim().parse::<u32>().ok().filter(|&v| v > 0))
@@ -77,15 +77,15 @@ impl Topology {
                 let parts: Vec<&str> = params.split(';').collect();
                 let levels: usize = parts.first().and_then(|l| l.trim().parse().ok()).unwrap_or(0);
                 if parts.len() != 4 || levels == 0 {
-                    return Err(format!("bad FAT_TREE topo_parameters `{params}` (levels;down…;up…;count…)"));
+                    return Err(format!("bad FAT_TREE topo_parameters `{params}` (levels;down…;up…;count…)").into());
                 }
                 let (down, up, count) = (list(parts[1])?, list(parts[2])?, list(parts[3])?);
                 if [down.len(), up.len(), count.len()].iter().any(|&n| n != levels) {
-                    return Err(format!("FAT_TREE topo_parameters `{params}`: each list needs {levels} values"));
+                    return Err(format!("FAT_TREE topo_parameters `{params}`: each list needs {levels} values").into());
                 }
                 Ok(Topology::FatTree { down, up, count })
             }
-            other => Err(format!("topology {other} is not supported (FLAT, TORUS, FAT_TREE)")),
+            other => Err(format!("topology {other} is not supported (FLAT, TORUS, FAT_TREE)").into()),
         }
     }
 
@@ -93,13 +93,13 @@ impl Topology {
     ///
     /// # Errors
     /// A message naming the mismatch.
-    pub fn validate(&self, hosts: usize) -> Result<(), String> {
+    pub fn validate(&self, hosts: usize) -> Result<(), crate::error::Invalid> {
         let prod = |v: &[u32]| v.iter().map(|&x| x as u64).product::<u64>();
         match self {
             Topology::Crossbar => Ok(()),
             Topology::Torus { dims } => {
                 if dims.is_empty() || dims.contains(&0) || prod(dims) != hosts as u64 {
-                    return Err(format!("torus dims {dims:?} do not give the {hosts} hosts"));
+                    return Err(format!("torus dims {dims:?} do not give the {hosts} hosts").into());
                 }
                 Ok(())
             }
@@ -109,7 +109,7 @@ impl Topology {
                     return Err("fat tree: down, up and count need one value >= 1 per level".into());
                 }
                 if prod(down) != hosts as u64 {
-                    return Err(format!("fat tree down {down:?} gives {} hosts, the platform has {hosts}", prod(down)));
+                    return Err(format!("fat tree down {down:?} gives {} hosts, the platform has {hosts}", prod(down)).into());
                 }
                 Ok(())
             }

@@ -282,7 +282,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
     let at = |what: String| e(format!("line {}: <cluster>: {what}", c.line));
     let req = |k: &str| c.get(k).ok_or_else(|| at(format!("missing attribute {k}")));
     let unit = |k: &str, v: &str, s: &[(&str, f64)]| with_unit(v, s).filter(|x| *x >= 0.0).ok_or_else(|| at(format!("bad {k} `{v}`")));
-    let topology = Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or("")).map_err(&at)?;
+    let topology = Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or("")).map_err(|w| at(w.0))?;
     let speeds: Vec<f64> = req("speed")?.split(',').map(|v| unit("speed", v, SPEED)).collect::<Result<_, _>>()?;
     let speed = speeds[0];
     let cores: u32 = c.get("core").unwrap_or("1").parse().ok().filter(|&n| n > 0).ok_or_else(|| at("bad core".into()))?;
@@ -349,7 +349,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
         send_overhead: overhead(&os),
         recv_overhead: overhead(&or),
     };
-    topology.validate(hosts.len()).map_err(&at)?;
+    topology.validate(hosts.len()).map_err(|w| at(w.0))?;
     if topology != Topology::Crossbar && c.get("bb_bw").is_some() {
         return Err(at("a backbone (bb_bw) applies to FLAT clusters only".into()));
     }
@@ -391,7 +391,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
         collectives: Collectives { algs: coll, reduce: Default::default() },
         no_oversubscription: true,
     };
-    platform.validate().map_err(&e)?;
+    platform.validate().map_err(|w| e(w.0))?;
     Ok(platform)
 }
 

@@ -133,11 +133,11 @@ fn recorded_pstate_scales_time_and_set_pstate_picks_hosts() {
     assert_eq!(p.hosts[0].pstate, 0);
     p.set_pstate("a=1").unwrap();
     assert_eq!(p.hosts[0].pstate, 1);
-    assert!(p.set_pstate("b=1").unwrap_err().contains("host b has 0 pstates"));
-    assert!(p.set_pstate("0=2").unwrap_err().contains("2 pstates"));
-    assert!(p.set_pstate("zz=0").unwrap_err().contains("no host named zz"));
+    assert!(p.set_pstate("b=1").unwrap_err().0.contains("host b has 0 pstates"));
+    assert!(p.set_pstate("0=2").unwrap_err().0.contains("2 pstates"));
+    assert!(p.set_pstate("zz=0").unwrap_err().0.contains("no host named zz"));
     p.hosts[0].pstate = 2;
-    assert!(p.validate().unwrap_err().contains("pstate 2 is out of range"));
+    assert!(p.validate().unwrap_err().0.contains("pstate 2 is out of range"));
 }
 
 #[test]

@@ -508,8 +508,8 @@ fn energy_of_two_hosts_matches_the_hand_computed_joules() {
     assert_eq!((r.hosts[0].pstate, r.hosts[0].speed_flops, r.hosts[1].pstate), (1, 1e9, 0));
     let json = serde_json::to_string(&r).unwrap();
     assert!(json.contains("\"energy_j\":") && json.contains("\"hosts\":[{\"name\":\"a\",\"pstate\":1"), "{json}");
-    assert!(p.set_pstate("a=2").unwrap_err().contains("host a has 2 pstates"));
-    assert!(p.set_pstate("zz=0").unwrap_err().contains("no host named zz"));
+    assert!(p.set_pstate("a=2").unwrap_err().0.contains("host a has 2 pstates"));
+    assert!(p.set_pstate("zz=0").unwrap_err().0.contains("no host named zz"));
 }
 
 #[test]

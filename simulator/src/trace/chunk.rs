@@ -106,7 +106,7 @@ pub struct ChunkHead {
 ///
 /// # Errors
 /// A description when the tag or kind is not valid.
-pub fn parse_chunk_header(h: &[u8; CHUNK_HEADER_BYTES]) -> Result<ChunkHead, String> {
+pub fn parse_chunk_header(h: &[u8; CHUNK_HEADER_BYTES]) -> Result<ChunkHead, crate::error::Invalid> {
     if &h[0..4] != CHUNK_TAG {
         return Err("bad chunk tag".into());
     }

@@ -165,7 +165,7 @@ pub fn header_bytes(h: &RankHeader) -> Vec<u8> {
 ///
 /// # Errors
 /// A message naming the malformed or missing field.
-pub fn parse_header(b: &[u8]) -> Result<RankHeader, String> {
+pub fn parse_header(b: &[u8]) -> Result<RankHeader, crate::error::Invalid> {
     let (mut rank, mut ranks, mut host, mut pid, mut source, mut tsc_hz, mut epoch) = (None, None, None, None, None, None, None);
     for f in fields(b) {
         match f? {
@@ -179,7 +179,7 @@ pub fn parse_header(b: &[u8]) -> Result<RankHeader, String> {
             }
             (6, Value::Float(v)) => tsc_hz = Some(v),
             (7, Value::Float(v)) => epoch = Some(v),
-            (n @ 1..=7, _) => return Err(mismatch(n)),
+            (n @ 1..=7, _) => return Err(mismatch(n).into()),
             _ => {}
         }
     }
@@ -221,7 +221,7 @@ pub fn end_bytes(footer: &RankFooter, modules: &[&Module]) -> Vec<u8> {
 ///
 /// # Errors
 /// A message naming the malformed field.
-pub fn parse_end(b: &[u8]) -> Result<(RankFooter, Vec<Module>), String> {
+pub fn parse_end(b: &[u8]) -> Result<(RankFooter, Vec<Module>), crate::error::Invalid> {
     let (mut footer, mut modules) = (RankFooter::default(), Vec::new());
     for f in fields(b) {
         match f? {
@@ -232,7 +232,7 @@ pub fn parse_end(b: &[u8]) -> Result<(RankFooter, Vec<Module>), String> {
             (5, Value::Int(v)) => footer.overhead_wall_ns = v,
             (6, Value::Bytes(v)) => footer.counters = unpack(v)?,
             (7, Value::Bytes(v)) => modules.push(parse_module(v)?),
-            (n @ 1..=7, _) => return Err(mismatch(n)),
+            (n @ 1..=7, _) => return Err(mismatch(n).into()),
             _ => {}
         }
     }
@@ -277,7 +277,7 @@ pub fn pack(note: &str) -> Vec<u8> {
 ///
 /// # Errors
 /// When the text is not UTF-8 or ends in an escape.
-pub fn unpack(packed: &[u8]) -> Result<String, String> {
+pub fn unpack(packed: &[u8]) -> Result<String, crate::error::Invalid> {
     let mut out = Vec::with_capacity(packed.len() + 64);
     let mut bytes = packed.iter();
     while let Some(&b) = bytes.next() {
@@ -287,7 +287,7 @@ pub fn unpack(packed: &[u8]) -> Result<String, String> {
             _ => out.push(b),
         }
     }
-    text(&out, "counters note")
+    Ok(text(&out, "counters note")?)
 }
 
 #[cfg(test)]
