@@ -14,6 +14,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use statrs::statistics::{Data, Median, Statistics};
+
 use crate::bench::{csv_error, csv_rows};
 use crate::error::{Error, ErrorKind};
 
@@ -165,19 +167,11 @@ fn segment_mean(watts: &[f64]) -> Option<f64> {
         return None;
     }
     let kept = &watts[TRIM..watts.len() - TRIM];
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
-    let med = median(&mut kept.to_vec());
-    let mad = 1.4826 * median(&mut kept.iter().map(|w| (w - med).abs()).collect());
-    let good: Vec<f64> = kept.iter().copied().filter(|w| mad == 0.0 || (w - med).abs() <= OUTLIER_MADS * mad).collect();
-    Some(good.iter().sum::<f64>() / good.len() as f64)
+    // Medians of even counts are the mean of the two middle values.
+    let med = Data::new(kept.to_vec()).median();
+    // The median absolute deviation, scaled to estimate a normal's σ.
+    let mad = 1.4826 * Data::new(kept.iter().map(|w| (w - med).abs()).collect::<Vec<_>>()).median();
+    Some(kept.iter().filter(|&&w| mad == 0.0 || (w - med).abs() <= OUTLIER_MADS * mad).mean())
 }
 
 /// Fits every host of `samples` (see the module doc); `name` names the

@@ -83,6 +83,7 @@ impl LogHistogram {
 
     /// The `q`-quantile (0 ≤ q ≤ 1; nearest rank), cycles, within 0.8 %; `None` when empty.
     pub fn quantile(&self, q: f64) -> Option<u64> {
+        // Our own: statrs computes quantiles from the samples, not from histogram buckets.
         if self.count == 0 {
             return None;
         }

@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use statrs::statistics::{Data, Median};
+
 /// One suite case: what was measured and what was predicted, seconds.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Row {
@@ -29,14 +31,7 @@ pub struct Row {
 /// Median of `v` (the mean of the middle two for even lengths); `None`
 /// when empty.
 pub fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(s[n / 2]),
-        _ => Some(0.5 * (s[n / 2 - 1] + s[n / 2])),
-    }
+    (!v.is_empty()).then(|| Data::new(v.to_vec()).median())
 }
 
 /// `100 · (predicted − measured) / measured`, percent.
