@@ -163,10 +163,10 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
     out
 }
 
-/// Header of [`csv`].
+/// Header of [`csv()`].
 pub const CSV_HEADER: &str = "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,note";
 
-/// One line of [`csv`], in [`CSV_HEADER`] order.
+/// One line of [`csv()`], in [`CSV_HEADER`] order.
 #[derive(serde::Serialize)]
 struct CsvRow<'a> {
     program: &'a str,

@@ -110,10 +110,10 @@ pub fn markdown(rows: &[SweepRow], preamble: &str) -> String {
     out
 }
 
-/// Header of [`csv`].
+/// Header of [`csv()`].
 pub const CSV_HEADER: &str = "program,ranks,latency_factor,bandwidth_factor,base_predicted_s,predicted_s,predicted_change_pct,base_measured_s,measured_s,measured_change_pct,change_error_pct";
 
-/// One line of [`csv`], in [`CSV_HEADER`] order.
+/// One line of [`csv()`], in [`CSV_HEADER`] order.
 #[derive(serde::Serialize)]
 struct CsvRow<'a> {
     program: &'a str,
