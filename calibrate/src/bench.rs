@@ -282,47 +282,80 @@ pub fn shuffled_plan(sizes: &[u64], reps: usize, seed: u64) -> Vec<u64> {
     plan
 }
 
-/// Parses a samples CSV (header [`CSV_HEADER`]).
+/// Parses a samples CSV (header [`CSV_HEADER`]; fields may be quoted,
+/// blank lines are skipped).
 ///
 /// # Errors
 /// [`ErrorKind::Io`] when `path` cannot be read; [`ErrorKind::Csv`] naming
 /// `path` and the line of a bad header or row.
 pub fn read_csv(path: &Path) -> Result<Vec<Sample>, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let bad = |line: usize, what: &str| Error::new(ErrorKind::Csv, format!("{}:{line}: {what}", path.display()));
-    let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, h)) if h.trim() == CSV_HEADER => {}
-        _ => return Err(bad(1, &format!("expected header `{CSV_HEADER}`"))),
+    let mut rows = csv_rows(&text, path);
+    match rows.next().transpose()? {
+        Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
+        _ => return Err(csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
     }
     let mut out = Vec::new();
-    for (i, line) in lines {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    for row in rows {
+        let (n, r) = row?;
+        let bad = |what: &str| csv_error(path, Some(n), what);
+        let f: Vec<&str> = r.iter().map(str::trim).collect();
         if f.len() != 4 {
-            return Err(bad(i + 1, "expected 4 fields"));
+            return Err(bad("expected 4 fields"));
         }
-        let op = Op::ALL.into_iter().find(|o| o.name() == f[0]).ok_or_else(|| bad(i + 1, &format!("unknown op `{}`", f[0])))?;
-        let size_bytes = f[1].parse().map_err(|_| bad(i + 1, &format!("bad size_bytes `{}`", f[1])))?;
-        let start_s = f[2].parse().map_err(|_| bad(i + 1, &format!("bad start_s `{}`", f[2])))?;
-        let duration_s = f[3].parse().map_err(|_| bad(i + 1, &format!("bad duration_s `{}`", f[3])))?;
+        let op = Op::ALL.into_iter().find(|o| o.name() == f[0]).ok_or_else(|| bad(&format!("unknown op `{}`", f[0])))?;
+        let size_bytes = f[1].parse().map_err(|_| bad(&format!("bad size_bytes `{}`", f[1])))?;
+        let start_s = f[2].parse().map_err(|_| bad(&format!("bad start_s `{}`", f[2])))?;
+        let duration_s = f[3].parse().map_err(|_| bad(&format!("bad duration_s `{}`", f[3])))?;
         out.push(Sample { op, size_bytes, start_s, duration_s });
     }
     Ok(out)
 }
 
-/// Writes samples as CSV with header [`CSV_HEADER`].
+/// The records of the CSV `text` read from `path`, with their 1-based
+/// lines (see [`simulator::csv_text::records`]).
+pub(crate) fn csv_rows<'a>(text: &'a str, path: &'a Path) -> impl Iterator<Item = Result<simulator::csv_text::Line, Error>> + 'a {
+    simulator::csv_text::records(text).map(move |r| r.map_err(|(line, what)| csv_error(path, line, &what)))
+}
+
+/// An [`ErrorKind::Csv`] error: `path:line: what`, or `path: what`.
+pub(crate) fn csv_error(path: &Path, line: Option<u64>, what: &str) -> Error {
+    match line {
+        Some(l) => Error::new(ErrorKind::Csv, format!("{}:{l}: {what}", path.display())),
+        None => Error::new(ErrorKind::Csv, format!("{}: {what}", path.display())),
+    }
+}
+
+/// One row of a samples CSV; the field names are the header's columns.
+#[derive(serde::Serialize)]
+struct Row {
+    op: &'static str,
+    size_bytes: u64,
+    start_s: f64,
+    duration_s: f64,
+}
+
+/// Writes samples as CSV with header [`CSV_HEADER`], seconds with the
+/// shortest digits that read back to the same value.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming `path`.
 pub fn write_csv(path: &Path, samples: &[Sample]) -> Result<(), Error> {
-    let mut text = format!("{CSV_HEADER}\n");
+    let io = |e: csv::Error| {
+        let what = e.to_string();
+        match e.into_kind() {
+            csv::ErrorKind::Io(e) => Error::io(path, e),
+            _ => Error::new(ErrorKind::Csv, format!("{}: {what}", path.display())),
+        }
+    };
+    let mut w = csv::Writer::from_path(path).map_err(io)?;
     for s in samples {
-        text.push_str(&format!("{},{},{:.9},{:.9e}\n", s.op, s.size_bytes, s.start_s, s.duration_s));
+        w.serialize(Row { op: s.op.name(), size_bytes: s.size_bytes, start_s: s.start_s, duration_s: s.duration_s }).map_err(io)?;
     }
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    if samples.is_empty() {
+        w.write_record(CSV_HEADER.split(',')).map_err(io)?;
+    }
+    w.flush().map_err(|e| Error::io(path, e))
 }
 
 /// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014): small, seeded, portable.
@@ -379,10 +412,16 @@ mod tests {
         ];
         write_csv(&f, &samples).unwrap();
         assert_eq!(read_csv(&f).unwrap(), samples);
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(text.starts_with(&format!("{CSV_HEADER}\npingpong,8,0.5,2.5e-7\n")), "{text}");
         std::fs::write(&f, format!("{CSV_HEADER}\nsend,8,0.1,1e-7\nbcast,8,0.2,1e-7\n")).unwrap();
         let e = read_csv(&f).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Csv);
         assert!(e.to_string().ends_with("s.csv:3: unknown op `bcast`"), "{e}");
+        write_csv(&f, &[]).unwrap();
+        assert_eq!((std::fs::read_to_string(&f).unwrap(), read_csv(&f).unwrap()), (format!("{CSV_HEADER}\n"), vec![]));
+        std::fs::write(&f, format!("{CSV_HEADER}\n\nsend,8,0.1\n")).unwrap();
+        assert!(read_csv(&f).unwrap_err().to_string().ends_with("s.csv:3: expected 4 fields"));
         std::fs::write(&f, "size,time\n").unwrap();
         assert!(read_csv(&f).unwrap_err().to_string().contains(":1: expected header"));
     }

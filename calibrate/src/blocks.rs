@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use simulator::trace::actions::ComputeTime;
+use statrs::statistics::Statistics;
 
 use crate::error::{Error, ErrorKind};
 use crate::speed::for_each_block;
@@ -23,7 +24,7 @@ pub const DEFAULT_EPSILON: f64 = 0.02;
 /// `times`: block durations in execution order, seconds.
 pub fn threshold_iteration(times: &[f64], epsilon: f64) -> Option<(usize, f64)> {
     let th = joint_threshold(&[times], epsilon, 0.0)?;
-    Some((th, times[..th].iter().sum::<f64>() / th as f64))
+    Some((th, times[..th].mean()))
 }
 
 /// The threshold of several sequences of the same blocks (e.g. their CPU

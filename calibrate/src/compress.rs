@@ -37,6 +37,7 @@ use std::path::Path;
 use simulator::trace::actions::ComputeTime;
 use simulator::trace::codec::MAX_REPEAT_BODY;
 use simulator::trace::{open_dir, rank_file_name, CallRecord, Params, RankTrace, RankWriter, META_FILE};
+use statrs::statistics::Statistics;
 
 use crate::blocks::joint_threshold;
 use crate::error::{Error, ErrorKind};
@@ -224,7 +225,7 @@ fn region_averages(recs: &[CallRecord], epsilon: f64, floor_ns: f64) -> HashMap<
     seqs.into_iter()
         .map(|(key, (cpu, wall))| {
             let th = joint_threshold(&[&cpu, &wall], epsilon, floor_ns).expect("a region has blocks");
-            let mean = |v: &[f64]| (v[th.min(v.len() - 1)..].iter().sum::<f64>() / (v.len() - th).max(1) as f64).round() as u64;
+            let mean = |v: &[f64]| v[th.min(v.len() - 1)..].mean().round() as u64;
             let avg = Average { th: if th >= cpu.len() { usize::MAX } else { th }, cpu_ns: mean(&cpu), wall_ns: mean(&wall) };
             (key, avg)
         })

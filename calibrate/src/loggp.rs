@@ -21,6 +21,7 @@ use crate::bench::{Op, Sample};
 use crate::error::{Error, ErrorKind};
 use crate::segmented::median_by_size;
 use simulator::network::loggp::LogGps;
+use statrs::statistics::{Data, Median};
 
 /// Largest size whose `o_s(s)` enters the median giving `o_s`, bytes.
 pub const SMALL_BYTES: u64 = 1024;
@@ -69,8 +70,7 @@ pub fn fit_loggp(samples: &[Sample], n: u32, d_s: f64, o_r_s: f64) -> Result<Log
     if small.is_empty() {
         small = rows.iter().map(|r| r.3).collect();
     }
-    small.sort_by(f64::total_cmp);
-    let o_s = small[small.len() / 2].max(0.0);
+    let o_s = Data::new(small).median().max(0.0);
     let first = rows.iter().min_by_key(|r| r.0).map_or(0.0, |r| r.1);
     let latency = (first / 2.0 - o_s - o_r_s).max(0.0);
     // S: the rendezvous threshold is not part of the PRTT fit (the

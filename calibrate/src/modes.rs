@@ -16,6 +16,8 @@
 
 use std::collections::BTreeMap;
 
+use statrs::statistics::{Data, Median, OrderStatistics, Statistics};
+
 use crate::bench::{Op, Sample};
 
 /// Least share of a size's samples in each mode (dimensionless).
@@ -40,13 +42,17 @@ pub struct Split {
     pub slow_share: f64,
 }
 
-fn median(sorted: &[f64]) -> f64 {
-    let m = sorted.len();
-    if m % 2 == 1 {
-        sorted[m / 2]
-    } else {
-        0.5 * (sorted[m / 2 - 1] + sorted[m / 2])
-    }
+/// Median of `v` (non-empty), the mean of the two middle values for an
+/// even count.
+fn median(v: &[f64]) -> f64 {
+    Median::median(&Data::new(v.to_vec()))
+}
+
+/// Log of the interquartile ratio `Q3 / Q1` of `v` (non-empty, positive),
+/// quartiles interpolated between order statistics (statrs's R-8 rule).
+fn log_iqr(v: &[f64]) -> f64 {
+    let mut d = Data::new(v.to_vec());
+    (d.upper_quartile() / d.lower_quartile()).ln()
 }
 
 /// The fast and slow modes of `durations` (seconds, any order), or `None`
@@ -65,8 +71,7 @@ pub fn split_modes(durations: &[f64]) -> Option<Split> {
     let (mf, ms) = (median(fast), median(slow));
     let gap = (v[k] / v[k - 1]).ln();
     // Each cluster a mode: its interquartile range (log) well inside the gap.
-    let iqr = |c: &[f64]| (c[(c.len() * 3) / 4] / c[c.len() / 4]).ln();
-    let tight = iqr(fast) <= 0.5 * gap && iqr(slow) <= 0.5 * gap;
+    let tight = log_iqr(fast) <= 0.5 * gap && log_iqr(slow) <= 0.5 * gap;
     (tight && ms / mf >= MIN_MODE_RATIO && gap >= MIN_GAP_SHARE * (ms / mf).ln()).then(|| Split {
         cut_s: (v[k - 1] * v[k]).sqrt(),
         fast_median_s: mf,
@@ -91,7 +96,7 @@ impl Bimodal {
     pub fn warning(&self) -> String {
         let (lo, hi) = (self.sizes.keys().next().copied().unwrap_or(0), self.sizes.keys().last().copied().unwrap_or(0));
         let ratios: Vec<f64> = self.sizes.values().map(|s| s.slow_median_s / s.fast_median_s).collect();
-        let share = self.sizes.values().map(|s| s.slow_share).sum::<f64>() / self.sizes.len().max(1) as f64;
+        let share = self.sizes.values().map(|s| s.slow_share).mean();
         format!(
             "warning: {} is bimodal at {} of {} sizes in {lo}..{hi} B (slow mode {:.1}-{:.1}x the fast one, {:.0}% of their samples); fitted on the fast mode",
             self.op,
@@ -171,7 +176,6 @@ impl SlowState {
             let w = &raw[i.saturating_sub(2)..(i + 3).min(raw.len())];
             l.1 = 2 * w.iter().filter(|&&x| x).count() > w.len();
         }
-        ratios.sort_by(f64::total_cmp);
         let slow_share = labels.iter().filter(|l| l.1).count() as f64 / labels.len() as f64;
         Some(SlowState { slow_share, ratio: median(&ratios), sizes: (sizes[0], sizes[sizes.len() - 1]), of_sizes: sizes.len(), labels })
     }

@@ -20,6 +20,7 @@
 use std::path::Path;
 
 use simulator::network::P2pModel;
+use statrs::statistics::{Data, Median};
 
 use crate::bench::{self, Launcher, Op, Sample};
 use crate::error::{Error, ErrorKind};
@@ -208,9 +209,8 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
     };
     let isend = if samples.iter().any(|s| s.op == Op::Isend) { Some(one(Op::Isend)?) } else { None };
     let median = |op: Op| {
-        let mut v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
-        v.sort_by(f64::total_cmp);
-        (!v.is_empty()).then(|| v[v.len() / 2])
+        let v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
+        (!v.is_empty()).then(|| Data::new(v).median())
     };
     Ok(NetworkFit {
         transfer,

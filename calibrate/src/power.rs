@@ -14,6 +14,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use statrs::statistics::{Data, Median, Statistics};
+
+use crate::bench::{csv_error, csv_rows};
 use crate::error::{Error, ErrorKind};
 
 /// Samples dropped at each end of a steady segment.
@@ -47,25 +50,23 @@ pub struct PowerSample {
 /// line of a wrong header, a missing column or a non-numeric field.
 pub fn read_csv(path: &Path) -> Result<Vec<PowerSample>, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let bad = |line: usize, what: String| Error::new(ErrorKind::Csv, format!("{}:{line}: {what}", path.display()));
-    let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, h)) if h.split(',').map(str::trim).eq(CSV_HEADER.split(',')) => {}
-        _ => return Err(bad(1, format!("expected header `{CSV_HEADER}`"))),
+    let mut rows = csv_rows(&text, path);
+    match rows.next().transpose()? {
+        Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
+        _ => return Err(csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
     }
     let mut out = Vec::new();
-    for (i, line) in lines {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    for row in rows {
+        let (n, r) = row?;
+        let bad = |what: String| csv_error(path, Some(n), &what);
+        let f: Vec<&str> = r.iter().map(str::trim).collect();
         if f.len() != 5 {
-            return Err(bad(i + 1, format!("expected 5 columns ({CSV_HEADER}), found {}", f.len())));
+            return Err(bad(format!("expected 5 columns ({CSV_HEADER}), found {}", f.len())));
         }
         let num = |k: usize, name: &str| {
-            f[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| bad(i + 1, format!("{name} `{}` is not a number", f[k])))
+            f[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| bad(format!("{name} `{}` is not a number", f[k])))
         };
-        let active = f[3].parse::<u32>().map_err(|_| bad(i + 1, format!("active_cores `{}` is not a whole number", f[3])))?;
+        let active = f[3].parse::<u32>().map_err(|_| bad(format!("active_cores `{}` is not a whole number", f[3])))?;
         out.push(PowerSample {
             timestamp_s: num(0, "timestamp_s")?,
             host: f[1].to_string(),
@@ -166,19 +167,11 @@ fn segment_mean(watts: &[f64]) -> Option<f64> {
         return None;
     }
     let kept = &watts[TRIM..watts.len() - TRIM];
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    };
-    let med = median(&mut kept.to_vec());
-    let mad = 1.4826 * median(&mut kept.iter().map(|w| (w - med).abs()).collect());
-    let good: Vec<f64> = kept.iter().copied().filter(|w| mad == 0.0 || (w - med).abs() <= OUTLIER_MADS * mad).collect();
-    Some(good.iter().sum::<f64>() / good.len() as f64)
+    // Medians of even counts are the mean of the two middle values.
+    let med = Data::new(kept.to_vec()).median();
+    // The median absolute deviation, scaled to estimate a normal's σ.
+    let mad = 1.4826 * Data::new(kept.iter().map(|w| (w - med).abs()).collect::<Vec<_>>()).median();
+    Some(kept.iter().filter(|&&w| mad == 0.0 || (w - med).abs() <= OUTLIER_MADS * mad).mean())
 }
 
 /// Fits every host of `samples` (see the module doc); `name` names the
@@ -349,6 +342,7 @@ mod tests {
         assert!(e(&format!("{CSV_HEADER}\n0,n,1e9,1,50\n1,n,1e9,1\n"))
             .ends_with("power.csv:3: expected 5 columns (timestamp_s,host,pstate_or_frequency_hz,active_cores,watts), found 4"));
         assert!(e(&format!("{CSV_HEADER}\n0,n,1e9,1,high\n")).ends_with("power.csv:2: watts `high` is not a number"));
+        assert!(e(&format!("{CSV_HEADER}\n\n0,\"node 1, rack 2\",1e9,1,x\n")).ends_with("power.csv:3: watts `x` is not a number"));
         let one: Vec<PowerSample> = synthetic().0.into_iter().filter(|s| s.pstate == 1.2e9).collect();
         let e = fit_power(&one, Path::new("power.csv")).unwrap_err();
         assert!(e.to_string().starts_with("power.csv: host node0: a single pstate"), "{e}");

@@ -29,6 +29,7 @@
 //!   parameters for `m` pieces (2 coefficients each, m − 1 breakpoints).
 
 use simulator::network::{Piecewise, Segment};
+use statrs::statistics::{Data, Median, Statistics};
 
 use crate::error::{Error, ErrorKind};
 
@@ -164,10 +165,7 @@ pub fn mean_by_size(samples: &[(u64, f64)]) -> Vec<(u64, f64)> {
     sorted
         .chunk_by(|a, b| a.0 == b.0)
         .zip(medians)
-        .map(|(group, (size, median))| {
-            let kept: Vec<f64> = group.iter().map(|x| x.1).filter(|&y| y <= PREEMPTED_FACTOR * median).collect();
-            (size, kept.iter().sum::<f64>() / kept.len() as f64)
-        })
+        .map(|(group, (size, median))| (size, group.iter().map(|x| x.1).filter(|&y| y <= PREEMPTED_FACTOR * median).mean()))
         .collect()
 }
 
@@ -181,11 +179,7 @@ pub fn median_by_size(samples: &[(u64, f64)]) -> Vec<(u64, f64)> {
     sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
     sorted
         .chunk_by(|a, b| a.0 == b.0)
-        .map(|group| {
-            let m = group.len();
-            let median = if m % 2 == 1 { group[m / 2].1 } else { 0.5 * (group[m / 2 - 1].1 + group[m / 2].1) };
-            (group[0].0, median)
-        })
+        .map(|group| (group[0].0, Data::new(group.iter().map(|x| x.1).collect::<Vec<_>>()).median()))
         .collect()
 }
 
@@ -249,6 +243,7 @@ pub fn fit(samples: &[(u64, f64)], options: &FitOptions) -> Result<SegmentedFit,
     }
 
     let nf = n as f64;
+    // The segmented least-squares fit and its BIC are our own: no kept crate fits segmented regressions.
     let bic = |m: usize| {
         let mean = (best[m][n] / nf).max(MIN_MEAN_SQUARED_REL_RESIDUAL);
         nf * mean.ln() + (3 * m - 1) as f64 * nf.ln()

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use simulator::action::ComputeTime;
+use statrs::statistics::{Data, Median};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -93,9 +94,9 @@ impl Bench {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// Median of `v` (non-empty; the mean of the two middle values for an even count).
+fn median(v: Vec<f64>) -> f64 {
+    Data::new(v).median()
 }
 
 fn uptime() -> String {

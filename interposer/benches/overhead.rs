@@ -13,6 +13,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use statrs::statistics::{Data, Median, Statistics};
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
@@ -30,9 +32,9 @@ fn run(prog: &Path, iters: &str, env: &[(&str, String)]) -> (f64, f64) {
     (get("pingpong_ns_per_call="), get("iprobe_ns_per_call="))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// Median of `v` (non-empty; the mean of the two middle values for an even count).
+fn median(v: Vec<f64>) -> f64 {
+    Data::new(v).median()
 }
 
 /// Bytes per event of each c-test's trace (section 2).
@@ -72,7 +74,7 @@ fn sizes(root: &Path, lib: &Path) {
         (events_all, bytes_all) = (events_all + events, bytes_all + bytes);
         per_program.push(per);
     }
-    let mean = per_program.iter().sum::<f64>() / per_program.len().max(1) as f64;
+    let mean = if per_program.is_empty() { 0.0 } else { per_program.iter().mean() };
     println!("{:<16} {events_all:>10} {bytes_all:>12} {:>12.2}", "all", bytes_all as f64 / events_all.max(1) as f64);
     println!("mean of the programs' bytes/event: {mean:.2} (goal: <= 12)");
 }

@@ -93,6 +93,7 @@ impl Acc {
     }
 }
 
+// Our own: only running sums are kept, and statrs computes from the samples.
 fn mean_stdev(n: u64, (sum, sq): (f64, f64)) -> (f64, f64) {
     let mean = sum / n as f64;
     (mean, (sq / n as f64 - mean * mean).max(0.0).sqrt())

@@ -64,13 +64,13 @@ impl SpeedRatios {
     ///
     /// # Errors
     /// A message when `ratio` is not finite and positive or `key` is empty
-    /// or holds a double quote or line break.
+    /// or holds a line break.
     pub fn insert(&mut self, key: &str, ratio: f64) -> Result<(), String> {
         if !(ratio.is_finite() && ratio > 0.0) {
             return Err(format!("region `{key}`: ratio {ratio} is not a positive finite number"));
         }
-        if key.is_empty() || key.contains(['"', '\n', '\r']) {
-            return Err(format!("region `{key}`: a key must be non-empty, without quotes or line breaks"));
+        if key.is_empty() || key.contains(['\n', '\r']) {
+            return Err(format!("region `{key}`: a key must be non-empty, without line breaks"));
         }
         let id = region_key_id(key);
         match self.by_id.get(&id) {
@@ -115,37 +115,34 @@ impl SpeedRatios {
     }
 
     /// Parses the text of a ratio file; `path` only names it in errors.
-    /// Blank lines are skipped; the key may be quoted (`""` escapes a quote)
-    /// or bare.
+    /// Blank lines are skipped; the key may be quoted (`""` escapes a
+    /// quote, a quoted key may hold commas) or bare; spaces around the
+    /// ratio are ignored.
     ///
     /// # Errors
     /// [`SpeedError`] naming `path` and the line of a missing or wrong
     /// header, a row without exactly two fields, an unterminated quote, a
     /// ratio that is not a positive finite number, or a key given twice.
     pub fn parse(text: &str, path: &Path) -> Result<SpeedRatios, SpeedError> {
-        let bad = |line: usize, what: String| SpeedError { path: path.to_path_buf(), line: Some(line), what };
-        let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end_matches('\r')));
-        match lines.next() {
-            Some((n, h)) => match split_row(h) {
-                Ok(f) if f == ["start-stop", "ratio"] => {}
-                _ => return Err(bad(n, format!("expected header `{HEADER}`"))),
-            },
+        let bad = |line: u64, what: String| SpeedError { path: path.to_path_buf(), line: Some(line as usize), what };
+        let mut rows = crate::csv_text::records(text)
+            .map(|r| r.map_err(|(line, what)| SpeedError { path: path.to_path_buf(), line: line.map(|l| l as usize), what }));
+        match rows.next().transpose()? {
+            Some((_, h)) if h.iter().map(str::trim).eq(["start-stop", "ratio"]) => {}
+            Some((n, _)) => return Err(bad(n, format!("expected header `{HEADER}`"))),
             None => {
                 return Err(SpeedError { path: path.to_path_buf(), line: None, what: format!("empty file; expected header `{HEADER}`") })
             }
         }
         let mut out = SpeedRatios::new();
-        for (n, line) in lines {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let f = split_row(line).map_err(|w| bad(n, w))?;
+        for row in rows {
+            let (n, f) = row?;
             if f.len() != 2 {
                 return Err(bad(n, format!("expected 2 fields (\"start-stop\",ratio), found {}", f.len())));
             }
-            let ratio: f64 = f[1].trim().parse().map_err(|_| bad(n, format!("ratio `{}` is not a number", f[1])))?;
+            let ratio: f64 = f[1].trim().parse().map_err(|_| bad(n, format!("ratio `{}` is not a number", &f[1])))?;
             if out.get_key(&f[0]).is_some() {
-                return Err(bad(n, format!("region `{}` given twice", f[0])));
+                return Err(bad(n, format!("region `{}` given twice", &f[0])));
             }
             out.insert(&f[0], ratio).map_err(|w| bad(n, w))?;
         }
@@ -162,13 +159,16 @@ impl SpeedRatios {
     }
 
     /// The file text: [`HEADER`], then `"<key>",<ratio>` per region in
-    /// insertion order, ratios with enough digits to round-trip.
+    /// insertion order (quotes in a key doubled), ratios with enough
+    /// digits to round-trip.
     pub fn to_csv(&self) -> String {
-        let mut out = format!("{HEADER}\n");
-        for (key, ratio) in &self.entries {
-            out.push_str(&format!("\"{key}\",{ratio}\n"));
+        let mut w = csv::WriterBuilder::new().quote_style(csv::QuoteStyle::NonNumeric).from_writer(Vec::new());
+        let rows = std::iter::once(["start-stop".to_string(), "ratio".to_string()])
+            .chain(self.entries.iter().map(|(key, ratio)| [key.clone(), ratio.to_string()]));
+        for row in rows {
+            w.write_record(&row).expect("CSV into memory");
         }
-        out
+        String::from_utf8(w.into_inner().expect("CSV into memory")).expect("CSV of UTF-8 fields")
     }
 
     /// Writes [`SpeedRatios::to_csv`] to `path`.
@@ -177,47 +177,6 @@ impl SpeedRatios {
     /// [`SpeedError`] naming `path` when it cannot be written.
     pub fn save(&self, path: &Path) -> Result<(), SpeedError> {
         std::fs::write(path, self.to_csv()).map_err(|e| SpeedError { path: path.to_path_buf(), line: None, what: e.to_string() })
-    }
-}
-
-/// Splits one CSV row into unquoted fields.
-fn split_row(line: &str) -> Result<Vec<String>, String> {
-    let mut fields = Vec::new();
-    let mut chars = line.chars().peekable();
-    loop {
-        let mut field = String::new();
-        if chars.peek() == Some(&'"') {
-            chars.next();
-            loop {
-                match chars.next() {
-                    Some('"') if chars.peek() == Some(&'"') => {
-                        chars.next();
-                        field.push('"');
-                    }
-                    Some('"') => break,
-                    Some(c) => field.push(c),
-                    None => return Err("unterminated quoted field".into()),
-                }
-            }
-            while chars.peek().is_some_and(|&c| c != ',') {
-                if !chars.next().is_some_and(char::is_whitespace) {
-                    return Err("text after a closing quote".into());
-                }
-            }
-        } else {
-            while let Some(&c) = chars.peek() {
-                if c == ',' {
-                    break;
-                }
-                field.push(c);
-                chars.next();
-            }
-        }
-        fields.push(field);
-        match chars.next() {
-            Some(',') => continue,
-            _ => return Ok(fields),
-        }
     }
 }
 
@@ -247,6 +206,30 @@ mod tests {
         let text = "\"start-stop\",\"ratio\"\r\n\"a.c:10:a.c:20\",1.5\r\n\r\nb.c:1:b.c:2, 0.25\n";
         let r = SpeedRatios::parse(text, Path::new("x.csv")).unwrap();
         assert_eq!(r.entries(), &[("a.c:10:a.c:20".to_string(), 1.5), ("b.c:1:b.c:2".to_string(), 0.25)]);
+    }
+
+    #[test]
+    fn keys_with_commas_and_quotes_round_trip() {
+        let mut r = SpeedRatios::new();
+        r.insert("my,file.c:12:my \"q\".c:30", 1.25).unwrap();
+        r.insert("plain.c:1:plain.c:2", 3.0).unwrap();
+        let text = r.to_csv();
+        assert_eq!(text, format!("{HEADER}\n\"my,file.c:12:my \"\"q\"\".c:30\",1.25\n\"plain.c:1:plain.c:2\",3\n"));
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ratios.csv");
+        r.save(&p).unwrap();
+        let back = SpeedRatios::load(&p).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.get_key("my,file.c:12:my \"q\".c:30"), Some(1.25));
+    }
+
+    #[test]
+    fn a_malformed_line_is_named_by_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ratios.csv");
+        std::fs::write(&p, format!("{HEADER}\n\"a.c:1:a.c:2\",1\n\nmy,file.c:1:my,file.c:2,2\n")).unwrap();
+        let e = SpeedRatios::load(&p).unwrap_err().to_string();
+        assert_eq!(e, format!("{}:4: expected 2 fields (\"start-stop\",ratio), found 4", p.display()));
     }
 
     #[test]

@@ -3,6 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use statrs::distribution::{ContinuousCDF, Normal};
+use statrs::statistics::{Data, Median, OrderStatistics};
+
 use crate::bench::{Op, Sample};
 use crate::segmented;
 
@@ -72,10 +75,9 @@ fn validate_all(fit: &NetworkFit, held: &[Sample]) -> Option<Validation> {
     let pts: Vec<(u64, f64)> =
         held.iter().filter(|s| s.op == Op::Pingpong && s.duration_s > 0.0).map(|s| (s.size_bytes, s.duration_s)).collect();
     let rel = |(size, y): (u64, f64)| (fit.transfer.eval(size) - y).abs() / y;
-    let quantile = |mut v: Vec<f64>, p: f64| {
-        v.sort_by(f64::total_cmp);
-        v[((v.len() - 1) as f64 * p).round() as usize]
-    };
+    // Quantiles interpolated between order statistics (statrs's R-8 rule;
+    // the median of an even count is the mean of the two middle values).
+    let quantile = |v: Vec<f64>, p: f64| Data::new(v).quantile(p);
     if pts.is_empty() {
         return None;
     }
@@ -96,26 +98,28 @@ fn validate_all(fit: &NetworkFit, held: &[Sample]) -> Option<Validation> {
 /// How stable the per-size ping-pong medians of `samples` are: the median
 /// over sizes of the relative half-width of the 95 % confidence interval
 /// of each size's median, from order statistics (the sorted samples
-/// `n/2 ± 0.98 √n`); infinite with no size of 4 samples or more.
+/// `n/2 ± z √n / 2`, z the normal 97.5 % quantile, 1.96); infinite with no
+/// size of 4 samples or more. Medians of even counts are the mean of the
+/// two middle values. Dimensionless.
 pub fn median_ci(samples: &[Sample]) -> f64 {
+    let half_z = Normal::standard().inverse_cdf(0.975) / 2.0;
     let mut by: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.op == Op::Pingpong) {
         by.entry(s.size_bytes).or_default().push(s.duration_s);
     }
-    let mut widths: Vec<f64> = by
+    let widths: Vec<f64> = by
         .into_values()
         .filter(|v| v.len() >= 4)
         .map(|mut v| {
             v.sort_by(f64::total_cmp);
             let n = v.len() as f64;
             let (lo, hi) =
-                ((n / 2.0 - 0.98 * n.sqrt()).floor().max(0.0) as usize, ((n / 2.0 + 0.98 * n.sqrt()).ceil() as usize).min(v.len() - 1));
-            (v[hi] - v[lo]) / (2.0 * v[v.len() / 2])
+                ((n / 2.0 - half_z * n.sqrt()).floor().max(0.0) as usize, ((n / 2.0 + half_z * n.sqrt()).ceil() as usize).min(v.len() - 1));
+            (v[hi] - v[lo]) / (2.0 * Median::median(&Data::new(v)))
         })
         .collect();
     if widths.is_empty() {
         return f64::INFINITY;
     }
-    widths.sort_by(f64::total_cmp);
-    widths[widths.len() / 2]
+    Median::median(&Data::new(widths))
 }

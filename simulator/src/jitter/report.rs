@@ -55,6 +55,7 @@ impl Band {
     /// # Panics
     /// If `xs` is empty.
     pub fn of(xs: &[f64]) -> Band {
+        // Our own: statrs's quantiles use the R-8 rule, these the linear R-7 rule (as numpy's default).
         let mut v = xs.to_vec();
         v.sort_by(f64::total_cmp);
         let q = |p: f64| {

@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use statrs::statistics::{Data, Median};
+
 /// One suite case: what was measured and what was predicted, seconds.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Row {
@@ -29,14 +31,7 @@ pub struct Row {
 /// Median of `v` (the mean of the middle two for even lengths); `None`
 /// when empty.
 pub fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(s[n / 2]),
-        _ => Some(0.5 * (s[n / 2 - 1] + s[n / 2])),
-    }
+    (!v.is_empty()).then(|| Data::new(v.to_vec()).median())
 }
 
 /// `100 · (predicted − measured) / measured`, percent.
@@ -168,30 +163,55 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
     out
 }
 
-/// The table as CSV: one line per case, empty fields for missing values,
-/// the plain runs' `wall_s` `;`-separated in `runs_s`.
+/// Header of [`csv()`].
+pub const CSV_HEADER: &str = "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,note";
+
+/// One line of [`csv()`], in [`CSV_HEADER`] order.
+#[derive(serde::Serialize)]
+struct CsvRow<'a> {
+    program: &'a str,
+    ranks: u32,
+    measured_s: Option<String>,
+    traced_s: Option<String>,
+    offline_s: Option<String>,
+    online_s: Option<String>,
+    offline_error_pct: Option<String>,
+    online_error_pct: Option<String>,
+    runs_s: String,
+    note: &'a str,
+}
+
+/// The table as CSV (header [`CSV_HEADER`]): one line per case, seconds
+/// and percents in `{:e}` notation, empty fields for missing values, the
+/// plain runs' `wall_s` `;`-separated in `runs_s`; fields holding a comma
+/// or quote are quoted.
 pub fn csv(rows: &[Row]) -> String {
-    let f = |v: Option<f64>| v.map_or_else(String::new, |x| format!("{x:e}"));
-    let mut out = String::from("program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,note\n");
+    let f = |v: Option<f64>| v.map(|x| format!("{x:e}"));
+    to_csv(
+        CSV_HEADER,
+        rows.iter().map(|r| CsvRow {
+            program: &r.name,
+            ranks: r.ranks,
+            measured_s: f(r.measured_s()),
+            traced_s: f(r.traced_s),
+            offline_s: f(r.offline_s),
+            online_s: f(r.online_s),
+            offline_error_pct: f(r.offline_error_pct()),
+            online_error_pct: f(r.online_error_pct()),
+            runs_s: r.measured.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
+            note: &r.note,
+        }),
+    )
+}
+
+/// CSV text: the comma-separated `header`, then one record per row.
+pub(crate) fn to_csv<T: serde::Serialize>(header: &str, rows: impl IntoIterator<Item = T>) -> String {
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+    w.write_record(header.split(',')).expect("CSV into memory");
     for r in rows {
-        let runs: Vec<String> = r.measured.iter().map(|x| format!("{x:e}")).collect();
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},\"{}\"",
-            r.name,
-            r.ranks,
-            f(r.measured_s()),
-            f(r.traced_s),
-            f(r.offline_s),
-            f(r.online_s),
-            f(r.offline_error_pct()),
-            f(r.online_error_pct()),
-            runs.join(";"),
-            r.note.replace('"', "'")
-        )
-        .expect("write to String");
+        w.serialize(r).expect("CSV of plain fields into memory");
     }
-    out
+    String::from_utf8(w.into_inner().expect("CSV into memory")).expect("CSV of UTF-8 fields")
 }
 
 /// Draws predicted (offline: circles, online: crosses) against measured
@@ -305,7 +325,12 @@ mod tests {
         let c = csv(&r);
         assert_eq!(c.lines().count(), 4);
         let ring = c.lines().nth(1).unwrap();
-        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,\"\""), "{c}");
+        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,"), "{c}");
+        let mut noted = r[0].clone();
+        noted.note = "plain run failed: \"x\", then y".into();
+        let c = csv(&[noted]);
+        let back: Vec<csv::StringRecord> = csv::Reader::from_reader(c.as_bytes()).records().collect::<Result<_, _>>().unwrap();
+        assert_eq!((back.len(), &back[0][9]), (1, "plain run failed: \"x\", then y"), "{c}");
     }
 
     #[test]

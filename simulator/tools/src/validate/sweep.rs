@@ -110,29 +110,45 @@ pub fn markdown(rows: &[SweepRow], preamble: &str) -> String {
     out
 }
 
-/// The sweep as CSV (empty fields for values not measured).
+/// Header of [`csv()`].
+pub const CSV_HEADER: &str = "program,ranks,latency_factor,bandwidth_factor,base_predicted_s,predicted_s,predicted_change_pct,base_measured_s,measured_s,measured_change_pct,change_error_pct";
+
+/// One line of [`csv()`], in [`CSV_HEADER`] order.
+#[derive(serde::Serialize)]
+struct CsvRow<'a> {
+    program: &'a str,
+    ranks: u32,
+    latency_factor: String,
+    bandwidth_factor: String,
+    base_predicted_s: String,
+    predicted_s: String,
+    predicted_change_pct: String,
+    base_measured_s: Option<String>,
+    measured_s: Option<String>,
+    measured_change_pct: Option<String>,
+    change_error_pct: Option<String>,
+}
+
+/// The sweep as CSV (header [`CSV_HEADER`]): factors as given, seconds
+/// and percents in `{:e}` notation, empty fields for values not measured.
 pub fn csv(rows: &[SweepRow]) -> String {
-    let f = |v: Option<f64>| v.map_or_else(String::new, |x| format!("{x:e}"));
-    let mut out = String::from("program,ranks,latency_factor,bandwidth_factor,base_predicted_s,predicted_s,predicted_change_pct,base_measured_s,measured_s,measured_change_pct,change_error_pct\n");
-    for r in rows {
-        writeln!(
-            out,
-            "{},{},{},{},{:e},{:e},{:e},{},{},{},{}",
-            r.name,
-            r.ranks,
-            r.latency,
-            r.bandwidth,
-            r.base_predicted_s,
-            r.predicted_s,
-            r.predicted_change_pct(),
-            f(r.base_measured_s),
-            f(r.measured_s),
-            f(r.measured_change_pct()),
-            f(r.change_error_pct())
-        )
-        .expect("write to String");
-    }
-    out
+    let e = |x: f64| format!("{x:e}");
+    super::report::to_csv(
+        CSV_HEADER,
+        rows.iter().map(|r| CsvRow {
+            program: &r.name,
+            ranks: r.ranks,
+            latency_factor: r.latency.to_string(),
+            bandwidth_factor: r.bandwidth.to_string(),
+            base_predicted_s: e(r.base_predicted_s),
+            predicted_s: e(r.predicted_s),
+            predicted_change_pct: e(r.predicted_change_pct()),
+            base_measured_s: r.base_measured_s.map(e),
+            measured_s: r.measured_s.map(e),
+            measured_change_pct: r.measured_change_pct().map(e),
+            change_error_pct: r.change_error_pct().map(e),
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -168,6 +184,8 @@ mod tests {
         let t = table(&rows);
         assert!(t.lines().nth(1).unwrap().contains("+100.0") && t.lines().nth(2).unwrap().contains("n/a"), "{t}");
         assert!(markdown(&rows, "p").contains("| ring | 2 | 1 | 0.5 | 1.8000 | +80.0 | 4.0000 | +100.0 | 20.0 |"));
-        assert_eq!(csv(&rows).lines().count(), 3);
+        let c = csv(&rows);
+        assert_eq!(c.lines().count(), 3);
+        assert!(c.starts_with(&format!("{CSV_HEADER}\nring,2,1,0.5,1e0,1.8e0,")) && c.ends_with(",2e0,,,\n"), "{c}");
     }
 }
