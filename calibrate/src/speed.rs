@@ -198,7 +198,7 @@ pub fn speed_ratios(reference: &RegionProfile, target: &RegionProfile, names: (&
     for m in &report.matched {
         // A positive ratio always: a zero target time is clamped to 1 ns.
         let ratio = m.ratio.max(1e-9 / m.reference.seconds);
-        report.ratios.insert(&m.key, ratio).map_err(|e| Error::new(ErrorKind::Mismatch, e))?;
+        report.ratios.insert(&m.key, ratio).map_err(|e| Error::new(ErrorKind::Mismatch, e.0))?;
     }
     Ok(report)
 }

@@ -65,12 +65,12 @@ impl SpeedRatios {
     /// # Errors
     /// A message when `ratio` is not finite and positive or `key` is empty
     /// or holds a line break.
-    pub fn insert(&mut self, key: &str, ratio: f64) -> Result<(), String> {
+    pub fn insert(&mut self, key: &str, ratio: f64) -> Result<(), crate::error::Invalid> {
         if !(ratio.is_finite() && ratio > 0.0) {
-            return Err(format!("region `{key}`: ratio {ratio} is not a positive finite number"));
+            return Err(format!("region `{key}`: ratio {ratio} is not a positive finite number").into());
         }
         if key.is_empty() || key.contains(['\n', '\r']) {
-            return Err(format!("region `{key}`: a key must be non-empty, without line breaks"));
+            return Err(format!("region `{key}`: a key must be non-empty, without line breaks").into());
         }
         let id = region_key_id(key);
         match self.by_id.get(&id) {
@@ -144,7 +144,7 @@ impl SpeedRatios {
             if out.get_key(&f[0]).is_some() {
                 return Err(bad(n, format!("region `{}` given twice", &f[0])));
             }
-            out.insert(&f[0], ratio).map_err(|w| bad(n, w))?;
+            out.insert(&f[0], ratio).map_err(|w| bad(n, w.0))?;
         }
         Ok(out)
     }

@@ -402,7 +402,7 @@ pub fn run(cfg: &Config) -> Result<Report, CollectError> {
     series.push(("node".into(), &report.node));
     let title = format!("OS jitter on {} ({} CPUs, {:.1} s)", report.host, report.cpus.len(), max_seconds);
     crate::plot::histogram_svg(&histogram_svg, &title, &series)
-        .map_err(|what| CollectErrorKind::Io { path: histogram_svg.clone(), error: std::io::Error::other(what) })?;
+        .map_err(|x| CollectErrorKind::Io { path: histogram_svg.clone(), error: std::io::Error::other(x.what) })?;
     Ok(report)
 }
 

@@ -1,18 +1,28 @@
 //! The jitter-duration histogram as an SVG: events per second in each
 //! power-of-two duration bin, log-log, one line per CPU and one for the node.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 
 use crate::summary::DurationSummary;
 
+/// A drawing or I/O failure while writing a plot.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {what}", path.display())]
+pub struct PlotError {
+    /// The SVG file.
+    pub path: PathBuf,
+    /// plotters' one-line description.
+    pub what: String,
+}
+
 /// Draws `series` (name, summary) to an SVG at `path`, titled `title`.
 /// The last series is drawn thicker (it is the node).
 ///
 /// # Errors
-/// A one-line description of the drawing or I/O failure.
-pub fn histogram_svg(path: &Path, title: &str, series: &[(String, &DurationSummary)]) -> Result<(), String> {
+/// [`PlotError`] naming `path`.
+pub fn histogram_svg(path: &Path, title: &str, series: &[(String, &DurationSummary)]) -> Result<(), PlotError> {
     let points = |s: &DurationSummary, seconds_per_event: f64| -> Vec<(f64, f64)> {
         s.histogram
             .iter()
@@ -33,7 +43,7 @@ pub fn histogram_svg(path: &Path, title: &str, series: &[(String, &DurationSumma
         (x0, x1, y0, y1) = (100.0, 1e6, 0.1, 10.0);
     }
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
-    let e = |x: &dyn std::fmt::Display| format!("{}: {x}", path.display());
+    let e = |x: &dyn std::fmt::Display| PlotError { path: path.to_path_buf(), what: x.to_string() };
     root.fill(&WHITE).map_err(|x| e(&x))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))

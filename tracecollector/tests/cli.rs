@@ -170,25 +170,34 @@ fn start_fifo_burster(cpu: u32, busy: Duration, period: Duration, stop: Arc<Atom
 fn induced_jitter_is_measured() {
     let _serial = SAMPLING.lock().unwrap_or_else(|e| e.into_inner());
     let cpu = *online().last().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let burster = match start_fifo_burster(cpu, Duration::from_micros(200), Duration::from_millis(10), stop.clone()) {
-        Ok(h) => h,
-        Err(why) => {
-            println!("SKIPPED induced_jitter_is_measured: {why}");
-            return;
+    // A shared machine can starve the sampler for part of a second; the
+    // detector must find the bursts in one of three runs.
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let burster = match start_fifo_burster(cpu, Duration::from_micros(200), Duration::from_millis(10), stop.clone()) {
+            Ok(h) => h,
+            Err(why) => {
+                println!("SKIPPED induced_jitter_is_measured: {why}");
+                return;
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(&["--duration", "1", "--cpus", &cpu.to_string(), "--out", dir.path().to_str().unwrap(), "--json"]);
+        stop.store(true, Ordering::Relaxed);
+        burster.join().unwrap();
+        json(&out);
+        let files = trace_files_in_dir(dir.path()).unwrap();
+        let t = JitterTrace::read(&files[0]).unwrap();
+        match check_induced(&t, &files[0]) {
+            Ok(()) => return,
+            Err(e) => failures.push(e),
         }
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let out = run(&["--duration", "1", "--cpus", &cpu.to_string(), "--out", dir.path().to_str().unwrap(), "--json"]);
-    stop.store(true, Ordering::Relaxed);
-    burster.join().unwrap();
-    json(&out);
-    let files = trace_files_in_dir(dir.path()).unwrap();
-    let t = JitterTrace::read(&files[0]).unwrap();
-    check_induced(&t, &files[0]);
+    }
+    panic!("induced jitter not found in 3 runs: {}", failures.join("; "));
 }
 
-fn check_induced(t: &JitterTrace, path: &Path) {
+fn check_induced(t: &JitterTrace, path: &Path) -> Result<(), String> {
     let us = |c: u64| c as f64 * 1e6 / t.header.tsc_hz;
     let candidates: Vec<(f64, f64)> = t.events().map(|(s, d)| (us(s), us(d))).filter(|&(_, d)| (150.0..1000.0).contains(&d)).collect();
     let measured_ms = us(t.duration_cycles) / 1e3;
@@ -224,7 +233,14 @@ fn check_induced(t: &JitterTrace, path: &Path) {
         candidates.len(),
         on_grid.len(),
     );
-    assert!(in_band as f64 >= 0.6 * expected, "only {in_band} induced events of ~200 µs, expected ~{expected}: {durations:?}");
-    assert!((195.0..400.0).contains(&median), "median induced event {median} µs");
-    assert!((period_ms - 10.0).abs() < 0.05, "period {period_ms} ms");
+    if (in_band as f64) < 0.6 * expected {
+        return Err(format!("only {in_band} induced events of ~200 µs, expected ~{expected}"));
+    }
+    if !(195.0..400.0).contains(&median) {
+        return Err(format!("median induced event {median} µs"));
+    }
+    if (period_ms - 10.0).abs() >= 0.05 {
+        return Err(format!("period {period_ms} ms"));
+    }
+    Ok(())
 }

@@ -35,9 +35,10 @@ impl RegionRatios {
     /// Reads a ratio file (`"start-stop","ratio"` CSV).
     ///
     /// # Errors
-    /// One line naming the file (and line) at fault.
-    pub fn load(path: &Path) -> Result<RegionRatios, String> {
-        let ratios = SpeedRatios::load(path).map_err(|e| e.to_string())?;
+    /// [`simulator::speed::SpeedError`]: one line naming the file (and
+    /// line) at fault.
+    pub fn load(path: &Path) -> Result<RegionRatios, simulator::speed::SpeedError> {
+        let ratios = SpeedRatios::load(path)?;
         Ok(RegionRatios { ratios, modules: Vec::new(), sym: Symbolizer::new(), cache: HashMap::new(), refreshes: 0 })
     }
 

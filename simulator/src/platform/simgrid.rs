@@ -282,7 +282,8 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
     let at = |what: String| e(format!("line {}: <cluster>: {what}", c.line));
     let req = |k: &str| c.get(k).ok_or_else(|| at(format!("missing attribute {k}")));
     let unit = |k: &str, v: &str, s: &[(&str, f64)]| with_unit(v, s).filter(|x| *x >= 0.0).ok_or_else(|| at(format!("bad {k} `{v}`")));
-    let topology = Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or("")).map_err(|w| at(w.0))?;
+    let topology =
+        Topology::from_simgrid(c.get("topology").unwrap_or("FLAT"), c.get("topo_parameters").unwrap_or("")).map_err(|w| at(w.0))?;
     let speeds: Vec<f64> = req("speed")?.split(',').map(|v| unit("speed", v, SPEED)).collect::<Result<_, _>>()?;
     let speed = speeds[0];
     let cores: u32 = c.get("core").unwrap_or("1").parse().ok().filter(|&n| n > 0).ok_or_else(|| at("bad core".into()))?;
