@@ -52,6 +52,7 @@ int MPI_Finalize(void) {
     if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {
         ipr_online_finalize();
         ipr_finalize();
+        ipr_online_ghosts();
     }
     return PMPI_Finalize();
 }
@@ -87,6 +88,7 @@ typedef void (*ipr_fn3)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
         if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {                    \
             ipr_online_finalize();                                       \
             ipr_finalize();                                              \
+            ipr_online_ghosts();                                         \
         }                                                                \
         if (next != NULL) next(ierr);                                    \
         else *ierr = PMPI_Finalize();                                    \

@@ -488,6 +488,18 @@ void ipr_online_finalize(void) {
     ipr_online_active = 0;
 }
 
+extern int ipr_ghost_wanted(void);
+extern void ipr_ghost_predict(void);
+
+void ipr_online_ghosts(void) {
+    if (!ipr_ghost_wanted()) return;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    /* Every rank's trace file is complete past this barrier. */
+    if (PMPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) return;
+    if (rank == 0) ipr_ghost_predict();
+}
+
 /* MPI_Wtime: real time, unless INTERPOSER_VIRTUAL_WTIME=1 in online mode. */
 double MPI_Wtime(void) {
     double t = PMPI_Wtime();

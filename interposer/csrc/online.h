@@ -36,6 +36,9 @@ void ipr_on_comm_free(uint32_t id);
 MPI_Status *ipr_on_statuses(int count);
 void ipr_online_start(void);
 void ipr_online_finalize(void);
+/* After ipr_finalize: with ghost ranks, once every rank's trace is
+ * complete, rank 0 predicts the ghost ranks (interposer/src/online/ghost.rs). */
+void ipr_online_ghosts(void);
 
 #define IPR_ON(x) do { if (ipr_online_active) { x; } } while (0)
 #define IPR_ON_SEND(op, p, rc, buf, count, datatype, dest, tag, comm) IPR_ON(ipr_on_send(op, p, rc, dest, tag))

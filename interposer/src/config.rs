@@ -1,7 +1,8 @@
 //! The interposer's environment: `INTERPOSER_OUT`, `INTERPOSER_MODE`,
 //! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on"), and
 //! for online mode `INTERPOSER_VIRTUAL_WTIME`, `INTERPOSER_JITTER`,
-//! `INTERPOSER_SPEED_RATIOS` and `INTERPOSER_ONLINE_STALL_S`.
+//! `INTERPOSER_SPEED_RATIOS`, `INTERPOSER_ONLINE_STALL_S`,
+//! `INTERPOSER_GHOST_RANKS` and `INTERPOSER_GHOST_TRACES`.
 
 use std::path::PathBuf;
 
@@ -41,7 +42,17 @@ pub struct Config {
     /// progress before online mode stops predicting
     /// (`INTERPOSER_ONLINE_STALL_S`, default [`DEFAULT_STALL_S`]).
     pub stall_s: f64,
+    /// Online mode: the rank count to predict with ghost ranks
+    /// (`INTERPOSER_GHOST_RANKS`; see `crate::online` ghost ranks).
+    pub ghost_ranks: Option<u32>,
+    /// Online mode: traces of the same program at other rank counts that,
+    /// with this run's, build the ghost ranks' model
+    /// (`INTERPOSER_GHOST_TRACES`, comma-separated directories).
+    pub ghost_traces: Vec<PathBuf>,
 }
+
+/// Largest `INTERPOSER_GHOST_RANKS` accepted (2^24 ranks).
+pub const MAX_GHOST_RANKS: u32 = 1 << 24;
 
 /// Default of `INTERPOSER_ONLINE_STALL_S`, seconds.
 pub const DEFAULT_STALL_S: f64 = 5.0;
@@ -102,7 +113,25 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
             }
         },
     };
-    (Some(Config { out, mode, platform, counters, virtual_wtime, jitter, speed_ratios, stall_s }), warnings)
+    let ghost_ranks = match get("INTERPOSER_GHOST_RANKS").filter(|v| !v.trim().is_empty()) {
+        None => None,
+        Some(v) => match v.trim().parse::<u32>() {
+            Ok(n) if (1..=MAX_GHOST_RANKS).contains(&n) => Some(n),
+            _ => {
+                warnings.push(format!("INTERPOSER_GHOST_RANKS={v:?} is not a rank count in 1..={MAX_GHOST_RANKS}; no ghost ranks"));
+                None
+            }
+        },
+    };
+    let ghost_traces = get("INTERPOSER_GHOST_TRACES")
+        .map(|v| v.split(',').map(str::trim).filter(|d| !d.is_empty()).map(PathBuf::from).collect())
+        .unwrap_or_default();
+    if ghost_ranks.is_some() && mode != Mode::Online {
+        warnings.push("INTERPOSER_GHOST_RANKS applies to INTERPOSER_MODE=online only; no ghost ranks".into());
+    }
+    let ghost_ranks = ghost_ranks.filter(|_| mode == Mode::Online);
+    let cfg = Config { out, mode, platform, counters, virtual_wtime, jitter, speed_ratios, stall_s, ghost_ranks, ghost_traces };
+    (Some(cfg), warnings)
 }
 
 #[cfg(test)]
@@ -156,5 +185,25 @@ mod tests {
         assert_eq!((c.mode, c.virtual_wtime), (Mode::Online, false));
         assert_eq!(c.stall_s, DEFAULT_STALL_S);
         assert!(w[0].contains("INTERPOSER_VIRTUAL_WTIME"), "{w:?}");
+    }
+
+    #[test]
+    fn ghost_ranks_need_online_mode_and_a_rank_count() {
+        let online = [("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "online"), ("INTERPOSER_PLATFORM", "p.toml")];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut v = online.to_vec();
+            v.extend_from_slice(extra);
+            from_env(env(&v))
+        };
+        let (c, w) = with(&[("INTERPOSER_GHOST_RANKS", " 64 "), ("INTERPOSER_GHOST_TRACES", "/t/2, /t/8,")]);
+        let c = c.unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((c.ghost_ranks, c.ghost_traces), (Some(64), vec![PathBuf::from("/t/2"), PathBuf::from("/t/8")]));
+        for bad in ["0", "-3", "many", "99999999999"] {
+            let (c, w) = with(&[("INTERPOSER_GHOST_RANKS", bad)]);
+            assert!(c.unwrap().ghost_ranks.is_none() && w.len() == 1 && w[0].contains("INTERPOSER_GHOST_RANKS"), "{bad}: {w:?}");
+        }
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_GHOST_RANKS", "64")]));
+        assert!(c.unwrap().ghost_ranks.is_none() && w[0].contains("online only"), "{w:?}");
     }
 }

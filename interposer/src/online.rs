@@ -226,6 +226,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
         }
     });
     VIRTUAL_WTIME.store(cfg.virtual_wtime, Ordering::Relaxed);
+    ghost::arm(cfg, rank, size);
     Some(Online {
         ratios,
         clock,
@@ -467,6 +468,7 @@ fn with<T>(default: T, f: impl FnOnce(&mut Online) -> T) -> T {
 }
 
 mod ffi;
+mod ghost;
 mod pump;
 mod ratios;
 mod shadow;

@@ -47,3 +47,49 @@ fn extrapolation_from_one_rank_count_is_refused_in_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.lines().count() == 1 && err.contains("two or more rank counts"), "{err}");
 }
+
+/// Ghost ranks: a 4-rank online run, with traces at 2 and 8 ranks, predicts
+/// 64 ranks as the offline extrapolation of the same traces does.
+#[test]
+fn ghost_ranks_online_agree_with_the_offline_extrapolation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = super::online::platform_file(tmp.path(), 1.0);
+    let prog = ("allreduce_loop", &["100", "4096"][..]);
+    let (t2, t8) = (traced(2, prog.0, prog.1).0, traced(8, prog.0, prog.1).0);
+    let traces = format!("{},{}", t2.path().display(), t8.path().display());
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("INTERPOSER_OUT", dir.path().to_str().unwrap()),
+        ("INTERPOSER_MODE", "online"),
+        ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
+        ("INTERPOSER_GHOST_RANKS", "64"),
+        ("INTERPOSER_GHOST_TRACES", &traces),
+    ];
+    let out = mpirun(4, prog.0, prog.1, &env, true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ghost = &super::online::online_json(dir.path())["ghost"];
+    assert_eq!((ghost["ranks"].as_u64(), ghost["sample_ranks"].as_array().map(Vec::len)), (Some(64), Some(3)), "{ghost}");
+    let online = ghost["makespan_s"].as_f64().unwrap_or_else(|| panic!("no prediction: {ghost}"));
+    let samples = [dir.path(), t2.path(), t8.path()].iter().map(|d| Sample::open(d).unwrap()).collect();
+    let model = Model::build(samples).unwrap();
+    let p = simulator::platform::Platform::load(&platform).unwrap();
+    let offline = simulator::replay::replay(&p, model.streams(64)).unwrap();
+    assert_eq!(offline.ranks.len(), 64);
+    let band = (ghost["band_s"][0].as_f64().unwrap(), ghost["band_s"][1].as_f64().unwrap());
+    println!("64 ghost ranks: online {online:.6} s, offline {:.6} s, band {band:?}, {} s in MPI_Finalize", offline.makespan_s, ghost["wall_s"]);
+    assert!((online / offline.makespan_s - 1.0).abs() < 0.02, "online {online} s, offline {} s", offline.makespan_s);
+    assert!(band.0 <= online && online <= band.1, "{band:?} around {online}");
+    // Without traces at another rank count: one warning, no prediction, the run unchanged.
+    let lone = tempfile::tempdir().unwrap();
+    let env = [
+        ("INTERPOSER_OUT", lone.path().to_str().unwrap()),
+        ("INTERPOSER_MODE", "online"),
+        ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
+        ("INTERPOSER_GHOST_RANKS", "64"),
+    ];
+    let out = mpirun(4, prog.0, prog.1, &env, true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.matches("INTERPOSER_GHOST_RANKS=64").count() == 1, "{err}");
+    let ghost = &super::online::online_json(lone.path())["ghost"];
+    assert!(ghost["makespan_s"].is_null() && ghost["error"].as_str().unwrap().contains("INTERPOSER_GHOST_TRACES"), "{ghost}");
+}
