@@ -258,7 +258,7 @@ pub fn to_xml(platform: &Platform) -> Result<String, String> {
     out.push_str("</config>\n<zone id=\"world\" routing=\"Full\">\n");
     let name = if platform.name.is_empty() { "cluster" } else { platform.name.as_str() };
     out.push_str(&format!(
-        "  <cluster id=\"{}\" prefix=\"node\" radical=\"0-{}\" speed=\"{speed}\" core=\"{}\" bw=\"{}\" lat=\"{}\"{topo}>\n",
+        "  <cluster id=\"{}\" prefix=\"node\" suffix=\"\" radical=\"0-{}\" speed=\"{speed}\" core=\"{}\" bw=\"{}\" lat=\"{}\"{topo}>\n",
         escape(name),
         platform.hosts.len() - 1,
         h0.cores,
