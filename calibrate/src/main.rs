@@ -7,7 +7,7 @@ use anyhow::Context;
 use calibrate::bench::{self, Launcher, Op};
 use calibrate::network::{self, JitsimLatencies, NetworkCalibration, NetworkOptions};
 use calibrate::segmented::FitOptions;
-use calibrate::simgrid::SmpiProps;
+use calibrate::simgrid;
 use calibrate::speed;
 use calibrate::{plot, power};
 use clap::{Args, Parser, Subcommand};
@@ -363,7 +363,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     }
     println!("{}", JitsimLatencies::new(&cal.fit, inter.as_ref().map(|(_, c)| &c.fit)).summary());
     // SMPI's factors describe the network between hosts when it was measured.
-    let smpi = SmpiProps::from_fit(&inter.as_ref().map_or(&cal, |(_, c)| c).fit);
+    let smpi = simgrid::from_fit(&inter.as_ref().map_or(&cal, |(_, c)| c).fit);
     print!("SimGrid snippet:\n{}", smpi.snippet());
     if let Some(xml) = &a.simgrid {
         std::fs::write(xml, smpi.platform_xml(2, cores())).with_context(|| format!("write {}", xml.display()))?;

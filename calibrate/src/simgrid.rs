@@ -1,14 +1,7 @@
-//! The fitted network model in SimGrid's terms: the `smpi/*` properties
-//! of SMPI's piecewise model, ready to paste into a platform's `<config>`.
-//!
-//! SMPI (Heinrich et al., IEEE Cluster 2017, §6.3; SimGrid's
-//! "Configuring SimGrid" page) splits a point-to-point message of `s`
-//! bytes into a sender overhead `smpi/os` (`isend`: `smpi/ois`), a network
-//! time `lat_factor(s) × L + s / (bw_factor(s) × B)` on a link of latency
-//! `L` and bandwidth `B`, and a receiver overhead `smpi/or`. Each property
-//! is a `;`-separated list of intervals, each starting at a size in bytes:
-//! `size:intercept_s:slope_s_per_byte` for `os`/`or`/`ois`, `size:factor`
-//! for `bw-factor`/`lat-factor`.
+//! The fitted network model in SimGrid's terms: [`from_fit`] maps our
+//! fits to SMPI's `smpi/*` properties ([`SmpiProps`], whose format and
+//! printing live in the simulator's SimGrid module), ready to paste into a
+//! platform's `<config>`.
 //!
 //! Mapping from our fits ([`NetworkFit`]):
 //! - `os`: the blocking-send fit over the eager sizes (above the eager
@@ -24,39 +17,14 @@
 //! - `smpi/wtime`, `smpi/iprobe`: the measured cost of one call, when
 //!   measured.
 
+pub use simulator::platform::simgrid::SmpiProps;
+
 use crate::network::NetworkFit;
 use crate::segmented::SegmentedFit;
 
 /// Smallest share of the half round trip kept as network time when the
 /// overheads nearly cover it (dimensionless).
 pub const MIN_NETWORK_SHARE: f64 = 0.05;
-
-/// SMPI's point-to-point properties, with the link they are relative to.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SmpiProps {
-    /// `smpi/os`: `(from_bytes, intercept_s, slope_s_per_byte)` per interval.
-    pub os: Vec<(u64, f64, f64)>,
-    /// `smpi/ois`, same shape as `os`.
-    pub ois: Vec<(u64, f64, f64)>,
-    /// `smpi/or`, same shape as `os`.
-    pub or: Vec<(u64, f64, f64)>,
-    /// `smpi/bw-factor`: `(from_bytes, factor)`, dimensionless.
-    pub bw_factor: Vec<(u64, f64)>,
-    /// `smpi/lat-factor`: `(from_bytes, factor)`, dimensionless.
-    pub lat_factor: Vec<(u64, f64)>,
-    /// `smpi/async-small-thresh`, bytes.
-    pub async_small_thresh: u64,
-    /// `smpi/send-is-detached-thresh`, bytes.
-    pub send_is_detached_thresh: u64,
-    /// `smpi/wtime`: time of one `MPI_Wtime` call, seconds.
-    pub wtime_s: Option<f64>,
-    /// `smpi/iprobe`: time of one `MPI_Iprobe` call, seconds.
-    pub iprobe_s: Option<f64>,
-    /// Latency `L` of the link the factors apply to, seconds.
-    pub link_latency_s: f64,
-    /// Bandwidth `B` of that link, bytes per second.
-    pub link_bandwidth_bytes_per_s: f64,
-}
 
 /// Pieces of `f` that start below `limit` as SMPI overhead intervals; the
 /// first starts at 0.
@@ -78,121 +46,53 @@ fn eval_intervals(v: &[(u64, f64, f64)], bytes: u64) -> f64 {
     v.iter().rev().find(|x| x.0 <= bytes).or(v.first()).map_or(0.0, |&(_, a, b)| a + b * bytes as f64)
 }
 
-impl SmpiProps {
-    /// SMPI properties from our fits (see the module doc for the mapping).
-    pub fn from_fit(fit: &NetworkFit) -> SmpiProps {
-        let limit = fit.eager_threshold_bytes;
-        let os = overhead(&fit.send, limit);
-        let or = overhead(&fit.recv, limit);
-        let net = |s: u64| {
-            let t = fit.transfer.eval(s);
-            (t - eval_intervals(&os, s) - eval_intervals(&or, s)).max(MIN_NETWORK_SHARE * t)
-        };
-        // (from_bytes, intercept_s, slope_s_per_byte) of the network time.
-        let pieces: Vec<(u64, f64, f64)> = fit
-            .transfer
-            .pieces
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let (a, b) = (p.first_bytes, p.last_bytes.max(p.first_bytes + 1));
-                let slope = ((net(b) - net(a)) / (b - a) as f64).max(0.0);
-                let intercept = (net(a) - slope * a as f64).max(0.0);
-                // A piece starting past the refined eager threshold starts at it
-                // (as in the platform TOML, NetworkFit::p2p_model).
-                let from = match i {
-                    0 => 0,
-                    _ if fit.transfer.pieces[i - 1].last_bytes < limit && limit <= p.first_bytes => limit,
-                    _ => p.first_bytes,
-                };
-                (from, intercept, slope)
-            })
-            .collect();
-        let latency = pieces[0].1.max(1e-9);
-        let min_slope = pieces.iter().map(|p| p.2).filter(|&s| s > 0.0).fold(f64::INFINITY, f64::min);
-        let bandwidth = if min_slope.is_finite() { 1.0 / min_slope } else { 1e12 };
-        let lat_factor = pieces.iter().map(|&(s, a, _)| (s, (a / latency).max(1e-6))).collect();
-        let bw_factor = pieces.iter().map(|&(s, _, b)| (s, if b > 0.0 { (1.0 / (b * bandwidth)).min(1.0) } else { 1.0 })).collect();
-        SmpiProps {
-            ois: fit.isend.as_ref().map_or_else(|| os.clone(), |f| overhead(f, limit)),
-            os,
-            or,
-            bw_factor,
-            lat_factor,
-            async_small_thresh: limit,
-            send_is_detached_thresh: limit,
-            wtime_s: fit.wtime_s,
-            iprobe_s: fit.iprobe_s,
-            link_latency_s: latency,
-            link_bandwidth_bytes_per_s: bandwidth,
-        }
+/// SMPI properties from our fits (see the module doc for the mapping).
+pub fn from_fit(fit: &NetworkFit) -> SmpiProps {
+    let limit = fit.eager_threshold_bytes;
+    let os = overhead(&fit.send, limit);
+    let or = overhead(&fit.recv, limit);
+    let net = |s: u64| {
+        let t = fit.transfer.eval(s);
+        (t - eval_intervals(&os, s) - eval_intervals(&or, s)).max(MIN_NETWORK_SHARE * t)
+    };
+    // (from_bytes, intercept_s, slope_s_per_byte) of the network time.
+    let pieces: Vec<(u64, f64, f64)> = fit
+        .transfer
+        .pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (a, b) = (p.first_bytes, p.last_bytes.max(p.first_bytes + 1));
+            let slope = ((net(b) - net(a)) / (b - a) as f64).max(0.0);
+            let intercept = (net(a) - slope * a as f64).max(0.0);
+            // A piece starting past the refined eager threshold starts at it
+            // (as in the platform TOML, NetworkFit::p2p_model).
+            let from = match i {
+                0 => 0,
+                _ if fit.transfer.pieces[i - 1].last_bytes < limit && limit <= p.first_bytes => limit,
+                _ => p.first_bytes,
+            };
+            (from, intercept, slope)
+        })
+        .collect();
+    let latency = pieces[0].1.max(1e-9);
+    let min_slope = pieces.iter().map(|p| p.2).filter(|&s| s > 0.0).fold(f64::INFINITY, f64::min);
+    let bandwidth = if min_slope.is_finite() { 1.0 / min_slope } else { 1e12 };
+    let lat_factor = pieces.iter().map(|&(s, a, _)| (s, (a / latency).max(1e-6))).collect();
+    let bw_factor = pieces.iter().map(|&(s, _, b)| (s, if b > 0.0 { (1.0 / (b * bandwidth)).min(1.0) } else { 1.0 })).collect();
+    SmpiProps {
+        ois: fit.isend.as_ref().map_or_else(|| os.clone(), |f| overhead(f, limit)),
+        os,
+        or,
+        bw_factor,
+        lat_factor,
+        async_small_thresh: limit,
+        send_is_detached_thresh: limit,
+        wtime_s: fit.wtime_s,
+        iprobe_s: fit.iprobe_s,
+        link_latency_s: latency,
+        link_bandwidth_bytes_per_s: bandwidth,
     }
-
-    /// `(id, value)` of each property, in SimGrid's syntax.
-    pub fn props(&self) -> Vec<(&'static str, String)> {
-        let three = |v: &[(u64, f64, f64)]| v.iter().map(|(s, a, b)| format!("{s}:{a:e}:{b:e}")).collect::<Vec<_>>().join(";");
-        let two = |v: &[(u64, f64)]| v.iter().map(|(s, f)| format!("{s}:{f:.6}")).collect::<Vec<_>>().join(";");
-        let mut out = vec![
-            ("smpi/os", three(&self.os)),
-            ("smpi/ois", three(&self.ois)),
-            ("smpi/or", three(&self.or)),
-            ("smpi/bw-factor", two(&self.bw_factor)),
-            ("smpi/lat-factor", two(&self.lat_factor)),
-            ("smpi/async-small-thresh", self.async_small_thresh.to_string()),
-            ("smpi/send-is-detached-thresh", self.send_is_detached_thresh.to_string()),
-        ];
-        out.extend(self.wtime_s.map(|w| ("smpi/wtime", format!("{w:e}"))));
-        out.extend(self.iprobe_s.map(|p| ("smpi/iprobe", format!("{p:e}"))));
-        out
-    }
-
-    /// The `<config>` block to paste before the first zone of a SimGrid
-    /// platform, preceded by a comment giving the link it assumes.
-    pub fn snippet(&self) -> String {
-        let mut out = format!(
-            "<!-- calibrate network: factors are relative to a link of latency=\"{}\" bandwidth=\"{}\" -->\n<config>\n",
-            latency_attr(self.link_latency_s),
-            bandwidth_attr(self.link_bandwidth_bytes_per_s)
-        );
-        for (id, value) in self.props() {
-            out.push_str(&format!("  <prop id=\"{id}\" value=\"{value}\"/>\n"));
-        }
-        out.push_str("</config>\n");
-        out
-    }
-
-    /// A complete SimGrid 4.1 platform: the [`SmpiProps::snippet`], then
-    /// `hosts` hosts `node0..` of `cores` cores at 1 Gflop/s, each pair
-    /// joined by one private link of the calibrated latency and bandwidth.
-    pub fn platform_xml(&self, hosts: usize, cores: u32) -> String {
-        let mut out = String::from(
-            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n",
-        );
-        out.push_str(&self.snippet());
-        out.push_str("<zone id=\"calibrated\" routing=\"Full\">\n");
-        for h in 0..hosts {
-            out.push_str(&format!("  <host id=\"node{h}\" speed=\"1Gf\" core=\"{cores}\"/>\n"));
-        }
-        let (lat, bw) = (latency_attr(self.link_latency_s), bandwidth_attr(self.link_bandwidth_bytes_per_s));
-        for a in 0..hosts {
-            for b in a + 1..hosts {
-                out.push_str(&format!("  <link id=\"l{a}-{b}\" bandwidth=\"{bw}\" latency=\"{lat}\"/>\n"));
-                out.push_str(&format!("  <route src=\"node{a}\" dst=\"node{b}\"><link_ctn id=\"l{a}-{b}\"/></route>\n"));
-            }
-        }
-        out.push_str("</zone>\n</platform>\n");
-        out
-    }
-}
-
-/// A SimGrid latency attribute, e.g. `2.5e-7s`.
-fn latency_attr(s: f64) -> String {
-    format!("{s:e}s")
-}
-
-/// A SimGrid bandwidth attribute, e.g. `8e9Bps`.
-fn bandwidth_attr(b: f64) -> String {
-    format!("{b:e}Bps")
 }
 
 #[cfg(test)]
@@ -223,7 +123,7 @@ mod tests {
 
     #[test]
     fn overheads_stop_at_the_eager_limit_and_factors_rebuild_the_network_time() {
-        let p = SmpiProps::from_fit(&example());
+        let p = from_fit(&example());
         assert_eq!(p.os, vec![(0, 1e-7, 0.0), (300, 2e-7, 1e-11)]);
         assert_eq!(p.or, vec![(0, 1e-7, 1e-11)]);
         assert_eq!(p.ois, p.os);
@@ -241,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_snippet_uses_simgrids_syntax() {
-        let s = SmpiProps::from_fit(&example()).snippet();
+        let s = from_fit(&example()).snippet();
         assert!(s.contains("<prop id=\"smpi/os\" value=\"0:1e-7:0e0;300:2e-7:1e-11\"/>"), "{s}");
         assert!(s.contains("<prop id=\"smpi/async-small-thresh\" value=\"5000\"/>"), "{s}");
         assert!(s.contains("<prop id=\"smpi/wtime\" value=\"2e-8\"/>") && !s.contains("smpi/iprobe"), "{s}");
@@ -249,7 +149,7 @@ mod tests {
         for id in ["smpi/or", "smpi/ois", "smpi/lat-factor", "smpi/send-is-detached-thresh"] {
             assert!(s.contains(&format!("<prop id=\"{id}\" value=\"")), "{id} missing:\n{s}");
         }
-        let x = SmpiProps::from_fit(&example()).platform_xml(2, 4);
+        let x = from_fit(&example()).platform_xml(2, 4);
         assert!(x.contains("<host id=\"node1\" speed=\"1Gf\" core=\"4\"/>") && x.contains("<route src=\"node0\" dst=\"node1\">"), "{x}");
     }
 }

@@ -76,7 +76,10 @@ fn ghost_ranks_online_agree_with_the_offline_extrapolation() {
     let offline = simulator::replay::replay(&p, model.streams(64)).unwrap();
     assert_eq!(offline.ranks.len(), 64);
     let band = (ghost["band_s"][0].as_f64().unwrap(), ghost["band_s"][1].as_f64().unwrap());
-    println!("64 ghost ranks: online {online:.6} s, offline {:.6} s, band {band:?}, {} s in MPI_Finalize", offline.makespan_s, ghost["wall_s"]);
+    println!(
+        "64 ghost ranks: online {online:.6} s, offline {:.6} s, band {band:?}, {} s in MPI_Finalize",
+        offline.makespan_s, ghost["wall_s"]
+    );
     assert!((online / offline.makespan_s - 1.0).abs() < 0.02, "online {online} s, offline {} s", offline.makespan_s);
     assert!(band.0 <= online && online <= band.1, "{band:?} around {online}");
     // Without traces at another rank count: one warning, no prediction, the run unchanged.

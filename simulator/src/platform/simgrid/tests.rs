@@ -1,5 +1,9 @@
+use std::path::Path;
+
 use super::*;
-use crate::collectives::{Alg, Selector};
+use crate::collectives::{Alg, Coll, CollAlgs, Selector};
+use crate::network::topology::Topology;
+use crate::platform::{Mapping, Platform, PlatformError};
 
 fn xml(cluster_attrs: &str, config: &str) -> String {
     format!(
@@ -87,6 +91,19 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
         ("<platform><host id=\"a\" speed=\"1Gf\"/></platform>".to_string(), "line 1: <host> platforms are not supported"),
         ("<platform></platform>".to_string(), "no <cluster> element"),
         (xml(SLOW, ""), "network/model X is not supported"),
+        (xml(SLOW, "").replace("</zone>\n</platform>\n", ""), "line 7: malformed XML: the root node was opened but never closed"),
+        (xml(SLOW, "").replace("</zone>", "</zon>"), "line 8: malformed XML: expected 'zone' tag, not 'zon'"),
+        (xml(&format!("{SLOW} bandwith=\"1GBps\""), ""), "line 7: <cluster>: unknown attribute `bandwith` (valid: id, prefix, "),
+        (xml(&format!("{SLOW} limiter_link=\"1GBps\""), ""), "line 7: <cluster>: limiter_link is not supported"),
+        (xml(&SLOW.replace("1Gf", "0f"), ""), "line 7: <cluster>: bad speed `0f`"),
+        (xml(&SLOW.replace("1Gf", "1Gf,-2Gf"), ""), "line 7: <cluster>: bad speed `-2Gf`"),
+        (xml(&SLOW.replace("1MBps", "0Bps"), ""), "line 7: <cluster>: bad bw `0Bps`"),
+        (xml(&SLOW.replace("0-1", "0-999999999999"), ""), "radical `0-999999999999` gives 1000000000000 hosts; at most 16777216"),
+        (xml(&SLOW.replace("0-1", "0-18446744073709551615"), ""), "gives 18446744073709551616 hosts; at most 16777216"),
+        (
+            xml(SLOW, "").replace("/>\n</zone>", "><prop id=\"pstate\" value=\"99\"/></cluster>\n</zone>"),
+            "line 7: <prop> pstate `99` is not one of the 1 pstates",
+        ),
     ] {
         let opts: &[&str] = if needle.contains("model X") { &["network/model:X"] } else { &[] };
         let e = load(&text, opts).unwrap_err().to_string();
@@ -103,4 +120,26 @@ fn torus_and_fat_tree_clusters_give_their_topology() {
     let ft = SLOW.replace("0-1", "0-15") + r#" topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2""#;
     let p = load(&xml(&ft, ""), &[]).unwrap();
     assert_eq!(p.links.clone().unwrap().topology, Topology::FatTree { down: vec![4, 4], up: vec![1, 2], count: vec![1, 2] });
+}
+
+#[test]
+fn sharing_policy_and_router_id_are_accepted_and_ignored() {
+    let attrs = format!("{SLOW} sharing_policy=\"SPLITDUPLEX\" bb_sharing_policy=\"SHARED\" router_id=\"r\"");
+    assert_eq!(load(&xml(&attrs, ""), &[]).unwrap(), load(&xml(SLOW, ""), &[]).unwrap());
+}
+
+/// 20,000 nested `<zone>`s: parsing returns (a platform or a one-line
+/// error) without exhausting the stack.
+#[test]
+fn deeply_nested_zones_return() {
+    let depth = 20_000;
+    let text = format!(
+        "<platform version=\"4.1\">{}<cluster id=\"c\" {SLOW}/>{}</platform>",
+        "<zone id=\"z\" routing=\"Full\">".repeat(depth),
+        "</zone>".repeat(depth)
+    );
+    match load(&text, &[]) {
+        Ok(p) => assert_eq!(p.hosts.len(), 2),
+        Err(e) => assert_eq!(e.to_string().lines().count(), 1, "{e}"),
+    }
 }

@@ -291,3 +291,32 @@ fn torus_and_fat_tree_link_sharing_match_smpirun() {
         assert!((ours - sg).abs() < 1e-6, "{topology} {params} {pairs:?}: ours {ours} s, smpirun {sg} s");
     }
 }
+
+/// A platform exported by `simgrid::to_xml` times single messages under
+/// `smpirun -replay` as our replay times them on the original platform
+/// (1 s / 1 MBps-scale links so that smpirun's 6 printed decimals suffice).
+#[test]
+fn exported_platform_matches_smpirun() {
+    use simulator::network::{P2pModel, Piecewise, Segment};
+    use simulator::platform::{simgrid, Host, Platform};
+    let seg = |max_bytes, intercept_s, bandwidth_bytes_per_s| Segment { max_bytes, intercept_s, bandwidth_bytes_per_s };
+    let inter = P2pModel {
+        eager_threshold_bytes: 65536,
+        transfer: Piecewise { segments: vec![seg(Some(1024), 1.5, 1e6), seg(Some(65536), 2.0, 2e6), seg(None, 3.0, 5e6)] },
+        send_overhead: Piecewise::default(),
+        recv_overhead: Piecewise::default(),
+    };
+    let mut p = Platform::new("exp", vec![Host::new("a", 1), Host::new("b", 1)], inter.clone());
+    p.network.inter = Some(inter);
+    for bytes in [0u64, 1000, 1024, 50_000, 65536, 1_000_000] {
+        let (d, list, _) = ti_case(&[&format!("init\nsend 1 0 {bytes} 6\nfinalize"), &format!("init\nrecv 0 0 {bytes} 6\nfinalize")]);
+        let toml = d.path().join("p.toml");
+        p.save(&toml).unwrap();
+        let ours = makespan(&simulator(&["replay", "--platform", s(&toml), s(&list), "--json"]));
+        let xml = d.path().join("exp.xml");
+        std::fs::write(&xml, simgrid::to_xml(&p).unwrap().replace("prefix=\"node\"", "prefix=\"n\"")).unwrap();
+        let Some(out) = smpirun(d.path(), &xml, &list, (2, 2), &[]) else { return };
+        let sg = after(&out, "Simulation time ");
+        assert!((ours - sg).abs() < 2e-6, "{bytes} B: ours {ours} s, smpirun {sg} s");
+    }
+}
