@@ -36,6 +36,11 @@
 //! selector = "ompi"            # as --coll-selector (default "mpich")
 //! reduce_intercept_s = 2e-7    # per reduction step (default 0)
 //! reduce_s_per_byte = 1.5e-10  # γ (default 0)
+//! [[fs]]                       # optional: file systems for MPI-IO ([`crate::io::FileSystem`])
+//! name = "scratch"
+//! servers = 4
+//! stripe_size_bytes = 1048576
+//! disk = { latency_s = 1e-4, read_bytes_per_s = 5e8, write_bytes_per_s = 3e8 }
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -217,6 +222,10 @@ pub struct Platform {
     /// SimGrid XML platforms); otherwise ranks wrap around the hosts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_oversubscription: bool,
+    /// File systems for MPI-IO (`[[fs]]`); the first is where the trace's
+    /// files live. Empty: I/O calls replay as their recorded durations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fs: Vec<crate::io::FileSystem>,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -246,6 +255,7 @@ impl Platform {
             links: None,
             collectives: Collectives::default(),
             no_oversubscription: false,
+            fs: Vec::new(),
         }
     }
 
@@ -309,6 +319,10 @@ impl Platform {
         self.network.intra.validate().map_err(|e| format!("network.intra.{e}"))?;
         if let Some(inter) = &self.network.inter {
             inter.validate().map_err(|e| format!("network.inter.{e}"))?;
+        }
+        let names: Vec<&str> = self.hosts.iter().map(|h| h.name.as_str()).collect();
+        for (i, f) in self.fs.iter().enumerate() {
+            f.validate(&names).map_err(|w| w.within(&format!("fs[{i}].")))?;
         }
         if let Some(l) = &self.links {
             l.validate(self.hosts.len()).map_err(|w| format!("links.{w}"))?;

@@ -50,6 +50,18 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
     p.collectives.algs.set("allreduce", "rdb").unwrap();
     p.collectives.reduce = ReduceCost { intercept_s: 2e-7, s_per_byte: 1.5e-10, min_bytes: 4041 };
     p.no_oversubscription = true;
+    p.fs = vec![crate::io::FileSystem {
+        name: "scratch".into(),
+        servers: 2,
+        server_hosts: vec!["b".into()],
+        stripe_size_bytes: 1 << 20,
+        stripe_count: Some(2),
+        metadata_latency_s: 1e-4,
+        link_bytes_per_s: Some(1.25e9),
+        disk: crate::io::Disk { latency_s: 1e-4, read_bytes_per_s: 5e8, write_bytes_per_s: 3e8, cache_bytes: 1 << 26, cache_bytes_per_s: None },
+        cb_buffer_bytes: Some(1 << 22),
+        cb_nodes: None,
+    }];
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("p.toml");
     p.save(&f).unwrap();
@@ -165,4 +177,18 @@ fn the_collectives_table_sets_the_selector_and_the_reduction_cost() {
     std::fs::write(&f, text.replace("selector", "selektor")).unwrap();
     let e = Platform::load(&f).unwrap_err().to_string();
     assert!(e.contains("p.toml") && e.contains("selektor") && e.lines().count() == 1, "{e}");
+}
+
+#[test]
+fn a_file_system_on_an_unknown_host_or_with_a_negative_bandwidth_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = toml::to_string_pretty(&sample()).unwrap();
+    let fs = "[[fs]]\nname = \"s\"\nserver_hosts = [\"zz\"]\nstripe_size_bytes = 65536\n\
+              disk = { latency_s = 0.0, read_bytes_per_s = 1e8, write_bytes_per_s = 1e8 }\n";
+    let f = write(dir.path(), &format!("{text}\n{fs}"));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("fs[0].server_hosts: `zz`") && e.lines().count() == 1, "{e}");
+    let f = write(dir.path(), &format!("{text}\n{}", fs.replace("[\"zz\"]", "[\"a\"]").replace("write_bytes_per_s = 1e8", "write_bytes_per_s = -5")));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("fs[0].disk.write_bytes_per_s") && e.lines().count() == 1, "{e}");
 }

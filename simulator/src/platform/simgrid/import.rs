@@ -216,6 +216,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
         links: flows,
         collectives: Collectives { algs: coll, reduce: Default::default() },
         no_oversubscription: true,
+        fs: Vec::new(),
     };
     platform.validate().map_err(|w| e(w.0))?;
     Ok(platform)

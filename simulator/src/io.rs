@@ -1,0 +1,191 @@
+//! Parallel I/O on a modelled file system, after PIOsimHD (Kunkel,
+//! "Simulating parallel programs on application and system level",
+//! Computer Science – Research and Development 2013, §3: servers with
+//! disks and caches, striping, client–server flows, collective I/O as
+//! ROMIO's two-phase protocol).
+//!
+//! A file system (the `[[fs]]` table of a platform, [`FileSystem`]) stripes
+//! each file round-robin over `stripe_count` of its servers in units of
+//! `stripe_size_bytes`. Each server has a link to the clients and a disk,
+//! both first-in first-out:
+//!
+//! - a request of b bytes to one server (the part of a client's request
+//!   on that server's stripes) crosses the link in `b / link_bytes_per_s`
+//!   after the network model's latency part, and is then served by the
+//!   disk in `latency_s + b / bandwidth` (read or write bandwidth);
+//! - a write-back cache of `cache_bytes` takes a write at
+//!   `cache_bytes_per_s` while it has room and drains to the disk at its
+//!   write bandwidth in the background; `MPI_File_sync` waits for the
+//!   drain;
+//! - a client's request completes when its last piece completes (a read
+//!   piece then crosses the link back);
+//! - open, close, sync, set_size, preallocate and delete pay
+//!   `metadata_latency_s`.
+//!
+//! Collective I/O ([`two_phase`]) follows ROMIO's generic two-phase
+//! algorithm (Thakur, Gropp & Lusk, "Data sieving and collective I/O in
+//! ROMIO", Frontiers 1999, §3): one aggregator per host by default
+//! (`cb_nodes`), the accessed range split into contiguous file domains,
+//! one per aggregator, processed in rounds of `cb_buffer_bytes`; each
+//! round exchanges data between ranks and aggregators through the network
+//! model, then the aggregators access the file.
+
+mod state;
+mod twophase;
+
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use state::{FsState, IoKind};
+pub use twophase::{aggregators, two_phase, Member};
+
+use crate::error::Invalid;
+
+/// ROMIO's default collective buffer (`cb_buffer_size`), bytes.
+pub const DEFAULT_CB_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A file system of the platform (`[[fs]]`).
+///
+/// ```toml
+/// [[fs]]
+/// name = "scratch"
+/// servers = 4                  # dedicated servers (or server_hosts = ["n0", "n1"])
+/// stripe_size_bytes = 1048576
+/// stripe_count = 4             # default: every server
+/// metadata_latency_s = 2e-4    # open, close, sync, delete
+/// link_bytes_per_s = 1.25e9    # each server's link to the clients (default: unlimited)
+/// [fs.disk]
+/// latency_s = 1e-4             # per request
+/// read_bytes_per_s = 5e8
+/// write_bytes_per_s = 3e8
+/// cache_bytes = 0              # write-back cache per server (default none)
+/// cache_bytes_per_s = 5e9      # speed of a write into the cache
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSystem {
+    /// Name, for messages and reports.
+    pub name: String,
+    /// Number of dedicated servers (not hosts of the platform); added to
+    /// `server_hosts`.
+    #[serde(default)]
+    pub servers: u32,
+    /// Hosts of the platform that also serve this file system, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_hosts: Vec<String>,
+    /// Stripe unit, bytes (ROMIO's `striping_unit`).
+    pub stripe_size_bytes: u64,
+    /// Servers a file is striped over (ROMIO's `striping_factor`);
+    /// `None`: every server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stripe_count: Option<u32>,
+    /// Time of a metadata operation (open, close, sync, delete), seconds.
+    #[serde(default)]
+    pub metadata_latency_s: f64,
+    /// Each server's link to the clients, bytes/s; `None`: the link never
+    /// limits (only the disk does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bytes_per_s: Option<f64>,
+    /// Each server's disk.
+    pub disk: Disk,
+    /// Collective buffer per aggregator, bytes (ROMIO's `cb_buffer_size`;
+    /// default [`DEFAULT_CB_BUFFER_BYTES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cb_buffer_bytes: Option<u64>,
+    /// Aggregators of a collective access (ROMIO's `cb_nodes`); `None`:
+    /// one per host of the communicator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cb_nodes: Option<u32>,
+}
+
+/// The disk of each server of a [`FileSystem`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Disk {
+    /// Time per request before data moves, seconds.
+    pub latency_s: f64,
+    /// Read bandwidth, bytes/s.
+    pub read_bytes_per_s: f64,
+    /// Write bandwidth, bytes/s (also the cache's drain rate).
+    pub write_bytes_per_s: f64,
+    /// Write-back cache, bytes (0: none).
+    #[serde(default)]
+    pub cache_bytes: u64,
+    /// Speed of a write into the cache, bytes/s (default: 10 × the write
+    /// bandwidth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_bytes_per_s: Option<f64>,
+}
+
+fn positive(name: &str, v: f64) -> Result<(), Invalid> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{name} must be a finite number > 0, got {v}").into())
+    }
+}
+
+fn non_negative(name: &str, v: f64) -> Result<(), Invalid> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{name} must be a finite number >= 0, got {v}").into())
+    }
+}
+
+impl FileSystem {
+    /// Total number of servers.
+    pub fn server_count(&self) -> u32 {
+        self.servers + self.server_hosts.len() as u32
+    }
+
+    /// Servers a file is striped over.
+    pub fn stripes_over(&self) -> u32 {
+        self.stripe_count.unwrap_or(self.server_count()).min(self.server_count()).max(1)
+    }
+
+    /// Multiplies every disk, cache and link bandwidth by `factor`
+    /// (`simulator replay --io-scale`).
+    pub fn scale_bandwidth(&mut self, factor: f64) {
+        self.disk.read_bytes_per_s *= factor;
+        self.disk.write_bytes_per_s *= factor;
+        self.disk.cache_bytes_per_s = self.disk.cache_bytes_per_s.map(|b| b * factor);
+        self.link_bytes_per_s = self.link_bytes_per_s.map(|b| b * factor);
+    }
+
+    /// Checks the numbers and that `server_hosts` are among `hosts`.
+    ///
+    /// # Errors
+    /// [`Invalid`] naming the field (relative to the file system).
+    pub fn validate(&self, hosts: &[&str]) -> Result<(), Invalid> {
+        if let Some(h) = self.server_hosts.iter().find(|h| !hosts.contains(&h.as_str())) {
+            return Err(format!("server_hosts: `{h}` is not a host of the platform").into());
+        }
+        if self.server_count() == 0 {
+            return Err("servers: a file system needs at least one server (servers or server_hosts)".into());
+        }
+        if self.stripe_size_bytes == 0 {
+            return Err("stripe_size_bytes must be >= 1".into());
+        }
+        if self.stripe_count == Some(0) {
+            return Err("stripe_count must be >= 1".into());
+        }
+        non_negative("metadata_latency_s", self.metadata_latency_s)?;
+        if let Some(b) = self.link_bytes_per_s {
+            positive("link_bytes_per_s", b)?;
+        }
+        if self.cb_buffer_bytes == Some(0) || self.cb_nodes == Some(0) {
+            return Err("cb_buffer_bytes and cb_nodes must be >= 1".into());
+        }
+        let d = &self.disk;
+        non_negative("disk.latency_s", d.latency_s)?;
+        positive("disk.read_bytes_per_s", d.read_bytes_per_s)?;
+        positive("disk.write_bytes_per_s", d.write_bytes_per_s)?;
+        if let Some(c) = d.cache_bytes_per_s {
+            positive("disk.cache_bytes_per_s", c)?;
+        }
+        Ok(())
+    }
+}

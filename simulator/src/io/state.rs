@@ -1,0 +1,148 @@
+//! The servers of one file system as time passes: each server's link and
+//! disk are first-in first-out resources, its cache a list of writes still
+//! draining (semantics in [`crate::io`]).
+
+use std::collections::VecDeque;
+
+use super::FileSystem;
+
+/// Direction of an access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoKind {
+    /// Data moves from the servers to the client.
+    Read,
+    /// Data moves from the client to the servers.
+    Write,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Server {
+    /// When the link to the clients is next free, seconds.
+    link_free_s: f64,
+    /// When the disk is next free (cache drains included), seconds.
+    disk_free_s: f64,
+    /// Cached writes not yet on the disk: (end of their drain, bytes).
+    dirty: VecDeque<(f64, u64)>,
+    dirty_bytes: u64,
+}
+
+impl Server {
+    /// Forgets cached writes whose drain ended by `t`.
+    fn drained(&mut self, t: f64) {
+        while let Some(&(end, b)) = self.dirty.front() {
+            if end > t {
+                break;
+            }
+            self.dirty.pop_front();
+            self.dirty_bytes -= b;
+        }
+    }
+}
+
+/// One file system's servers during a simulation.
+#[derive(Debug, Clone)]
+pub struct FsState {
+    fs: FileSystem,
+    servers: Vec<Server>,
+}
+
+impl FsState {
+    /// Idle servers of `fs`.
+    pub fn new(fs: FileSystem) -> FsState {
+        let servers = vec![Server::default(); fs.server_count().max(1) as usize];
+        FsState { fs, servers }
+    }
+
+    /// The file system modelled.
+    pub fn fs(&self) -> &FileSystem {
+        &self.fs
+    }
+
+    /// Bytes of `[offset, offset + bytes)` of file `file` on each server
+    /// it touches, `(server index, bytes)` in order of first touch: stripe
+    /// k of the file lives on server `(k + file) mod stripe_count`.
+    pub fn pieces(&self, file: u32, offset: u64, bytes: u64) -> Vec<(usize, u64)> {
+        if bytes == 0 {
+            return Vec::new();
+        }
+        let (size, count) = (self.fs.stripe_size_bytes.max(1), self.fs.stripes_over() as u64);
+        let server = |k: u64| ((k % count + file as u64 % count) % count) as usize;
+        let end = offset.saturating_add(bytes);
+        let (first, last) = (offset / size, (end - 1) / size);
+        let mut per = vec![0u64; count as usize];
+        if first == last {
+            per[server(first)] += bytes;
+        } else {
+            per[server(first)] += (first + 1) * size - offset;
+            per[server(last)] += end - last * size;
+            // Whole stripes first + 1 .. last: n of them, cycling from server(first + 1).
+            let n = last - first - 1;
+            let start = server(first + 1) as u64;
+            for (j, b) in per.iter_mut().enumerate() {
+                let ahead = (j as u64 + count - start) % count;
+                *b += (n / count + u64::from(ahead < n % count)) * size;
+            }
+        }
+        (first..=last.min(first + count - 1)).map(server).map(|s| (s, per[s])).filter(|&(_, b)| b > 0).collect()
+    }
+
+    /// A client's access of `bytes` at `offset` of `file`, issued at `t`
+    /// seconds over a network of `net_latency_s` one-way latency; returns
+    /// when it completes, seconds.
+    pub fn request(&mut self, t: f64, net_latency_s: f64, file: u32, offset: u64, bytes: u64, kind: IoKind) -> f64 {
+        if bytes == 0 {
+            return t;
+        }
+        let mut done = t;
+        for (s, b) in self.pieces(file, offset, bytes) {
+            done = done.max(self.piece(s, t, net_latency_s, b, kind));
+        }
+        done
+    }
+
+    fn piece(&mut self, s: usize, t: f64, lat: f64, b: u64, kind: IoKind) -> f64 {
+        let d = self.fs.disk;
+        let link = |bytes: u64| self.fs.link_bytes_per_s.map_or(0.0, |bw| bytes as f64 / bw);
+        let on_link = link(b);
+        let srv = &mut self.servers[s];
+        match kind {
+            IoKind::Write => {
+                let arrive = (t + lat).max(srv.link_free_s) + on_link;
+                srv.link_free_s = arrive;
+                srv.drained(arrive);
+                if d.cache_bytes > 0 && srv.dirty_bytes + b <= d.cache_bytes {
+                    let cache_bw = d.cache_bytes_per_s.unwrap_or(10.0 * d.write_bytes_per_s);
+                    let done = arrive + b as f64 / cache_bw;
+                    srv.disk_free_s = srv.disk_free_s.max(done) + b as f64 / d.write_bytes_per_s;
+                    srv.dirty.push_back((srv.disk_free_s, b));
+                    srv.dirty_bytes += b;
+                    done
+                } else {
+                    let done = arrive.max(srv.disk_free_s) + d.latency_s + b as f64 / d.write_bytes_per_s;
+                    srv.disk_free_s = done;
+                    done
+                }
+            }
+            IoKind::Read => {
+                let on_disk = (t + lat).max(srv.disk_free_s) + d.latency_s + b as f64 / d.read_bytes_per_s;
+                srv.disk_free_s = on_disk;
+                let back = on_disk.max(srv.link_free_s) + on_link;
+                srv.link_free_s = back;
+                back + lat
+            }
+        }
+    }
+
+    /// `MPI_File_sync` issued at `t`: completes once every server's cache
+    /// has drained, plus the metadata latency, seconds.
+    pub fn sync(&mut self, t: f64) -> f64 {
+        let drained = self.servers.iter().filter_map(|s| s.dirty.back().map(|d| d.0)).fold(t, f64::max);
+        drained + self.fs.metadata_latency_s
+    }
+
+    /// A metadata operation (open, close, set_size, preallocate, delete)
+    /// issued at `t`: completes after the metadata latency, seconds.
+    pub fn metadata(&self, t: f64) -> f64 {
+        t + self.fs.metadata_latency_s
+    }
+}

@@ -1,0 +1,127 @@
+//! Hand-computed cases of the file-system model.
+
+use super::*;
+
+const MIB: u64 = 1 << 20;
+
+fn fs(servers: u32, stripe: u64) -> FileSystem {
+    FileSystem {
+        name: "t".into(),
+        servers,
+        server_hosts: Vec::new(),
+        stripe_size_bytes: stripe,
+        stripe_count: None,
+        metadata_latency_s: 1e-3,
+        link_bytes_per_s: None,
+        disk: Disk { latency_s: 1e-2, read_bytes_per_s: 2e8, write_bytes_per_s: 1e8, cache_bytes: 0, cache_bytes_per_s: None },
+        cb_buffer_bytes: None,
+        cb_nodes: None,
+    }
+}
+
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() <= 1e-9 * b.abs().max(1e-9), "{a} vs {b}");
+}
+
+#[test]
+fn a_request_over_five_stripes_of_three_servers() {
+    let mut st = FsState::new(fs(3, MIB));
+    assert_eq!(st.pieces(0, 0, 5 * MIB), [(0, 2 * MIB), (1, 2 * MIB), (2, MIB)]);
+    // Starting mid-stripe: half of stripe 0, stripes 1-4, half of stripe 5.
+    assert_eq!(st.pieces(0, MIB / 2, 5 * MIB), [(0, MIB / 2 + MIB), (1, 2 * MIB), (2, MIB + MIB / 2)]);
+    // Another file starts on another server.
+    assert_eq!(st.pieces(1, 0, 5 * MIB), [(1, 2 * MIB), (2, 2 * MIB), (0, MIB)]);
+    // The two 2 MiB pieces end last: latency + 2 MiB at 1e8 B/s.
+    close(st.request(0.0, 0.0, 0, 0, 5 * MIB, IoKind::Write), 1e-2 + 2.0 * MIB as f64 / 1e8);
+}
+
+#[test]
+fn pieces_of_long_requests_add_up() {
+    let st = FsState::new(FileSystem { stripe_count: Some(4), ..fs(6, 64 * 1024) });
+    for (off, len) in [(0, 1u64 << 30), (12345, 987654321), (64 * 1024 - 1, 2), (7, 1)] {
+        let p = st.pieces(3, off, len);
+        assert_eq!(p.iter().map(|x| x.1).sum::<u64>(), len, "{off} {len}");
+        assert!(p.iter().all(|x| x.0 < 4));
+    }
+}
+
+#[test]
+fn eight_clients_on_four_servers_take_a_quarter_of_the_time_on_one() {
+    let run = |servers: u32| {
+        let mut st = FsState::new(FileSystem { disk: Disk { latency_s: 0.0, ..fs(1, MIB).disk }, ..fs(servers, MIB) });
+        (0..8u64).map(|c| st.request(0.0, 0.0, 0, c * 64 * MIB, 64 * MIB, IoKind::Write)).fold(0.0, f64::max)
+    };
+    let (one, four) = (run(1), run(4));
+    close(one, 8.0 * 64.0 * MIB as f64 / 1e8);
+    close(one / four, 4.0);
+}
+
+#[test]
+fn a_write_smaller_than_the_cache_finishes_at_memory_speed_and_sync_pays_the_flush() {
+    let disk = Disk { cache_bytes: 64 * MIB, cache_bytes_per_s: Some(1e10), ..fs(1, MIB).disk };
+    let mut st = FsState::new(FileSystem { disk, ..fs(1, MIB) });
+    let w = st.request(0.0, 0.0, 0, 0, 32 * MIB, IoKind::Write);
+    close(w, 32.0 * MIB as f64 / 1e10);
+    close(st.sync(w), w + 32.0 * MIB as f64 / 1e8 + 1e-3);
+    // A write larger than the room left goes to the disk after the drain.
+    let big = st.request(w, 0.0, 0, 32 * MIB, 48 * MIB, IoKind::Write);
+    close(big, w + 32.0 * MIB as f64 / 1e8 + 1e-2 + 48.0 * MIB as f64 / 1e8);
+}
+
+#[test]
+fn a_collective_write_of_four_ranks_with_two_aggregators() {
+    // Ranks 0, 1 on host 0 and 2, 3 on host 1, 4 MiB each, contiguous:
+    // aggregators 0 and 2, domains [0, 8) and [8, 16) MiB, one round.
+    let members: Vec<Member> =
+        (0..4u64).map(|r| Member { host: (r / 2) as usize, offset: r * 4 * MIB, bytes: 4 * MIB, entry_s: r as f64 * 1e-3 }).collect();
+    assert_eq!(aggregators(&members, None), [0, 2]);
+    let mut st = FsState::new(fs(2, MIB));
+    let exchange = |_: usize, _: usize, b: u64| 1e-6 + b as f64 / 1e9;
+    let done = two_phase(&mut st, 0, &members, IoKind::Write, 0.0, exchange);
+    // Last entry 3 ms; exchange of 4 MiB; then each aggregator's 8 MiB is
+    // 4 MiB per server, the second aggregator's queued behind the first's.
+    let t_x = 3e-3 + 1e-6 + 4.0 * MIB as f64 / 1e9;
+    let piece = 1e-2 + 4.0 * MIB as f64 / 1e8;
+    for d in done {
+        close(d, t_x + 2.0 * piece);
+    }
+    // cb_nodes = 1: one aggregator, 12 MiB exchanged to it.
+    let mut st = FsState::new(FileSystem { cb_nodes: Some(1), ..fs(2, MIB) });
+    assert_eq!(aggregators(&members, Some(1)), [0]);
+    let done = two_phase(&mut st, 0, &members, IoKind::Write, 0.0, exchange);
+    close(done[0], 3e-3 + 1e-6 + 12.0 * MIB as f64 / 1e9 + 1e-2 + 8.0 * MIB as f64 / 1e8);
+}
+
+#[test]
+fn collective_rounds_follow_the_buffer_and_reads_exchange_after_the_disk() {
+    let members = [
+        Member { host: 0, offset: 0, bytes: 8 * MIB, entry_s: 0.0 },
+        Member { host: 1, offset: 8 * MIB, bytes: 8 * MIB, entry_s: 0.0 },
+    ];
+    let mut st = FsState::new(FileSystem { cb_buffer_bytes: Some(4 * MIB), ..fs(1, 16 * MIB) });
+    let exchange = |_: usize, _: usize, _: u64| 0.5;
+    // Each aggregator reads its own 8 MiB in two rounds of 4 MiB; nothing
+    // to exchange (each member's data is in its own domain).
+    let done = two_phase(&mut st, 0, &members, IoKind::Read, 0.0, exchange);
+    let read = 1e-2 + 4.0 * MIB as f64 / 2e8;
+    close(done[1], 4.0 * read);
+}
+
+#[test]
+fn bad_file_systems_are_named() {
+    let hosts = ["n0", "n1"];
+    assert!(fs(2, MIB).validate(&hosts).is_ok());
+    let bad = FileSystem { server_hosts: vec!["n9".into()], ..fs(2, MIB) };
+    assert!(bad.validate(&hosts).unwrap_err().0.contains("`n9` is not a host"));
+    let bad = FileSystem { disk: Disk { write_bytes_per_s: -1.0, ..fs(1, MIB).disk }, ..fs(2, MIB) };
+    assert!(bad.validate(&hosts).unwrap_err().0.contains("disk.write_bytes_per_s"));
+    assert!(fs(0, MIB).validate(&hosts).unwrap_err().0.contains("at least one server"));
+}
+
+#[test]
+fn io_scale_multiplies_every_bandwidth() {
+    let mut f = fs(1, MIB);
+    f.link_bytes_per_s = Some(1e9);
+    f.scale_bandwidth(0.5);
+    assert_eq!((f.disk.read_bytes_per_s, f.disk.write_bytes_per_s, f.link_bytes_per_s), (1e8, 5e7, Some(5e8)));
+}
