@@ -2,14 +2,14 @@
 //! `work` cycles each, every task stretched by its own slice of a jitter
 //! trace, each phase closed by a collective. Parallel over tasks (rayon);
 //! the traces are shared read-only and a task's state is an offset, a
-//! cursor hint and a clock.
+//! [`Quiet`] cursor and a clock.
 
 use std::time::Instant;
 
 use super::par::*;
 
 use super::collective::{self, Collective, Net};
-use super::track::{Cur, Track};
+use super::track::{Cur, Quiet, Track};
 use super::JitterError;
 
 /// Where in the trace each task starts (jitSim §3.3).
@@ -101,11 +101,14 @@ pub(crate) struct Env<'a> {
 }
 
 impl Env<'_> {
-    /// Task `i` starts `work` cycles at its time `t`; returns its finish time.
+    /// Task `i`, with cursor `q`, starts `work` cycles at its time `t`; returns its finish time.
     #[inline]
-    pub(crate) fn stretch(&self, i: u64, hint: &mut u32, t: u64, work: u64) -> u64 {
+    pub(crate) fn stretch(&self, i: u64, q: &mut Quiet, t: u64, work: u64) -> u64 {
+        if t >= q.from() && t <= q.until() && work <= q.until() - t {
+            return t + work;
+        }
         let k = if self.tracks.len() == 1 { 0 } else { (i % self.tracks.len() as u64) as usize };
-        self.tracks[k].stretch(hint, self.offsets[i as usize], self.segments[k], t, work)
+        self.tracks[k].stretch_quiet(q, self.offsets[i as usize], self.segments[k], t, work)
     }
 }
 
@@ -113,8 +116,8 @@ impl Env<'_> {
 pub(crate) struct Tasks<'a> {
     /// Task clocks, cycles.
     pub t: &'a mut [u64],
-    /// Cursor hints.
-    pub hints: &'a mut [u32],
+    /// Task cursors.
+    pub cursors: &'a mut [Quiet],
     /// Message arrival times, cycles (scratch).
     pub arr: &'a mut [u64],
     pub env: Env<'a>,
@@ -313,14 +316,14 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
             now = end;
         }
     } else {
-        let mut hints = vec![0u32; n];
+        let mut cursors = vec![Quiet::default(); n];
         let mut t = vec![0u64; n];
         let mut arr = vec![0u64; n];
         let mut last_end = 0u64;
         for _ in 0..cfg.phases {
             let compute_max = t
                 .par_iter_mut()
-                .zip(hints.par_iter_mut())
+                .zip(cursors.par_iter_mut())
                 .enumerate()
                 .with_min_len(MIN_LEN)
                 .map(|(i, (t, h))| {
@@ -330,7 +333,7 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
                 })
                 .max()
                 .unwrap_or(0);
-            let mut ts = Tasks { t: &mut t, hints: &mut hints, arr: &mut arr, env };
+            let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, env };
             collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes);
             let end = t.par_iter().with_min_len(MIN_LEN).copied().max().unwrap_or(0);
             phases.push(PhaseStat { consumed_cycles: end - last_end, compute_max_cycles: compute_max });

@@ -259,6 +259,67 @@ impl Track {
         *hint = c.k2.max(c.k) as u32;
         end
     }
+
+    /// [`stretch`](Self::stretch) with a [`Quiet`] cursor: a block that
+    /// fits in the cursor's quiet span takes exactly its work (two compares);
+    /// any other is stretched through the bucket index and the prefix sums,
+    /// O(1) expected plus O(log events met), and leaves the cursor on the
+    /// quiet span around its end. Same result as `stretch` for any `t`, in
+    /// any call order.
+    #[inline]
+    pub fn stretch_quiet(&self, q: &mut Quiet, offset: u64, segment: u64, t: u64, work: u64) -> u64 {
+        if t >= q.from && t <= q.until && work <= q.until - t {
+            return t + work;
+        }
+        self.stretch_quiet_slow(q, offset, segment, t, work)
+    }
+
+    #[inline(never)]
+    fn stretch_quiet_slow(&self, q: &mut Quiet, offset: u64, segment: u64, t: u64, work: u64) -> u64 {
+        let mut c = Cur { k: usize::MAX, k2: 0 };
+        let end = self.stretch_cur(&mut c, offset, segment, t, work);
+        *q = self.quiet_at(c.k2, offset, segment, end);
+        end
+    }
+
+    /// The longest span of task time around `t` (cycles) in which the task
+    /// meets no event, segment end or trace wrap; empty when `t` falls in an event.
+    fn quiet_at(&self, hint: usize, offset: u64, segment: u64, t: u64) -> Quiet {
+        let (pos, to_seg_end) = self.locate(offset, segment, t);
+        let into_seg = segment - to_seg_end;
+        let k = self.seek(hint, pos);
+        // End of the last event starting before `pos`.
+        let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
+        if gap_start > pos {
+            return Quiet { from: t, until: t };
+        }
+        let back = (pos - gap_start).min(into_seg);
+        let ahead = (self.ev[k].start - pos).min(to_seg_end).min(self.period - pos);
+        Quiet { from: t - back, until: t + ahead }
+    }
+}
+
+/// A task's cursor for [`Track::stretch_quiet`]: a span `[from, until]` of
+/// the task's own time, cycles, in which its trace slice holds no event, so
+/// that a compute block inside it is not stretched. Start it at `Quiet::default()`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quiet {
+    from: u64,
+    until: u64,
+}
+
+impl Quiet {
+    /// First task cycle of the span.
+    #[inline]
+    pub fn from(&self) -> u64 {
+        self.from
+    }
+
+    /// Last task cycle of the span (a block may end here).
+    #[inline]
+    pub fn until(&self) -> u64 {
+        self.until
+    }
 }
 
 /// Cursor of a sweep: event indices of the last start and end positions.
@@ -275,21 +336,22 @@ pub(crate) struct Cur {
 pub struct TraceCursor<'a> {
     track: &'a Track,
     offset: u64,
-    hint: u32,
+    quiet: Quiet,
 }
 
 impl<'a> TraceCursor<'a> {
     /// A cursor whose rank-time 0 is trace position `offset` (cycles, taken modulo the period).
     pub fn new(track: &'a Track, offset: u64) -> Self {
-        TraceCursor { track, offset: offset % track.period, hint: 0 }
+        TraceCursor { track, offset: offset % track.period, quiet: Quiet::default() }
     }
 
     /// Cycles consumed by a compute block of `work_cycles` that starts at
     /// rank time `start_cycle` (cycles since the rank's start), i.e. the
     /// block's work plus the jitter it meets (jitSim §3.4, work-conserving).
-    /// Calls with increasing `start_cycle` are O(events met); others O(log events).
+    /// A block meeting no event costs two compares; others O(1) expected
+    /// plus O(log events met), in any call order.
     pub fn stretch(&mut self, start_cycle: u64, work_cycles: u64) -> u64 {
         let t = self.track;
-        t.stretch(&mut self.hint, self.offset, t.period, start_cycle, work_cycles) - start_cycle
+        t.stretch_quiet(&mut self.quiet, self.offset, t.period, start_cycle, work_cycles) - start_cycle
     }
 }
