@@ -139,60 +139,19 @@ pub fn splitmix(seed: u64, i: u64) -> u64 {
 }
 
 const MIN_LEN: usize = 4096;
-/// Tasks per sweep chunk in the collective-free path.
+/// Tasks per chunk when every task is stretched.
 const SWEEP_CHUNK: usize = 16 * 1024;
-/// Tasks per pruning block in [`sweep`].
-const PRUNE_BLOCK: usize = 32;
-
-/// Pruning block for the next phase: blocks spanning about half of the last
-/// phase's excess over `work` are usually skipped whole.
-fn next_block(track: &Track, tasks: usize, last_consumed: u64, work: u64) -> usize {
-    let excess = last_consumed.saturating_sub(work) / 2;
-    let per_task = (track.period() / tasks.max(1) as u64).max(1);
-    ((excess / per_task) as usize).clamp(8, SWEEP_CHUNK).next_power_of_two().min(SWEEP_CHUNK) / 2
-}
 
 /// Latest finish time of the tasks with sorted `offsets` starting `work` at `now`.
-///
-/// With full coverage the trace is one continuous (cyclic) timeline, so a
-/// later start never finishes earlier: a task at offset `o ≤ b` finishes by
-/// `finish(b) + (b − o)`. A first pass probes the last task of each block of
-/// `block` tasks (a power of two ≤ [`SWEEP_CHUNK`]); the second evaluates only
-/// blocks whose bound can beat the best probe. The answer is exact.
-fn sweep(track: &Track, segment: u64, offsets: &[u64], now: u64, work: u64, block: usize) -> u64 {
+fn sweep(track: &Track, segment: u64, offsets: &[u64], now: u64, work: u64) -> u64 {
+    if segment == track.period() {
+        return track.latest_finish(offsets, now, work);
+    }
     let all = |chunk: &[u64]| {
         let mut c = Cur::default();
         chunk.iter().map(|&o| track.stretch_cur(&mut c, o, segment, now, work)).max().unwrap_or(now)
     };
-    if segment != track.period() {
-        return offsets.par_chunks(SWEEP_CHUNK).map(all).max().unwrap_or(now);
-    }
-    let probes: Vec<u64> = offsets
-        .par_chunks(SWEEP_CHUNK)
-        .flat_map_iter(|chunk| {
-            let mut c = Cur::default();
-            chunk.chunks(block).map(move |b| track.stretch_cur(&mut c, b[b.len() - 1], segment, now, work)).collect::<Vec<_>>()
-        })
-        .collect();
-    let best = probes.iter().copied().max().unwrap_or(now);
-    offsets
-        .par_chunks(SWEEP_CHUNK)
-        .zip(probes.par_chunks(SWEEP_CHUNK / block))
-        .map(|(chunk, probes)| {
-            let mut c = Cur::default();
-            let mut m = now;
-            for (b, &f) in chunk.chunks(block).zip(probes) {
-                if f + (b[b.len() - 1] - b[0]) > best {
-                    for &o in b {
-                        m = m.max(track.stretch_cur(&mut c, o, segment, now, work));
-                    }
-                }
-            }
-            m
-        })
-        .max()
-        .unwrap_or(now)
-        .max(best)
+    offsets.par_chunks(SWEEP_CHUNK).map(all).max().unwrap_or(now)
 }
 
 /// Checks `cfg` against `tracks`.
@@ -294,8 +253,9 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
     if cfg.collective == Collective::None {
         // All tasks start each phase together, when the slowest has finished
         // (jitSim Fig. 3). Task identity does not matter here, so each trace's
-        // tasks are swept in offset order: their positions all move by the
-        // same amount, so a sweep walks the trace once per phase.
+        // tasks are sorted by offset: their positions all move by the same
+        // amount, so each phase is one ordered pass over each trace
+        // ([`Track::latest_finish`]).
         let nt = tracks.len();
         let groups: Vec<Vec<u64>> = (0..nt)
             .map(|g| {
@@ -305,13 +265,8 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
             })
             .collect();
         let mut now = 0u64;
-        let mut blocks = vec![PRUNE_BLOCK; nt];
         for _ in 0..cfg.phases {
-            let end =
-                groups.iter().enumerate().map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work, blocks[g])).max().unwrap_or(now);
-            for (g, b) in blocks.iter_mut().enumerate() {
-                *b = next_block(&tracks[g], groups[g].len(), end - now, work);
-            }
+            let end = groups.iter().enumerate().map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work)).max().unwrap_or(now);
             phases.push(PhaseStat { consumed_cycles: end - now, compute_max_cycles: end - now });
             now = end;
         }
