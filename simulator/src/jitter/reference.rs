@@ -100,7 +100,7 @@ fn random_trace(seed: u64) -> JitterTrace {
 /// A segment length the engine accepts: the whole period, or more than the longest jitter burst.
 fn random_segment(track: &Track, r: u64) -> u64 {
     let p = track.period();
-    if r % 3 == 0 || track.longest_jitter_run() + 1 >= p {
+    if r.is_multiple_of(3) || track.longest_jitter_run() + 1 >= p {
         p
     } else {
         track.longest_jitter_run() + 1 + r % (p - track.longest_jitter_run())
@@ -150,8 +150,8 @@ fn reference_barrier(trace: &JitterTrace, offsets: &[u64], segment: u64, t: &mut
     let mut arr = vec![0u64; n];
     for i in (0..n).rev() {
         let mut x = t[i];
-        for c in (2 * i + 1)..=(2 * i + 2).min(n - 1) {
-            x = s(i, x.max(arr[c]), recv);
+        for &a in arr.iter().take((2 * i + 3).min(n)).skip(2 * i + 1) {
+            x = s(i, x.max(a), recv);
         }
         if i > 0 {
             x = s(i, x, send);
@@ -164,9 +164,9 @@ fn reference_barrier(trace: &JitterTrace, offsets: &[u64], segment: u64, t: &mut
         if i > 0 {
             x = s(i, x.max(arr[i]), recv);
         }
-        for c in (2 * i + 1)..=(2 * i + 2).min(n - 1) {
+        for slot in arr.iter_mut().take((2 * i + 3).min(n)).skip(2 * i + 1) {
             x = s(i, x, send);
-            arr[c] = x;
+            *slot = x;
         }
         t[i] = x;
     }
