@@ -17,6 +17,7 @@
 //! - [`collective`]: barrier, allreduce, bcast and gather over k-ary trees and
 //!   recursive doubling, with calibrated latencies.
 //! - [`report`]: slowdowns, Monte-Carlo bands and sweeps (the tools plot them).
+//! - [`synth`]: seeded synthetic traces (Poisson detours, log-uniform lengths) for benchmarks.
 
 use std::path::{Path, PathBuf};
 
@@ -26,10 +27,11 @@ pub mod collective;
 pub mod engine;
 mod par;
 pub mod report;
+pub mod synth;
 pub mod track;
 
 pub use engine::{simulate, start_offsets, Config, Mode, RunResult};
-pub use track::{TraceCursor, Track};
+pub use track::{Quiet, TraceCursor, Track};
 
 /// Error of the jitter simulation; one line naming the file or flag at fault.
 #[derive(Debug, thiserror::Error)]
@@ -115,5 +117,7 @@ pub fn compute_stretch(tracks: &[Track], tsc_hz: f64, mode: Mode, ranks: usize, 
     })
 }
 
+#[cfg(test)]
+mod reference;
 #[cfg(test)]
 mod tests;

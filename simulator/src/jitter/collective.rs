@@ -10,6 +10,7 @@
 use super::par::*;
 
 use super::engine::Tasks;
+use super::track::Quiet;
 use crate::network::P2pModel;
 
 /// What ends each phase.
@@ -174,7 +175,7 @@ fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
         let env = ts.env;
         ts.t[a..b]
             .par_iter_mut()
-            .zip(ts.hints[a..b].par_iter_mut())
+            .zip(ts.cursors[a..b].par_iter_mut())
             .zip(head[a..b].par_iter_mut())
             .enumerate()
             .with_min_len(MIN_LEN)
@@ -206,7 +207,7 @@ fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) 
         let env = ts.env;
         let nchild = tail.len().min((b - a) * k as usize);
         let with_children = nchild.div_ceil(k as usize);
-        let recv = |i: u64, x: u64, h: &mut u32| {
+        let recv = |i: u64, x: u64, h: &mut Quiet| {
             if i == 0 {
                 return x;
             }
@@ -215,7 +216,7 @@ fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) 
         };
         ts.t[a..a + with_children]
             .par_iter_mut()
-            .zip(ts.hints[a..a + with_children].par_iter_mut())
+            .zip(ts.cursors[a..a + with_children].par_iter_mut())
             .zip(tail[..nchild].par_chunks_mut(k as usize))
             .enumerate()
             .with_min_len(MIN_LEN / k as usize)
@@ -231,7 +232,7 @@ fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) 
             });
         ts.t[a + with_children..b]
             .par_iter_mut()
-            .zip(ts.hints[a + with_children..b].par_iter_mut())
+            .zip(ts.cursors[a + with_children..b].par_iter_mut())
             .enumerate()
             .with_min_len(MIN_LEN)
             .for_each(|(j, (t, h))| *t = recv((a + with_children + j) as u64, *t, h));
@@ -249,7 +250,7 @@ fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
     let send_pass = |ts: &mut Tasks<'_>, range: std::ops::Range<usize>, partner: &(dyn Fn(u64) -> u64 + Sync)| {
         ts.t[range.clone()]
             .par_iter_mut()
-            .zip(ts.hints[range.clone()].par_iter_mut())
+            .zip(ts.cursors[range.clone()].par_iter_mut())
             .zip(ts.arr[range.clone()].par_iter_mut())
             .enumerate()
             .with_min_len(MIN_LEN)
@@ -262,7 +263,7 @@ fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
     };
     let recv_pass = |ts: &mut Tasks<'_>, range: std::ops::Range<usize>, partner: &(dyn Fn(u64) -> u64 + Sync)| {
         let arr: &[u64] = ts.arr;
-        ts.t[range.clone()].par_iter_mut().zip(ts.hints[range.clone()].par_iter_mut()).enumerate().with_min_len(MIN_LEN).for_each(
+        ts.t[range.clone()].par_iter_mut().zip(ts.cursors[range.clone()].par_iter_mut()).enumerate().with_min_len(MIN_LEN).for_each(
             |(j, (t, h))| {
                 let i = (range.start + j) as u64;
                 let p = partner(i);

@@ -2,14 +2,14 @@
 //! `work` cycles each, every task stretched by its own slice of a jitter
 //! trace, each phase closed by a collective. Parallel over tasks (rayon);
 //! the traces are shared read-only and a task's state is an offset, a
-//! cursor hint and a clock.
+//! [`Quiet`] cursor and a clock.
 
 use std::time::Instant;
 
 use super::par::*;
 
 use super::collective::{self, Collective, Net};
-use super::track::{Cur, Track};
+use super::track::{Cur, Quiet, Track};
 use super::JitterError;
 
 /// Where in the trace each task starts (jitSim §3.3).
@@ -101,11 +101,14 @@ pub(crate) struct Env<'a> {
 }
 
 impl Env<'_> {
-    /// Task `i` starts `work` cycles at its time `t`; returns its finish time.
+    /// Task `i`, with cursor `q`, starts `work` cycles at its time `t`; returns its finish time.
     #[inline]
-    pub(crate) fn stretch(&self, i: u64, hint: &mut u32, t: u64, work: u64) -> u64 {
+    pub(crate) fn stretch(&self, i: u64, q: &mut Quiet, t: u64, work: u64) -> u64 {
+        if t >= q.from() && t <= q.until() && work <= q.until() - t {
+            return t + work;
+        }
         let k = if self.tracks.len() == 1 { 0 } else { (i % self.tracks.len() as u64) as usize };
-        self.tracks[k].stretch(hint, self.offsets[i as usize], self.segments[k], t, work)
+        self.tracks[k].stretch_quiet(q, self.offsets[i as usize], self.segments[k], t, work)
     }
 }
 
@@ -113,8 +116,8 @@ impl Env<'_> {
 pub(crate) struct Tasks<'a> {
     /// Task clocks, cycles.
     pub t: &'a mut [u64],
-    /// Cursor hints.
-    pub hints: &'a mut [u32],
+    /// Task cursors.
+    pub cursors: &'a mut [Quiet],
     /// Message arrival times, cycles (scratch).
     pub arr: &'a mut [u64],
     pub env: Env<'a>,
@@ -136,60 +139,19 @@ pub fn splitmix(seed: u64, i: u64) -> u64 {
 }
 
 const MIN_LEN: usize = 4096;
-/// Tasks per sweep chunk in the collective-free path.
+/// Tasks per chunk when every task is stretched.
 const SWEEP_CHUNK: usize = 16 * 1024;
-/// Tasks per pruning block in [`sweep`].
-const PRUNE_BLOCK: usize = 32;
-
-/// Pruning block for the next phase: blocks spanning about half of the last
-/// phase's excess over `work` are usually skipped whole.
-fn next_block(track: &Track, tasks: usize, last_consumed: u64, work: u64) -> usize {
-    let excess = last_consumed.saturating_sub(work) / 2;
-    let per_task = (track.period() / tasks.max(1) as u64).max(1);
-    ((excess / per_task) as usize).clamp(8, SWEEP_CHUNK).next_power_of_two().min(SWEEP_CHUNK) / 2
-}
 
 /// Latest finish time of the tasks with sorted `offsets` starting `work` at `now`.
-///
-/// With full coverage the trace is one continuous (cyclic) timeline, so a
-/// later start never finishes earlier: a task at offset `o ≤ b` finishes by
-/// `finish(b) + (b − o)`. A first pass probes the last task of each block of
-/// `block` tasks (a power of two ≤ [`SWEEP_CHUNK`]); the second evaluates only
-/// blocks whose bound can beat the best probe. The answer is exact.
-fn sweep(track: &Track, segment: u64, offsets: &[u64], now: u64, work: u64, block: usize) -> u64 {
+fn sweep(track: &Track, segment: u64, offsets: &[u64], now: u64, work: u64) -> u64 {
+    if segment == track.period() {
+        return track.latest_finish(offsets, now, work);
+    }
     let all = |chunk: &[u64]| {
         let mut c = Cur::default();
         chunk.iter().map(|&o| track.stretch_cur(&mut c, o, segment, now, work)).max().unwrap_or(now)
     };
-    if segment != track.period() {
-        return offsets.par_chunks(SWEEP_CHUNK).map(all).max().unwrap_or(now);
-    }
-    let probes: Vec<u64> = offsets
-        .par_chunks(SWEEP_CHUNK)
-        .flat_map_iter(|chunk| {
-            let mut c = Cur::default();
-            chunk.chunks(block).map(move |b| track.stretch_cur(&mut c, b[b.len() - 1], segment, now, work)).collect::<Vec<_>>()
-        })
-        .collect();
-    let best = probes.iter().copied().max().unwrap_or(now);
-    offsets
-        .par_chunks(SWEEP_CHUNK)
-        .zip(probes.par_chunks(SWEEP_CHUNK / block))
-        .map(|(chunk, probes)| {
-            let mut c = Cur::default();
-            let mut m = now;
-            for (b, &f) in chunk.chunks(block).zip(probes) {
-                if f + (b[b.len() - 1] - b[0]) > best {
-                    for &o in b {
-                        m = m.max(track.stretch_cur(&mut c, o, segment, now, work));
-                    }
-                }
-            }
-            m
-        })
-        .max()
-        .unwrap_or(now)
-        .max(best)
+    offsets.par_chunks(SWEEP_CHUNK).map(all).max().unwrap_or(now)
 }
 
 /// Checks `cfg` against `tracks`.
@@ -291,8 +253,9 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
     if cfg.collective == Collective::None {
         // All tasks start each phase together, when the slowest has finished
         // (jitSim Fig. 3). Task identity does not matter here, so each trace's
-        // tasks are swept in offset order: their positions all move by the
-        // same amount, so a sweep walks the trace once per phase.
+        // tasks are sorted by offset: their positions all move by the same
+        // amount, so each phase is one ordered pass over each trace
+        // ([`Track::latest_finish`]).
         let nt = tracks.len();
         let groups: Vec<Vec<u64>> = (0..nt)
             .map(|g| {
@@ -302,25 +265,20 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
             })
             .collect();
         let mut now = 0u64;
-        let mut blocks = vec![PRUNE_BLOCK; nt];
         for _ in 0..cfg.phases {
-            let end =
-                groups.iter().enumerate().map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work, blocks[g])).max().unwrap_or(now);
-            for (g, b) in blocks.iter_mut().enumerate() {
-                *b = next_block(&tracks[g], groups[g].len(), end - now, work);
-            }
+            let end = groups.iter().enumerate().map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work)).max().unwrap_or(now);
             phases.push(PhaseStat { consumed_cycles: end - now, compute_max_cycles: end - now });
             now = end;
         }
     } else {
-        let mut hints = vec![0u32; n];
+        let mut cursors = vec![Quiet::default(); n];
         let mut t = vec![0u64; n];
         let mut arr = vec![0u64; n];
         let mut last_end = 0u64;
         for _ in 0..cfg.phases {
             let compute_max = t
                 .par_iter_mut()
-                .zip(hints.par_iter_mut())
+                .zip(cursors.par_iter_mut())
                 .enumerate()
                 .with_min_len(MIN_LEN)
                 .map(|(i, (t, h))| {
@@ -330,7 +288,7 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
                 })
                 .max()
                 .unwrap_or(0);
-            let mut ts = Tasks { t: &mut t, hints: &mut hints, arr: &mut arr, env };
+            let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, env };
             collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes);
             let end = t.par_iter().with_min_len(MIN_LEN).copied().max().unwrap_or(0);
             phases.push(PhaseStat { consumed_cycles: end - last_end, compute_max_cycles: compute_max });

@@ -59,15 +59,11 @@ mod seq {
 
     impl RangeSeq for std::ops::Range<usize> {}
 
-    /// rayon's `with_min_len` and `flat_map_iter`, sequentially.
+    /// rayon's `with_min_len`, sequentially.
     pub trait MinLen: Iterator + Sized {
         /// The iterator itself.
         fn with_min_len(self, _min: usize) -> Self {
             self
-        }
-        /// `flat_map()`.
-        fn flat_map_iter<U: IntoIterator, F: FnMut(Self::Item) -> U>(self, f: F) -> std::iter::FlatMap<Self, U, F> {
-            self.flat_map(f)
         }
     }
 

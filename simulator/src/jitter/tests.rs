@@ -281,10 +281,10 @@ fn replay_cursors_from_start_offsets() {
 }
 
 #[test]
-fn pruned_sweep_equals_brute_force() {
+fn phase_sweep_equals_brute_force() {
     let t = random_trace(3000, 20_000, 11, |r| if r % 50 == 0 { 200_000 } else { 100 + r % 3000 });
     let tracks = std::slice::from_ref(&t);
-    for (n, work) in [(5000u64, 30_000u64), (700, 400_000), (3, 1000)] {
+    for (n, work) in [(5000u64, 30_000u64), (40_000, 3_000), (700, 400_000), (3, 1000)] {
         let c = cfg(n, 12, work, Collective::None, 0.0);
         let fast = simulate(tracks, HZ, &c).unwrap();
         let offs = start_offsets(tracks, Mode::Unsync, n as usize, c.seed);

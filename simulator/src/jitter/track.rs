@@ -8,6 +8,7 @@
 //! A start inside an event waits out its remainder; an end exactly at an
 //! event start leaves that event to the next call (jitSim Fig. 2).
 
+use super::par::*;
 use super::JitterError;
 use crate::jitter_trace::JitterTrace;
 
@@ -259,6 +260,180 @@ impl Track {
         *hint = c.k2.max(c.k) as u32;
         end
     }
+
+    /// [`stretch`](Self::stretch) with a [`Quiet`] cursor: a block that
+    /// fits in the cursor's quiet span takes exactly its work (two compares);
+    /// any other is stretched through the bucket index and the prefix sums,
+    /// O(1) expected plus O(log events met), and leaves the cursor on the
+    /// quiet span around its end. Same result as `stretch` for any `t`, in
+    /// any call order.
+    #[inline]
+    pub fn stretch_quiet(&self, q: &mut Quiet, offset: u64, segment: u64, t: u64, work: u64) -> u64 {
+        if t >= q.from && t <= q.until && work <= q.until - t {
+            return t + work;
+        }
+        self.stretch_quiet_slow(q, offset, segment, t, work)
+    }
+
+    #[inline(never)]
+    fn stretch_quiet_slow(&self, q: &mut Quiet, offset: u64, segment: u64, t: u64, work: u64) -> u64 {
+        let mut c = Cur { k: usize::MAX, k2: 0 };
+        let end = self.stretch_cur(&mut c, offset, segment, t, work);
+        *q = self.quiet_at(c.k2, offset, segment, end);
+        end
+    }
+
+    /// The longest span of task time around `t` (cycles) in which the task
+    /// meets no event, segment end or trace wrap; empty when `t` falls in an event.
+    fn quiet_at(&self, hint: usize, offset: u64, segment: u64, t: u64) -> Quiet {
+        let (pos, to_seg_end) = self.locate(offset, segment, t);
+        let into_seg = segment - to_seg_end;
+        let k = self.seek(hint, pos);
+        // End of the last event starting before `pos`.
+        let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
+        if gap_start > pos {
+            return Quiet { from: t, until: t };
+        }
+        let back = (pos - gap_start).min(into_seg);
+        let ahead = (self.ev[k].start - pos).min(to_seg_end).min(self.period - pos);
+        Quiet { from: t - back, until: t + ahead }
+    }
+}
+
+impl Track {
+    /// Latest finish time, cycles, of tasks reading the whole trace
+    /// cyclically from `offsets` (sorted, each < period) that all start
+    /// `work` (≥ 1) compute cycles at task time `now` (jitSim Fig. 3).
+    ///
+    /// Exact, without stretching every task: inside one gap between
+    /// events a later start never finishes sooner after its start (the
+    /// useful time `U(p) = p − jitter before p` grows at most as fast as
+    /// `p`, so `U⁻¹(U(p) + work) − p` does not decrease), and inside an
+    /// event an earlier start waits longer. So only the last task of each
+    /// gap and the first of each event are stretched, the tasks between
+    /// them skipped by galloping: O(min(tasks, events) · log) per call, in
+    /// chunks over rayon. Before that, a block of 16 tasks whose bound —
+    /// `work` plus the jitter from its first position to its last task's
+    /// end — cannot beat the best finish seen is skipped whole.
+    pub(crate) fn latest_finish(&self, offsets: &[u64], now: u64, work: u64) -> u64 {
+        const CHUNK: usize = 16 * 1024;
+        const BLOCK: usize = 16;
+        let n = offsets.len();
+        if n == 0 || work == 0 {
+            return now;
+        }
+        let p = self.period;
+        let shift = now % p;
+        // Offsets at or past `p − shift` wrap to the front: positions ascend over j.
+        let split = offsets.partition_point(|&o| o < p - shift);
+        let off = |j: usize| offsets[if split + j < n { split + j } else { split + j - n }];
+        let pos = |j: usize| {
+            let o = off(j);
+            if o >= p - shift {
+                o + shift - p
+            } else {
+                o + shift
+            }
+        };
+        // Finish of the task at `pc` (k: events starting at or before pc;
+        // k2: a lower bound of the end's event index, advanced) and the
+        // jitter before its end, cycles.
+        let finish = |j: usize, pc: u64, k: usize, k2: &mut usize| -> (u64, u64) {
+            let target = self.compute_before(k, pc) + work;
+            *k2 = self.gallop((*k2).max(k.saturating_sub(1)), |e| e.cb < target);
+            let end = target + self.jb(*k2);
+            if end <= p {
+                (now + (end - pc), end - target)
+            } else {
+                (self.stretch_cur(&mut Cur::default(), off(j), p, now, work), u64::MAX)
+            }
+        };
+        (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(n));
+                let mut best = now;
+                // Pointers of the block probes (b: last task, a: first) and of the candidates.
+                let (mut kb, mut k2b, mut ka, mut k, mut k2) = (0usize, 0usize, 0usize, 0usize, 0usize);
+                for blo in (lo..hi).step_by(BLOCK) {
+                    let bhi = (blo + BLOCK).min(hi);
+                    // Every task of the block finishes by its start plus `work` plus the
+                    // jitter between the block's first position and its last task's end.
+                    let (pa, pb) = (pos(blo), pos(bhi - 1));
+                    kb = self.gallop(kb, |e| e.start <= pb);
+                    let (fb, jitter_to_end) = finish(bhi - 1, pb, kb, &mut k2b);
+                    best = best.max(fb);
+                    ka = self.gallop(ka, |e| e.start <= pa);
+                    let jitter_before_a = pa - self.compute_before(ka, pa);
+                    if jitter_to_end != u64::MAX && now + work + (jitter_to_end - jitter_before_a) <= best {
+                        continue;
+                    }
+                    let mut j = blo;
+                    while j < bhi {
+                        let pj = pos(j);
+                        k = self.gallop(k, |e| e.start <= pj);
+                        let event_end = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
+                        let (cand, next) = if pj < event_end {
+                            (j, first_at_or_after(&pos, j, bhi, event_end))
+                        } else {
+                            let next = first_at_or_after(&pos, j, bhi, self.ev[k].start);
+                            (next - 1, next)
+                        };
+                        best = best.max(finish(cand, pos(cand), k, &mut k2).0);
+                        j = next;
+                    }
+                }
+                best
+            })
+            .max()
+            .unwrap_or(now)
+    }
+}
+
+/// First `j` in `from..hi` with `pos(j) ≥ bound`, or `hi`; `pos` ascends. Gallops.
+#[inline]
+fn first_at_or_after(pos: &impl Fn(usize) -> u64, from: usize, hi: usize, bound: u64) -> usize {
+    if from >= hi || pos(from) >= bound {
+        return from;
+    }
+    let (mut lo, mut step) = (from, 1);
+    while lo + step < hi && pos(lo + step) < bound {
+        lo += step;
+        step *= 2;
+    }
+    let (mut l, mut h) = (lo + 1, (lo + step).min(hi));
+    while l < h {
+        let m = l + (h - l) / 2;
+        if pos(m) < bound {
+            l = m + 1;
+        } else {
+            h = m;
+        }
+    }
+    l
+}
+
+/// A task's cursor for [`Track::stretch_quiet`]: a span `[from, until]` of
+/// the task's own time, cycles, in which its trace slice holds no event, so
+/// that a compute block inside it is not stretched. Start it at `Quiet::default()`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quiet {
+    from: u64,
+    until: u64,
+}
+
+impl Quiet {
+    /// First task cycle of the span.
+    #[inline]
+    pub fn from(&self) -> u64 {
+        self.from
+    }
+
+    /// Last task cycle of the span (a block may end here).
+    #[inline]
+    pub fn until(&self) -> u64 {
+        self.until
+    }
 }
 
 /// Cursor of a sweep: event indices of the last start and end positions.
@@ -275,21 +450,22 @@ pub(crate) struct Cur {
 pub struct TraceCursor<'a> {
     track: &'a Track,
     offset: u64,
-    hint: u32,
+    quiet: Quiet,
 }
 
 impl<'a> TraceCursor<'a> {
     /// A cursor whose rank-time 0 is trace position `offset` (cycles, taken modulo the period).
     pub fn new(track: &'a Track, offset: u64) -> Self {
-        TraceCursor { track, offset: offset % track.period, hint: 0 }
+        TraceCursor { track, offset: offset % track.period, quiet: Quiet::default() }
     }
 
     /// Cycles consumed by a compute block of `work_cycles` that starts at
     /// rank time `start_cycle` (cycles since the rank's start), i.e. the
     /// block's work plus the jitter it meets (jitSim §3.4, work-conserving).
-    /// Calls with increasing `start_cycle` are O(events met); others O(log events).
+    /// A block meeting no event costs two compares; others O(1) expected
+    /// plus O(log events met), in any call order.
     pub fn stretch(&mut self, start_cycle: u64, work_cycles: u64) -> u64 {
         let t = self.track;
-        t.stretch(&mut self.hint, self.offset, t.period, start_cycle, work_cycles) - start_cycle
+        t.stretch_quiet(&mut self.quiet, self.offset, t.period, start_cycle, work_cycles) - start_cycle
     }
 }
