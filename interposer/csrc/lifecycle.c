@@ -5,6 +5,18 @@
 #include "online.h"
 
 extern void ipr_clock_mark(void);
+extern int ipr_span_barrier(void);
+extern void ipr_span_start(void);
+extern void ipr_span_end(int rank);
+
+/* The start of MPI_Finalize: time mode's barrier, then the span's end
+ * (interposer/src/span.rs). */
+static void span_end(void) {
+    int rank = 0;
+    if (ipr_span_barrier()) PMPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    ipr_span_end(rank);
+}
 
 __thread struct ipr_fast *ipr_fast_tls __attribute__((tls_model("initial-exec")));
 
@@ -31,6 +43,8 @@ static void started(void) {
         ipr_calibration(0);
     }
     ipr_online_start();
+    if (ipr_span_barrier()) PMPI_Barrier(MPI_COMM_WORLD);
+    ipr_span_start();
     /* The application's first compute block starts here, after our own
      * work (the shadow communicators are collectives). */
     ipr_started();
@@ -49,6 +63,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
+    span_end();
     if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {
         ipr_online_finalize();
         ipr_finalize();
@@ -85,6 +100,7 @@ typedef void (*ipr_fn3)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
     void sym(MPI_Fint *ierr) {                                           \
         static ipr_fn1 next;                                             \
         if (next == NULL) next = (ipr_fn1)dlsym(RTLD_NEXT, #sym);        \
+        span_end();                                                      \
         if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {                    \
             ipr_online_finalize();                                       \
             ipr_finalize();                                              \

@@ -16,6 +16,10 @@ pub enum Mode {
     /// Predict the target platform's run time while running, and record
     /// the trace too (see [`crate::online`]).
     Online,
+    /// Record nothing but the run's wall time from the end of `MPI_Init`
+    /// to the start of `MPI_Finalize`, each after a barrier
+    /// ([`crate::span`]).
+    Time,
 }
 
 /// Parsed configuration of a traced run.
@@ -67,9 +71,10 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
     let mode = match get("INTERPOSER_MODE").as_deref().map(str::trim) {
         None | Some("") | Some("trace") => Mode::Trace,
         Some("online") => Mode::Online,
+        Some("time") => Mode::Time,
         Some("off") => return (None, warnings),
         Some(other) => {
-            warnings.push(format!("INTERPOSER_MODE={other:?} is not one of trace|online|off; recording disabled"));
+            warnings.push(format!("INTERPOSER_MODE={other:?} is not one of trace|online|time|off; recording disabled"));
             return (None, warnings);
         }
     };
@@ -147,6 +152,8 @@ mod tests {
         let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x")]));
         assert_eq!(c.unwrap().mode, Mode::Trace);
         assert!(w.is_empty());
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", " time ")]));
+        assert!(c.unwrap().mode == Mode::Time && w.is_empty());
     }
 
     #[test]

@@ -26,4 +26,5 @@ pub mod modules;
 pub mod online;
 pub mod recorder;
 pub mod signals;
+pub mod span;
 pub mod timing;

@@ -160,9 +160,14 @@ pub fn init(rank: u32, size: u32, library: &str) {
         STATE.store(DISABLED, Ordering::SeqCst);
         return;
     };
+    crate::span::arm(&cfg, rank);
     let online = match cfg.mode {
         Mode::Online => crate::online::prepare(&cfg, rank, size),
         Mode::Trace => None,
+        Mode::Time => {
+            STATE.store(DISABLED, Ordering::SeqCst);
+            return;
+        }
     };
     match open(&cfg, rank, size, library, online.is_some()) {
         Ok(rec) => {

@@ -225,6 +225,32 @@ fn application_output_is_unchanged() {
     assert_eq!(lines, result_lines(&traced_out));
 }
 
+/// `INTERPOSER_MODE=time` records only the span from `MPI_Init` to
+/// `MPI_Finalize`, which holds the program's own barrier-to-barrier time;
+/// the output is unchanged. Trace mode writes rank 0's span too.
+#[test]
+fn time_mode_records_the_init_to_finalize_span_only() {
+    let span = |dir: &Path| -> f64 {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("time.json")).expect("time.json")).unwrap();
+        v["wall_s"].as_f64().unwrap()
+    };
+    let own = |out: &Output| -> f64 {
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines().find_map(|l| l.strip_prefix("wall_s=")).expect("wall_s line").trim().parse().unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("INTERPOSER_OUT", dir.path().to_str().unwrap()), ("INTERPOSER_MODE", "time")];
+    let out = mpirun(2, "jacobi2d", &["256", "40"], &env, true);
+    assert!(out.status.success() && warnings(&out).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (t, w) = (span(dir.path()), own(&out));
+    assert!(t >= w && t < w + 1.0, "span {t} s, program's own {w} s");
+    assert!(!dir.path().join("rank-0.trace").exists() && !dir.path().join("meta.json").exists());
+    assert_eq!(result_lines(&out), result_lines(&mpirun(2, "jacobi2d", &["256", "40"], &[], false)));
+    let (traced_dir, traced_out) = traced(2, "jacobi2d", &["256", "40"]);
+    let (t, w) = (span(traced_dir.path()), own(&traced_out));
+    assert!(t >= w && t < w + 1.0, "traced: span {t} s, program's own {w} s");
+}
+
 fn warnings(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.contains("interposer")).map(str::to_string).collect()
 }
