@@ -81,6 +81,10 @@ fn validate_runs_every_case_and_writes_every_output() {
         case("ring", "ring", "\"200\", \"8\""),
         case("jacobi", "jacobi2d", "\"64\", \"10\""),
         case("allreduce", "allreduce_loop", "\"50\", \"64\""),
+        // A program that prints no wall_s=: the interposer times it.
+        case("overhead", "overhead", "\"2000\""),
+        // The program's own line, through a regular expression.
+        case("ring-regex", "ring", "\"200\", \"8\"") + "time_regex = 'wall_s=([0-9.e+-]+)'\n",
     ]
     .concat();
     std::fs::write(&suite, text).unwrap();
@@ -101,7 +105,10 @@ fn validate_runs_every_case_and_writes_every_output() {
     assert!(o.join("platform.toml").is_file(), "no calibrated platform");
     let csv = std::fs::read_to_string(o.join("validate.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
-    assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), ["ring", "jacobi", "allreduce"], "{csv}");
+    assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), ["ring", "jacobi", "allreduce", "overhead", "ring-regex"], "{csv}");
+    let timed = o.join("cases/overhead-np2/timed-0/time.json");
+    assert!(std::fs::read_to_string(&timed).is_ok_and(|t| t.contains("\"mode\": \"time\"")), "{}", timed.display());
+    assert!(csv.lines().nth(4).is_some_and(|l| l.contains("timed by the interposer")), "{csv}");
     for r in &rows {
         let num = |i: usize| r[i].parse::<f64>().unwrap_or_else(|_| panic!("column {i} of {r:?} is not a number\n{csv}"));
         let (measured, traced, offline) = (num(2), num(3), num(4));
@@ -110,7 +117,7 @@ fn validate_runs_every_case_and_writes_every_output() {
         assert!(offline / measured > 0.01 && offline / measured < 100.0, "{r:?}");
         assert_eq!(r[1], "2");
     }
-    for name in ["ring", "jacobi", "allreduce"] {
+    for name in ["ring", "jacobi", "allreduce", "overhead", "ring-regex"] {
         assert!(stdout.lines().any(|l| l.starts_with(name)), "{name} missing from the table:\n{stdout}");
         assert!(o.join(format!("cases/{name}-np2/trace/meta.json")).is_file());
         // Every run's CPU contention is logged where the kernel reports it.
@@ -127,9 +134,9 @@ fn validate_runs_every_case_and_writes_every_output() {
     // The sweep: four scalings per case; a slower network never predicts
     // faster; the bandwidth factors re-measured, interleaved with the base.
     let hooked = std::fs::read_to_string(&calls).unwrap();
-    assert_eq!(hooked, "1\n0.5\n2\n".repeat(3) + "1\n");
+    assert_eq!(hooked, "1\n0.5\n2\n".repeat(5) + "1\n");
     let sweep = std::fs::read_to_string(o.join("sweep.csv")).unwrap();
-    assert_eq!(sweep.lines().count(), 1 + 4 * 3, "{sweep}");
+    assert_eq!(sweep.lines().count(), 1 + 4 * 5, "{sweep}");
     for l in sweep.lines().skip(1) {
         let f: Vec<&str> = l.split(',').collect();
         // measured_s only where the bandwidth changed; base_measured_s everywhere.

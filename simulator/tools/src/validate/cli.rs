@@ -17,7 +17,7 @@ use super::predict;
 use super::quiet::{self, Contention, Quiet};
 use super::report::{self, Row};
 use super::state::{self, State};
-use super::suite::{self, Case};
+use super::suite::{self, Case, Timing};
 use super::sweep::{self, SweepRow, FACTORS};
 use simulator::action::ComputeTime;
 use simulator::platform::Platform;
@@ -76,6 +76,12 @@ pub struct ValidateArgs {
     /// wall time (what it took in the traced run, other load included).
     #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
     pub compute_time: ComputeArg,
+    /// Read the time of every case without its own `time_regex` from the
+    /// first capture group of REGEX on the last output line it matches,
+    /// seconds (default: the program's `wall_s=` line, else the
+    /// interposer's MPI_Init-to-MPI_Finalize span).
+    #[arg(long, value_name = "REGEX")]
+    pub time_regex: Option<String>,
     /// Kill a run after this many seconds.
     #[arg(long, value_name = "S", default_value_t = 600)]
     pub timeout_s: u64,
@@ -150,7 +156,8 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
             bar.inc_length(1);
         }
         bar.set_message(format!("{} plain {}/{}", case.name, i + 1, ctx.reps.max(i + 1)));
-        match checked_run_flag(case, &Mode::Plain, &dir.join(format!("plain-{i}.log")), ctx, &mut row) {
+        let mode = plain_mode(case, ctx, &dir, i);
+        match checked_run_flag(case, &mode, &dir.join(format!("plain-{i}.log")), ctx, &mut row) {
             (Ok(w), true) => disturbed.push(w),
             (Ok(w), false) => row.measured.push(w),
             (Err(e), _) => row.note(e),
@@ -213,10 +220,10 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                     bar.set_message(format!("{} replay", case.name));
                     match predict::replay_predicted(&platform, &trace, ctx.compute) {
                         Ok(p) => {
-                            if p.region_s.is_none() {
+                            if own_line(case) && p.region_s.is_none() {
                                 row.note("offline: fewer than two MPI_Barrier calls on rank 0, the makespan is the prediction");
                             }
-                            row.offline_s = Some(p.seconds());
+                            row.offline_s = Some(predicted_s(case, &p));
                         }
                         Err(e) => row.note(e),
                     }
@@ -261,6 +268,51 @@ fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Progress
         Err(e) => row.note(e),
     }
     bar.inc(1);
+}
+
+/// True when `case` is timed by the program's `wall_s=` line, whose span
+/// the replay's barrier-to-barrier region matches.
+fn own_line(case: &Case) -> bool {
+    matches!(case.timing, Timing::Auto | Timing::WallLine)
+}
+
+/// What a replay predicts of `case`'s measured time: the barrier-to-barrier
+/// region for a `wall_s=` line, else the makespan.
+fn predicted_s(case: &Case, p: &predict::Predicted) -> f64 {
+    if own_line(case) {
+        p.seconds()
+    } else {
+        p.makespan_s
+    }
+}
+
+/// The mode of plain run `i` of `case`: without the interposer, or in its
+/// timing-only mode when the interposer times the case.
+fn plain_mode(case: &Case, ctx: &Ctx, dir: &Path, i: usize) -> Mode {
+    match case.timing {
+        Timing::Span => Mode::Time { lib: ctx.interposer.clone(), out: dir.join(format!("timed-{i}")) },
+        _ => Mode::Plain,
+    }
+}
+
+/// Decides how `case` is timed when the suite leaves it to the program
+/// (`Timing::Auto`): one uncounted plain run (`<out>/probe-<case>.log`)
+/// tells whether it prints `wall_s=`; if not, the interposer times it.
+fn resolve_timing(case: &mut Case, launcher: &Launcher, out: &Path) -> Option<String> {
+    if case.timing != Timing::Auto {
+        return None;
+    }
+    let log = out.join(format!("probe-{}-np{}.log", case.name, case.ranks));
+    match launcher.run(case, &Mode::Plain, &log) {
+        Err(e) if e.contains(super::launch::NO_WALL_S) => {
+            case.timing = Timing::Span;
+            Some("timed by the interposer (INTERPOSER_MODE=time: MPI_Init to MPI_Finalize, after barriers); predicted: the makespan".into())
+        }
+        _ => {
+            case.timing = Timing::WallLine;
+            None
+        }
+    }
 }
 
 /// One run of `case` in `mode` on a quiet machine ([`Quiet::run`]): a
@@ -360,7 +412,8 @@ fn run_sweep(
                     bar.set_message(format!("{} plain at bandwidth x{bw} {}/{}", case.name, i + 1, ctx.reps));
                     let log = ctx.out.join("cases").join(format!("{}-np{}", case.name, case.ranks)).join(format!("sweep-bw{bw}-{i}.log"));
                     let mut row = Row::default();
-                    let result = checked_run(case, &Mode::Plain, &log, ctx, &mut row);
+                    let mode = plain_mode(case, ctx, log.parent().unwrap_or(&ctx.out), i);
+                    let result = checked_run(case, &mode, &log, ctx, &mut row);
                     if !row.note.is_empty() {
                         bar.println(format!("sweep: {}: {}", case.name, row.note));
                     }
@@ -381,7 +434,8 @@ fn run_sweep(
         for &(lat, bw) in &FACTORS {
             bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
             let scaled = predict::scale_network(&t.platform, lat, bw);
-            let predicted_s = predict::replay_predicted(&scaled, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?.seconds();
+            let predicted_s =
+                predicted_s(&cases[c], &predict::replay_predicted(&scaled, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?);
             let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
                 Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
                 _ => None,
@@ -432,6 +486,10 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
             bail!("--ranks: must be >= 1");
         }
         cases.iter_mut().for_each(|c| c.ranks = n);
+    }
+    if let Some(re) = &args.time_regex {
+        suite::check_regex(re).map_err(anyhow::Error::msg).context("--time-regex")?;
+        cases.iter_mut().filter(|c| c.timing == Timing::Auto).for_each(|c| c.timing = Timing::Regex(re.clone()));
     }
     if let Some(c) = cases.iter().find(|c| !c.program.is_file()) {
         bail!("{}: case {}: program {} not found (build the c-tests: make -C c-tests)", args.suite.display(), c.name, c.program.display());
@@ -504,8 +562,11 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         platform: ctx.platform.clone(),
     }];
     let mut results: Vec<(Row, Option<Traced>)> = Vec::new();
-    for case in &cases {
-        let mut notes = Vec::new();
+    for case in cases.iter_mut() {
+        bar.set_message(format!("{} timing", case.name));
+        let timing_note = resolve_timing(case, &ctx.launcher, &ctx.out);
+        let case = &*case;
+        let mut notes: Vec<String> = timing_note.into_iter().collect();
         let mut attempt = 0;
         let (mut row, traced) = loop {
             if let Some(exe) = &probe {

@@ -1,19 +1,29 @@
-//! Running a suite case under `mpirun`: plainly, traced by the interposer,
-//! or in the interposer's online mode, and reading the `wall_s=` line the
-//! program prints (the c-tests' convention: `MPI_Wtime` between two
-//! barriers, printed by rank 0).
+//! Running a suite case under `mpirun`: plainly, timed, traced or in the
+//! interposer's online mode, and reading the run's time as the case says
+//! ([`Timing`]): the `wall_s=` line the program prints (the c-tests'
+//! convention: `MPI_Wtime` between two barriers, printed by rank 0), its
+//! own line through a regular expression, or the interposer's
+//! `MPI_Init`-to-`MPI_Finalize` span (`time.json`; in online mode the
+//! predicted makespan of `online.json`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::suite::Case;
+use super::suite::{regex_seconds, Case, Timing};
 
 /// How a run is made.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     /// No interposer.
     Plain,
+    /// `INTERPOSER_MODE=time`: the interposer records only the run's span.
+    Time {
+        /// The interposer library.
+        lib: PathBuf,
+        /// Where `time.json` goes.
+        out: PathBuf,
+    },
     /// `LD_PRELOAD=<lib> INTERPOSER_OUT=<out>` (trace mode).
     Trace {
         /// The interposer library.
@@ -39,6 +49,7 @@ impl Mode {
     pub fn name(&self) -> &'static str {
         match self {
             Mode::Plain => "plain",
+            Mode::Time { .. } => "timed",
             Mode::Trace { .. } => "trace",
             Mode::Online { .. } => "online",
         }
@@ -107,12 +118,13 @@ impl Launcher {
     }
 
     /// Runs `case` once in `mode`, its stdout and stderr going to `log`;
-    /// returns the `wall_s=` it printed last, seconds.
+    /// returns its time as `case.timing` reads it, seconds (`Auto` reads
+    /// `wall_s=`).
     ///
     /// # Errors
     /// A one-line message naming the case and `log` when the launcher
-    /// cannot start, the run fails or times out, or it prints no valid
-    /// `wall_s=` line.
+    /// cannot start, the run fails or times out, or gives no valid time
+    /// (no `wall_s=` line: the message says so).
     pub fn run(&self, case: &Case, mode: &Mode, log: &Path) -> Result<f64, String> {
         let fail = |what: String| format!("{} ({} run): {what}; log in {}", case.name, mode.name(), log.display());
         let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -140,14 +152,40 @@ impl Launcher {
             let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
             return Err(fail(format!("{status}: {last}")));
         }
-        wall_s(&text).ok_or_else(|| fail("no valid wall_s=<seconds> line in its output".into()))
+        match (&case.timing, mode) {
+            (Timing::Auto | Timing::WallLine, _) => wall_s(&text).ok_or_else(|| fail(NO_WALL_S.into())),
+            (Timing::Regex(re), _) => regex_seconds(re, &text).ok_or_else(|| fail(format!("no line of its output matches `{re}`"))),
+            (Timing::Span, Mode::Online { out, .. }) => json_seconds(&out.join("online.json"), "makespan_s").map_err(fail),
+            (Timing::Span, Mode::Time { out, .. } | Mode::Trace { out, .. }) => {
+                json_seconds(&out.join("time.json"), "wall_s").map_err(fail)
+            }
+            (Timing::Span, Mode::Plain) => Err(fail("a plain run has no interposer to time it".into())),
+        }
     }
+}
+
+/// What [`Launcher::run`] says when a program prints no `wall_s=` line.
+pub const NO_WALL_S: &str = "no valid wall_s=<seconds> line in its output";
+
+/// The number `key` of the JSON object in `path`, if finite and ≥ 0.
+fn json_seconds(path: &Path, key: &str) -> Result<f64, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    v.get(key)
+        .and_then(serde_json::Value::as_f64)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .ok_or_else(|| format!("{}: no valid {key}", path.display()))
 }
 
 /// The interposer's environment for `mode`.
 fn env_of(mode: &Mode) -> Vec<(&'static str, String)> {
     match mode {
         Mode::Plain => Vec::new(),
+        Mode::Time { lib, out } => vec![
+            ("LD_PRELOAD", lib.display().to_string()),
+            ("INTERPOSER_OUT", out.display().to_string()),
+            ("INTERPOSER_MODE", "time".into()),
+        ],
         Mode::Trace { lib, out } => {
             vec![
                 ("LD_PRELOAD", lib.display().to_string()),
@@ -184,6 +222,7 @@ mod tests {
             ranks: 4,
             hostfile: None,
             mpirun_args: vec!["--map-by".into(), "node".into()],
+            timing: Timing::Auto,
         }
     }
 

@@ -9,7 +9,13 @@
 //! ranks = 2
 //! hostfile = "hosts"         # optional, relative to the suite file
 //! mpirun_args = ["--bind-to", "none"]   # optional, before the program
+//! time_regex = 'elapsed: ([0-9.e+-]+) s'  # optional: the program's own timing line
 //! ```
+//!
+//! A case is timed by the program's last `wall_s=<seconds>` line (the
+//! c-tests' convention) when it prints one; else by the interposer
+//! (`INTERPOSER_MODE=time`: `MPI_Init` to `MPI_Finalize`, after barriers),
+//! or by the first capture group of `time_regex` on its last matching line.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +36,25 @@ pub struct Case {
     pub hostfile: Option<PathBuf>,
     /// Extra launcher arguments, placed before the program.
     pub mpirun_args: Vec<String>,
+    /// How a run's time is read.
+    pub timing: Timing,
+}
+
+/// How the time of a run is read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Timing {
+    /// `WallLine` when the program prints `wall_s=`, else `Span`
+    /// (decided by a first, uncounted run).
+    Auto,
+    /// The program's last `wall_s=<seconds>` line; predicted over its
+    /// barrier-to-barrier region.
+    WallLine,
+    /// The interposer's `MPI_Init`-to-`MPI_Finalize` span
+    /// (`INTERPOSER_MODE=time` for plain runs); predicted by the makespan.
+    Span,
+    /// The first capture group of this regular expression on the last
+    /// line it matches, seconds; predicted by the makespan.
+    Regex(String),
 }
 
 #[derive(Deserialize)]
@@ -50,6 +75,7 @@ struct CaseToml {
     hostfile: Option<PathBuf>,
     #[serde(default)]
     mpirun_args: Vec<String>,
+    time_regex: Option<String>,
 }
 
 /// Error reading a suite; the message names the file (and the TOML line or
@@ -93,6 +119,9 @@ fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
         if c.ranks == 0 {
             return Err(format!("case[{i}] ({name}): ranks must be >= 1"));
         }
+        if let Some(re) = &c.time_regex {
+            check_regex(re).map_err(|w| format!("case[{i}] ({name}).time_regex: {w}"))?;
+        }
         if cases.iter().any(|x| x.name == name) {
             return Err(format!("case[{i}]: name {name:?} is used twice (give each case its own name)"));
         }
@@ -103,9 +132,30 @@ fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
             ranks: c.ranks,
             hostfile: c.hostfile.map(|h| base.join(h)),
             mpirun_args: c.mpirun_args,
+            timing: c.time_regex.map_or(Timing::Auto, Timing::Regex),
         });
     }
     Ok(cases)
+}
+
+/// Checks that `re` compiles and has a capture group (the seconds).
+///
+/// # Errors
+/// A one-line message when it does not.
+pub fn check_regex(re: &str) -> Result<(), String> {
+    let r = regex::Regex::new(re).map_err(|e| e.to_string().replace('\n', " "))?;
+    if r.captures_len() < 2 {
+        return Err(format!("`{re}` has no capture group for the seconds"));
+    }
+    Ok(())
+}
+
+/// The seconds the first capture group of `re` gives on the last line of
+/// `text` it matches, if finite and ≥ 0.
+pub fn regex_seconds(re: &str, text: &str) -> Option<f64> {
+    let r = regex::Regex::new(re).ok()?;
+    let v: f64 = text.lines().rev().find_map(|l| r.captures(l))?.get(1)?.as_str().trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v)
 }
 
 #[cfg(test)]
