@@ -110,6 +110,7 @@ mod flows;
 mod matching;
 mod queue;
 pub mod report;
+pub mod runs;
 pub mod timeline;
 
 use std::path::{Path, PathBuf};
@@ -260,6 +261,7 @@ where
         events: out.events,
         wall_clock_s: started.elapsed().as_secs_f64(),
         speed_ratios: None,
+        runs_makespan_s: None,
     })
 }
 
@@ -322,6 +324,9 @@ pub enum InputError {
     /// From an extrapolated run ([`crate::extrapolate`]).
     #[error("{0}")]
     Extrapolate(crate::extrapolate::ExtrapolateError),
+    /// From several traced runs replayed as one ([`runs`]).
+    #[error("{0}")]
+    Runs(Box<runs::RunsError<TraceError>>),
 }
 
 /// Opens an interposer trace directory: reads `meta.json`, checks every

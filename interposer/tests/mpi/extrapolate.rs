@@ -96,3 +96,33 @@ fn ghost_ranks_online_agree_with_the_offline_extrapolation() {
     let ghost = &super::online::online_json(lone.path())["ghost"];
     assert!(ghost["makespan_s"].is_null() && ghost["error"].as_str().unwrap().contains("INTERPOSER_GHOST_TRACES"), "{ghost}");
 }
+
+/// Several traced runs of one program replay as one, each block at the
+/// median of its durations: the same run three times replays as itself,
+/// and three runs give each block their median.
+#[test]
+fn several_traced_runs_replay_at_the_median_of_their_blocks() {
+    use simulator::replay::runs::median_of_runs;
+    let tmp = tempfile::tempdir().unwrap();
+    let p = simulator::platform::Platform::load(&super::online::platform_file(tmp.path(), 1.0)).unwrap();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| traced(2, "jacobi2d", &["128", "20"]).0).collect();
+    let open = |d: &tempfile::TempDir| simulator::replay::open_trace_dir(d.path(), ComputeTime::Cpu).unwrap();
+    let alone = simulator::replay::replay(&p, open(&dirs[0])).unwrap().makespan_s;
+    let same = simulator::replay::replay(&p, median_of_runs(vec![open(&dirs[0]), open(&dirs[0]), open(&dirs[0])])).unwrap().makespan_s;
+    assert_eq!(alone, same);
+    fn blocks<E>(streams: Vec<simulator::replay::ActionStream<'_, E>>) -> Vec<f64> {
+        let seconds = |a: Result<Action, E>| match a {
+            Ok(Action::Compute { seconds, .. }) => Some(seconds),
+            _ => None,
+        };
+        streams.into_iter().flat_map(|s| s.filter_map(seconds)).collect()
+    }
+    let each: Vec<Vec<f64>> = dirs.iter().map(|d| blocks(open(d))).collect();
+    let merged = blocks(median_of_runs(dirs.iter().map(open).collect()));
+    assert_eq!(merged.len(), each[0].len());
+    for (i, m) in merged.iter().enumerate() {
+        let mut v = [each[0][i], each[1][i], each[2][i]];
+        v.sort_by(f64::total_cmp);
+        assert_eq!(*m, v[1], "block {i}");
+    }
+}

@@ -60,6 +60,11 @@ pub struct ReplayReport {
     /// How `--speed-ratios` applied, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speed_ratios: Option<RatioStats>,
+    /// With several traced runs replayed as one (their blocks' medians,
+    /// [`super::runs`]): each run's own makespan, seconds, in the order
+    /// given; their range is the prediction's band.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_makespan_s: Option<Vec<f64>>,
 }
 
 /// One host's running pstate and energy.
@@ -145,6 +150,10 @@ impl ReplayReport {
         if let Some(e) = self.energy_j {
             writeln!(w, "energy: {e:.6} J")?;
         }
+        if let Some(m) = &self.runs_makespan_s {
+            let (lo, hi) = (m.iter().copied().fold(f64::INFINITY, f64::min), m.iter().copied().fold(0.0, f64::max));
+            writeln!(w, "blocks at the median of {} traced runs; the runs alone: {lo:.6} to {hi:.6} s", m.len())?;
+        }
         if let Some(t) = &self.speed_ratios {
             writeln!(
                 w,
@@ -188,6 +197,7 @@ mod tests {
             events: 3,
             wall_clock_s: 0.5,
             speed_ratios: None,
+            runs_makespan_s: None,
         }
     }
 

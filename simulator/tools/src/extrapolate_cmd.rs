@@ -72,21 +72,44 @@ pub fn summary(model: &Model, out: &mut impl Write) -> std::io::Result<()> {
 
 /// True when `dirs` need extrapolating to `ranks` (several traces, or one
 /// at another rank count).
-pub fn wanted(dirs: &[PathBuf], ranks: Option<u32>) -> anyhow::Result<bool> {
+pub fn wanted(dirs: &[PathBuf], ranks: Option<u32>) -> anyhow::Result<Input> {
+    let counts = || dirs.iter().map(|d| simulator::trace::read_meta(d).map(|m| m.ranks).ok()).collect::<Vec<_>>();
     match (dirs, ranks) {
-        ([_], None) => Ok(false),
+        ([_], None) => Ok(Input::One),
         ([one], Some(n)) => {
             let have = simulator::trace::read_meta(one).map(|m| m.ranks).ok();
             match have {
                 Some(h) if h != n => {
                     anyhow::bail!("--ranks {n}: {} holds {h} ranks; extrapolation needs traces at two or more rank counts", one.display())
                 }
-                _ => Ok(false),
+                _ => Ok(Input::One),
             }
         }
-        (_, None) => anyhow::bail!("several traces given: --ranks N says which rank count to extrapolate to"),
-        (_, Some(_)) => Ok(true),
+        (_, n) => {
+            let c = counts();
+            let same = c.iter().all(|&k| k.is_some() && k == c[0]);
+            match (same, n) {
+                (true, None) => Ok(Input::Runs),
+                (true, Some(n)) if c[0] == Some(n) => Ok(Input::Runs),
+                (_, Some(_)) => Ok(Input::Extrapolate),
+                (false, None) => {
+                    anyhow::bail!("several traces at different rank counts ({c:?}): --ranks N says which rank count to extrapolate to")
+                }
+            }
+        }
     }
+}
+
+/// What `simulator replay`'s traces are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// One trace, replayed as it is.
+    One,
+    /// Several traced runs of one program on the same ranks: each block at
+    /// the median of its durations ([`simulator::replay::runs`]).
+    Runs,
+    /// Runs at other rank counts, extrapolated to `--ranks`.
+    Extrapolate,
 }
 
 /// `simulator scaling`.

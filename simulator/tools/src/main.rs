@@ -23,9 +23,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use simulator::action::ComputeTime;
 use simulator::collectives::CollAlgs;
 use simulator::platform::Platform;
-use simulator::replay::{self, TraceInput};
+use simulator::replay::{self, ActionStream, InputError, TraceInput};
 
-use simulator_tools::{extrapolate_cmd, jitter_cli, progress, trace_cli, validate};
+use simulator_tools::extrapolate_cmd::{self, Input};
+use simulator_tools::{jitter_cli, progress, trace_cli, validate};
 
 #[derive(Parser)]
 #[command(name = "simulator", version, about = "Predicts MPI application run time by replaying traces on a modelled platform")]
@@ -81,9 +82,12 @@ struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     platform: PathBuf,
     /// Trace directory written by the interposer (INTERPOSER_OUT), or a
-    /// SimGrid TI trace-list file (smpirun -trace-ti). With --ranks N,
-    /// trace directories of the same program at two or more other rank
-    /// counts, extrapolated to N in memory.
+    /// SimGrid TI trace-list file (smpirun -trace-ti). Several trace
+    /// directories of one program on the same ranks: replayed as one, each
+    /// compute block at the median of its durations, each run's own
+    /// makespan reported as the band. With --ranks N, trace directories of
+    /// the same program at two or more other rank counts, extrapolated to
+    /// N in memory.
     #[arg(value_name = "TRACE", required = true, num_args = 1..)]
     trace: Vec<PathBuf>,
     /// Predict this many ranks (see TRACE).
@@ -149,7 +153,7 @@ enum ComputeArg {
 }
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
-    let extrapolate = extrapolate_cmd::wanted(&args.trace, args.ranks)?;
+    let input = extrapolate_cmd::wanted(&args.trace, args.ranks)?;
     let mut platform = Platform::load_with(&args.platform, &args.cfg).context("cannot load platform")?;
     if let Some(name) = &args.coll_selector {
         platform.collectives.algs.selector = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?.selector;
@@ -165,12 +169,27 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
     };
-    let model = match extrapolate {
-        true => Some(extrapolate_cmd::model(&args.trace)?),
-        false => None,
+    let model = match input {
+        Input::Extrapolate => Some(extrapolate_cmd::model(&args.trace)?),
+        _ => None,
     };
-    let streams = match (&model, args.ranks) {
-        (Some(m), Some(n)) => extrapolate_cmd::streams(m, n, 0.0),
+    let mut runs_makespan_s = None;
+    let streams = match (&model, args.ranks, input) {
+        (Some(m), Some(n), _) => extrapolate_cmd::streams(m, n, 0.0),
+        (_, _, Input::Runs) => {
+            let open = |dir: &PathBuf| replay::open_trace_dir(dir, compute).with_context(|| format!("cannot open trace {}", dir.display()));
+            let mut alone = Vec::new();
+            for dir in &args.trace {
+                let r = replay::replay(&platform, open(dir)?).with_context(|| format!("replay of {} alone failed", dir.display()))?;
+                alone.push(r.makespan_s);
+            }
+            runs_makespan_s = Some(alone);
+            let runs = args.trace.iter().map(open).collect::<anyhow::Result<Vec<_>>>()?;
+            replay::runs::median_of_runs(runs)
+                .into_iter()
+                .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
+                .collect()
+        }
         _ => TraceInput::detect(&args.trace[0])
             .map_err(anyhow::Error::from)
             .and_then(|input| Ok(input.open(compute)?))
@@ -216,6 +235,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     progress.finish();
     let mut report = report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
+    report.runs_makespan_s = runs_makespan_s;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &report).context("cannot write the report")?;
