@@ -76,6 +76,11 @@ pub struct ValidateArgs {
     /// wall time (what it took in the traced run, other load included).
     #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
     pub compute_time: ComputeArg,
+    /// Traced runs per case: with K > 1 the offline prediction replays
+    /// their compute blocks at the median of their K durations, and the K
+    /// runs replayed alone give its band (`offline_lo_s`, `offline_hi_s`).
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub traced_runs: u32,
     /// Read the time of every case without its own `time_regex` from the
     /// first capture group of REGEX on the last output line it matches,
     /// seconds (default: the program's `wall_s=` line, else the
@@ -214,11 +219,25 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
     bar.inc(1);
     let traced = match result {
         Ok(w) => {
-            row.traced_s = Some(w);
+            let (mut walls, mut runs) = (vec![w], vec![trace.clone()]);
+            for k in 2..=ctx.traced_runs {
+                let more = dir.join(format!("trace-{k}"));
+                let mode = Mode::Trace { lib: ctx.interposer.clone(), out: more.clone() };
+                bar.set_message(format!("{} traced {k}/{}", case.name, ctx.traced_runs));
+                match checked_run(case, &mode, &dir.join(format!("trace-{k}.log")), ctx, row) {
+                    Ok(w) => (walls.push(w), runs.push(more)),
+                    Err(e) => (row.note(e), ()),
+                };
+            }
+            row.traced_s = report::median(&walls);
             match predict::placed(&ctx.platform, &trace) {
                 Ok((platform, how)) => {
                     bar.set_message(format!("{} replay", case.name));
-                    match predict::replay_predicted(&platform, &trace, ctx.compute) {
+                    let predicted = match runs.len() {
+                        1 => predict::replay_predicted(&platform, &trace, ctx.compute),
+                        _ => predict::replay_predicted_runs(&platform, &runs, ctx.compute),
+                    };
+                    match predicted {
                         Ok(p) => {
                             if own_line(case) && p.region_s.is_none() {
                                 row.note("offline: fewer than two MPI_Barrier calls on rank 0, the makespan is the prediction");
@@ -226,6 +245,14 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                             row.offline_s = Some(predicted_s(case, &p));
                         }
                         Err(e) => row.note(e),
+                    }
+                    if runs.len() > 1 {
+                        let alone: Vec<f64> = runs
+                            .iter()
+                            .filter_map(|t| predict::replay_predicted(&platform, t, ctx.compute).ok().map(|p| predicted_s(case, &p)))
+                            .collect();
+                        let lo = alone.iter().copied().fold(f64::INFINITY, f64::min);
+                        row.offline_band = (!alone.is_empty()).then(|| (lo, alone.iter().copied().fold(0.0, f64::max)));
                     }
                     let _ = std::fs::write(dir.join("placement.txt"), how + "\n");
                     Some(Traced { trace: trace.clone(), platform })
@@ -385,6 +412,8 @@ struct Ctx {
     platform: Platform,
     compute: ComputeTime,
     quiet: Quiet,
+    /// `--traced-runs`.
+    traced_runs: u32,
     /// Attempts discarded for CPU contention so far.
     repeated: std::cell::Cell<usize>,
 }
@@ -520,7 +549,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let mut calibration_note = String::new();
 
     let sweep_runs = if args.sweep_hook.is_some() { MEASURED_BW.len() * args.reps } else { 0 };
-    let bar = ProgressBar::new((cases.len() * (args.reps + 2 + sweep_runs)) as u64);
+    let bar = ProgressBar::new((cases.len() * (args.reps + 1 + args.traced_runs as usize + sweep_runs)) as u64);
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").expect("template").progress_chars("=> "));
     bar.enable_steady_tick(Duration::from_millis(250));
     let platform_path = match &args.platform {
@@ -548,6 +577,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         platform,
         compute,
         quiet,
+        traced_runs: args.traced_runs,
         repeated: Default::default(),
     };
     // The latency-state probe (state.rs): our TOML platform, one host.

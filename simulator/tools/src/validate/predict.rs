@@ -2,7 +2,7 @@
 //! into the platform, the replay, and the platform's network scaled for
 //! the sensitivity sweep.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use simulator::action::ComputeTime;
 use simulator::network::P2pModel;
@@ -67,6 +67,32 @@ impl Predicted {
 /// The trace's or the replay's error, one line naming the file.
 pub fn replay_predicted(platform: &Platform, trace: &Path, compute: ComputeTime) -> Result<Predicted, String> {
     let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?;
+    predicted_of(platform, streams, trace)
+}
+
+/// [`replay_predicted`] of several traced runs of the same case replayed
+/// as one, each compute block at the median of its durations
+/// ([`replay::runs`]).
+///
+/// # Errors
+/// A trace's error, runs that differ, or the replay's error, one line
+/// naming the first trace.
+pub fn replay_predicted_runs(platform: &Platform, traces: &[PathBuf], compute: ComputeTime) -> Result<Predicted, String> {
+    let runs = traces.iter().map(|t| replay::open_trace_dir(t, compute).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+    let streams = replay::runs::median_of_runs(runs)
+        .into_iter()
+        .map(|s| {
+            Box::new(s.map(|a| a.map_err(|e| replay::InputError::Runs(Box::new(e))))) as replay::ActionStream<'static, replay::InputError>
+        })
+        .collect();
+    predicted_of(platform, streams, &traces[0])
+}
+
+fn predicted_of(
+    platform: &Platform,
+    streams: Vec<replay::ActionStream<'static, replay::InputError>>,
+    trace: &Path,
+) -> Result<Predicted, String> {
     let (timeline, marks) = replay::Timeline::marks("MPI_Barrier");
     let report =
         replay::Replay::new(platform).timeline(timeline).run(streams).map_err(|e| format!("replay of {}: {e}", trace.display()))?;

@@ -24,6 +24,9 @@ pub struct Row {
     /// The online-mode run's own `wall_s`, in virtual time
     /// (`INTERPOSER_VIRTUAL_WTIME=1`), when it wrote `online.json`.
     pub online_s: Option<f64>,
+    /// With several traced runs: the lowest and highest offline prediction
+    /// of the runs replayed alone, seconds.
+    pub offline_band: Option<(f64, f64)>,
     /// Failures and missing values, `; `-separated (empty when all went well).
     pub note: String,
 }
@@ -164,7 +167,8 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
 }
 
 /// Header of [`csv()`].
-pub const CSV_HEADER: &str = "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,note";
+pub const CSV_HEADER: &str =
+    "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,offline_lo_s,offline_hi_s,note";
 
 /// One line of [`csv()`], in [`CSV_HEADER`] order.
 #[derive(serde::Serialize)]
@@ -178,6 +182,8 @@ struct CsvRow<'a> {
     offline_error_pct: Option<String>,
     online_error_pct: Option<String>,
     runs_s: String,
+    offline_lo_s: Option<String>,
+    offline_hi_s: Option<String>,
     note: &'a str,
 }
 
@@ -199,6 +205,8 @@ pub fn csv(rows: &[Row]) -> String {
             offline_error_pct: f(r.offline_error_pct()),
             online_error_pct: f(r.online_error_pct()),
             runs_s: r.measured.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
+            offline_lo_s: f(r.offline_band.map(|b| b.0)),
+            offline_hi_s: f(r.offline_band.map(|b| b.1)),
             note: &r.note,
         }),
     )
@@ -284,6 +292,7 @@ mod tests {
                 traced_s: Some(2.1),
                 offline_s: Some(2.2),
                 online_s: None,
+                offline_band: None,
                 note: String::new(),
             },
             Row {
@@ -293,6 +302,7 @@ mod tests {
                 traced_s: Some(5.0),
                 offline_s: Some(4.5),
                 online_s: Some(5.5),
+                offline_band: Some((4.4, 4.7)),
                 note: "x".into(),
             },
             Row { name: "broken".into(), ranks: 2, note: "plain run failed".into(), ..Row::default() },
@@ -325,12 +335,13 @@ mod tests {
         let c = csv(&r);
         assert_eq!(c.lines().count(), 4);
         let ring = c.lines().nth(1).unwrap();
-        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,"), "{c}");
+        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,,,"), "{c}");
+        assert!(c.lines().nth(2).unwrap().ends_with(",4.4e0,4.7e0,x"), "{c}");
         let mut noted = r[0].clone();
         noted.note = "plain run failed: \"x\", then y".into();
         let c = csv(&[noted]);
         let back: Vec<csv::StringRecord> = csv::Reader::from_reader(c.as_bytes()).records().collect::<Result<_, _>>().unwrap();
-        assert_eq!((back.len(), &back[0][9]), (1, "plain run failed: \"x\", then y"), "{c}");
+        assert_eq!((back.len(), &back[0][11]), (1, "plain run failed: \"x\", then y"), "{c}");
     }
 
     #[test]
