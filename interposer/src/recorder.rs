@@ -120,7 +120,11 @@ fn thread_recorder() -> Option<Recorder> {
     let file = File::options().append(true).open(&setup.path).ok()?;
     let o = |i: usize| OVERHEAD[i].load(Ordering::Relaxed);
     let overhead = Overhead { wall: o(0), cpu_ns: o(1), hw: (o(2), o(3)) };
-    Some(Recorder::new(setup.rank, RankWriter::stream(file, stream), setup.epoch_wall, overhead))
+    let writer = match file.try_clone() {
+        Ok(f) => RankWriter::stream(file, stream).rewind_with(f),
+        Err(_) => RankWriter::stream(file, stream),
+    };
+    Some(Recorder::new(setup.rank, writer, setup.epoch_wall, overhead))
 }
 
 /// Prints one warning line on stderr, prefixed with the interposer's name.
@@ -252,7 +256,14 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
         .map_err(|e| format!("INTERPOSER_OUT={}: cannot write {}: {e}", dir.display(), path.display()))?;
     let epoch_unix_s = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
     let header = RankHeader { rank, ranks: size, host: hostname(), pid: std::process::id(), timing_source, tsc_hz, epoch_unix_s };
+    // A failed write (disk full) cuts the file back to its last whole chunk
+    // and marks where and why writing stopped. Another thread's chunk
+    // appended during that failure may be cut with it.
+    let rewind = file.try_clone().ok();
     let mut writer = RankWriter::create(file, &header).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(f) = rewind {
+        writer = writer.rewind_with(f);
+    }
     writer.set_counters(&counters_note);
     if rank == 0 {
         let meta = TraceMeta {

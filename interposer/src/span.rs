@@ -82,6 +82,7 @@ pub extern "C" fn ipr_span_end(rank: c_int) {
             .and_then(|_| serde_json::to_vec_pretty(&report).map_err(std::io::Error::other))
             .and_then(|j| std::fs::write(&path, j));
         if let Err(e) = written {
+            let _ = std::fs::remove_file(&path);
             warn(Some(0), &format!("cannot write {}: {e}", path.display()));
         }
     })

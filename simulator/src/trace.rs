@@ -183,6 +183,15 @@ pub enum TraceErrorKind {
         /// End of the last whole chunk.
         last_whole: u64,
     },
+    /// The interposer stopped writing after a failed write; the chunks
+    /// before `at` are whole.
+    #[error("writing stopped at byte {at}: {why}")]
+    Stopped {
+        /// Offset of the stop chunk.
+        at: u64,
+        /// The writer's reason (the I/O error and what was lost).
+        why: String,
+    },
     /// The file has whole chunks but no end marker.
     #[error("no end marker after {size} bytes: truncated, the run stopped before MPI_Finalize")]
     NoEnd {
@@ -275,6 +284,7 @@ impl RankTrace {
         let mut record_chunks = Vec::new();
         let mut at = MAGIC.len() as u64;
         let mut cut = None;
+        let mut stopped = None;
         while at < size {
             let truncated = TraceErrorKind::Truncated { at, size, last_whole: at };
             if size - at < CHUNK_HEADER_BYTES as u64 {
@@ -308,6 +318,9 @@ impl RankTrace {
                         (footer, modules) = (Some(f), m);
                     }
                     (ChunkKind::End, _) => footer = Some(serde_json::from_slice(&payload).map_err(|x| json("end", x))?),
+                    (ChunkKind::Stop, _) => {
+                        stopped = Some(TraceErrorKind::Stopped { at, why: String::from_utf8_lossy(&payload).into_owned() })
+                    }
                     (ChunkKind::Records, _) => unreachable!(),
                 }
             }
@@ -316,7 +329,7 @@ impl RankTrace {
         let header = header.ok_or_else(|| e(TraceErrorKind::Corrupt { at: 8, what: "no header chunk".into() }))?;
         let salvage = match (cut, &footer) {
             (Some(reason), _) => Some(Salvage { kept_bytes: at, dropped_bytes: size - at, reason }),
-            (None, None) => Some(Salvage { kept_bytes: size, dropped_bytes: 0, reason: TraceErrorKind::NoEnd { size } }),
+            (None, None) => Some(Salvage { kept_bytes: size, dropped_bytes: 0, reason: stopped.unwrap_or(TraceErrorKind::NoEnd { size }) }),
             (None, Some(_)) => None,
         };
         let footer = footer.unwrap_or_default();
@@ -387,7 +400,8 @@ pub struct Salvage {
     pub kept_bytes: u64,
     /// Bytes of the cut chunk dropped at the end.
     pub dropped_bytes: u64,
-    /// Why the file is incomplete ([`TraceErrorKind::Truncated`] or [`TraceErrorKind::NoEnd`]).
+    /// Why the file is incomplete ([`TraceErrorKind::Truncated`],
+    /// [`TraceErrorKind::Stopped`] or [`TraceErrorKind::NoEnd`]).
     pub reason: TraceErrorKind,
 }
 

@@ -52,6 +52,10 @@ pub enum ChunkKind {
     /// ([`super::fields`]; JSON footer before); its presence marks a
     /// complete file.
     End = 4,
+    /// The writer stopped: a write failed (disk full, I/O error, quota);
+    /// the payload is the reason, UTF-8. The chunks before it are whole,
+    /// the records after the failure are lost.
+    Stop = 5,
 }
 
 impl ChunkKind {
@@ -62,6 +66,7 @@ impl ChunkKind {
             2 => Some(ChunkKind::Records),
             3 => Some(ChunkKind::Modules),
             4 => Some(ChunkKind::End),
+            5 => Some(ChunkKind::Stop),
             _ => None,
         }
     }
@@ -117,6 +122,14 @@ pub fn parse_chunk_header(h: &[u8; CHUNK_HEADER_BYTES]) -> Result<ChunkHead, cra
     Ok(ChunkHead { kind, stream, len, crc })
 }
 
+/// Record boundaries a [`RecordBuffer`] keeps, at least [`MARK_SPACING`]
+/// bytes apart, so that a chunk that cannot be written whole can be written
+/// in smaller pieces.
+pub const MAX_MARKS: usize = 128;
+
+/// Least distance between two kept record boundaries, bytes.
+pub const MARK_SPACING: usize = MAX_CHUNK_PAYLOAD / MAX_MARKS + 1;
+
 /// Buffers encoded records and emits them as [`ChunkKind::Records`] chunks.
 ///
 /// The buffer is allocated once, with room for the chunk header in front,
@@ -127,6 +140,9 @@ pub struct RecordBuffer {
     buf: Box<[u8]>,
     len: usize,
     stream: u16,
+    /// Record boundaries kept: (payload offset, records before it).
+    marks: [(u32, u32); MAX_MARKS],
+    nmarks: usize,
 }
 
 impl Default for RecordBuffer {
@@ -140,7 +156,49 @@ impl RecordBuffer {
     /// the records of `stream`.
     pub fn new(stream: u16) -> Self {
         let buf = vec![0u8; CHUNK_HEADER_BYTES + MAX_CHUNK_PAYLOAD].into_boxed_slice();
-        RecordBuffer { buf, len: CHUNK_HEADER_BYTES, stream }
+        RecordBuffer { buf, len: CHUNK_HEADER_BYTES, stream, marks: [(0, 0); MAX_MARKS], nmarks: 0 }
+    }
+
+    /// Notes the end of the buffered records as a boundary, `records`
+    /// of them before it, if it is [`MARK_SPACING`] past the last one.
+    #[inline]
+    pub fn mark(&mut self, records: u32) {
+        let at = self.len - CHUNK_HEADER_BYTES;
+        let last = if self.nmarks == 0 { 0 } else { self.marks[self.nmarks - 1].0 as usize };
+        if at - last >= MARK_SPACING && self.nmarks < MAX_MARKS {
+            self.marks[self.nmarks] = (at as u32, records);
+            self.nmarks += 1;
+        }
+    }
+
+    /// The kept record boundaries: (payload offset, records before it).
+    pub fn marks(&self) -> &[(u32, u32)] {
+        &self.marks[..self.nmarks]
+    }
+
+    /// The buffered records, encoded.
+    pub fn payload(&self) -> &[u8] {
+        &self.buf[CHUNK_HEADER_BYTES..self.len]
+    }
+
+    /// Forgets the buffered records.
+    pub fn clear(&mut self) {
+        self.len = CHUNK_HEADER_BYTES;
+        self.nmarks = 0;
+    }
+
+    /// Writes the buffered records as one chunk (one `write_all`), keeping
+    /// them buffered.
+    ///
+    /// # Errors
+    /// The writer's I/O error.
+    pub fn write_to<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        let head = chunk_header(ChunkKind::Records, self.stream, &self.buf[CHUNK_HEADER_BYTES..self.len]);
+        self.buf[..CHUNK_HEADER_BYTES].copy_from_slice(&head);
+        w.write_all(&self.buf[..self.len])
     }
 
     /// Free payload space left, bytes.
@@ -189,13 +247,8 @@ impl RecordBuffer {
     /// The writer's I/O error; the buffer is emptied either way so a broken
     /// file never makes the caller retry forever.
     pub fn flush_to<W: Write>(&mut self, w: &mut W) -> io::Result<()> {
-        if self.is_empty() {
-            return Ok(());
-        }
-        let head = chunk_header(ChunkKind::Records, self.stream, &self.buf[CHUNK_HEADER_BYTES..self.len]);
-        self.buf[..CHUNK_HEADER_BYTES].copy_from_slice(&head);
-        let r = w.write_all(&self.buf[..self.len]);
-        self.len = CHUNK_HEADER_BYTES;
+        let r = self.write_to(w);
+        self.clear();
         r
     }
 }

@@ -183,3 +183,60 @@ fn format_4_fixed_parts_are_small() {
     assert_eq!(t.modules, [app]);
     assert_eq!((t.footer.overhead_cpu_ns, t.footer.overhead_wall_ns, t.footer.counters.as_str()), (652, 50, note));
 }
+
+/// A file on a disk that holds `limit` bytes: writes past it are short,
+/// then fail with `ENOSPC`.
+struct SmallDisk {
+    file: File,
+    limit: u64,
+}
+
+impl std::io::Write for SmallDisk {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let used = self.file.metadata()?.len();
+        let room = self.limit.saturating_sub(used) as usize;
+        if room == 0 {
+            return Err(std::io::Error::from_raw_os_error(ENOSPC));
+        }
+        self.file.write(&buf[..buf.len().min(room)])
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Linux's `ENOSPC`.
+const ENOSPC: i32 = 28;
+
+#[test]
+fn a_full_disk_keeps_every_whole_chunk_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank-0.trace");
+    let limit = 100_000;
+    let file = File::create(&path).unwrap();
+    let disk = SmallDisk { file: file.try_clone().unwrap(), limit };
+    let mut w = RankWriter::create(disk, &header(0)).unwrap().rewind_with(file);
+    let mut failed = false;
+    for i in 0..40_000 {
+        failed |= w.push(&send(i)).is_err();
+    }
+    assert!(failed && w.finish(&[]).is_err() && w.stopped().is_some());
+    // The same records on a disk with room: how many fit in `limit` bytes.
+    let full = dir.path().join("full.trace");
+    write_file(&full, 40_000);
+    let t = RankTrace::open(&full).unwrap();
+    let ends: Vec<u64> = t.record_chunks.iter().map(|(at, h)| at + h.len as u64).collect();
+    assert!(ends.len() > 1 && ends[0] < limit && ends[1] > limit, "the second chunk crosses the limit: {ends:?}");
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size <= limit, "{size}");
+    let (t, salvage) = RankTrace::open_salvage(&path).unwrap();
+    let reason = salvage.unwrap().reason.to_string();
+    assert!(reason.starts_with("writing stopped at byte") && reason.contains("os error 28"), "{reason}");
+    let kept: Vec<CallRecord> = t.records().unwrap().map(Result::unwrap).collect();
+    // Records per byte of the full file, times the bytes the disk held.
+    let per_byte = 40_000.0 / ends[ends.len() - 1] as f64;
+    let fit = per_byte * limit as f64;
+    assert!(kept.len() as f64 >= 0.9 * fit, "{} records kept of about {fit:.0} that fit", kept.len());
+    assert_eq!(kept, (0..kept.len() as u64).map(send).collect::<Vec<_>>());
+}

@@ -1,9 +1,17 @@
 //! Writes a per-rank trace file: magic, header, record chunks, end (the
 //! footer and the module table).
+//!
+//! A write that fails (disk full, I/O error, quota) loses no whole chunk
+//! written before it: with [`RankWriter::rewind_with`], the file is cut
+//! back to its last whole chunk, the failed chunk's records are written
+//! again in pieces (at the record boundaries the buffer keeps) while they
+//! fit, and a [`ChunkKind::Stop`] chunk says why writing stopped; the
+//! writer then writes nothing more.
 
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
 
-use super::chunk::{write_chunk, ChunkKind, RecordBuffer, MAGIC};
+use super::chunk::{chunk_header, write_chunk, ChunkKind, RecordBuffer, CHUNK_HEADER_BYTES, MAGIC};
 use super::codec::{list_len, max_encoded_len, Encoder, MAX_REPEAT_LEN};
 use super::record::{CallRecord, Params};
 use super::{fields, Module, RankFooter, RankHeader};
@@ -21,6 +29,10 @@ pub struct RankWriter<W: Write> {
     buffered: u64,
     footer: RankFooter,
     flushes: u64,
+    /// The file `out` writes to, to cut it back after a failed write.
+    rewind: Option<File>,
+    /// Why writing stopped, once it did.
+    stopped: Option<String>,
 }
 
 impl<W: Write> RankWriter<W> {
@@ -39,7 +51,30 @@ impl<W: Write> RankWriter<W> {
     /// writer only pushes and flushes: the stream-0 writer finishes the file.
     pub fn stream(out: W, stream: u16) -> Self {
         let footer = RankFooter::default();
-        RankWriter { out, buf: RecordBuffer::new(stream), encoder: Encoder::default(), buffered: 0, footer, flushes: 0 }
+        RankWriter {
+            out,
+            buf: RecordBuffer::new(stream),
+            encoder: Encoder::default(),
+            buffered: 0,
+            footer,
+            flushes: 0,
+            rewind: None,
+            stopped: None,
+        }
+    }
+
+    /// Keeps the file whole when a write fails (see the module docs):
+    /// `file` is the file the writer's destination writes to (a
+    /// `try_clone` of it). Costs one `fstat` per chunk.
+    pub fn rewind_with(mut self, file: File) -> Self {
+        self.rewind = Some(file);
+        self
+    }
+
+    /// Why writing stopped, once a write failed and the file was cut back
+    /// ([`RankWriter::rewind_with`]).
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
     }
 
     /// Appends one record, flushing a full chunk first when needed.
@@ -71,6 +106,7 @@ impl<W: Write> RankWriter<W> {
         if self.buf.room() >= max {
             let n = self.encoder.encode(rec, self.buf.spare()).expect("room for the largest encoding");
             self.buf.commit(n);
+            self.buf.mark(self.buffered as u32 + 1);
         } else {
             // Larger than a chunk (a huge communicator's member list): a
             // chunk of its own, which readers accept at any size.
@@ -125,12 +161,78 @@ impl<W: Write> RankWriter<W> {
     /// The writer's I/O error; the records are then counted as dropped.
     pub fn flush(&mut self) -> io::Result<()> {
         self.flushes += 1;
-        let r = self.buf.flush_to(&mut self.out).and_then(|_| self.out.flush());
-        if r.is_err() {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let r = match &self.stopped {
+            Some(why) => Err(io::Error::other(why.clone())),
+            None => {
+                let before = self.rewind.as_ref().and_then(|f| f.metadata().ok()).map(|m| m.len());
+                match (self.buf.write_to(&mut self.out).and_then(|_| self.out.flush()), before) {
+                    (Ok(()), _) => Ok(()),
+                    (Err(e), Some(len)) => Err(self.salvage(len, e)),
+                    (Err(e), None) => Err(e),
+                }
+            }
+        };
+        if r.is_err() && self.stopped.is_none() {
             self.footer.dropped_records += self.buffered;
         }
+        self.buf.clear();
         self.buffered = 0;
         r
+    }
+
+    /// After a failed write: cuts the file back to `len` bytes (its last
+    /// whole chunk), writes the buffered records again in pieces at the
+    /// kept boundaries while they fit, then a stop chunk; counts the
+    /// records that did not fit as dropped. Returns `e`.
+    fn salvage(&mut self, len: u64, e: io::Error) -> io::Error {
+        let Some(file) = self.rewind.as_mut() else { return e };
+        let cut = |f: &mut File, at: u64| f.set_len(at).and_then(|_| f.seek(SeekFrom::Start(at))).is_ok();
+        if !cut(file, len) {
+            self.stopped = Some(format!("{e}; the file could not be cut back to its last whole chunk"));
+            self.footer.dropped_records += self.buffered;
+            return e;
+        }
+        let (mut at, mut start, mut saved) = (len, 0usize, 0u64);
+        // The last piece written: where it starts and the records before it.
+        let mut last = (len, 0u64);
+        let payload = self.buf.payload();
+        let ends = self.buf.marks().iter().map(|&(o, r)| (o as usize, r as u64)).chain([(payload.len(), self.buffered)]);
+        for (end, records) in ends {
+            if end <= start {
+                continue;
+            }
+            let piece = &payload[start..end];
+            let mut whole = Vec::with_capacity(CHUNK_HEADER_BYTES + piece.len());
+            whole.extend_from_slice(&chunk_header(ChunkKind::Records, self.buf.stream(), piece));
+            whole.extend_from_slice(piece);
+            if self.out.write_all(&whole).and_then(|_| self.out.flush()).is_err() {
+                cut(file, at);
+                break;
+            }
+            last = (at, saved);
+            (at, start, saved) = (at + whole.len() as u64, end, records);
+        }
+        // The stop chunk; without room for it, the last piece makes room.
+        let mut why = String::new();
+        for attempt in 0..2 {
+            if attempt == 1 {
+                cut(file, last.0);
+                (at, saved) = last;
+            }
+            why = format!("{e}; {} records of the chunk being written were lost", self.buffered - saved);
+            let mut stop = Vec::new();
+            let _ = write_chunk(&mut stop, ChunkKind::Stop, self.buf.stream(), why.as_bytes());
+            if self.out.write_all(&stop).and_then(|_| self.out.flush()).is_ok() {
+                break;
+            }
+            cut(file, at);
+        }
+        self.footer.dropped_records += self.buffered - saved;
+        self.stopped = Some(why);
+        e
     }
 
     /// Chunk writes so far (calls of [`RankWriter::flush`], by a push or
@@ -166,6 +268,9 @@ impl<W: Write> RankWriter<W> {
     /// The writer's I/O error.
     pub fn finish(&mut self, modules: &[Module]) -> io::Result<()> {
         self.flush()?;
+        if let Some(why) = &self.stopped {
+            return Err(io::Error::other(why.clone()));
+        }
         let used: Vec<&Module> = modules.iter().filter(|m| self.encoder.sites().any(|a| m.start <= a && a < m.end)).collect();
         write_chunk(&mut self.out, ChunkKind::End, 0, &fields::end_bytes(&self.footer, &used))?;
         self.out.flush()
