@@ -211,6 +211,21 @@ pub enum Action {
         /// Communicator id.
         comm: u32,
     },
+    /// An MPI-IO call on `file` (the rank's own file id), timed by the
+    /// platform's first file system ([`crate::io`]); without one it takes
+    /// `recorded_s`, its measured duration, as compute of region `MPI-IO`.
+    Io {
+        /// What the call does.
+        call: IoCall,
+        /// The rank's id of the file.
+        file: u32,
+        /// First byte accessed.
+        offset: u64,
+        /// Bytes read or written.
+        bytes: u64,
+        /// The call's measured duration, seconds.
+        recorded_s: f64,
+    },
     /// A SimGrid TI `compute <flops>`: work timed at the host's
     /// `speed_flops` (flop/s).
     Flops {
@@ -257,3 +272,38 @@ pub enum Action {
 }
 
 pub use crate::trace::actions::{is_any_source, op_action, region_id, ComputeTime, TraceActions};
+
+/// What an [`Action::Io`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoCall {
+    /// `MPI_File_open` on the rank's communicator `comm` (a metadata
+    /// operation; later collective accesses of the file run among its members).
+    Open {
+        /// The rank's communicator id.
+        comm: u32,
+    },
+    /// `MPI_File_close` (metadata).
+    Close,
+    /// `MPI_File_sync`: waits for the servers' caches to drain.
+    Sync,
+    /// `MPI_File_set_size`, `preallocate` or `delete` (metadata).
+    Meta,
+    /// An independent read (`MPI_File_read`, `read_at`).
+    Read,
+    /// An independent write (`MPI_File_write`, `write_at`).
+    Write,
+    /// A collective read (`MPI_File_read_all`, `read_at_all`): two-phase.
+    ReadAll,
+    /// A collective write (`MPI_File_write_all`, `write_at_all`): two-phase.
+    WriteAll,
+    /// A nonblocking read creating request `req` (`MPI_File_iread`, `iread_at`).
+    Iread {
+        /// Request id.
+        req: u64,
+    },
+    /// A nonblocking write creating request `req` (`MPI_File_iwrite`, `iwrite_at`).
+    Iwrite {
+        /// Request id.
+        req: u64,
+    },
+}

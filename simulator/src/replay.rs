@@ -247,6 +247,7 @@ where
             actions: s.actions,
             messages: s.messages,
             bytes_sent: s.bytes_sent,
+            io_s: s.io_s,
         })
         .collect();
     let makespan_s = ranks.iter().map(|r| r.end_s).fold(0.0, f64::max);
@@ -262,6 +263,7 @@ where
         wall_clock_s: started.elapsed().as_secs_f64(),
         speed_ratios: None,
         runs_makespan_s: None,
+        io_recorded_calls: out.io_recorded,
     })
 }
 

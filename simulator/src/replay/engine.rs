@@ -46,6 +46,7 @@ const NULL_DST: u32 = PROC_NULL as u32;
 mod coll;
 mod comms;
 mod deadlock;
+mod io;
 mod nbc;
 mod net;
 mod p2p;
@@ -120,6 +121,7 @@ pub(crate) struct RankStats {
     pub(crate) actions: u64,
     pub(crate) messages: u64,
     pub(crate) bytes_sent: u64,
+    pub(crate) io_s: f64,
 }
 
 struct Rank<'a, E> {
@@ -152,6 +154,8 @@ pub(crate) struct Outcome {
     /// Joules per host over `[0, makespan]` (`None` for hosts without a
     /// power range); `None` when no host has one.
     pub(crate) energy_j: Option<Vec<Option<f64>>>,
+    /// MPI-IO calls replayed as their recorded duration (no file system).
+    pub(crate) io_recorded: u64,
 }
 
 enum Flow {
@@ -179,6 +183,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     actions: u64,
     /// Host energy, when some host has a power range ([`crate::energy`]).
     energy: Option<crate::energy::EnergyMeter>,
+    /// The file system and collective accesses under way.
+    io: io::IoState,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
@@ -222,6 +228,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             comms,
             queue: EventQueue::default(),
             actions: 0,
+            io: io::IoState::new(platform),
         }
     }
 
@@ -263,7 +270,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let ranks = self.ranks.iter().map(|r| (r.host, r.stats)).collect();
         let makespan = self.ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max);
         let energy_j = self.energy.take().map(|m| m.finish(makespan));
-        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped, timeline: self.timeline.take(), energy_j })
+        let io_recorded = self.io.recorded;
+        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped, timeline: self.timeline.take(), energy_j, io_recorded })
     }
 
     /// The network model between world ranks `a` and `b`: [`Platform::p2p`]
@@ -457,6 +465,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
                 self.comms.create(r, comm, members);
             }
+            Action::Io { .. } => return self.io(r, action),
             Action::Init => {}
             Action::Finalize => return Ok(self.finish(r)),
         }

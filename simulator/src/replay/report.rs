@@ -31,6 +31,8 @@ pub struct RankReport {
     pub messages: u64,
     /// Bytes sent in those messages.
     pub bytes_sent: u64,
+    /// Time in MPI-IO calls on the platform's file system, seconds.
+    pub io_s: f64,
 }
 
 /// Result of one replay; serialized as the one JSON object that
@@ -65,6 +67,9 @@ pub struct ReplayReport {
     /// given; their range is the prediction's band.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_makespan_s: Option<Vec<f64>>,
+    /// MPI-IO calls replayed as their recorded duration because the
+    /// platform has no file system (`[[fs]]`).
+    pub io_recorded_calls: u64,
 }
 
 /// One host's running pstate and energy.
@@ -150,6 +155,10 @@ impl ReplayReport {
         if let Some(e) = self.energy_j {
             writeln!(w, "energy: {e:.6} J")?;
         }
+        let io: f64 = self.ranks.iter().map(|r| r.io_s).sum();
+        if io > 0.0 {
+            writeln!(w, "MPI-IO on the file system: {:.6} s per rank on average", io / self.ranks.len().max(1) as f64)?;
+        }
         if let Some(m) = &self.runs_makespan_s {
             let (lo, hi) = (m.iter().copied().fold(f64::INFINITY, f64::min), m.iter().copied().fold(0.0, f64::max));
             writeln!(w, "blocks at the median of {} traced runs; the runs alone: {lo:.6} to {hi:.6} s", m.len())?;
@@ -187,6 +196,7 @@ mod tests {
             actions: 4,
             messages: 1,
             bytes_sent: 8,
+            io_s: 0.0,
         };
         ReplayReport {
             makespan_s: 2.0,
@@ -198,6 +208,7 @@ mod tests {
             wall_clock_s: 0.5,
             speed_ratios: None,
             runs_makespan_s: None,
+            io_recorded_calls: 0,
         }
     }
 

@@ -566,3 +566,4 @@ mod modes;
 mod nbc;
 
 mod gamma;
+mod io;

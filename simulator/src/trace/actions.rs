@@ -7,7 +7,7 @@ use super::record::{ANY_SOURCE, COMM_UNKNOWN, PROC_NULL};
 use super::symbols::RegionNames;
 use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
 
-use crate::action::Action;
+use crate::action::{Action, IoCall};
 
 /// Which recorded duration a compute block takes in replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -134,8 +134,11 @@ impl RecordConverter {
 /// costs as a gather of this rank's contribution, `MPI_Alltoallw` as an
 /// alltoallv of its byte counts, a neighbourhood collective as
 /// [`Action::Neighbor`] with its recorded neighbours. Nonblocking collectives become
-/// [`Action::Icoll`] around their blocking action; MPI-IO calls a compute
-/// block of their measured duration in region [`IO_REGION`]. Persistent
+/// [`Action::Icoll`] around their blocking action; MPI-IO calls become
+/// [`Action::Io`] (which keeps their measured duration for platforms
+/// without a file system), but for `MPI_File_seek` and `set_view`, local
+/// calls that stay compute blocks of their measured duration in region
+/// [`IO_REGION`]. Persistent
 /// requests and matched probes need the stream's state: [`RequestBook`].
 ///
 /// Send modes map onto the standard ones (`Ssend`/`Rsend` → `Send`,
@@ -252,11 +255,22 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
                 false => Action::Waitall { reqs },
             }
         }
-        // MPI-IO is recorded, not simulated: each call's measured duration
-        // replays as a compute block of region `MPI-IO` (a nonblocking
-        // call's request is unknown to replay and completes at once).
-        (_, Params::Io { .. }) => {
-            Action::Compute { seconds: rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9, region: region_key_id(IO_REGION) }
+        (op, &Params::Io { file, offset, bytes, comm, request }) => {
+            let recorded_s = rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9;
+            let call = match op {
+                FileOpen => IoCall::Open { comm },
+                FileClose => IoCall::Close,
+                FileSync => IoCall::Sync,
+                FileSetSize | FilePreallocate | FileDelete => IoCall::Meta,
+                FileRead | FileReadAt => IoCall::Read,
+                FileWrite | FileWriteAt => IoCall::Write,
+                FileReadAll | FileReadAtAll => IoCall::ReadAll,
+                FileWriteAll | FileWriteAtAll => IoCall::WriteAll,
+                FileIread | FileIreadAt => IoCall::Iread { req: request },
+                FileIwrite | FileIwriteAt => IoCall::Iwrite { req: request },
+                _ => return Ok(Some(Action::Compute { seconds: recorded_s, region: region_key_id(IO_REGION) })),
+            };
+            Action::Io { call, file, offset, bytes, recorded_s }
         }
         (op, _) => return Err(op),
     }))

@@ -130,6 +130,10 @@ struct ReplayArgs {
     /// Seed of the jitter offsets (the same seed gives the same answer).
     #[arg(long, value_name = "N", default_value_t = 1)]
     jitter_seed: u64,
+    /// Multiply every disk, cache and server-link bandwidth of the
+    /// platform's file systems by F (a what-if, like the network sweep).
+    #[arg(long, value_name = "F")]
+    io_scale: Option<f64>,
     /// Running pstate: N for every host with pstates, or HOST=N for one
     /// host (by name or index); repeatable, later ones win. Recorded
     /// compute seconds scale by speed(recorded_pstate)/speed(N), TI flops
@@ -164,6 +168,15 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     }
     for spec in &args.pstate {
         platform.set_pstate(spec).map_err(anyhow::Error::msg).context("--pstate")?;
+    }
+    if let Some(f) = args.io_scale {
+        if !(f.is_finite() && f > 0.0) {
+            anyhow::bail!("--io-scale {f}: must be a finite number > 0");
+        }
+        if platform.fs.is_empty() {
+            anyhow::bail!("--io-scale: {} has no file system ([[fs]])", args.platform.display());
+        }
+        platform.fs.iter_mut().for_each(|fs| fs.scale_bandwidth(f));
     }
     let compute = match args.compute_time {
         ComputeArg::Cpu => ComputeTime::Cpu,
@@ -236,6 +249,13 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut report = report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     report.runs_makespan_s = runs_makespan_s;
+    if report.io_recorded_calls > 0 {
+        eprintln!(
+            "simulator: {} MPI-IO calls replayed as their recorded durations: {} has no file system ([[fs]])",
+            report.io_recorded_calls,
+            args.platform.display()
+        );
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &report).context("cannot write the report")?;

@@ -1,0 +1,116 @@
+//! MPI-IO in the replay: the file-system model's hand-computed cases
+//! through the engine, and the recorded durations without a file system.
+
+use super::*;
+use crate::action::IoCall;
+use crate::io::{Disk, FileSystem};
+
+const MIB: u64 = 1 << 20;
+
+fn fs(servers: u32) -> FileSystem {
+    FileSystem {
+        name: "scratch".into(),
+        servers,
+        server_hosts: Vec::new(),
+        stripe_size_bytes: MIB,
+        stripe_count: None,
+        metadata_latency_s: 1e-3,
+        link_bytes_per_s: None,
+        disk: Disk { latency_s: 1e-2, read_bytes_per_s: 2e8, write_bytes_per_s: 1e8, cache_bytes: 0, cache_bytes_per_s: None },
+        cb_buffer_bytes: None,
+        cb_nodes: None,
+    }
+}
+
+fn io(call: IoCall, offset: u64, bytes: u64) -> Action {
+    Action::Io { call, file: 3, offset, bytes, recorded_s: 0.25 }
+}
+
+fn open() -> Action {
+    io(IoCall::Open { comm: 0 }, 0, 0)
+}
+
+/// Two hosts of two cores; transfer 1 ms + 1 GB/s between them, free within one.
+fn two_hosts(servers: u32) -> Platform {
+    let mut p = Platform::new("t", vec![Host::new("a", 2), Host::new("b", 2)], model(0.0, f64::INFINITY, 0.0, 0.0));
+    p.network.inter = Some(model(L, 1e9, 0.0, 0.0));
+    p.fs = vec![fs(servers)];
+    p
+}
+
+#[test]
+fn without_a_file_system_io_takes_its_recorded_time() {
+    let r = run(&simple(), vec![vec![open(), io(IoCall::Write, 0, MIB), Action::Finalize]]).unwrap();
+    close(r.makespan_s, 0.5);
+    assert_eq!((r.io_recorded_calls, r.ranks[0].io_s), (2, 0.0));
+    assert_eq!(r.ranks[0].compute_s, 0.5);
+}
+
+#[test]
+fn independent_writes_queue_on_the_servers_and_io_scale_halves_bandwidth() {
+    // Two ranks on host a each write 4 MiB at once: two servers, stripes
+    // alternate, each server takes 2 MiB of each: 2 x (10 ms + 2 MiB/100 MB/s).
+    // The network's latency (1 ms: a client reaches the servers across the
+    // inter-host network) comes first.
+    let ranks = |p: &Platform| {
+        let w = |r: u64| vec![open(), io(IoCall::Write, r * 4 * MIB, 4 * MIB), io(IoCall::Close, 0, 0), Action::Finalize];
+        run(p, vec![w(0), w(1)]).unwrap()
+    };
+    let p = two_hosts(2);
+    let piece = 1e-2 + 2.0 * MIB as f64 / 1e8;
+    let r = ranks(&p);
+    close(r.makespan_s, 1e-3 + L + 2.0 * piece + 1e-3);
+    close(r.ranks[1].io_s, r.makespan_s);
+    let mut slow = p.clone();
+    slow.fs[0].scale_bandwidth(0.5);
+    let piece_slow = 1e-2 + 4.0 * MIB as f64 / 1e8;
+    close(ranks(&slow).makespan_s, 1e-3 + L + 2.0 * piece_slow + 1e-3);
+}
+
+#[test]
+fn a_collective_write_waits_for_every_member_and_uses_two_aggregators() {
+    // Ranks 0, 1 on host a, 2, 3 on host b; 4 MiB each, contiguous; rank 3
+    // enters 5 ms late. Aggregators 0 and 2; the exchange (4 MiB within a
+    // host: free) then, after the network's latency to the servers, each
+    // aggregator's 8 MiB, 4 MiB per server, the second behind the first:
+    // 2 x (10 ms + 4 MiB/100 MB/s).
+    let p = two_hosts(2);
+    let ranks = (0..4u64)
+        .map(|r| {
+            let late = if r == 3 { vec![Action::Compute { seconds: 5e-3, region: 0 }] } else { vec![] };
+            [vec![open()], late, vec![io(IoCall::WriteAll, r * 4 * MIB, 4 * MIB), Action::Finalize]].concat()
+        })
+        .collect();
+    let r = run(&p, ranks).unwrap();
+    let piece = 1e-2 + 4.0 * MIB as f64 / 1e8;
+    let end = 1e-3 + 5e-3 + L + 2.0 * piece;
+    for k in &r.ranks {
+        close(k.end_s, end);
+    }
+    close(r.ranks[0].io_s, end);
+    close(r.ranks[3].io_s, 1e-3 + L + 2.0 * piece);
+}
+
+#[test]
+fn a_collective_access_a_member_never_enters_is_a_deadlock() {
+    let p = two_hosts(1);
+    let w = |all: bool| {
+        let mut v = vec![open()];
+        if all {
+            v.push(io(IoCall::WriteAll, 0, MIB));
+        }
+        v.push(Action::Finalize);
+        v
+    };
+    let e = run(&p, vec![w(true), w(false)]).unwrap_err().to_string();
+    assert!(e.contains("deadlock") || e.contains("blocked"), "{e}");
+}
+
+#[test]
+fn a_nonblocking_write_overlaps_compute() {
+    let p = two_hosts(1);
+    let write = |req| io(IoCall::Iwrite { req }, 0, MIB);
+    let r = run(&p, vec![vec![open(), write(9), Action::Compute { seconds: 1.0, region: 0 }, Action::Wait { req: 9 }, Action::Finalize]])
+        .unwrap();
+    close(r.makespan_s, 1e-3 + 1.0);
+}
