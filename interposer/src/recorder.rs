@@ -164,17 +164,18 @@ pub fn init(rank: u32, size: u32, library: &str) {
         STATE.store(DISABLED, Ordering::SeqCst);
         return;
     };
-    crate::span::arm(&cfg, rank);
     let online = match cfg.mode {
         Mode::Online => crate::online::prepare(&cfg, rank, size),
         Mode::Trace => None,
         Mode::Time => {
             STATE.store(DISABLED, Ordering::SeqCst);
+            crate::span::arm(&cfg, rank);
             return;
         }
     };
     match open(&cfg, rank, size, library, online.is_some()) {
         Ok(rec) => {
+            crate::span::arm(&cfg, rank);
             // SAFETY: registering a plain extern "C" function without arguments.
             unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
             REC.with(|r| {
