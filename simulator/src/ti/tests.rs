@@ -1,4 +1,5 @@
 use super::*;
+use crate::trace::record::PROC_NULL;
 
 /// Rank 0 of a 2-rank `smpirun -trace-ti` run (SimGrid 3.32) of a program
 /// calling each verb once, with MPI_INT (code 1) unless noted.
