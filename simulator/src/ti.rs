@@ -179,8 +179,13 @@ fn single_file_ranks(path: &Path) -> Result<Option<u32>, TiError> {
 pub const REOPEN_ABOVE: usize = 512;
 
 /// Actions parsed per batch (a parser thread hands them over this many
-/// at a time).
-const BATCH: usize = 1024;
+/// at a time): about `BATCHES_ACTIONS / ranks`, from 256 to 4096.
+fn batch_len(ranks: u32) -> usize {
+    (BATCHES_ACTIONS / ranks.max(1) as usize).clamp(256, 4096)
+}
+
+/// Actions in one batch of every rank (about 40 bytes each).
+const BATCHES_ACTIONS: usize = 1 << 14;
 
 /// Batches a parser thread may have ready ahead of the replay, beyond the
 /// one it fills and the one being replayed.
@@ -199,9 +204,10 @@ struct Batch {
 enum Feed {
     /// Parsed in the replay's thread, a batch at a time.
     Inline(Box<RankSource>),
-    /// Parsed ahead by a thread of its own, from this file.
+    /// Parsed ahead by a thread of its own, from this file; replayed
+    /// batches go back to it for reuse.
     #[cfg(feature = "parallel")]
-    Thread(std::sync::mpsc::Receiver<Batch>, PathBuf),
+    Thread(std::sync::mpsc::Receiver<Batch>, std::sync::mpsc::Sender<Vec<Action>>, PathBuf),
     /// Nothing more (the end, or after an error).
     Done,
 }
@@ -214,6 +220,8 @@ enum Feed {
 pub struct TiActions {
     /// The current batch, in reverse order.
     batch: Vec<Action>,
+    /// Actions per batch.
+    batch_len: usize,
     /// The end of the file or a bad line, once the batch is replayed.
     end: Option<Result<(), TiError>>,
     feed: Feed,
@@ -235,26 +243,29 @@ impl TiActions {
         // (bounded open files), buffers are smaller (bounded memory) and
         // parsing stays in the replay's thread (bounded threads).
         let reopen = ranks as usize > REOPEN_ABOVE;
-        let buffer = if reopen { 1 << 13 } else { 1 << 17 };
+        let buffer = if reopen { 1 << 13 } else { 1 << 16 };
         let src = Box::new(RankSource::open(path, rank, ranks, (buffer, reopen, shared))?);
-        let feed = if reopen { Feed::Inline(src) } else { spawn(src) };
-        Ok(TiActions { batch: Vec::new(), end: None, feed })
+        let batch = batch_len(ranks);
+        let feed = if reopen { Feed::Inline(src) } else { spawn(src, batch) };
+        Ok(TiActions { batch: Vec::new(), batch_len: batch, end: None, feed })
     }
 }
 
 /// Starts a parser thread for `src` (with the `parallel` feature; when no
 /// thread can be started, parsing stays inline).
 #[cfg(feature = "parallel")]
-fn spawn(src: Box<RankSource>) -> Feed {
+fn spawn(src: Box<RankSource>, batch: usize) -> Feed {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(AHEAD);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Action>>();
     let path = src.path.clone();
     let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(src)));
     let theirs = slot.clone();
     let started = std::thread::Builder::new().name("ti-parse".into()).stack_size(1 << 18).spawn(move || {
         let Some(mut src) = theirs.lock().ok().and_then(|mut s| s.take()) else { return };
         loop {
-            let mut actions = Vec::with_capacity(BATCH + 8);
-            let end = match src.fill(&mut actions, BATCH) {
+            let mut actions = back_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch + 8));
+            actions.clear();
+            let end = match src.fill(&mut actions, batch) {
                 Ok(false) => None,
                 Ok(true) => Some(Ok(())),
                 Err(e) => Some(Err(e)),
@@ -268,17 +279,17 @@ fn spawn(src: Box<RankSource>) -> Feed {
         }
     });
     match started {
-        Ok(_) => Feed::Thread(rx, path),
+        Ok(_) => Feed::Thread(rx, back_tx, path),
         Err(_) => match slot.lock().ok().and_then(|mut s| s.take()) {
             Some(src) => Feed::Inline(src),
-            None => Feed::Thread(rx, path),
+            None => Feed::Thread(rx, back_tx, path),
         },
     }
 }
 
 /// Without the `parallel` feature, parsing stays in the replay's thread.
 #[cfg(not(feature = "parallel"))]
-fn spawn(src: Box<RankSource>) -> Feed {
+fn spawn(src: Box<RankSource>, _batch: usize) -> Feed {
     Feed::Inline(src)
 }
 
@@ -289,7 +300,7 @@ impl TiActions {
             Feed::Inline(src) => {
                 let mut actions = std::mem::take(&mut self.batch);
                 actions.clear();
-                match src.fill(&mut actions, BATCH) {
+                match src.fill(&mut actions, self.batch_len) {
                     Ok(false) => {}
                     Ok(true) => self.end = Some(Ok(())),
                     Err(e) => self.end = Some(Err(e)),
@@ -298,9 +309,10 @@ impl TiActions {
                 self.batch = actions;
             }
             #[cfg(feature = "parallel")]
-            Feed::Thread(rx, path) => match rx.recv() {
+            Feed::Thread(rx, back, path) => match rx.recv() {
                 Ok(b) => {
-                    self.batch = b.actions;
+                    // The thread may have ended: then the batch is dropped.
+                    let _ = back.send(std::mem::replace(&mut self.batch, b.actions));
                     self.end = b.end;
                 }
                 Err(_) => {
