@@ -45,6 +45,8 @@
 //! reads the file and keeps its own lines; the rank count is one more than
 //! the largest rank in the file.
 
+#[cfg(feature = "parallel")]
+mod feed;
 mod parse;
 mod read;
 
@@ -179,35 +181,22 @@ fn single_file_ranks(path: &Path) -> Result<Option<u32>, TiError> {
 pub const REOPEN_ABOVE: usize = 512;
 
 /// Actions parsed per batch (a parser thread hands them over this many
-/// at a time): about `BATCHES_ACTIONS / ranks`, from 256 to 4096.
+/// at a time): about `BATCHES_ACTIONS / ranks`, from 16 to 4096, so that
+/// the batches of all ranks stay within a few MB.
 fn batch_len(ranks: u32) -> usize {
-    (BATCHES_ACTIONS / ranks.max(1) as usize).clamp(256, 4096)
+    (BATCHES_ACTIONS / ranks.max(1) as usize).clamp(16, 4096)
 }
 
 /// Actions in one batch of every rank (about 40 bytes each).
 const BATCHES_ACTIONS: usize = 1 << 14;
 
-/// Batches a parser thread may have ready ahead of the replay, beyond the
-/// one it fills and the one being replayed.
-#[cfg(feature = "parallel")]
-const AHEAD: usize = 1;
-
-/// A batch from a parser thread: actions in reverse order (the next one
-/// last), then, at the end of the file or at a bad line, how it ended.
-#[cfg(feature = "parallel")]
-struct Batch {
-    actions: Vec<Action>,
-    end: Option<Result<(), TiError>>,
-}
-
 /// Where a stream's batches come from.
 enum Feed {
     /// Parsed in the replay's thread, a batch at a time.
     Inline(Box<RankSource>),
-    /// Parsed ahead by a thread of its own, from this file; replayed
-    /// batches go back to it for reuse.
+    /// Parsed ahead by a thread of its own.
     #[cfg(feature = "parallel")]
-    Thread(std::sync::mpsc::Receiver<Batch>, std::sync::mpsc::Sender<Vec<Action>>, PathBuf),
+    Thread(feed::Handoff),
     /// Nothing more (the end, or after an error).
     Done,
 }
@@ -255,35 +244,9 @@ impl TiActions {
 /// thread can be started, parsing stays inline).
 #[cfg(feature = "parallel")]
 fn spawn(src: Box<RankSource>, batch: usize) -> Feed {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(AHEAD);
-    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Action>>();
-    let path = src.path.clone();
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(src)));
-    let theirs = slot.clone();
-    let started = std::thread::Builder::new().name("ti-parse".into()).stack_size(1 << 18).spawn(move || {
-        let Some(mut src) = theirs.lock().ok().and_then(|mut s| s.take()) else { return };
-        loop {
-            let mut actions = back_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(batch + 8));
-            actions.clear();
-            let end = match src.fill(&mut actions, batch) {
-                Ok(false) => None,
-                Ok(true) => Some(Ok(())),
-                Err(e) => Some(Err(e)),
-            };
-            actions.reverse();
-            let last = end.is_some();
-            // A send fails once the stream is dropped: stop then.
-            if tx.send(Batch { actions, end }).is_err() || last {
-                return;
-            }
-        }
-    });
-    match started {
-        Ok(_) => Feed::Thread(rx, back_tx, path),
-        Err(_) => match slot.lock().ok().and_then(|mut s| s.take()) {
-            Some(src) => Feed::Inline(src),
-            None => Feed::Thread(rx, back_tx, path),
-        },
+    match feed::spawn(src, batch) {
+        Ok(h) => Feed::Thread(h),
+        Err(src) => Feed::Inline(src),
     }
 }
 
@@ -309,15 +272,14 @@ impl TiActions {
                 self.batch = actions;
             }
             #[cfg(feature = "parallel")]
-            Feed::Thread(rx, back, path) => match rx.recv() {
-                Ok(b) => {
-                    // The thread may have ended: then the batch is dropped.
-                    let _ = back.send(std::mem::replace(&mut self.batch, b.actions));
+            Feed::Thread(h) => match h.next(std::mem::take(&mut self.batch)) {
+                Some(b) => {
+                    self.batch = b.actions;
                     self.end = b.end;
                 }
-                Err(_) => {
+                None => {
                     let what = "the parser thread stopped".to_string();
-                    self.end = Some(Err(TiError { path: path.clone(), line: None, what }));
+                    self.end = Some(Err(TiError { path: h.path.clone(), line: None, what }));
                 }
             },
             Feed::Done => {}
@@ -328,12 +290,32 @@ impl TiActions {
     }
 }
 
+/// Actions ahead of the next one whose cache line is fetched early: a
+/// parser thread wrote them on another core, and reading them one miss at
+/// a time would stall the replay.
+const PREFETCH_AHEAD: usize = 12;
+
+/// Asks the CPU to bring `batch[batch.len() - ahead]` (the batch is
+/// replayed from its end) into its caches; a no-op when there is none.
+#[inline(always)]
+fn prefetch(batch: &[Action], ahead: usize) {
+    #[cfg(all(feature = "parallel", target_arch = "x86_64"))]
+    if let Some(a) = batch.len().checked_sub(ahead).map(|i| &batch[i]) {
+        // SAFETY: a prefetch is a hint that never faults and reads nothing
+        // into the program; the address is of a live element anyway.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((a as *const Action).cast()) }
+    }
+    #[cfg(not(all(feature = "parallel", target_arch = "x86_64")))]
+    let _ = (batch, ahead);
+}
+
 impl Iterator for TiActions {
     type Item = Result<Action, TiError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(a) = self.batch.pop() {
+                prefetch(&self.batch, PREFETCH_AHEAD);
                 return Some(Ok(a));
             }
             if let Some(end) = self.end.take() {

@@ -197,7 +197,7 @@ impl RankParser {
                 Some(s) => dt_size(s).ok_or_else(|| format!("`{}`: unknown datatype code `{}`", vs(), show(s))),
             }
         };
-        let bytes = |count: f64, size: u64| (count * size as f64).round() as u64;
+        let bytes = |count: f64, size: u64| round_bytes(count * size as f64);
         let root = |i: usize| -> Result<u32, String> {
             let r = if f.len() > i { int(i)? } else { 0 };
             u32::try_from(r).ok().filter(|&r| (r as usize) < n).ok_or_else(|| format!("`{}`: root {r} is not among the {n} ranks", vs()))
@@ -301,6 +301,20 @@ impl RankParser {
             b"reducescatter" | b"ireducescatter" => Action::ReduceScatter { recv_bytes: counts(0, dt(n + 1)?)?, comm },
             other => return Err(format!("unknown action `{}`", show(other))),
         })
+    }
+}
+
+/// `x.round() as u64` for `x >= 0` (or NaN), without a call to libm:
+/// `x - ⌊x⌋` is exact, and from 2^64 on the cast saturates as it does.
+pub(super) fn round_bytes(x: f64) -> u64 {
+    if !(x < 18_446_744_073_709_551_616.0) {
+        return x.round() as u64;
+    }
+    let t = x as u64;
+    if x - t as f64 >= 0.5 {
+        t + 1
+    } else {
+        t
     }
 }
 

@@ -289,3 +289,26 @@ fn lines_longer_than_the_buffer_and_a_last_line_without_newline() {
     assert_eq!(got, ["a", "", &format!("{long}\r"), "last"]);
     assert_eq!(lines.line, 4);
 }
+
+#[test]
+fn byte_counts_round_as_f64_round() {
+    let xs = [
+        0.0,
+        0.4,
+        0.49999999999999994,
+        0.5,
+        1.5,
+        2.5,
+        3.4999,
+        1e15 + 0.5,
+        4503599627370495.5,
+        9007199254740993.0,
+        1.8e19,
+        1.9e19,
+        1e300,
+        f64::INFINITY,
+    ];
+    for x in xs {
+        assert_eq!(parse::round_bytes(x), x.round() as u64, "{x}");
+    }
+}
