@@ -44,6 +44,14 @@
 //! rank, as SimGrid's replay accepts) replays too: each rank's stream
 //! reads the file and keeps its own lines; the rank count is one more than
 //! the largest rank in the file.
+//!
+//! Files are read in 64 KiB blocks and parsed as bytes: fields are runs of
+//! non-blank ASCII (a `\r` before the newline and trailing blanks do not
+//! count), empty lines are skipped, and numbers parse exactly as
+//! `str::parse` would. A rank's actions come in batches of a few hundred
+//! to a few thousand; with the `parallel` feature (and at most
+//! [`REOPEN_ABOVE`] ranks) each rank file has a parser thread of its own
+//! that stays at most two batches ahead of the replay.
 
 #[cfg(feature = "parallel")]
 mod feed;

@@ -307,7 +307,7 @@ impl RankParser {
 /// `x.round() as u64` for `x >= 0` (or NaN), without a call to libm:
 /// `x - ⌊x⌋` is exact, and from 2^64 on the cast saturates as it does.
 pub(super) fn round_bytes(x: f64) -> u64 {
-    if !(x < 18_446_744_073_709_551_616.0) {
+    if x.is_nan() || x >= 18_446_744_073_709_551_616.0 {
         return x.round() as u64;
     }
     let t = x as u64;

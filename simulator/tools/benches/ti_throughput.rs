@@ -208,7 +208,7 @@ fn main() {
                     t.cpu.push(cpu);
                     t.rss_kib = t.rss_kib.max(rss);
                     let ms = if t.name == "simgrid" {
-                        text.lines().filter_map(|l| l.split("Simulation time ").nth(1)).filter_map(|v| v.trim().parse().ok()).last()
+                        text.lines().rev().filter_map(|l| l.split("Simulation time ").nth(1)).filter_map(|v| v.trim().parse().ok()).next()
                     } else {
                         serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v["makespan_s"].as_f64())
                     };
