@@ -44,14 +44,27 @@
 //! rank, as SimGrid's replay accepts) replays too: each rank's stream
 //! reads the file and keeps its own lines; the rank count is one more than
 //! the largest rank in the file.
+//!
+//! Files are read in 64 KiB blocks and parsed as bytes: fields are runs of
+//! non-blank ASCII (a `\r` before the newline and trailing blanks do not
+//! count), empty lines are skipped, and numbers parse exactly as
+//! `str::parse` would. A rank's actions come in batches of a few hundred
+//! to a few thousand; with the `parallel` feature (and at most
+//! [`REOPEN_ABOVE`] ranks) each rank file has a parser thread of its own
+//! that stays at most two batches ahead of the replay.
 
-use std::collections::VecDeque;
+#[cfg(feature = "parallel")]
+mod feed;
+mod parse;
+mod read;
+
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::action::Action;
-use crate::trace::record::PROC_NULL;
+
+use parse::Fields;
+use read::{Lines, RankSource};
 
 /// SimGrid's `MPI_PROC_NULL` in TI traces.
 pub const TI_PROC_NULL: i32 = -333;
@@ -76,7 +89,11 @@ pub struct TiError {
 /// (SimGrid 3.32 `smpi_datatype.cpp` ids; checked against traces of
 /// `MPI_Send` with each type). `None` for an unknown code.
 pub fn datatype_size(code: &str) -> Option<u64> {
-    let id: u32 = code.parse().ok()?;
+    parse::dt_size(code.as_bytes())
+}
+
+/// Size in bytes of SMPI datatype id `id` ([`datatype_size`]).
+fn datatype_size_of(id: u32) -> Option<u64> {
     Some(match id {
         0 => 8,                                    // MPI_DOUBLE
         1 => 4,                                    // MPI_INT
@@ -129,7 +146,7 @@ pub fn read_trace_list(list: &Path) -> Result<Vec<PathBuf>, TiError> {
 /// [`TiError`] from [`read_trace_list`] or naming a file that cannot be opened.
 pub fn open_list(list: &Path) -> Result<Vec<TiActions>, TiError> {
     if let Some(n) = single_file_ranks(list)? {
-        return (0..n).map(|r| TiActions::open(list, r, n).map(TiActions::shared)).collect();
+        return (0..n).map(|r| TiActions::open_as(list, r, n, true)).collect();
     }
     let files = read_trace_list(list)?;
     let n = files.len() as u32;
@@ -145,82 +162,66 @@ pub fn open_list(list: &Path) -> Result<Vec<TiActions>, TiError> {
 fn single_file_ranks(path: &Path) -> Result<Option<u32>, TiError> {
     let err = |what: String| TiError { path: path.to_path_buf(), line: None, what };
     let file = File::open(path).map_err(|e| err(e.to_string()))?;
-    let mut lines = BufReader::new(file).lines();
+    let mut lines = Lines::new(file, 1 << 16);
     let first = loop {
-        match lines.next() {
+        match lines.next_line().map_err(|e| err(e.to_string()))? {
             None => return Ok(None),
-            Some(Err(e)) => return Err(err(e.to_string())),
-            Some(Ok(l)) if l.trim().is_empty() || l.trim_start().starts_with('#') => continue,
-            Some(Ok(l)) => break l,
+            Some(l) => match Fields::new(l).next() {
+                Some(w) if !w.starts_with(b"#") => break l.to_vec(),
+                _ => continue,
+            },
         }
     };
-    let mut w = first.split_ascii_whitespace();
-    let rank = w.next().and_then(|r| r.parse::<u32>().ok());
-    let verb = w.next().is_some_and(|v| v.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_'));
+    let mut w = Fields::new(&first);
+    let rank = w.next().and_then(parse::uint);
+    let verb = w.next().is_some_and(|v| v.iter().all(|b| b.is_ascii_alphabetic() || *b == b'_'));
     let (Some(mut max), true) = (rank, verb) else { return Ok(None) };
-    for l in lines {
-        let l = l.map_err(|e| err(e.to_string()))?;
-        if let Some(r) = l.split_ascii_whitespace().next().and_then(|r| r.parse::<u32>().ok()) {
+    while let Some(l) = lines.next_line().map_err(|e| err(e.to_string()))? {
+        if let Some(r) = Fields::new(l).next().and_then(parse::uint) {
             max = max.max(r);
         }
     }
     Ok(Some(max + 1))
 }
 
-/// A count of at most 15 decimal digits, parsed exactly without the
-/// general float parser (most TI fields); `None` otherwise.
-fn fast_count(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
-    if b.is_empty() || b.len() > 15 || !b.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(b.iter().fold(0u64, |v, &d| v * 10 + (d - b'0') as u64) as f64)
-}
-
 /// Above this many ranks, a TI rank file is opened only while its buffer
 /// refills, so that replays of many ranks stay under `ulimit -n`.
 pub const REOPEN_ABOVE: usize = 512;
 
-/// A rank file read sequentially: kept open, or (`file` = `None`)
-/// reopened at `offset` for each read and closed again.
-struct RankFile {
-    path: PathBuf,
-    file: Option<File>,
-    offset: u64,
+/// Actions parsed per batch (a parser thread hands them over this many
+/// at a time): about `BATCHES_ACTIONS / ranks`, from 16 to 4096, so that
+/// the batches of all ranks stay within a few MB.
+fn batch_len(ranks: u32) -> usize {
+    (BATCHES_ACTIONS / ranks.max(1) as usize).clamp(16, 4096)
 }
 
-impl Read for RankFile {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = match &mut self.file {
-            Some(f) => f.read(buf)?,
-            None => {
-                let mut f = File::open(&self.path)?;
-                f.seek(SeekFrom::Start(self.offset))?;
-                f.read(buf)?
-            }
-        };
-        self.offset += n as u64;
-        Ok(n)
-    }
+/// Actions in one batch of every rank (about 40 bytes each).
+const BATCHES_ACTIONS: usize = 1 << 14;
+
+/// Where a stream's batches come from.
+enum Feed {
+    /// Parsed in the replay's thread, a batch at a time.
+    Inline(Box<RankSource>),
+    /// Parsed ahead by a thread of its own.
+    #[cfg(feature = "parallel")]
+    Thread(feed::Handoff),
+    /// Nothing more (the end, or after an error).
+    Done,
 }
 
-/// One rank's TI action file as a stream of [`Action`]s, read line by
-/// line (memory does not grow with the file).
+/// One rank's TI action file as a stream of [`Action`]s, parsed in batches
+/// of a few thousand actions: memory does not grow with the file. With the
+/// `parallel` feature and at most [`REOPEN_ABOVE`] ranks, each rank's file
+/// is read and parsed by a thread of its own, a bounded number of batches
+/// ahead of the replay, so that ranks parse in parallel on all cores.
 pub struct TiActions {
-    path: PathBuf,
-    reader: BufReader<RankFile>,
-    buf: String,
-    line: usize,
-    rank: u32,
-    ranks: u32,
-    default_dt: u64,
-    /// Pending requests in posting order: (src, dst, tag) key and id.
-    reqs: Vec<((i32, i32, i32), u64)>,
-    next_req: u64,
-    queued: VecDeque<Action>,
-    done: bool,
-    /// The file holds every rank's lines: others' lines are skipped.
-    shared: bool,
+    /// The current batch, in reverse order.
+    batch: Vec<Action>,
+    /// Actions per batch.
+    batch_len: usize,
+    /// The end of the file or a bad line, once the batch is replayed.
+    end: Option<Result<(), TiError>>,
+    feed: Feed,
 }
 
 impl TiActions {
@@ -229,234 +230,91 @@ impl TiActions {
     /// # Errors
     /// [`TiError`] naming `path` when it cannot be opened.
     pub fn open(path: &Path, rank: u32, ranks: u32) -> Result<TiActions, TiError> {
-        let f = File::open(path).map_err(|e| TiError { path: path.into(), line: None, what: e.to_string() })?;
+        TiActions::open_as(path, rank, ranks, false)
+    }
+
+    /// Opens `path` as rank `rank` of `ranks`; with `shared`, the file
+    /// holds every rank's lines and only rank `rank`'s are kept.
+    fn open_as(path: &Path, rank: u32, ranks: u32, shared: bool) -> Result<TiActions, TiError> {
         // Beyond REOPEN_ABOVE ranks, files are closed between buffer refills
-        // (bounded open files) and buffers are smaller (bounded memory).
+        // (bounded open files), buffers are smaller (bounded memory) and
+        // parsing stays in the replay's thread (bounded threads).
         let reopen = ranks as usize > REOPEN_ABOVE;
-        let file = RankFile { path: path.into(), file: (!reopen).then_some(f), offset: 0 };
-        Ok(TiActions {
-            path: path.into(),
-            reader: BufReader::with_capacity(if reopen { 1 << 13 } else { 1 << 16 }, file),
-            buf: String::new(),
-            line: 0,
-            rank,
-            ranks,
-            default_dt: 1,
-            reqs: Vec::new(),
-            next_req: 1,
-            queued: VecDeque::new(),
-            done: false,
-            shared: false,
-        })
+        let buffer = if reopen { 1 << 13 } else { 1 << 16 };
+        let src = Box::new(RankSource::open(path, rank, ranks, (buffer, reopen, shared))?);
+        let batch = batch_len(ranks);
+        let feed = if reopen { Feed::Inline(src) } else { spawn(src, batch) };
+        Ok(TiActions { batch: Vec::new(), batch_len: batch, end: None, feed })
     }
+}
 
-    /// This stream reads a single-file trace: it keeps its rank's lines
-    /// and skips the others'.
-    fn shared(mut self) -> TiActions {
-        self.shared = true;
-        self
+/// Starts a parser thread for `src` (with the `parallel` feature; when no
+/// thread can be started, parsing stays inline).
+#[cfg(feature = "parallel")]
+fn spawn(src: Box<RankSource>, batch: usize) -> Feed {
+    match feed::spawn(src, batch) {
+        Ok(h) => Feed::Thread(h),
+        Err(src) => Feed::Inline(src),
     }
+}
 
-    fn err(&self, what: impl Into<String>) -> TiError {
-        TiError { path: self.path.clone(), line: Some(self.line), what: what.into() }
-    }
+/// Without the `parallel` feature, parsing stays in the replay's thread.
+#[cfg(not(feature = "parallel"))]
+fn spawn(src: Box<RankSource>, _batch: usize) -> Feed {
+    Feed::Inline(src)
+}
 
-    fn post(&mut self, key: (i32, i32, i32)) -> u64 {
-        let id = self.next_req;
-        self.next_req += 1;
-        self.reqs.push((key, id));
-        id
-    }
-
-    /// Parses the current line into zero or more queued actions.
-    fn parse_line(&mut self) -> Result<(), TiError> {
-        let line = std::mem::take(&mut self.buf);
-        let path = std::mem::take(&mut self.path);
-        let r = self.parse_fields(&line, &path);
-        self.buf = line;
-        self.path = path;
-        r
-    }
-
-    fn parse_fields(&mut self, line: &str, path: &Path) -> Result<(), TiError> {
-        let ln = self.line;
-        macro_rules! bad {
-            ($($t:tt)*) => { TiError { path: path.to_path_buf(), line: Some(ln), what: format!($($t)*) } };
-        }
-        let (me_u, default_dt) = (self.rank, self.default_dt);
-        let mut it = line.split_ascii_whitespace();
-        let Some(rank) = it.next() else { return Ok(()) };
-        if self.shared && rank.parse::<u32>().is_ok_and(|r| r != me_u) {
-            return Ok(());
-        }
-        if rank.parse::<u32>().ok() != Some(me_u) {
-            return Err(bad!("expected rank {} in the first column, found `{rank}`", me_u));
-        }
-        let verb = it.next().ok_or_else(|| bad!("missing action after the rank"))?;
-        // Fields without a heap allocation for the common short lines.
-        let mut short = [""; 16];
-        let mut nf = 0;
-        let mut long: Vec<&str> = Vec::new();
-        for x in it {
-            if nf < short.len() {
-                short[nf] = x;
-            } else {
-                if long.is_empty() {
-                    long.extend_from_slice(&short);
+impl TiActions {
+    /// Fetches the next batch into `self.batch` / `self.end`.
+    fn refill(&mut self) {
+        match &mut self.feed {
+            Feed::Inline(src) => {
+                let mut actions = std::mem::take(&mut self.batch);
+                actions.clear();
+                match src.fill(&mut actions, self.batch_len) {
+                    Ok(false) => {}
+                    Ok(true) => self.end = Some(Ok(())),
+                    Err(e) => self.end = Some(Err(e)),
                 }
-                long.push(x);
+                actions.reverse();
+                self.batch = actions;
             }
-            nf += 1;
+            #[cfg(feature = "parallel")]
+            Feed::Thread(h) => match h.next(std::mem::take(&mut self.batch)) {
+                Some(b) => {
+                    self.batch = b.actions;
+                    self.end = b.end;
+                }
+                None => {
+                    let what = "the parser thread stopped".to_string();
+                    self.end = Some(Err(TiError { path: h.path.clone(), line: None, what }));
+                }
+            },
+            Feed::Done => {}
         }
-        let f: &[&str] = if long.is_empty() { &short[..nf] } else { &long };
-        let me = me_u as i32;
-        let n = self.ranks as usize;
-        let need = |k: usize| -> Result<(), TiError> {
-            if f.len() < k {
-                Err(bad!("`{verb}` needs at least {k} fields, found {}", f.len()))
-            } else {
-                Ok(())
-            }
-        };
-        let num = |i: usize| -> Result<f64, TiError> {
-            let s = f.get(i).ok_or_else(|| bad!("`{verb}`: missing field {}", i + 1))?;
-            fast_count(s)
-                .or_else(|| s.parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| bad!("`{verb}`: field {} `{s}` is not a count >= 0", i + 1))
-        };
-        let int = |i: usize| -> Result<i32, TiError> {
-            let s = f.get(i).ok_or_else(|| bad!("`{verb}`: missing field {}", i + 1))?;
-            s.parse::<i32>().map_err(|_| bad!("`{verb}`: field {} `{s}` is not an integer", i + 1))
-        };
-        let dt = |i: usize| -> Result<u64, TiError> {
-            match f.get(i) {
-                None => Ok(default_dt),
-                Some(s) => datatype_size(s).ok_or_else(|| bad!("`{verb}`: unknown datatype code `{s}`")),
-            }
-        };
-        let bytes = |count: f64, size: u64| (count * size as f64).round() as u64;
-        let root = |i: usize| -> Result<u32, TiError> {
-            let r = if f.len() > i { int(i)? } else { 0 };
-            u32::try_from(r).ok().filter(|&r| (r as usize) < n).ok_or_else(|| bad!("`{verb}`: root {r} is not among the {n} ranks"))
-        };
-        let counts = |from: usize, size: u64| -> Result<Vec<u64>, TiError> { (from..from + n).map(|i| Ok(bytes(num(i)?, size))).collect() };
-        let peer = |p: i32| if p == TI_PROC_NULL { PROC_NULL } else { p };
-        let comm = 0;
-        let a = match verb {
-            "init" => {
-                self.default_dt = if f.is_empty() { 1 } else { 8 };
-                Action::Init
-            }
-            "finalize" => Action::Finalize,
-            "compute" => Action::Flops { flops: num(0)? },
-            "sleep" => Action::Compute { seconds: num(0)?, region: 0 },
-            "send" | "isend" | "recv" | "irecv" => {
-                need(3)?;
-                let (p, tag, b) = (peer(int(0)?), int(1)?, bytes(num(2)?, dt(3)?));
-                if p != PROC_NULL && !(0..n as i64).contains(&(p as i64)) {
-                    return Err(bad!("`{verb}`: peer {p} is not among the {n} ranks"));
-                }
-                match verb {
-                    "send" => Action::Send { dst: p as u32, tag, bytes: b, comm },
-                    "recv" => Action::Recv { src: p, tag, bytes: b, comm },
-                    "isend" => Action::Isend { dst: p as u32, tag, bytes: b, comm, req: self.post((me, int(0)?, tag)) },
-                    _ => Action::Irecv { src: p, tag, bytes: b, comm, req: self.post((int(0)?, me, tag)) },
-                }
-            }
-            "sendRecv" => {
-                need(4)?;
-                let sdt = dt(4)?;
-                let rdt = if f.len() > 5 { dt(5)? } else { sdt };
-                let (dst, src) = (peer(int(1)?), peer(int(3)?));
-                Action::Sendrecv {
-                    dst: dst as u32,
-                    send_tag: SENDRECV_TAG,
-                    send_bytes: bytes(num(0)?, sdt),
-                    src,
-                    recv_tag: SENDRECV_TAG,
-                    recv_bytes: bytes(num(2)?, rdt),
-                    comm,
-                }
-            }
-            "wait" => {
-                let pos = if f.is_empty() {
-                    self.reqs.len().checked_sub(1)
-                } else {
-                    need(3)?;
-                    let key = (int(0)?, int(1)?, int(2)?);
-                    self.reqs.iter().position(|(k, _)| *k == key)
-                };
-                Action::Wait { req: pos.map(|i| self.reqs.remove(i).1).unwrap_or(0) }
-            }
-            "waitAny" | "waitany" => Action::Wait { req: if self.reqs.is_empty() { 0 } else { self.reqs.remove(0).1 } },
-            "waitall" | "waitAll" => Action::Waitall { reqs: self.reqs.drain(..).map(|(_, id)| id).collect() },
-            "test" | "location" | "comm_size" | "comm_split" | "comm_dup" => return Ok(()),
-            "barrier" | "ibarrier" => Action::Barrier { comm },
-            "bcast" | "ibcast" => {
-                need(1)?;
-                Action::Bcast { root: root(1)?, bytes: bytes(num(0)?, dt(2)?), comm }
-            }
-            "reduce" | "ireduce" => {
-                need(2)?;
-                self.queued.push_back(Action::Flops { flops: num(1)? });
-                Action::Reduce { root: root(2)?, bytes: bytes(num(0)?, dt(3)?), comm }
-            }
-            "allreduce" | "iallreduce" => {
-                need(2)?;
-                self.queued.push_back(Action::Flops { flops: num(1)? });
-                Action::Allreduce { bytes: bytes(num(0)?, dt(2)?), comm }
-            }
-            "scan" | "exscan" | "iscan" | "iexscan" => {
-                need(2)?;
-                self.queued.push_back(Action::Flops { flops: num(1)? });
-                Action::Scan { bytes: bytes(num(0)?, dt(2)?), exclusive: verb.ends_with("exscan"), comm }
-            }
-            "alltoall" | "ialltoall" => {
-                need(2)?;
-                Action::Alltoall { bytes: bytes(num(0)?, dt(2)?), comm }
-            }
-            "allgather" | "iallgather" => {
-                need(2)?;
-                Action::Allgather { bytes: bytes(num(0)?, dt(2)?), comm }
-            }
-            "gather" | "igather" => {
-                need(2)?;
-                Action::Gather { root: root(2)?, bytes: bytes(num(0)?, dt(3)?), comm }
-            }
-            "scatter" | "iscatter" => {
-                need(2)?;
-                Action::Scatter { root: root(2)?, bytes: bytes(num(0)?, dt(3)?), comm }
-            }
-            "gatherv" | "igatherv" => {
-                need(1 + n)?;
-                Action::Gather { root: root(1 + n)?, bytes: bytes(num(0)?, dt(2 + n)?), comm }
-            }
-            "allgatherv" | "iallgatherv" => {
-                need(1 + n)?;
-                let size = if f.len() > 2 + n { dt(2 + n)? } else { dt(1 + n)? };
-                Action::Allgatherv { recv_bytes: counts(1, size)?, comm }
-            }
-            "scatterv" | "iscatterv" => {
-                need(n + 1)?;
-                let root = root(n + 1)?;
-                let send_bytes = if root == me_u { counts(0, dt(n + 2)?)? } else { Vec::new() };
-                Action::Scatterv { root, send_bytes, comm }
-            }
-            "alltoallv" | "ialltoallv" => {
-                need(2 * n + 2)?;
-                Action::Alltoallv { send_bytes: counts(1, dt(2 * n + 2)?)?, comm }
-            }
-            "reducescatter" | "ireducescatter" => {
-                need(n + 1)?;
-                self.queued.push_back(Action::Flops { flops: num(n)? });
-                Action::ReduceScatter { recv_bytes: counts(0, dt(n + 1)?)?, comm }
-            }
-            other => return Err(bad!("unknown action `{other}`")),
-        };
-        self.queued.push_front(a);
-        Ok(())
+        if self.end.is_some() {
+            self.feed = Feed::Done;
+        }
     }
+}
+
+/// Actions ahead of the next one whose cache line is fetched early: a
+/// parser thread wrote them on another core, and reading them one miss at
+/// a time would stall the replay.
+const PREFETCH_AHEAD: usize = 12;
+
+/// Asks the CPU to bring `batch[batch.len() - ahead]` (the batch is
+/// replayed from its end) into its caches; a no-op when there is none.
+#[inline(always)]
+fn prefetch(batch: &[Action], ahead: usize) {
+    #[cfg(all(feature = "parallel", target_arch = "x86_64"))]
+    if let Some(a) = batch.len().checked_sub(ahead).map(|i| &batch[i]) {
+        // SAFETY: a prefetch is a hint that never faults and reads nothing
+        // into the program; the address is of a live element anyway.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((a as *const Action).cast()) }
+    }
+    #[cfg(not(all(feature = "parallel", target_arch = "x86_64")))]
+    let _ = (batch, ahead);
 }
 
 impl Iterator for TiActions {
@@ -464,33 +322,19 @@ impl Iterator for TiActions {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(a) = self.queued.pop_front() {
-                if matches!(a, Action::Flops { flops } if flops == 0.0) {
-                    continue;
-                }
+            if let Some(a) = self.batch.pop() {
+                prefetch(&self.batch, PREFETCH_AHEAD);
                 return Some(Ok(a));
             }
-            if self.done {
+            if let Some(end) = self.end.take() {
+                // After the end (or the error), nothing more.
+                self.end = Some(Ok(()));
+                return end.err().map(Err);
+            }
+            if matches!(self.feed, Feed::Done) {
                 return None;
             }
-            self.buf.clear();
-            match self.reader.read_line(&mut self.buf) {
-                Ok(0) => {
-                    self.done = true;
-                    return None;
-                }
-                Ok(_) => {
-                    self.line += 1;
-                    if let Err(e) = self.parse_line() {
-                        self.done = true;
-                        return Some(Err(e));
-                    }
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(self.err(e.to_string())));
-                }
-            }
+            self.refill();
         }
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::trace::record::PROC_NULL;
 
 /// Rank 0 of a 2-rank `smpirun -trace-ti` run (SimGrid 3.32) of a program
 /// calling each verb once, with MPI_INT (code 1) unless noted.
@@ -153,8 +154,9 @@ fn datatype_codes_match_smpi_3_32() {
 fn many_ranks_hold_no_file_open_between_reads() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("r0.txt");
-    // > 8 KiB so that the small buffer refills several times.
-    let text: String = (0..3000).map(|i| format!("0 compute {i}\n")).collect();
+    // > 8 KiB so that the small buffer refills several times, and more
+    // actions than one batch so that the kept file is still being read.
+    let text: String = (0..10000).map(|i| format!("0 compute {i}\n")).collect();
     std::fs::write(&f, text).unwrap();
     let open = |p: &Path| std::fs::read_dir("/proc/self/fd").unwrap().flatten().any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == p));
     let few: Vec<String> = TiActions::open(&f, 0, 2).unwrap().map(|a| format!("{:?}", a.unwrap())).collect();
@@ -165,6 +167,148 @@ fn many_ranks_hold_no_file_open_between_reads() {
     kept.next();
     assert!(open(&f), "the fd check sees nothing");
     let rest: Vec<String> = std::iter::once(first).chain(many.map(Result::unwrap)).map(|a| format!("{a:?}")).collect();
-    assert_eq!(few.len(), 2999); // `compute 0` is dropped
+    assert_eq!(few.len(), 9999); // `compute 0` is dropped
     assert_eq!(rest, few);
+}
+
+#[test]
+fn fields_split_on_ascii_whitespace_like_str() {
+    for line in ["0 send 1 2 3", "  0\tsend  1 2 3 \r", "0 allreduce 1 0 0 ", "", " \t\r", "0 init\r"] {
+        let want: Vec<&str> = line.split_ascii_whitespace().collect();
+        let got: Vec<&[u8]> = parse::Fields::new(line.as_bytes()).collect();
+        assert_eq!(got, want.iter().map(|w| w.as_bytes()).collect::<Vec<_>>(), "{line:?}");
+    }
+}
+
+#[test]
+fn numbers_parse_as_the_standard_parsers_do() {
+    let texts = [
+        "0",
+        "7",
+        "007",
+        "123456789012345",
+        "1234567890123456",
+        "12345678901234567890123",
+        "3.5",
+        "0.1",
+        "1e3",
+        "2.5E-1",
+        "1e308",
+        "1e309",
+        "+5",
+        "-1",
+        "-0",
+        "1e",
+        ".",
+        "",
+        "inf",
+        "NaN",
+        "infinity",
+        "0x10",
+        "1_0",
+        "-333",
+        "2147483647",
+        "2147483648",
+        "-2147483648",
+        "-2147483649",
+        "4294967295",
+        "4294967296",
+        "999999999",
+        "1000000000",
+        "-",
+        "+",
+        "1.0",
+        " 1",
+    ];
+    for t in texts {
+        let b = t.as_bytes();
+        let want_count = t.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
+        assert_eq!(parse::count(b).map(f64::to_bits), want_count.map(f64::to_bits), "count {t:?}");
+        assert_eq!(parse::int(b), t.parse::<i32>().ok(), "int {t:?}");
+        assert_eq!(parse::uint(b), t.parse::<u32>().ok(), "uint {t:?}");
+    }
+    assert_eq!(parse::count(b"2.5e2"), Some(250.0));
+    assert_eq!(parse::count(b"\xff1"), None);
+}
+
+#[test]
+fn crlf_trailing_blanks_and_empty_lines_parse_as_plain_lines() {
+    let plain = "0 init\n0 compute 1e3\n0 send 1 8 3 0\n0 allreduce 1 0 0\n0 finalize\n";
+    let dressed = "0 init\r\n\r\n  0 compute 1e3  \r\n\n0\tsend 1 8 3 0\t\r\n0 allreduce 1 0 0 \r\n0 finalize";
+    let (_d, want) = actions(plain, 0, 2);
+    let (_e, got) = actions(dressed, 0, 2);
+    let (want, got): (Vec<Action>, Vec<Action>) =
+        (want.into_iter().map(Result::unwrap).collect(), got.into_iter().map(Result::unwrap).collect());
+    assert_eq!(got, want);
+    assert_eq!(got[1], Action::Flops { flops: 1000.0 });
+}
+
+#[test]
+fn bad_numbers_and_bytes_name_file_and_line() {
+    for (text, needle) in [
+        ("0 init\n\n0 compute 1e\n", ":3: `compute`: field 1 `1e` is not a count >= 0"),
+        ("0 init\r\n0 send 1 x 8\r\n", ":2: `send`: field 2 `x` is not an integer"),
+        ("0 sleep NaN\n", ":1: `sleep`: field 1 `NaN` is not a count >= 0"),
+        ("0 recv 1 2147483648 8\n", ":1: `recv`: field 2 `2147483648` is not an integer"),
+        ("0 init\n0 compute \u{e9}\n", ":2: `compute`: field 1 `\u{e9}` is not a count >= 0"),
+        ("# a comment\n", ":1: expected rank 0 in the first column, found `#`"),
+        ("0\n", ":1: missing action after the rank"),
+    ] {
+        let (d, got) = actions(text, 0, 2);
+        let e = got.into_iter().find_map(Result::err).expect(text).to_string();
+        assert!(e.starts_with(d.path().join("r.txt").to_str().unwrap()), "{e}");
+        assert!(e.ends_with(needle), "{e} !~ {needle}");
+    }
+    // Bytes that are not UTF-8 are an error, not a panic.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.txt");
+    std::fs::write(&f, b"0 init\n0 compute 1\xff\n").unwrap();
+    let e = TiActions::open(&f, 0, 2).unwrap().find_map(Result::err).unwrap().to_string();
+    assert!(e.ends_with(":2: `compute`: field 1 `1\u{fffd}` is not a count >= 0"), "{e}");
+}
+
+#[test]
+fn an_error_after_many_batches_comes_after_every_earlier_action() {
+    let mut text: String = (1..=5000).map(|i| format!("0 compute {i}\n")).collect();
+    text += "0 compute oops\n0 compute 1\n";
+    let (_d, got) = actions(&text, 0, 2);
+    assert_eq!(got.len(), 5001);
+    assert!(got[..5000].iter().enumerate().all(|(i, a)| a.as_ref().unwrap() == &Action::Flops { flops: (i + 1) as f64 }));
+    assert!(got[5000].as_ref().unwrap_err().to_string().ends_with(":5001: `compute`: field 1 `oops` is not a count >= 0"));
+}
+
+#[test]
+fn lines_longer_than_the_buffer_and_a_last_line_without_newline() {
+    let long = format!("0 {}", "x".repeat(100));
+    let text = format!("a\n\n{long}\r\nlast");
+    let mut lines = read::Lines::new(std::io::Cursor::new(text.into_bytes()), 16);
+    let mut got = Vec::new();
+    while let Some(l) = lines.next_line().unwrap() {
+        got.push(String::from_utf8(l.to_vec()).unwrap());
+    }
+    assert_eq!(got, ["a", "", &format!("{long}\r"), "last"]);
+    assert_eq!(lines.line, 4);
+}
+
+#[test]
+fn byte_counts_round_as_f64_round() {
+    let xs = [
+        0.0,
+        0.4,
+        0.49999999999999994,
+        0.5,
+        1.5,
+        2.5,
+        3.4999,
+        1e15 + 0.5,
+        4503599627370495.5,
+        9007199254740993.0,
+        1.8e19,
+        1.9e19,
+        1e300,
+        f64::INFINITY,
+    ];
+    for x in xs {
+        assert_eq!(parse::round_bytes(x), x.round() as u64, "{x}");
+    }
 }
