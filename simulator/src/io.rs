@@ -34,7 +34,7 @@ mod state;
 mod twophase;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use serde::{Deserialize, Serialize};
 

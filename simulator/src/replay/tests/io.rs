@@ -3,23 +3,12 @@
 
 use super::*;
 use crate::action::IoCall;
-use crate::io::{Disk, FileSystem};
+use crate::io::FileSystem;
 
 const MIB: u64 = 1 << 20;
 
 fn fs(servers: u32) -> FileSystem {
-    FileSystem {
-        name: "scratch".into(),
-        servers,
-        server_hosts: Vec::new(),
-        stripe_size_bytes: MIB,
-        stripe_count: None,
-        metadata_latency_s: 1e-3,
-        link_bytes_per_s: None,
-        disk: Disk { latency_s: 1e-2, read_bytes_per_s: 2e8, write_bytes_per_s: 1e8, cache_bytes: 0, cache_bytes_per_s: None },
-        cb_buffer_bytes: None,
-        cb_nodes: None,
-    }
+    crate::io::tests::fs(servers, MIB)
 }
 
 fn io(call: IoCall, offset: u64, bytes: u64) -> Action {
