@@ -184,11 +184,12 @@ pub(crate) struct Engine<'a, 'p, E> {
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Places the ranks of `streams` (rank r = index r) on `platform`.
     pub(crate) fn new(platform: &'p Platform, streams: Vec<ActionStream<'a, E>>) -> Self {
+        let placement = platform.placement(streams.len() as u32);
         let ranks: Vec<Rank<'a, E>> = streams
             .into_iter()
-            .enumerate()
-            .map(|(r, stream)| {
-                let host = platform.host_of(r as u32);
+            .zip(placement)
+            .map(|(stream, host)| {
+                let host = host as usize;
                 Rank {
                     stream,
                     host,
