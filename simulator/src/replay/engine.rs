@@ -105,7 +105,8 @@ struct Coll {
     /// Global communicator id ([`comms::Comms`]).
     comm: u32,
     name: &'static str,
-    round_slots: Vec<u32>,
+    /// The schedule when generated round by round (`steps` is then empty).
+    lazy: Option<collectives::Lazy>,
     /// Reductions of the round in flight, charged when it completes, seconds.
     reduce_s: f64,
 }
@@ -177,6 +178,10 @@ pub(crate) struct Engine<'a, 'p, E> {
     comms: comms::Comms,
     queue: EventQueue,
     actions: u64,
+    /// Scratch: the steps of the collective round being posted.
+    round: Vec<Step>,
+    /// Scratch: their request slots.
+    round_slots: Vec<u32>,
     /// Host energy, when some host has a power range ([`crate::energy`]).
     energy: Option<crate::energy::EnergyMeter>,
 }
@@ -223,6 +228,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             comms,
             queue: EventQueue::default(),
             actions: 0,
+            round: Vec::new(),
+            round_slots: Vec::new(),
         }
     }
 

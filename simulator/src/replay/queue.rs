@@ -79,6 +79,9 @@ fn key_time(key: u128) -> f64 {
 /// from it is bit i − 1.
 const BUCKETS: usize = 129;
 
+/// Entries of capacity a bucket keeps once emptied.
+const KEEP: usize = 1 << 10;
+
 /// Min-queue of events by `(time, seq)`; refuses to schedule into the past.
 #[derive(Debug)]
 pub(crate) struct EventQueue {
@@ -143,7 +146,9 @@ impl EventQueue {
         for e in moved.drain(..) {
             self.push(e);
         }
-        // Keep the emptied bucket's memory for its next fill.
+        // Keep the emptied bucket's memory for its next fill, up to a
+        // bound: the sum of every bucket's largest fill would otherwise stay.
+        moved.shrink_to(KEEP);
         self.buckets[i] = moved;
     }
 

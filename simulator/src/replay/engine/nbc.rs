@@ -47,7 +47,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if matches!(coll, Action::Icoll { .. }) || !coll_action(coll) {
             return Err(self.err(r, coll, "a nonblocking collective must wrap a blocking collective", false));
         }
-        self.coll_setup(r, coll)?;
+        self.coll_setup(r, coll, false)?;
         let now = self.ranks[r].clock;
         let rk = &mut self.ranks[r];
         let user = rk.reqs.alloc_user(req);
