@@ -11,7 +11,7 @@
 use std::fmt;
 
 use super::flows::{Done, Net};
-use super::matching::{coll_ctx, ctx_name, mailbox, matches, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
+use super::matching::{coll_ctx, ctx_name, mailbox, matches, Mail, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
 use super::queue::{EventQueue, Kind};
 use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
@@ -176,6 +176,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     ranks: Vec<Rank<'a, E>>,
     /// Communicators and their members.
     comms: comms::Comms,
+    /// The unmatched sends and receives of every mailbox.
+    mail: Mail,
     queue: EventQueue,
     actions: u64,
     /// Scratch: the steps of the collective round being posted.
@@ -226,6 +228,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             timeline: None,
             ranks,
             comms,
+            mail: Mail::default(),
             queue: EventQueue::default(),
             actions: 0,
             round: Vec::new(),

@@ -4,7 +4,7 @@
 //! §3.5: source or `MPI_ANY_SOURCE`, tag or `MPI_ANY_TAG`, first posted
 //! first matched, no overtaking between a pair on one communicator).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::trace::record::{ANY_SOURCE, ANY_TAG};
@@ -58,12 +58,73 @@ pub(crate) struct Slot {
     pub(crate) nbc: bool,
 }
 
+/// User handle → slot of one rank: a short list searched in order while
+/// it holds at most [`UserMap::SMALL`] handles (no table per rank), a
+/// hash map beyond.
+#[derive(Debug)]
+enum UserMap {
+    /// Few handles: `(handle, slot)` pairs.
+    Small(Vec<(u64, u32)>),
+    /// Many handles.
+    Large(HashMap<u64, u32, BuildHasherDefault<IdHasher>>),
+}
+
+impl Default for UserMap {
+    fn default() -> Self {
+        UserMap::Small(Vec::new())
+    }
+}
+
+impl UserMap {
+    /// Handles a rank holds before its map becomes a hash map.
+    const SMALL: usize = 16;
+
+    /// Maps `id` to `slot`; the slot it mapped to before, if any.
+    fn insert(&mut self, id: u64, slot: u32) -> Option<u32> {
+        match self {
+            UserMap::Small(v) => {
+                if let Some(e) = v.iter_mut().find(|e| e.0 == id) {
+                    return Some(std::mem::replace(&mut e.1, slot));
+                }
+                if v.len() < Self::SMALL {
+                    v.push((id, slot));
+                    return None;
+                }
+                let mut m: HashMap<u64, u32, BuildHasherDefault<IdHasher>> = v.drain(..).collect();
+                m.insert(id, slot);
+                *self = UserMap::Large(m);
+                None
+            }
+            UserMap::Large(m) => m.insert(id, slot),
+        }
+    }
+
+    /// Forgets `id`; its slot, if it had one.
+    fn remove(&mut self, id: u64) -> Option<u32> {
+        match self {
+            UserMap::Small(v) => {
+                let i = v.iter().position(|e| e.0 == id)?;
+                Some(v.swap_remove(i).1)
+            }
+            UserMap::Large(m) => m.remove(&id),
+        }
+    }
+
+    /// The slot of `id`, if any.
+    fn get(&self, id: u64) -> Option<u32> {
+        match self {
+            UserMap::Small(v) => v.iter().find(|e| e.0 == id).map(|e| e.1),
+            UserMap::Large(m) => m.get(&id).copied(),
+        }
+    }
+}
+
 /// A rank's requests: a slab of slots plus the user handle → slot map.
 #[derive(Default)]
 pub(crate) struct Requests {
     pub(crate) slots: Vec<Slot>,
     free: Vec<u32>,
-    user: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    user: UserMap,
 }
 
 impl Requests {
@@ -99,12 +160,12 @@ impl Requests {
     /// The slot of user handle `id`, forgetting the handle (a wait
     /// consumes it); `None` for null or unknown handles.
     pub(crate) fn take_user(&mut self, id: u64) -> Option<u32> {
-        self.user.remove(&id)
+        self.user.remove(id)
     }
 
     /// The slot of user handle `id`, keeping the handle.
     pub(crate) fn user_slot(&self, id: u64) -> Option<u32> {
-        self.user.get(&id).copied()
+        self.user.get(id)
     }
 
     pub(crate) fn release(&mut self, s: u32) {
@@ -134,12 +195,108 @@ pub(crate) struct RecvPost {
     pub(crate) slot: u32,
 }
 
-/// Unmatched sends and receives of one (receiver, context).
+/// A FIFO list of a [`Pool`]: first and last node ([`NIL`] when empty).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct List {
+    head: u32,
+    tail: u32,
+}
+
+/// No node.
+const NIL: u32 = u32::MAX;
+
+impl Default for List {
+    fn default() -> Self {
+        List { head: NIL, tail: NIL }
+    }
+}
+
+/// Nodes of many FIFO [`List`]s in one slab with a free list: the
+/// unmatched sends (or receives) of every mailbox of a replay, so a
+/// mailbox holds two words per list instead of a buffer of its own.
+#[derive(Debug)]
+pub(crate) struct Pool<T> {
+    /// Each node's value and the next node of its list (or of the free list).
+    nodes: Vec<(T, u32)>,
+    free: u32,
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Pool { nodes: Vec::new(), free: NIL }
+    }
+}
+
+impl<T: Copy> Pool<T> {
+    /// Appends `v` to `list`.
+    pub(crate) fn push_back(&mut self, list: &mut List, v: T) {
+        let i = match self.free {
+            NIL => {
+                self.nodes.push((v, NIL));
+                (self.nodes.len() - 1) as u32
+            }
+            i => {
+                self.free = self.nodes[i as usize].1;
+                self.nodes[i as usize] = (v, NIL);
+                i
+            }
+        };
+        match list.tail {
+            NIL => list.head = i,
+            t => self.nodes[t as usize].1 = i,
+        }
+        list.tail = i;
+    }
+
+    /// Removes and returns the first value of `list` that `pred` accepts.
+    pub(crate) fn remove_first(&mut self, list: &mut List, mut pred: impl FnMut(&T) -> bool) -> Option<T> {
+        let (mut prev, mut i) = (NIL, list.head);
+        while i != NIL {
+            let (v, next) = self.nodes[i as usize];
+            if pred(&v) {
+                match prev {
+                    NIL => list.head = next,
+                    p => self.nodes[p as usize].1 = next,
+                }
+                if list.tail == i {
+                    list.tail = prev;
+                }
+                self.nodes[i as usize].1 = self.free;
+                self.free = i;
+                return Some(v);
+            }
+            (prev, i) = (i, next);
+        }
+        None
+    }
+
+    /// The values of `list`, first first.
+    pub(crate) fn iter(&self, list: List) -> impl Iterator<Item = &T> + '_ {
+        let mut i = list.head;
+        std::iter::from_fn(move || {
+            let (v, next) = self.nodes.get(i as usize)?;
+            i = *next;
+            Some(v)
+        })
+    }
+}
+
+/// Unmatched sends and receives of one (receiver, context), as lists of
+/// the replay's [`Mail`] pools.
 #[derive(Debug)]
 pub(crate) struct Mailbox {
     pub(crate) ctx: u64,
-    pub(crate) unexpected: VecDeque<SendMsg>,
-    pub(crate) posted: VecDeque<RecvPost>,
+    pub(crate) unexpected: List,
+    pub(crate) posted: List,
+}
+
+/// The node pools of every mailbox's lists.
+#[derive(Debug, Default)]
+pub(crate) struct Mail {
+    /// Sends not matched yet.
+    pub(crate) sends: Pool<SendMsg>,
+    /// Receives not matched yet.
+    pub(crate) recvs: Pool<RecvPost>,
 }
 
 /// Matching context of collective-internal traffic on global communicator
@@ -165,7 +322,7 @@ pub(crate) fn mailbox(mail: &mut Vec<Mailbox>, ctx: u64) -> &mut Mailbox {
     match mail.iter().position(|m| m.ctx == ctx) {
         Some(i) => &mut mail[i],
         None => {
-            mail.push(Mailbox { ctx, unexpected: VecDeque::new(), posted: VecDeque::new() });
+            mail.push(Mailbox { ctx, unexpected: List::default(), posted: List::default() });
             mail.last_mut().expect("just pushed")
         }
     }
@@ -176,18 +333,63 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pool_lists_are_fifo_and_share_freed_nodes() {
+        let mut pool: Pool<u32> = Pool::default();
+        let (mut a, mut b) = (List::default(), List::default());
+        for v in 0..5 {
+            pool.push_back(&mut a, v);
+            pool.push_back(&mut b, 10 + v);
+        }
+        assert_eq!(pool.remove_first(&mut a, |&v| v % 2 == 1), Some(1));
+        assert_eq!(pool.remove_first(&mut a, |&v| v == 4), Some(4));
+        assert_eq!(pool.remove_first(&mut a, |&v| v == 9), None);
+        pool.push_back(&mut a, 7);
+        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), [0, 2, 3, 7]);
+        assert_eq!(pool.iter(b).copied().collect::<Vec<_>>(), [10, 11, 12, 13, 14]);
+        assert_eq!(pool.nodes.len(), 10, "the freed nodes were reused");
+        while pool.remove_first(&mut a, |_| true).is_some() {}
+        assert_eq!((a.head, a.tail), (NIL, NIL));
+        pool.push_back(&mut a, 8);
+        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), [8]);
+        assert_eq!(pool.remove_first(&mut b, |&v| v == 14), Some(14));
+        pool.push_back(&mut b, 15);
+        assert_eq!(pool.iter(b).copied().collect::<Vec<_>>(), [10, 11, 12, 13, 15]);
+    }
+
+    #[test]
+    fn user_map_grows_into_a_hash_map_and_keeps_every_handle() {
+        let mut m = UserMap::default();
+        for id in 1..=40u64 {
+            assert_eq!(m.insert(id, id as u32 * 2), None);
+            assert_eq!(m.insert(id, id as u32), Some(id as u32 * 2));
+            if id == UserMap::SMALL as u64 {
+                assert!(matches!(m, UserMap::Small(_)));
+            }
+        }
+        assert!(matches!(m, UserMap::Large(_)));
+        for id in 1..=40u64 {
+            assert_eq!(m.get(id), Some(id as u32));
+        }
+        assert_eq!((m.remove(7), m.remove(7), m.get(7), m.get(41)), (Some(7), None, None, None));
+        let mut s = UserMap::default();
+        s.insert(1, 1);
+        s.insert(2, 2);
+        assert_eq!((s.remove(1), s.get(2), s.get(1)), (Some(1), Some(2), None));
+    }
+
+    #[test]
     fn reused_handles_orphan_the_old_slot() {
         let mut q = Requests::default();
         let a = q.alloc_user(5);
         let b = q.alloc_user(5);
         assert_ne!(a, b);
         assert!(q.slots[a as usize].orphan);
-        assert_eq!(q.user[&5], b);
+        assert_eq!(q.user.get(5), Some(b));
         let z = q.alloc_user(0);
         assert!(q.slots[z as usize].orphan);
         q.slots[b as usize].state = SlotState::Done { at: 1.0, d: 0.0 };
         let c = q.alloc_user(5);
         assert_eq!(q.slots[b as usize].state, SlotState::Free);
-        assert_eq!(q.user[&5], c);
+        assert_eq!(q.user.get(5), Some(c));
     }
 }
