@@ -1,5 +1,6 @@
 //! Schedules generated one round at a time, for the algorithms whose
-//! rounds are cheap to compute from the round's index: a rank then holds
+//! rounds are cheap to compute from the round's index (recursive-doubling
+//! all-reduce, dissemination barrier): a rank then holds
 //! a few words of state in a collective instead of its whole list of
 //! [`Step`]s (at a million ranks a recursive-doubling all-reduce is 20
 //! rounds per rank, all ranks inside it at once).
@@ -22,14 +23,22 @@ pub struct Lazy {
 enum LazyAlg {
     /// [`super::allreduce`]: rank `me` of `n`, `bytes` per rank.
     RdbAllreduce { me: u32, n: u32, bytes: u64 },
+    /// [`super::barrier`] (dissemination): rank `me` of `n`.
+    Dissemination { me: u32, n: u32 },
 }
 
 impl Lazy {
     /// The round-by-round form of rank `me`'s part of `call` on `n` ranks,
     /// when `algs` picks an algorithm that has one (recursive-doubling
     /// all-reduce, including the fallbacks of ring and Rabenseifner to
-    /// it); `None` otherwise ([`super::schedule`] then expands it whole).
+    /// it; the dissemination barrier); `None` otherwise
+    /// ([`super::schedule`] then expands it whole).
     pub fn plan(algs: &CollAlgs, call: &CollCall, me: u32, n: u32) -> Option<Lazy> {
+        if call.coll == Coll::Barrier {
+            let alg = algs.pick(call.coll, n, call.size_measure(n), 0);
+            let dissemination = !matches!(alg, Alg::Linear | Alg::RecursiveDoubling | Alg::Tree);
+            return dissemination.then_some(Lazy { alg: LazyAlg::Dissemination { me, n }, next: 0 });
+        }
         if call.coll != Coll::Allreduce {
             return None;
         }
@@ -51,6 +60,7 @@ impl Lazy {
         let k = self.next;
         let more = match self.alg {
             LazyAlg::RdbAllreduce { me, n, bytes } => rdb_allreduce_round(me, n, bytes, k, out),
+            LazyAlg::Dissemination { me, n } => dissemination_round(me, n, k, out),
         };
         self.next += u32::from(more);
         more
@@ -59,6 +69,19 @@ impl Lazy {
 
 fn step(peer: u32, send: bool, bytes: u64, end_round: bool, reduce_bytes: u64) -> Step {
     Step { peer, bytes: if send { bytes } else { 0 }, send, end_round, reduce_bytes }
+}
+
+/// Round `k` of [`super::barrier`] for rank `me` of `n`: send to the rank
+/// 2^k ahead, receive from the one 2^k behind (modulo `n`).
+fn dissemination_round(me: u32, n: u32, k: u32, out: &mut Vec<Step>) -> bool {
+    let dist = 1u64.checked_shl(k).unwrap_or(u64::MAX);
+    if dist >= n as u64 {
+        return false;
+    }
+    let (me, n64) = (me as u64, n as u64);
+    out.push(step(((me + dist) % n64) as u32, true, 0, false, 0));
+    out.push(step(((me + n64 - dist) % n64) as u32, false, 0, true, 0));
+    true
 }
 
 /// Round `k` of [`super::allreduce`] for rank `me` of `n`.
@@ -91,7 +114,7 @@ fn rdb_allreduce_round(me: u32, n: u32, bytes: u64, k: u32, out: &mut Vec<Step>)
 
 #[cfg(test)]
 mod tests {
-    use super::super::{alg_names, allreduce, schedule};
+    use super::super::{alg_names, allreduce, barrier, schedule};
     use super::*;
 
     fn rounds(mut l: Lazy) -> Vec<Step> {
@@ -115,18 +138,32 @@ mod tests {
     }
 
     #[test]
+    fn dissemination_rounds_are_the_whole_barrier() {
+        for n in (1..70).chain([1000, (1 << 20) + 3]) {
+            let ranks: Vec<u32> = if n < 100 { (0..n).collect() } else { vec![0, 1, n / 2, n - 1] };
+            for me in ranks {
+                let mut want = Vec::new();
+                barrier(me, n, &mut want);
+                assert_eq!(rounds(Lazy { alg: LazyAlg::Dissemination { me, n }, next: 0 }), want, "rank {me} of {n}");
+            }
+        }
+    }
+
+    #[test]
     fn plans_agree_with_schedule_for_every_selector_and_algorithm() {
         let mut all: Vec<CollAlgs> = ["mpich", "smpi", "ompi", "simgrid-ompi"].iter().map(|s| CollAlgs::preset(s).unwrap()).collect();
-        for (name, _) in alg_names(Coll::Allreduce) {
-            let mut a = CollAlgs::mpich();
-            a.set("allreduce", name).unwrap();
-            all.push(a);
+        for coll in [Coll::Allreduce, Coll::Barrier] {
+            for (name, _) in alg_names(coll) {
+                let mut a = CollAlgs::mpich();
+                a.set(coll.name(), name).unwrap();
+                all.push(a);
+            }
         }
         let mut lazy = 0;
         for algs in &all {
-            for bytes in [0, 8, 24, 4096, 1 << 20] {
+            for (coll, bytes) in [0, 8, 24, 4096, 1 << 20].map(|b| (Coll::Allreduce, b)).into_iter().chain([(Coll::Barrier, 0)]) {
                 for n in [1, 2, 3, 7, 8, 13, 64, 100] {
-                    let call = CollCall { coll: Coll::Allreduce, root: 0, bytes, sizes: &[], vector: false };
+                    let call = CollCall { coll, root: 0, bytes, sizes: &[], vector: false };
                     for me in 0..n {
                         let Some(l) = Lazy::plan(algs, &call, me, n) else { continue };
                         lazy += 1;

@@ -5,6 +5,9 @@
 use super::*;
 use crate::collectives::{Coll as C, CollCall};
 
+/// Steps of capacity a rank keeps between its collectives.
+const KEEP_STEPS: usize = 16;
+
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn start_coll(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
         self.coll_setup(r, action, true)?;
@@ -143,6 +146,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         if round.is_empty() {
             c.active = false;
+            // A long schedule's buffer is not kept for the rank's next collective.
+            if c.steps.capacity() > KEEP_STEPS {
+                c.steps = Vec::new();
+            }
             self.round = round;
             return Ok(Flow::Continue);
         }
