@@ -11,7 +11,7 @@
 use std::fmt;
 
 use super::flows::{Done, Net};
-use super::matching::{coll_ctx, ctx_name, mailbox, matches, Mail, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
+use super::matching::{coll_ctx, ctx_name, matches, Mail, MailSet, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
 use super::queue::{EventQueue, Kind};
 use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
@@ -135,7 +135,7 @@ struct Rank<'a, E> {
     block: Block,
     coll: Coll,
     /// Mailboxes where this rank receives, one per context used.
-    mail: Vec<Mailbox>,
+    mail: MailSet,
     /// Nonblocking collectives in progress.
     nbc: Vec<nbc::Nbc>,
 }
@@ -208,7 +208,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     reqs: Requests::default(),
                     block: Block::default(),
                     coll: Coll::default(),
-                    mail: Vec::new(),
+                    mail: MailSet::default(),
                     nbc: Vec::new(),
                 }
             })

@@ -56,6 +56,8 @@ pub(crate) struct Slot {
     pub(crate) orphan: bool,
     /// A step of a nonblocking collective's schedule (`engine::nbc`).
     pub(crate) nbc: bool,
+    /// The next free slot while this one is free ([`NO_SLOT`]: none).
+    next_free: u32,
 }
 
 /// User handle → slot of one rank: a short list searched in order while
@@ -120,24 +122,31 @@ impl UserMap {
 }
 
 /// A rank's requests: a slab of slots plus the user handle → slot map.
-#[derive(Default)]
 pub(crate) struct Requests {
     pub(crate) slots: Vec<Slot>,
-    free: Vec<u32>,
+    /// The last slot released (a stack through [`Slot`]'s `next_free`).
+    free: u32,
     user: UserMap,
+}
+
+impl Default for Requests {
+    fn default() -> Self {
+        Requests { slots: Vec::new(), free: NO_SLOT, user: UserMap::default() }
+    }
 }
 
 impl Requests {
     pub(crate) fn alloc(&mut self) -> u32 {
-        let fresh = Slot { state: SlotState::Pending, waited: false, orphan: false, nbc: false };
-        match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = fresh;
-                s
-            }
-            None => {
+        let fresh = Slot { state: SlotState::Pending, waited: false, orphan: false, nbc: false, next_free: NO_SLOT };
+        match self.free {
+            NO_SLOT => {
                 self.slots.push(fresh);
                 (self.slots.len() - 1) as u32
+            }
+            s => {
+                self.free = self.slots[s as usize].next_free;
+                self.slots[s as usize] = fresh;
+                s
             }
         }
     }
@@ -169,8 +178,10 @@ impl Requests {
     }
 
     pub(crate) fn release(&mut self, s: u32) {
-        self.slots[s as usize].state = SlotState::Free;
-        self.free.push(s);
+        let slot = &mut self.slots[s as usize];
+        slot.state = SlotState::Free;
+        slot.next_free = self.free;
+        self.free = s;
     }
 }
 
@@ -318,19 +329,82 @@ pub(crate) fn matches(want_src: i32, want_tag: i32, src: u32, tag: i32) -> bool 
     (want_src == ANY_SOURCE || want_src == src as i32) && (want_tag == ANY_TAG || want_tag == tag)
 }
 
-pub(crate) fn mailbox(mail: &mut Vec<Mailbox>, ctx: u64) -> &mut Mailbox {
-    match mail.iter().position(|m| m.ctx == ctx) {
-        Some(i) => &mut mail[i],
-        None => {
-            mail.push(Mailbox { ctx, unexpected: List::default(), posted: List::default() });
-            mail.last_mut().expect("just pushed")
+/// The mailboxes of one rank, one per context it receives on, in order of
+/// first use: the first two inline (a rank's world and collective
+/// contexts, without an allocation), the others in a vector.
+#[derive(Debug)]
+pub(crate) struct MailSet {
+    inline: [Mailbox; 2],
+    more: Vec<Mailbox>,
+}
+
+/// Context of an unused inline mailbox (contexts are below 2^34).
+const NO_CTX: u64 = u64::MAX;
+
+impl Default for MailSet {
+    fn default() -> Self {
+        let empty = || Mailbox { ctx: NO_CTX, unexpected: List::default(), posted: List::default() };
+        MailSet { inline: [empty(), empty()], more: Vec::new() }
+    }
+}
+
+impl MailSet {
+    /// The mailbox of context `ctx`, made empty on first use.
+    pub(crate) fn get(&mut self, ctx: u64) -> &mut Mailbox {
+        let fresh = Mailbox { ctx, unexpected: List::default(), posted: List::default() };
+        for i in 0..2 {
+            if self.inline[i].ctx == ctx {
+                return &mut self.inline[i];
+            }
+            if self.inline[i].ctx == NO_CTX {
+                self.inline[i] = fresh;
+                return &mut self.inline[i];
+            }
         }
+        match self.more.iter().position(|m| m.ctx == ctx) {
+            Some(i) => &mut self.more[i],
+            None => {
+                self.more.push(fresh);
+                self.more.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    /// The mailboxes in use, in order of first use.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Mailbox> {
+        self.inline.iter().filter(|m| m.ctx != NO_CTX).chain(&self.more)
+    }
+
+    /// [`MailSet::iter`], mutable.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Mailbox> {
+        self.inline.iter_mut().filter(|m| m.ctx != NO_CTX).chain(&mut self.more)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mail_sets_keep_contexts_in_order_of_first_use() {
+        let mut m = MailSet::default();
+        for ctx in [5, 1 << 32, 5, 7, 9, 7] {
+            assert_eq!(m.get(ctx).ctx, ctx);
+        }
+        assert_eq!(m.iter().map(|b| b.ctx).collect::<Vec<_>>(), [5, 1 << 32, 7, 9]);
+        assert_eq!(m.iter_mut().count(), 4);
+        assert_eq!(MailSet::default().iter().count(), 0);
+    }
+
+    #[test]
+    fn released_slots_are_reused_last_first() {
+        let mut q = Requests::default();
+        let (a, b, c) = (q.alloc(), q.alloc(), q.alloc());
+        q.release(a);
+        q.release(c);
+        assert_eq!((q.alloc(), q.alloc(), q.alloc()), (c, a, 3));
+        assert_eq!(q.slots[b as usize].state, SlotState::Pending);
+    }
 
     #[test]
     fn pool_lists_are_fifo_and_share_freed_nodes() {
