@@ -51,6 +51,7 @@ fn main() {
 }
 
 /// One replay as a child process: wall seconds and maximum RSS, KiB.
+#[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also gives its rusage")]
 fn run(platform: &Path, n: u32, traces: &[PathBuf], report: &Path) -> (f64, i64) {
     let out = std::fs::File::create(report).expect("report file");
     let started = Instant::now();
