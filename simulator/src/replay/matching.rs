@@ -3,6 +3,9 @@
 //! with MPI's matching rule (Message Passing Interface Forum, MPI 4.0
 //! §3.5: source or `MPI_ANY_SOURCE`, tag or `MPI_ANY_TAG`, first posted
 //! first matched, no overtaking between a pair on one communicator).
+//! The queues are FIFO lists threaded through two node pools shared by
+//! every mailbox ([`Mail`]), so per-rank state stays a few words for
+//! ranks that have nothing in flight.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
