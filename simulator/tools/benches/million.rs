@@ -14,8 +14,8 @@
 //! (`c-tests` built by `make`), the platform is 32,768 hosts of 32 cores.
 //! `BENCH_RANKS` (comma-separated) and `BENCH_REPEAT` (runs per count,
 //! default 3 below a million ranks and 1 above) choose the runs; the
-//! medians are printed with the load average, since a shared machine
-//! moves them. Each run's JSON report is kept as `report-<N>.json`.
+//! medians of wall time, CPU time and maximum RSS are printed with the
+//! load average, since a shared machine moves the wall time most. Each run's JSON report is kept as `report-<N>.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -33,26 +33,31 @@ fn main() {
         Err(_) => vec![65_536, 1_048_576],
     };
     let repeat: Option<usize> = std::env::var("BENCH_REPEAT").ok().map(|s| s.parse().expect("BENCH_REPEAT: a count"));
-    println!("{:>9} {:>5} {:>12} {:>12} {:>14}  load (1, 5, 15 min)", "ranks", "runs", "median_s", "max_rss_mb", "makespan_s");
+    println!(
+        "{:>9} {:>5} {:>10} {:>10} {:>11} {:>14}  load (1, 5, 15 min)",
+        "ranks", "runs", "wall_s", "cpu_s", "max_rss_mb", "makespan_s"
+    );
     for n in ranks {
         let runs = repeat.unwrap_or(if n < 1 << 20 { 3 } else { 1 });
         let report = dir.join(format!("report-{n}.json"));
-        let mut walls = Vec::new();
-        let mut rss = Vec::new();
+        let (mut walls, mut cpus, mut rss) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
-            let (wall, kb) = run(&platform, n, &traces, &report);
+            let (wall, cpu, kb) = run(&platform, n, &traces, &report);
             walls.push(wall);
+            cpus.push(cpu);
             rss.push(kb as f64 / 1024.0);
         }
         let text = std::fs::read_to_string(&report).expect("report");
         let makespan = serde_json::from_str::<serde_json::Value>(&text).expect("JSON report")["makespan_s"].as_f64().unwrap_or(f64::NAN);
-        println!("{n:>9} {runs:>5} {:>12.2} {:>12.0} {makespan:>14.9}  {}", median(&mut walls), median(&mut rss), load());
+        let (wall, cpu, rss) = (median(&mut walls), median(&mut cpus), median(&mut rss));
+        println!("{n:>9} {runs:>5} {wall:>10.2} {cpu:>10.2} {rss:>11.0} {makespan:>14.9}  {}", load());
     }
 }
 
-/// One replay as a child process: wall seconds and maximum RSS, KiB.
+/// One replay as a child process: wall seconds, CPU seconds (user and
+/// system) and maximum RSS, KiB.
 #[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also gives its rusage")]
-fn run(platform: &Path, n: u32, traces: &[PathBuf], report: &Path) -> (f64, i64) {
+fn run(platform: &Path, n: u32, traces: &[PathBuf], report: &Path) -> (f64, f64, i64) {
     let out = std::fs::File::create(report).expect("report file");
     let started = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_simulator"))
@@ -70,7 +75,8 @@ fn run(platform: &Path, n: u32, traces: &[PathBuf], report: &Path) -> (f64, i64)
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     let wall = started.elapsed().as_secs_f64();
     assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "replay at {n} ranks failed (status {status})");
-    (wall, usage.ru_maxrss)
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (wall, secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss)
 }
 
 /// The trace directories at 2, 4 and 8 ranks, taken when missing.
