@@ -34,6 +34,7 @@
 mod config;
 mod exchange;
 mod gamma;
+mod lazy;
 mod ompi;
 mod schedule;
 mod select;
@@ -46,6 +47,7 @@ pub use exchange::{
     ring_reduce_scatter, split_blocks,
 };
 pub use gamma::ReduceCost;
+pub use lazy::Lazy;
 pub use schedule::{elem_size, schedule, CollCall};
 pub use select::{alg_names, parse_alg, Alg, Coll, CollAlgs, Selector, SELECTORS};
 pub use trees::{

@@ -30,6 +30,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::replay::ActionStream;
 use crate::trace::actions::{region_id, RecordConverter};
@@ -258,7 +259,13 @@ impl Model {
     /// the prediction's band).
     pub fn records_band(&self, rank: u32, n: u32, sigma: f64) -> RankRecords<'_> {
         let class = self.class_of(rank, n);
-        let factors = class
+        self.records_with(class, self.factors(class, n, sigma), rank, n)
+    }
+
+    /// The compute scale of each of `class`'s region laws at `n` ranks,
+    /// moved by `sigma` residuals: the same for every rank of the class.
+    fn factors(&self, class: &Class, n: u32, sigma: f64) -> Arc<[f64]> {
+        class
             .laws
             .iter()
             .map(|RegionLaw { law: l, .. }| {
@@ -266,7 +273,10 @@ impl Model {
                 let f = if at > 0.0 { l.eval(n) / at } else { 1.0 };
                 (f * (1.0 + sigma * l.rel_rms)).max(0.0)
             })
-            .collect();
+            .collect()
+    }
+
+    fn records_with<'m>(&'m self, class: &'m Class, factors: Arc<[f64]>, rank: u32, n: u32) -> RankRecords<'m> {
         let blocks = &class.blocks[rank as usize % class.blocks.len()];
         RankRecords { class, blocks, rank, n, next: 0, comms: HashMap::new(), factors }
     }
@@ -279,22 +289,41 @@ impl Model {
 
     /// [`Model::streams`] with compute moved by `sigma` residuals ([`Model::records_band`]).
     pub fn streams_band(&self, n: u32, sigma: f64) -> Vec<ActionStream<'_, ExtrapolateError>> {
+        self.streams_band_as(n, sigma, |e| e)
+    }
+
+    /// [`Model::streams_band`] with errors turned into `E` by `err` (one
+    /// boxed stream per rank, without a wrapper around it).
+    pub fn streams_band_as<E: 'static>(&self, n: u32, sigma: f64, err: fn(ExtrapolateError) -> E) -> Vec<ActionStream<'_, E>> {
+        // Each class's factors, computed once and shared by its ranks.
+        let mut factors: Vec<(*const Class, Arc<[f64]>)> = Vec::new();
         (0..n)
             .map(|r| {
-                let mut recs = self.records_band(r, n, sigma);
+                let class = self.class_of(r, n);
+                let f = match factors.iter().find(|(c, _)| std::ptr::eq(*c, class)) {
+                    Some((_, f)) => f.clone(),
+                    None => {
+                        let f = self.factors(class, n, sigma);
+                        factors.push((class, f.clone()));
+                        f
+                    }
+                };
+                let mut recs = self.records_with(class, f, r, n);
                 let mut conv = RecordConverter::new(n);
                 let it = std::iter::from_fn(move || {
                     if let Some(a) = conv.pop() {
                         return Some(Ok(a));
                     }
                     let (rec, region) = recs.next_with_region()?;
-                    Some(conv.convert(&rec, rec.compute_cpu_ns as f64 * 1e-9, region).map_err(|op| ExtrapolateError::Irregular {
-                        call: op.mpi_name(),
-                        site: "(generated)".into(),
-                        why: "the replay cannot represent it".into(),
+                    Some(conv.convert(&rec, rec.compute_cpu_ns as f64 * 1e-9, region).map_err(|op| {
+                        err(ExtrapolateError::Irregular {
+                            call: op.mpi_name(),
+                            site: "(generated)".into(),
+                            why: "the replay cannot represent it".into(),
+                        })
                     }))
                 });
-                Box::new(it) as ActionStream<'_, ExtrapolateError>
+                Box::new(it) as ActionStream<'_, E>
             })
             .collect()
     }
@@ -488,8 +517,9 @@ pub struct RankRecords<'m> {
     next: usize,
     /// The rank's communicators so far (id → world ranks).
     comms: HashMap<u32, Vec<u32>>,
-    /// Compute scale of each of the class's region laws at `n`.
-    factors: Vec<f64>,
+    /// Compute scale of each of the class's region laws at `n` (shared
+    /// by the class's ranks).
+    factors: Arc<[f64]>,
 }
 
 impl RankRecords<'_> {

@@ -388,6 +388,23 @@ impl Platform {
         }
     }
 
+    /// Host index of every world rank `0..ranks`, in rank order: the
+    /// [`Platform::host_of`] of each, in O(ranks + hosts) time.
+    ///
+    /// # Panics
+    /// With an explicit mapping shorter than `ranks`.
+    pub fn placement(&self, ranks: u32) -> Vec<u32> {
+        match &self.mapping {
+            Mapping::Block => {
+                // One host index per core, repeated as the ranks wrap around.
+                let cores: Vec<u32> =
+                    self.hosts.iter().enumerate().flat_map(|(i, h)| std::iter::repeat_n(i as u32, h.cores as usize)).collect();
+                cores.iter().copied().cycle().take(ranks as usize).collect()
+            }
+            _ => (0..ranks).map(|r| self.host_of(r) as u32).collect(),
+        }
+    }
+
     /// The model for a message from `a` to `b` (world ranks).
     pub fn p2p(&self, a: u32, b: u32) -> &P2pModel {
         if self.host_of(a) == self.host_of(b) {

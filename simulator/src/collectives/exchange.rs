@@ -7,7 +7,7 @@ use super::{push_ops, push_round, reduce_last, reducing, Step};
 /// p the largest power of two ≤ n and `rem = n − p`, the even ranks
 /// `< 2·rem` hand their data to the odd rank above and sit out. Returns
 /// `(p, rem, new rank or None for a rank that sits out)`.
-fn fold(rank: u32, n: u32) -> (u32, u32, Option<u32>) {
+pub(super) fn fold(rank: u32, n: u32) -> (u32, u32, Option<u32>) {
     let p = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
     let rem = n - p;
     let new = if rank < 2 * rem { (rank & 1 == 1).then_some(rank / 2) } else { Some(rank - rem) };
@@ -15,7 +15,7 @@ fn fold(rank: u32, n: u32) -> (u32, u32, Option<u32>) {
 }
 
 /// The rank that new rank `new` of [`fold`] stands for.
-fn unfold(new: u32, rem: u32) -> u32 {
+pub(super) fn unfold(new: u32, rem: u32) -> u32 {
     if new < rem {
         new * 2 + 1
     } else {

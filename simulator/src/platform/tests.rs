@@ -30,6 +30,19 @@ fn toml_round_trip_and_block_mapping() {
 }
 
 #[test]
+fn placement_is_host_of_for_every_rank() {
+    let mut p = sample();
+    p.hosts.push(Host::new("c", 3));
+    for mapping in
+        [Mapping::Block, Mapping::RoundRobin, Mapping::Explicit { hosts: vec![2, 0, 1, 1, 0, 2, 2, 0, 1, 0, 0, 1, 2, 1, 0, 2, 1] }]
+    {
+        p.mapping = mapping;
+        let want: Vec<u32> = (0..17).map(|r| p.host_of(r) as u32).collect();
+        assert_eq!(p.placement(17), want, "{:?}", p.mapping);
+    }
+}
+
+#[test]
 fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
     let mut p = sample();
     p.name = "a \"quoted\" name\nwith a newline".into();

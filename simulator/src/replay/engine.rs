@@ -11,7 +11,7 @@
 use std::fmt;
 
 use super::flows::{Done, Net};
-use super::matching::{coll_ctx, ctx_name, mailbox, matches, Mailbox, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
+use super::matching::{coll_ctx, ctx_name, matches, Mail, MailSet, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
 use super::queue::{EventQueue, Kind};
 use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
@@ -46,6 +46,9 @@ const NULL_DST: u32 = PROC_NULL as u32;
 mod coll;
 mod comms;
 mod deadlock;
+mod wait;
+
+use wait::resolve;
 mod io;
 mod nbc;
 mod net;
@@ -106,7 +109,8 @@ struct Coll {
     /// Global communicator id ([`comms::Comms`]).
     comm: u32,
     name: &'static str,
-    round_slots: Vec<u32>,
+    /// The schedule when generated round by round (`steps` is then empty).
+    lazy: Option<collectives::Lazy>,
     /// Reductions of the round in flight, charged when it completes, seconds.
     reduce_s: f64,
 }
@@ -136,7 +140,7 @@ struct Rank<'a, E> {
     block: Block,
     coll: Coll,
     /// Mailboxes where this rank receives, one per context used.
-    mail: Vec<Mailbox>,
+    mail: MailSet,
     /// Nonblocking collectives in progress.
     nbc: Vec<nbc::Nbc>,
 }
@@ -179,8 +183,14 @@ pub(crate) struct Engine<'a, 'p, E> {
     ranks: Vec<Rank<'a, E>>,
     /// Communicators and their members.
     comms: comms::Comms,
+    /// The unmatched sends and receives of every mailbox.
+    mail: Mail,
     queue: EventQueue,
     actions: u64,
+    /// Scratch: the steps of the collective round being posted.
+    round: Vec<Step>,
+    /// Scratch: their request slots.
+    round_slots: Vec<u32>,
     /// Host energy, when some host has a power range ([`crate::energy`]).
     energy: Option<crate::energy::EnergyMeter>,
     /// The file system and collective accesses under way.
@@ -190,11 +200,12 @@ pub(crate) struct Engine<'a, 'p, E> {
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Places the ranks of `streams` (rank r = index r) on `platform`.
     pub(crate) fn new(platform: &'p Platform, streams: Vec<ActionStream<'a, E>>) -> Self {
+        let placement = platform.placement(streams.len() as u32);
         let ranks: Vec<Rank<'a, E>> = streams
             .into_iter()
-            .enumerate()
-            .map(|(r, stream)| {
-                let host = platform.host_of(r as u32);
+            .zip(placement)
+            .map(|(stream, host)| {
+                let host = host as usize;
                 Rank {
                     stream,
                     host,
@@ -206,7 +217,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     reqs: Requests::default(),
                     block: Block::default(),
                     coll: Coll::default(),
-                    mail: Vec::new(),
+                    mail: MailSet::default(),
                     nbc: Vec::new(),
                 }
             })
@@ -226,9 +237,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             timeline: None,
             ranks,
             comms,
+            mail: Mail::default(),
             queue: EventQueue::default(),
             actions: 0,
             io: io::IoState::new(platform),
+            round: Vec::new(),
+            round_slots: Vec::new(),
         }
     }
 
@@ -533,63 +547,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         Ok(())
     }
-
-    fn wait_on(&mut self, r: usize, slots: &[u32]) -> Flow {
-        self.wait_begin(r);
-        for &s in slots.iter().filter(|&&s| s != NO_SLOT) {
-            self.wait_add(r, s);
-        }
-        self.wait_end(r)
-    }
-
-    fn wait_begin(&mut self, r: usize) {
-        let rk = &mut self.ranks[r];
-        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0 };
-    }
-
-    fn wait_add(&mut self, r: usize, slot: u32) {
-        let rk = &mut self.ranks[r];
-        match rk.reqs.slots[slot as usize].state {
-            SlotState::Done { at, d } => {
-                rk.block.resume = rk.block.resume.max(at);
-                rk.block.d = rk.block.d.max(d);
-                rk.reqs.release(slot);
-            }
-            SlotState::Pending => {
-                rk.reqs.slots[slot as usize].waited = true;
-                rk.block.pending += 1;
-            }
-            SlotState::Free => unreachable!("user map and internal slots point at live slots"),
-        }
-    }
-
-    fn wait_end(&mut self, r: usize) -> Flow {
-        let rk = &mut self.ranks[r];
-        if rk.block.pending == 0 {
-            resolve(rk);
-            if let Some(tl) = self.timeline.as_mut() {
-                tl.span(r, rk.doing.name(), rk.block.since, rk.clock);
-            }
-            Flow::Continue
-        } else {
-            rk.status = Status::Blocked;
-            Flow::Blocked
-        }
-    }
 }
 
 fn net_header(net: &Net) -> u64 {
     net.header_bytes()
-}
-
-/// Ends rank `rk`'s wait at `block.resume` and splits the time between
-/// `comm_s` and `wait_s` (rule documented on [`Block`]).
-fn resolve<E>(rk: &mut Rank<'_, E>) {
-    let b = rk.block;
-    let w = b.resume - b.since;
-    let comm = w.min(b.d).max(0.0);
-    rk.stats.comm_s += comm;
-    rk.stats.wait_s += w - comm;
-    rk.clock = b.resume;
-    rk.status = Status::Runnable;
 }

@@ -3,8 +3,11 @@
 //! with MPI's matching rule (Message Passing Interface Forum, MPI 4.0
 //! §3.5: source or `MPI_ANY_SOURCE`, tag or `MPI_ANY_TAG`, first posted
 //! first matched, no overtaking between a pair on one communicator).
+//! The queues are FIFO lists threaded through two node pools shared by
+//! every mailbox ([`Mail`]), so per-rank state stays a few words for
+//! ranks that have nothing in flight.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::trace::record::{ANY_SOURCE, ANY_TAG};
@@ -56,27 +59,97 @@ pub(crate) struct Slot {
     pub(crate) orphan: bool,
     /// A step of a nonblocking collective's schedule (`engine::nbc`).
     pub(crate) nbc: bool,
+    /// The next free slot while this one is free ([`NO_SLOT`]: none).
+    next_free: u32,
+}
+
+/// User handle → slot of one rank: a short list searched in order while
+/// it holds at most [`UserMap::SMALL`] handles (no table per rank), a
+/// hash map beyond.
+#[derive(Debug)]
+enum UserMap {
+    /// Few handles: `(handle, slot)` pairs.
+    Small(Vec<(u64, u32)>),
+    /// Many handles.
+    Large(HashMap<u64, u32, BuildHasherDefault<IdHasher>>),
+}
+
+impl Default for UserMap {
+    fn default() -> Self {
+        UserMap::Small(Vec::new())
+    }
+}
+
+impl UserMap {
+    /// Handles a rank holds before its map becomes a hash map.
+    const SMALL: usize = 16;
+
+    /// Maps `id` to `slot`; the slot it mapped to before, if any.
+    fn insert(&mut self, id: u64, slot: u32) -> Option<u32> {
+        match self {
+            UserMap::Small(v) => {
+                if let Some(e) = v.iter_mut().find(|e| e.0 == id) {
+                    return Some(std::mem::replace(&mut e.1, slot));
+                }
+                if v.len() < Self::SMALL {
+                    v.push((id, slot));
+                    return None;
+                }
+                let mut m: HashMap<u64, u32, BuildHasherDefault<IdHasher>> = v.drain(..).collect();
+                m.insert(id, slot);
+                *self = UserMap::Large(m);
+                None
+            }
+            UserMap::Large(m) => m.insert(id, slot),
+        }
+    }
+
+    /// Forgets `id`; its slot, if it had one.
+    fn remove(&mut self, id: u64) -> Option<u32> {
+        match self {
+            UserMap::Small(v) => {
+                let i = v.iter().position(|e| e.0 == id)?;
+                Some(v.swap_remove(i).1)
+            }
+            UserMap::Large(m) => m.remove(&id),
+        }
+    }
+
+    /// The slot of `id`, if any.
+    fn get(&self, id: u64) -> Option<u32> {
+        match self {
+            UserMap::Small(v) => v.iter().find(|e| e.0 == id).map(|e| e.1),
+            UserMap::Large(m) => m.get(&id).copied(),
+        }
+    }
 }
 
 /// A rank's requests: a slab of slots plus the user handle → slot map.
-#[derive(Default)]
 pub(crate) struct Requests {
     pub(crate) slots: Vec<Slot>,
-    free: Vec<u32>,
-    user: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    /// The last slot released (a stack through [`Slot`]'s `next_free`).
+    free: u32,
+    user: UserMap,
+}
+
+impl Default for Requests {
+    fn default() -> Self {
+        Requests { slots: Vec::new(), free: NO_SLOT, user: UserMap::default() }
+    }
 }
 
 impl Requests {
     pub(crate) fn alloc(&mut self) -> u32 {
-        let fresh = Slot { state: SlotState::Pending, waited: false, orphan: false, nbc: false };
-        match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = fresh;
-                s
-            }
-            None => {
+        let fresh = Slot { state: SlotState::Pending, waited: false, orphan: false, nbc: false, next_free: NO_SLOT };
+        match self.free {
+            NO_SLOT => {
                 self.slots.push(fresh);
                 (self.slots.len() - 1) as u32
+            }
+            s => {
+                self.free = self.slots[s as usize].next_free;
+                self.slots[s as usize] = fresh;
+                s
             }
         }
     }
@@ -99,17 +172,19 @@ impl Requests {
     /// The slot of user handle `id`, forgetting the handle (a wait
     /// consumes it); `None` for null or unknown handles.
     pub(crate) fn take_user(&mut self, id: u64) -> Option<u32> {
-        self.user.remove(&id)
+        self.user.remove(id)
     }
 
     /// The slot of user handle `id`, keeping the handle.
     pub(crate) fn user_slot(&self, id: u64) -> Option<u32> {
-        self.user.get(&id).copied()
+        self.user.get(id)
     }
 
     pub(crate) fn release(&mut self, s: u32) {
-        self.slots[s as usize].state = SlotState::Free;
-        self.free.push(s);
+        let slot = &mut self.slots[s as usize];
+        slot.state = SlotState::Free;
+        slot.next_free = self.free;
+        self.free = s;
     }
 }
 
@@ -134,12 +209,108 @@ pub(crate) struct RecvPost {
     pub(crate) slot: u32,
 }
 
-/// Unmatched sends and receives of one (receiver, context).
+/// A FIFO list of a [`Pool`]: first and last node ([`NIL`] when empty).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct List {
+    head: u32,
+    tail: u32,
+}
+
+/// No node.
+const NIL: u32 = u32::MAX;
+
+impl Default for List {
+    fn default() -> Self {
+        List { head: NIL, tail: NIL }
+    }
+}
+
+/// Nodes of many FIFO [`List`]s in one slab with a free list: the
+/// unmatched sends (or receives) of every mailbox of a replay, so a
+/// mailbox holds two words per list instead of a buffer of its own.
+#[derive(Debug)]
+pub(crate) struct Pool<T> {
+    /// Each node's value and the next node of its list (or of the free list).
+    nodes: Vec<(T, u32)>,
+    free: u32,
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Self {
+        Pool { nodes: Vec::new(), free: NIL }
+    }
+}
+
+impl<T: Copy> Pool<T> {
+    /// Appends `v` to `list`.
+    pub(crate) fn push_back(&mut self, list: &mut List, v: T) {
+        let i = match self.free {
+            NIL => {
+                self.nodes.push((v, NIL));
+                (self.nodes.len() - 1) as u32
+            }
+            i => {
+                self.free = self.nodes[i as usize].1;
+                self.nodes[i as usize] = (v, NIL);
+                i
+            }
+        };
+        match list.tail {
+            NIL => list.head = i,
+            t => self.nodes[t as usize].1 = i,
+        }
+        list.tail = i;
+    }
+
+    /// Removes and returns the first value of `list` that `pred` accepts.
+    pub(crate) fn remove_first(&mut self, list: &mut List, mut pred: impl FnMut(&T) -> bool) -> Option<T> {
+        let (mut prev, mut i) = (NIL, list.head);
+        while i != NIL {
+            let (v, next) = self.nodes[i as usize];
+            if pred(&v) {
+                match prev {
+                    NIL => list.head = next,
+                    p => self.nodes[p as usize].1 = next,
+                }
+                if list.tail == i {
+                    list.tail = prev;
+                }
+                self.nodes[i as usize].1 = self.free;
+                self.free = i;
+                return Some(v);
+            }
+            (prev, i) = (i, next);
+        }
+        None
+    }
+
+    /// The values of `list`, first first.
+    pub(crate) fn iter(&self, list: List) -> impl Iterator<Item = &T> + '_ {
+        let mut i = list.head;
+        std::iter::from_fn(move || {
+            let (v, next) = self.nodes.get(i as usize)?;
+            i = *next;
+            Some(v)
+        })
+    }
+}
+
+/// Unmatched sends and receives of one (receiver, context), as lists of
+/// the replay's [`Mail`] pools.
 #[derive(Debug)]
 pub(crate) struct Mailbox {
     pub(crate) ctx: u64,
-    pub(crate) unexpected: VecDeque<SendMsg>,
-    pub(crate) posted: VecDeque<RecvPost>,
+    pub(crate) unexpected: List,
+    pub(crate) posted: List,
+}
+
+/// The node pools of every mailbox's lists.
+#[derive(Debug, Default)]
+pub(crate) struct Mail {
+    /// Sends not matched yet.
+    pub(crate) sends: Pool<SendMsg>,
+    /// Receives not matched yet.
+    pub(crate) recvs: Pool<RecvPost>,
 }
 
 /// Matching context of collective-internal traffic on global communicator
@@ -161,13 +332,55 @@ pub(crate) fn matches(want_src: i32, want_tag: i32, src: u32, tag: i32) -> bool 
     (want_src == ANY_SOURCE || want_src == src as i32) && (want_tag == ANY_TAG || want_tag == tag)
 }
 
-pub(crate) fn mailbox(mail: &mut Vec<Mailbox>, ctx: u64) -> &mut Mailbox {
-    match mail.iter().position(|m| m.ctx == ctx) {
-        Some(i) => &mut mail[i],
-        None => {
-            mail.push(Mailbox { ctx, unexpected: VecDeque::new(), posted: VecDeque::new() });
-            mail.last_mut().expect("just pushed")
+/// The mailboxes of one rank, one per context it receives on, in order of
+/// first use: the first two inline (a rank's world and collective
+/// contexts, without an allocation), the others in a vector.
+#[derive(Debug)]
+pub(crate) struct MailSet {
+    inline: [Mailbox; 2],
+    more: Vec<Mailbox>,
+}
+
+/// Context of an unused inline mailbox (contexts are below 2^34).
+const NO_CTX: u64 = u64::MAX;
+
+impl Default for MailSet {
+    fn default() -> Self {
+        let empty = || Mailbox { ctx: NO_CTX, unexpected: List::default(), posted: List::default() };
+        MailSet { inline: [empty(), empty()], more: Vec::new() }
+    }
+}
+
+impl MailSet {
+    /// The mailbox of context `ctx`, made empty on first use.
+    pub(crate) fn get(&mut self, ctx: u64) -> &mut Mailbox {
+        let fresh = Mailbox { ctx, unexpected: List::default(), posted: List::default() };
+        for i in 0..2 {
+            if self.inline[i].ctx == ctx {
+                return &mut self.inline[i];
+            }
+            if self.inline[i].ctx == NO_CTX {
+                self.inline[i] = fresh;
+                return &mut self.inline[i];
+            }
         }
+        match self.more.iter().position(|m| m.ctx == ctx) {
+            Some(i) => &mut self.more[i],
+            None => {
+                self.more.push(fresh);
+                self.more.last_mut().expect("just pushed")
+            }
+        }
+    }
+
+    /// The mailboxes in use, in order of first use.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Mailbox> {
+        self.inline.iter().filter(|m| m.ctx != NO_CTX).chain(&self.more)
+    }
+
+    /// [`MailSet::iter`], mutable.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Mailbox> {
+        self.inline.iter_mut().filter(|m| m.ctx != NO_CTX).chain(&mut self.more)
     }
 }
 
@@ -176,18 +389,84 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mail_sets_keep_contexts_in_order_of_first_use() {
+        let mut m = MailSet::default();
+        for ctx in [5, 1 << 32, 5, 7, 9, 7] {
+            assert_eq!(m.get(ctx).ctx, ctx);
+        }
+        assert_eq!(m.iter().map(|b| b.ctx).collect::<Vec<_>>(), [5, 1 << 32, 7, 9]);
+        assert_eq!(m.iter_mut().count(), 4);
+        assert_eq!(MailSet::default().iter().count(), 0);
+    }
+
+    #[test]
+    fn released_slots_are_reused_last_first() {
+        let mut q = Requests::default();
+        let (a, b, c) = (q.alloc(), q.alloc(), q.alloc());
+        q.release(a);
+        q.release(c);
+        assert_eq!((q.alloc(), q.alloc(), q.alloc()), (c, a, 3));
+        assert_eq!(q.slots[b as usize].state, SlotState::Pending);
+    }
+
+    #[test]
+    fn pool_lists_are_fifo_and_share_freed_nodes() {
+        let mut pool: Pool<u32> = Pool::default();
+        let (mut a, mut b) = (List::default(), List::default());
+        for v in 0..5 {
+            pool.push_back(&mut a, v);
+            pool.push_back(&mut b, 10 + v);
+        }
+        assert_eq!(pool.remove_first(&mut a, |&v| v % 2 == 1), Some(1));
+        assert_eq!(pool.remove_first(&mut a, |&v| v == 4), Some(4));
+        assert_eq!(pool.remove_first(&mut a, |&v| v == 9), None);
+        pool.push_back(&mut a, 7);
+        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), [0, 2, 3, 7]);
+        assert_eq!(pool.iter(b).copied().collect::<Vec<_>>(), [10, 11, 12, 13, 14]);
+        assert_eq!(pool.nodes.len(), 10, "the freed nodes were reused");
+        while pool.remove_first(&mut a, |_| true).is_some() {}
+        assert_eq!((a.head, a.tail), (NIL, NIL));
+        pool.push_back(&mut a, 8);
+        assert_eq!(pool.iter(a).copied().collect::<Vec<_>>(), [8]);
+        assert_eq!(pool.remove_first(&mut b, |&v| v == 14), Some(14));
+        pool.push_back(&mut b, 15);
+        assert_eq!(pool.iter(b).copied().collect::<Vec<_>>(), [10, 11, 12, 13, 15]);
+    }
+
+    #[test]
+    fn user_map_grows_into_a_hash_map_and_keeps_every_handle() {
+        let mut m = UserMap::default();
+        for id in 1..=40u64 {
+            assert_eq!(m.insert(id, id as u32 * 2), None);
+            assert_eq!(m.insert(id, id as u32), Some(id as u32 * 2));
+            if id == UserMap::SMALL as u64 {
+                assert!(matches!(m, UserMap::Small(_)));
+            }
+        }
+        assert!(matches!(m, UserMap::Large(_)));
+        for id in 1..=40u64 {
+            assert_eq!(m.get(id), Some(id as u32));
+        }
+        assert_eq!((m.remove(7), m.remove(7), m.get(7), m.get(41)), (Some(7), None, None, None));
+        let mut s = UserMap::default();
+        s.insert(1, 1);
+        s.insert(2, 2);
+        assert_eq!((s.remove(1), s.get(2), s.get(1)), (Some(1), Some(2), None));
+    }
+
+    #[test]
     fn reused_handles_orphan_the_old_slot() {
         let mut q = Requests::default();
         let a = q.alloc_user(5);
         let b = q.alloc_user(5);
         assert_ne!(a, b);
         assert!(q.slots[a as usize].orphan);
-        assert_eq!(q.user[&5], b);
+        assert_eq!(q.user.get(5), Some(b));
         let z = q.alloc_user(0);
         assert!(q.slots[z as usize].orphan);
         q.slots[b as usize].state = SlotState::Done { at: 1.0, d: 0.0 };
         let c = q.alloc_user(5);
         assert_eq!(q.slots[b as usize].state, SlotState::Free);
-        assert_eq!(q.user[&5], c);
+        assert_eq!(q.user.get(5), Some(c));
     }
 }

@@ -1,9 +1,16 @@
 //! The event queue of the replay: "rank r may run at time t" events and
-//! the engine's own (network, nonblocking collectives), ordered by `(time, seq)` with `f64::total_cmp` (as in dslab's simcore
-//! and nexosim); scheduling into the past is an error.
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+//! the engine's own (network, nonblocking collectives), ordered by
+//! `(time, seq)` with `f64::total_cmp` (as in dslab's simcore and
+//! nexosim); scheduling into the past is an error.
+//!
+//! The queue is a radix heap (Ahuja, Mehlhorn, Orlin & Tarjan, "Faster
+//! algorithms for the shortest path problem", JACM 1990) over the 128-bit
+//! key `(time, seq)`: a monotone priority queue, which is what a
+//! simulation that never schedules into the past needs. Pushing appends
+//! to a bucket; popping empties the lowest non-empty bucket into lower
+//! ones, so every event moves a few times through memory in sequence
+//! instead of along a heap path of cache misses. Keys are unique (`seq`
+//! is), so the pop order is exactly the `(time, seq)` order.
 
 use super::{ReplayError, ReplayErrorKind};
 
@@ -33,38 +40,69 @@ impl Kind {
 pub(crate) struct Event {
     /// Simulated time, seconds.
     pub(crate) time: f64,
-    seq: u64,
     /// What happens.
     pub(crate) kind: Kind,
 }
 
-impl PartialEq for Event {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
+/// An event in a bucket: its key `(time, seq)` in two halves (24 bytes,
+/// where a `u128` would align the entry to 32) and its kind.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    time: u64,
+    seq: u64,
+    kind: Kind,
 }
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Event {
-    /// Reversed, so that `BinaryHeap` pops the earliest `(time, seq)`.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.time.total_cmp(&self.time).then(other.seq.cmp(&self.seq))
+
+impl Entry {
+    fn key(&self) -> u128 {
+        (self.time as u128) << 64 | self.seq as u128
     }
 }
 
+/// `time` as an unsigned integer in the order of `f64::total_cmp`.
+fn time_bits(time: f64) -> u64 {
+    let b = time.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
+}
+
+fn key_time(key: u128) -> f64 {
+    let b = (key >> 64) as u64;
+    f64::from_bits(if b >> 63 == 1 { b & !(1 << 63) } else { !b })
+}
+
+/// Buckets of a radix heap over 128-bit keys: bucket 0 holds keys equal
+/// to the last key taken, bucket i > 0 those whose highest bit differing
+/// from it is bit i − 1.
+const BUCKETS: usize = 129;
+
+/// Entries of capacity a bucket keeps once emptied.
+const KEEP: usize = 1 << 10;
+
 /// Min-queue of events by `(time, seq)`; refuses to schedule into the past.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct EventQueue {
-    heap: BinaryHeap<Event>,
+    buckets: Vec<Vec<Entry>>,
+    /// The last key moved to bucket 0 (no key in the queue is smaller).
+    last: u128,
+    /// Events queued.
+    len: usize,
+    /// The smallest key queued, when known.
+    min: Option<u128>,
     seq: u64,
     /// Current simulated time, seconds.
     pub(crate) now: f64,
     /// Events popped so far.
     pub(crate) popped: u64,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue { buckets: vec![Vec::new(); BUCKETS], last: 0, len: 0, min: None, seq: 0, now: 0.0, popped: 0 }
+    }
 }
 
 impl EventQueue {
@@ -74,22 +112,78 @@ impl EventQueue {
             let err = ReplayErrorKind::PastEvent { now_s: self.now, at_s: time };
             return Err(ReplayError { rank: kind.rank(), kind: err });
         }
-        self.heap.push(Event { time, seq: self.seq, kind });
+        let e = Entry { time: time_bits(time), seq: self.seq, kind };
+        let key = e.key();
         self.seq += 1;
+        self.push(e);
+        self.len += 1;
+        if let Some(m) = self.min.as_mut() {
+            *m = (*m).min(key);
+        }
         Ok(())
     }
 
+    fn bucket(&self, key: u128) -> usize {
+        (128 - (key ^ self.last).leading_zeros()) as usize
+    }
+
+    fn push(&mut self, e: Entry) {
+        let b = self.bucket(e.key());
+        self.buckets[b].push(e);
+    }
+
+    /// Moves the smallest key into bucket 0 (the queue is not empty).
+    fn refill(&mut self) {
+        if !self.buckets[0].is_empty() {
+            return;
+        }
+        let i = (1..BUCKETS).find(|&i| !self.buckets[i].is_empty()).expect("refill of a non-empty queue");
+        let mut moved = std::mem::take(&mut self.buckets[i]);
+        self.last = match self.min {
+            Some(m) => m,
+            None => moved.iter().map(Entry::key).min().expect("bucket not empty"),
+        };
+        for e in moved.drain(..) {
+            self.push(e);
+        }
+        // Keep the emptied bucket's memory for its next fill, up to a
+        // bound: the sum of every bucket's largest fill would otherwise stay.
+        moved.shrink_to(KEEP);
+        self.buckets[i] = moved;
+    }
+
     pub(crate) fn pop(&mut self) -> Option<Event> {
-        let e = self.heap.pop()?;
-        self.now = e.time;
+        if self.len == 0 {
+            return None;
+        }
+        self.refill();
+        let e = self.buckets[0].pop().expect("refilled");
+        self.len -= 1;
+        self.min = None;
+        let time = key_time(e.key());
+        self.now = time;
         self.popped += 1;
-        Some(e)
+        Some(Event { time, kind: e.kind })
+    }
+
+    /// The smallest key queued, if any.
+    fn min_key(&mut self) -> Option<u128> {
+        if self.len == 0 {
+            return None;
+        }
+        if self.min.is_none() {
+            // Every key of a lower bucket is smaller than every key of a
+            // higher one: the minimum is in the first non-empty bucket.
+            let b = self.buckets.iter().find(|b| !b.is_empty()).expect("queue not empty");
+            self.min = b.iter().map(Entry::key).min();
+        }
+        self.min
     }
 
     /// True when a rank at `time` is still strictly the earliest, so it may
-    /// go on without a round trip through the heap.
-    pub(crate) fn is_next(&self, time: f64) -> bool {
-        self.heap.peek().is_none_or(|e| time < e.time)
+    /// go on without a round trip through the queue.
+    pub(crate) fn is_next(&mut self, time: f64) -> bool {
+        self.min_key().is_none_or(|k| time < key_time(k))
     }
 }
 
@@ -110,5 +204,61 @@ mod tests {
         assert!(matches!(e.kind, ReplayErrorKind::PastEvent { .. }) && e.rank == Some(7), "{e}");
         assert!(q.schedule(f64::NAN, Kind::Network).unwrap_err().rank.is_none());
         assert!(q.schedule(2.0, Kind::Rank(7)).is_ok());
+    }
+
+    #[test]
+    fn time_keys_follow_total_cmp() {
+        let xs = [0.0, -0.0, 1e-300, 5e-324, 1.0, 1.5, 2.0, 1e300, f64::INFINITY, -1.0, f64::NEG_INFINITY];
+        for &a in &xs {
+            assert_eq!(key_time((time_bits(a) as u128) << 64).to_bits(), a.to_bits());
+            for &b in &xs {
+                assert_eq!(time_bits(a).cmp(&time_bits(b)), a.total_cmp(&b), "{a} {b}");
+            }
+        }
+    }
+
+    /// Pops in `(time, seq)` order, against a sorted reference, with
+    /// schedules interleaved with pops and peeks as the engine does them.
+    #[test]
+    fn queue_matches_a_sorted_reference_under_interleaving() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut q = EventQueue::default();
+        // Reference: (time, seq, rank) still queued.
+        let mut reference: Vec<(f64, u64, u32)> = Vec::new();
+        let mut seq = 0u64;
+        for step in 0..20_000u32 {
+            let r = next();
+            if r % 3 != 0 || reference.is_empty() {
+                // Some ties on purpose: times on a coarse grid.
+                let dt = match r % 7 {
+                    0 => 0.0,
+                    1 => ((r >> 8) % 4) as f64 * 0.25,
+                    _ => ((r >> 8) % 1000) as f64 * 1e-6,
+                };
+                let t = q.now + dt;
+                q.schedule(t, Kind::Rank(step)).unwrap();
+                reference.push((t, seq, step));
+                seq += 1;
+            } else {
+                reference.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let probe = q.now + ((r >> 8) % 1000) as f64 * 1e-6;
+                assert_eq!(q.is_next(probe), probe < reference[0].0);
+                let (t, _, rank) = reference.remove(0);
+                let e = q.pop().unwrap();
+                assert_eq!((e.time.to_bits(), e.kind), (t.to_bits(), Kind::Rank(rank)));
+            }
+        }
+        reference.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (t, _, rank) in reference {
+            let e = q.pop().unwrap();
+            assert_eq!((e.time, e.kind), (t, Kind::Rank(rank)));
+        }
+        assert!(q.pop().is_none() && q.is_next(0.0));
     }
 }

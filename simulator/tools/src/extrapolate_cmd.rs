@@ -32,11 +32,7 @@ pub fn model(traces: &[PathBuf]) -> anyhow::Result<Model> {
 /// The replay streams of `n` ranks of `model`, compute moved by `sigma`
 /// residuals of its laws (0: the prediction itself).
 pub fn streams(model: &Model, n: u32, sigma: f64) -> Vec<ActionStream<'_, InputError>> {
-    model
-        .streams_band(n, sigma)
-        .into_iter()
-        .map(|s| Box::new(s.map(|a| a.map_err(InputError::Extrapolate))) as ActionStream<'_, InputError>)
-        .collect()
+    model.streams_band_as(n, sigma, InputError::Extrapolate)
 }
 
 /// Writes the extrapolated run and a summary of the model on stdout.

@@ -5,16 +5,20 @@
 use super::*;
 use crate::collectives::{Coll as C, CollCall};
 
+/// Steps of capacity a rank keeps between its collectives.
+const KEEP_STEPS: usize = 16;
+
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn start_coll(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
-        self.coll_setup(r, action)?;
+        self.coll_setup(r, action, true)?;
         self.coll_round(r)
     }
 
     /// Fills rank `r`'s collective state (schedule among the communicator's
     /// members, context, tag) for `action` and marks it active; nothing is
-    /// posted yet.
-    pub(super) fn coll_setup(&mut self, r: usize, action: &Action) -> Result<(), ReplayError> {
+    /// posted yet. With `lazy`, a schedule that can be generated round by
+    /// round ([`collectives::Lazy`]) is, and `steps` stays empty.
+    pub(super) fn coll_setup(&mut self, r: usize, action: &Action, lazy: bool) -> Result<(), ReplayError> {
         if let Action::Neighbor { sends, srcs, comm } = action {
             return self.neighbor_setup(r, action, sends, srcs, *comm);
         }
@@ -67,7 +71,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let tag = self.comms.next_tag(r, g);
         let c = &mut self.ranks[r].coll;
         c.steps.clear();
-        collectives::schedule(&self.platform.collectives.algs, &call, me, n, &mut c.steps);
+        let algs = &self.platform.collectives.algs;
+        c.lazy = if lazy { collectives::Lazy::plan(algs, &call, me, n) } else { None };
+        if c.lazy.is_none() {
+            collectives::schedule(algs, &call, me, n, &mut c.steps);
+        }
         c.active = true;
         c.pos = 0;
         c.round = 0;
@@ -104,6 +112,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let tag = self.comms.next_tag(r, g);
         let c = &mut self.ranks[r].coll;
         c.steps = steps;
+        c.lazy = None;
         c.active = true;
         c.pos = 0;
         c.round = 0;
@@ -121,21 +130,56 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if reduce_s > 0.0 {
             self.local_compute(r, reduce_s);
         }
+        // The round's steps, into the engine's scratch buffer.
+        let mut round = std::mem::take(&mut self.round);
+        round.clear();
         let c = &mut self.ranks[r].coll;
-        if c.pos == c.steps.len() {
+        match c.lazy.as_mut() {
+            Some(lazy) => {
+                lazy.next_round(&mut round);
+            }
+            None => {
+                let len = c.steps[c.pos..].iter().position(|s| s.end_round).map_or(c.steps.len() - c.pos, |k| k + 1);
+                round.extend_from_slice(&c.steps[c.pos..c.pos + len]);
+                c.pos += len;
+            }
+        }
+        if round.is_empty() {
             c.active = false;
+            // A long schedule's buffer is not kept for the rank's next collective.
+            if c.steps.capacity() > KEEP_STEPS {
+                c.steps = Vec::new();
+            }
+            self.round = round;
             return Ok(Flow::Continue);
         }
         c.round += 1;
-        c.round_slots.clear();
         let (ctx, tag, g) = (c.ctx, c.tag, c.comm);
         self.ranks[r].doing = Doing::Coll { name: c.name, round: c.round };
-        loop {
+        let mut slots = std::mem::take(&mut self.round_slots);
+        slots.clear();
+        let posted = self.post_round(r, &round, (ctx, tag, g), &mut slots);
+        self.round = round;
+        if let Err(e) = posted {
+            self.round_slots = slots;
+            return Err(e);
+        }
+        self.wait_begin(r);
+        for &s in &slots {
+            self.wait_add(r, s);
+        }
+        self.round_slots = slots;
+        Ok(self.wait_end(r))
+    }
+
+    /// Posts the steps of one round of rank `r` on `(context, tag, global
+    /// communicator)`, appending their request slots to `slots`.
+    fn post_round(&mut self, r: usize, round: &[collectives::Step], on: (u64, i32, u32), slots: &mut Vec<u32>) -> Result<(), ReplayError> {
+        let (ctx, tag, g) = on;
+        for st in round {
             let rk = &mut self.ranks[r];
-            let st = rk.coll.steps[rk.coll.pos];
-            rk.coll.pos += 1;
             let slot = rk.reqs.alloc();
-            rk.coll.round_slots.push(slot);
+            slots.push(slot);
             rk.coll.reduce_s += self.platform.collectives.reduce.eval(st.reduce_bytes);
             let peer = self.comms.world_rank(g, st.peer);
             if st.send {
@@ -143,15 +187,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             } else {
                 self.irecv(r, peer as i32, ctx, tag, slot)?;
             }
-            if st.end_round {
-                break;
-            }
         }
-        self.wait_begin(r);
-        for i in 0..self.ranks[r].coll.round_slots.len() {
-            let s = self.ranks[r].coll.round_slots[i];
-            self.wait_add(r, s);
-        }
-        Ok(self.wait_end(r))
+        Ok(())
     }
 }

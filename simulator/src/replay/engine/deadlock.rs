@@ -10,16 +10,16 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         for &r in stuck.iter().take(4) {
             let rk = &self.ranks[r];
             let mut waits = Vec::new();
-            for mb in &rk.mail {
-                for p in &mb.posted {
+            for mb in rk.mail.iter() {
+                for p in self.mail.recvs.iter(mb.posted) {
                     let src = if p.src == ANY_SOURCE { "any".to_string() } else { p.src.to_string() };
                     let tag = if p.tag == ANY_TAG { "any".to_string() } else { p.tag.to_string() };
                     waits.push(format!("recv from {src} tag {tag} on {}", ctx_name(mb.ctx)));
                 }
             }
             for (dst, other) in self.ranks.iter().enumerate() {
-                for mb in &other.mail {
-                    for m in mb.unexpected.iter().filter(|m| m.src as usize == r && !m.eager) {
+                for mb in other.mail.iter() {
+                    for m in self.mail.sends.iter(mb.unexpected).filter(|m| m.src as usize == r && !m.eager) {
                         waits.push(format!("rendezvous send of {} B to {dst} tag {} on {}", m.bytes, m.tag, ctx_name(mb.ctx)));
                     }
                 }

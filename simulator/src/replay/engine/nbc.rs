@@ -47,7 +47,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if matches!(coll, Action::Icoll { .. }) || !coll_action(coll) {
             return Err(self.err(r, coll, "a nonblocking collective must wrap a blocking collective", false));
         }
-        self.coll_setup(r, coll)?;
+        self.coll_setup(r, coll, false)?;
         let now = self.ranks[r].clock;
         let rk = &mut self.ranks[r];
         let user = rk.reqs.alloc_user(req);
@@ -150,10 +150,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn cancel(&mut self, r: usize, req: u64) -> Result<(), ReplayError> {
         let Some(slot) = self.ranks[r].reqs.user_slot(req) else { return Ok(()) };
         let rk = &mut self.ranks[r];
-        let posted = rk.mail.iter_mut().find_map(|mb| {
-            let k = mb.posted.iter().position(|p| p.slot == slot)?;
-            mb.posted.remove(k)
-        });
+        let recvs = &mut self.mail.recvs;
+        let posted = rk.mail.iter_mut().find_map(|mb| recvs.remove_first(&mut mb.posted, |p| p.slot == slot));
         if posted.is_some() {
             let now = rk.clock;
             self.complete(r, slot, now, 0.0)?;

@@ -29,13 +29,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.stats.messages += 1;
         rk.stats.bytes_sent += bytes;
         let msg = SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
-        let mb = mailbox(&mut self.ranks[dst].mail, ctx);
-        match mb.posted.iter().position(|p| matches(p.src, p.tag, msg.src, tag)) {
-            Some(i) => {
-                let recv = mb.posted.remove(i).expect("index from position");
-                self.matched(dst, msg, recv)?;
-            }
-            None => mb.unexpected.push_back(msg),
+        let mb = self.ranks[dst].mail.get(ctx);
+        match self.mail.recvs.remove_first(&mut mb.posted, |p| matches(p.src, p.tag, msg.src, tag)) {
+            Some(recv) => self.matched(dst, msg, recv)?,
+            None => self.mail.sends.push_back(&mut mb.unexpected, msg),
         }
         if eager {
             let o = model.send_overhead.eval(bytes);
@@ -59,14 +56,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// unmatched send from `src` (or any) with `tag` (or any).
     pub(super) fn irecv(&mut self, r: usize, src: i32, ctx: u64, tag: i32, slot: u32) -> Result<(), ReplayError> {
         let recv = RecvPost { src, tag, post: self.ranks[r].clock, slot };
-        let mb = mailbox(&mut self.ranks[r].mail, ctx);
-        match mb.unexpected.iter().position(|m| matches(src, tag, m.src, m.tag)) {
-            Some(i) => {
-                let msg = mb.unexpected.remove(i).expect("index from position");
-                self.matched(r, msg, recv)
-            }
+        let mb = self.ranks[r].mail.get(ctx);
+        match self.mail.sends.remove_first(&mut mb.unexpected, |m| matches(src, tag, m.src, m.tag)) {
+            Some(msg) => self.matched(r, msg, recv),
             None => {
-                mb.posted.push_back(recv);
+                self.mail.recvs.push_back(&mut mb.posted, recv);
                 Ok(())
             }
         }

@@ -1,0 +1,181 @@
+//! Schedules generated one round at a time, for the algorithms whose
+//! rounds are cheap to compute from the round's index (recursive-doubling
+//! all-reduce, dissemination barrier): a rank then holds
+//! a few words of state in a collective instead of its whole list of
+//! [`Step`]s (at a million ranks a recursive-doubling all-reduce is 20
+//! rounds per rank, all ranks inside it at once).
+
+use super::exchange::{fold, unfold};
+use super::schedule::{elem_size, CollCall};
+use super::select::{Alg, Coll, CollAlgs};
+use super::Step;
+
+/// A rank's part of a collective, generated round by round: the same
+/// steps, in the same rounds, as [`super::schedule`] appends for the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lazy {
+    alg: LazyAlg,
+    /// Index of the next round.
+    next: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LazyAlg {
+    /// [`super::allreduce`]: rank `me` of `n`, `bytes` per rank.
+    RdbAllreduce { me: u32, n: u32, bytes: u64 },
+    /// [`super::barrier`] (dissemination): rank `me` of `n`.
+    Dissemination { me: u32, n: u32 },
+}
+
+impl Lazy {
+    /// The round-by-round form of rank `me`'s part of `call` on `n` ranks,
+    /// when `algs` picks an algorithm that has one (recursive-doubling
+    /// all-reduce, including the fallbacks of ring and Rabenseifner to
+    /// it; the dissemination barrier); `None` otherwise
+    /// ([`super::schedule`] then expands it whole).
+    pub fn plan(algs: &CollAlgs, call: &CollCall, me: u32, n: u32) -> Option<Lazy> {
+        if call.coll == Coll::Barrier {
+            let alg = algs.pick(call.coll, n, call.size_measure(n), 0);
+            let dissemination = !matches!(alg, Alg::Linear | Alg::RecursiveDoubling | Alg::Tree);
+            return dissemination.then_some(Lazy { alg: LazyAlg::Dissemination { me, n }, next: 0 });
+        }
+        if call.coll != Coll::Allreduce {
+            return None;
+        }
+        let bytes = call.bytes;
+        let count = bytes / elem_size(bytes);
+        let pof2 = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 } as u64;
+        let rdb = match algs.pick(call.coll, n, call.size_measure(n), count) {
+            Alg::RecursiveDoubling => true,
+            Alg::Ring => count < n as u64,
+            Alg::Rabenseifner => count < pof2,
+            _ => false,
+        };
+        rdb.then_some(Lazy { alg: LazyAlg::RdbAllreduce { me, n, bytes }, next: 0 })
+    }
+
+    /// Appends the steps of the next round to `out` (the last one marked
+    /// [`Step::end_round`]); false, appending nothing, when none is left.
+    pub fn next_round(&mut self, out: &mut Vec<Step>) -> bool {
+        let k = self.next;
+        let more = match self.alg {
+            LazyAlg::RdbAllreduce { me, n, bytes } => rdb_allreduce_round(me, n, bytes, k, out),
+            LazyAlg::Dissemination { me, n } => dissemination_round(me, n, k, out),
+        };
+        self.next += u32::from(more);
+        more
+    }
+}
+
+fn step(peer: u32, send: bool, bytes: u64, end_round: bool, reduce_bytes: u64) -> Step {
+    Step { peer, bytes: if send { bytes } else { 0 }, send, end_round, reduce_bytes }
+}
+
+/// Round `k` of [`super::barrier`] for rank `me` of `n`: send to the rank
+/// 2^k ahead, receive from the one 2^k behind (modulo `n`).
+fn dissemination_round(me: u32, n: u32, k: u32, out: &mut Vec<Step>) -> bool {
+    let dist = 1u64.checked_shl(k).unwrap_or(u64::MAX);
+    if dist >= n as u64 {
+        return false;
+    }
+    let (me, n64) = (me as u64, n as u64);
+    out.push(step(((me + dist) % n64) as u32, true, 0, false, 0));
+    out.push(step(((me + n64 - dist) % n64) as u32, false, 0, true, 0));
+    true
+}
+
+/// Round `k` of [`super::allreduce`] for rank `me` of `n`.
+fn rdb_allreduce_round(me: u32, n: u32, bytes: u64, k: u32, out: &mut Vec<Step>) -> bool {
+    let (p, rem, new) = fold(me, n);
+    let Some(new) = new else {
+        // Folded out: hand the buffer to the odd neighbour, get the result back.
+        match k {
+            0 => out.push(step(me + 1, true, bytes, true, 0)),
+            1 => out.push(step(me + 1, false, bytes, true, 0)),
+            _ => return false,
+        }
+        return true;
+    };
+    let pre = u32::from(me < 2 * rem);
+    let rounds = p.trailing_zeros();
+    if k < pre {
+        out.push(step(me - 1, false, bytes, true, bytes));
+    } else if k < pre + rounds {
+        let partner = unfold(new ^ (1 << (k - pre)), rem);
+        out.push(step(partner, true, bytes, false, 0));
+        out.push(step(partner, false, bytes, true, bytes));
+    } else if k < 2 * pre + rounds {
+        out.push(step(me - 1, true, bytes, true, 0));
+    } else {
+        return false;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{alg_names, allreduce, barrier, schedule};
+    use super::*;
+
+    fn rounds(mut l: Lazy) -> Vec<Step> {
+        let mut out = Vec::new();
+        while l.next_round(&mut out) {}
+        assert!(!l.next_round(&mut out), "stays finished");
+        out
+    }
+
+    #[test]
+    fn rdb_rounds_are_the_whole_schedule() {
+        for n in (1..70).chain([1000, 1 << 16, (1 << 20) + 3]) {
+            let ranks: Vec<u32> = if n < 100 { (0..n).collect() } else { vec![0, 1, 2, 5, 6, n / 2, n - 2, n - 1] };
+            for me in ranks {
+                let mut want = Vec::new();
+                allreduce(me, n, 8, &mut want);
+                let l = Lazy { alg: LazyAlg::RdbAllreduce { me, n, bytes: 8 }, next: 0 };
+                assert_eq!(rounds(l), want, "rank {me} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn dissemination_rounds_are_the_whole_barrier() {
+        for n in (1..70).chain([1000, (1 << 20) + 3]) {
+            let ranks: Vec<u32> = if n < 100 { (0..n).collect() } else { vec![0, 1, n / 2, n - 1] };
+            for me in ranks {
+                let mut want = Vec::new();
+                barrier(me, n, &mut want);
+                assert_eq!(rounds(Lazy { alg: LazyAlg::Dissemination { me, n }, next: 0 }), want, "rank {me} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn plans_agree_with_schedule_for_every_selector_and_algorithm() {
+        let mut all: Vec<CollAlgs> = ["mpich", "smpi", "ompi", "simgrid-ompi"].iter().map(|s| CollAlgs::preset(s).unwrap()).collect();
+        for coll in [Coll::Allreduce, Coll::Barrier] {
+            for (name, _) in alg_names(coll) {
+                let mut a = CollAlgs::mpich();
+                a.set(coll.name(), name).unwrap();
+                all.push(a);
+            }
+        }
+        let mut lazy = 0;
+        for algs in &all {
+            for (coll, bytes) in [0, 8, 24, 4096, 1 << 20].map(|b| (Coll::Allreduce, b)).into_iter().chain([(Coll::Barrier, 0)]) {
+                for n in [1, 2, 3, 7, 8, 13, 64, 100] {
+                    let call = CollCall { coll, root: 0, bytes, sizes: &[], vector: false };
+                    for me in 0..n {
+                        let Some(l) = Lazy::plan(algs, &call, me, n) else { continue };
+                        lazy += 1;
+                        let mut want = Vec::new();
+                        schedule(algs, &call, me, n, &mut want);
+                        assert_eq!(rounds(l), want, "{algs:?} {bytes} B rank {me} of {n}");
+                    }
+                }
+            }
+        }
+        assert!(lazy > 1000, "{lazy}");
+        let call = CollCall { coll: Coll::Allreduce, root: 0, bytes: 8, sizes: &[], vector: false };
+        assert!(Lazy::plan(&CollAlgs::mpich(), &call, 0, 4).is_some(), "MPICH's small all-reduce is recursive doubling");
+    }
+}

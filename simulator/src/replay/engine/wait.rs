@@ -1,0 +1,62 @@
+//! A rank's blocking waits: the requests it waits for, and the split of
+//! the time blocked into communication and waiting (rule on [`Block`]).
+
+use super::{Block, Engine, Flow, Rank, Status};
+use crate::replay::matching::{SlotState, NO_SLOT};
+
+impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
+    pub(super) fn wait_on(&mut self, r: usize, slots: &[u32]) -> Flow {
+        self.wait_begin(r);
+        for &s in slots.iter().filter(|&&s| s != NO_SLOT) {
+            self.wait_add(r, s);
+        }
+        self.wait_end(r)
+    }
+
+    pub(super) fn wait_begin(&mut self, r: usize) {
+        let rk = &mut self.ranks[r];
+        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0 };
+    }
+
+    pub(super) fn wait_add(&mut self, r: usize, slot: u32) {
+        let rk = &mut self.ranks[r];
+        match rk.reqs.slots[slot as usize].state {
+            SlotState::Done { at, d } => {
+                rk.block.resume = rk.block.resume.max(at);
+                rk.block.d = rk.block.d.max(d);
+                rk.reqs.release(slot);
+            }
+            SlotState::Pending => {
+                rk.reqs.slots[slot as usize].waited = true;
+                rk.block.pending += 1;
+            }
+            SlotState::Free => unreachable!("user map and internal slots point at live slots"),
+        }
+    }
+
+    pub(super) fn wait_end(&mut self, r: usize) -> Flow {
+        let rk = &mut self.ranks[r];
+        if rk.block.pending == 0 {
+            resolve(rk);
+            if let Some(tl) = self.timeline.as_mut() {
+                tl.span(r, rk.doing.name(), rk.block.since, rk.clock);
+            }
+            Flow::Continue
+        } else {
+            rk.status = Status::Blocked;
+            Flow::Blocked
+        }
+    }
+}
+
+/// Ends rank `rk`'s wait at `block.resume` and splits the time between
+/// `comm_s` and `wait_s` (rule documented on [`Block`]).
+pub(super) fn resolve<E>(rk: &mut Rank<'_, E>) {
+    let b = rk.block;
+    let w = b.resume - b.since;
+    let comm = w.min(b.d).max(0.0);
+    rk.stats.comm_s += comm;
+    rk.stats.wait_s += w - comm;
+    rk.clock = b.resume;
+    rk.status = Status::Runnable;
+}
