@@ -94,10 +94,8 @@ fn a_collective_write_of_four_ranks_with_two_aggregators() {
 
 #[test]
 fn collective_rounds_follow_the_buffer_and_reads_exchange_after_the_disk() {
-    let members = [
-        Member { host: 0, offset: 0, bytes: 8 * MIB, entry_s: 0.0 },
-        Member { host: 1, offset: 8 * MIB, bytes: 8 * MIB, entry_s: 0.0 },
-    ];
+    let members =
+        [Member { host: 0, offset: 0, bytes: 8 * MIB, entry_s: 0.0 }, Member { host: 1, offset: 8 * MIB, bytes: 8 * MIB, entry_s: 0.0 }];
     let mut st = FsState::new(FileSystem { cb_buffer_bytes: Some(4 * MIB), ..fs(1, 16 * MIB) });
     let exchange = |_: usize, _: usize, _: u64| 0.5;
     // Each aggregator reads its own 8 MiB in two rounds of 4 MiB; nothing

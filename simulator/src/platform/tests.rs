@@ -58,7 +58,13 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
         stripe_count: Some(2),
         metadata_latency_s: 1e-4,
         link_bytes_per_s: Some(1.25e9),
-        disk: crate::io::Disk { latency_s: 1e-4, read_bytes_per_s: 5e8, write_bytes_per_s: 3e8, cache_bytes: 1 << 26, cache_bytes_per_s: None },
+        disk: crate::io::Disk {
+            latency_s: 1e-4,
+            read_bytes_per_s: 5e8,
+            write_bytes_per_s: 3e8,
+            cache_bytes: 1 << 26,
+            cache_bytes_per_s: None,
+        },
         cb_buffer_bytes: Some(1 << 22),
         cb_nodes: None,
     }];
@@ -188,7 +194,10 @@ fn a_file_system_on_an_unknown_host_or_with_a_negative_bandwidth_is_refused() {
     let f = write(dir.path(), &format!("{text}\n{fs}"));
     let e = Platform::load(&f).unwrap_err().to_string();
     assert!(e.contains("p.toml") && e.contains("fs[0].server_hosts: `zz`") && e.lines().count() == 1, "{e}");
-    let f = write(dir.path(), &format!("{text}\n{}", fs.replace("[\"zz\"]", "[\"a\"]").replace("write_bytes_per_s = 1e8", "write_bytes_per_s = -5")));
+    let f = write(
+        dir.path(),
+        &format!("{text}\n{}", fs.replace("[\"zz\"]", "[\"a\"]").replace("write_bytes_per_s = 1e8", "write_bytes_per_s = -5")),
+    );
     let e = Platform::load(&f).unwrap_err().to_string();
     assert!(e.contains("fs[0].disk.write_bytes_per_s") && e.lines().count() == 1, "{e}");
 }
