@@ -93,13 +93,19 @@ pub struct FixedLinks {
     pub inter: LinkCost,
     /// Tasks per node.
     pub cores_per_node: u64,
+    /// log₂ of `cores_per_node` when it is a power of two (node ids by shift, not division).
+    shift: Option<u32>,
 }
 
 impl FixedLinks {
     /// Cost of a message from task `a` to task `b`.
     #[inline]
     pub fn get(&self, a: u64, b: u64) -> LinkCost {
-        if a / self.cores_per_node == b / self.cores_per_node {
+        let same = match self.shift {
+            Some(s) => a >> s == b >> s,
+            None => a / self.cores_per_node == b / self.cores_per_node,
+        };
+        if same {
             self.intra
         } else {
             self.inter
@@ -111,7 +117,8 @@ impl Net {
     /// Costs of `bytes`-byte messages, precomputed for the hot loops.
     pub fn fixed(&self, bytes: u64) -> FixedLinks {
         let cpn = self.cores_per_node;
-        FixedLinks { intra: self.link(0, 0, bytes), inter: self.link(0, cpn, bytes), cores_per_node: cpn }
+        let shift = cpn.is_power_of_two().then(|| cpn.ilog2());
+        FixedLinks { intra: self.link(0, 0, bytes), inter: self.link(0, cpn, bytes), cores_per_node: cpn, shift }
     }
 }
 
@@ -138,28 +145,47 @@ fn subtree(i: u64, n: u64, k: u64) -> u64 {
     count
 }
 
+/// What [`run`] leaves behind.
+pub(crate) struct Exit {
+    /// Latest exit from the collective over tasks, cycles.
+    pub end: u64,
+    /// When `run` also did the next phase's compute: the longest compute part over tasks, cycles.
+    pub next_compute_max: Option<u64>,
+}
+
 /// Runs `c` once: `ts.t[i]` enters as task `i`'s arrival, leaves as its exit, cycles.
 /// `bytes` is the payload of each message (gather: per subtree member).
-pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, bytes: u64) {
+/// With `next_work` (cycles), a collective that ends with a pass down the
+/// tree (barrier, reduce-bcast, bcast) also starts the next phase's compute
+/// of every task at its exit in that pass, and `ts.t[i]` leaves as the end
+/// of that compute; the others leave it to the caller.
+pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, bytes: u64, next_work: Option<u64>) -> Exit {
     let zero = net.fixed(0);
     let fixed = net.fixed(bytes);
-    match c {
-        Collective::None => {}
+    let (end, next) = match c {
         Collective::Barrier => {
             up(ts, arity, |a, b| zero.get(a, b));
-            down(ts, arity, |a, b| zero.get(a, b));
+            down(ts, arity, |a, b| zero.get(a, b), next_work)
         }
         Collective::ReduceBcast => {
             up(ts, arity, |a, b| fixed.get(a, b));
-            down(ts, arity, |a, b| fixed.get(a, b));
+            down(ts, arity, |a, b| fixed.get(a, b), next_work)
         }
-        Collective::Bcast => down(ts, arity, |a, b| fixed.get(a, b)),
-        Collective::Gather => {
-            let n = ts.n();
-            up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)));
+        Collective::Bcast => down(ts, arity, |a, b| fixed.get(a, b), next_work),
+        Collective::None | Collective::Gather | Collective::Allreduce => {
+            match c {
+                Collective::Gather => {
+                    let n = ts.n();
+                    up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)));
+                }
+                Collective::Allreduce => allreduce(ts, |a, b| fixed.get(a, b)),
+                _ => {}
+            }
+            let end = ts.t.par_iter().with_min_len(MIN_LEN).copied().max().unwrap_or(0);
+            return Exit { end, next_compute_max: None };
         }
-        Collective::Allreduce => allreduce(ts, |a, b| fixed.get(a, b)),
-    }
+    };
+    Exit { end, next_compute_max: next_work.map(|_| next) }
 }
 
 const MIN_LEN: usize = 2048;
@@ -196,15 +222,29 @@ fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
     }
 }
 
-/// Post-barrier / bcast: each task receives from its parent, then sends to its children in order.
-fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+/// Post-barrier / bcast: each task receives from its parent, then sends to
+/// its children in order; with `then` (cycles) it next computes that much
+/// from its exit. Returns the latest exit and the longest compute part, cycles.
+fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync, then: Option<u64>) -> (u64, u64) {
     let n = ts.n();
     let lv = levels(n, k);
+    let (mut end, mut longest) = (0u64, 0u64);
     for w in lv.windows(2) {
         let (a, b) = (w[0] as usize, w[1] as usize);
         let (head, tail) = ts.arr.split_at_mut(b);
         let head: &[u64] = head;
         let env = ts.env;
+        // Task `i` leaves at `x`: its compute, if any, starts there.
+        let leave = |i: u64, x: u64, h: &mut Quiet, t: &mut u64| match then {
+            Some(work) => {
+                *t = env.stretch(i, h, x, work);
+                (x, *t - x)
+            }
+            None => {
+                *t = x;
+                (x, 0)
+            }
+        };
         let nchild = tail.len().min((b - a) * k as usize);
         let with_children = nchild.div_ceil(k as usize);
         let recv = |i: u64, x: u64, h: &mut Quiet| {
@@ -214,13 +254,13 @@ fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) 
             let l = link((i - 1) / k, i);
             env.stretch(i, h, x.max(head[i as usize]), l.recv)
         };
-        ts.t[a..a + with_children]
+        let inner = ts.t[a..a + with_children]
             .par_iter_mut()
             .zip(ts.cursors[a..a + with_children].par_iter_mut())
             .zip(tail[..nchild].par_chunks_mut(k as usize))
             .enumerate()
             .with_min_len(MIN_LEN / k as usize)
-            .for_each(|(j, ((t, h), kids))| {
+            .map(|(j, ((t, h), kids))| {
                 let i = (a + j) as u64;
                 let mut x = recv(i, *t, h);
                 for (m, slot) in kids.iter_mut().enumerate() {
@@ -228,15 +268,24 @@ fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) 
                     x = env.stretch(i, h, x, l.send);
                     *slot = x + l.wire;
                 }
-                *t = x;
+                leave(i, x, h, t)
             });
-        ts.t[a + with_children..b]
+        let inner = max_pair(inner);
+        let leaves = ts.t[a + with_children..b]
             .par_iter_mut()
             .zip(ts.cursors[a + with_children..b].par_iter_mut())
             .enumerate()
             .with_min_len(MIN_LEN)
-            .for_each(|(j, (t, h))| *t = recv((a + with_children + j) as u64, *t, h));
+            .map(|(j, (t, h))| {
+                let i = (a + with_children + j) as u64;
+                let x = recv(i, *t, h);
+                leave(i, x, h, t)
+            });
+        let leaves = max_pair(leaves);
+        end = end.max(inner.0).max(leaves.0);
+        longest = longest.max(inner.1).max(leaves.1);
     }
+    (end, longest)
 }
 
 /// Allreduce by recursive doubling; the `n − p2` tasks above the largest

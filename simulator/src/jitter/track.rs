@@ -263,8 +263,9 @@ impl Track {
 
     /// [`stretch`](Self::stretch) with a [`Quiet`] cursor: a block that
     /// fits in the cursor's quiet span takes exactly its work (two compares);
-    /// any other is stretched through the bucket index and the prefix sums,
-    /// O(1) expected plus O(log events met), and leaves the cursor on the
+    /// any other is stretched through the prefix sums from the cursor's
+    /// event index (a few events away) or the bucket index (farther), O(1)
+    /// expected plus O(log events met), and leaves the cursor on the
     /// quiet span around its end. Same result as `stretch` for any `t`, in
     /// any call order.
     #[inline]
@@ -277,7 +278,7 @@ impl Track {
 
     #[inline(never)]
     fn stretch_quiet_slow(&self, q: &mut Quiet, offset: u64, segment: u64, t: u64, work: u64) -> u64 {
-        let mut c = Cur { k: usize::MAX, k2: 0 };
+        let mut c = Cur { k: q.k as usize, k2: 0 };
         let end = self.stretch_cur(&mut c, offset, segment, t, work);
         *q = self.quiet_at(c.k2, offset, segment, end);
         end
@@ -292,11 +293,11 @@ impl Track {
         // End of the last event starting before `pos`.
         let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
         if gap_start > pos {
-            return Quiet { from: t, until: t };
+            return Quiet { from: t, until: t, k: k as u32 };
         }
         let back = (pos - gap_start).min(into_seg);
         let ahead = (self.ev[k].start - pos).min(to_seg_end).min(self.period - pos);
-        Quiet { from: t - back, until: t + ahead }
+        Quiet { from: t - back, until: t + ahead, k: k as u32 }
     }
 }
 
@@ -415,11 +416,14 @@ fn first_at_or_after(pos: &impl Fn(usize) -> u64, from: usize, hi: usize, bound:
 
 /// A task's cursor for [`Track::stretch_quiet`]: a span `[from, until]` of
 /// the task's own time, cycles, in which its trace slice holds no event, so
-/// that a compute block inside it is not stretched. Start it at `Quiet::default()`.
+/// that a compute block inside it is not stretched, and the index of the
+/// event that ends the span (where the next search in the trace starts).
+/// Start it at `Quiet::default()`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Quiet {
     from: u64,
     until: u64,
+    k: u32,
 }
 
 impl Quiet {
