@@ -123,7 +123,7 @@ impl Net {
 }
 
 /// First task id of each level of a complete `k`-ary tree over `n` tasks, plus `n`.
-fn levels(n: u64, k: u64) -> Vec<u64> {
+pub(crate) fn levels(n: u64, k: u64) -> Vec<u64> {
     let mut v = vec![0];
     let (mut start, mut width) = (0u64, 1u64);
     while start < n {
@@ -162,21 +162,21 @@ pub(crate) struct Exit {
 pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, bytes: u64, next_work: Option<u64>) -> Exit {
     let zero = net.fixed(0);
     let fixed = net.fixed(bytes);
+    let n = ts.n();
     let (end, next) = match c {
         Collective::Barrier => {
-            up(ts, arity, |a, b| zero.get(a, b));
+            up(ts, arity, |a, b| zero.get(a, b), n);
             down(ts, arity, |a, b| zero.get(a, b), next_work)
         }
         Collective::ReduceBcast => {
-            up(ts, arity, |a, b| fixed.get(a, b));
+            up(ts, arity, |a, b| fixed.get(a, b), n);
             down(ts, arity, |a, b| fixed.get(a, b), next_work)
         }
         Collective::Bcast => down(ts, arity, |a, b| fixed.get(a, b), next_work),
         Collective::None | Collective::Gather | Collective::Allreduce => {
             match c {
                 Collective::Gather => {
-                    let n = ts.n();
-                    up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)));
+                    up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)), n);
                 }
                 Collective::Allreduce => allreduce(ts, |a, b| fixed.get(a, b)),
                 _ => {}
@@ -188,14 +188,31 @@ pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, byte
     Exit { end, next_compute_max: next_work.map(|_| next) }
 }
 
-const MIN_LEN: usize = 2048;
+pub(crate) const MIN_LEN: usize = 2048;
 
-/// Pre-barrier / reduce: each task receives from its children in order, then sends to its parent.
-fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+/// Parent of task `i` (> 0) in a `k`-ary tree.
+#[inline]
+pub(crate) fn parent(i: u64, k: u64) -> u64 {
+    if k.is_power_of_two() {
+        (i - 1) >> k.trailing_zeros()
+    } else {
+        (i - 1) / k
+    }
+}
+
+/// First leaf (task without children) of a `k`-ary tree over `n` tasks.
+pub(crate) fn first_leaf(n: u64, k: u64) -> u64 {
+    (n + k - 2) / k
+}
+
+/// Pre-barrier / reduce: each task receives from its children in order,
+/// then sends to its parent. Tasks from `done` on have already sent
+/// (their `ts.t` and `ts.arr` hold the result); pass `ts.n()` for none.
+pub(crate) fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync, done: u64) {
     let n = ts.n();
     let lv = levels(n, k);
     for w in lv.windows(2).rev() {
-        let (a, b) = (w[0] as usize, w[1] as usize);
+        let (a, b) = (w[0] as usize, w[1].min(done.max(w[0])) as usize);
         let (head, tail) = ts.arr.split_at_mut(b);
         let tail: &[u64] = tail;
         let env = ts.env;
@@ -213,7 +230,7 @@ fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
                     x = env.stretch(i, h, x.max(tail[(c as usize) - b]), l.recv);
                 }
                 if i > 0 {
-                    let l = link(i, (i - 1) / k);
+                    let l = link(i, parent(i, k));
                     x = env.stretch(i, h, x, l.send);
                     *arr = x + l.wire;
                 }
@@ -225,7 +242,7 @@ fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
 /// Post-barrier / bcast: each task receives from its parent, then sends to
 /// its children in order; with `then` (cycles) it next computes that much
 /// from its exit. Returns the latest exit and the longest compute part, cycles.
-fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync, then: Option<u64>) -> (u64, u64) {
+pub(crate) fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync, then: Option<u64>) -> (u64, u64) {
     let n = ts.n();
     let lv = levels(n, k);
     let (mut end, mut longest) = (0u64, 0u64);
@@ -251,7 +268,7 @@ fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync, 
             if i == 0 {
                 return x;
             }
-            let l = link((i - 1) / k, i);
+            let l = link(parent(i, k), i);
             env.stretch(i, h, x.max(head[i as usize]), l.recv)
         };
         let inner = ts.t[a..a + with_children]

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::par::*;
 
 use super::collective::{self, Collective, Net};
+use super::order::TreeOrder;
 use super::track::{Cur, Quiet, Track};
 use super::JitterError;
 
@@ -102,6 +103,7 @@ pub(crate) struct Env<'a> {
 
 impl<'a> Env<'a> {
     /// Tasks reading `tracks` round-robin from `offsets`, over `segments` cycles of each track.
+    #[cfg(test)]
     pub(crate) fn new(tracks: &'a [Track], offsets: &'a [u64], segments: &'a [u64]) -> Self {
         Env { tracks, offsets, segments }
     }
@@ -293,6 +295,14 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
                 .max()
                 .unwrap_or(0)
         };
+        // A barrier over tasks that read whole traces goes down its tree in trace order.
+        let links = match cfg.collective {
+            Collective::Barrier => Some(cfg.net.fixed(0)),
+            Collective::ReduceBcast => Some(cfg.net.fixed(cfg.bytes)),
+            _ => None,
+        };
+        let whole = tracks.iter().zip(&segments).all(|(t, &s)| s == t.period());
+        let mut order = links.filter(|_| whole && cfg.phases > 1).map(|l| TreeOrder::new(tracks, offsets, l, cfg.arity as u64));
         let mut last_end = 0u64;
         let mut compute_max = compute(&mut t, &mut cursors);
         for p in 0..cfg.phases {
@@ -300,7 +310,10 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
             // as soon as that task leaves it.
             let next_work = (p + 1 < cfg.phases).then_some(work);
             let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, env };
-            let exit = collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, next_work);
+            let exit = match order.as_mut() {
+                Some(o) => o.run(tracks, &mut ts, next_work),
+                None => collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, next_work),
+            };
             phases.push(PhaseStat { consumed_cycles: exit.end - last_end, compute_max_cycles: compute_max });
             last_end = exit.end;
             compute_max = match exit.next_compute_max {

@@ -10,7 +10,7 @@ use super::engine::{run, segment, splitmix, Config, Env, Mode, PhaseStat, Tasks}
 use super::track::{Quiet, TraceCursor, Track};
 use crate::jitter_trace::{JitterHeader, JitterRecord, JitterTrace};
 
-const HZ: f64 = 1e9;
+pub(crate) const HZ: f64 = 1e9;
 
 /// Finish time of `work` compute cycles started at task time `t` by a task
 /// reading `[offset, offset + segment)` of `trace` cyclically (cycles of the
@@ -80,7 +80,7 @@ fn header(window: Option<u64>) -> JitterHeader {
 
 /// A small random trace: up to 25 events of 1–40 cycles, gaps of 0–80
 /// cycles (a quarter of them 0, so events come back to back), a lead of 0–50.
-fn random_trace(seed: u64) -> JitterTrace {
+pub(crate) fn random_trace(seed: u64) -> JitterTrace {
     let r = |i: u64| splitmix(seed, i);
     let n = r(0) % 26;
     let records: Vec<JitterRecord> = (0..n)
