@@ -178,7 +178,11 @@ pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, byte
                 Collective::Gather => {
                     up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)), n);
                 }
-                Collective::Allreduce => allreduce(ts, |a, b| fixed.get(a, b)),
+                Collective::Allreduce => {
+                    if let Some((end, longest)) = allreduce(ts, |a, b| fixed.get(a, b), next_work) {
+                        return Exit { end, next_compute_max: Some(longest) };
+                    }
+                }
                 _ => {}
             }
             let end = ts.t.par_iter().with_min_len(MIN_LEN).copied().max().unwrap_or(0);
@@ -305,9 +309,27 @@ pub(crate) fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCo
     (end, longest)
 }
 
+/// What a task does after its receive in a round of [`allreduce`].
+#[derive(Clone, Copy)]
+enum Then {
+    /// Send its message of the round with this mask.
+    Send(u64),
+    /// Leave the allreduce.
+    Leave,
+    /// Leave, compute this many cycles and send its first message of the next allreduce.
+    Compute(u64),
+}
+
 /// Allreduce by recursive doubling; the `n − p2` tasks above the largest
-/// power of two `p2` first fold into tasks `0..n − p2` and get the result back at the end.
-fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+/// power of two `p2` first fold into tasks `0..n − p2` and get the result
+/// back at the end. In the round of mask `m` tasks `i` and `i ^ m` send to
+/// each other, then receive; one pass over the pairs does a round's
+/// receives and the next round's sends. If `ts.sent`, the first round's
+/// sends are done. With `then` (cycles) and `n` a power of two, each task
+/// computes `then` from its exit and sends its first message of the next
+/// allreduce, `ts.sent` is set and the latest exit and the longest compute
+/// (cycles) are returned.
+fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync, then: Option<u64>) -> Option<(u64, u64)> {
     let n = ts.n();
     let p2 = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
     let extra = (n - p2) as usize;
@@ -343,16 +365,77 @@ fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
         send_pass(ts, p2u..n as usize, &|i| i - p2);
         recv_pass(ts, 0..extra, &|i| i + p2);
     }
+    if p2 > 1 && !ts.sent {
+        send_pass(ts, 0..p2u, &|i| i ^ 1);
+    }
+    ts.sent = false;
+    let mut out = None;
     let mut mask = 1u64;
     while mask < p2 {
-        send_pass(ts, 0..p2u, &|i| i ^ mask);
-        recv_pass(ts, 0..p2u, &|i| i ^ mask);
+        let step = match then {
+            _ if mask << 1 < p2 => Then::Send(mask << 1),
+            Some(work) if extra == 0 => Then::Compute(work),
+            _ => Then::Leave,
+        };
+        let (end, longest) = round(ts, p2u, mask, step, &link);
+        if let Then::Compute(_) = step {
+            ts.sent = true;
+            out = Some((end, longest));
+        }
         mask <<= 1;
     }
     if extra > 0 {
         send_pass(ts, 0..extra, &|i| i + p2);
         recv_pass(ts, p2u..n as usize, &|i| i - p2);
     }
+    out
+}
+
+/// One round of [`allreduce`] over tasks `0..p2`: each pair `(i, i + mask)`
+/// receives from each other, then does `step`. Returns the latest exit and
+/// the longest compute, cycles (0 unless `step` is [`Then::Compute`]).
+fn round(ts: &mut Tasks<'_>, p2: usize, mask: u64, step: Then, link: &(impl Fn(u64, u64) -> LinkCost + Sync)) -> (u64, u64) {
+    let env = ts.env;
+    let (m, block) = (mask as usize, 2 * mask as usize);
+    let chunk = block.max(MIN_LEN);
+    let pairs = ts.t[..p2]
+        .par_chunks_mut(chunk)
+        .zip(ts.cursors[..p2].par_chunks_mut(chunk))
+        .zip(ts.arr[..p2].par_chunks_mut(chunk))
+        .enumerate()
+        .map(|(c, ((t, h), arr))| {
+            let base = (c * chunk) as u64;
+            let (mut end, mut longest) = (0u64, 0u64);
+            for b in (0..t.len()).step_by(block) {
+                for x in b..b + m {
+                    let y = x + m;
+                    let (i, j) = (base + x as u64, base + y as u64);
+                    let got = [(x, i, arr[y], link(j, i).recv), (y, j, arr[x], link(i, j).recv)];
+                    for (z, id, from, recv) in got {
+                        let q = &mut h[z];
+                        let exit = env.stretch(id, q, t[z].max(from), recv);
+                        let (at, to) = match step {
+                            Then::Send(next) => (exit, id ^ next),
+                            Then::Leave => {
+                                t[z] = exit;
+                                continue;
+                            }
+                            Then::Compute(work) => {
+                                let done = env.stretch(id, q, exit, work);
+                                end = end.max(exit);
+                                longest = longest.max(done - exit);
+                                (done, id ^ 1)
+                            }
+                        };
+                        let l = link(id, to);
+                        t[z] = env.stretch(id, q, at, l.send);
+                        arr[z] = t[z] + l.wire;
+                    }
+                }
+            }
+            (end, longest)
+        });
+    max_pair(pairs)
 }
 
 #[cfg(test)]

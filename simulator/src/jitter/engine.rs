@@ -128,6 +128,8 @@ pub(crate) struct Tasks<'a> {
     pub cursors: &'a mut [Quiet],
     /// Message arrival times, cycles (scratch).
     pub arr: &'a mut [u64],
+    /// Whether the tasks have sent the first messages of the coming allreduce.
+    pub sent: bool,
     pub env: Env<'a>,
 }
 
@@ -304,16 +306,18 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
         let whole = tracks.iter().zip(&segments).all(|(t, &s)| s == t.period());
         let mut order = links.filter(|_| whole && cfg.phases > 1).map(|l| TreeOrder::new(tracks, offsets, l, cfg.arity as u64));
         let mut last_end = 0u64;
+        let mut sent = false;
         let mut compute_max = compute(&mut t, &mut cursors);
         for p in 0..cfg.phases {
             // The collective may start the next phase's compute of each task
             // as soon as that task leaves it.
             let next_work = (p + 1 < cfg.phases).then_some(work);
-            let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, env };
+            let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, sent, env };
             let exit = match order.as_mut() {
                 Some(o) => o.run(tracks, &mut ts, next_work),
                 None => collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, next_work),
             };
+            sent = ts.sent;
             phases.push(PhaseStat { consumed_cycles: exit.end - last_end, compute_max_cycles: compute_max });
             last_end = exit.end;
             compute_max = match exit.next_compute_max {

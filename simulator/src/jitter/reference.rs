@@ -278,7 +278,7 @@ fn run_in_passes(tracks: &[Track], cfg: &Config, offsets: &[u64]) -> Vec<PhaseSt
             *ti = env.stretch(i as u64, &mut Quiet::default(), s, work);
             compute_max = compute_max.max(*ti - s);
         }
-        let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, env };
+        let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, sent: false, env };
         let exit = collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, None);
         out.push(PhaseStat { consumed_cycles: exit.end - last, compute_max_cycles: compute_max });
         last = exit.end;
@@ -294,7 +294,7 @@ fn run_in_passes(tracks: &[Track], cfg: &Config, offsets: &[u64]) -> Vec<PhaseSt
 fn engine_equals_separate_passes_on_random_traces() {
     let collectives =
         [Collective::Barrier, Collective::ReduceBcast, Collective::Allreduce, Collective::Bcast, Collective::Gather, Collective::None];
-    for case in 0..300u64 {
+    for case in 0..600u64 {
         let seed = splitmix(0x9a55, case);
         let r = |i: u64| splitmix(seed ^ 0x77, i);
         let tracks: Vec<Track> = (0..1 + r(0) % 3).map(|j| Track::new("r", &random_trace(splitmix(seed, j)), HZ, None).unwrap()).collect();
@@ -302,7 +302,8 @@ fn engine_equals_separate_passes_on_random_traces() {
         if tracks.iter().any(|t| segment(t, coverage) <= t.longest_jitter_run()) {
             continue;
         }
-        let n = 1 + r(3) % 300;
+        // Powers of two often: recursive doubling without fold-in tasks.
+        let n = if r(12) % 2 == 0 { 1 << (r(3) % 9) } else { 1 + r(3) % 300 };
         let offsets: Vec<u64> = (0..n).map(|i| r(100 + i) % tracks[(i % tracks.len() as u64) as usize].period()).collect();
         let cfg = Config {
             tasks: n,
