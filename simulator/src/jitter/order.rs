@@ -8,10 +8,13 @@
 //! period`, so tasks sorted once by `(offset_i + a_i) mod period` stay
 //! sorted, rotated by `R`, in every phase. One pass in that order over each
 //! trace finds the tasks that leave on time and stretches their next
-//! compute with event pointers that only move forward; the pass down the
-//! tree in task order then takes those results, and stretches block by
-//! block the tasks that meet jitter on the way down and their subtrees.
-//! The results are those of [`collective::down`] followed by the compute.
+//! compute with event pointers that only move forward. The pass down the
+//! tree in task order then takes those results for every task whose
+//! parent's message arrives at `R + a_i`, and stretches the others block by
+//! block (a task that meets jitter on the way down, and mostly its
+//! subtree); a leaf then sends its message of the next barrier up, which
+//! depends on nothing else. The results are those of [`collective::up`]
+//! and [`collective::down`] followed by the compute, to the cycle.
 
 use super::collective::{self, Exit, FixedLinks, MIN_LEN};
 use super::engine::Tasks;
@@ -20,6 +23,12 @@ use super::track::{After, Quiet, Track};
 
 /// Tasks per chunk of a pass in trace order.
 const CHUNK: usize = 4096;
+/// The pass in trace order is kept while at least 1/`WORTH` of the tasks
+/// leave on time (with more jitter nearly every task is below one that met
+/// some, and the pass only adds work); otherwise it is tried again after
+/// `RETRY` phases.
+const WORTH: u64 = 4;
+const RETRY: u32 = 32;
 
 /// A barrier or reduce-bcast tree with its tasks in trace order.
 pub(crate) struct TreeOrder {
@@ -42,6 +51,8 @@ pub(crate) struct TreeOrder {
     /// Whether the leaves have sent their message up for the current phase
     /// (they do so right after their compute in [`TreeOrder::down`]).
     leaves_sent: bool,
+    /// Phases to go down the tree task by task before trying the trace order again.
+    skip: u32,
 }
 
 /// The tasks of one track, sorted by `(offset + a) mod period`.
@@ -86,7 +97,18 @@ impl TreeOrder {
             groups.push(Group { keys, chain, base });
             base += v.len();
         }
-        TreeOrder { k, links, a, d, groups, slot, out: vec![After::default(); n], by_task: vec![After::default(); n], leaves_sent: false }
+        TreeOrder {
+            k,
+            links,
+            a,
+            d,
+            groups,
+            slot,
+            out: vec![After::default(); n],
+            by_task: vec![After::default(); n],
+            leaves_sent: false,
+            skip: 0,
+        }
     }
 
     /// One barrier over `ts` (see [`collective::run`]): up the tree, then
@@ -97,15 +119,19 @@ impl TreeOrder {
         let done = if self.leaves_sent { collective::first_leaf(ts.n(), self.k) } else { ts.n() };
         collective::up(ts, self.k, |x, y| links.get(x, y), done);
         self.leaves_sent = false;
-        let Some(work) = next_work else {
-            let (end, _) = collective::down(ts, self.k, |x, y| links.get(x, y), None);
-            return Exit { end, next_compute_max: None };
+        let Some(work) = next_work.filter(|_| self.skip == 0) else {
+            self.skip = self.skip.saturating_sub(1);
+            let (end, longest) = collective::down(ts, self.k, |x, y| links.get(x, y), next_work);
+            return Exit { end, next_compute_max: next_work.map(|_| longest) };
         };
         let release = ts.t[0];
         self.in_trace_order(tracks, release, work);
         let out = &self.out;
         self.by_task.par_iter_mut().zip(self.slot.par_iter()).with_min_len(MIN_LEN).for_each(|(b, &s)| *b = out[s as usize]);
-        let (end, longest) = self.down(ts, release, work);
+        let (end, longest, on_time) = self.down(ts, release, work);
+        if on_time * WORTH < ts.n() {
+            self.skip = RETRY;
+        }
         self.leaves_sent = true;
         Exit { end, next_compute_max: Some(longest) }
     }
@@ -139,10 +165,11 @@ impl TreeOrder {
     /// the parent left on time) and whose chain met no event. A leaf then
     /// sends its message of the next barrier up the tree (its part of
     /// [`collective::up`], which depends on nothing else). Returns the
-    /// latest exit and the longest compute, cycles.
-    fn down(&self, ts: &mut Tasks<'_>, release: u64, work: u64) -> (u64, u64) {
+    /// latest exit and the longest compute, cycles, and the number of tasks
+    /// that took the results of the pass in trace order.
+    fn down(&self, ts: &mut Tasks<'_>, release: u64, work: u64) -> (u64, u64, u64) {
         let (n, k, links) = (ts.n(), self.k, self.links);
-        let (mut end, mut longest) = (0u64, 0u64);
+        let (mut end, mut longest, mut on_time) = (0u64, 0u64, 0u64);
         for w in collective::levels(n, k).windows(2) {
             let (lo, hi) = (w[0] as usize, w[1] as usize);
             let (head, tail) = ts.arr.split_at_mut(hi);
@@ -155,14 +182,14 @@ impl TreeOrder {
             // and its children's slots `kids`; `s` from the pass in trace order.
             let task = |i: u64, t: &mut u64, h: &mut Quiet, arr: &mut u64, kids: &mut [u64], s: After| {
                 let iu = i as usize;
-                let (exit, c) = if (i == 0 || *arr == release + a[iu]) && !s.met() {
+                let (exit, c, on_time) = if (i == 0 || *arr == release + a[iu]) && !s.met() {
                     let first = (k * i + 1) as usize;
                     for (m, slot) in kids.iter_mut().enumerate() {
                         *slot = release + a[first + m];
                     }
                     let exit = release + d[iu];
                     *h = Quiet::ahead(exit + s.dur, s.ahead, s.k);
-                    (exit, exit + s.dur)
+                    (exit, exit + s.dur, 1)
                 } else {
                     let mut x = *t;
                     if i > 0 {
@@ -173,7 +200,7 @@ impl TreeOrder {
                         x = env.stretch(i, h, x, l.send);
                         *slot = x + l.wire;
                     }
-                    (x, env.stretch(i, h, x, work))
+                    (x, env.stretch(i, h, x, work), 0)
                 };
                 *t = c;
                 if kids.is_empty() && i > 0 {
@@ -181,7 +208,7 @@ impl TreeOrder {
                     *t = env.stretch(i, h, c, l.send);
                     *arr = *t + l.wire;
                 }
-                (exit, c - exit)
+                (exit, c - exit, on_time)
             };
             let inner = ts.t[lo..lo + with_children]
                 .par_iter_mut()
@@ -192,7 +219,7 @@ impl TreeOrder {
                 .enumerate()
                 .with_min_len(MIN_LEN / k as usize)
                 .map(|(j, ((((t, h), arr), kids), &s))| task((lo + j) as u64, t, h, arr, kids, s));
-            let inner = max_pair(inner);
+            let inner = max_max_sum(inner);
             let leaves = ts.t[lo + with_children..hi]
                 .par_iter_mut()
                 .zip(ts.cursors[lo + with_children..hi].par_iter_mut())
@@ -201,11 +228,12 @@ impl TreeOrder {
                 .enumerate()
                 .with_min_len(MIN_LEN)
                 .map(|(j, (((t, h), arr), &s))| task((lo + with_children + j) as u64, t, h, arr, &mut [], s));
-            let leaves = max_pair(leaves);
+            let leaves = max_max_sum(leaves);
             end = end.max(inner.0).max(leaves.0);
             longest = longest.max(inner.1).max(leaves.1);
+            on_time += inner.2 + leaves.2;
         }
-        (end, longest)
+        (end, longest, on_time)
     }
 }
 
