@@ -93,13 +93,19 @@ pub struct FixedLinks {
     pub inter: LinkCost,
     /// Tasks per node.
     pub cores_per_node: u64,
+    /// log₂ of `cores_per_node` when it is a power of two (node ids by shift, not division).
+    shift: Option<u32>,
 }
 
 impl FixedLinks {
     /// Cost of a message from task `a` to task `b`.
     #[inline]
     pub fn get(&self, a: u64, b: u64) -> LinkCost {
-        if a / self.cores_per_node == b / self.cores_per_node {
+        let same = match self.shift {
+            Some(s) => a >> s == b >> s,
+            None => a / self.cores_per_node == b / self.cores_per_node,
+        };
+        if same {
             self.intra
         } else {
             self.inter
@@ -111,12 +117,13 @@ impl Net {
     /// Costs of `bytes`-byte messages, precomputed for the hot loops.
     pub fn fixed(&self, bytes: u64) -> FixedLinks {
         let cpn = self.cores_per_node;
-        FixedLinks { intra: self.link(0, 0, bytes), inter: self.link(0, cpn, bytes), cores_per_node: cpn }
+        let shift = cpn.is_power_of_two().then(|| cpn.ilog2());
+        FixedLinks { intra: self.link(0, 0, bytes), inter: self.link(0, cpn, bytes), cores_per_node: cpn, shift }
     }
 }
 
 /// First task id of each level of a complete `k`-ary tree over `n` tasks, plus `n`.
-fn levels(n: u64, k: u64) -> Vec<u64> {
+pub(crate) fn levels(n: u64, k: u64) -> Vec<u64> {
     let mut v = vec![0];
     let (mut start, mut width) = (0u64, 1u64);
     while start < n {
@@ -138,38 +145,78 @@ fn subtree(i: u64, n: u64, k: u64) -> u64 {
     count
 }
 
+/// What [`run`] leaves behind.
+pub(crate) struct Exit {
+    /// Latest exit from the collective over tasks, cycles.
+    pub end: u64,
+    /// When `run` also did the next phase's compute: the longest compute part over tasks, cycles.
+    pub next_compute_max: Option<u64>,
+}
+
 /// Runs `c` once: `ts.t[i]` enters as task `i`'s arrival, leaves as its exit, cycles.
 /// `bytes` is the payload of each message (gather: per subtree member).
-pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, bytes: u64) {
+/// With `next_work` (cycles), a collective that ends with a pass down the
+/// tree (barrier, reduce-bcast, bcast) also starts the next phase's compute
+/// of every task at its exit in that pass, and `ts.t[i]` leaves as the end
+/// of that compute; the others leave it to the caller.
+pub(crate) fn run(c: Collective, ts: &mut Tasks<'_>, net: &Net, arity: u64, bytes: u64, next_work: Option<u64>) -> Exit {
     let zero = net.fixed(0);
     let fixed = net.fixed(bytes);
-    match c {
-        Collective::None => {}
+    let n = ts.n();
+    let (end, next) = match c {
         Collective::Barrier => {
-            up(ts, arity, |a, b| zero.get(a, b));
-            down(ts, arity, |a, b| zero.get(a, b));
+            up(ts, arity, |a, b| zero.get(a, b), n);
+            down(ts, arity, |a, b| zero.get(a, b), next_work)
         }
         Collective::ReduceBcast => {
-            up(ts, arity, |a, b| fixed.get(a, b));
-            down(ts, arity, |a, b| fixed.get(a, b));
+            up(ts, arity, |a, b| fixed.get(a, b), n);
+            down(ts, arity, |a, b| fixed.get(a, b), next_work)
         }
-        Collective::Bcast => down(ts, arity, |a, b| fixed.get(a, b)),
-        Collective::Gather => {
-            let n = ts.n();
-            up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)));
+        Collective::Bcast => down(ts, arity, |a, b| fixed.get(a, b), next_work),
+        Collective::None | Collective::Gather | Collective::Allreduce => {
+            match c {
+                Collective::Gather => {
+                    up(ts, arity, |a, b| net.link(a, b, bytes * subtree(a, n, arity)), n);
+                }
+                Collective::Allreduce => {
+                    if let Some((end, longest)) = allreduce(ts, |a, b| fixed.get(a, b), next_work) {
+                        return Exit { end, next_compute_max: Some(longest) };
+                    }
+                }
+                _ => {}
+            }
+            let end = ts.t.par_iter().with_min_len(MIN_LEN).copied().max().unwrap_or(0);
+            return Exit { end, next_compute_max: None };
         }
-        Collective::Allreduce => allreduce(ts, |a, b| fixed.get(a, b)),
+    };
+    Exit { end, next_compute_max: next_work.map(|_| next) }
+}
+
+pub(crate) const MIN_LEN: usize = 2048;
+
+/// Parent of task `i` (> 0) in a `k`-ary tree.
+#[inline]
+pub(crate) fn parent(i: u64, k: u64) -> u64 {
+    if k.is_power_of_two() {
+        (i - 1) >> k.trailing_zeros()
+    } else {
+        (i - 1) / k
     }
 }
 
-const MIN_LEN: usize = 2048;
+/// First leaf (task without children) of a `k`-ary tree over `n` tasks.
+pub(crate) fn first_leaf(n: u64, k: u64) -> u64 {
+    (n + k - 2) / k
+}
 
-/// Pre-barrier / reduce: each task receives from its children in order, then sends to its parent.
-fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+/// Pre-barrier / reduce: each task receives from its children in order,
+/// then sends to its parent. Tasks from `done` on have already sent
+/// (their `ts.t` and `ts.arr` hold the result); pass `ts.n()` for none.
+pub(crate) fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync, done: u64) {
     let n = ts.n();
     let lv = levels(n, k);
     for w in lv.windows(2).rev() {
-        let (a, b) = (w[0] as usize, w[1] as usize);
+        let (a, b) = (w[0] as usize, w[1].min(done.max(w[0])) as usize);
         let (head, tail) = ts.arr.split_at_mut(b);
         let tail: &[u64] = tail;
         let env = ts.env;
@@ -187,7 +234,7 @@ fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
                     x = env.stretch(i, h, x.max(tail[(c as usize) - b]), l.recv);
                 }
                 if i > 0 {
-                    let l = link(i, (i - 1) / k);
+                    let l = link(i, parent(i, k));
                     x = env.stretch(i, h, x, l.send);
                     *arr = x + l.wire;
                 }
@@ -196,31 +243,45 @@ fn up(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
     }
 }
 
-/// Post-barrier / bcast: each task receives from its parent, then sends to its children in order.
-fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+/// Post-barrier / bcast: each task receives from its parent, then sends to
+/// its children in order; with `then` (cycles) it next computes that much
+/// from its exit. Returns the latest exit and the longest compute part, cycles.
+pub(crate) fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync, then: Option<u64>) -> (u64, u64) {
     let n = ts.n();
     let lv = levels(n, k);
+    let (mut end, mut longest) = (0u64, 0u64);
     for w in lv.windows(2) {
         let (a, b) = (w[0] as usize, w[1] as usize);
         let (head, tail) = ts.arr.split_at_mut(b);
         let head: &[u64] = head;
         let env = ts.env;
+        // Task `i` leaves at `x`: its compute, if any, starts there.
+        let leave = |i: u64, x: u64, h: &mut Quiet, t: &mut u64| match then {
+            Some(work) => {
+                *t = env.stretch(i, h, x, work);
+                (x, *t - x)
+            }
+            None => {
+                *t = x;
+                (x, 0)
+            }
+        };
         let nchild = tail.len().min((b - a) * k as usize);
         let with_children = nchild.div_ceil(k as usize);
         let recv = |i: u64, x: u64, h: &mut Quiet| {
             if i == 0 {
                 return x;
             }
-            let l = link((i - 1) / k, i);
+            let l = link(parent(i, k), i);
             env.stretch(i, h, x.max(head[i as usize]), l.recv)
         };
-        ts.t[a..a + with_children]
+        let inner = ts.t[a..a + with_children]
             .par_iter_mut()
             .zip(ts.cursors[a..a + with_children].par_iter_mut())
             .zip(tail[..nchild].par_chunks_mut(k as usize))
             .enumerate()
             .with_min_len(MIN_LEN / k as usize)
-            .for_each(|(j, ((t, h), kids))| {
+            .map(|(j, ((t, h), kids))| {
                 let i = (a + j) as u64;
                 let mut x = recv(i, *t, h);
                 for (m, slot) in kids.iter_mut().enumerate() {
@@ -228,20 +289,47 @@ fn down(ts: &mut Tasks<'_>, k: u64, link: impl Fn(u64, u64) -> LinkCost + Sync) 
                     x = env.stretch(i, h, x, l.send);
                     *slot = x + l.wire;
                 }
-                *t = x;
+                leave(i, x, h, t)
             });
-        ts.t[a + with_children..b]
+        let inner = max_pair(inner);
+        let leaves = ts.t[a + with_children..b]
             .par_iter_mut()
             .zip(ts.cursors[a + with_children..b].par_iter_mut())
             .enumerate()
             .with_min_len(MIN_LEN)
-            .for_each(|(j, (t, h))| *t = recv((a + with_children + j) as u64, *t, h));
+            .map(|(j, (t, h))| {
+                let i = (a + with_children + j) as u64;
+                let x = recv(i, *t, h);
+                leave(i, x, h, t)
+            });
+        let leaves = max_pair(leaves);
+        end = end.max(inner.0).max(leaves.0);
+        longest = longest.max(inner.1).max(leaves.1);
     }
+    (end, longest)
+}
+
+/// What a task does after its receive in a round of [`allreduce`].
+#[derive(Clone, Copy)]
+enum Then {
+    /// Send its message of the round with this mask.
+    Send(u64),
+    /// Leave the allreduce.
+    Leave,
+    /// Leave, compute this many cycles and send its first message of the next allreduce.
+    Compute(u64),
 }
 
 /// Allreduce by recursive doubling; the `n − p2` tasks above the largest
-/// power of two `p2` first fold into tasks `0..n − p2` and get the result back at the end.
-fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
+/// power of two `p2` first fold into tasks `0..n − p2` and get the result
+/// back at the end. In the round of mask `m` tasks `i` and `i ^ m` send to
+/// each other, then receive; one pass over the pairs does a round's
+/// receives and the next round's sends. If `ts.sent`, the first round's
+/// sends are done. With `then` (cycles) and `n` a power of two, each task
+/// computes `then` from its exit and sends its first message of the next
+/// allreduce, `ts.sent` is set and the latest exit and the longest compute
+/// (cycles) are returned.
+fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync, then: Option<u64>) -> Option<(u64, u64)> {
     let n = ts.n();
     let p2 = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
     let extra = (n - p2) as usize;
@@ -277,16 +365,77 @@ fn allreduce(ts: &mut Tasks<'_>, link: impl Fn(u64, u64) -> LinkCost + Sync) {
         send_pass(ts, p2u..n as usize, &|i| i - p2);
         recv_pass(ts, 0..extra, &|i| i + p2);
     }
+    if p2 > 1 && !ts.sent {
+        send_pass(ts, 0..p2u, &|i| i ^ 1);
+    }
+    ts.sent = false;
+    let mut out = None;
     let mut mask = 1u64;
     while mask < p2 {
-        send_pass(ts, 0..p2u, &|i| i ^ mask);
-        recv_pass(ts, 0..p2u, &|i| i ^ mask);
+        let step = match then {
+            _ if mask << 1 < p2 => Then::Send(mask << 1),
+            Some(work) if extra == 0 => Then::Compute(work),
+            _ => Then::Leave,
+        };
+        let (end, longest) = round(ts, p2u, mask, step, &link);
+        if let Then::Compute(_) = step {
+            ts.sent = true;
+            out = Some((end, longest));
+        }
         mask <<= 1;
     }
     if extra > 0 {
         send_pass(ts, 0..extra, &|i| i + p2);
         recv_pass(ts, p2u..n as usize, &|i| i - p2);
     }
+    out
+}
+
+/// One round of [`allreduce`] over tasks `0..p2`: each pair `(i, i + mask)`
+/// receives from each other, then does `step`. Returns the latest exit and
+/// the longest compute, cycles (0 unless `step` is [`Then::Compute`]).
+fn round(ts: &mut Tasks<'_>, p2: usize, mask: u64, step: Then, link: &(impl Fn(u64, u64) -> LinkCost + Sync)) -> (u64, u64) {
+    let env = ts.env;
+    let (m, block) = (mask as usize, 2 * mask as usize);
+    let chunk = block.max(MIN_LEN);
+    let pairs = ts.t[..p2]
+        .par_chunks_mut(chunk)
+        .zip(ts.cursors[..p2].par_chunks_mut(chunk))
+        .zip(ts.arr[..p2].par_chunks_mut(chunk))
+        .enumerate()
+        .map(|(c, ((t, h), arr))| {
+            let base = (c * chunk) as u64;
+            let (mut end, mut longest) = (0u64, 0u64);
+            for b in (0..t.len()).step_by(block) {
+                for x in b..b + m {
+                    let y = x + m;
+                    let (i, j) = (base + x as u64, base + y as u64);
+                    let got = [(x, i, arr[y], link(j, i).recv), (y, j, arr[x], link(i, j).recv)];
+                    for (z, id, from, recv) in got {
+                        let q = &mut h[z];
+                        let exit = env.stretch(id, q, t[z].max(from), recv);
+                        let (at, to) = match step {
+                            Then::Send(next) => (exit, id ^ next),
+                            Then::Leave => {
+                                t[z] = exit;
+                                continue;
+                            }
+                            Then::Compute(work) => {
+                                let done = env.stretch(id, q, exit, work);
+                                end = end.max(exit);
+                                longest = longest.max(done - exit);
+                                (done, id ^ 1)
+                            }
+                        };
+                        let l = link(id, to);
+                        t[z] = env.stretch(id, q, at, l.send);
+                        arr[z] = t[z] + l.wire;
+                    }
+                }
+            }
+            (end, longest)
+        });
+    max_pair(pairs)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::par::*;
 
 use super::collective::{self, Collective, Net};
+use super::order::TreeOrder;
 use super::track::{Cur, Quiet, Track};
 use super::JitterError;
 
@@ -100,14 +101,21 @@ pub(crate) struct Env<'a> {
     segments: &'a [u64],
 }
 
-impl Env<'_> {
+impl<'a> Env<'a> {
+    /// Tasks reading `tracks` round-robin from `offsets`, over `segments` cycles of each track.
+    #[cfg(test)]
+    pub(crate) fn new(tracks: &'a [Track], offsets: &'a [u64], segments: &'a [u64]) -> Self {
+        Env { tracks, offsets, segments }
+    }
+
     /// Task `i`, with cursor `q`, starts `work` cycles at its time `t`; returns its finish time.
     #[inline]
     pub(crate) fn stretch(&self, i: u64, q: &mut Quiet, t: u64, work: u64) -> u64 {
         if t >= q.from() && t <= q.until() && work <= q.until() - t {
             return t + work;
         }
-        let k = if self.tracks.len() == 1 { 0 } else { (i % self.tracks.len() as u64) as usize };
+        let nt = self.tracks.len() as u64;
+        let k = if nt.is_power_of_two() { i & (nt - 1) } else { i % nt } as usize;
         self.tracks[k].stretch_quiet(q, self.offsets[i as usize], self.segments[k], t, work)
     }
 }
@@ -120,6 +128,8 @@ pub(crate) struct Tasks<'a> {
     pub cursors: &'a mut [Quiet],
     /// Message arrival times, cycles (scratch).
     pub arr: &'a mut [u64],
+    /// Whether the tasks have sent the first messages of the coming allreduce.
+    pub sent: bool,
     pub env: Env<'a>,
 }
 
@@ -200,7 +210,7 @@ pub fn validate(tracks: &[Track], hz: f64, cfg: &Config) -> Result<(), JitterErr
     Ok(())
 }
 
-fn segment(t: &Track, coverage_pct: f64) -> u64 {
+pub(crate) fn segment(t: &Track, coverage_pct: f64) -> u64 {
     ((t.period() as f64 * coverage_pct / 100.0).round() as u64).clamp(1, t.period())
 }
 
@@ -274,10 +284,8 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
         let mut cursors = vec![Quiet::default(); n];
         let mut t = vec![0u64; n];
         let mut arr = vec![0u64; n];
-        let mut last_end = 0u64;
-        for _ in 0..cfg.phases {
-            let compute_max = t
-                .par_iter_mut()
+        let compute = |t: &mut [u64], cursors: &mut [Quiet]| {
+            t.par_iter_mut()
                 .zip(cursors.par_iter_mut())
                 .enumerate()
                 .with_min_len(MIN_LEN)
@@ -287,12 +295,36 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
                     *t - s
                 })
                 .max()
-                .unwrap_or(0);
-            let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, env };
-            collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes);
-            let end = t.par_iter().with_min_len(MIN_LEN).copied().max().unwrap_or(0);
-            phases.push(PhaseStat { consumed_cycles: end - last_end, compute_max_cycles: compute_max });
-            last_end = end;
+                .unwrap_or(0)
+        };
+        // A barrier over tasks that read whole traces goes down its tree in trace order.
+        let links = match cfg.collective {
+            Collective::Barrier => Some(cfg.net.fixed(0)),
+            Collective::ReduceBcast => Some(cfg.net.fixed(cfg.bytes)),
+            _ => None,
+        };
+        let whole = tracks.iter().zip(&segments).all(|(t, &s)| s == t.period());
+        let mut order = links.filter(|_| whole && cfg.phases > 1).map(|l| TreeOrder::new(tracks, offsets, l, cfg.arity as u64));
+        let mut last_end = 0u64;
+        let mut sent = false;
+        let mut compute_max = compute(&mut t, &mut cursors);
+        for p in 0..cfg.phases {
+            // The collective may start the next phase's compute of each task
+            // as soon as that task leaves it.
+            let next_work = (p + 1 < cfg.phases).then_some(work);
+            let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, sent, env };
+            let exit = match order.as_mut() {
+                Some(o) => o.run(tracks, &mut ts, next_work),
+                None => collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, next_work),
+            };
+            sent = ts.sent;
+            phases.push(PhaseStat { consumed_cycles: exit.end - last_end, compute_max_cycles: compute_max });
+            last_end = exit.end;
+            compute_max = match exit.next_compute_max {
+                Some(m) => m,
+                None if next_work.is_some() => compute(&mut t, &mut cursors),
+                None => 0,
+            };
         }
     }
     RunResult { work_cycles: work, hz, phases, elapsed_s: started.elapsed().as_secs_f64() }

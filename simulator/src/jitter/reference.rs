@@ -5,12 +5,12 @@
 
 use std::time::Instant;
 
-use super::collective::{latency_model, Collective, Net};
-use super::engine::{run, splitmix, Config, Mode};
+use super::collective::{self, latency_model, Collective, Net};
+use super::engine::{run, segment, splitmix, Config, Env, Mode, PhaseStat, Tasks};
 use super::track::{Quiet, TraceCursor, Track};
 use crate::jitter_trace::{JitterHeader, JitterRecord, JitterTrace};
 
-const HZ: f64 = 1e9;
+pub(crate) const HZ: f64 = 1e9;
 
 /// Finish time of `work` compute cycles started at task time `t` by a task
 /// reading `[offset, offset + segment)` of `trace` cyclically (cycles of the
@@ -80,7 +80,7 @@ fn header(window: Option<u64>) -> JitterHeader {
 
 /// A small random trace: up to 25 events of 1–40 cycles, gaps of 0–80
 /// cycles (a quarter of them 0, so events come back to back), a lead of 0–50.
-fn random_trace(seed: u64) -> JitterTrace {
+pub(crate) fn random_trace(seed: u64) -> JitterTrace {
     let r = |i: u64| splitmix(seed, i);
     let n = r(0) % 26;
     let records: Vec<JitterRecord> = (0..n)
@@ -258,5 +258,73 @@ fn results_do_not_depend_on_the_thread_count() {
             assert_eq!(sim(2), one, "{collective:?} {mode:?}");
             assert_eq!(sim(3), one, "{collective:?} {mode:?}");
         }
+    }
+}
+
+/// The engine as separate passes, phase by phase: every task's compute
+/// (each block from a fresh cursor), then the collective level by level,
+/// with nothing fused, reordered or skipped.
+fn run_in_passes(tracks: &[Track], cfg: &Config, offsets: &[u64]) -> Vec<PhaseStat> {
+    let n = cfg.tasks as usize;
+    let work = (cfg.work_s * HZ).round() as u64;
+    let segments: Vec<u64> = tracks.iter().map(|t| segment(t, cfg.coverage_pct)).collect();
+    let env = Env::new(tracks, offsets, &segments);
+    let (mut t, mut cursors, mut arr) = (vec![0u64; n], vec![Quiet::default(); n], vec![0u64; n]);
+    let (mut last, mut out) = (0, Vec::new());
+    for _ in 0..cfg.phases {
+        let mut compute_max = 0;
+        for (i, ti) in t.iter_mut().enumerate() {
+            let s = *ti;
+            *ti = env.stretch(i as u64, &mut Quiet::default(), s, work);
+            compute_max = compute_max.max(*ti - s);
+        }
+        let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, sent: false, env };
+        let exit = collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, None);
+        out.push(PhaseStat { consumed_cycles: exit.end - last, compute_max_cycles: compute_max });
+        last = exit.end;
+        if cfg.collective == Collective::None {
+            // Without a collective all tasks start the next phase together (jitSim Fig. 3).
+            t.fill(last);
+        }
+    }
+    out
+}
+
+#[test]
+fn engine_equals_separate_passes_on_random_traces() {
+    let collectives =
+        [Collective::Barrier, Collective::ReduceBcast, Collective::Allreduce, Collective::Bcast, Collective::Gather, Collective::None];
+    for case in 0..600u64 {
+        let seed = splitmix(0x9a55, case);
+        let r = |i: u64| splitmix(seed ^ 0x77, i);
+        let tracks: Vec<Track> = (0..1 + r(0) % 3).map(|j| Track::new("r", &random_trace(splitmix(seed, j)), HZ, None).unwrap()).collect();
+        let coverage = if r(1) % 3 == 0 { 100.0 } else { 55.0 + (r(2) % 45) as f64 };
+        if tracks.iter().any(|t| segment(t, coverage) <= t.longest_jitter_run()) {
+            continue;
+        }
+        // Powers of two often: recursive doubling without fold-in tasks.
+        let n = if r(12) % 2 == 0 { 1 << (r(3) % 9) } else { 1 + r(3) % 300 };
+        let offsets: Vec<u64> = (0..n).map(|i| r(100 + i) % tracks[(i % tracks.len() as u64) as usize].period()).collect();
+        let cfg = Config {
+            tasks: n,
+            phases: 1 + (r(4) % 6) as u32,
+            work_s: (1 + r(5) % 300) as f64 / HZ,
+            mode: Mode::Unsync,
+            coverage_pct: coverage,
+            collective: collectives[(r(6) % collectives.len() as u64) as usize],
+            arity: 2 + (r(7) % 3) as u32,
+            bytes: r(8) % 2 * 8,
+            // Free messages half the time: a barrier's way down then meets no
+            // event and its pass in trace order is kept from phase to phase.
+            net: Net {
+                intra: latency_model((r(9) % 20 * (r(13) % 2)) as f64 / HZ),
+                inter: latency_model((r(10) % 60 * (r(13) % 2)) as f64 / HZ),
+                cores_per_node: 1 + r(11) % 4,
+                hz: HZ,
+            },
+            seed: 0,
+        };
+        let got = run(&tracks, HZ, &cfg, &offsets, Instant::now()).phases;
+        assert_eq!(got, run_in_passes(&tracks, &cfg, &offsets), "case {case}: {cfg:?}");
     }
 }

@@ -263,13 +263,14 @@ impl Track {
 
     /// [`stretch`](Self::stretch) with a [`Quiet`] cursor: a block that
     /// fits in the cursor's quiet span takes exactly its work (two compares);
-    /// any other is stretched through the bucket index and the prefix sums,
-    /// O(1) expected plus O(log events met), and leaves the cursor on the
+    /// any other is stretched through the prefix sums from the cursor's
+    /// event index (a few events away) or the bucket index (farther), O(1)
+    /// expected plus O(log events met), and leaves the cursor on the
     /// quiet span around its end. Same result as `stretch` for any `t`, in
     /// any call order.
     #[inline]
     pub fn stretch_quiet(&self, q: &mut Quiet, offset: u64, segment: u64, t: u64, work: u64) -> u64 {
-        if t >= q.from && t <= q.until && work <= q.until - t {
+        if t >= q.from && t <= q.until() && work <= q.until() - t {
             return t + work;
         }
         self.stretch_quiet_slow(q, offset, segment, t, work)
@@ -277,7 +278,7 @@ impl Track {
 
     #[inline(never)]
     fn stretch_quiet_slow(&self, q: &mut Quiet, offset: u64, segment: u64, t: u64, work: u64) -> u64 {
-        let mut c = Cur { k: usize::MAX, k2: 0 };
+        let mut c = Cur { k: q.k as usize, k2: 0 };
         let end = self.stretch_cur(&mut c, offset, segment, t, work);
         *q = self.quiet_at(c.k2, offset, segment, end);
         end
@@ -292,11 +293,13 @@ impl Track {
         // End of the last event starting before `pos`.
         let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
         if gap_start > pos {
-            return Quiet { from: t, until: t };
+            return Quiet { from: t, len: 0, k: k as u32 };
         }
-        let back = (pos - gap_start).min(into_seg);
-        let ahead = (self.ev[k].start - pos).min(to_seg_end).min(self.period - pos);
-        Quiet { from: t - back, until: t + ahead }
+        // Each side at most 2^31 cycles, so the span's length fits its field.
+        let half = (u32::MAX / 2) as u64;
+        let back = (pos - gap_start).min(into_seg).min(half);
+        let ahead = (self.ev[k].start - pos).min(to_seg_end).min(self.period - pos).min(half);
+        Quiet { from: t - back, len: (back + ahead) as u32, k: k as u32 }
     }
 }
 
@@ -390,6 +393,67 @@ impl Track {
     }
 }
 
+impl Track {
+    /// For tasks at trace positions `pos(j)` (cycles, each < period,
+    /// ascending over `j` in `0..out.len()`), each doing a chain of short
+    /// blocks of `chain[j]` cycles in all and then `work` (≥ 1) compute
+    /// cycles, reading the whole trace: `out[j]` is the compute's duration
+    /// and the quiet cycles after its end when the chain meets no event and
+    /// the compute does not reach the trace's end, else [`After::MET`].
+    /// Event pointers move forward only (a bucket lookup for the first
+    /// task): O(tasks + events).
+    pub(crate) fn chain_then_compute(&self, pos: impl Fn(usize) -> u64, chain: &[u64], work: u64, out: &mut [After]) {
+        let Some(first) = out.first().map(|_| pos(0)) else {
+            return;
+        };
+        let (mut k, mut k2) = (self.bucket_seek(first), 0usize);
+        for (j, o) in out.iter_mut().enumerate() {
+            let x = pos(j);
+            k = self.gallop(k, |e| e.start < x);
+            let w = chain[j];
+            if w > 0 {
+                let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
+                if x < gap_start || x + w > self.ev[k].start {
+                    *o = After::MET;
+                    continue;
+                }
+            }
+            let at = x + w;
+            let target = self.compute_before(k, at) + work;
+            let from = if k2 > k && self.ev[k2 - 1].cb < target { k2 } else { k.saturating_sub(1) };
+            k2 = self.gallop(from, |e| e.cb < target);
+            let end = target + self.jb(k2);
+            *o = if end > self.period {
+                After::MET
+            } else {
+                After { dur: end - at, ahead: (self.ev[k2].start - end).min(u32::MAX as u64) as u32, k: k2 as u32 }
+            };
+        }
+    }
+}
+
+/// One task's outcome in [`Track::chain_then_compute`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct After {
+    /// Compute duration, cycles.
+    pub dur: u64,
+    /// Cycles from the compute's end to the next event (at most `u32::MAX`).
+    pub ahead: u32,
+    /// Index of that event.
+    pub k: u32,
+}
+
+impl After {
+    /// The chain met an event, or the compute reached the trace's end: the task is stretched block by block.
+    pub const MET: After = After { dur: u64::MAX, ahead: 0, k: 0 };
+
+    /// Whether this is [`After::MET`].
+    #[inline]
+    pub fn met(&self) -> bool {
+        self.dur == u64::MAX
+    }
+}
+
 /// First `j` in `from..hi` with `pos(j) ≥ bound`, or `hi`; `pos` ascends. Gallops.
 #[inline]
 fn first_at_or_after(pos: &impl Fn(usize) -> u64, from: usize, hi: usize, bound: u64) -> usize {
@@ -413,16 +477,25 @@ fn first_at_or_after(pos: &impl Fn(usize) -> u64, from: usize, hi: usize, bound:
     l
 }
 
-/// A task's cursor for [`Track::stretch_quiet`]: a span `[from, until]` of
+/// A task's cursor for [`Track::stretch_quiet`]: a span `[from, until]` (under 2³² cycles) of
 /// the task's own time, cycles, in which its trace slice holds no event, so
-/// that a compute block inside it is not stretched. Start it at `Quiet::default()`.
+/// that a compute block inside it is not stretched, and the index of the
+/// event that ends the span (where the next search in the trace starts).
+/// Start it at `Quiet::default()`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Quiet {
     from: u64,
-    until: u64,
+    len: u32,
+    k: u32,
 }
 
 impl Quiet {
+    /// The span `[t, t + ahead]` ending at event `k`.
+    #[inline]
+    pub(crate) fn ahead(t: u64, ahead: u32, k: u32) -> Quiet {
+        Quiet { from: t, len: ahead, k }
+    }
+
     /// First task cycle of the span.
     #[inline]
     pub fn from(&self) -> u64 {
@@ -432,7 +505,7 @@ impl Quiet {
     /// Last task cycle of the span (a block may end here).
     #[inline]
     pub fn until(&self) -> u64 {
-        self.until
+        self.from + self.len as u64
     }
 }
 
