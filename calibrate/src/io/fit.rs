@@ -8,7 +8,9 @@
 //! fitted by [`crate::segmented::fit`] with one piece (least squares on
 //! relative residuals):
 //!
-//! - metadata latency: the median of `openclose / 2` and `sync0` samples;
+//! - metadata latency: the median of `openclose / 2` (open and close are
+//!   the common metadata operations; `sync0` only when there is no
+//!   `openclose` sample, and its residual shows what a sync costs beyond);
 //! - read: the `read` medians (data dropped from the page cache first);
 //! - cache: sizes from the smallest up whose `write` median is more than
 //!   [`CACHE_FACTOR`] times faster than `write_sync` went to a write-back
@@ -20,7 +22,9 @@
 //!   N·b / bandwidth` (the drain has no per-request latency), so those
 //!   medians are first brought onto the line by removing the cache write
 //!   and adding the read fit's `N·latency_s`;
-//! - disk latency: the mean of the read and write fits' latencies.
+//! - disk latency: the read fit's; the write fit's intercept also holds
+//!   what a sync costs beyond the metadata latency, so it is reported
+//!   but not used.
 //!
 //! The collective cases are not fitted: their residuals check the model's
 //! two-phase I/O on the fitted file system.
@@ -49,6 +53,9 @@ pub struct IoFit {
     /// Per case: relative RMS of `(model − median) / median` over its
     /// sizes (dimensionless), and the number of sizes.
     pub residuals: Vec<(Case, f64, usize)>,
+    /// Per-request latency of the write fit (sync costs beyond the
+    /// metadata latency included), seconds; not part of the model.
+    pub write_latency_s: f64,
     /// Set when a write-back cache was found: the page cache hides the disk.
     pub cache_warning: Option<String>,
 }
@@ -97,13 +104,10 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         by_case.entry(s.case).or_default().push((s.size_bytes, s.seconds));
     }
     let med = |c: Case| segmented::median_by_size(by_case.get(&c).map_or(&[][..], Vec::as_slice));
-    let meta_samples: Vec<f64> = by_case
-        .get(&Case::OpenClose)
-        .into_iter()
-        .flatten()
-        .map(|p| p.1 / 2.0)
-        .chain(by_case.get(&Case::Sync0).into_iter().flatten().map(|p| p.1))
-        .collect();
+    let meta_samples: Vec<f64> = match (by_case.get(&Case::OpenClose), by_case.get(&Case::Sync0)) {
+        (Some(oc), _) => oc.iter().map(|p| p.1 / 2.0).collect(),
+        (None, sync0) => sync0.into_iter().flatten().map(|p| p.1).collect(),
+    };
     let metadata_latency_s =
         segmented::median_by_size(&meta_samples.iter().map(|&t| (0, t)).collect::<Vec<_>>()).first().map_or(0.0, |p| p.1);
 
@@ -145,7 +149,7 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         metadata_latency_s,
         link_bytes_per_s: None,
         disk: Disk {
-            latency_s: (read_latency_s + write_latency_s) / 2.0,
+            latency_s: read_latency_s,
             read_bytes_per_s: 1.0 / read.pieces[0].slope_s_per_byte,
             write_bytes_per_s: 1.0 / write_fit.pieces[0].slope_s_per_byte,
             cache_bytes: cache.map_or(0, |c| c.0),
@@ -171,7 +175,7 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         residuals.push((case, (sq / m.len() as f64).sqrt(), m.len()));
         medians.extend(m.iter().map(|&(b, t)| (case, b, t)));
     }
-    Ok(IoFit { fs, ranks, medians, residuals, cache_warning })
+    Ok(IoFit { fs, ranks, medians, residuals, write_latency_s, cache_warning })
 }
 
 /// One least-squares line through `pts` (`(bytes, seconds)`), with a
@@ -197,6 +201,7 @@ impl IoFit {
             Some(c) if d.cache_bytes > 0 => s += &format!(", cache {} bytes at {c:.4e} B/s\n", d.cache_bytes),
             _ => s += ", no cache\n",
         }
+        s += &format!("  write fit's latency per request (sync included, not used) {:.3e} s\n", self.write_latency_s);
         for (case, rms, sizes) in &self.residuals {
             s += &format!("  {:<15} relative RMS residual {:>7.2}% over {sizes} size(s)\n", case.name(), rms * 100.0);
         }
