@@ -118,13 +118,22 @@ impl Launcher {
     /// Compiles [`NETBENCH_C`] into `dir`; returns the executable's path.
     ///
     /// # Errors
+    /// As [`Launcher::compile_source`].
+    pub fn compile(&self, dir: &Path) -> Result<PathBuf, Error> {
+        self.compile_source(dir, "netbench", NETBENCH_C)
+    }
+
+    /// Compiles the C `source` as `<dir>/<name>.c` into `<dir>/<name>`;
+    /// returns the executable's path.
+    ///
+    /// # Errors
     /// [`ErrorKind::CompilerMissing`] when `mpicc` cannot be started,
     /// [`ErrorKind::CompileFailed`] with the compiler's first error line,
     /// [`ErrorKind::Io`] when `dir` is not writable.
-    pub fn compile(&self, dir: &Path) -> Result<PathBuf, Error> {
-        let src = dir.join("netbench.c");
-        let exe = dir.join("netbench");
-        std::fs::write(&src, NETBENCH_C).map_err(|e| Error::io(&src, e))?;
+    pub fn compile_source(&self, dir: &Path, name: &str, source: &str) -> Result<PathBuf, Error> {
+        let src = dir.join(format!("{name}.c"));
+        let exe = dir.join(name);
+        std::fs::write(&src, source).map_err(|e| Error::io(&src, e))?;
         let out = Command::new(&self.mpicc).args(["-O2", "-o"]).arg(&exe).arg(&src).stdin(Stdio::null()).output().map_err(|e| {
             Error::new(
                 ErrorKind::CompilerMissing,
@@ -134,7 +143,7 @@ impl Launcher {
         if !out.status.success() {
             let text = String::from_utf8_lossy(&out.stderr);
             let first = text.lines().find(|l| l.contains("error")).or(text.lines().next()).unwrap_or("no output");
-            return Err(Error::new(ErrorKind::CompileFailed, format!("`{}` failed on netbench.c ({}): {first}", self.mpicc, out.status)));
+            return Err(Error::new(ErrorKind::CompileFailed, format!("`{}` failed on {name}.c ({}): {first}", self.mpicc, out.status)));
         }
         Ok(exe)
     }
@@ -194,16 +203,31 @@ impl Launcher {
         let log_path = dir.join("mpirun.log");
         let text: String = plan.iter().map(|s| format!("{s}\n")).collect();
         std::fs::write(&plan_path, text).map_err(|e| Error::io(&plan_path, e))?;
-        let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, e))?;
-        let log2 = log.try_clone().map_err(|e| Error::io(&log_path, e))?;
+        let mut args: Vec<std::ffi::OsString> = vec![plan_path.into(), csv_path.clone().into(), warmup.to_string().into()];
+        args.extend(mode.iter().map(Into::into));
+        self.launch(2, exe, &args, &log_path, "netbench")?;
+        read_csv(&csv_path)
+    }
+
+    /// Runs `exe args…` on `ranks` ranks, its output to `log_path`;
+    /// `name` is the program's name in messages, and the prefix
+    /// (`<name>:`) of its own error lines, quoted first on failure.
+    ///
+    /// Sets `OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1`, which only Open MPI reads,
+    /// so that calibration also runs as root (containers).
+    ///
+    /// # Errors
+    /// [`ErrorKind::LauncherMissing`] when `mpirun` cannot be started;
+    /// [`ErrorKind::BenchFailed`] on a nonzero exit or timeout, quoting the
+    /// program's message; [`ErrorKind::Io`] when the log cannot be created.
+    pub fn launch(&self, ranks: u32, exe: &Path, args: &[std::ffi::OsString], log_path: &Path, name: &str) -> Result<(), Error> {
+        let log = std::fs::File::create(log_path).map_err(|e| Error::io(log_path, e))?;
+        let log2 = log.try_clone().map_err(|e| Error::io(log_path, e))?;
         let mut child = Command::new(&self.mpirun)
-            .args(["-np", "2"])
+            .args(["-np", &ranks.to_string()])
             .args(&self.mpirun_args)
             .arg(exe)
-            .arg(&plan_path)
-            .arg(&csv_path)
-            .arg(warmup.to_string())
-            .args(mode)
+            .args(args)
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
             .stdin(Stdio::null())
@@ -216,25 +240,26 @@ impl Launcher {
             Ok(None) => {
                 return Err(Error::new(
                     ErrorKind::BenchFailed,
-                    format!("netbench timed out after {:?}; log in {}", self.timeout, log_path.display()),
+                    format!("{name} timed out after {:?}; log in {}", self.timeout, log_path.display()),
                 ))
             }
             Err(e) => return Err(Error::new(ErrorKind::BenchFailed, format!("waiting for `{}`: {e}", self.mpirun))),
         };
         if !status.success() {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let log = std::fs::read_to_string(log_path).unwrap_or_default();
             // Our own message, else the launcher's error, else its last line.
+            let own = format!("{name}:");
             let line = log
                 .lines()
-                .find(|l| l.starts_with("netbench:"))
+                .find(|l| l.starts_with(&own))
                 .or(log.lines().find(|l| l.contains("rror")))
                 .or(log.lines().rev().find(|l| !l.trim().is_empty() && !l.starts_with("---")));
             return Err(Error::new(
                 ErrorKind::BenchFailed,
-                format!("`{} -np 2 netbench` failed ({status}): {}", self.mpirun, line.unwrap_or("no output")),
+                format!("`{} -np {ranks} {name}` failed ({status}): {}", self.mpirun, line.unwrap_or("no output")),
             ));
         }
-        read_csv(&csv_path)
+        Ok(())
     }
 }
 

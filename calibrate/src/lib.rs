@@ -1,6 +1,7 @@
 //! Calibration of the simulator's models on the machine at hand.
 //!
 //! - [`bench`](mod@bench): our point-to-point MPI benchmark and its samples;
+//! - [`io`](mod@io): the MPI-IO benchmark and the file-system model fitted to it;
 //! - [`blocks`]: dPerf's threshold-iteration rule per region;
 //! - [`compress`]: traces compressed by that rule (averaged blocks, repeat markers);
 //! - [`segmented`]: segmented linear regression with BIC model choice;
@@ -17,6 +18,7 @@ pub mod bench;
 pub mod blocks;
 pub mod compress;
 pub mod error;
+pub mod io;
 pub mod loggp;
 pub mod modes;
 pub mod network;

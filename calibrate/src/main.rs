@@ -40,6 +40,50 @@ enum Command {
     /// block count after which the running mean stays within epsilon, and
     /// t_avg = t_th / th.
     Blocks(BlocksArgs),
+    /// Measures MPI-IO (independent and collective writes and reads, with
+    /// and without sync, open/close) in a directory of the file system to
+    /// model and writes the fitted `[[fs]]` table into an existing
+    /// platform (run `calibrate network` first), replacing a file system
+    /// of the same name and keeping the rest of the platform.
+    Io(IoArgs),
+}
+
+#[derive(Args)]
+struct IoArgs {
+    /// Scratch directory on the file system to model (files are created
+    /// and deleted there).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Platform TOML to update (it must exist).
+    #[arg(long)]
+    out: PathBuf,
+    /// Write an SVG of measured and modelled times (<DIR>/io.svg).
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+    /// Ranks of the benchmark (on this host).
+    #[arg(long, default_value_t = 2)]
+    ranks: u32,
+    /// Repetitions of every case and size.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Smallest size per rank, bytes (then ×4 up to --max-bytes).
+    #[arg(long, default_value_t = 4096)]
+    min_bytes: u64,
+    /// Largest size per rank, bytes.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_bytes: u64,
+    /// Seed of the measurement order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Name of the file system in the platform (default: the directory's name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Extra launcher argument, before the program (repeatable).
+    #[arg(long = "mpirun-arg", allow_hyphen_values = true, value_name = "ARG")]
+    mpirun_args: Vec<String>,
+    /// Kill the benchmark after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout_s: u64,
 }
 
 #[derive(Args)]
@@ -198,7 +242,46 @@ fn main() -> anyhow::Result<()> {
         Command::Speed(args) => speed_cmd(args),
         Command::Power(args) => power_cmd(args),
         Command::Blocks(a) => blocks_cmd(a),
+        Command::Io(a) => io_cmd(a),
     }
+}
+
+fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
+    use calibrate::io::{self, fit};
+    let started = Instant::now();
+    if !a.dir.is_dir() {
+        anyhow::bail!("--dir {}: not a directory", a.dir.display());
+    }
+    if !a.out.exists() {
+        anyhow::bail!("--out {}: no such platform; run `calibrate network --out {}` first", a.out.display(), a.out.display());
+    }
+    let mut platform = simulator::platform::Platform::load(&a.out).map_err(|e| anyhow::anyhow!("--out {e}"))?;
+    // Refuse an unwritable platform before measuring.
+    std::fs::OpenOptions::new().append(true).open(&a.out).map_err(|e| anyhow::anyhow!("--out {}: not writable ({e})", a.out.display()))?;
+    let options = io::IoOptions { ranks: a.ranks, reps: a.reps, min_bytes: a.min_bytes, max_bytes: a.max_bytes, seed: a.seed };
+    options.sizes()?;
+    let launcher = Launcher { mpirun_args: a.mpirun_args, timeout: Duration::from_secs(a.timeout_s), ..Launcher::from_env() };
+    let samples = io::measure(&launcher, &a.dir, &options).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    let name = a.name.unwrap_or_else(|| {
+        a.dir.canonicalize().ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "fs".into())
+    });
+    let intra = platform.network.intra.clone();
+    let exchange = |b: u64| intra.transfer.eval(b);
+    let f = fit::fit_io(&samples, a.ranks, &name, io::block_size(&a.dir), &exchange).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    if let Some(w) = &f.cache_warning {
+        eprintln!("calibrate io: warning: {w}");
+    }
+    platform.fs.retain(|fs| fs.name != name);
+    platform.fs.insert(0, f.fs.clone());
+    platform.validate().map_err(|e| anyhow::anyhow!("{}: {}", a.out.display(), e.0))?;
+    platform.save(&a.out)?;
+    if let Some(dir) = &a.plot {
+        let svg = plot::io_svg(dir, &samples, &f, &exchange)?;
+        eprintln!("wrote {}", svg.display());
+    }
+    print!("{}", f.summary());
+    eprintln!("wrote {} ({} samples) in {:.1} s", a.out.display(), samples.len(), started.elapsed().as_secs_f64());
+    Ok(())
 }
 
 fn blocks_cmd(a: BlocksArgs) -> anyhow::Result<()> {

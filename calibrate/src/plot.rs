@@ -8,6 +8,8 @@ use plotters::prelude::*;
 
 use crate::bench::{Op, Sample};
 use crate::error::{Error, ErrorKind};
+use crate::io::fit::IoFit;
+use crate::io::{Case, IoSample};
 use crate::power::HostPower;
 use crate::segmented::SegmentedFit;
 
@@ -112,6 +114,63 @@ pub fn power_svg(path: &Path, host: &HostPower) -> Result<(), Error> {
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// Draws every data case of an I/O calibration to `<dir>/io.svg`: the
+/// samples (points, seconds against bytes per rank, log-log) and the
+/// fitted model's time at each measured size (a line per case, as
+/// [`crate::io::fit::predict`] gives it with `exchange`); returns the path.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming the directory or file when creating or
+/// drawing fails; [`ErrorKind::Fit`] when there is no positive sample.
+pub fn io_svg(dir: &Path, samples: &[IoSample], fit: &IoFit, exchange: &dyn Fn(u64) -> f64) -> Result<PathBuf, Error> {
+    std::fs::create_dir_all(dir).map_err(|x| Error::io(dir, x))?;
+    let path = dir.join("io.svg");
+    let pts: Vec<(Case, f64, f64)> = samples
+        .iter()
+        .filter(|s| Case::DATA.contains(&s.case) && s.seconds > 0.0 && s.size_bytes > 0)
+        .map(|s| (s.case, s.size_bytes as f64, s.seconds))
+        .collect();
+    if pts.is_empty() {
+        return Err(Error::new(ErrorKind::Fit, format!("{}: no positive I/O sample to plot", path.display())));
+    }
+    let mut sizes: Vec<u64> = pts.iter().map(|p| p.1 as u64).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let model = |c: Case| -> Vec<(f64, f64)> {
+        sizes.iter().map(|&b| (b as f64, crate::io::fit::predict(&fit.fs, fit.ranks, c, b, exchange))).collect()
+    };
+    let (x0, x1) = (sizes[0] as f64, sizes[sizes.len() - 1] as f64);
+    let all_y = pts.iter().map(|p| p.2).chain(Case::DATA.iter().flat_map(|&c| model(c)).map(|p| p.1)).filter(|&y| y > 0.0);
+    let (y0, y1) = all_y.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+    let e = |x: &dyn std::fmt::Display| Error::new(ErrorKind::Io, format!("{}: {x}", path.display()));
+    let root = SVGBackend::new(&path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{}: measured (points) and modelled (lines) MPI-IO, {} ranks", fit.fs.name, fit.ranks), ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d((x0 / 1.5..x1 * 1.5).log_scale(), (y0 / 1.5..y1 * 1.5).log_scale())
+        .map_err(|x| e(&x))?;
+    chart.configure_mesh().x_desc("bytes per rank").y_desc("time (s)").draw().map_err(|x| e(&x))?;
+    for (i, &c) in Case::DATA.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(pts.iter().filter(|p| p.0 == c).map(|p| Circle::new((p.1, p.2), 3, color.mix(0.5).filled())))
+            .map_err(|x| e(&x))?;
+        chart
+            .draw_series(LineSeries::new(model(c), color.stroke_width(2)))
+            .map_err(|x| e(&x))?
+            .label(c.name())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    drop(chart);
+    drop(root);
+    Ok(path)
 }
 
 #[cfg(test)]

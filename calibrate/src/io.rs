@@ -1,0 +1,260 @@
+//! The MPI-IO benchmark: our C program `bench/iobench.c`, compiled at run
+//! time with the MPI compiler wrapper and launched on `ranks` ranks in a
+//! directory of the file system to model; its samples; the fit of the
+//! simulator's file-system model ([`simulator::io::FileSystem`]) to them
+//! is in [`fit`].
+//!
+//! Every case runs at every size `reps` times, all in one random (seeded)
+//! order, each sample on a file of its own.
+
+pub mod fit;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::Path;
+
+use crate::bench::{Launcher, SplitMix64};
+use crate::error::{Error, ErrorKind};
+
+/// Source of the benchmark, embedded in the binary.
+pub const IOBENCH_C: &str = include_str!("../bench/iobench.c");
+
+/// A measured case (semantics in `bench/iobench.c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Case {
+    /// `MPI_File_write_at` of each rank's block.
+    Write,
+    /// `MPI_File_write_at` then `MPI_File_sync`.
+    WriteSync,
+    /// `MPI_File_read_at` of data dropped from the page cache.
+    Read,
+    /// `MPI_File_write_at_all`.
+    WriteAll,
+    /// `MPI_File_write_at_all` then `MPI_File_sync`.
+    WriteAllSync,
+    /// `MPI_File_read_at_all` of data dropped from the page cache.
+    ReadAll,
+    /// `MPI_File_open` (create) and `MPI_File_close` (size 0).
+    OpenClose,
+    /// `MPI_File_sync` of an empty file (size 0).
+    Sync0,
+}
+
+impl Case {
+    /// All cases, in report order.
+    pub const ALL: [Case; 8] =
+        [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll, Case::OpenClose, Case::Sync0];
+
+    /// The cases measured at every size (the others at size 0).
+    pub const DATA: [Case; 6] = [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll];
+
+    /// The name used by the benchmark and in its CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Write => "write",
+            Case::WriteSync => "write_sync",
+            Case::Read => "read",
+            Case::WriteAll => "write_all",
+            Case::WriteAllSync => "write_all_sync",
+            Case::ReadAll => "read_all",
+            Case::OpenClose => "openclose",
+            Case::Sync0 => "sync0",
+        }
+    }
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One sample: the longest time any rank spent in the case's calls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IoSample {
+    /// What was measured.
+    pub case: Case,
+    /// Bytes per rank.
+    pub size_bytes: u64,
+    /// Duration, seconds.
+    pub seconds: f64,
+}
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoOptions {
+    /// Ranks of the benchmark; default 2.
+    pub ranks: u32,
+    /// Repetitions of every case and size; default 3.
+    pub reps: usize,
+    /// Smallest size per rank, bytes; default 4 KiB.
+    pub min_bytes: u64,
+    /// Largest size per rank, bytes; default 64 MiB.
+    pub max_bytes: u64,
+    /// Seed of the measurement order; default 1.
+    pub seed: u64,
+}
+
+impl Default for IoOptions {
+    fn default() -> IoOptions {
+        IoOptions { ranks: 2, reps: 3, min_bytes: 4096, max_bytes: 64 << 20, seed: 1 }
+    }
+}
+
+/// Largest size per rank the benchmark accepts, bytes (1 GiB).
+pub const MAX_SIZE_BYTES: u64 = 1 << 30;
+
+impl IoOptions {
+    /// The sizes: `min_bytes × 4^k` up to `max_bytes`, bytes.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidArgument`] naming the option unless
+    /// `1 <= min_bytes <= max_bytes <= 1 GiB`, `ranks >= 1` and `reps >= 1`.
+    pub fn sizes(&self) -> Result<Vec<u64>, Error> {
+        let bad = |what: String| Err(Error::new(ErrorKind::InvalidArgument, what));
+        if self.min_bytes == 0 || self.min_bytes > self.max_bytes || self.max_bytes > MAX_SIZE_BYTES {
+            return bad(format!(
+                "--min-bytes {} / --max-bytes {}: need 1 <= min <= max <= {MAX_SIZE_BYTES}",
+                self.min_bytes, self.max_bytes
+            ));
+        }
+        if self.ranks == 0 || self.reps == 0 {
+            return bad(format!("--ranks {} / --reps {}: both must be >= 1", self.ranks, self.reps));
+        }
+        Ok(std::iter::successors(Some(self.min_bytes), |&s| Some(s * 4)).take_while(|&s| s <= self.max_bytes).collect())
+    }
+
+    /// The measurement order: every data case at every size and the two
+    /// metadata cases at size 0, each `reps` times, shuffled (Fisher–Yates
+    /// with a SplitMix64 seeded by `seed`).
+    ///
+    /// # Errors
+    /// As [`IoOptions::sizes`].
+    pub fn plan(&self) -> Result<Vec<(Case, u64)>, Error> {
+        let sizes = self.sizes()?;
+        let mut plan: Vec<(Case, u64)> = Case::DATA.iter().flat_map(|&c| sizes.iter().map(move |&s| (c, s))).collect();
+        plan.extend([(Case::OpenClose, 0), (Case::Sync0, 0)]);
+        let mut plan: Vec<(Case, u64)> = plan.iter().flat_map(|&e| std::iter::repeat_n(e, self.reps)).collect();
+        let mut rng = SplitMix64(self.seed ^ 0x0010_BE4C);
+        for i in (1..plan.len()).rev() {
+            let j = (rng.next_f64() * (i + 1) as f64) as usize;
+            plan.swap(i, j.min(i));
+        }
+        Ok(plan)
+    }
+}
+
+/// Untimed entries run before the plan (first-use costs of MPI-IO).
+const WARMUP: [(Case, u64); 2] = [(Case::OpenClose, 0), (Case::Write, 4096)];
+
+/// Compiles [`IOBENCH_C`] and runs it with `launcher` on `options.ranks`
+/// ranks over [`IoOptions::plan`], its files in `dir`; returns the samples.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming `dir` when it is not a directory;
+/// [`ErrorKind::InvalidArgument`] for bad options; the errors of
+/// [`Launcher::compile_source`] and [`Launcher::launch`] (an MPI-IO error
+/// quotes the benchmark's line naming the case and file);
+/// [`ErrorKind::Csv`] for a malformed output.
+pub fn measure(launcher: &Launcher, dir: &Path, options: &IoOptions) -> Result<Vec<IoSample>, Error> {
+    if !dir.is_dir() {
+        return Err(Error::new(ErrorKind::Io, format!("--dir {}: not a directory", dir.display())));
+    }
+    let plan = options.plan()?;
+    let work = tempfile::tempdir().map_err(|e| Error::io(&std::env::temp_dir(), e))?;
+    let exe = launcher.compile_source(work.path(), "iobench", IOBENCH_C)?;
+    let (plan_path, csv_path) = (work.path().join("plan.txt"), work.path().join("samples.csv"));
+    let text: String = WARMUP.iter().chain(&plan).map(|(c, s)| format!("{c} {s}\n")).collect();
+    std::fs::write(&plan_path, text).map_err(|e| Error::io(&plan_path, e))?;
+    let args: Vec<OsString> = vec![dir.into(), plan_path.into(), csv_path.clone().into(), WARMUP.len().to_string().into()];
+    launcher.launch(options.ranks, &exe, &args, &work.path().join("mpirun.log"), "iobench")?;
+    read_csv(&csv_path)
+}
+
+/// Header line of the benchmark's CSV.
+pub const CSV_HEADER: &str = "case,size_bytes,seconds";
+
+/// Parses the benchmark's CSV (header [`CSV_HEADER`]).
+///
+/// # Errors
+/// [`ErrorKind::Io`] when `path` cannot be read; [`ErrorKind::Csv`] naming
+/// `path` and the line of a bad header or row.
+pub fn read_csv(path: &Path) -> Result<Vec<IoSample>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut rows = crate::bench::csv_rows(&text, path);
+    match rows.next().transpose()? {
+        Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
+        _ => return Err(crate::bench::csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
+    }
+    let mut out = Vec::new();
+    for row in rows {
+        let (n, r) = row?;
+        let bad = |what: &str| crate::bench::csv_error(path, Some(n), what);
+        let f: Vec<&str> = r.iter().map(str::trim).collect();
+        if f.len() != 3 {
+            return Err(bad("expected 3 fields"));
+        }
+        let case = Case::ALL.into_iter().find(|c| c.name() == f[0]).ok_or_else(|| bad(&format!("unknown case `{}`", f[0])))?;
+        let size_bytes = f[1].parse().map_err(|_| bad(&format!("bad size_bytes `{}`", f[1])))?;
+        let seconds: f64 = f[2].parse().map_err(|_| bad(&format!("bad seconds `{}`", f[2])))?;
+        if !(seconds.is_finite() && seconds >= 0.0) {
+            return Err(bad(&format!("seconds `{}` is not a finite number >= 0", f[2])));
+        }
+        out.push(IoSample { case, size_bytes, seconds });
+    }
+    Ok(out)
+}
+
+/// The stripe unit for a file system holding `dir`: its preferred I/O
+/// block size (`st_blksize` of `dir`, which Linux file systems set to
+/// `statvfs`'s `f_bsize`), else 1 MiB; bytes.
+pub fn block_size(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(dir).ok().map(|m| m.blksize()).filter(|&b| b > 0).unwrap_or(1 << 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_covers_every_case_and_size_reps_times_shuffled() {
+        let o = IoOptions { max_bytes: 65536, reps: 2, ..IoOptions::default() };
+        assert_eq!(o.sizes().unwrap(), vec![4096, 16384, 65536]);
+        let p = o.plan().unwrap();
+        assert_eq!(p.len(), (6 * 3 + 2) * 2);
+        assert_eq!(p.iter().filter(|e| **e == (Case::ReadAll, 16384)).count(), 2);
+        assert_ne!(
+            p,
+            o.plan()
+                .map(|mut q| {
+                    q.sort();
+                    q
+                })
+                .unwrap()
+        );
+        assert_eq!(p, o.plan().unwrap());
+        let e = IoOptions { min_bytes: 8, max_bytes: 4, ..IoOptions::default() }.sizes().unwrap_err();
+        assert!(e.to_string().starts_with("--min-bytes 8 / --max-bytes 4"), "{e}");
+        assert_eq!(IoOptions { reps: 0, ..IoOptions::default() }.plan().unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn csv_errors_name_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.csv");
+        std::fs::write(&f, format!("{CSV_HEADER}\nwrite,4096,1.5e-5\nread_all,65536,2e-3\n")).unwrap();
+        let s = read_csv(&f).unwrap();
+        assert_eq!(s[1], IoSample { case: Case::ReadAll, size_bytes: 65536, seconds: 2e-3 });
+        std::fs::write(&f, format!("{CSV_HEADER}\nwrite,4096,1.5e-5\nappend,1,1\n")).unwrap();
+        assert!(read_csv(&f).unwrap_err().to_string().ends_with("s.csv:3: unknown case `append`"));
+        std::fs::write(&f, format!("{CSV_HEADER}\nwrite,4096,-1\n")).unwrap();
+        assert!(read_csv(&f).unwrap_err().to_string().contains("s.csv:2: seconds `-1`"));
+    }
+
+    #[test]
+    fn a_missing_directory_is_refused_before_compiling() {
+        let e = measure(&Launcher::from_env(), Path::new("/nonexistent/scratch"), &IoOptions::default()).unwrap_err();
+        assert_eq!(e.to_string(), "--dir /nonexistent/scratch: not a directory");
+    }
+}

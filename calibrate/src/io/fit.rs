@@ -1,0 +1,281 @@
+//! The simulator's file-system model fitted to the benchmark's medians.
+//!
+//! The model ([`simulator::io`]) is one server whose FIFO disk serves a
+//! request of b bytes in `latency_s + b / bandwidth`; `N` ranks accessing
+//! b bytes each at once are served one after the other, so a case takes
+//! `N·latency_s + N·b / bandwidth`. With `x = N·b` the per-size medians lie
+//! on a line whose intercept is `N·latency_s` and slope `1 / bandwidth`,
+//! fitted by [`crate::segmented::fit`] with one piece (least squares on
+//! relative residuals):
+//!
+//! - metadata latency: the median of `openclose / 2` (open and close are
+//!   the common metadata operations; `sync0` only when there is no
+//!   `openclose` sample, and its residual shows what a sync costs beyond);
+//! - read: the `read` medians (data dropped from the page cache first);
+//! - cache: sizes from the smallest up whose `write` median is more than
+//!   [`CACHE_FACTOR`] times faster than `write_sync` went to a write-back
+//!   cache; `cache_bytes` = N × the largest of them, and `cache_bytes_per_s`
+//!   from `write = b / cache_bytes_per_s` on them (our own least squares
+//!   through the origin, on relative residuals);
+//! - write: the `write_sync` medians less the sync's metadata latency; on
+//!   cached sizes the model's `write_sync` is `b / cache_bytes_per_s +
+//!   N·b / bandwidth` (the drain has no per-request latency), so those
+//!   medians are first brought onto the line by removing the cache write
+//!   and adding the read fit's `N·latency_s`;
+//! - disk latency: the read fit's; the write fit's intercept also holds
+//!   what a sync costs beyond the metadata latency, so it is reported
+//!   but not used.
+//!
+//! The collective cases are not fitted: their residuals check the model's
+//! two-phase I/O on the fitted file system.
+
+use std::collections::BTreeMap;
+
+use simulator::io::{two_phase, Disk, FileSystem, FsState, IoKind, Member};
+
+use super::{Case, IoSample};
+use crate::error::{Error, ErrorKind};
+use crate::segmented::{self, FitOptions, SegmentedFit};
+
+/// A write this many times faster without sync than with it went to a
+/// cache (dimensionless).
+pub const CACHE_FACTOR: f64 = 3.0;
+
+/// The fitted file system and how well it explains the medians.
+#[derive(Debug, Clone)]
+pub struct IoFit {
+    /// The fitted file system (one server).
+    pub fs: FileSystem,
+    /// Ranks of the benchmark.
+    pub ranks: u32,
+    /// Median duration of every case and size: `(case, size_bytes, seconds)`.
+    pub medians: Vec<(Case, u64, f64)>,
+    /// Per case: relative RMS of `(model − median) / median` over its
+    /// sizes (dimensionless), and the number of sizes.
+    pub residuals: Vec<(Case, f64, usize)>,
+    /// Per-request latency of the write fit (sync costs beyond the
+    /// metadata latency included), seconds; not part of the model.
+    pub write_latency_s: f64,
+    /// Set when a write-back cache was found: the page cache hides the disk.
+    pub cache_warning: Option<String>,
+}
+
+/// Duration of `case` at `size_bytes` per rank on `ranks` ranks of one
+/// host on the file system `fs`, as the simulator times it, seconds;
+/// `exchange(bytes)` is the network's transfer time between two ranks of
+/// the host (two-phase I/O), seconds.
+pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchange: &dyn Fn(u64) -> f64) -> f64 {
+    let mut st = FsState::new(fs.clone());
+    let independent =
+        |st: &mut FsState, kind| (0..ranks as u64).map(|r| st.request(0.0, 0.0, 0, r * size_bytes, size_bytes, kind)).fold(0.0, f64::max);
+    let collective = |st: &mut FsState, kind| {
+        let members: Vec<Member> =
+            (0..ranks as u64).map(|r| Member { host: 0, offset: r * size_bytes, bytes: size_bytes, entry_s: 0.0 }).collect();
+        two_phase(st, 0, &members, kind, 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
+    };
+    match case {
+        Case::Write => independent(&mut st, IoKind::Write),
+        Case::WriteSync => {
+            let t = independent(&mut st, IoKind::Write);
+            st.sync(t)
+        }
+        Case::Read => independent(&mut st, IoKind::Read),
+        Case::WriteAll => collective(&mut st, IoKind::Write),
+        Case::WriteAllSync => {
+            let t = collective(&mut st, IoKind::Write);
+            st.sync(t)
+        }
+        Case::ReadAll => collective(&mut st, IoKind::Read),
+        Case::OpenClose => 2.0 * st.metadata(0.0),
+        Case::Sync0 => st.sync(0.0),
+    }
+}
+
+/// Fits the file system `name` (stripe unit `stripe_size_bytes`) to the
+/// `samples` of a run on `ranks` ranks; `exchange` as in [`predict`].
+///
+/// # Errors
+/// [`ErrorKind::Fit`] when `read` or `write_sync` has fewer than 2 sizes,
+/// a median is not positive, or times do not grow with size (no bandwidth).
+pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u64, exchange: &dyn Fn(u64) -> f64) -> Result<IoFit, Error> {
+    let n = ranks.max(1) as f64;
+    let mut by_case: BTreeMap<Case, Vec<(u64, f64)>> = BTreeMap::new();
+    for s in samples {
+        by_case.entry(s.case).or_default().push((s.size_bytes, s.seconds));
+    }
+    let med = |c: Case| segmented::median_by_size(by_case.get(&c).map_or(&[][..], Vec::as_slice));
+    let meta_samples: Vec<f64> = match (by_case.get(&Case::OpenClose), by_case.get(&Case::Sync0)) {
+        (Some(oc), _) => oc.iter().map(|p| p.1 / 2.0).collect(),
+        (None, sync0) => sync0.into_iter().flatten().map(|p| p.1).collect(),
+    };
+    let metadata_latency_s =
+        segmented::median_by_size(&meta_samples.iter().map(|&t| (0, t)).collect::<Vec<_>>()).first().map_or(0.0, |p| p.1);
+
+    let read = line(Case::Read, &med(Case::Read).iter().map(|&(b, t)| (ranks as u64 * b, t)).collect::<Vec<_>>())?;
+    let read_latency_s = read.pieces[0].intercept_s / n;
+
+    // Cache: the leading run of sizes where write ≪ write_sync.
+    let (write, write_sync) = (med(Case::Write), med(Case::WriteSync));
+    let fast: Vec<(u64, f64)> = write_sync
+        .iter()
+        .map_while(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws > CACHE_FACTOR * w.1).copied())
+        .collect();
+    let cache = fast.last().map(|&(largest, _)| {
+        // Least squares of t = k·b on relative residuals: k = Σ(b/t) / Σ(b/t)².
+        let (s1, s2) = fast.iter().fold((0.0, 0.0), |(a, c), &(b, t)| (a + b as f64 / t, c + (b as f64 / t).powi(2)));
+        (ranks as u64 * largest, s2 / s1)
+    });
+    let cached = |b: u64| cache.is_some_and(|(bytes, _)| ranks as u64 * b <= bytes);
+    let adjusted: Vec<(u64, f64)> = write_sync
+        .iter()
+        .map(|&(b, ws)| {
+            let on_disk = ws - metadata_latency_s;
+            let y = match cache {
+                Some((_, bw)) if cached(b) => on_disk - b as f64 / bw + n * read_latency_s,
+                _ => on_disk,
+            };
+            (ranks as u64 * b, if y > 0.0 { y } else { ws })
+        })
+        .collect();
+    let write_fit = line(Case::WriteSync, &adjusted)?;
+    let write_latency_s = write_fit.pieces[0].intercept_s / n;
+
+    let fs = FileSystem {
+        name: name.to_string(),
+        servers: 1,
+        server_hosts: Vec::new(),
+        stripe_size_bytes: stripe_size_bytes.max(1),
+        stripe_count: None,
+        metadata_latency_s,
+        link_bytes_per_s: None,
+        disk: Disk {
+            latency_s: read_latency_s,
+            read_bytes_per_s: 1.0 / read.pieces[0].slope_s_per_byte,
+            write_bytes_per_s: 1.0 / write_fit.pieces[0].slope_s_per_byte,
+            cache_bytes: cache.map_or(0, |c| c.0),
+            cache_bytes_per_s: cache.map(|c| c.1),
+        },
+        cb_buffer_bytes: None,
+        cb_nodes: None,
+    };
+    let cache_warning = cache.map(|(bytes, _)| {
+        let largest = fast.last().map_or(0, |f| f.0);
+        format!(
+            "the page cache hides the disk: writes without sync were more than {CACHE_FACTOR}× faster than with sync up to {largest} bytes per rank; modelled as a write-back cache of {bytes} bytes, the disk's write bandwidth comes from the synced writes"
+        )
+    });
+    let mut medians = Vec::new();
+    let mut residuals = Vec::new();
+    for case in Case::ALL {
+        let m = med(case);
+        if m.is_empty() {
+            continue;
+        }
+        let sq: f64 = m.iter().map(|&(b, t)| ((predict(&fs, ranks, case, b, exchange) - t) / t).powi(2)).sum();
+        residuals.push((case, (sq / m.len() as f64).sqrt(), m.len()));
+        medians.extend(m.iter().map(|&(b, t)| (case, b, t)));
+    }
+    Ok(IoFit { fs, ranks, medians, residuals, write_latency_s, cache_warning })
+}
+
+/// One least-squares line through `pts` (`(bytes, seconds)`), with a
+/// positive slope.
+fn line(case: Case, pts: &[(u64, f64)]) -> Result<SegmentedFit, Error> {
+    let options = FitOptions { max_segments: 1, min_points_per_segment: 2, lines_by_median: true };
+    let f = segmented::fit(pts, &options).map_err(|e| Error::new(ErrorKind::Fit, format!("{case}: {e}")))?;
+    if f.pieces[0].slope_s_per_byte <= 0.0 {
+        return Err(Error::new(ErrorKind::Fit, format!("{case}: times do not grow with size, no bandwidth to fit")));
+    }
+    Ok(f)
+}
+
+impl IoFit {
+    /// The fitted parameters and the residual per case, one per line.
+    pub fn summary(&self) -> String {
+        let (fs, d) = (&self.fs, &self.fs.disk);
+        let mut s = format!(
+            "file system {} ({} ranks): servers 1, stripe_size_bytes {}, metadata_latency_s {:.3e}\n  disk: latency_s {:.3e}, read {:.4e} B/s, write {:.4e} B/s",
+            fs.name, self.ranks, fs.stripe_size_bytes, fs.metadata_latency_s, d.latency_s, d.read_bytes_per_s, d.write_bytes_per_s
+        );
+        match d.cache_bytes_per_s {
+            Some(c) if d.cache_bytes > 0 => s += &format!(", cache {} bytes at {c:.4e} B/s\n", d.cache_bytes),
+            _ => s += ", no cache\n",
+        }
+        s += &format!("  write fit's latency per request (sync included, not used) {:.3e} s\n", self.write_latency_s);
+        for (case, rms, sizes) in &self.residuals {
+            s += &format!("  {:<15} relative RMS residual {:>7.2}% over {sizes} size(s)\n", case.name(), rms * 100.0);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn truth(cache_bytes: u64) -> FileSystem {
+        FileSystem {
+            name: "t".into(),
+            servers: 1,
+            server_hosts: Vec::new(),
+            stripe_size_bytes: 4096,
+            stripe_count: None,
+            metadata_latency_s: 2e-4,
+            link_bytes_per_s: None,
+            disk: Disk {
+                latency_s: 1e-4,
+                read_bytes_per_s: 5e8,
+                write_bytes_per_s: 3e8,
+                cache_bytes,
+                cache_bytes_per_s: Some(5e9).filter(|_| cache_bytes > 0),
+            },
+            cb_buffer_bytes: None,
+            cb_nodes: None,
+        }
+    }
+
+    fn synthetic(fs: &FileSystem, ranks: u32) -> Vec<IoSample> {
+        let sizes: Vec<u64> = (0..8).map(|k| 4096u64 << (2 * k)).collect();
+        let net = |b: u64| 1e-6 + b as f64 / 5e9;
+        Case::ALL
+            .iter()
+            .flat_map(|&case| {
+                let sizes = if Case::DATA.contains(&case) { sizes.clone() } else { vec![0] };
+                sizes.into_iter().map(move |b| IoSample { case, size_bytes: b, seconds: predict(fs, ranks, case, b, &net) })
+            })
+            .collect()
+    }
+
+    fn close(got: f64, want: f64) -> bool {
+        (got - want).abs() <= 0.01 * want.abs()
+    }
+
+    #[test]
+    fn recovers_known_parameters_from_synthetic_samples() {
+        for (ranks, cache) in [(2, 0), (2, 2 << 20), (4, 4 << 20)] {
+            let want = truth(cache);
+            let f = fit_io(&synthetic(&want, ranks), ranks, "t", 4096, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+            let (g, w) = (&f.fs.disk, &want.disk);
+            assert!(close(f.fs.metadata_latency_s, want.metadata_latency_s), "{}", f.summary());
+            assert!(close(g.latency_s, w.latency_s) && close(g.read_bytes_per_s, w.read_bytes_per_s), "{}", f.summary());
+            assert!(close(g.write_bytes_per_s, w.write_bytes_per_s), "{}", f.summary());
+            assert_eq!(g.cache_bytes, w.cache_bytes, "{}", f.summary());
+            assert_eq!(f.cache_warning.is_some(), cache > 0);
+            if cache > 0 {
+                assert!(close(g.cache_bytes_per_s.unwrap(), 5e9), "{}", f.summary());
+            }
+            assert!(f.residuals.iter().all(|r| r.1 < 0.01), "{}", f.summary());
+            assert_eq!(f.residuals.len(), 8);
+        }
+    }
+
+    #[test]
+    fn too_few_sizes_or_flat_times_are_refused() {
+        let s = [IoSample { case: Case::Read, size_bytes: 4096, seconds: 1e-3 }];
+        assert!(fit_io(&s, 2, "t", 4096, &|_| 0.0).unwrap_err().to_string().starts_with("read: "));
+        let flat: Vec<IoSample> =
+            [4096, 16384, 65536].iter().map(|&b| IoSample { case: Case::Read, size_bytes: b, seconds: 1e-3 }).collect();
+        let e = fit_io(&flat, 2, "t", 4096, &|_| 0.0).unwrap_err();
+        assert!(e.to_string().contains("do not grow with size"), "{e}");
+    }
+}

@@ -1,0 +1,91 @@
+//! End to end, through the `calibrate` binary: `calibrate io` really runs
+//! the MPI-IO benchmark at 2 ranks in a scratch directory and adds an
+//! `[[fs]]` table to an existing platform, leaving the rest as it was.
+//!
+//! Skips, saying why, when MPI is missing.
+
+use std::process::{Command, Stdio};
+
+use simulator::network::loggp::LogGps;
+use simulator::platform::{Host, Platform};
+
+/// The reason MPI is unusable here, if it is.
+fn mpi_missing() -> Option<String> {
+    for (var, default) in [("MPICC", "mpicc"), ("MPIRUN", "mpirun")] {
+        let tool = std::env::var(var).unwrap_or_else(|_| default.into());
+        let ok = Command::new(&tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        if !ok {
+            return Some(format!("`{tool} --version` failed (set ${var})"));
+        }
+    }
+    None
+}
+
+fn platform() -> Platform {
+    let model = LogGps { L: 5e-7, o_s: 2e-7, o_r: 2e-7, g: 0.0, G: 1e-10, S: 65536 }.to_p2p();
+    let mut p = Platform::new("node", vec![Host::new("node0", 2)], model);
+    p.collectives.algs = simulator::collectives::CollAlgs::preset("ompi").unwrap();
+    p
+}
+
+#[test]
+fn calibrate_io_adds_a_loadable_fs_and_keeps_the_rest() {
+    if let Some(why) = mpi_missing() {
+        eprintln!("SKIPPED calibrate_io_adds_a_loadable_fs_and_keeps_the_rest: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (out, scratch, plots) = (dir.path().join("platform.toml"), dir.path().join("scratch"), dir.path().join("plots"));
+    std::fs::create_dir(&scratch).unwrap();
+    let before = platform();
+    before.save(&out).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_calibrate"))
+        .args(["io", "--ranks", "2", "--reps", "1", "--max-bytes", "65536", "--mpirun-arg=--oversubscribe", "--dir"])
+        .arg(&scratch)
+        .arg("--out")
+        .arg(&out)
+        .arg("--plot")
+        .arg(&plots)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert!(run.status.success(), "calibrate io failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("file system scratch (2 ranks)") && stdout.contains("read_all"), "{stdout}");
+    let after = Platform::load(&out).unwrap();
+    assert_eq!(after.fs.len(), 1, "{}", std::fs::read_to_string(&out).unwrap());
+    let fs = &after.fs[0];
+    assert_eq!((fs.name.as_str(), fs.servers), ("scratch", 1));
+    assert!(fs.disk.read_bytes_per_s > 0.0 && fs.disk.write_bytes_per_s > 0.0);
+    assert_eq!(Platform { fs: Vec::new(), ..after.clone() }, before);
+    assert!(std::fs::read_to_string(plots.join("io.svg")).unwrap().starts_with("<svg"));
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0, "benchmark files left in the scratch directory");
+}
+
+#[test]
+fn calibrate_io_refuses_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("platform.toml");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_calibrate"))
+            .arg("io")
+            .args(args)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).trim().to_string()
+    };
+    let d = dir.path().to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let e = run(&["--dir", "/nonexistent/x", "--out", o]);
+    assert_eq!(e, "Error: --dir /nonexistent/x: not a directory");
+    let e = run(&["--dir", d, "--out", o]);
+    assert!(e.contains("no such platform; run `calibrate network") && !e.contains('\n'), "{e}");
+    platform().save(&out).unwrap();
+    let e = run(&["--dir", d, "--out", o, "--min-bytes", "0"]);
+    assert!(e.starts_with("Error: --min-bytes 0") && !e.contains('\n'), "{e}");
+    std::fs::write(&out, "hosts = 3\n").unwrap();
+    let e = run(&["--dir", d, "--out", o]);
+    assert!(e.starts_with(&format!("Error: --out {o}:")) && !e.contains('\n'), "{e}");
+}
