@@ -1,15 +1,19 @@
 //! The `simulator validate` command: options and the run over the suite.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod calibration;
+mod sweep_runs;
+mod timing;
 
 use calibration::{calibrate_quietly, check_state, quiet_probe, Calibration};
+use sweep_runs::{run_sweep, MEASURED_BW};
+use timing::{own_line, plain_mode, predicted_s, resolve_timing};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
@@ -18,7 +22,7 @@ use super::quiet::{self, Contention, Quiet};
 use super::report::{self, Row};
 use super::state::{self, State};
 use super::suite::{self, Case, Timing};
-use super::sweep::{self, SweepRow, FACTORS};
+use super::sweep;
 use simulator::action::ComputeTime;
 use simulator::platform::Platform;
 
@@ -297,51 +301,6 @@ fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &Progress
     bar.inc(1);
 }
 
-/// True when `case` is timed by the program's `wall_s=` line, whose span
-/// the replay's barrier-to-barrier region matches.
-fn own_line(case: &Case) -> bool {
-    matches!(case.timing, Timing::Auto | Timing::WallLine)
-}
-
-/// What a replay predicts of `case`'s measured time: the barrier-to-barrier
-/// region for a `wall_s=` line, else the makespan.
-fn predicted_s(case: &Case, p: &predict::Predicted) -> f64 {
-    if own_line(case) {
-        p.seconds()
-    } else {
-        p.makespan_s
-    }
-}
-
-/// The mode of plain run `i` of `case`: without the interposer, or in its
-/// timing-only mode when the interposer times the case.
-fn plain_mode(case: &Case, ctx: &Ctx, dir: &Path, i: usize) -> Mode {
-    match case.timing {
-        Timing::Span => Mode::Time { lib: ctx.interposer.clone(), out: dir.join(format!("timed-{i}")) },
-        _ => Mode::Plain,
-    }
-}
-
-/// Decides how `case` is timed when the suite leaves it to the program
-/// (`Timing::Auto`): one uncounted plain run (`<out>/probe-<case>.log`)
-/// tells whether it prints `wall_s=`; if not, the interposer times it.
-fn resolve_timing(case: &mut Case, launcher: &Launcher, out: &Path) -> Option<String> {
-    if case.timing != Timing::Auto {
-        return None;
-    }
-    let log = out.join(format!("probe-{}-np{}.log", case.name, case.ranks));
-    match launcher.run(case, &Mode::Plain, &log) {
-        Err(e) if e.contains(super::launch::NO_WALL_S) => {
-            case.timing = Timing::Span;
-            Some("timed by the interposer (INTERPOSER_MODE=time: MPI_Init to MPI_Finalize, after barriers); predicted: the makespan".into())
-        }
-        _ => {
-            case.timing = Timing::WallLine;
-            None
-        }
-    }
-}
-
 /// One run of `case` in `mode` on a quiet machine ([`Quiet::run`]): a
 /// disturbed attempt keeps its log as `<log stem>.disturbed-<k>.log` and
 /// is named in the row's note with its `wall_s` (never in the median);
@@ -416,87 +375,6 @@ struct Ctx {
     traced_runs: u32,
     /// Attempts discarded for CPU contention so far.
     repeated: std::cell::Cell<usize>,
-}
-
-/// Bandwidth factors re-measured through `--sweep-hook`, the base first.
-const MEASURED_BW: [f64; 3] = [1.0, 0.5, 2.0];
-
-/// Re-predicts every traced case at [`FACTORS`]; with a hook, re-measures
-/// every case at the bandwidth factors, the factors interleaved run by run
-/// (so that slow and fast phases of the machine fall on all of them) and
-/// the base re-measured the same way.
-fn run_sweep(
-    args: &ValidateArgs,
-    ctx: &Ctx,
-    cases: &[Case],
-    results: &[(Row, Option<Traced>)],
-    bar: &ProgressBar,
-) -> anyhow::Result<Vec<SweepRow>> {
-    let mut runs: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); MEASURED_BW.len()]; cases.len()];
-    if let Some(hook) = &args.sweep_hook {
-        for i in 0..ctx.reps {
-            for (c, case) in cases.iter().enumerate() {
-                for (k, &bw) in MEASURED_BW.iter().enumerate() {
-                    set_network(hook, bw, bar)?;
-                    bar.set_message(format!("{} plain at bandwidth x{bw} {}/{}", case.name, i + 1, ctx.reps));
-                    let log = ctx.out.join("cases").join(format!("{}-np{}", case.name, case.ranks)).join(format!("sweep-bw{bw}-{i}.log"));
-                    let mut row = Row::default();
-                    let mode = plain_mode(case, ctx, log.parent().unwrap_or(&ctx.out), i);
-                    let result = checked_run(case, &mode, &log, ctx, &mut row);
-                    if !row.note.is_empty() {
-                        bar.println(format!("sweep: {}: {}", case.name, row.note));
-                    }
-                    match result {
-                        Ok(w) => runs[c][k].push(w),
-                        Err(e) => bar.println(format!("sweep: {e}")),
-                    }
-                    bar.inc(1);
-                }
-            }
-        }
-        set_network(hook, 1.0, bar)?;
-    }
-    let mut rows = Vec::new();
-    for (c, (row, traced)) in results.iter().enumerate() {
-        let (Some(t), Some(base)) = (traced, row.offline_s) else { continue };
-        let base_measured_s = if args.sweep_hook.is_some() { report::median(&runs[c][0]) } else { row.measured_s() };
-        for &(lat, bw) in &FACTORS {
-            bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
-            let scaled = predict::scale_network(&t.platform, lat, bw);
-            let predicted_s =
-                predicted_s(&cases[c], &predict::replay_predicted(&scaled, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?);
-            let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
-                Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
-                _ => None,
-            };
-            rows.push(SweepRow {
-                name: row.name.clone(),
-                ranks: row.ranks,
-                latency: lat,
-                bandwidth: bw,
-                base_predicted_s: base,
-                predicted_s,
-                base_measured_s,
-                measured_s,
-            });
-        }
-    }
-    Ok(rows)
-}
-
-/// Calls the sweep hook with `factor`.
-fn set_network(hook: &str, factor: f64, bar: &ProgressBar) -> anyhow::Result<()> {
-    bar.set_message(format!("sweep hook: bandwidth x{factor}"));
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(format!("{hook} {factor}"))
-        .stdin(Stdio::null())
-        .status()
-        .with_context(|| format!("--sweep-hook: cannot run sh -c '{hook} {factor}'"))?;
-    if !status.success() {
-        bail!("--sweep-hook: `{hook} {factor}` failed ({status})");
-    }
-    Ok(())
 }
 
 /// Runs `simulator validate`.
