@@ -158,12 +158,22 @@ pub struct Replay<'p, 'a> {
     platform: &'p Platform,
     timeline: Option<Timeline>,
     jitter: Option<Stretch<'a>>,
+    salvage: bool,
 }
 
 impl<'p, 'a> Replay<'p, 'a> {
     /// A replay on `platform` without timeline or jitter.
     pub fn new(platform: &'p Platform) -> Self {
-        Replay { platform, timeline: None, jitter: None }
+        Replay { platform, timeline: None, jitter: None, salvage: false }
+    }
+
+    /// Replays streams that may stop early (salvaged rank files): ranks
+    /// left waiting at the end, for a partner whose stream stopped, end
+    /// where they wait instead of making the replay a deadlock, and
+    /// [`ReplayReport::salvaged`] says which and on what.
+    pub fn salvage(mut self) -> Self {
+        self.salvage = true;
+        self
     }
 
     /// Also writes every rank's compute blocks and blocking MPI calls to
@@ -201,7 +211,7 @@ impl<'p, 'a> Replay<'p, 'a> {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        run(self.platform, streams, self.timeline, self.jitter)
+        run(self.platform, streams, self.timeline, self.jitter, self.salvage)
     }
 }
 
@@ -210,6 +220,7 @@ fn run<'a, E>(
     streams: Vec<ActionStream<'a, E>>,
     timeline: Option<Timeline>,
     jitter: Option<Stretch<'a>>,
+    salvage: bool,
 ) -> Result<ReplayReport, ReplayError>
 where
     E: std::error::Error + Send + Sync + 'static,
@@ -229,6 +240,7 @@ where
     let mut engine = engine::Engine::new(platform, streams);
     engine.timeline = timeline;
     engine.jitter = jitter;
+    engine.salvage = salvage;
     let mut out = engine.run()?;
     if let Some(t) = out.timeline.take() {
         t.finish().map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Timeline(e.to_string()) })?;
@@ -264,6 +276,7 @@ where
         speed_ratios: None,
         runs_makespan_s: None,
         io_recorded_calls: out.io_recorded,
+        salvaged: out.stuck,
     })
 }
 
@@ -340,6 +353,30 @@ pub enum InputError {
 /// a rank file whose header does not match its name and `meta.json`.
 pub fn open_trace_dir(dir: &Path, compute: ComputeTime) -> Result<Vec<ActionStream<'static, TraceError>>, TraceError> {
     let (meta, ranks) = trace::open_dir(dir)?;
+    streams_of(meta, ranks, compute)
+}
+
+/// [`open_trace_dir`] that also takes incomplete rank files, each up to
+/// its last whole chunk; returns one line per incomplete rank file saying
+/// what was lost (for [`Replay::salvage`]).
+///
+/// # Errors
+/// As [`open_trace_dir`], but for incomplete files.
+pub fn open_trace_dir_salvage(
+    dir: &Path,
+    compute: ComputeTime,
+) -> Result<(Vec<ActionStream<'static, TraceError>>, Vec<String>), TraceError> {
+    let (meta, ranks, lost) = trace::open_dir_salvage(dir)?;
+    let lines =
+        lost.iter().map(|(r, s)| format!("rank {r}: {} ({} bytes kept, {} dropped)", s.reason, s.kept_bytes, s.dropped_bytes)).collect();
+    Ok((streams_of(meta, ranks, compute)?, lines))
+}
+
+fn streams_of(
+    meta: trace::TraceMeta,
+    ranks: Vec<trace::RankTrace>,
+    compute: ComputeTime,
+) -> Result<Vec<ActionStream<'static, TraceError>>, TraceError> {
     let mut streams: Vec<ActionStream<'static, TraceError>> = Vec::with_capacity(ranks.len());
     for (r, t) in ranks.into_iter().enumerate() {
         if t.header.rank != r as u32 || t.header.ranks != meta.ranks {

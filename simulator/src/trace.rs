@@ -477,5 +477,28 @@ pub fn open_dir(dir: &Path) -> Result<(TraceMeta, Vec<RankTrace>), TraceError> {
     Ok((meta, ranks))
 }
 
+/// A trace directory opened with [`open_dir_salvage`]: its metadata, every
+/// rank's file, and what was lost from the incomplete ones, by rank.
+pub type SalvagedDir = (TraceMeta, Vec<RankTrace>, Vec<(u32, Salvage)>);
+
+/// [`open_dir`] that also takes incomplete rank files (a run killed, or
+/// whose writes failed), each up to its last whole chunk
+/// ([`RankTrace::open_salvage`]); returns what was lost, by rank.
+///
+/// # Errors
+/// As [`open_dir`], but for incomplete files.
+pub fn open_dir_salvage(dir: &Path) -> Result<SalvagedDir, TraceError> {
+    let meta = read_meta(dir)?;
+    let (mut ranks, mut lost) = (Vec::new(), Vec::new());
+    for r in 0..meta.ranks {
+        let (t, s) = RankTrace::open_salvage(&dir.join(rank_file_name(r)))?;
+        ranks.push(t);
+        if let Some(s) = s {
+            lost.push((r, s));
+        }
+    }
+    Ok((meta, ranks, lost))
+}
+
 #[cfg(test)]
 mod tests;

@@ -160,6 +160,8 @@ pub(crate) struct Outcome {
     pub(crate) energy_j: Option<Vec<Option<f64>>>,
     /// MPI-IO calls replayed as their recorded duration (no file system).
     pub(crate) io_recorded: u64,
+    /// In salvage mode, the ranks left waiting at the end and on what.
+    pub(crate) stuck: Option<String>,
 }
 
 enum Flow {
@@ -195,6 +197,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     energy: Option<crate::energy::EnergyMeter>,
     /// The file system and collective accesses under way.
     io: io::IoState,
+    /// Ranks left waiting at the end finish there ([`super::Replay::salvage`]).
+    pub(crate) salvage: bool,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
@@ -241,6 +245,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             queue: EventQueue::default(),
             actions: 0,
             io: io::IoState::new(platform),
+            salvage: false,
             round: Vec::new(),
             round_slots: Vec::new(),
         }
@@ -278,14 +283,33 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
             }
         }
+        let mut stuck = None;
         if self.ranks.iter().any(|r| r.status != Status::Done) {
-            return Err(self.deadlock());
+            let e = self.deadlock();
+            if !self.salvage {
+                return Err(e);
+            }
+            for rk in self.ranks.iter_mut().filter(|r| r.status != Status::Done) {
+                rk.stats.end_s = rk.clock;
+            }
+            stuck = Some(match e.kind {
+                ReplayErrorKind::Deadlock { detail, blocked, .. } => format!("{blocked} ranks: {detail}"),
+                other => other.to_string(),
+            });
         }
         let ranks = self.ranks.iter().map(|r| (r.host, r.stats)).collect();
         let makespan = self.ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max);
         let energy_j = self.energy.take().map(|m| m.finish(makespan));
         let io_recorded = self.io.recorded;
-        Ok(Outcome { ranks, actions: self.actions, events: self.queue.popped, timeline: self.timeline.take(), energy_j, io_recorded })
+        Ok(Outcome {
+            ranks,
+            actions: self.actions,
+            events: self.queue.popped,
+            timeline: self.timeline.take(),
+            energy_j,
+            io_recorded,
+            stuck,
+        })
     }
 
     /// The network model between world ranks `a` and `b`: [`Platform::p2p`]

@@ -70,6 +70,10 @@ pub struct ReplayReport {
     /// MPI-IO calls replayed as their recorded duration because the
     /// platform has no file system (`[[fs]]`).
     pub io_recorded_calls: u64,
+    /// With [`super::Replay::salvage`]: the ranks still waiting when every
+    /// stream had ended, and on what (`None`: every rank finished).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub salvaged: Option<String>,
 }
 
 /// One host's running pstate and energy.
@@ -159,6 +163,9 @@ impl ReplayReport {
         if io > 0.0 {
             writeln!(w, "MPI-IO on the file system: {:.6} s per rank on average", io / self.ranks.len().max(1) as f64)?;
         }
+        if let Some(s) = &self.salvaged {
+            writeln!(w, "salvaged: ended waiting: {s}")?;
+        }
         if let Some(m) = &self.runs_makespan_s {
             let (lo, hi) = (m.iter().copied().fold(f64::INFINITY, f64::min), m.iter().copied().fold(0.0, f64::max));
             writeln!(w, "blocks at the median of {} traced runs; the runs alone: {lo:.6} to {hi:.6} s", m.len())?;
@@ -209,6 +216,7 @@ mod tests {
             speed_ratios: None,
             runs_makespan_s: None,
             io_recorded_calls: 0,
+            salvaged: None,
         }
     }
 

@@ -562,6 +562,26 @@ fn scatterv_takes_one_algorithm_on_every_rank() {
     assert_eq!(r.ranks[3].messages, 7);
 }
 
+#[test]
+fn a_salvaged_replay_ends_ranks_waiting_for_a_stream_that_stopped() {
+    // Rank 1's records stop before its receive: rank 0's rendezvous send waits for ever.
+    let ranks = || {
+        vec![
+            vec![Action::Compute { seconds: 1.0, region: 0 }, Action::Send { dst: 1, tag: 0, bytes: 1 << 20, comm: 0 }, Action::Finalize],
+            vec![Action::Compute { seconds: 0.5, region: 0 }],
+        ]
+    };
+    let streams =
+        |v: Vec<Vec<Action>>| v.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
+    let e = Replay::new(&simple()).run(streams(ranks())).unwrap_err().to_string();
+    assert!(e.contains("deadlock"), "{e}");
+    let r = Replay::new(&simple()).salvage().run(streams(ranks())).unwrap();
+    close(r.ranks[0].end_s, 1.0);
+    close(r.ranks[1].end_s, 0.5);
+    let s = r.salvaged.unwrap();
+    assert!(s.starts_with("1 ranks: rank 0") && s.contains("rendezvous send"), "{s}");
+}
+
 mod modes;
 mod nbc;
 

@@ -130,6 +130,12 @@ struct ReplayArgs {
     /// Seed of the jitter offsets (the same seed gives the same answer).
     #[arg(long, value_name = "N", default_value_t = 1)]
     jitter_seed: u64,
+    /// Replay a trace directory whose rank files are incomplete (a run
+    /// killed, or whose disk filled up): each file up to its last whole
+    /// chunk; ranks left waiting for a partner whose records stop end
+    /// there. Says what is missing.
+    #[arg(long)]
+    salvage: bool,
     /// Multiply every disk, cache and server-link bandwidth of the
     /// platform's file systems by F (a what-if, like the network sweep).
     #[arg(long, value_name = "F")]
@@ -203,6 +209,13 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
                 .collect()
         }
+        _ if args.salvage => {
+            let (streams, lost) = replay::open_trace_dir_salvage(&args.trace[0], compute).context("cannot open trace")?;
+            for l in &lost {
+                eprintln!("simulator: --salvage: {l}");
+            }
+            streams.into_iter().map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>).collect()
+        }
         _ => TraceInput::detect(&args.trace[0])
             .map_err(anyhow::Error::from)
             .and_then(|input| Ok(input.open(compute)?))
@@ -238,6 +251,9 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let (streams, progress) = progress::with_progress(streams);
     let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
     let mut run = replay::Replay::new(&platform);
+    if args.salvage {
+        run = run.salvage();
+    }
     if let Some(t) = timeline {
         run = run.timeline(t);
     }
