@@ -165,7 +165,9 @@ fn many_ranks_hold_no_file_open_between_reads() {
     assert!(!open(&f), "{} stays open", f.display());
     let mut kept = TiActions::open(&f, 0, 2).unwrap();
     kept.next();
-    assert!(open(&f), "the fd check sees nothing");
+    // With the parser on its own thread, the file may open a moment later.
+    let seen = (0..200).any(|_| open(&f) || (std::thread::sleep(std::time::Duration::from_millis(5)), false).1);
+    assert!(seen, "the fd check sees nothing");
     let rest: Vec<String> = std::iter::once(first).chain(many.map(Result::unwrap)).map(|a| format!("{a:?}")).collect();
     assert_eq!(few.len(), 9999); // `compute 0` is dropped
     assert_eq!(rest, few);
