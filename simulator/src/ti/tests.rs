@@ -155,8 +155,9 @@ fn many_ranks_hold_no_file_open_between_reads() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("r0.txt");
     // > 8 KiB so that the small buffer refills several times, and more
-    // actions than one batch so that the kept file is still being read.
-    let text: String = (0..10000).map(|i| format!("0 compute {i}\n")).collect();
+    // actions than the batches a parser thread reads ahead, so that the
+    // kept file is still being read.
+    let text: String = (0..40000).map(|i| format!("0 compute {i}\n")).collect();
     std::fs::write(&f, text).unwrap();
     let open = |p: &Path| std::fs::read_dir("/proc/self/fd").unwrap().flatten().any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == p));
     let few: Vec<String> = TiActions::open(&f, 0, 2).unwrap().map(|a| format!("{:?}", a.unwrap())).collect();
@@ -166,10 +167,16 @@ fn many_ranks_hold_no_file_open_between_reads() {
     let mut kept = TiActions::open(&f, 0, 2).unwrap();
     kept.next();
     // With the parser on its own thread, the file may open a moment later.
-    let seen = (0..200).any(|_| open(&f) || (std::thread::sleep(std::time::Duration::from_millis(5)), false).1);
+    let seen = (0..200).any(|_| {
+        let o = open(&f);
+        if !o {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        o
+    });
     assert!(seen, "the fd check sees nothing");
     let rest: Vec<String> = std::iter::once(first).chain(many.map(Result::unwrap)).map(|a| format!("{a:?}")).collect();
-    assert_eq!(few.len(), 9999); // `compute 0` is dropped
+    assert_eq!(few.len(), 39999); // `compute 0` is dropped
     assert_eq!(rest, few);
 }
 
