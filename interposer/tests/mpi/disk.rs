@@ -44,9 +44,14 @@ fn a_full_disk_keeps_the_whole_chunks_and_the_application_runs() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(result_lines(&out), result_lines(&plain));
     assert!(warnings(&out).iter().any(|w| w.contains("No space left on device")), "{:?}", warnings(&out));
-    let (n0, why0) = checks.remove(0).expect("rank 0's file reads");
-    let why0 = why0.expect("rank 0's file is incomplete");
-    assert!(n0 > 1000 && why0.starts_with("writing stopped at byte") && why0.contains("os error 28"), "{n0} records: {why0}");
+    // Whichever rank filled the disk kept most of the records.
+    let files: Vec<(usize, Option<String>)> = checks.into_iter().map(|c| c.expect("each rank's file reads")).collect();
+    let most = files.iter().map(|f| f.0).max().unwrap_or(0);
+    assert!(most > 1000, "{files:?}");
+    for (n, why) in &files {
+        let why = why.as_deref().unwrap_or_default();
+        assert!(why.starts_with("writing stopped at byte") && why.contains("os error 28"), "{n} records: {why}");
+    }
     let (lost, replayed) = salvaged.expect("the salvaged trace opens");
     assert!(lost >= 1 && replayed.expect("the salvaged replay runs"), "{lost} incomplete files");
 }
