@@ -96,7 +96,7 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
 ///
 /// # Errors
 /// [`ErrorKind::Fit`] when `read` or `write_sync` has fewer than 2 sizes,
-/// a median is not positive, or times do not grow with size (no bandwidth).
+/// a median is not positive, or its largest size took no time (no bandwidth).
 pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u64, exchange: &dyn Fn(u64) -> f64) -> Result<IoFit, Error> {
     let n = ranks.max(1) as f64;
     let mut by_case: BTreeMap<Case, Vec<(u64, f64)>> = BTreeMap::new();
@@ -182,9 +182,16 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
 /// positive slope.
 fn line(case: Case, pts: &[(u64, f64)]) -> Result<SegmentedFit, Error> {
     let options = FitOptions { max_segments: 1, min_points_per_segment: 2, lines_by_median: true };
-    let f = segmented::fit(pts, &options).map_err(|e| Error::new(ErrorKind::Fit, format!("{case}: {e}")))?;
+    let mut f = segmented::fit(pts, &options).map_err(|e| Error::new(ErrorKind::Fit, format!("{case}: {e}")))?;
     if f.pieces[0].slope_s_per_byte <= 0.0 {
-        return Err(Error::new(ErrorKind::Fit, format!("{case}: times do not grow with size, no bandwidth to fit")));
+        // Noise over too small a range of sizes: the largest size alone.
+        let &(b, t) = pts.iter().max_by_key(|p| p.0).expect("the fit had points");
+        if b == 0 || t.is_nan() || t <= 0.0 {
+            return Err(Error::new(ErrorKind::Fit, format!("{case}: times do not grow with size, no bandwidth to fit")));
+        }
+        eprintln!("calibrate io: warning: {case}: times do not grow with size; its bandwidth is its largest size's ({b} bytes in {t:.3e} s), no latency");
+        f.pieces[0].slope_s_per_byte = t / b as f64;
+        f.pieces[0].intercept_s = 0.0;
     }
     Ok(f)
 }
