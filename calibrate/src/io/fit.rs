@@ -277,12 +277,13 @@ mod tests {
     }
 
     #[test]
-    fn too_few_sizes_or_flat_times_are_refused() {
+    fn too_few_sizes_are_refused_and_flat_times_take_the_largest_size() {
         let s = [IoSample { case: Case::Read, size_bytes: 4096, seconds: 1e-3 }];
         assert!(fit_io(&s, 2, "t", 4096, &|_| 0.0).unwrap_err().to_string().starts_with("read: "));
-        let flat: Vec<IoSample> =
-            [4096, 16384, 65536].iter().map(|&b| IoSample { case: Case::Read, size_bytes: b, seconds: 1e-3 }).collect();
-        let e = fit_io(&flat, 2, "t", 4096, &|_| 0.0).unwrap_err();
-        assert!(e.to_string().contains("do not grow with size"), "{e}");
+        let flat = |case: Case| [4096u64, 16384, 65536].map(|b| IoSample { case, size_bytes: b, seconds: 1e-3 });
+        let samples: Vec<IoSample> = [flat(Case::Read), flat(Case::WriteSync)].concat();
+        let f = fit_io(&samples, 2, "t", 4096, &|_| 0.0).unwrap();
+        // 2 ranks × 64 KiB in 1 ms, no latency.
+        assert!(close(f.fs.disk.read_bytes_per_s, 2.0 * 65536.0 / 1e-3) && f.fs.disk.latency_s == 0.0, "{}", f.summary());
     }
 }
