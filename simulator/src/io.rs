@@ -31,6 +31,7 @@
 //! model, then the aggregators access the file.
 
 mod state;
+pub mod summary;
 mod twophase;
 
 #[cfg(test)]
@@ -38,7 +39,8 @@ pub(crate) mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use state::{FsState, IoKind};
+pub use state::{FsState, IoKind, ServerStats};
+pub use summary::{io_summary, IoSummary};
 pub use twophase::{aggregators, two_phase, Member};
 
 use crate::error::Invalid;

@@ -40,6 +40,21 @@ pub struct RegionStats {
     /// Retired instructions of the blocks, when the trace has hardware counters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<CountStats>,
+    /// Bytes read or written by the MPI-IO calls that end the region's
+    /// blocks (its `next` call site), when it is one.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub io_bytes: u64,
+    /// Time inside those MPI-IO calls (recorded durations), seconds.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub io_s: f64,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Total, mean and standard deviation of a per-block count (cycles or
@@ -65,6 +80,8 @@ struct Acc {
     hw_n: u64,
     cycles: (f64, f64),
     instructions: (f64, f64),
+    /// Bytes and seconds of the MPI-IO calls ending the blocks.
+    io: (u64, f64),
 }
 
 impl Acc {
@@ -117,6 +134,9 @@ pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError
             if let Some(c) = &rec.counters {
                 a.add_counters(c);
             }
+            if let crate::trace::Params::Io { bytes, .. } = rec.params {
+                a.io = (a.io.0 + bytes, a.io.1 + rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9);
+            }
         }
     }
     let mut out: Vec<RegionStats> = acc
@@ -136,6 +156,8 @@ pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError
                 wall_stdev_s,
                 cycles: a.counts(a.cycles),
                 instructions: a.counts(a.instructions),
+                io_bytes: a.io.0,
+                io_s: a.io.1,
             }
         })
         .collect();
@@ -145,15 +167,20 @@ pub fn region_report(ranks: &[RankTrace]) -> Result<Vec<RegionStats>, TraceError
 
 /// The report as a text table (times in milliseconds / microseconds);
 /// with hardware counters, also the mean and stdev of cycles and
-/// instructions per block, and instructions per cycle.
+/// instructions per block, and instructions per cycle; with MPI-IO, the
+/// bytes and time of the I/O calls ending each region.
 pub fn format_table(stats: &[RegionStats]) -> String {
     let hw = stats.iter().any(|r| r.cycles.is_some());
+    let io = stats.iter().any(|r| r.io_bytes > 0 || r.io_s > 0.0);
     let mut s = format!(
         "{:<56} {:>9} {:>5} {:>12} {:>11} {:>11} {:>12}",
         "region (prev:next)", "count", "ranks", "cpu_total_ms", "cpu_mean_us", "cpu_sd_us", "wall_total_ms"
     );
     if hw {
         s += &format!(" {:>12} {:>12} {:>12} {:>12} {:>5}", "cycles_mean", "cycles_sd", "instr_mean", "instr_sd", "IPC");
+    }
+    if io {
+        s += &format!(" {:>14} {:>10}", "io_bytes", "io_ms");
     }
     s += "\n";
     for r in stats {
@@ -174,6 +201,9 @@ pub fn format_table(stats: &[RegionStats]) -> String {
             }
             _ if hw => s += &format!(" {:>12} {:>12} {:>12} {:>12} {:>5}", "-", "-", "-", "-", "-"),
             _ => {}
+        }
+        if io {
+            s += &format!(" {:>14} {:>10.3}", r.io_bytes, r.io_s * 1e3);
         }
         s += "\n";
     }
@@ -210,9 +240,15 @@ mod tests {
             wall_stdev_s: 0.0,
             cycles: Some(c),
             instructions: Some(i),
+            io_bytes: 0,
+            io_s: 0.0,
         };
-        let table = format_table(&[r]);
+        let table = format_table(std::slice::from_ref(&r));
         assert!(table.lines().next().unwrap().ends_with("IPC"), "{table}");
         assert!(table.lines().nth(1).unwrap().ends_with(" 1.50"), "{table}");
+        let io = RegionStats { io_bytes: 4096, io_s: 2e-3, ..r };
+        let table = format_table(&[io]);
+        assert!(table.lines().next().unwrap().ends_with("io_ms"), "{table}");
+        assert!(table.lines().nth(1).unwrap().ends_with(" 4096      2.000"), "{table}");
     }
 }

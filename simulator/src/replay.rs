@@ -265,6 +265,7 @@ where
     let makespan_s = ranks.iter().map(|r| r.end_s).fold(0.0, f64::max);
     let hosts = report::host_reports(platform, out.energy_j.as_deref());
     let energy_j = out.energy_j.map(|e| e.iter().flatten().sum());
+    let io_s = ranks.iter().map(|r| r.io_s).sum();
     Ok(ReplayReport {
         makespan_s,
         energy_j,
@@ -275,6 +276,8 @@ where
         wall_clock_s: started.elapsed().as_secs_f64(),
         speed_ratios: None,
         runs_makespan_s: None,
+        io_s,
+        io_servers: out.io_servers,
         io_recorded_calls: out.io_recorded,
         salvaged: out.stuck,
     })

@@ -224,6 +224,20 @@ pub(super) fn check_mpi_more(dir: &Path, out: &Output, np: u32, iters: u64) {
         }
         assert_eq!(io(Op::FileSeek).0, ptr);
     }
+    // The trace's MPI-IO summary agrees with the program's own call counts
+    // (32-byte accesses, one file).
+    let s = simulator::io::io_summary(&ranks).unwrap();
+    let calls = |f: &dyn Fn(&str) -> bool| expected.values().flatten().filter(|(name, _)| f(name)).map(|(_, n)| *n as u64).sum::<u64>();
+    let t = &s.total;
+    let writes = calls(&|m| m.starts_with("MPI_File_") && m.contains("write"));
+    let reads = calls(&|m| m.starts_with("MPI_File_") && m.contains("read"));
+    assert_eq!((t.writes, t.reads), (writes, reads), "{t:?}");
+    assert_eq!(t.collective, calls(&|m| m.starts_with("MPI_File_") && m.ends_with("_all")));
+    assert_eq!(t.nonblocking, calls(&|m| m.starts_with("MPI_File_i")));
+    assert_eq!((t.bytes_written, t.bytes_read, t.write_sizes[0], t.read_sizes[0]), (32 * writes, 32 * reads, writes, reads));
+    assert_eq!(s.files.len(), 1, "{:?}", s.files);
+    assert_eq!(s.files[0].ranks, np);
+    assert!(s.sites.iter().all(|site| site.site.starts_with("mpi_more.c:")), "{:?}", s.sites);
 }
 
 /// Persistent requests, Iallreduce overlapped with compute, matched

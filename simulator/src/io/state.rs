@@ -24,6 +24,22 @@ struct Server {
     /// Cached writes not yet on the disk: (end of their drain, bytes).
     dirty: VecDeque<(f64, u64)>,
     dirty_bytes: u64,
+    stats: ServerStats,
+}
+
+/// What one server did during a simulation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct ServerStats {
+    /// Bytes its disk read.
+    pub bytes_read: u64,
+    /// Bytes written to it (into its cache or onto its disk).
+    pub bytes_written: u64,
+    /// Requests (pieces of client requests) it served.
+    pub requests: u64,
+    /// Time its disk was busy (cache drains included), seconds.
+    pub disk_busy_s: f64,
+    /// Time its link carried data, seconds.
+    pub link_busy_s: f64,
 }
 
 impl Server {
@@ -56,6 +72,11 @@ impl FsState {
     /// The file system modelled.
     pub fn fs(&self) -> &FileSystem {
         &self.fs
+    }
+
+    /// Each server's bytes and busy times so far, in server order.
+    pub fn server_stats(&self) -> Vec<ServerStats> {
+        self.servers.iter().map(|s| s.stats).collect()
     }
 
     /// Bytes of `[offset, offset + bytes)` of file `file` on each server
@@ -105,12 +126,17 @@ impl FsState {
         let link = |bytes: u64| self.fs.link_bytes_per_s.map_or(0.0, |bw| bytes as f64 / bw);
         let on_link = link(b);
         let srv = &mut self.servers[s];
+        srv.stats.requests += 1;
+        srv.stats.link_busy_s += on_link;
         match kind {
             IoKind::Write => {
                 let arrive = (t + lat).max(srv.link_free_s) + on_link;
                 srv.link_free_s = arrive;
                 srv.drained(arrive);
-                if d.cache_bytes > 0 && srv.dirty_bytes + b <= d.cache_bytes {
+                let cached = d.cache_bytes > 0 && srv.dirty_bytes + b <= d.cache_bytes;
+                srv.stats.bytes_written += b;
+                srv.stats.disk_busy_s += if cached { 0.0 } else { d.latency_s } + b as f64 / d.write_bytes_per_s;
+                if cached {
                     let cache_bw = d.cache_bytes_per_s.unwrap_or(10.0 * d.write_bytes_per_s);
                     let done = arrive + b as f64 / cache_bw;
                     srv.disk_free_s = srv.disk_free_s.max(done) + b as f64 / d.write_bytes_per_s;
@@ -124,6 +150,8 @@ impl FsState {
                 }
             }
             IoKind::Read => {
+                srv.stats.bytes_read += b;
+                srv.stats.disk_busy_s += d.latency_s + b as f64 / d.read_bytes_per_s;
                 let on_disk = (t + lat).max(srv.disk_free_s) + d.latency_s + b as f64 / d.read_bytes_per_s;
                 srv.disk_free_s = on_disk;
                 let back = on_disk.max(srv.link_free_s) + on_link;

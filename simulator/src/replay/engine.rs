@@ -160,6 +160,8 @@ pub(crate) struct Outcome {
     pub(crate) energy_j: Option<Vec<Option<f64>>>,
     /// MPI-IO calls replayed as their recorded duration (no file system).
     pub(crate) io_recorded: u64,
+    /// Each file-system server's bytes and busy times (empty without a file system).
+    pub(crate) io_servers: Vec<crate::io::ServerStats>,
     /// In salvage mode, the ranks left waiting at the end and on what.
     pub(crate) stuck: Option<String>,
 }
@@ -301,6 +303,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let makespan = self.ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max);
         let energy_j = self.energy.take().map(|m| m.finish(makespan));
         let io_recorded = self.io.recorded;
+        let io_servers = self.io.server_stats();
         Ok(Outcome {
             ranks,
             actions: self.actions,
@@ -308,6 +311,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             timeline: self.timeline.take(),
             energy_j,
             io_recorded,
+            io_servers,
             stuck,
         })
     }

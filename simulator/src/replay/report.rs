@@ -67,6 +67,12 @@ pub struct ReplayReport {
     /// given; their range is the prediction's band.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_makespan_s: Option<Vec<f64>>,
+    /// Time in MPI-IO calls on the file system, summed over ranks, seconds.
+    pub io_s: f64,
+    /// Per server of the platform's file system, in server order: bytes
+    /// and busy times; empty (and absent from the JSON) without one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub io_servers: Vec<crate::io::ServerStats>,
     /// MPI-IO calls replayed as their recorded duration because the
     /// platform has no file system (`[[fs]]`).
     pub io_recorded_calls: u64,
@@ -159,9 +165,15 @@ impl ReplayReport {
         if let Some(e) = self.energy_j {
             writeln!(w, "energy: {e:.6} J")?;
         }
-        let io: f64 = self.ranks.iter().map(|r| r.io_s).sum();
-        if io > 0.0 {
-            writeln!(w, "MPI-IO on the file system: {:.6} s per rank on average", io / self.ranks.len().max(1) as f64)?;
+        if self.io_s > 0.0 {
+            writeln!(w, "MPI-IO on the file system: {:.6} s per rank on average", self.io_s / self.ranks.len().max(1) as f64)?;
+        }
+        for (i, s) in self.io_servers.iter().enumerate() {
+            writeln!(
+                w,
+                "  server {i}: {} requests, {} B read, {} B written, disk busy {:.6} s, link busy {:.6} s",
+                s.requests, s.bytes_read, s.bytes_written, s.disk_busy_s, s.link_busy_s
+            )?;
         }
         if let Some(s) = &self.salvaged {
             writeln!(w, "salvaged: ended waiting: {s}")?;
@@ -215,6 +227,8 @@ mod tests {
             wall_clock_s: 0.5,
             speed_ratios: None,
             runs_makespan_s: None,
+            io_s: 0.0,
+            io_servers: Vec::new(),
             io_recorded_calls: 0,
             salvaged: None,
         }

@@ -1,5 +1,5 @@
 //! `simulator trace <command>`: tools over an interposer trace directory
-//! (per-region report, SimGrid TI export, Chrome/Perfetto timeline, dump).
+//! (per-region report, MPI-IO summary, SimGrid TI export, Chrome/Perfetto timeline, dump).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,6 +21,16 @@ enum TraceCommand {
     /// Per call-site region: count, total, mean and stdev of compute time
     /// (mpiP's call-site report for compute blocks; file:line with -g).
     Regions {
+        /// Trace directory (INTERPOSER_OUT).
+        trace: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// MPI-IO summary after Darshan: calls, bytes and time per kind,
+    /// access sizes, consecutive/strided/backward accesses, per file and
+    /// per call site.
+    Io {
         /// Trace directory (INTERPOSER_OUT).
         trace: PathBuf,
         /// Print JSON instead of a table.
@@ -69,6 +79,7 @@ enum TraceCommand {
 pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
     let dir = match &args.command {
         TraceCommand::Regions { trace, .. }
+        | TraceCommand::Io { trace, .. }
         | TraceCommand::ExportTi { trace, .. }
         | TraceCommand::Timeline { trace, .. }
         | TraceCommand::Dump { trace } => trace,
@@ -85,6 +96,17 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
                 writeln!(out)?;
             } else {
                 write!(out, "{}", simulator::regions::format_table(&stats))?;
+            }
+        }
+        TraceCommand::Io { json, .. } => {
+            let summary = simulator::io::io_summary(&ranks)?;
+            if *json {
+                serde_json::to_writer(&mut out, &summary)?;
+                writeln!(out)?;
+            } else if summary.total == simulator::io::summary::IoCounters::default() {
+                writeln!(out, "{}: no MPI-IO calls", dir.display())?;
+            } else {
+                write!(out, "{}", simulator::io::summary::format_summary(&summary))?;
             }
         }
         TraceCommand::ExportTi { out: dir, host_speed, .. } => {

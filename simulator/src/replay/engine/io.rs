@@ -34,6 +34,11 @@ impl IoState {
     pub(crate) fn new(platform: &crate::platform::Platform) -> IoState {
         IoState { fs: platform.fs.first().cloned().map(FsState::new), ..IoState::default() }
     }
+
+    /// Each server's bytes and busy times; empty without a file system.
+    pub(crate) fn server_stats(&self) -> Vec<crate::io::ServerStats> {
+        self.fs.as_ref().map_or_else(Vec::new, FsState::server_stats)
+    }
 }
 
 impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {

@@ -31,7 +31,8 @@ fn two_hosts(servers: u32) -> Platform {
 fn without_a_file_system_io_takes_its_recorded_time() {
     let r = run(&simple(), vec![vec![open(), io(IoCall::Write, 0, MIB), Action::Finalize]]).unwrap();
     close(r.makespan_s, 0.5);
-    assert_eq!((r.io_recorded_calls, r.ranks[0].io_s), (2, 0.0));
+    assert_eq!((r.io_recorded_calls, r.ranks[0].io_s, r.io_s), (2, 0.0, 0.0));
+    assert!(r.io_servers.is_empty());
     assert_eq!(r.ranks[0].compute_s, 0.5);
 }
 
@@ -50,6 +51,13 @@ fn independent_writes_queue_on_the_servers_and_io_scale_halves_bandwidth() {
     let r = ranks(&p);
     close(r.makespan_s, 1e-3 + L + 2.0 * piece + 1e-3);
     close(r.ranks[1].io_s, r.makespan_s);
+    close(r.io_s, r.ranks[0].io_s + r.ranks[1].io_s);
+    // Each server took 2 MiB of each rank: two requests, 4 MiB, disk busy 2 pieces.
+    assert_eq!(r.io_servers.len(), 2);
+    for s in &r.io_servers {
+        assert_eq!((s.requests, s.bytes_written, s.bytes_read), (2, 4 * MIB, 0));
+        close(s.disk_busy_s, 2.0 * piece);
+    }
     let mut slow = p.clone();
     slow.fs[0].scale_bandwidth(0.5);
     let piece_slow = 1e-2 + 4.0 * MIB as f64 / 1e8;
