@@ -55,18 +55,52 @@ impl Server {
     }
 }
 
+/// A time span of one server's link or disk, for a timeline lane per server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServerSpan {
+    /// Server index.
+    pub server: usize,
+    /// `link`, `disk read`, `disk write`, `cache write` or `cache drain`.
+    pub what: &'static str,
+    /// Start, seconds.
+    pub start_s: f64,
+    /// End, seconds.
+    pub end_s: f64,
+}
+
 /// One file system's servers during a simulation.
 #[derive(Debug, Clone)]
 pub struct FsState {
     fs: FileSystem,
     servers: Vec<Server>,
+    /// Spans kept for a timeline, when asked for ([`FsState::keep_spans`]).
+    spans: Option<Vec<ServerSpan>>,
 }
 
 impl FsState {
     /// Idle servers of `fs`.
     pub fn new(fs: FileSystem) -> FsState {
         let servers = vec![Server::default(); fs.server_count().max(1) as usize];
-        FsState { fs, servers }
+        FsState { fs, servers, spans: None }
+    }
+
+    /// Keeps (or stops keeping) the servers' busy spans for
+    /// [`FsState::take_spans`].
+    pub fn keep_spans(&mut self, keep: bool) {
+        if keep != self.spans.is_some() {
+            self.spans = keep.then(Vec::new);
+        }
+    }
+
+    /// The busy spans kept since the last call, in the order they were timed.
+    pub fn take_spans(&mut self) -> Vec<ServerSpan> {
+        self.spans.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn span(&mut self, server: usize, what: &'static str, start_s: f64, end_s: f64) {
+        if let Some(v) = self.spans.as_mut() {
+            v.push(ServerSpan { server, what, start_s, end_s });
+        }
     }
 
     /// The file system modelled.
@@ -123,8 +157,7 @@ impl FsState {
 
     fn piece(&mut self, s: usize, t: f64, lat: f64, b: u64, kind: IoKind) -> f64 {
         let d = self.fs.disk;
-        let link = |bytes: u64| self.fs.link_bytes_per_s.map_or(0.0, |bw| bytes as f64 / bw);
-        let on_link = link(b);
+        let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
         let srv = &mut self.servers[s];
         srv.stats.requests += 1;
         srv.stats.link_busy_s += on_link;
@@ -134,28 +167,39 @@ impl FsState {
                 srv.link_free_s = arrive;
                 srv.drained(arrive);
                 let cached = d.cache_bytes > 0 && srv.dirty_bytes + b <= d.cache_bytes;
+                let on_disk = b as f64 / d.write_bytes_per_s;
                 srv.stats.bytes_written += b;
-                srv.stats.disk_busy_s += if cached { 0.0 } else { d.latency_s } + b as f64 / d.write_bytes_per_s;
+                srv.stats.disk_busy_s += if cached { 0.0 } else { d.latency_s } + on_disk;
+                let disk_from = srv.disk_free_s;
+                self.span(s, "link", arrive - on_link, arrive);
+                let srv = &mut self.servers[s];
                 if cached {
                     let cache_bw = d.cache_bytes_per_s.unwrap_or(10.0 * d.write_bytes_per_s);
                     let done = arrive + b as f64 / cache_bw;
-                    srv.disk_free_s = srv.disk_free_s.max(done) + b as f64 / d.write_bytes_per_s;
+                    srv.disk_free_s = srv.disk_free_s.max(done) + on_disk;
                     srv.dirty.push_back((srv.disk_free_s, b));
                     srv.dirty_bytes += b;
+                    let drained = srv.disk_free_s;
+                    self.span(s, "cache write", arrive, done);
+                    self.span(s, "cache drain", drained - on_disk, drained);
                     done
                 } else {
-                    let done = arrive.max(srv.disk_free_s) + d.latency_s + b as f64 / d.write_bytes_per_s;
+                    let done = arrive.max(disk_from) + d.latency_s + on_disk;
                     srv.disk_free_s = done;
+                    self.span(s, "disk write", done - d.latency_s - on_disk, done);
                     done
                 }
             }
             IoKind::Read => {
+                let on_disk = d.latency_s + b as f64 / d.read_bytes_per_s;
                 srv.stats.bytes_read += b;
-                srv.stats.disk_busy_s += d.latency_s + b as f64 / d.read_bytes_per_s;
-                let on_disk = (t + lat).max(srv.disk_free_s) + d.latency_s + b as f64 / d.read_bytes_per_s;
-                srv.disk_free_s = on_disk;
-                let back = on_disk.max(srv.link_free_s) + on_link;
+                srv.stats.disk_busy_s += on_disk;
+                let read = (t + lat).max(srv.disk_free_s) + on_disk;
+                srv.disk_free_s = read;
+                let back = read.max(srv.link_free_s) + on_link;
                 srv.link_free_s = back;
+                self.span(s, "disk read", read - on_disk, read);
+                self.span(s, "link", back - on_link, back);
                 back + lat
             }
         }

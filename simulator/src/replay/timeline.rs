@@ -1,7 +1,9 @@
 //! A Chrome/Perfetto timeline of the simulated run, in the Trace Event
 //! Format (`{"traceEvents":[…]}` of complete `"ph":"X"` events; open it in
 //! <https://ui.perfetto.dev> or `chrome://tracing`). One track per rank
-//! (`pid` 0, `tid` = rank); times in microseconds of simulated time.
+//! (`pid` 0, `tid` = rank), and one per file-system server (`pid` 1, `tid`
+//! = server) when MPI-IO runs on a modelled file system; times in
+//! microseconds of simulated time.
 //! Spans are streamed to the file as the replay goes, so memory does not
 //! grow with the trace.
 //!
@@ -87,6 +89,21 @@ impl Timeline {
         if let Some((n, m)) = &self.marks {
             m.note(rank, n == name, end_s);
         }
+        self.write(0, rank, name, start_s, end_s);
+    }
+
+    /// Records that file-system server `server` was busy with `what`
+    /// (`link`, `disk write`, ...) during `[start_s, end_s]` (seconds).
+    pub fn server_span(&mut self, server: usize, what: &str, start_s: f64, end_s: f64) {
+        self.write(1, server, what, start_s, end_s);
+    }
+
+    /// Whether spans go to a file (not only to [`Marks`]).
+    pub fn writes(&self) -> bool {
+        self.out.is_some()
+    }
+
+    fn write(&mut self, pid: u32, tid: usize, name: &str, start_s: f64, end_s: f64) {
         let Some(out) = self.out.as_mut() else { return };
         if self.err.is_some() || end_s <= start_s {
             return;
@@ -95,7 +112,7 @@ impl Timeline {
         self.first = false;
         let r = write!(
             out,
-            "{sep}\n{{\"name\":\"{name}\",\"ph\":\"X\",\"pid\":0,\"tid\":{rank},\"ts\":{:.6},\"dur\":{:.6}}}",
+            "{sep}\n{{\"name\":\"{name}\",\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{:.6},\"dur\":{:.6}}}",
             start_s * 1e6,
             (end_s - start_s) * 1e6
         );
@@ -130,11 +147,13 @@ mod tests {
         t.span(0, "compute", 0.0, 1e-3);
         t.span(1, "MPI_Recv", 0.5e-3, 0.5e-3);
         t.span(1, "MPI_Recv", 0.0, 2e-6);
+        t.server_span(3, "disk write", 1e-3, 2e-3);
         t.finish().unwrap();
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         let ev = v["traceEvents"].as_array().unwrap();
-        assert_eq!(ev.len(), 2);
+        assert_eq!(ev.len(), 3);
         assert_eq!((ev[0]["dur"].as_f64(), ev[1]["tid"].as_u64()), (Some(1000.0), Some(1)));
+        assert_eq!((ev[2]["pid"].as_u64(), ev[2]["tid"].as_u64(), ev[2]["name"].as_str()), (Some(1), Some(3), Some("disk write")));
         // Marks: the first and last end of one name per rank, zero-length spans included.
         // A barrier of two rounds, compute, a one-round barrier of zero length.
         let (mut t, m) = Timeline::marks("MPI_Barrier");

@@ -55,6 +55,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             self.local_compute(r, recorded_s / speed);
             return Ok(Flow::Continue);
         };
+        fs.keep_spans(self.timeline.as_ref().is_some_and(|t| t.writes()));
         let lat = self.platform.network.inter.as_ref().unwrap_or(&self.platform.network.intra).transfer.eval(0);
         let done = match call {
             IoCall::Open { comm } => {
@@ -69,6 +70,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             IoCall::Iread { req } | IoCall::Iwrite { req } => {
                 let kind = if matches!(call, IoCall::Iread { .. }) { IoKind::Read } else { IoKind::Write };
                 let done = fs.request(clock, lat, file, offset, bytes, kind);
+                self.server_spans();
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.complete(r, slot, done, done - clock)?;
                 return Ok(Flow::Continue);
@@ -78,9 +80,18 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
                 return self.collective_io(r, file, Member { host: self.ranks[r].host, offset, bytes, entry_s: clock }, kind, lat);
             }
         };
+        self.server_spans();
         self.ranks[r].stats.io_s += done - clock;
         self.ranks[r].clock = done;
         Ok(Flow::Continue)
+    }
+
+    /// Moves the file system's busy spans to the timeline's server lanes.
+    fn server_spans(&mut self) {
+        let (Some(fs), Some(tl)) = (self.io.fs.as_mut(), self.timeline.as_mut()) else { return };
+        for s in fs.take_spans() {
+            tl.server_span(s.server, s.what, s.start_s, s.end_s);
+        }
     }
 
     /// Rank `r` enters a collective access of `file`: it blocks until the
@@ -109,6 +120,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         };
         let fs = self.io.fs.as_mut().expect("collective I/O runs with a file system");
         let done = two_phase(fs, file, &members, kind, lat, exchange);
+        self.server_spans();
         for (i, &w) in ranks.iter().enumerate() {
             let rk = &mut self.ranks[w];
             rk.stats.io_s += done[i] - members[i].entry_s;

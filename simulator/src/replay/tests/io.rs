@@ -65,6 +65,29 @@ fn independent_writes_queue_on_the_servers_and_io_scale_halves_bandwidth() {
 }
 
 #[test]
+fn the_timeline_has_a_lane_per_server_with_its_busy_spans() {
+    let w = |r: u64| vec![open(), io(IoCall::Write, r * 4 * MIB, 4 * MIB), io(IoCall::Read, r * 4 * MIB, 2 * MIB), Action::Finalize];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let streams: Vec<ActionStream<'static, Infallible>> =
+        [w(0), w(1)].into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
+    let p = two_hosts(2);
+    let r = crate::replay::Replay::new(&p).timeline(Timeline::create(&path).unwrap()).run(streams).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    for (i, s) in r.io_servers.iter().enumerate() {
+        let on = |what: &str| {
+            ev.iter()
+                .filter(|e| e["pid"] == 1 && e["tid"] == i && e["name"].as_str().unwrap().starts_with(what))
+                .map(|e| e["dur"].as_f64().unwrap() * 1e-6)
+                .sum::<f64>()
+        };
+        close(on("disk"), s.disk_busy_s);
+        assert!(s.bytes_read > 0 && s.disk_busy_s > 0.0, "{s:?}");
+    }
+}
+
+#[test]
 fn a_collective_write_waits_for_every_member_and_uses_two_aggregators() {
     // Ranks 0, 1 on host a, 2, 3 on host b; 4 MiB each, contiguous; rank 3
     // enters 5 ms late. Aggregators 0 and 2; the exchange (4 MiB within a
