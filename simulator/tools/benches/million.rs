@@ -19,7 +19,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+
+mod common;
+use common::{load, median, timed_child};
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -54,29 +56,12 @@ fn main() {
     }
 }
 
-/// One replay as a child process: wall seconds, CPU seconds (user and
-/// system) and maximum RSS, KiB.
-#[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also gives its rusage")]
+/// One replay as a child process: wall seconds, CPU seconds and maximum RSS, KiB.
 fn run(platform: &Path, n: u32, traces: &[PathBuf], report: &Path) -> (f64, f64, i64) {
     let out = std::fs::File::create(report).expect("report file");
-    let started = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_simulator"))
-        .args(["replay", "--json", "--ranks", &n.to_string(), "--platform"])
-        .arg(platform)
-        .args(traces)
-        .stdout(out)
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("simulator");
-    let mut status = 0;
-    // SAFETY: rusage is plain data, filled by wait4 for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for the child just spawned, which nothing else reaps.
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    let wall = started.elapsed().as_secs_f64();
-    assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "replay at {n} ranks failed (status {status})");
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    (wall, secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_simulator"));
+    cmd.args(["replay", "--json", "--ranks", &n.to_string(), "--platform"]).arg(platform).args(traces).stdout(out).stderr(Stdio::inherit());
+    timed_child(&mut cmd, &format!("replay at {n} ranks"))
 }
 
 /// The trace directories at 2, 4 and 8 ranks, taken when missing.
@@ -130,18 +115,4 @@ transfer = [ { max_bytes = 65536, intercept_s = 1.5e-6, bandwidth_bytes_per_s = 
 send_overhead = [ { intercept_s = 5e-7, bandwidth_bytes_per_s = 2e10 } ]
 recv_overhead = [ { intercept_s = 5e-7, bandwidth_bytes_per_s = 2e10 } ]
 "
-}
-
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let m = xs.len() / 2;
-    if xs.len() % 2 == 1 {
-        xs[m]
-    } else {
-        (xs[m - 1] + xs[m]) / 2.0
-    }
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
 }

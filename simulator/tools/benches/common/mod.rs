@@ -1,0 +1,39 @@
+//! What the benchmarks share: a child process timed for wall clock, CPU
+//! and maximum resident set size, medians, and the load average.
+
+use std::process::Command;
+use std::time::Instant;
+
+/// Runs `cmd` to its end: wall seconds, CPU seconds (user and system) and
+/// maximum RSS, KiB, from `wait4`'s rusage. Panics naming `what` when it
+/// fails.
+#[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also gives its rusage")]
+pub fn timed_child(cmd: &mut Command, what: &str) -> (f64, f64, i64) {
+    let started = Instant::now();
+    let child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let mut status = 0;
+    // SAFETY: rusage is plain data, filled by wait4 for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for the child just spawned, which nothing else reaps.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let wall = started.elapsed().as_secs_f64();
+    assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{what} failed (status {status})");
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    (wall, secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss)
+}
+
+/// The median; the mean of the two middle values for an even count.
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let m = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        (xs[m - 1] + xs[m]) / 2.0
+    }
+}
+
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
+pub fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+}
