@@ -1,0 +1,89 @@
+/* IOR-like access patterns on one shared file: each rank writes `count`
+ * transfers of `kib` KiB, then reads them back (read after write) and
+ * checks them.
+ *
+ *   layout 0 (contiguous, IOR's segmented layout): rank r's transfers are
+ *            one block, at (r * count + i) * xfer;
+ *   layout 1 (strided, IOR's -s): transfers of the ranks interleave, at
+ *            (i * size + r) * xfer.
+ *   collective 0: MPI_File_write_at / read_at; 1: write_at_all / read_at_all.
+ *   sync 1: MPI_File_sync after the writes (the read then comes from storage
+ *           as far as the file system knows).
+ *
+ * usage: mpirun -np N iopattern [dir=.] [kib=64] [count=64] [layout=0]
+ *                               [collective=0] [sync=1]
+ * Rank 0 prints `wall_s=...` (write and read phases) and `checked=<ranks
+ * whose data read back right>`.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *usage = "[dir=.] [kib=64] [count=64] [layout=0|1] [collective=0|1] [sync=0|1]";
+    const char *dir = argc > 1 ? argv[1] : ".";
+    long kib = 64, count = 64, layout = 0, collective = 0, sync = 1;
+    if (argc > 7 || parse_arg(argc, argv, 2, "kib", 1, 1 << 20, &kib, rank) != 0 ||
+        parse_arg(argc, argv, 3, "count", 1, 1 << 20, &count, rank) != 0 ||
+        parse_arg(argc, argv, 4, "layout", 0, 1, &layout, rank) != 0 ||
+        parse_arg(argc, argv, 5, "collective", 0, 1, &collective, rank) != 0 ||
+        parse_arg(argc, argv, 6, "sync", 0, 1, &sync, rank) != 0)
+        usage_exit(argv[0], usage, rank);
+    int n = (int)(kib * 1024);
+    char *buf = malloc((size_t)n), *back = malloc((size_t)n);
+    if (buf == NULL || back == NULL) {
+        fprintf(stderr, "iopattern: rank %d: cannot allocate %ld KiB\n", rank, kib);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    long pid = (long)getpid(); /* rank 0's: one file name for the run */
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/iopattern.%ld.dat", dir, pid);
+    MPI_File fh;
+    if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) != MPI_SUCCESS) {
+        fprintf(stderr, "iopattern: rank %d: cannot open %s\n", rank, path);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    double t0 = timed_start();
+    for (long i = 0; i < count; i++) {
+        memset(buf, (int)((rank * 31 + i) & 0xff), (size_t)n);
+        long slot = layout == 0 ? rank * count + i : i * size + rank;
+        MPI_Offset at = (MPI_Offset)slot * n;
+        if (collective)
+            MPI_File_write_at_all(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+        else
+            MPI_File_write_at(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+    }
+    if (sync)
+        MPI_File_sync(fh);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int ok = 1;
+    for (long i = 0; i < count; i++) {
+        long slot = layout == 0 ? rank * count + i : i * size + rank;
+        MPI_Offset at = (MPI_Offset)slot * n;
+        if (collective)
+            MPI_File_read_at_all(fh, at, back, n, MPI_BYTE, MPI_STATUS_IGNORE);
+        else
+            MPI_File_read_at(fh, at, back, n, MPI_BYTE, MPI_STATUS_IGNORE);
+        memset(buf, (int)((rank * 31 + i) & 0xff), (size_t)n);
+        ok &= memcmp(back, buf, (size_t)n) == 0;
+    }
+    timed_end(t0, rank);
+    int all = 0;
+    MPI_Reduce(&ok, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_File_close(&fh);
+    if (rank == 0) {
+        printf("checked=%d\n", all);
+        MPI_File_delete(path, MPI_INFO_NULL);
+    }
+    free(buf);
+    free(back);
+    MPI_Finalize();
+    return 0;
+}
