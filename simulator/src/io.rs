@@ -30,6 +30,7 @@
 //! round exchanges data between ranks and aggregators through the network
 //! model, then the aggregators access the file.
 
+pub mod client;
 mod state;
 pub mod summary;
 mod twophase;

@@ -35,19 +35,30 @@
 //!   `min(w, d)` communication and the rest waiting, `d` the longest model
 //!   duration awaited (the rule documented in [`crate::replay`]).
 //!
+//! - **MPI-IO** on the platform's file system ([`crate::io`]) with the
+//!   replay's model code ([`crate::io::client`]), on this rank's own view
+//!   of the servers: independent calls queue behind this rank's earlier
+//!   requests only; a collective access runs ROMIO's two-phase schedule
+//!   on every member's entry time, offset and bytes (gathered like a
+//!   collective's entry times), so members that only make collective
+//!   accesses see the same servers.
+//!
 //! Not modelled online: link sharing among concurrent transfers
 //! ([`Platform::links`]), which needs a global view; each
-//! transfer gets its model's full bandwidth, as in a TOML platform.
+//! transfer gets its model's full bandwidth, as in a TOML platform; and
+//! the servers' queues shared with other ranks' independent I/O.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use crate::action::Action;
+use crate::io::FsState;
 use crate::network::P2pModel;
 use crate::platform::{Mapping, Platform};
 use crate::replay::{self, ActionStream, ReplayError, ReplayErrorKind, Stretch};
 
+mod io;
 #[cfg(test)]
 mod tests;
 
@@ -67,6 +78,9 @@ pub struct VirtualStats {
     pub messages: u64,
     /// Bytes of those messages.
     pub bytes_sent: u64,
+    /// Time in MPI-IO calls on the platform's file system, seconds (part
+    /// of `comm_s` and `wait_s`).
+    pub io_s: f64,
 }
 
 /// What a send posted: the virtual time the companion message carries,
@@ -124,6 +138,8 @@ pub struct VirtualRank<'a> {
     stats: VirtualStats,
     reqs: HashMap<u64, Req>,
     jitter: Option<Stretch<'a>>,
+    /// This rank's view of the platform's first file system.
+    fs: Option<FsState>,
 }
 
 impl std::fmt::Debug for VirtualRank<'_> {
@@ -141,7 +157,8 @@ impl<'a> VirtualRank<'a> {
     pub fn new(mut platform: Platform, rank: u32) -> Self {
         platform.links = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
-        VirtualRank { rank, platform, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None }
+        let fs = platform.fs.first().cloned().map(FsState::new);
+        VirtualRank { rank, platform, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None, fs }
     }
 
     /// Exposes compute blocks and eager-send overheads to OS jitter

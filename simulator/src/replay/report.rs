@@ -31,7 +31,9 @@ pub struct RankReport {
     pub messages: u64,
     /// Bytes sent in those messages.
     pub bytes_sent: u64,
-    /// Time in MPI-IO calls on the platform's file system, seconds.
+    /// Time in MPI-IO calls on the platform's file system, seconds; also
+    /// counted in `comm_s` (and `wait_s`, a collective access's wait for
+    /// its last member).
     pub io_s: f64,
 }
 

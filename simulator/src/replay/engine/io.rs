@@ -4,14 +4,15 @@
 //! communicator, then runs ROMIO's two-phase schedule
 //! ([`crate::io::two_phase`]) with the members' exchanges timed by the
 //! network model, and releases each member at its completion. Time spent
-//! in I/O counts in the rank's `io_s`. Without a file system, a call takes
+//! in I/O counts in the rank's `io_s`, and as communication (waiting, for
+//! a collective access's wait for its last member). Without a file system, a call takes
 //! its recorded duration as compute.
 
 use std::collections::HashMap;
 
 use super::{Engine, Flow, Kind, Status};
 use crate::action::{Action, IoCall};
-use crate::io::{two_phase, FsState, IoKind, Member};
+use crate::io::{client, FsState, Member};
 use crate::replay::ReplayError;
 
 /// The file system and the collective accesses under way.
@@ -56,32 +57,29 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             return Ok(Flow::Continue);
         };
         fs.keep_spans(self.timeline.as_ref().is_some_and(|t| t.writes()));
-        let lat = self.platform.network.inter.as_ref().unwrap_or(&self.platform.network.intra).transfer.eval(0);
+        let lat = client::server_latency_s(self.platform);
         let done = match call {
             IoCall::Open { comm } => {
                 let g = self.comms.global(r, comm).unwrap_or(0);
                 self.io.files.insert((r as u32, file), g);
                 fs.metadata(clock)
             }
-            IoCall::Close | IoCall::Meta => fs.metadata(clock),
-            IoCall::Sync => fs.sync(clock),
-            IoCall::Read => fs.request(clock, lat, file, offset, bytes, IoKind::Read),
-            IoCall::Write => fs.request(clock, lat, file, offset, bytes, IoKind::Write),
+            IoCall::ReadAll | IoCall::WriteAll => {
+                let me = Member { host: self.ranks[r].host, offset, bytes, entry_s: clock };
+                return self.collective_io(r, file, me, call == IoCall::WriteAll, lat);
+            }
             IoCall::Iread { req } | IoCall::Iwrite { req } => {
-                let kind = if matches!(call, IoCall::Iread { .. }) { IoKind::Read } else { IoKind::Write };
-                let done = fs.request(clock, lat, file, offset, bytes, kind);
+                let done = client::independent(fs, clock, lat, call, file, offset, bytes).unwrap_or(clock);
                 self.server_spans();
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.complete(r, slot, done, done - clock)?;
                 return Ok(Flow::Continue);
             }
-            IoCall::ReadAll | IoCall::WriteAll => {
-                let kind = if call == IoCall::ReadAll { IoKind::Read } else { IoKind::Write };
-                return self.collective_io(r, file, Member { host: self.ranks[r].host, offset, bytes, entry_s: clock }, kind, lat);
-            }
+            _ => client::independent(fs, clock, lat, call, file, offset, bytes).unwrap_or(clock),
         };
         self.server_spans();
         self.ranks[r].stats.io_s += done - clock;
+        self.ranks[r].stats.comm_s += done - clock;
         self.ranks[r].clock = done;
         Ok(Flow::Continue)
     }
@@ -97,7 +95,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
     /// Rank `r` enters a collective access of `file`: it blocks until the
     /// last member of the file's communicator enters, which times the
     /// access and releases everyone.
-    fn collective_io(&mut self, r: usize, file: u32, me: Member, kind: IoKind, lat: f64) -> Result<Flow, ReplayError> {
+    fn collective_io(&mut self, r: usize, file: u32, me: Member, write: bool, lat: f64) -> Result<Flow, ReplayError> {
         let g = self.io.files.get(&(r as u32, file)).copied().unwrap_or(0);
         let n = self.comms.size(g) as usize;
         let seq = self.io.seq.entry((r as u32, g)).or_default();
@@ -113,17 +111,16 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         arrived.sort_by_key(|&(w, _)| self.comms.comm_rank(g, w as u32).unwrap_or(u32::MAX));
         let members: Vec<Member> = arrived.iter().map(|a| a.1).collect();
         let ranks: Vec<usize> = arrived.iter().map(|a| a.0).collect();
-        let (net, hosts) = (&self.platform.network, members.iter().map(|m| m.host).collect::<Vec<_>>());
-        let exchange = |a: usize, b: usize, bytes: u64| {
-            let model = if hosts[a] == hosts[b] { &net.intra } else { net.inter.as_ref().unwrap_or(&net.intra) };
-            model.transfer.eval(bytes)
-        };
         let fs = self.io.fs.as_mut().expect("collective I/O runs with a file system");
-        let done = two_phase(fs, file, &members, kind, lat, exchange);
+        let done = client::collective(fs, self.platform, file, &members, write, lat);
         self.server_spans();
+        // Waiting for the last member is waiting; the schedule after it, communication.
+        let last = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
         for (i, &w) in ranks.iter().enumerate() {
             let rk = &mut self.ranks[w];
             rk.stats.io_s += done[i] - members[i].entry_s;
+            rk.stats.wait_s += last - members[i].entry_s;
+            rk.stats.comm_s += done[i] - last;
             rk.clock = done[i];
             if w != r {
                 rk.status = Status::Runnable;

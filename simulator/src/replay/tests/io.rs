@@ -52,6 +52,7 @@ fn independent_writes_queue_on_the_servers_and_io_scale_halves_bandwidth() {
     close(r.makespan_s, 1e-3 + L + 2.0 * piece + 1e-3);
     close(r.ranks[1].io_s, r.makespan_s);
     close(r.io_s, r.ranks[0].io_s + r.ranks[1].io_s);
+    balanced(&r);
     // Each server took 2 MiB of each rank: two requests, 4 MiB, disk busy 2 pieces.
     assert_eq!(r.io_servers.len(), 2);
     for s in &r.io_servers {
@@ -109,6 +110,8 @@ fn a_collective_write_waits_for_every_member_and_uses_two_aggregators() {
     }
     close(r.ranks[0].io_s, end);
     close(r.ranks[3].io_s, 1e-3 + L + 2.0 * piece);
+    balanced(&r);
+    close(r.ranks[0].wait_s, 5e-3);
 }
 
 #[test]

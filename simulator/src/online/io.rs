@@ -1,0 +1,85 @@
+//! MPI-IO on the online clock: the replay's file-system model
+//! ([`crate::io::client`]) applied to one rank's view of the servers.
+
+use super::{Block, Req, VirtualRank};
+use crate::action::{Action, IoCall};
+use crate::io::{client, Member};
+use crate::replay::{ReplayError, ReplayErrorKind};
+
+impl VirtualRank<'_> {
+    fn io_error(&self, action: &Action, why: &str) -> ReplayError {
+        ReplayError { rank: Some(self.rank), kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why: why.into() } }
+    }
+
+    /// An independent MPI-IO call `action` ([`Action::Io`] other than
+    /// `ReadAll`/`WriteAll`) at the clock: the clock moves to its
+    /// completion (a nonblocking one creates its request, complete then).
+    /// Without a file system in the platform the call costs its
+    /// recorded duration, as in the replay. Returns the clock, seconds.
+    ///
+    /// # Errors
+    /// [`ReplayError`] for another action, or a collective access.
+    pub fn io(&mut self, action: &Action) -> Result<f64, ReplayError> {
+        let Action::Io { call, file, offset, bytes, recorded_s } = *action else {
+            return Err(self.io_error(action, "not an MPI-IO call"));
+        };
+        let lat = client::server_latency_s(&self.platform);
+        let t = self.clock;
+        let Some(fs) = self.fs.as_mut() else {
+            self.compute(recorded_s.max(0.0) * self.speed);
+            return Ok(self.clock);
+        };
+        let done = client::independent(fs, t, lat, call, file, offset, bytes)
+            .ok_or_else(|| self.io_error(action, "a collective access needs its members' parts"))?;
+        match call {
+            IoCall::Iread { req } | IoCall::Iwrite { req } => {
+                self.reqs.insert(req, Req::Done { at: done, d: done - t });
+            }
+            _ => {
+                self.stats.io_s += done - t;
+                self.resolve(Block { since: t, resume: done, d: done - t });
+            }
+        }
+        Ok(self.clock)
+    }
+
+    /// A collective access `action` (`ReadAll`/`WriteAll`) of the
+    /// communicator `members` (world ranks, in communicator rank order),
+    /// which entered at virtual times `entries_s` with parts `(offset,
+    /// bytes)` (same order): ROMIO's two-phase schedule on this rank's
+    /// view of the servers; the clock moves to this rank's completion.
+    /// Without a file system the call costs its recorded duration.
+    /// Returns the clock, seconds.
+    ///
+    /// # Errors
+    /// [`ReplayError`] when this rank is not a member, the lengths
+    /// differ, or `action` is not a collective access.
+    pub fn collective_io(&mut self, action: &Action, members: &[u32], entries_s: &[f64], parts: &[(u64, u64)]) -> Result<f64, ReplayError> {
+        let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll), file, recorded_s, .. } = *action else {
+            return Err(self.io_error(action, "not a collective MPI-IO access"));
+        };
+        if members.len() != entries_s.len() || members.len() != parts.len() {
+            return Err(self.io_error(action, "members, entry times and parts differ in number"));
+        }
+        let me = members.iter().position(|&m| m == self.rank).ok_or_else(|| self.io_error(action, "this rank is not a member"))?;
+        let Some(fs) = self.fs.as_mut() else {
+            self.compute(recorded_s.max(0.0) * self.speed);
+            return Ok(self.clock);
+        };
+        let group: Vec<Member> = members
+            .iter()
+            .zip(entries_s)
+            .zip(parts)
+            .map(|((&w, &entry_s), &(offset, bytes))| Member { host: self.platform.host_of(w), offset, bytes, entry_s })
+            .collect();
+        let lat = client::server_latency_s(&self.platform);
+        let done = client::collective(fs, &self.platform, file, &group, call == IoCall::WriteAll, lat)[me];
+        let t = self.clock;
+        let entry = entries_s[me];
+        self.stats.io_s += (done - entry).max(0.0);
+        // Waiting for the last member is waiting; the schedule after it, I/O.
+        let last = entries_s.iter().copied().fold(entry, f64::max);
+        self.resolve(Block { since: t, resume: done.max(t), d: (done - last).max(0.0) });
+        Ok(self.clock)
+    }
+}
