@@ -40,6 +40,7 @@ extern void ipr_online_completed(int op, uint64_t req, int src, int tag, int can
 extern void ipr_online_wait(int op, const uint64_t *reqs, uint64_t n);
 extern void ipr_online_request_free(uint64_t req);
 extern void ipr_online_coll(int op, const struct ipr_params *p, uint32_t slot, const uint64_t *list, uint64_t nlist, int nonblocking);
+extern void ipr_online_io(int op, const struct ipr_params *p, uint32_t slot);
 extern void ipr_online_drain(int op);
 extern void ipr_online_stats(double *out);
 extern void ipr_online_reason(char *buf, int cap);
@@ -47,7 +48,7 @@ extern void ipr_online_report(const double *all, const char *reasons, int reason
 extern void ipr_online_stop(void);
 extern double ipr_online_wtime(double real);
 
-#define IPR_STATS 7
+#define IPR_STATS 8
 #define IPR_REASON 256 /* bytes of each rank's stall reason in the report */
 #define NO_SLOT UINT32_MAX
 
@@ -165,13 +166,13 @@ int ipr_sh_irecv(uint32_t slot, int chan, int src, int tag, double *buf, int n, 
     return 1;
 }
 
-/* Gathers one double from each of the `n` members of shadow `slot`. */
-int ipr_sh_iallgather(uint32_t slot, const double *send, double *recv, int n, uint64_t *req) {
+/* Gathers `k` doubles from each of the `n` members of shadow `slot`. */
+int ipr_sh_iallgather(uint32_t slot, const double *send, double *recv, int n, int k, uint64_t *req) {
     MPI_Comm c = channel(slot, 0);
     MPI_Request r;
     int size = 0;
     if (c == MPI_COMM_NULL || PMPI_Comm_size(c, &size) != MPI_SUCCESS || size != n ||
-        PMPI_Iallgather(send, 1, MPI_DOUBLE, recv, 1, MPI_DOUBLE, c, &r) != MPI_SUCCESS)
+        PMPI_Iallgather(send, k, MPI_DOUBLE, recv, k, MPI_DOUBLE, c, &r) != MPI_SUCCESS)
         return 0;
     put_req(req, r);
     return 1;
@@ -447,6 +448,13 @@ void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *lis
     uint32_t slot = slot_of(p->comm);
     if (slot == NO_SLOT) ipr_online_unmodelled(op);
     else ipr_online_coll(op, p, slot, list, nlist, nonblocking);
+}
+
+/* An MPI-IO call: `File_open` names its communicator's shadow (the file's
+ * collective accesses gather on it); the other calls find it by file id. */
+void ipr_on_io(int op, const struct ipr_params *p, int rc) {
+    if (rc != MPI_SUCCESS) return;
+    ipr_online_io(op, p, op == IPR_OP_MPI_File_open ? slot_of(p->comm) : NO_SLOT);
 }
 
 /* MPI_Finalize: once every rank is here (so that none waits for a peer

@@ -31,6 +31,7 @@ void ipr_on_mprobe(const struct ipr_params *p, int rc, const MPI_Status *st);
 void ipr_on_mrecv(int op, const struct ipr_params *p, int rc);
 void ipr_on_imrecv(const struct ipr_params *p, int rc);
 void ipr_online_unmodelled(int op);
+void ipr_on_io(int op, const struct ipr_params *p, int rc);
 void ipr_online_request_free(uint64_t req);
 void ipr_on_comm_free(uint32_t id);
 MPI_Status *ipr_on_statuses(int count);
@@ -143,6 +144,28 @@ void ipr_online_ghosts(void);
 #define IPR_ONLINE_MPI_Ineighbor_alltoall IPR_ON_UNMODELLED
 #define IPR_ONLINE_MPI_Ineighbor_alltoallv IPR_ON_UNMODELLED
 #define IPR_ONLINE_MPI_Ineighbor_alltoallw IPR_ON_UNMODELLED
+
+/* MPI-IO: on the platform's file system (collective accesses gather
+ * their members' entry times and parts on the file's communicator). */
+#define IPR_ON_IO(op, p, rc, ...) IPR_ON(ipr_on_io(op, p, rc))
+#define IPR_ONLINE_MPI_File_open IPR_ON_IO
+#define IPR_ONLINE_MPI_File_close IPR_ON_IO
+#define IPR_ONLINE_MPI_File_sync IPR_ON_IO
+#define IPR_ONLINE_MPI_File_set_size IPR_ON_IO
+#define IPR_ONLINE_MPI_File_preallocate IPR_ON_IO
+#define IPR_ONLINE_MPI_File_delete IPR_ON_IO
+#define IPR_ONLINE_MPI_File_read IPR_ON_IO
+#define IPR_ONLINE_MPI_File_read_at IPR_ON_IO
+#define IPR_ONLINE_MPI_File_read_all IPR_ON_IO
+#define IPR_ONLINE_MPI_File_read_at_all IPR_ON_IO
+#define IPR_ONLINE_MPI_File_write IPR_ON_IO
+#define IPR_ONLINE_MPI_File_write_at IPR_ON_IO
+#define IPR_ONLINE_MPI_File_write_all IPR_ON_IO
+#define IPR_ONLINE_MPI_File_write_at_all IPR_ON_IO
+#define IPR_ONLINE_MPI_File_iread IPR_ON_IO
+#define IPR_ONLINE_MPI_File_iread_at IPR_ON_IO
+#define IPR_ONLINE_MPI_File_iwrite IPR_ON_IO
+#define IPR_ONLINE_MPI_File_iwrite_at IPR_ON_IO
 
 /* Communicators: shadows follow the application's. */
 #define IPR_ONLINE_MPI_Comm_dup(op, p, rc, comm, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))

@@ -67,7 +67,7 @@ use crate::hooks::guard;
 use crate::recorder::{self, warn};
 
 /// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`].
-const STATS_LEN: usize = 7;
+const STATS_LEN: usize = 8;
 /// How long a virtual `MPI_Wtime` lets the pump go without progress.
 const WTIME_WAIT: Duration = Duration::from_millis(200);
 /// The clock's request ids start here, above any MPI request handle
@@ -92,6 +92,8 @@ pub struct Online {
     /// Nonblocking collectives posted, by clock id: the blocking action
     /// they stand for, their members (world ranks) and their call.
     nbcs: HashMap<u64, Nbc>,
+    /// Open files: the shadow slot of each file's communicator, by file id.
+    files: HashMap<u32, u32>,
     /// What the pump has still to apply.
     work: pump::Work,
     /// The application's pending requests, by MPI handle: the clock id
@@ -238,6 +240,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
         members: HashMap::new(),
         unmodelled: BTreeSet::new(),
         nbcs: HashMap::new(),
+        files: HashMap::new(),
         work: pump::Work::default(),
         posted: HashMap::new(),
         next_id: FIRST_ID,
@@ -396,6 +399,7 @@ impl Online {
                     wait_s: v[3],
                     messages: v[4] as u64,
                     bytes_sent: v[5] as u64,
+                    io_s: v[7],
                 },
             })
             .collect();

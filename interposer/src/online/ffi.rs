@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::Ordering;
 
-use simulator::action::Action;
+use simulator::action::{Action, IoCall};
 use simulator::online::VirtualStats;
 use simulator::trace::{CallRecord, Op};
 
@@ -291,6 +291,64 @@ pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, slot: u32,
     })
 }
 
+/// An MPI-IO call `op` with parameters `p` (as the trace records them:
+/// the file id in `peer2`, the byte offset in `bytes2`) returned; `slot`
+/// is the shadow of the file's communicator for `MPI_File_open` (else
+/// `u32::MAX`). Independent calls go to the clock in order; a collective
+/// access gathers its members' entry times and parts on the file's
+/// shadow first. A file opened on a communicator without a shadow makes
+/// its collective accesses unmodelled (no virtual time).
+///
+/// # Safety
+/// `p` points to a valid `struct ipr_params`.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_online_io(op: c_int, p: *const Params, slot: u32) {
+    // SAFETY: the C wrapper passes its live parameter struct.
+    let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
+    with((), |on| {
+        let mut p = p;
+        if matches!(call, Op::FileIread | Op::FileIreadAt | Op::FileIwrite | Op::FileIwriteAt) {
+            p.request = on.post(p.request, None);
+        }
+        let file = p.peer2 as u32;
+        if call == Op::FileOpen && slot != u32::MAX {
+            on.files.insert(file, slot);
+        }
+        if call == Op::FileClose {
+            on.files.remove(&file);
+        }
+        let Some(action) = io_action(call, &p) else { return };
+        let collective = matches!(action, Action::Io { call: IoCall::ReadAll | IoCall::WriteAll, .. });
+        if !collective {
+            on.queue(Ev::Io { call, action });
+            return;
+        }
+        let slot = on.files.get(&file).copied();
+        match slot.and_then(|s| on.members.get(&s).cloned().map(|m| (s, m))) {
+            Some((slot, members)) => on.queue(Ev::CollIo { call, action, members, slot, gather: None }),
+            None => {
+                on.unmodelled.insert(call.mpi_name());
+            }
+        }
+    })
+}
+
+/// The replay action of MPI-IO call `op` with parameters `p`.
+fn io_action(op: Op, p: &Params) -> Option<Action> {
+    let rec = CallRecord {
+        op,
+        failed: false,
+        caller: 0,
+        compute_cpu_ns: 0,
+        compute_wall_ns: 0,
+        counters: None,
+        t_start_ns: 0,
+        t_end_ns: 0,
+        params: record_params(op, p, &mut Vec::new()),
+    };
+    simulator::action::op_action(&rec).ok().flatten()
+}
+
 /// Call `op` costs no virtual time (a collective on a communicator
 /// without a shadow): lists it in the report.
 #[no_mangle]
@@ -347,7 +405,7 @@ pub unsafe extern "C" fn ipr_online_stats(out: *mut f64) {
     }
     let (s, complete) =
         guard(None, || with_state(|on| (on.clock.stats(), on.stalled.is_none()))).unwrap_or((VirtualStats::default(), false));
-    let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64, complete as u8 as f64];
+    let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64, complete as u8 as f64, s.io_s];
     // SAFETY: the caller passes room for STATS_LEN doubles.
     unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, STATS_LEN) };
 }

@@ -48,6 +48,12 @@ pub enum Ev {
     /// A nonblocking collective posted as request `id` (its action and
     /// members are in [`Online::nbcs`]) on shadow `slot`.
     Icoll { id: u64, slot: u32 },
+    /// An independent MPI-IO call (a nonblocking one names its request id).
+    Io { call: Call, action: Action },
+    /// A collective MPI-IO access over `members` (world ranks) of shadow
+    /// `slot`; `gather` is the exchange of `[entry time, offset, bytes]`
+    /// once posted.
+    CollIo { call: Call, action: Action, members: Vec<u32>, slot: u32, gather: Option<Op> },
     /// Request `id` was freed by the application (it completes unseen),
     /// or `cancelled` (no message of its will come).
     Forget { id: u64, cancelled: bool },
@@ -205,7 +211,7 @@ impl Online {
             }
             Ev::Coll { call, action, members, slot, gather } => {
                 if gather.is_none() {
-                    *gather = Op::iallgather(*slot, self.clock.now(), members.len());
+                    *gather = Op::iallgather(*slot, &[self.clock.now()], members.len());
                     if gather.is_none() {
                         self.unmodelled.insert(call.mpi_name());
                         return true;
@@ -222,10 +228,39 @@ impl Online {
                     }
                 }
             }
+            Ev::Io { call, action } => {
+                if let Err(e) = self.clock.io(action) {
+                    if self.unmodelled.insert(call.mpi_name()) {
+                        crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
+                    }
+                }
+            }
+            Ev::CollIo { call, action, members, slot, gather } => {
+                if gather.is_none() {
+                    let Action::Io { offset, bytes, .. } = *action else { return true };
+                    *gather = Op::iallgather(*slot, &[self.clock.now(), offset as f64, bytes as f64], members.len());
+                    if gather.is_none() {
+                        self.unmodelled.insert(call.mpi_name());
+                        return true;
+                    }
+                }
+                let Some(op) = gather.as_mut() else { return true };
+                if !op.test() {
+                    return false;
+                }
+                let got = &op.data()[..3 * members.len()];
+                let entries: Vec<f64> = got.chunks(3).map(|v| v[0]).collect();
+                let parts: Vec<(u64, u64)> = got.chunks(3).map(|v| (v[1] as u64, v[2] as u64)).collect();
+                if let Err(e) = self.clock.collective_io(action, members, &entries, &parts) {
+                    if self.unmodelled.insert(call.mpi_name()) {
+                        crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
+                    }
+                }
+            }
             Ev::Icoll { id, slot } => {
                 let post = self.clock.icoll(*id);
                 let n = self.nbcs.get(id).map_or(0, |c| c.members.len());
-                match Op::iallgather(*slot, post, n) {
+                match Op::iallgather(*slot, &[post], n) {
                     Some(op) => {
                         let call = self.nbcs.get(id).map_or(Call::Ibarrier, |c| c.call);
                         self.work.inputs.push(Input::Gather { id: *id, call, op });
@@ -262,7 +297,9 @@ impl Online {
                 let what = self.work.inputs.iter().find(|i| ids.contains(&i.id())).map_or_else(|| "nothing".into(), Input::describe);
                 format!("{} waits for {what}", call.mpi_name())
             }
-            Ev::Coll { call, members, .. } => format!("{} waits for the entry times of its {} members", call.mpi_name(), members.len()),
+            Ev::Coll { call, members, .. } | Ev::CollIo { call, members, .. } => {
+                format!("{} waits for the entry times of its {} members", call.mpi_name(), members.len())
+            }
             other => format!("{other:?}"),
         }
     }

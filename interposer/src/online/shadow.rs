@@ -23,7 +23,7 @@ pub enum Channel {
 extern "C" {
     fn ipr_sh_isend(slot: u32, chan: c_int, dest: c_int, tag: c_int, buf: *const f64, n: c_int, req: *mut u64) -> c_int;
     fn ipr_sh_irecv(slot: u32, chan: c_int, src: c_int, tag: c_int, buf: *mut f64, n: c_int, req: *mut u64) -> c_int;
-    fn ipr_sh_iallgather(slot: u32, send: *const f64, recv: *mut f64, n: c_int, req: *mut u64) -> c_int;
+    fn ipr_sh_iallgather(slot: u32, send: *const f64, recv: *mut f64, n: c_int, k: c_int, req: *mut u64) -> c_int;
     fn ipr_sh_test(req: *mut u64) -> c_int;
     fn ipr_sh_cancel(req: *mut u64, kind: c_int);
 }
@@ -68,13 +68,15 @@ impl Op {
         Op::post(Kind::Recv, vec![0.0; n].into(), |b, r| unsafe { ipr_sh_irecv(slot, chan as c_int, src, tag, b, n as c_int, r) })
     }
 
-    /// Gathers `value` from each of the `n` members of shadow `slot` (on
-    /// [`Channel::Fwd`]); [`Op::data`] then holds them in rank order.
-    pub fn iallgather(slot: u32, value: f64, n: usize) -> Option<Op> {
-        let mut buf = vec![0.0; n + 1];
-        buf[n] = value;
-        // SAFETY: as in `isend`; the value sent is the buffer's last element, the result its first n.
-        Op::post(Kind::Collective, buf.into(), |b, r| unsafe { ipr_sh_iallgather(slot, b.add(n), b, n as c_int, r) })
+    /// Gathers `values` (k of them) from each of the `n` members of shadow
+    /// `slot` (on [`Channel::Fwd`]); [`Op::data`] then holds each member's
+    /// k values in rank order.
+    pub fn iallgather(slot: u32, values: &[f64], n: usize) -> Option<Op> {
+        let k = values.len();
+        let mut buf = vec![0.0; (n + 1) * k];
+        buf[n * k..].copy_from_slice(values);
+        // SAFETY: as in `isend`; the values sent are the buffer's last k elements, the result its first n × k.
+        Op::post(Kind::Collective, buf.into(), |b, r| unsafe { ipr_sh_iallgather(slot, b.add(n * k), b, n as c_int, k as c_int, r) })
     }
 
     /// True once the operation completed (tests it when not yet known).

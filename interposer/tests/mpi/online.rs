@@ -352,3 +352,32 @@ fn nonblocking_collectives_and_matched_receives_agree_with_replay() {
         assert_eq!(result_lines(&plain), result_lines(&out), "{prog}: online mode changed the results");
     }
 }
+
+/// MPI-IO on a modelled file system: a collective checkpoint (write,
+/// sync, read back) predicted online as the replay of the same run's
+/// trace predicts it, with its I/O time in `online.json`.
+#[test]
+fn mpi_io_on_a_modelled_file_system_agrees_with_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let mut text = std::fs::read_to_string(&platform).unwrap();
+    text += "[[fs]]\nname = \"scratch\"\nservers = 2\nstripe_size_bytes = 1048576\nmetadata_latency_s = 1e-4\n\
+             [fs.disk]\nlatency_s = 2e-4\nread_bytes_per_s = 4e8\nwrite_bytes_per_s = 2e8\n";
+    std::fs::write(&platform, text).unwrap();
+    let scratch = tmp.path().to_str().unwrap();
+    let args = [scratch, "1024", "3", "1"];
+    let (dir, out) = online_run(2, "checkpoint", &args, &platform, &[]);
+    assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
+    let report = online_json(dir.path());
+    let online = report["makespan_s"].as_f64().unwrap();
+    let offline = offline_makespan(dir.path(), &platform);
+    let rel = (online - offline).abs() / offline;
+    assert!(rel < 0.01, "online {online} s vs offline {offline} s ({:.3} %)", rel * 100.0);
+    // 3 × 1 MiB at 200 MB/s per rank at least.
+    for r in report["ranks"].as_array().unwrap() {
+        assert!(r["io_s"].as_f64().unwrap() > 3.0 * 1048576.0 / 2e8, "{r}");
+    }
+    assert!(report["unmodelled_calls"].as_array().unwrap().is_empty(), "{report}");
+    let plain = mpirun(2, "checkpoint", &args, &[], false);
+    assert_eq!(result_lines(&plain), result_lines(&out), "online mode changed the results");
+}

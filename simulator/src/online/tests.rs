@@ -250,7 +250,9 @@ fn mpi_io_on_the_file_system_agrees_with_the_replay() {
         clocks[r].io(a).unwrap();
     }
     let (online, offline) = (clocks[r].stats(), &rep.ranks[r]);
-    for (name, a, b) in [("end_s", online.end_s, offline.end_s), ("io_s", online.io_s, offline.io_s), ("wait_s", online.wait_s, offline.wait_s)] {
+    for (name, a, b) in
+        [("end_s", online.end_s, offline.end_s), ("io_s", online.io_s, offline.io_s), ("wait_s", online.wait_s, offline.wait_s)]
+    {
         assert!((a - b).abs() <= 1e-9 * b.abs().max(1e-6), "rank {r} {name}: online {a} offline {b}");
     }
     for c in &clocks[1..] {
