@@ -9,9 +9,12 @@
  *   collective 0: MPI_File_write_at / read_at; 1: write_at_all / read_at_all.
  *   sync 1: MPI_File_sync after the writes (the read then comes from storage
  *           as far as the file system knows).
+ *   view 1 (with layout 1): a strided file view (each rank sees its own
+ *           transfers) and one call of all `count` transfers each way.
+ *   hints 1: open with cb_nodes=1, cb_buffer_size=1 MiB, romio_ds_write=enable.
  *
  * usage: mpirun -np N iopattern [dir=.] [kib=64] [count=64] [layout=0]
- *                               [collective=0] [sync=1]
+ *                               [collective=0] [sync=1] [view=0] [hints=0]
  * Rank 0 prints `wall_s=...` (write and read phases) and `checked=<ranks
  * whose data read back right>`.
  */
@@ -26,17 +29,20 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *usage = "[dir=.] [kib=64] [count=64] [layout=0|1] [collective=0|1] [sync=0|1]";
+    const char *usage = "[dir=.] [kib=64] [count=64] [layout=0|1] [collective=0|1] [sync=0|1] [view=0|1] [hints=0|1]";
     const char *dir = argc > 1 ? argv[1] : ".";
-    long kib = 64, count = 64, layout = 0, collective = 0, sync = 1;
-    if (argc > 7 || parse_arg(argc, argv, 2, "kib", 1, 1 << 20, &kib, rank) != 0 ||
+    long kib = 64, count = 64, layout = 0, collective = 0, sync = 1, view = 0, hints = 0;
+    if (argc > 9 || parse_arg(argc, argv, 2, "kib", 1, 1 << 20, &kib, rank) != 0 ||
         parse_arg(argc, argv, 3, "count", 1, 1 << 20, &count, rank) != 0 ||
         parse_arg(argc, argv, 4, "layout", 0, 1, &layout, rank) != 0 ||
         parse_arg(argc, argv, 5, "collective", 0, 1, &collective, rank) != 0 ||
-        parse_arg(argc, argv, 6, "sync", 0, 1, &sync, rank) != 0)
+        parse_arg(argc, argv, 6, "sync", 0, 1, &sync, rank) != 0 ||
+        parse_arg(argc, argv, 7, "view", 0, 1, &view, rank) != 0 || parse_arg(argc, argv, 8, "hints", 0, 1, &hints, rank) != 0 ||
+        (view && !layout))
         usage_exit(argv[0], usage, rank);
     int n = (int)(kib * 1024);
-    char *buf = malloc((size_t)n), *back = malloc((size_t)n);
+    size_t all = view ? (size_t)n * (size_t)count : (size_t)n;
+    char *buf = malloc(all), *back = malloc(all);
     if (buf == NULL || back == NULL) {
         fprintf(stderr, "iopattern: rank %d: cannot allocate %ld KiB\n", rank, kib);
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -45,12 +51,53 @@ int main(int argc, char **argv)
     MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     char path[4096];
     snprintf(path, sizeof path, "%s/iopattern.%ld.dat", dir, pid);
+    MPI_Info info = MPI_INFO_NULL;
+    if (hints) {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "cb_nodes", "1");
+        MPI_Info_set(info, "cb_buffer_size", "1048576");
+        MPI_Info_set(info, "romio_ds_write", "enable");
+    }
     MPI_File fh;
-    if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) != MPI_SUCCESS) {
+    if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR, info, &fh) != MPI_SUCCESS) {
         fprintf(stderr, "iopattern: rank %d: cannot open %s\n", rank, path);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     double t0 = timed_start();
+    if (view) {
+        /* Rank r's transfers: every size-th block of n bytes from block r. */
+        MPI_Datatype block, strided;
+        MPI_Type_contiguous(n, MPI_BYTE, &block);
+        MPI_Type_create_resized(block, 0, (MPI_Aint)n * size, &strided);
+        MPI_Type_commit(&strided);
+        MPI_File_set_view(fh, (MPI_Offset)rank * n, MPI_BYTE, strided, "native", MPI_INFO_NULL);
+        for (long i = 0; i < count; i++) memset(buf + (size_t)i * n, (int)((rank * 31 + i) & 0xff), (size_t)n);
+        if (collective)
+            MPI_File_write_at_all(fh, 0, buf, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
+        else
+            MPI_File_write_at(fh, 0, buf, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
+        if (sync) MPI_File_sync(fh);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (collective)
+            MPI_File_read_at_all(fh, 0, back, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
+        else
+            MPI_File_read_at(fh, 0, back, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
+        int ok = memcmp(back, buf, all) == 0, good = 0;
+        timed_end(t0, rank);
+        MPI_Reduce(&ok, &good, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Type_free(&strided);
+        MPI_Type_free(&block);
+        MPI_File_close(&fh);
+        if (rank == 0) {
+            printf("checked=%d\n", good);
+            MPI_File_delete(path, MPI_INFO_NULL);
+        }
+        free(buf);
+        free(back);
+        MPI_Finalize();
+        return 0;
+    }
     for (long i = 0; i < count; i++) {
         memset(buf, (int)((rank * 31 + i) & 0xff), (size_t)n);
         long slot = layout == 0 ? rank * count + i : i * size + rank;
@@ -75,11 +122,11 @@ int main(int argc, char **argv)
         ok &= memcmp(back, buf, (size_t)n) == 0;
     }
     timed_end(t0, rank);
-    int all = 0;
-    MPI_Reduce(&ok, &all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    int good = 0;
+    MPI_Reduce(&ok, &good, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_File_close(&fh);
     if (rank == 0) {
-        printf("checked=%d\n", all);
+        printf("checked=%d\n", good);
         MPI_File_delete(path, MPI_INFO_NULL);
     }
     free(buf);

@@ -40,7 +40,7 @@ extern void ipr_online_completed(int op, uint64_t req, int src, int tag, int can
 extern void ipr_online_wait(int op, const uint64_t *reqs, uint64_t n);
 extern void ipr_online_request_free(uint64_t req);
 extern void ipr_online_coll(int op, const struct ipr_params *p, uint32_t slot, const uint64_t *list, uint64_t nlist, int nonblocking);
-extern void ipr_online_io(int op, const struct ipr_params *p, uint32_t slot);
+extern void ipr_online_io(int op, const struct ipr_params *p, uint32_t slot, const uint64_t *list, uint64_t nlist);
 extern void ipr_online_drain(int op);
 extern void ipr_online_stats(double *out);
 extern void ipr_online_reason(char *buf, int cap);
@@ -452,9 +452,9 @@ void ipr_on_coll(int op, const struct ipr_params *p, int rc, const uint64_t *lis
 
 /* An MPI-IO call: `File_open` names its communicator's shadow (the file's
  * collective accesses gather on it); the other calls find it by file id. */
-void ipr_on_io(int op, const struct ipr_params *p, int rc) {
+void ipr_on_io(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist) {
     if (rc != MPI_SUCCESS) return;
-    ipr_online_io(op, p, op == IPR_OP_MPI_File_open ? slot_of(p->comm) : NO_SLOT);
+    ipr_online_io(op, p, op == IPR_OP_MPI_File_open ? slot_of(p->comm) : NO_SLOT, list, nlist);
 }
 
 /* MPI_Finalize: once every rank is here (so that none waits for a peer

@@ -31,7 +31,7 @@ void ipr_on_mprobe(const struct ipr_params *p, int rc, const MPI_Status *st);
 void ipr_on_mrecv(int op, const struct ipr_params *p, int rc);
 void ipr_on_imrecv(const struct ipr_params *p, int rc);
 void ipr_online_unmodelled(int op);
-void ipr_on_io(int op, const struct ipr_params *p, int rc);
+void ipr_on_io(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist);
 void ipr_online_request_free(uint64_t req);
 void ipr_on_comm_free(uint32_t id);
 MPI_Status *ipr_on_statuses(int count);
@@ -147,8 +147,12 @@ void ipr_online_ghosts(void);
 
 /* MPI-IO: on the platform's file system (collective accesses gather
  * their members' entry times and parts on the file's communicator). */
-#define IPR_ON_IO(op, p, rc, ...) IPR_ON(ipr_on_io(op, p, rc))
-#define IPR_ONLINE_MPI_File_open IPR_ON_IO
+#define IPR_ON_IO(op, p, rc, ...) IPR_ON(ipr_on_io(op, p, rc, NULL, 0))
+/* Open, view and hints: their list (the view and hints given). */
+#define IPR_ON_IO_INFO(op, p, rc, ...) IPR_ON(ipr_on_io(op, p, rc, ids, nids))
+#define IPR_ONLINE_MPI_File_open IPR_ON_IO_INFO
+#define IPR_ONLINE_MPI_File_set_view IPR_ON_IO_INFO
+#define IPR_ONLINE_MPI_File_set_info IPR_ON_IO_INFO
 #define IPR_ONLINE_MPI_File_close IPR_ON_IO
 #define IPR_ONLINE_MPI_File_sync IPR_ON_IO
 #define IPR_ONLINE_MPI_File_set_size IPR_ON_IO

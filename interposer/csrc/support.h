@@ -470,4 +470,103 @@ static inline void io(struct ipr_params *p, MPI_File fh, uint64_t offset, uint64
     p->bytes = bytes;
 }
 
+/* The MPI-IO hints a record keeps, in key order from 1 (the keys of
+ * simulator::trace::record::hint). */
+static const char *const ipr_hint_keys[] = {
+    "cb_nodes",       "cb_buffer_size", "striping_unit",      "striping_factor",    "romio_cb_write",
+    "romio_cb_read",  "romio_ds_write", "romio_ds_read",      "ind_wr_buffer_size", "ind_rd_buffer_size",
+};
+#define IPR_NHINTS ((int)(sizeof ipr_hint_keys / sizeof ipr_hint_keys[0]))
+
+/* Hint `key` of `info`: its number, or 1/2/3 for enable/disable/automatic;
+ * 0 when absent or unreadable. */
+static inline uint64_t hint_value(MPI_Info info, const char *key) {
+    char v[64];
+    int flag = 0;
+    if (info == MPI_INFO_NULL || PMPI_Info_get(info, key, (int)sizeof v - 1, v, &flag) != MPI_SUCCESS || !flag) return 0;
+    v[sizeof v - 1] = '\0';
+    if (strcmp(v, "enable") == 0) return 1;
+    if (strcmp(v, "disable") == 0) return 2;
+    if (strcmp(v, "automatic") == 0) return 3;
+    char *end = NULL;
+    unsigned long long x = strtoull(v, &end, 10);
+    return end == v ? 0 : (uint64_t)x;
+}
+
+static inline uint64_t type_bytes(MPI_Datatype t) {
+    int s = 0;
+    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &s) != MPI_SUCCESS || s < 0) return 0;
+    return (uint64_t)s;
+}
+
+/* The longest contiguous run of data a filetype is built of, bytes, as
+ * far as its constructor tells: a vector's block, a subarray's innermost
+ * selected rows, a resized type's inner type; else its size. */
+static uint64_t type_block(MPI_Datatype t, int depth) {
+    int ni = 0, na = 0, nd = 0, combiner = 0;
+    uint64_t size = type_bytes(t);
+    if (depth > 4 || PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS || combiner == MPI_COMBINER_NAMED) return size;
+    if (combiner != MPI_COMBINER_VECTOR && combiner != MPI_COMBINER_HVECTOR && combiner != MPI_COMBINER_SUBARRAY &&
+        combiner != MPI_COMBINER_RESIZED)
+        return size;
+    int *ints = malloc(sizeof(int) * (size_t)(ni + 1));
+    MPI_Aint *aints = malloc(sizeof(MPI_Aint) * (size_t)(na + 1));
+    MPI_Datatype *types = malloc(sizeof(MPI_Datatype) * (size_t)(nd + 1));
+    uint64_t block = size;
+    if (ints != NULL && aints != NULL && types != NULL && nd >= 1 &&
+        PMPI_Type_get_contents(t, ni, na, nd, ints, aints, types) == MPI_SUCCESS) {
+        uint64_t old = type_bytes(types[0]);
+        if ((combiner == MPI_COMBINER_VECTOR || combiner == MPI_COMBINER_HVECTOR) && ni >= 2) {
+            block = (uint64_t)(ints[1] > 0 ? ints[1] : 0) * old;
+        } else if (combiner == MPI_COMBINER_SUBARRAY && ni >= 1) {
+            /* ints: ndims, sizes[ndims], subsizes[ndims], starts[ndims], order. */
+            int n = ints[0], c_order = ints[3 * n + 1] == MPI_ORDER_C;
+            uint64_t run = old;
+            for (int k = 0; k < n; k++) {
+                int d = c_order ? n - 1 - k : k;
+                run *= (uint64_t)(ints[1 + n + d] > 0 ? ints[1 + n + d] : 0);
+                if (ints[1 + n + d] != ints[1 + d]) break;
+            }
+            block = run;
+        } else if (combiner == MPI_COMBINER_RESIZED) {
+            block = type_block(types[0], depth + 1);
+        }
+        for (int k = 0; k < nd; k++) {
+            int ci = 0, ca = 0, cd = 0, cc = 0;
+            if (PMPI_Type_get_envelope(types[k], &ci, &ca, &cd, &cc) == MPI_SUCCESS && cc != MPI_COMBINER_NAMED) PMPI_Type_free(&types[k]);
+        }
+    }
+    free(ints);
+    free(aints);
+    free(types);
+    return block == 0 || block > size ? size : block;
+}
+
+/* The list of an MPI-IO open, view or hints record: amode, the view's
+ * displacement, etype size, filetype size, extent and contiguous block
+ * (zeros without a filetype), then (key, value) of each hint given. */
+static inline void io_info(int amode, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, MPI_Info info,
+                           uint64_t **ids, uint64_t *nids) {
+    uint64_t *l = ipr_scratch(6 + 2 * (uint64_t)IPR_NHINTS);
+    if (l == NULL) return;
+    MPI_Aint lb = 0, extent = 0;
+    int typed = filetype != MPI_DATATYPE_NULL && PMPI_Type_get_extent(filetype, &lb, &extent) == MPI_SUCCESS && extent >= 0;
+    l[0] = (uint64_t)(uint32_t)amode;
+    l[1] = disp < 0 ? 0 : (uint64_t)disp;
+    l[2] = type_bytes(etype);
+    l[3] = typed ? type_bytes(filetype) : 0;
+    l[4] = typed ? (uint64_t)extent : 0;
+    l[5] = typed ? type_block(filetype, 0) : 0;
+    uint64_t n = 6;
+    for (int k = 0; k < IPR_NHINTS; k++) {
+        uint64_t v = hint_value(info, ipr_hint_keys[k]);
+        if (v != 0) {
+            l[n++] = (uint64_t)(k + 1);
+            l[n++] = v;
+        }
+    }
+    *ids = l;
+    *nids = n;
+}
+
 #endif

@@ -75,6 +75,21 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
                 recv: list[2 * k + m..2 * k + 2 * m].to_vec(),
             }
         }
+        // The list: amode, view (disp, etype, size, extent, block), then (key, value) hints.
+        Shape::IoInfo => {
+            let at = |i: usize| list.get(i).copied().unwrap_or(0);
+            RecParams::IoInfo {
+                file: new_comm(p.peer2),
+                comm: p.comm,
+                amode: at(0) as u32,
+                disp: at(1),
+                etype_bytes: at(2),
+                view_bytes: at(3),
+                view_extent: at(4),
+                block_bytes: at(5),
+                hints: list.get(6..).unwrap_or_default().chunks_exact(2).map(|kv| (kv[0] as u32, kv[1])).collect(),
+            }
+        }
         Shape::Io => RecParams::Io { file: new_comm(p.peer2), offset: p.bytes2, bytes: p.bytes, comm: p.comm, request: p.request },
         Shape::Probe => RecParams::Probe { peer: p.peer, tag: p.tag, bytes: p.bytes, comm: p.comm, found: p.root == 1 },
         Shape::Sendrecv => RecParams::Sendrecv {

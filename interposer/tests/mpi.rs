@@ -499,9 +499,13 @@ fn fortran_wider_coverage_is_traced() {
             Some(&Params::Io { file, offset, bytes, comm, .. }) => (file, offset, bytes, comm),
             other => panic!("rank {me} {op:?}: {other:?}"),
         };
-        let (file, _, _, comm) = io(Op::FileOpen);
+        let info = |op: Op| match recs.iter().find(|r| r.op == op).map(|r| &r.params) {
+            Some(&Params::IoInfo { file, comm, disp, .. }) => (file, comm, disp),
+            other => panic!("rank {me} {op:?}: {other:?}"),
+        };
+        let (file, comm, _) = info(Op::FileOpen);
         assert!(file != simulator::trace::record::COMM_UNKNOWN && comm == 0);
-        assert_eq!(io(Op::FileSetView), (file, 8 * me as u64, 0, 0));
+        assert_eq!(info(Op::FileSetView), (file, 0, 8 * me as u64));
         assert_eq!(io(Op::FileWriteAt), (file, 8 * me as u64, 8, 0));
     }
 }

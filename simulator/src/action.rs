@@ -211,6 +211,19 @@ pub enum Action {
         /// Communicator id.
         comm: u32,
     },
+    /// `MPI_File_open`, `MPI_File_set_view` or `MPI_File_set_info` on
+    /// `file`: a metadata operation for an open (which also names the
+    /// file's communicator), and the view and hints the file's later
+    /// accesses follow ([`crate::io::hints`]); without a file system it
+    /// takes `recorded_s` as compute, as [`Action::Io`].
+    IoInfo {
+        /// The rank's id of the file.
+        file: u32,
+        /// What the call says (boxed: rare, and larger than other actions).
+        info: Box<crate::io::FileInfo>,
+        /// The call's measured duration, seconds.
+        recorded_s: f64,
+    },
     /// An MPI-IO call on `file` (the rank's own file id), timed by the
     /// platform's first file system ([`crate::io`]); without one it takes
     /// `recorded_s`, its measured duration, as compute of region `MPI-IO`.

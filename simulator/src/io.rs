@@ -31,6 +31,7 @@
 //! model, then the aggregators access the file.
 
 pub mod client;
+pub mod hints;
 mod state;
 pub mod summary;
 mod twophase;
@@ -40,6 +41,7 @@ pub(crate) mod tests;
 
 use serde::{Deserialize, Serialize};
 
+pub use hints::{FileInfo, FileView, Hints};
 pub use state::{FsState, IoKind, ServerStats};
 pub use summary::{io_summary, IoSummary};
 pub use twophase::{aggregators, two_phase, Member};

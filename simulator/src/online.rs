@@ -140,6 +140,8 @@ pub struct VirtualRank<'a> {
     jitter: Option<Stretch<'a>>,
     /// This rank's view of the platform's first file system.
     fs: Option<FsState>,
+    /// View and hints of this rank's open files, by file id.
+    open: HashMap<u32, crate::io::client::OpenFile>,
 }
 
 impl std::fmt::Debug for VirtualRank<'_> {
@@ -158,7 +160,7 @@ impl<'a> VirtualRank<'a> {
         platform.links = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
         let fs = platform.fs.first().cloned().map(FsState::new);
-        VirtualRank { rank, platform, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None, fs }
+        VirtualRank { rank, platform, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None, fs, open: HashMap::new() }
     }
 
     /// Exposes compute blocks and eager-send overheads to OS jitter

@@ -294,17 +294,22 @@ pub unsafe extern "C" fn ipr_online_coll(op: c_int, p: *const Params, slot: u32,
 /// An MPI-IO call `op` with parameters `p` (as the trace records them:
 /// the file id in `peer2`, the byte offset in `bytes2`) returned; `slot`
 /// is the shadow of the file's communicator for `MPI_File_open` (else
-/// `u32::MAX`). Independent calls go to the clock in order; a collective
+/// `u32::MAX`); `list[0..nlist]` is the call's scratch list (the view and
+/// hints of an open, set_view or set_info; null and 0 for the others).
+/// Independent calls go to the clock in order; a collective
 /// access gathers its members' entry times and parts on the file's
 /// shadow first. A file opened on a communicator without a shadow makes
 /// its collective accesses unmodelled (no virtual time).
 ///
 /// # Safety
-/// `p` points to a valid `struct ipr_params`.
+/// `p` points to a valid `struct ipr_params`; `list` to `nlist` values
+/// unless null.
 #[no_mangle]
-pub unsafe extern "C" fn ipr_online_io(op: c_int, p: *const Params, slot: u32) {
+pub unsafe extern "C" fn ipr_online_io(op: c_int, p: *const Params, slot: u32, list: *const u64, nlist: u64) {
     // SAFETY: the C wrapper passes its live parameter struct.
     let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
+    // SAFETY: per the contract.
+    let mut list = unsafe { scratch_list(list, nlist) };
     with((), |on| {
         let mut p = p;
         if matches!(call, Op::FileIread | Op::FileIreadAt | Op::FileIwrite | Op::FileIwriteAt) {
@@ -317,7 +322,7 @@ pub unsafe extern "C" fn ipr_online_io(op: c_int, p: *const Params, slot: u32) {
         if call == Op::FileClose {
             on.files.remove(&file);
         }
-        let Some(action) = io_action(call, &p) else { return };
+        let Some(action) = io_action(call, &p, &mut list) else { return };
         let collective = matches!(action, Action::Io { call: IoCall::ReadAll | IoCall::WriteAll, .. });
         if !collective {
             on.queue(Ev::Io { call, action });
@@ -334,7 +339,7 @@ pub unsafe extern "C" fn ipr_online_io(op: c_int, p: *const Params, slot: u32) {
 }
 
 /// The replay action of MPI-IO call `op` with parameters `p`.
-fn io_action(op: Op, p: &Params) -> Option<Action> {
+fn io_action(op: Op, p: &Params, list: &mut Vec<u64>) -> Option<Action> {
     let rec = CallRecord {
         op,
         failed: false,
@@ -344,7 +349,7 @@ fn io_action(op: Op, p: &Params) -> Option<Action> {
         counters: None,
         t_start_ns: 0,
         t_end_ns: 0,
-        params: record_params(op, p, &mut Vec::new()),
+        params: record_params(op, p, list),
     };
     simulator::action::op_action(&rec).ok().flatten()
 }

@@ -51,8 +51,8 @@ pub enum Ev {
     /// An independent MPI-IO call (a nonblocking one names its request id).
     Io { call: Call, action: Action },
     /// A collective MPI-IO access over `members` (world ranks) of shadow
-    /// `slot`; `gather` is the exchange of `[entry time, offset, bytes]`
-    /// once posted.
+    /// `slot`; `gather` is the exchange of `[entry time, offset, bytes,
+    /// span]` once posted.
     CollIo { call: Call, action: Action, members: Vec<u32>, slot: u32, gather: Option<Op> },
     /// Request `id` was freed by the application (it completes unseen),
     /// or `cancelled` (no message of its will come).
@@ -237,8 +237,16 @@ impl Online {
             }
             Ev::CollIo { call, action, members, slot, gather } => {
                 if gather.is_none() {
-                    let Action::Io { offset, bytes, .. } = *action else { return true };
-                    *gather = Op::iallgather(*slot, &[self.clock.now(), offset as f64, bytes as f64], members.len());
+                    // Two-phase off (or no file system): an independent access.
+                    let Some((offset, bytes, span)) = self.clock.io_part(action) else {
+                        if let Err(e) = self.clock.io(action) {
+                            if self.unmodelled.insert(call.mpi_name()) {
+                                crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
+                            }
+                        }
+                        return true;
+                    };
+                    *gather = Op::iallgather(*slot, &[self.clock.now(), offset as f64, bytes as f64, span as f64], members.len());
                     if gather.is_none() {
                         self.unmodelled.insert(call.mpi_name());
                         return true;
@@ -248,9 +256,9 @@ impl Online {
                 if !op.test() {
                     return false;
                 }
-                let got = &op.data()[..3 * members.len()];
-                let entries: Vec<f64> = got.chunks(3).map(|v| v[0]).collect();
-                let parts: Vec<(u64, u64)> = got.chunks(3).map(|v| (v[1] as u64, v[2] as u64)).collect();
+                let got = &op.data()[..4 * members.len()];
+                let entries: Vec<f64> = got.chunks(4).map(|v| v[0]).collect();
+                let parts: Vec<(u64, u64, u64)> = got.chunks(4).map(|v| (v[1] as u64, v[2] as u64, v[3] as u64)).collect();
                 if let Err(e) = self.clock.collective_io(action, members, &entries, &parts) {
                     if self.unmodelled.insert(call.mpi_name()) {
                         crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));

@@ -207,9 +207,9 @@ pub(super) fn check_mpi_more(dir: &Path, out: &Output, np: u32, iters: u64) {
         // MPI-IO: one file id; a view after a 64-byte header; rank r's
         // first explicit-offset block at doubles (0 * np + r) * 4, the
         // individual pointer at doubles 4000 * np + r * 4 after seek.
-        let Params::Io { file, comm: 0, .. } = of(Op::FileOpen).next().unwrap().params else { panic!("File_open") };
+        let Params::IoInfo { file, comm: 0, .. } = of(Op::FileOpen).next().unwrap().params else { panic!("File_open") };
         assert!(recs.iter().filter(|r| r.op != Op::FileDelete).all(|r| !matches!(r.params, Params::Io { file: f, .. } if f != file)));
-        assert!(matches!(of(Op::FileSetView).next().unwrap().params, Params::Io { offset: 64, .. }));
+        assert!(matches!(of(Op::FileSetView).next().unwrap().params, Params::IoInfo { disp: 64, .. }));
         let io = |op| match of(op).next().unwrap().params {
             Params::Io { offset, bytes, .. } => (offset, bytes),
             ref p => panic!("{op:?}: {p:?}"),
@@ -267,4 +267,46 @@ fn overlap_trace_replays_with_a_plausible_makespan() {
     assert!(report.ranks.iter().all(|r| r.compute_s > 2e-3), "{report:?}");
     assert!(report.makespan_s >= compute && report.makespan_s < compute * 1.5 + 0.01, "{report:?}");
     assert!(report.makespan_s < span_s, "{report:?} vs {span_s} s");
+}
+
+/// The hints given at `MPI_File_open` and a strided view are recorded
+/// (`iopattern` with a view of one 64 KiB block per rank in turn, and
+/// `cb_nodes=1`, `cb_buffer_size=1 MiB`, `romio_ds_write=enable`), and
+/// the replay on a file system applies them: the collective write of 32
+/// blocks by 2 ranks moves each rank's 2 MiB.
+#[test]
+fn io_hints_and_strided_views_are_recorded_and_replayed() {
+    use simulator::trace::record::hint;
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().to_str().unwrap();
+    let (dir, out) = traced(2, "iopattern", &[scratch, "64", "32", "1", "1", "1", "1", "1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("checked=2"), "{}", String::from_utf8_lossy(&out.stdout));
+    let (_, ranks) = open_dir(dir.path()).unwrap();
+    for t in &ranks {
+        let me = u64::from(t.header.rank);
+        let recs = records(t);
+        let of = |op| recs.iter().find(|r: &&CallRecord| r.op == op).map(|r| r.params.clone());
+        let Some(Params::IoInfo { hints, .. }) = of(Op::FileOpen) else { panic!("rank {me}: File_open") };
+        assert_eq!(hints, vec![(hint::CB_NODES, 1), (hint::CB_BUFFER_SIZE, 1 << 20), (hint::DS_WRITE, hint::ENABLE)], "rank {me}");
+        let Some(Params::IoInfo { disp, etype_bytes, view_bytes, view_extent, block_bytes, .. }) = of(Op::FileSetView) else {
+            panic!("rank {me}: File_set_view")
+        };
+        assert_eq!((disp, etype_bytes, view_bytes, view_extent, block_bytes), (me * 65536, 1, 65536, 2 * 65536, 65536), "rank {me}");
+        assert!(matches!(of(Op::FileWriteAtAll), Some(Params::Io { offset, bytes: 2097152, .. }) if offset == me * 65536));
+    }
+    let platform = tmp.path().join("fs.toml");
+    std::fs::write(
+        &platform,
+        "name = \"io\"\n[[hosts]]\nname = \"n0\"\ncores = 2\n[network.intra]\neager_threshold_bytes = 4096\n\
+         transfer = [ { intercept_s = 1e-6, bandwidth_bytes_per_s = 5e9 } ]\n\
+         [[fs]]\nname = \"scratch\"\nservers = 2\nstripe_size_bytes = 1048576\nmetadata_latency_s = 1e-4\n\
+         [fs.disk]\nlatency_s = 2e-4\nread_bytes_per_s = 4e8\nwrite_bytes_per_s = 2e8\n",
+    )
+    .unwrap();
+    let p = simulator::platform::Platform::load(&platform).unwrap();
+    let streams = simulator::replay::open_trace_dir(dir.path(), simulator::action::ComputeTime::Cpu).unwrap();
+    let r = simulator::replay::replay(&p, streams).unwrap();
+    let written: u64 = r.io_servers.iter().map(|s| s.bytes_written).sum();
+    assert_eq!(written, 2 * 2097152, "{:?}", r.io_servers);
+    assert!(r.ranks.iter().all(|k| k.io_s > 0.0), "{:?}", r.ranks);
 }

@@ -1,7 +1,16 @@
 //! What one client rank's MPI-IO call costs on a file system: the model
 //! code the replay engine and the online clock share.
+//!
+//! An access through a strided view ([`FileView`]) is, as ROMIO does it
+//! (Thakur, Gropp & Lusk, "Data sieving and collective I/O in ROMIO",
+//! Frontiers 1999, §2): with data sieving (`romio_ds_read`/`write` not
+//! `disable`) the covered range read in buffers of `ind_rd_buffer_size`
+//! (a write: read, then written back, per buffer of `ind_wr_buffer_size`);
+//! without, one request per contiguous block. A collective access whose
+//! `romio_cb_read`/`write` is `disable` is an independent one.
 
-use super::{two_phase, FsState, IoKind, Member};
+use super::hints::{DEFAULT_IND_RD_BUFFER_BYTES, DEFAULT_IND_WR_BUFFER_BYTES};
+use super::{two_phase, FileInfo, FileView, FsState, Hints, IoKind, Member};
 use crate::action::IoCall;
 use crate::platform::Platform;
 
@@ -11,30 +20,92 @@ pub fn server_latency_s(platform: &Platform) -> f64 {
     platform.network.inter.as_ref().unwrap_or(&platform.network.intra).transfer.eval(0)
 }
 
-/// When the independent call `call` on `bytes` at `offset` of `file`,
-/// issued at `t` seconds, completes (for `Iread`/`Iwrite`: when its
-/// request does); `None` for the collective calls ([`collective`]).
-pub fn independent(fs: &mut FsState, t: f64, lat: f64, call: IoCall, file: u32, offset: u64, bytes: u64) -> Option<f64> {
-    Some(match call {
-        IoCall::Open { .. } | IoCall::Close | IoCall::Meta => fs.metadata(t),
-        IoCall::Sync => fs.sync(t),
-        IoCall::Read | IoCall::Iread { .. } => fs.request(t, lat, file, offset, bytes, IoKind::Read),
-        IoCall::Write | IoCall::Iwrite { .. } => fs.request(t, lat, file, offset, bytes, IoKind::Write),
-        IoCall::ReadAll | IoCall::WriteAll => return None,
-    })
+/// What a rank knows of one of its open files: the view and hints given.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpenFile {
+    /// The strided view set, if any.
+    pub view: Option<FileView>,
+    /// The hints given so far (later ones replace earlier ones).
+    pub hints: Hints,
+}
+
+impl OpenFile {
+    /// The file after `info` (an open, a view or hints).
+    pub fn apply(&mut self, info: &FileInfo) {
+        if info.sets_view || info.open_comm.is_some() {
+            self.view = info.view;
+        }
+        self.hints = self.hints.merged(info.hints);
+    }
+
+    /// File bytes that `bytes` of data from `offset` cover.
+    pub fn span(&self, bytes: u64) -> u64 {
+        self.view.map_or(bytes, |v| v.span(bytes))
+    }
+
+    /// Whether a collective access of this kind runs as ROMIO's two-phase
+    /// (`romio_cb_read`/`romio_cb_write` not `disable`).
+    pub fn two_phase(&self, write: bool) -> bool {
+        let cb = if write { self.hints.cb_write } else { self.hints.cb_read };
+        cb != Some(false)
+    }
+}
+
+/// When the independent call `call` on `bytes` at `offset` of `file`
+/// (with the rank's state of it, `open`), issued at `t` seconds,
+/// completes (for `Iread`/`Iwrite`: when its request does); a collective
+/// access (`ReadAll`/`WriteAll`) runs as independent here (for one whose
+/// two-phase is off).
+pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, call: IoCall, file: u32, offset: u64, bytes: u64) -> f64 {
+    let kind = match call {
+        IoCall::Open { .. } | IoCall::Close | IoCall::Meta => return fs.metadata(t),
+        IoCall::Sync => return fs.sync(t),
+        IoCall::Read | IoCall::Iread { .. } | IoCall::ReadAll => IoKind::Read,
+        IoCall::Write | IoCall::Iwrite { .. } | IoCall::WriteAll => IoKind::Write,
+    };
+    let Some(v) = open.view.filter(|_| bytes > 0) else { return fs.request(t, lat, file, offset, bytes, kind) };
+    let h = &open.hints;
+    let sieve = match kind {
+        IoKind::Read => h.ds_read != Some(false),
+        IoKind::Write => h.ds_write != Some(false),
+    };
+    if sieve {
+        let span = v.span(bytes);
+        let buf = match kind {
+            IoKind::Read => h.ind_rd_buffer_bytes.unwrap_or(DEFAULT_IND_RD_BUFFER_BYTES),
+            IoKind::Write => h.ind_wr_buffer_bytes.unwrap_or(DEFAULT_IND_WR_BUFFER_BYTES),
+        }
+        .max(1);
+        let mut done = t;
+        for k in 0..span.div_ceil(buf) {
+            let (at, len) = (offset + k * buf, buf.min(span - k * buf));
+            done = fs.request(done, lat, file, at, len, IoKind::Read);
+            if kind == IoKind::Write {
+                done = fs.request(done, lat, file, at, len, IoKind::Write);
+            }
+        }
+        return done;
+    }
+    let (block, stride) = (v.block_bytes, v.stride());
+    let mut done = t;
+    for j in 0..bytes.div_ceil(block) {
+        let len = block.min(bytes - j * block);
+        done = fs.request(done, lat, file, offset + j * stride, len, kind);
+    }
+    done
 }
 
 /// A collective access (`ReadAll` or `WriteAll`) of `file` by `members`
-/// (in communicator rank order, each with its host, part and entry time)
-/// on `platform`: ROMIO's two-phase schedule ([`two_phase`]), the
-/// exchange timed by the platform's intra- or inter-host transfer model.
-/// Returns each member's completion, seconds.
-pub fn collective(fs: &mut FsState, platform: &Platform, file: u32, members: &[Member], write: bool, lat: f64) -> Vec<f64> {
+/// (in communicator rank order, each with its host, part, span and entry
+/// time) on `platform` with the file's `hints`: ROMIO's two-phase schedule
+/// ([`two_phase`]), the exchange timed by the platform's intra- or
+/// inter-host transfer model. Returns each member's completion, seconds.
+pub fn collective(fs: &mut FsState, platform: &Platform, file: u32, members: &[Member], write: bool, hints: &Hints, lat: f64) -> Vec<f64> {
     let net = &platform.network;
     let exchange = |a: usize, b: usize, bytes: u64| {
         let model = if members[a].host == members[b].host { &net.intra } else { net.inter.as_ref().unwrap_or(&net.intra) };
         model.transfer.eval(bytes)
     };
     let kind = if write { IoKind::Write } else { IoKind::Read };
-    two_phase(fs, file, members, kind, lat, exchange)
+    two_phase(fs, file, members, kind, hints, lat, exchange)
 }

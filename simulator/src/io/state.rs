@@ -2,7 +2,7 @@
 //! disk are first-in first-out resources, its cache a list of writes still
 //! draining (semantics in [`crate::io`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use super::FileSystem;
 
@@ -75,13 +75,28 @@ pub struct FsState {
     servers: Vec<Server>,
     /// Spans kept for a timeline, when asked for ([`FsState::keep_spans`]).
     spans: Option<Vec<ServerSpan>>,
+    /// Files striped otherwise than the file system's default (hints at
+    /// open): stripe size, bytes, and count, by file id.
+    striping: HashMap<u32, (u64, u32)>,
 }
 
 impl FsState {
     /// Idle servers of `fs`.
     pub fn new(fs: FileSystem) -> FsState {
         let servers = vec![Server::default(); fs.server_count().max(1) as usize];
-        FsState { fs, servers, spans: None }
+        FsState { fs, servers, spans: None, striping: HashMap::new() }
+    }
+
+    /// Stripes `file` in units of `unit` bytes over `factor` servers (the
+    /// `striping_unit` and `striping_factor` hints of its open; `None`
+    /// keeps the file system's, and the count is at most its servers).
+    pub fn set_striping(&mut self, file: u32, unit: Option<u64>, factor: Option<u32>) {
+        if unit.is_none() && factor.is_none() {
+            return;
+        }
+        let size = unit.unwrap_or(self.fs.stripe_size_bytes).max(1);
+        let count = factor.unwrap_or(self.fs.stripes_over()).clamp(1, self.servers.len() as u32);
+        self.striping.insert(file, (size, count));
     }
 
     /// Keeps (or stops keeping) the servers' busy spans for
@@ -120,7 +135,7 @@ impl FsState {
         if bytes == 0 {
             return Vec::new();
         }
-        let (size, count) = (self.fs.stripe_size_bytes.max(1), self.fs.stripes_over() as u64);
+        let (size, count) = self.striping.get(&file).map_or((self.fs.stripe_size_bytes.max(1), self.fs.stripes_over() as u64), |&(s, c)| (s, c as u64));
         let server = |k: u64| ((k % count + file as u64 % count) % count) as usize;
         let end = offset.saturating_add(bytes);
         let (first, last) = (offset / size, (end - 1) / size);

@@ -154,7 +154,11 @@ pub fn io_summary(ranks: &[RankTrace]) -> Result<IoSummary, TraceError> {
         let mut ends: HashMap<u32, u64> = HashMap::new();
         for rec in t.records()? {
             let rec = rec?;
-            let Params::Io { file, offset, bytes, .. } = rec.params else { continue };
+            let (file, offset, bytes) = match rec.params {
+                Params::Io { file, offset, bytes, .. } => (file, offset, bytes),
+                Params::IoInfo { file, .. } => (file, 0, 0),
+                _ => continue,
+            };
             let time_s = rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9;
             let site = names.entry(rec.caller).or_insert_with(|| sym.name(t, rec.caller)).clone();
             let per_site = sites.entry((site, rec.op)).or_default();

@@ -75,11 +75,11 @@ fn a_collective_write_of_four_ranks_with_two_aggregators() {
     // Ranks 0, 1 on host 0 and 2, 3 on host 1, 4 MiB each, contiguous:
     // aggregators 0 and 2, domains [0, 8) and [8, 16) MiB, one round.
     let members: Vec<Member> =
-        (0..4u64).map(|r| Member { host: (r / 2) as usize, offset: r * 4 * MIB, bytes: 4 * MIB, entry_s: r as f64 * 1e-3 }).collect();
+        (0..4u64).map(|r| Member { host: (r / 2) as usize, offset: r * 4 * MIB, bytes: 4 * MIB, span: 4 * MIB, entry_s: r as f64 * 1e-3 }).collect();
     assert_eq!(aggregators(&members, None), [0, 2]);
     let mut st = FsState::new(fs(2, MIB));
     let exchange = |_: usize, _: usize, b: u64| 1e-6 + b as f64 / 1e9;
-    let done = two_phase(&mut st, 0, &members, IoKind::Write, 0.0, exchange);
+    let done = two_phase(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, exchange);
     // Last entry 3 ms; exchange of 4 MiB; then each aggregator's 8 MiB is
     // 4 MiB per server, the second aggregator's queued behind the first's.
     let t_x = 3e-3 + 1e-6 + 4.0 * MIB as f64 / 1e9;
@@ -90,19 +90,19 @@ fn a_collective_write_of_four_ranks_with_two_aggregators() {
     // cb_nodes = 1: one aggregator, 12 MiB exchanged to it.
     let mut st = FsState::new(FileSystem { cb_nodes: Some(1), ..fs(2, MIB) });
     assert_eq!(aggregators(&members, Some(1)), [0]);
-    let done = two_phase(&mut st, 0, &members, IoKind::Write, 0.0, exchange);
+    let done = two_phase(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, exchange);
     close(done[0], 3e-3 + 1e-6 + 12.0 * MIB as f64 / 1e9 + 1e-2 + 8.0 * MIB as f64 / 1e8);
 }
 
 #[test]
 fn collective_rounds_follow_the_buffer_and_reads_exchange_after_the_disk() {
     let members =
-        [Member { host: 0, offset: 0, bytes: 8 * MIB, entry_s: 0.0 }, Member { host: 1, offset: 8 * MIB, bytes: 8 * MIB, entry_s: 0.0 }];
+        [Member { host: 0, offset: 0, bytes: 8 * MIB, span: 8 * MIB, entry_s: 0.0 }, Member { host: 1, offset: 8 * MIB, bytes: 8 * MIB, span: 8 * MIB, entry_s: 0.0 }];
     let mut st = FsState::new(FileSystem { cb_buffer_bytes: Some(4 * MIB), ..fs(1, 16 * MIB) });
     let exchange = |_: usize, _: usize, _: u64| 0.5;
     // Each aggregator reads its own 8 MiB in two rounds of 4 MiB; nothing
     // to exchange (each member's data is in its own domain).
-    let done = two_phase(&mut st, 0, &members, IoKind::Read, 0.0, exchange);
+    let done = two_phase(&mut st, 0, &members, IoKind::Read, &Hints::default(), 0.0, exchange);
     let read = 1e-2 + 4.0 * MIB as f64 / 2e8;
     close(done[1], 4.0 * read);
 }
@@ -124,4 +124,34 @@ fn io_scale_multiplies_every_bandwidth() {
     f.link_bytes_per_s = Some(1e9);
     f.scale_bandwidth(0.5);
     assert_eq!((f.disk.read_bytes_per_s, f.disk.write_bytes_per_s, f.link_bytes_per_s), (1e8, 5e7, Some(5e8)));
+}
+
+/// Four 64 KiB blocks through a view of one block per 128 KiB, written at
+/// once: one request per block without data sieving; with it, the
+/// covered 448 KiB read and written back in one 512 KiB buffer.
+#[test]
+fn a_strided_write_is_one_request_per_block_or_one_sieved_range() {
+    const KIB: u64 = 1024;
+    let view = FileView::strided(64 * KIB, 128 * KIB, 64 * KIB);
+    let mut open = client::OpenFile { view, hints: Hints::default() };
+    let mut st = FsState::new(fs(1, 1 << 30));
+    let sieved = client::independent(&mut st, &open, 0.0, 0.0, crate::action::IoCall::Write, 0, 0, 256 * KIB);
+    let span = (3 * 128 + 64) * KIB;
+    close(sieved, 1e-2 + span as f64 / 2e8 + 1e-2 + span as f64 / 1e8);
+    open.hints = Hints::from_pairs(&[(crate::trace::record::hint::DS_WRITE, crate::trace::record::hint::DISABLE)]);
+    let mut st = FsState::new(fs(1, 1 << 30));
+    let blocks = client::independent(&mut st, &open, 0.0, 0.0, crate::action::IoCall::Write, 0, 0, 256 * KIB);
+    close(blocks, 4.0 * (1e-2 + (64 * KIB) as f64 / 1e8));
+    assert_eq!(st.server_stats()[0].requests, 4);
+}
+
+/// `striping_factor = 1` at open puts a 5 MiB request on one server of three.
+#[test]
+fn striping_hints_narrow_a_file_to_one_server() {
+    let mut st = FsState::new(fs(3, MIB));
+    st.set_striping(9, None, Some(1));
+    let done = st.request(0.0, 0.0, 9, 0, 5 * MIB, IoKind::Write);
+    close(done, 1e-2 + (5 * MIB) as f64 / 1e8);
+    st.set_striping(4, Some(2 * MIB), None);
+    assert_eq!(st.pieces(4, 0, 5 * MIB), vec![(1, 2 * MIB), (2, 2 * MIB), (0, MIB)]);
 }

@@ -3,7 +3,7 @@
 //! `ad_write_coll.c`, `ad_aggregate.c`), as a timing model.
 
 use super::state::{FsState, IoKind};
-use super::DEFAULT_CB_BUFFER_BYTES;
+use super::{Hints, DEFAULT_CB_BUFFER_BYTES};
 
 /// One rank's part of a collective access.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -12,8 +12,11 @@ pub struct Member {
     pub host: usize,
     /// First byte accessed.
     pub offset: u64,
-    /// Bytes accessed (contiguous from `offset`).
+    /// Bytes accessed.
     pub bytes: u64,
+    /// File bytes the access covers from `offset` (`bytes` when
+    /// contiguous; more through a strided view, its data spread evenly).
+    pub span: u64,
     /// When the rank entered the call, seconds.
     pub entry_s: f64,
 }
@@ -48,7 +51,9 @@ pub fn aggregators(members: &[Member], cb_nodes: Option<u32>) -> Vec<usize> {
 }
 
 /// Completion time of each member of a collective access of `file`, in
-/// member order, seconds. The access starts when the last member enters.
+/// member order, seconds, with the file's `hints` (`cb_nodes`,
+/// `cb_buffer_size`; else the file system's, else ROMIO's defaults).
+/// The access starts when the last member enters.
 /// The accessed range `[lo, hi)` is split into one contiguous file domain
 /// per aggregator (`⌈(hi − lo) / A⌉` bytes each), each domain processed in
 /// rounds of the collective buffer; in each round every aggregator
@@ -62,20 +67,29 @@ pub fn two_phase(
     file: u32,
     members: &[Member],
     kind: IoKind,
+    hints: &Hints,
     net_latency_s: f64,
     exchange: impl Fn(usize, usize, u64) -> f64,
 ) -> Vec<f64> {
     let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
     let active: Vec<&Member> = members.iter().filter(|m| m.bytes > 0).collect();
-    let (Some(lo), Some(hi)) = (active.iter().map(|m| m.offset).min(), active.iter().map(|m| m.offset.saturating_add(m.bytes)).max())
+    let (Some(lo), Some(hi)) = (active.iter().map(|m| m.offset).min(), active.iter().map(|m| m.offset.saturating_add(m.span.max(m.bytes))).max())
     else {
         return vec![t0; members.len()];
     };
-    let aggs = aggregators(members, fs.fs().cb_nodes);
-    let cb = fs.fs().cb_buffer_bytes.unwrap_or(DEFAULT_CB_BUFFER_BYTES).max(1);
+    let aggs = aggregators(members, hints.cb_nodes.or(fs.fs().cb_nodes));
+    let cb = hints.cb_buffer_bytes.or(fs.fs().cb_buffer_bytes).unwrap_or(DEFAULT_CB_BUFFER_BYTES).max(1);
     let domain = (hi - lo).div_ceil(aggs.len() as u64);
     let rounds = domain.div_ceil(cb);
-    let overlap = |m: &Member, a: u64, b: u64| m.offset.saturating_add(m.bytes).min(b).saturating_sub(m.offset.max(a));
+    // A member's data in [a, b): its data before b less its data before a,
+    // its data spread evenly over its covered range (so windows add up to
+    // its bytes exactly).
+    let before = |m: &Member, x: u64| {
+        let span = m.span.max(m.bytes);
+        let covered = x.saturating_sub(m.offset).min(span);
+        (covered as u128 * m.bytes as u128 / span.max(1) as u128) as u64
+    };
+    let overlap = |m: &Member, a: u64, b: u64| before(m, b) - before(m, a);
     let mut start = t0;
     for k in 0..rounds {
         let mut end = start;

@@ -3,7 +3,8 @@
 
 use super::{Block, Req, VirtualRank};
 use crate::action::{Action, IoCall};
-use crate::io::{client, Member};
+use crate::io::client::{self, OpenFile};
+use crate::io::Member;
 use crate::replay::{ReplayError, ReplayErrorKind};
 
 impl VirtualRank<'_> {
@@ -11,17 +12,34 @@ impl VirtualRank<'_> {
         ReplayError { rank: Some(self.rank), kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why: why.into() } }
     }
 
-    /// An independent MPI-IO call `action` ([`Action::Io`] other than
-    /// `ReadAll`/`WriteAll`) at the clock: the clock moves to its
+    /// The part a collective access `action` brings to its members'
+    /// exchange: `(offset, bytes, span)` (the file bytes its data covers
+    /// through the file's view); `None` when it is not a collective
+    /// access or runs as an independent one (`romio_cb_*` disabled), for
+    /// [`VirtualRank::io`] then.
+    pub fn io_part(&self, action: &Action) -> Option<(u64, u64, u64)> {
+        let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll), file, offset, bytes, .. } = *action else { return None };
+        let open = self.open.get(&file).copied().unwrap_or_default();
+        (self.fs.is_some() && open.two_phase(call == IoCall::WriteAll)).then(|| (offset, bytes, open.span(bytes)))
+    }
+
+    /// An MPI-IO call `action` ([`Action::IoInfo`], or an [`Action::Io`]
+    /// that is no collective two-phase access: see
+    /// [`VirtualRank::io_part`]) at the clock: the clock moves to its
     /// completion (a nonblocking one creates its request, complete then).
-    /// Without a file system in the platform the call costs its
-    /// recorded duration, as in the replay. Returns the clock, seconds.
+    /// Without a file system in the platform the call costs its recorded
+    /// duration, as in the replay. Returns the clock, seconds.
     ///
     /// # Errors
-    /// [`ReplayError`] for another action, or a collective access.
+    /// [`ReplayError`] for another action, or a two-phase access.
     pub fn io(&mut self, action: &Action) -> Result<f64, ReplayError> {
-        let Action::Io { call, file, offset, bytes, recorded_s } = *action else {
-            return Err(self.io_error(action, "not an MPI-IO call"));
+        if self.io_part(action).is_some() {
+            return Err(self.io_error(action, "a collective access needs its members' parts"));
+        }
+        let (call, file, offset, bytes, recorded_s) = match action {
+            &Action::Io { call, file, offset, bytes, recorded_s } => (Some(call), file, offset, bytes, recorded_s),
+            Action::IoInfo { file, recorded_s, .. } => (None, *file, 0, 0, *recorded_s),
+            _ => return Err(self.io_error(action, "not an MPI-IO call")),
         };
         let lat = client::server_latency_s(&self.platform);
         let t = self.clock;
@@ -29,32 +47,49 @@ impl VirtualRank<'_> {
             self.compute(recorded_s.max(0.0) * self.speed);
             return Ok(self.clock);
         };
-        let done = client::independent(fs, t, lat, call, file, offset, bytes)
-            .ok_or_else(|| self.io_error(action, "a collective access needs its members' parts"))?;
-        match call {
-            IoCall::Iread { req } | IoCall::Iwrite { req } => {
-                self.reqs.insert(req, Req::Done { at: done, d: done - t });
+        let done = match (call, action) {
+            (None, Action::IoInfo { info, .. }) => {
+                self.open.entry(file).or_default().apply(info);
+                if info.open_comm.is_none() {
+                    return Ok(t);
+                }
+                fs.set_striping(file, info.hints.striping_unit, info.hints.striping_factor);
+                fs.metadata(t)
             }
-            _ => {
-                self.stats.io_s += done - t;
-                self.resolve(Block { since: t, resume: done, d: done - t });
+            (Some(call), _) => {
+                if matches!(call, IoCall::Open { .. }) {
+                    self.open.insert(file, OpenFile::default());
+                }
+                let open = self.open.get(&file).copied().unwrap_or_default();
+                let done = client::independent(fs, &open, t, lat, call, file, offset, bytes);
+                if call == IoCall::Close {
+                    self.open.remove(&file);
+                }
+                if let IoCall::Iread { req } | IoCall::Iwrite { req } = call {
+                    self.reqs.insert(req, Req::Done { at: done, d: done - t });
+                    return Ok(t);
+                }
+                done
             }
-        }
+            (None, _) => unreachable!("IoInfo above"),
+        };
+        self.stats.io_s += done - t;
+        self.resolve(Block { since: t, resume: done, d: done - t });
         Ok(self.clock)
     }
 
-    /// A collective access `action` (`ReadAll`/`WriteAll`) of the
-    /// communicator `members` (world ranks, in communicator rank order),
-    /// which entered at virtual times `entries_s` with parts `(offset,
-    /// bytes)` (same order): ROMIO's two-phase schedule on this rank's
-    /// view of the servers; the clock moves to this rank's completion.
-    /// Without a file system the call costs its recorded duration.
-    /// Returns the clock, seconds.
+    /// A collective access `action` (`ReadAll`/`WriteAll` with
+    /// [`VirtualRank::io_part`]) of the communicator `members` (world
+    /// ranks, in communicator rank order), which entered at virtual times
+    /// `entries_s` with parts `(offset, bytes, span)` (same order): ROMIO's
+    /// two-phase schedule on this rank's view of the servers; the clock
+    /// moves to this rank's completion. Without a file system the call
+    /// costs its recorded duration. Returns the clock, seconds.
     ///
     /// # Errors
     /// [`ReplayError`] when this rank is not a member, the lengths
     /// differ, or `action` is not a collective access.
-    pub fn collective_io(&mut self, action: &Action, members: &[u32], entries_s: &[f64], parts: &[(u64, u64)]) -> Result<f64, ReplayError> {
+    pub fn collective_io(&mut self, action: &Action, members: &[u32], entries_s: &[f64], parts: &[(u64, u64, u64)]) -> Result<f64, ReplayError> {
         let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll), file, recorded_s, .. } = *action else {
             return Err(self.io_error(action, "not a collective MPI-IO access"));
         };
@@ -62,6 +97,7 @@ impl VirtualRank<'_> {
             return Err(self.io_error(action, "members, entry times and parts differ in number"));
         }
         let me = members.iter().position(|&m| m == self.rank).ok_or_else(|| self.io_error(action, "this rank is not a member"))?;
+        let hints = self.open.get(&file).map(|o| o.hints).unwrap_or_default();
         let Some(fs) = self.fs.as_mut() else {
             self.compute(recorded_s.max(0.0) * self.speed);
             return Ok(self.clock);
@@ -70,10 +106,10 @@ impl VirtualRank<'_> {
             .iter()
             .zip(entries_s)
             .zip(parts)
-            .map(|((&w, &entry_s), &(offset, bytes))| Member { host: self.platform.host_of(w), offset, bytes, entry_s })
+            .map(|((&w, &entry_s), &(offset, bytes, span))| Member { host: self.platform.host_of(w), offset, bytes, span, entry_s })
             .collect();
         let lat = client::server_latency_s(&self.platform);
-        let done = client::collective(fs, &self.platform, file, &group, call == IoCall::WriteAll, lat)[me];
+        let done = client::collective(fs, &self.platform, file, &group, call == IoCall::WriteAll, &hints, lat)[me];
         let t = self.clock;
         let entry = entries_s[me];
         self.stats.io_s += (done - entry).max(0.0);

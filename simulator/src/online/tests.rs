@@ -239,7 +239,7 @@ fn mpi_io_on_the_file_system_agrees_with_the_replay() {
         c.compute(late(r as u64));
     }
     let entries: Vec<f64> = clocks.iter().map(VirtualRank::now).collect();
-    let parts: Vec<(u64, u64)> = (0..4u64).map(|r| (r * 4 * MIB, 4 * MIB)).collect();
+    let parts: Vec<(u64, u64, u64)> = (0..4u64).map(|r| (r * 4 * MIB, 4 * MIB, 4 * MIB)).collect();
     for (r, c) in clocks.iter_mut().enumerate() {
         c.collective_io(&ranks[r][2], &[0, 1, 2, 3], &entries, &parts).unwrap();
     }

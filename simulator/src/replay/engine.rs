@@ -507,7 +507,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
                 self.comms.create(r, comm, members);
             }
-            Action::Io { .. } => return self.io(r, action),
+            Action::Io { .. } | Action::IoInfo { .. } => return self.io(r, action),
             Action::Init => {}
             Action::Finalize => return Ok(self.finish(r)),
         }

@@ -258,7 +258,7 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (op, &Params::Io { file, offset, bytes, comm, request }) => {
             let recorded_s = rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9;
             let call = match op {
-                FileOpen => IoCall::Open { comm },
+                FileOpenIo => IoCall::Open { comm },
                 FileClose => IoCall::Close,
                 FileSync => IoCall::Sync,
                 FileSetSize | FilePreallocate | FileDelete => IoCall::Meta,
@@ -271,6 +271,15 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
                 _ => return Ok(Some(Action::Compute { seconds: recorded_s, region: region_key_id(IO_REGION) })),
             };
             Action::Io { call, file, offset, bytes, recorded_s }
+        }
+        (op, Params::IoInfo { file, comm, disp: _, view_bytes, view_extent, block_bytes, hints, .. }) => {
+            let info = crate::io::FileInfo {
+                open_comm: (op == FileOpen).then_some(*comm),
+                view: crate::io::FileView::strided(*view_bytes, *view_extent, *block_bytes),
+                sets_view: op == FileSetView,
+                hints: crate::io::Hints::from_pairs(hints),
+            };
+            Action::IoInfo { file: *file, info: Box::new(info), recorded_s: rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9 }
         }
         (op, _) => return Err(op),
     }))

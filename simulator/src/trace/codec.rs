@@ -450,6 +450,18 @@ impl Encoder {
                     req(&mut o, request);
                 }
             }
+            (Params::IoInfo { file, comm, amode, disp, etype_bytes, view_bytes, view_extent, block_bytes, hints }, Shape::IoInfo) => {
+                o.v(*file as u64);
+                flags |= world(&mut o, *comm);
+                for v in [*amode as u64, *disp, *etype_bytes, *view_bytes, *view_extent, *block_bytes] {
+                    o.v(v);
+                }
+                o.v(hints.len() as u64);
+                for &(k, v) in hints {
+                    o.v(k as u64);
+                    o.v(v);
+                }
+            }
             (Params::Vcoll { root, comm, request, send, recv }, Shape::Vcoll) => {
                 o.z(*root as i64);
                 flags |= world(&mut o, *comm);

@@ -215,6 +215,32 @@ pub enum Params {
         /// Request handle; 0 for blocking calls.
         request: u64,
     },
+    /// MPI-IO open, view and hints (`MPI_File_open`, `MPI_File_set_view`,
+    /// `MPI_File_set_info`): the file id, the communicator (`File_open`,
+    /// else [`COMM_WORLD`]), the access mode (`File_open`), the view
+    /// (`File_set_view`, else zeros: the byte displacement, the etype's
+    /// size, the filetype's size and extent, and its contiguous block,
+    /// bytes) and the hints given, as `(key, value)` pairs ([`hint`]).
+    IoInfo {
+        /// File id (ids are shared with communicators, never equal to one).
+        file: u32,
+        /// Communicator id (`File_open`).
+        comm: u32,
+        /// `MPI_MODE_*` bits of `File_open`, as the MPI library defines them.
+        amode: u32,
+        /// View displacement, bytes.
+        disp: u64,
+        /// Size of the view's etype, bytes.
+        etype_bytes: u64,
+        /// Data bytes in one instance of the filetype (its size).
+        view_bytes: u64,
+        /// Extent of the filetype, bytes (≥ `view_bytes`; larger for a strided view).
+        view_extent: u64,
+        /// Contiguous run of data in the filetype, bytes.
+        block_bytes: u64,
+        /// The hints given, `(key, value)`, keys and values as in [`hint`].
+        hints: Vec<(u32, u64)>,
+    },
     /// The v- and w-collectives (`MPI_Gatherv`, `Scatterv`, `Allgatherv`,
     /// `Alltoallv`, `Alltoallw`, `Reduce_scatter` and their nonblocking
     /// forms): byte counts as MPI defines them on this rank, indexed by
@@ -369,6 +395,8 @@ pub enum Shape {
     Icoll,
     /// [`Params::Io`].
     Io,
+    /// [`Params::IoInfo`].
+    IoInfo,
     /// [`Params::Vcoll`].
     Vcoll,
     /// [`Params::Neighbor`].
@@ -391,4 +419,52 @@ const SHAPES: [Shape; 256] = {
 #[inline]
 pub fn shape(op: Op) -> Shape {
     SHAPES[op as usize]
+}
+
+/// Keys of the MPI-IO hints an [`Params::IoInfo`] record keeps (ROMIO's
+/// names, "Data sieving and collective I/O in ROMIO", Thakur, Gropp &
+/// Lusk, Frontiers 1999, and the MPI standard's reserved `cb_*` and
+/// `striping_*` keys). Numbers are the values given; the
+/// `romio_cb_*`/`romio_ds_*` switches are [`hint::ENABLE`],
+/// [`hint::DISABLE`] or [`hint::AUTOMATIC`].
+pub mod hint {
+    /// `cb_nodes`: the number of aggregators of collective accesses.
+    pub const CB_NODES: u32 = 1;
+    /// `cb_buffer_size`: bytes an aggregator moves per round.
+    pub const CB_BUFFER_SIZE: u32 = 2;
+    /// `striping_unit`: the stripe size of a new file, bytes.
+    pub const STRIPING_UNIT: u32 = 3;
+    /// `striping_factor`: how many servers a new file is striped over.
+    pub const STRIPING_FACTOR: u32 = 4;
+    /// `romio_cb_write`: two-phase for collective writes.
+    pub const CB_WRITE: u32 = 5;
+    /// `romio_cb_read`: two-phase for collective reads.
+    pub const CB_READ: u32 = 6;
+    /// `romio_ds_write`: data sieving for strided independent writes.
+    pub const DS_WRITE: u32 = 7;
+    /// `romio_ds_read`: data sieving for strided independent reads.
+    pub const DS_READ: u32 = 8;
+    /// `ind_wr_buffer_size`: the data-sieving buffer of writes, bytes.
+    pub const IND_WR_BUFFER_SIZE: u32 = 9;
+    /// `ind_rd_buffer_size`: the data-sieving buffer of reads, bytes.
+    pub const IND_RD_BUFFER_SIZE: u32 = 10;
+    /// The names of keys 1 to 10, in key order.
+    pub const NAMES: [&str; 10] = [
+        "cb_nodes",
+        "cb_buffer_size",
+        "striping_unit",
+        "striping_factor",
+        "romio_cb_write",
+        "romio_cb_read",
+        "romio_ds_write",
+        "romio_ds_read",
+        "ind_wr_buffer_size",
+        "ind_rd_buffer_size",
+    ];
+    /// A switch set to `enable`.
+    pub const ENABLE: u64 = 1;
+    /// A switch set to `disable`.
+    pub const DISABLE: u64 = 2;
+    /// A switch set to `automatic`.
+    pub const AUTOMATIC: u64 = 3;
 }

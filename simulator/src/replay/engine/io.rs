@@ -1,5 +1,6 @@
 //! MPI-IO in the replay: each [`Action::Io`] on the platform's first file
-//! system ([`crate::io`]). Independent accesses queue on the servers at the
+//! system ([`crate::io`]), through the file's view and hints
+//! ([`Action::IoInfo`], [`crate::io::client`]). Independent accesses queue on the servers at the
 //! rank's clock; a collective access waits for every member of the file's
 //! communicator, then runs ROMIO's two-phase schedule
 //! ([`crate::io::two_phase`]) with the members' exchanges timed by the
@@ -12,7 +13,8 @@ use std::collections::HashMap;
 
 use super::{Engine, Flow, Kind, Status};
 use crate::action::{Action, IoCall};
-use crate::io::{client, FsState, Member};
+use crate::io::client::{self, OpenFile};
+use crate::io::{FsState, Hints, Member};
 use crate::replay::ReplayError;
 
 /// The file system and the collective accesses under way.
@@ -21,6 +23,8 @@ pub(crate) struct IoState {
     fs: Option<FsState>,
     /// Global communicator of each rank's open file.
     files: HashMap<(u32, u32), u32>,
+    /// View and hints of each rank's open file.
+    open: HashMap<(u32, u32), OpenFile>,
     /// Collective accesses by (communicator, sequence number): the members
     /// arrived so far, (world rank, its part).
     pending: HashMap<(u32, u64), Vec<(usize, Member)>>,
@@ -43,9 +47,13 @@ impl IoState {
 }
 
 impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
-    /// Runs rank `r`'s MPI-IO call `action`.
+    /// Runs rank `r`'s MPI-IO call `action` ([`Action::Io`] or [`Action::IoInfo`]).
     pub(super) fn io(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
-        let Action::Io { call, file, offset, bytes, recorded_s } = *action else { unreachable!("called on Io actions") };
+        let (call, file, offset, bytes, recorded_s) = match action {
+            &Action::Io { call, file, offset, bytes, recorded_s } => (Some(call), file, offset, bytes, recorded_s),
+            Action::IoInfo { file, recorded_s, .. } => (None, *file, 0, 0, *recorded_s),
+            _ => unreachable!("called on I/O actions"),
+        };
         if !(recorded_s.is_finite() && recorded_s >= 0.0) {
             return Err(self.err(r, action, "recorded duration must be finite and >= 0", false));
         }
@@ -58,30 +66,51 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         };
         fs.keep_spans(self.timeline.as_ref().is_some_and(|t| t.writes()));
         let lat = client::server_latency_s(self.platform);
+        let key = (r as u32, file);
+        let Some(call) = call else {
+            let Action::IoInfo { info, .. } = action else { unreachable!("matched above") };
+            self.io.open.entry(key).or_default().apply(info);
+            let Some(comm) = info.open_comm else { return Ok(Flow::Continue) };
+            fs.set_striping(file, info.hints.striping_unit, info.hints.striping_factor);
+            let g = self.comms.global(r, comm).unwrap_or(0);
+            self.io.files.insert(key, g);
+            let done = fs.metadata(clock);
+            return Ok(self.io_done(r, clock, done));
+        };
+        if let IoCall::Open { comm } = call {
+            let g = self.comms.global(r, comm).unwrap_or(0);
+            self.io.files.insert(key, g);
+            self.io.open.insert(key, OpenFile::default());
+        }
+        let open = self.io.open.get(&key).copied().unwrap_or_default();
         let done = match call {
-            IoCall::Open { comm } => {
-                let g = self.comms.global(r, comm).unwrap_or(0);
-                self.io.files.insert((r as u32, file), g);
-                fs.metadata(clock)
-            }
-            IoCall::ReadAll | IoCall::WriteAll => {
-                let me = Member { host: self.ranks[r].host, offset, bytes, entry_s: clock };
-                return self.collective_io(r, file, me, call == IoCall::WriteAll, lat);
+            IoCall::ReadAll | IoCall::WriteAll if open.two_phase(call == IoCall::WriteAll) => {
+                let me = Member { host: self.ranks[r].host, offset, bytes, span: open.span(bytes), entry_s: clock };
+                return self.collective_io(r, file, me, call == IoCall::WriteAll, &open.hints, lat);
             }
             IoCall::Iread { req } | IoCall::Iwrite { req } => {
-                let done = client::independent(fs, clock, lat, call, file, offset, bytes).unwrap_or(clock);
+                let done = client::independent(fs, &open, clock, lat, call, file, offset, bytes);
                 self.server_spans();
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.complete(r, slot, done, done - clock)?;
                 return Ok(Flow::Continue);
             }
-            _ => client::independent(fs, clock, lat, call, file, offset, bytes).unwrap_or(clock),
+            _ => client::independent(fs, &open, clock, lat, call, file, offset, bytes),
         };
+        if call == IoCall::Close {
+            self.io.open.remove(&key);
+        }
+        Ok(self.io_done(r, clock, done))
+    }
+
+    /// Rank `r`'s blocking I/O call issued at `clock` completes at `done`.
+    fn io_done(&mut self, r: usize, clock: f64, done: f64) -> Flow {
         self.server_spans();
-        self.ranks[r].stats.io_s += done - clock;
-        self.ranks[r].stats.comm_s += done - clock;
+        let s = &mut self.ranks[r].stats;
+        s.io_s += done - clock;
+        s.comm_s += done - clock;
         self.ranks[r].clock = done;
-        Ok(Flow::Continue)
+        Flow::Continue
     }
 
     /// Moves the file system's busy spans to the timeline's server lanes.
@@ -95,7 +124,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
     /// Rank `r` enters a collective access of `file`: it blocks until the
     /// last member of the file's communicator enters, which times the
     /// access and releases everyone.
-    fn collective_io(&mut self, r: usize, file: u32, me: Member, write: bool, lat: f64) -> Result<Flow, ReplayError> {
+    fn collective_io(&mut self, r: usize, file: u32, me: Member, write: bool, hints: &Hints, lat: f64) -> Result<Flow, ReplayError> {
         let g = self.io.files.get(&(r as u32, file)).copied().unwrap_or(0);
         let n = self.comms.size(g) as usize;
         let seq = self.io.seq.entry((r as u32, g)).or_default();
@@ -112,7 +141,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let members: Vec<Member> = arrived.iter().map(|a| a.1).collect();
         let ranks: Vec<usize> = arrived.iter().map(|a| a.0).collect();
         let fs = self.io.fs.as_mut().expect("collective I/O runs with a file system");
-        let done = client::collective(fs, self.platform, file, &members, write, lat);
+        let done = client::collective(fs, self.platform, file, &members, write, hints, lat);
         self.server_spans();
         // Waiting for the last member is waiting; the schedule after it, communication.
         let last = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);

@@ -137,3 +137,39 @@ fn a_nonblocking_write_overlaps_compute() {
         .unwrap();
     close(r.makespan_s, 1e-3 + 1.0);
 }
+
+/// Hints given at open apply to the file's accesses: with
+/// `romio_cb_write = disable` a collective write is each rank's own
+/// independent write (no wait for the late member); the view set later
+/// spreads a rank's data, so the sieved range is read and written back.
+#[test]
+fn hints_at_open_and_views_shape_the_accesses() {
+    use crate::io::{FileInfo, FileView, Hints};
+    use crate::trace::record::hint;
+    let info = |hints: Vec<(u32, u64)>, open: bool, view: Option<FileView>| Action::IoInfo {
+        file: 3,
+        info: Box::new(FileInfo { open_comm: open.then_some(0), view, sets_view: !open, hints: Hints::from_pairs(&hints) }),
+        recorded_s: 0.0,
+    };
+    let p = two_hosts(2);
+    let ranks = |hints: Vec<(u32, u64)>| {
+        (0..4u64)
+            .map(|r| {
+                let late = if r == 3 { vec![Action::Compute { seconds: 0.5, region: 0 }] } else { vec![] };
+                [vec![info(hints.clone(), true, None)], late, vec![io(IoCall::WriteAll, r * 4 * MIB, 4 * MIB), Action::Finalize]].concat()
+            })
+            .collect::<Vec<_>>()
+    };
+    let two_phase = run(&p, ranks(vec![])).unwrap();
+    assert!(two_phase.ranks[0].end_s > 0.5, "rank 0 waits for rank 3: {}", two_phase.ranks[0].end_s);
+    let independent = run(&p, ranks(vec![(hint::CB_WRITE, hint::DISABLE)])).unwrap();
+    assert!(independent.ranks[0].end_s < 0.5, "rank 0 writes alone: {}", independent.ranks[0].end_s);
+    balanced(&independent);
+    // A strided view: 1 MiB of data per 2 MiB, in 1 MiB blocks; 2 MiB
+    // written cover 3 MiB, sieved (read then written back) in 512 KiB buffers.
+    let view = FileView::strided(MIB, 2 * MIB, MIB);
+    let r = run(&p, vec![vec![info(vec![], true, None), info(vec![], false, view), io(IoCall::Write, 0, 2 * MIB), Action::Finalize]]).unwrap();
+    let s: u64 = r.io_servers.iter().map(|s| s.bytes_written).sum();
+    let read: u64 = r.io_servers.iter().map(|s| s.bytes_read).sum();
+    assert_eq!((s, read), (3 * MIB, 3 * MIB), "{:?}", r.io_servers);
+}

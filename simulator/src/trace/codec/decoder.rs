@@ -206,6 +206,14 @@ impl Decoder {
                 let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
                 Params::Io { file, offset, bytes, comm, request }
             }
+            Shape::IoInfo => {
+                let file = i.u32()?;
+                let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
+                let (amode, disp, etype_bytes, view_bytes, view_extent, block_bytes) = (i.u32()?, i.v()?, i.v()?, i.v()?, i.v()?, i.v()?);
+                let n = bounded(i.v()?, buf)?;
+                let hints = (0..n).map(|_| Ok((i.u32()?, i.v()?))).collect::<Result<_, DecodeError>>()?;
+                Params::IoInfo { file, comm, amode, disp, etype_bytes, view_bytes, view_extent, block_bytes, hints }
+            }
             Shape::Vcoll => {
                 let root = i.i32()?;
                 let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
