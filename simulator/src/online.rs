@@ -160,7 +160,17 @@ impl<'a> VirtualRank<'a> {
         platform.links = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
         let fs = platform.fs.first().cloned().map(FsState::new);
-        VirtualRank { rank, platform, speed, clock: 0.0, stats: VirtualStats::default(), reqs: HashMap::new(), jitter: None, fs, open: HashMap::new() }
+        VirtualRank {
+            rank,
+            platform,
+            speed,
+            clock: 0.0,
+            stats: VirtualStats::default(),
+            reqs: HashMap::new(),
+            jitter: None,
+            fs,
+            open: HashMap::new(),
+        }
     }
 
     /// Exposes compute blocks and eager-send overheads to OS jitter

@@ -51,12 +51,26 @@ impl OpenFile {
     }
 }
 
-/// When the independent call `call` on `bytes` at `offset` of `file`
-/// (with the rank's state of it, `open`), issued at `t` seconds,
-/// completes (for `Iread`/`Iwrite`: when its request does); a collective
-/// access (`ReadAll`/`WriteAll`) runs as independent here (for one whose
-/// two-phase is off).
-pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, call: IoCall, file: u32, offset: u64, bytes: u64) -> f64 {
+/// One MPI-IO call of a rank: what it does, on which file, where, how much.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Access {
+    /// The call.
+    pub call: IoCall,
+    /// The rank's file id.
+    pub file: u32,
+    /// First byte, from the start of the file.
+    pub offset: u64,
+    /// Data bytes.
+    pub bytes: u64,
+}
+
+/// When the independent call `a` (with the rank's state of its file,
+/// `open`), issued at `t` seconds over a network of `lat` one-way
+/// latency, completes (for `Iread`/`Iwrite`: when its request does); a
+/// collective access (`ReadAll`/`WriteAll`) runs as independent here (for
+/// one whose two-phase is off).
+pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, a: Access) -> f64 {
+    let Access { call, file, offset, bytes } = a;
     let kind = match call {
         IoCall::Open { .. } | IoCall::Close | IoCall::Meta => return fs.metadata(t),
         IoCall::Sync => return fs.sync(t),

@@ -135,7 +135,8 @@ impl FsState {
         if bytes == 0 {
             return Vec::new();
         }
-        let (size, count) = self.striping.get(&file).map_or((self.fs.stripe_size_bytes.max(1), self.fs.stripes_over() as u64), |&(s, c)| (s, c as u64));
+        let (size, count) =
+            self.striping.get(&file).map_or((self.fs.stripe_size_bytes.max(1), self.fs.stripes_over() as u64), |&(s, c)| (s, c as u64));
         let server = |k: u64| ((k % count + file as u64 % count) % count) as usize;
         let end = offset.saturating_add(bytes);
         let (first, last) = (offset / size, (end - 1) / size);

@@ -74,8 +74,9 @@ fn a_write_smaller_than_the_cache_finishes_at_memory_speed_and_sync_pays_the_flu
 fn a_collective_write_of_four_ranks_with_two_aggregators() {
     // Ranks 0, 1 on host 0 and 2, 3 on host 1, 4 MiB each, contiguous:
     // aggregators 0 and 2, domains [0, 8) and [8, 16) MiB, one round.
-    let members: Vec<Member> =
-        (0..4u64).map(|r| Member { host: (r / 2) as usize, offset: r * 4 * MIB, bytes: 4 * MIB, span: 4 * MIB, entry_s: r as f64 * 1e-3 }).collect();
+    let members: Vec<Member> = (0..4u64)
+        .map(|r| Member { host: (r / 2) as usize, offset: r * 4 * MIB, bytes: 4 * MIB, span: 4 * MIB, entry_s: r as f64 * 1e-3 })
+        .collect();
     assert_eq!(aggregators(&members, None), [0, 2]);
     let mut st = FsState::new(fs(2, MIB));
     let exchange = |_: usize, _: usize, b: u64| 1e-6 + b as f64 / 1e9;
@@ -96,8 +97,10 @@ fn a_collective_write_of_four_ranks_with_two_aggregators() {
 
 #[test]
 fn collective_rounds_follow_the_buffer_and_reads_exchange_after_the_disk() {
-    let members =
-        [Member { host: 0, offset: 0, bytes: 8 * MIB, span: 8 * MIB, entry_s: 0.0 }, Member { host: 1, offset: 8 * MIB, bytes: 8 * MIB, span: 8 * MIB, entry_s: 0.0 }];
+    let members = [
+        Member { host: 0, offset: 0, bytes: 8 * MIB, span: 8 * MIB, entry_s: 0.0 },
+        Member { host: 1, offset: 8 * MIB, bytes: 8 * MIB, span: 8 * MIB, entry_s: 0.0 },
+    ];
     let mut st = FsState::new(FileSystem { cb_buffer_bytes: Some(4 * MIB), ..fs(1, 16 * MIB) });
     let exchange = |_: usize, _: usize, _: u64| 0.5;
     // Each aggregator reads its own 8 MiB in two rounds of 4 MiB; nothing
@@ -134,13 +137,14 @@ fn a_strided_write_is_one_request_per_block_or_one_sieved_range() {
     const KIB: u64 = 1024;
     let view = FileView::strided(64 * KIB, 128 * KIB, 64 * KIB);
     let mut open = client::OpenFile { view, hints: Hints::default() };
+    let write = client::Access { call: crate::action::IoCall::Write, file: 0, offset: 0, bytes: 256 * KIB };
     let mut st = FsState::new(fs(1, 1 << 30));
-    let sieved = client::independent(&mut st, &open, 0.0, 0.0, crate::action::IoCall::Write, 0, 0, 256 * KIB);
+    let sieved = client::independent(&mut st, &open, 0.0, 0.0, write);
     let span = (3 * 128 + 64) * KIB;
     close(sieved, 1e-2 + span as f64 / 2e8 + 1e-2 + span as f64 / 1e8);
     open.hints = Hints::from_pairs(&[(crate::trace::record::hint::DS_WRITE, crate::trace::record::hint::DISABLE)]);
     let mut st = FsState::new(fs(1, 1 << 30));
-    let blocks = client::independent(&mut st, &open, 0.0, 0.0, crate::action::IoCall::Write, 0, 0, 256 * KIB);
+    let blocks = client::independent(&mut st, &open, 0.0, 0.0, write);
     close(blocks, 4.0 * (1e-2 + (64 * KIB) as f64 / 1e8));
     assert_eq!(st.server_stats()[0].requests, 4);
 }

@@ -73,7 +73,8 @@ pub fn two_phase(
 ) -> Vec<f64> {
     let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
     let active: Vec<&Member> = members.iter().filter(|m| m.bytes > 0).collect();
-    let (Some(lo), Some(hi)) = (active.iter().map(|m| m.offset).min(), active.iter().map(|m| m.offset.saturating_add(m.span.max(m.bytes))).max())
+    let (Some(lo), Some(hi)) =
+        (active.iter().map(|m| m.offset).min(), active.iter().map(|m| m.offset.saturating_add(m.span.max(m.bytes))).max())
     else {
         return vec![t0; members.len()];
     };

@@ -3,7 +3,7 @@
 
 use super::{Block, Req, VirtualRank};
 use crate::action::{Action, IoCall};
-use crate::io::client::{self, OpenFile};
+use crate::io::client::{self, Access, OpenFile};
 use crate::io::Member;
 use crate::replay::{ReplayError, ReplayErrorKind};
 
@@ -61,7 +61,7 @@ impl VirtualRank<'_> {
                     self.open.insert(file, OpenFile::default());
                 }
                 let open = self.open.get(&file).copied().unwrap_or_default();
-                let done = client::independent(fs, &open, t, lat, call, file, offset, bytes);
+                let done = client::independent(fs, &open, t, lat, Access { call, file, offset, bytes });
                 if call == IoCall::Close {
                     self.open.remove(&file);
                 }
@@ -89,7 +89,13 @@ impl VirtualRank<'_> {
     /// # Errors
     /// [`ReplayError`] when this rank is not a member, the lengths
     /// differ, or `action` is not a collective access.
-    pub fn collective_io(&mut self, action: &Action, members: &[u32], entries_s: &[f64], parts: &[(u64, u64, u64)]) -> Result<f64, ReplayError> {
+    pub fn collective_io(
+        &mut self,
+        action: &Action,
+        members: &[u32],
+        entries_s: &[f64],
+        parts: &[(u64, u64, u64)],
+    ) -> Result<f64, ReplayError> {
         let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll), file, recorded_s, .. } = *action else {
             return Err(self.io_error(action, "not a collective MPI-IO access"));
         };

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use super::{Engine, Flow, Kind, Status};
 use crate::action::{Action, IoCall};
-use crate::io::client::{self, OpenFile};
+use crate::io::client::{self, Access, OpenFile};
 use crate::io::{FsState, Hints, Member};
 use crate::replay::ReplayError;
 
@@ -89,13 +89,13 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
                 return self.collective_io(r, file, me, call == IoCall::WriteAll, &open.hints, lat);
             }
             IoCall::Iread { req } | IoCall::Iwrite { req } => {
-                let done = client::independent(fs, &open, clock, lat, call, file, offset, bytes);
+                let done = client::independent(fs, &open, clock, lat, Access { call, file, offset, bytes });
                 self.server_spans();
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.complete(r, slot, done, done - clock)?;
                 return Ok(Flow::Continue);
             }
-            _ => client::independent(fs, &open, clock, lat, call, file, offset, bytes),
+            _ => client::independent(fs, &open, clock, lat, Access { call, file, offset, bytes }),
         };
         if call == IoCall::Close {
             self.io.open.remove(&key);

@@ -168,7 +168,8 @@ fn hints_at_open_and_views_shape_the_accesses() {
     // A strided view: 1 MiB of data per 2 MiB, in 1 MiB blocks; 2 MiB
     // written cover 3 MiB, sieved (read then written back) in 512 KiB buffers.
     let view = FileView::strided(MIB, 2 * MIB, MIB);
-    let r = run(&p, vec![vec![info(vec![], true, None), info(vec![], false, view), io(IoCall::Write, 0, 2 * MIB), Action::Finalize]]).unwrap();
+    let r =
+        run(&p, vec![vec![info(vec![], true, None), info(vec![], false, view), io(IoCall::Write, 0, 2 * MIB), Action::Finalize]]).unwrap();
     let s: u64 = r.io_servers.iter().map(|s| s.bytes_written).sum();
     let read: u64 = r.io_servers.iter().map(|s| s.bytes_read).sum();
     assert_eq!((s, read), (3 * MIB, 3 * MIB), "{:?}", r.io_servers);
