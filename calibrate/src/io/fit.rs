@@ -31,7 +31,7 @@
 
 use std::collections::BTreeMap;
 
-use simulator::io::{two_phase, Disk, FileSystem, FsState, IoKind, Member};
+use simulator::io::{two_phase, Disk, FileSystem, FsState, Hints, IoKind, Member};
 
 use super::{Case, IoSample};
 use crate::error::{Error, ErrorKind};
@@ -70,8 +70,8 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
         |st: &mut FsState, kind| (0..ranks as u64).map(|r| st.request(0.0, 0.0, 0, r * size_bytes, size_bytes, kind)).fold(0.0, f64::max);
     let collective = |st: &mut FsState, kind| {
         let members: Vec<Member> =
-            (0..ranks as u64).map(|r| Member { host: 0, offset: r * size_bytes, bytes: size_bytes, entry_s: 0.0 }).collect();
-        two_phase(st, 0, &members, kind, 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
+            (0..ranks as u64).map(|r| Member { host: 0, offset: r * size_bytes, bytes: size_bytes, span: size_bytes, entry_s: 0.0 }).collect();
+        two_phase(st, 0, &members, kind, &Hints::default(), 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
     };
     match case {
         Case::Write => independent(&mut st, IoKind::Write),
