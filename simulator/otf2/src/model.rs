@@ -9,6 +9,8 @@ pub struct Region {
     pub role: u8,
     /// `OTF2_Paradigm` (e.g. [`crate::consts::PARADIGM_MPI`]).
     pub paradigm: u8,
+    /// Its description (empty when none).
+    pub description: String,
 }
 
 /// A location (an execution stream: here a rank's thread).
@@ -144,6 +146,36 @@ pub enum Event {
         sent: u64,
         /// Bytes this rank received.
         received: u64,
+    },
+    /// A nonblocking collective was posted.
+    NbcRequest {
+        /// Request id.
+        request: u64,
+    },
+    /// A nonblocking collective completed (fields as in [`Event::MpiCollectiveEnd`]).
+    NbcComplete {
+        /// `OTF2_CollectiveOp`.
+        op: u8,
+        /// Communicator reference.
+        comm: u32,
+        /// Root rank in `comm`, or [`crate::consts::UNDEFINED_UINT32`].
+        root: u32,
+        /// Bytes this rank sent.
+        sent: u64,
+        /// Bytes this rank received.
+        received: u64,
+        /// Request id.
+        request: u64,
+    },
+    /// An I/O handle was created (a file opened).
+    IoCreateHandle {
+        /// I/O handle reference.
+        handle: u32,
+    },
+    /// An I/O handle was destroyed (a file closed).
+    IoDestroyHandle {
+        /// I/O handle reference.
+        handle: u32,
     },
     /// An I/O operation was issued on `handle`.
     IoOperationBegin {

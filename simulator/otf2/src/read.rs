@@ -38,7 +38,7 @@ pub struct Archive {
 #[derive(Default)]
 pub(crate) struct State {
     strings: HashMap<u32, String>,
-    regions: HashMap<u32, (u32, u8, u8)>,
+    regions: HashMap<u32, (u32, u8, u8, u32)>,
     locations: BTreeMap<u64, (u32, u32)>,
     groups: HashMap<u32, (u32, u8, u8, Vec<u64>)>,
     comms: HashMap<u32, (u32, u32, u32)>,
@@ -73,8 +73,8 @@ unsafe extern "C" fn d_location(ud: *mut c_void, id: Loc, name: u32, _t: u8, _n:
     OK
 }
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn d_region(ud: *mut c_void, id: u32, name: u32, _c: u32, _d: u32, role: u8, par: u8, _f: u32, _s: u32, _b: u32, _e: u32) -> Code {
-    unsafe { state(ud) }.regions.insert(id, (name, role, par));
+unsafe extern "C" fn d_region(ud: *mut c_void, id: u32, name: u32, _c: u32, desc: u32, role: u8, par: u8, _f: u32, _s: u32, _b: u32, _e: u32) -> Code {
+    unsafe { state(ud) }.regions.insert(id, (name, role, par, desc));
     OK
 }
 unsafe extern "C" fn d_group(ud: *mut c_void, id: u32, name: u32, kind: u8, par: u8, _f: u32, n: u32, m: *const u64) -> Code {
@@ -133,6 +133,19 @@ unsafe extern "C" fn e_coll_begin(l: Loc, t: Time, ud: *mut c_void, _a: *mut Att
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn e_coll_end(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, op: u8, comm: u32, root: u32, sent: u64, received: u64) -> Code {
     push(ud, l, t, Event::MpiCollectiveEnd { op, comm, root, sent, received })
+}
+unsafe extern "C" fn e_nbc_request(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, request: u64) -> Code {
+    push(ud, l, t, Event::NbcRequest { request })
+}
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn e_nbc_complete(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, op: u8, comm: u32, root: u32, sent: u64, received: u64, request: u64) -> Code {
+    push(ud, l, t, Event::NbcComplete { op, comm, root, sent, received, request })
+}
+unsafe extern "C" fn e_io_create(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32, _m: u8, _c: u32, _s: u32) -> Code {
+    push(ud, l, t, Event::IoCreateHandle { handle })
+}
+unsafe extern "C" fn e_io_destroy(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32) -> Code {
+    push(ud, l, t, Event::IoDestroyHandle { handle })
 }
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn e_io_begin(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32, mode: u8, flags: u32, bytes: u64, matching_id: u64) -> Code {
@@ -248,6 +261,10 @@ pub fn read(path: &Path) -> Result<Archive, Error> {
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(cb, Some(e_irecv));
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, Some(e_coll_begin));
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, Some(e_coll_end));
+        sys::OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(cb, Some(e_nbc_request));
+        sys::OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cb, Some(e_nbc_complete));
+        sys::OTF2_GlobalEvtReaderCallbacks_SetIoCreateHandleCallback(cb, Some(e_io_create));
+        sys::OTF2_GlobalEvtReaderCallbacks_SetIoDestroyHandleCallback(cb, Some(e_io_destroy));
         sys::OTF2_GlobalEvtReaderCallbacks_SetIoOperationBeginCallback(cb, Some(e_io_begin));
         sys::OTF2_GlobalEvtReaderCallbacks_SetIoOperationCompleteCallback(cb, Some(e_io_complete));
         skip::register(cb);
@@ -269,7 +286,11 @@ fn resolve(st: State, anchor: PathBuf) -> Archive {
     Archive {
         anchor,
         resolution: if st.resolution == 0 { 1 } else { st.resolution },
-        regions: st.regions.iter().map(|(&id, &(n, role, paradigm))| (id, Region { name: s(n), role, paradigm })).collect(),
+        regions: st
+            .regions
+            .iter()
+            .map(|(&id, &(n, role, paradigm, d))| (id, Region { name: s(n), role, paradigm, description: s(d) }))
+            .collect(),
         locations: st.locations.iter().map(|(&id, &(n, group))| (id, Location { name: s(n), group })).collect(),
         groups: st
             .groups

@@ -39,8 +39,6 @@ pub(crate) fn register(cb: *mut OTF2_GlobalEvtReaderCallbacks) {
         OTF2_GlobalEvtReaderCallbacks_SetThreadWaitCallback "ThreadWait" (OTF2_CommRef, u64);
         OTF2_GlobalEvtReaderCallbacks_SetOmpForkCallback "OmpFork" (u32);
         OTF2_GlobalEvtReaderCallbacks_SetOmpJoinCallback "OmpJoin" ();
-        OTF2_GlobalEvtReaderCallbacks_SetIoCreateHandleCallback "IoCreateHandle" (OTF2_IoHandleRef, OTF2_IoAccessMode, OTF2_IoCreationFlag, OTF2_IoStatusFlag);
-        OTF2_GlobalEvtReaderCallbacks_SetIoDestroyHandleCallback "IoDestroyHandle" (OTF2_IoHandleRef);
         OTF2_GlobalEvtReaderCallbacks_SetIoOperationIssuedCallback "IoOperationIssued" (OTF2_IoHandleRef, u64);
         OTF2_GlobalEvtReaderCallbacks_SetIoOperationTestCallback "IoOperationTest" (OTF2_IoHandleRef, u64);
         OTF2_GlobalEvtReaderCallbacks_SetMeasurementOnOffCallback "MeasurementOnOff" (OTF2_MeasurementMode);

@@ -39,7 +39,7 @@ pub struct Writer {
     strings: Vec<String>,
     string_ids: HashMap<String, u32>,
     regions: Vec<Region>,
-    region_ids: HashMap<(String, u8, u8), u32>,
+    region_ids: HashMap<(String, u8, u8, String), u32>,
     location_groups: Vec<String>,
     locations: BTreeMap<u64, (Location, u64)>,
     groups: Vec<Group>,
@@ -122,13 +122,19 @@ impl Writer {
 
     /// The reference of region `name` with `role` and `paradigm`, defined on first use.
     pub fn region(&mut self, name: &str, role: u8, paradigm: u8) -> u32 {
-        let key = (name.to_string(), role, paradigm);
+        self.region_described(name, role, paradigm, "")
+    }
+
+    /// [`Writer::region`] with a description.
+    pub fn region_described(&mut self, name: &str, role: u8, paradigm: u8, description: &str) -> u32 {
+        let key = (name.to_string(), role, paradigm, description.to_string());
         if let Some(&id) = self.region_ids.get(&key) {
             return id;
         }
         let id = self.regions.len() as u32;
         self.string(name);
-        self.regions.push(Region { name: name.to_string(), role, paradigm });
+        self.string(description);
+        self.regions.push(Region { name: name.to_string(), role, paradigm, description: description.to_string() });
         self.region_ids.insert(key, id);
         id
     }
@@ -216,6 +222,20 @@ impl Writer {
                 Event::MpiCollectiveEnd { op, comm, root, sent, received } => {
                     sys::OTF2_EvtWriter_MpiCollectiveEnd(w, a, time, op, comm, root, sent, received)
                 }
+                Event::NbcRequest { request } => sys::OTF2_EvtWriter_NonBlockingCollectiveRequest(w, a, time, request),
+                Event::NbcComplete { op, comm, root, sent, received, request } => {
+                    sys::OTF2_EvtWriter_NonBlockingCollectiveComplete(w, a, time, op, comm, root, sent, received, request)
+                }
+                Event::IoCreateHandle { handle } => sys::OTF2_EvtWriter_IoCreateHandle(
+                    w,
+                    a,
+                    time,
+                    handle,
+                    sys::OTF2_IO_ACCESS_MODE_READ_WRITE as u8,
+                    sys::OTF2_IO_CREATION_FLAG_NONE,
+                    sys::OTF2_IO_STATUS_FLAG_NONE,
+                ),
+                Event::IoDestroyHandle { handle } => sys::OTF2_EvtWriter_IoDestroyHandle(w, a, time, handle),
                 Event::IoOperationBegin { handle, mode, flags, bytes, matching_id } => {
                     sys::OTF2_EvtWriter_IoOperationBegin(w, a, time, handle, mode, flags, bytes, matching_id)
                 }
@@ -301,8 +321,8 @@ impl Writer {
             }
             for (i, r) in self.regions.iter().enumerate() {
                 let name = self.string_ids[&r.name];
-                let code =
-                    sys::OTF2_GlobalDefWriter_WriteRegion(g, i as u32, name, name, empty, r.role, r.paradigm, 0, empty, 0, 0);
+                let desc = self.string_ids[&r.description];
+                let code = sys::OTF2_GlobalDefWriter_WriteRegion(g, i as u32, name, name, desc, r.role, r.paradigm, 0, empty, 0, 0);
                 ok(code, "region")?;
             }
             for (i, gr) in self.groups.iter().enumerate() {
