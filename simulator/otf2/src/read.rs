@@ -6,7 +6,6 @@ use std::ffi::{c_void, CStr, CString};
 use std::os::raw::c_char;
 use std::path::{Path, PathBuf};
 
-
 use crate::error::{check, silence, Error};
 use crate::model::{Comm, Event, Group, IoHandle, Location, Region};
 use crate::skip;
@@ -73,7 +72,19 @@ unsafe extern "C" fn d_location(ud: *mut c_void, id: Loc, name: u32, _t: u8, _n:
     OK
 }
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn d_region(ud: *mut c_void, id: u32, name: u32, _c: u32, desc: u32, role: u8, par: u8, _f: u32, _s: u32, _b: u32, _e: u32) -> Code {
+unsafe extern "C" fn d_region(
+    ud: *mut c_void,
+    id: u32,
+    name: u32,
+    _c: u32,
+    desc: u32,
+    role: u8,
+    par: u8,
+    _f: u32,
+    _s: u32,
+    _b: u32,
+    _e: u32,
+) -> Code {
     unsafe { state(ud) }.regions.insert(id, (name, role, par, desc));
     OK
 }
@@ -111,7 +122,17 @@ unsafe extern "C" fn e_send(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, re
     push(ud, l, t, Event::MpiSend { receiver, comm, tag, bytes })
 }
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn e_isend(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, receiver: u32, comm: u32, tag: u32, bytes: u64, request: u64) -> Code {
+unsafe extern "C" fn e_isend(
+    l: Loc,
+    t: Time,
+    ud: *mut c_void,
+    _a: *mut Attrs,
+    receiver: u32,
+    comm: u32,
+    tag: u32,
+    bytes: u64,
+    request: u64,
+) -> Code {
     push(ud, l, t, Event::MpiIsend { receiver, comm, tag, bytes, request })
 }
 unsafe extern "C" fn e_isend_complete(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, request: u64) -> Code {
@@ -124,21 +145,52 @@ unsafe extern "C" fn e_recv(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, se
     push(ud, l, t, Event::MpiRecv { sender, comm, tag, bytes })
 }
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn e_irecv(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, sender: u32, comm: u32, tag: u32, bytes: u64, request: u64) -> Code {
+unsafe extern "C" fn e_irecv(
+    l: Loc,
+    t: Time,
+    ud: *mut c_void,
+    _a: *mut Attrs,
+    sender: u32,
+    comm: u32,
+    tag: u32,
+    bytes: u64,
+    request: u64,
+) -> Code {
     push(ud, l, t, Event::MpiIrecv { sender, comm, tag, bytes, request })
 }
 unsafe extern "C" fn e_coll_begin(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs) -> Code {
     push(ud, l, t, Event::MpiCollectiveBegin)
 }
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn e_coll_end(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, op: u8, comm: u32, root: u32, sent: u64, received: u64) -> Code {
+unsafe extern "C" fn e_coll_end(
+    l: Loc,
+    t: Time,
+    ud: *mut c_void,
+    _a: *mut Attrs,
+    op: u8,
+    comm: u32,
+    root: u32,
+    sent: u64,
+    received: u64,
+) -> Code {
     push(ud, l, t, Event::MpiCollectiveEnd { op, comm, root, sent, received })
 }
 unsafe extern "C" fn e_nbc_request(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, request: u64) -> Code {
     push(ud, l, t, Event::NbcRequest { request })
 }
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn e_nbc_complete(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, op: u8, comm: u32, root: u32, sent: u64, received: u64, request: u64) -> Code {
+unsafe extern "C" fn e_nbc_complete(
+    l: Loc,
+    t: Time,
+    ud: *mut c_void,
+    _a: *mut Attrs,
+    op: u8,
+    comm: u32,
+    root: u32,
+    sent: u64,
+    received: u64,
+    request: u64,
+) -> Code {
     push(ud, l, t, Event::NbcComplete { op, comm, root, sent, received, request })
 }
 unsafe extern "C" fn e_io_create(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32, _m: u8, _c: u32, _s: u32) -> Code {
@@ -148,7 +200,17 @@ unsafe extern "C" fn e_io_destroy(l: Loc, t: Time, ud: *mut c_void, _a: *mut Att
     push(ud, l, t, Event::IoDestroyHandle { handle })
 }
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn e_io_begin(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32, mode: u8, flags: u32, bytes: u64, matching_id: u64) -> Code {
+unsafe extern "C" fn e_io_begin(
+    l: Loc,
+    t: Time,
+    ud: *mut c_void,
+    _a: *mut Attrs,
+    handle: u32,
+    mode: u8,
+    flags: u32,
+    bytes: u64,
+    matching_id: u64,
+) -> Code {
     push(ud, l, t, Event::IoOperationBegin { handle, mode, flags, bytes, matching_id })
 }
 unsafe extern "C" fn e_io_complete(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32, bytes: u64, matching_id: u64) -> Code {
@@ -309,4 +371,3 @@ fn resolve(st: State, anchor: PathBuf) -> Archive {
         skipped: st.skipped,
     }
 }
-

@@ -20,7 +20,11 @@ unsafe extern "C" fn pre_flush(
     sys::OTF2_FLUSH as sys::OTF2_FlushType
 }
 
-unsafe extern "C" fn post_flush(_user: *mut std::os::raw::c_void, _file: sys::OTF2_FileType, _loc: sys::OTF2_LocationRef) -> sys::OTF2_TimeStamp {
+unsafe extern "C" fn post_flush(
+    _user: *mut std::os::raw::c_void,
+    _file: sys::OTF2_FileType,
+    _loc: sys::OTF2_LocationRef,
+) -> sys::OTF2_TimeStamp {
     0
 }
 
@@ -336,7 +340,8 @@ impl Writer {
             }
             if !self.io_handles.is_empty() {
                 let class = sys::OTF2_IO_PARADIGM_CLASS_PARALLEL as u8;
-                let code = sys::OTF2_GlobalDefWriter_WriteIoParadigm(g, 0, mpi_io, mpi_io, class, 0, 0, ptr::null(), ptr::null(), ptr::null());
+                let code =
+                    sys::OTF2_GlobalDefWriter_WriteIoParadigm(g, 0, mpi_io, mpi_io, class, 0, 0, ptr::null(), ptr::null(), ptr::null());
                 ok(code, "I/O paradigm")?;
                 for (i, f) in self.io_files.iter().enumerate() {
                     ok(sys::OTF2_GlobalDefWriter_WriteIoRegularFile(g, i as u32, self.string_ids[f], 0), "I/O file")?;

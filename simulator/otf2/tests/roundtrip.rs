@@ -13,8 +13,14 @@ fn write(dir: &std::path::Path) {
         let g = w.location_group(&format!("rank {r}"));
         w.location(r, &format!("rank {r}"), g);
     }
-    let locs = w.group(Group { name: "world locations".into(), kind: c::GROUP_COMM_LOCATIONS as u8, paradigm: c::PARADIGM_MPI as u8, members: vec![0, 1] });
-    let world = w.group(Group { name: "world".into(), kind: c::GROUP_COMM_GROUP as u8, paradigm: c::PARADIGM_MPI as u8, members: vec![0, 1] });
+    let locs = w.group(Group {
+        name: "world locations".into(),
+        kind: c::GROUP_COMM_LOCATIONS as u8,
+        paradigm: c::PARADIGM_MPI as u8,
+        members: vec![0, 1],
+    });
+    let world =
+        w.group(Group { name: "world".into(), kind: c::GROUP_COMM_GROUP as u8, paradigm: c::PARADIGM_MPI as u8, members: vec![0, 1] });
     assert_eq!(locs, 0);
     let comm = w.comm(Comm { name: "MPI_COMM_WORLD".into(), group: world, parent: None });
     w.event(0, 100, &Event::Enter { region: send }).unwrap();

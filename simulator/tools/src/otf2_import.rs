@@ -113,7 +113,18 @@ fn rank_locations(a: &Archive) -> Vec<u64> {
     // No MPI location group: the first location of each location group with MPI events.
     let mut by_group: BTreeMap<u32, u64> = BTreeMap::new();
     for (id, l) in &a.locations {
-        let mpi = a.events.get(id).is_some_and(|e| e.iter().any(|(_, e)| matches!(e, Event::MpiSend { .. } | Event::MpiRecv { .. } | Event::MpiCollectiveEnd { .. } | Event::MpiIsend { .. } | Event::MpiIrecv { .. })));
+        let mpi = a.events.get(id).is_some_and(|e| {
+            e.iter().any(|(_, e)| {
+                matches!(
+                    e,
+                    Event::MpiSend { .. }
+                        | Event::MpiRecv { .. }
+                        | Event::MpiCollectiveEnd { .. }
+                        | Event::MpiIsend { .. }
+                        | Event::MpiIrecv { .. }
+                )
+            })
+        });
         if mpi {
             by_group.entry(l.group).or_insert(*id);
         }
@@ -128,7 +139,8 @@ fn comm_table(a: &Archive, n: u32) -> HashMap<u32, CommInfo> {
     let mut refs: Vec<&u32> = a.comms.keys().collect();
     refs.sort();
     let is_world = |r: &u32| members(a.comms[r].group).is_some_and(|g| g.members == world);
-    let world_ref = refs.iter().find(|r| is_world(r) && a.comms[r].name.contains("WORLD")).or_else(|| refs.iter().find(|r| is_world(r))).copied();
+    let world_ref =
+        refs.iter().find(|r| is_world(r) && a.comms[r].name.contains("WORLD")).or_else(|| refs.iter().find(|r| is_world(r))).copied();
     let mut t = HashMap::new();
     for r in refs {
         let g = members(a.comms[r].group);
@@ -260,7 +272,10 @@ impl Conv<'_> {
         for e in c.events {
             match e {
                 Event::MpiSend { receiver, comm, tag, bytes } => {
-                    let Some((id, m)) = self.comm(comm) else { self.skip("MpiSend on an undefined communicator"); continue };
+                    let Some((id, m)) = self.comm(comm) else {
+                        self.skip("MpiSend on an undefined communicator");
+                        continue;
+                    };
                     let dst = self.world(&m, receiver, PROC_NULL) as u32;
                     if sendrecv {
                         (sr_send, sr_comm) = (Some((dst, tag as i32, bytes)), id);
@@ -269,7 +284,10 @@ impl Conv<'_> {
                     }
                 }
                 Event::MpiRecv { sender, comm, tag, bytes } => {
-                    let Some((id, m)) = self.comm(comm) else { self.skip("MpiRecv on an undefined communicator"); continue };
+                    let Some((id, m)) = self.comm(comm) else {
+                        self.skip("MpiRecv on an undefined communicator");
+                        continue;
+                    };
                     let src = self.world(&m, sender, ANY_SOURCE);
                     if sendrecv {
                         (sr_recv, sr_comm) = (Some((src, tag as i32, bytes)), id);
@@ -278,7 +296,10 @@ impl Conv<'_> {
                     }
                 }
                 Event::MpiIsend { receiver, comm, tag, bytes, request } => {
-                    let Some((id, m)) = self.comm(comm) else { self.skip("MpiIsend on an undefined communicator"); continue };
+                    let Some((id, m)) = self.comm(comm) else {
+                        self.skip("MpiIsend on an undefined communicator");
+                        continue;
+                    };
                     let dst = self.world(&m, receiver, PROC_NULL) as u32;
                     self.acts.push(wrap(Action::Isend { dst, tag: tag as i32, bytes, comm: id, req: request }));
                 }

@@ -43,8 +43,12 @@ pub struct CommTable {
     /// Members (world ranks) of each global communicator; 0 is the world.
     pub members: Vec<Vec<u32>>,
     by_key: HashMap<(Vec<u32>, u32), u32>,
-    per_rank: Vec<(HashMap<u32, u32>, HashMap<Vec<u32>, u32>)>,
+    per_rank: Vec<RankComms>,
 }
+
+/// One rank's communicator ids → global references, and how many
+/// communicators it created per member list.
+type RankComms = (HashMap<u32, u32>, HashMap<Vec<u32>, u32>);
 
 impl CommTable {
     /// The table of a world of `ranks`.
@@ -315,7 +319,8 @@ impl ArchiveOut {
             Action::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm } => {
                 if let Some(g) = self.comm(r, comm) {
                     if dst != NULL_DST {
-                        let e = Event::MpiSend { receiver: self.comms.rank_in(g, dst as i64), comm: g, tag: tag(send_tag), bytes: send_bytes };
+                        let e =
+                            Event::MpiSend { receiver: self.comms.rank_in(g, dst as i64), comm: g, tag: tag(send_tag), bytes: send_bytes };
                         self.w.event(loc, start, &e)?;
                     }
                     if src != PROC_NULL {
@@ -332,7 +337,12 @@ impl ArchiveOut {
             }
             Action::CommCreate { comm, ref members } => self.comms.create(r as usize, comm, members),
             Action::Compute { seconds, .. } => {
-                let region = self.w.region_described(simulator::trace::actions::IO_REGION, c::ROLE_CODE as u8, c::PARADIGM_USER as u8, COMPUTE_BLOCK);
+                let region = self.w.region_described(
+                    simulator::trace::actions::IO_REGION,
+                    c::ROLE_CODE as u8,
+                    c::PARADIGM_USER as u8,
+                    COMPUTE_BLOCK,
+                );
                 let stop = (start + (seconds * 1e9).round() as u64).min(end);
                 self.w.event(loc, start, &Event::Enter { region })?;
                 self.w.event(loc, stop, &Event::Leave { region })?;

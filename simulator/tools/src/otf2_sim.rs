@@ -94,7 +94,13 @@ impl SimArchive {
         let res = match (mpi_name(action), action) {
             (Some(name), _) => self.out.call(r, r as u64, &name, start, end, std::slice::from_ref(action)),
             (None, Action::Compute { region, .. }) if end > start => {
-                let name = self.names.get(region).cloned().unwrap_or_else(|| if *region == 0 { "compute".into() } else { format!("region {region:#x}") });
+                let name = self.names.get(region).cloned().unwrap_or_else(|| {
+                    if *region == 0 {
+                        "compute".into()
+                    } else {
+                        format!("region {region:#x}")
+                    }
+                });
                 self.out.compute(r as u64, &name, start, end)
             }
             (None, Action::Flops { .. }) if end > start => self.out.compute(r as u64, "compute (flops)", start, end),
