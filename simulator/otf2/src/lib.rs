@@ -18,7 +18,7 @@ pub mod sys;
 mod write;
 
 pub use error::Error;
-pub use model::{coll_op_name, Comm, Event, Group, IoHandle, Location, Region};
+pub use model::{coll_op_name, Comm, Event, Group, IoHandle, Location, Posted, Region, IRECV_ATTRIBUTES};
 pub use read::{read, Archive};
 pub use write::Writer;
 

@@ -107,6 +107,13 @@ pub enum Event {
     MpiIrecvRequest {
         /// Request id.
         request: u64,
+        /// What it was posted for, when the archive says ([`Posted`]).
+        posted: Option<Posted>,
+    },
+    /// A request was cancelled (`MPI_Cancel`).
+    MpiRequestCancelled {
+        /// Request id.
+        request: u64,
     },
     /// A blocking receive completed.
     MpiRecv {
@@ -200,6 +207,27 @@ pub enum Event {
         matching_id: u64,
     },
 }
+
+/// The source, communicator, tag and size a nonblocking receive was
+/// posted for: OTF2 gives them only at its completion (`MpiIrecv`), so
+/// our archives attach them to `MpiIrecvRequest` as attributes named
+/// [`IRECV_ATTRIBUTES`] (a receive that is cancelled, or never completes,
+/// keeps them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Posted {
+    /// Source rank in `comm`, or [`crate::consts::UNDEFINED_UINT32`] for `MPI_ANY_SOURCE`.
+    pub sender: u32,
+    /// Communicator reference.
+    pub comm: u32,
+    /// Tag (`MPI_ANY_TAG` as `u32::MAX`).
+    pub tag: u32,
+    /// Buffer size, bytes.
+    pub bytes: u64,
+}
+
+/// Names of the attributes carrying [`Posted`]'s fields, in field order
+/// (types `UINT32`, `UINT32`, `UINT32`, `UINT64`).
+pub const IRECV_ATTRIBUTES: [&str; 4] = ["MPI_Irecv source", "MPI_Irecv communicator", "MPI_Irecv tag", "MPI_Irecv bytes"];
 
 /// The MPI name of a collective operation (`OTF2_CollectiveOp`), e.g. `MPI_Allreduce`.
 pub fn coll_op_name(op: u8) -> Option<&'static str> {

@@ -7,7 +7,7 @@ use std::os::raw::c_char;
 use std::path::{Path, PathBuf};
 
 use crate::error::{check, silence, Error};
-use crate::model::{Comm, Event, Group, IoHandle, Location, Region};
+use crate::model::{Comm, Event, Group, IoHandle, Location, Posted, Region, IRECV_ATTRIBUTES};
 use crate::skip;
 use crate::sys::{self, OTF2_AttributeList as Attrs, OTF2_CallbackCode as Code, OTF2_LocationRef as Loc, OTF2_TimeStamp as Time};
 
@@ -44,6 +44,10 @@ pub(crate) struct State {
     io_files: HashMap<u32, u32>,
     io_handles: HashMap<u32, (u32, u32, u32)>,
     resolution: u64,
+    /// Attribute reference → name string reference.
+    attributes: HashMap<u32, u32>,
+    /// References of the [`IRECV_ATTRIBUTES`], when the archive defines them all.
+    irecv_attrs: Option<[u32; 4]>,
     pub(crate) events: BTreeMap<u64, Vec<(u64, Event)>>,
     pub(crate) skipped: BTreeMap<&'static str, u64>,
 }
@@ -65,6 +69,10 @@ unsafe extern "C" fn d_string(ud: *mut c_void, id: u32, s: *const c_char) -> Cod
 }
 unsafe extern "C" fn d_clock(ud: *mut c_void, res: u64, _off: u64, _len: u64, _rt: u64) -> Code {
     unsafe { state(ud) }.resolution = res;
+    OK
+}
+unsafe extern "C" fn d_attribute(ud: *mut c_void, id: u32, name: u32, _d: u32, _t: u8) -> Code {
+    unsafe { state(ud) }.attributes.insert(id, name);
     OK
 }
 unsafe extern "C" fn d_location(ud: *mut c_void, id: Loc, name: u32, _t: u8, _n: u64, group: u32) -> Code {
@@ -138,8 +146,24 @@ unsafe extern "C" fn e_isend(
 unsafe extern "C" fn e_isend_complete(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, request: u64) -> Code {
     push(ud, l, t, Event::MpiIsendComplete { request })
 }
-unsafe extern "C" fn e_irecv_request(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, request: u64) -> Code {
-    push(ud, l, t, Event::MpiIrecvRequest { request })
+unsafe extern "C" fn e_irecv_request(l: Loc, t: Time, ud: *mut c_void, a: *mut Attrs, request: u64) -> Code {
+    // SAFETY: registered with a `*mut State`; `a` is the event's attribute list or null.
+    let refs = unsafe { state(ud) }.irecv_attrs;
+    let posted = match refs {
+        Some(r) if !a.is_null() => unsafe {
+            let (mut sender, mut comm, mut tag, mut bytes) = (0u32, 0u32, 0u32, 0u64);
+            let all = sys::OTF2_AttributeList_GetUint32(a, r[0], &mut sender) == sys::OTF2_SUCCESS
+                && sys::OTF2_AttributeList_GetUint32(a, r[1], &mut comm) == sys::OTF2_SUCCESS
+                && sys::OTF2_AttributeList_GetUint32(a, r[2], &mut tag) == sys::OTF2_SUCCESS
+                && sys::OTF2_AttributeList_GetUint64(a, r[3], &mut bytes) == sys::OTF2_SUCCESS;
+            all.then_some(Posted { sender, comm, tag, bytes })
+        },
+        _ => None,
+    };
+    push(ud, l, t, Event::MpiIrecvRequest { request, posted })
+}
+unsafe extern "C" fn e_cancelled(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, request: u64) -> Code {
+    push(ud, l, t, Event::MpiRequestCancelled { request })
 }
 unsafe extern "C" fn e_recv(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, sender: u32, comm: u32, tag: u32, bytes: u64) -> Code {
     push(ud, l, t, Event::MpiRecv { sender, comm, tag, bytes })
@@ -275,6 +299,7 @@ pub fn read(path: &Path) -> Result<Archive, Error> {
         sys::OTF2_GlobalDefReaderCallbacks_SetStringCallback(cb, Some(d_string));
         sys::OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(cb, Some(d_clock));
         sys::OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cb, Some(d_location));
+        sys::OTF2_GlobalDefReaderCallbacks_SetAttributeCallback(cb, Some(d_attribute));
         sys::OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cb, Some(d_region));
         sys::OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb, Some(d_group));
         sys::OTF2_GlobalDefReaderCallbacks_SetCommCallback(cb, Some(d_comm));
@@ -286,6 +311,9 @@ pub fn read(path: &Path) -> Result<Archive, Error> {
         let mut n = 0u64;
         check(sys::OTF2_Reader_ReadAllGlobalDefinitions(r, g, &mut n), a, "read global definitions")?;
         check(sys::OTF2_Reader_CloseGlobalDefReader(r, g), a, "close global definitions")?;
+        let by_name = |n: &str| st.attributes.iter().find(|(_, s)| st.strings.get(s).is_some_and(|x| x == n)).map(|(&r, _)| r);
+        let refs: Vec<u32> = IRECV_ATTRIBUTES.iter().filter_map(|n| by_name(n)).collect();
+        st.irecv_attrs = <[u32; 4]>::try_from(refs).ok();
         let locs: Vec<u64> = st.locations.keys().copied().collect();
         for &l in &locs {
             check(sys::OTF2_Reader_SelectLocation(r, l), a, "select location")?;
@@ -321,6 +349,7 @@ pub fn read(path: &Path) -> Result<Archive, Error> {
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, Some(e_irecv_request));
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(cb, Some(e_recv));
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(cb, Some(e_irecv));
+        sys::OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback(cb, Some(e_cancelled));
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, Some(e_coll_begin));
         sys::OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, Some(e_coll_end));
         sys::OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(cb, Some(e_nbc_request));

@@ -24,7 +24,6 @@ pub(crate) fn register(cb: *mut OTF2_GlobalEvtReaderCallbacks) {
     skip!(cb,
         OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback "Unknown" ();
         OTF2_GlobalEvtReaderCallbacks_SetMpiRequestTestCallback "MpiRequestTest" (u64);
-        OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback "MpiRequestCancelled" (u64);
         OTF2_GlobalEvtReaderCallbacks_SetMetricCallback "Metric" (OTF2_MetricRef, u8, *const OTF2_Type, *const OTF2_MetricValue);
         OTF2_GlobalEvtReaderCallbacks_SetParameterStringCallback "ParameterString" (OTF2_ParameterRef, OTF2_StringRef);
         OTF2_GlobalEvtReaderCallbacks_SetParameterIntCallback "ParameterInt" (OTF2_ParameterRef, i64);

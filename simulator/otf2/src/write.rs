@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::ptr;
 
 use crate::error::{check, silence, Error};
-use crate::model::{Comm, Event, Group, IoHandle, Location, Region};
+use crate::model::{Comm, Event, Group, IoHandle, Location, Region, IRECV_ATTRIBUTES};
 use crate::sys;
 
 unsafe extern "C" fn pre_flush(
@@ -217,7 +217,21 @@ impl Writer {
                     sys::OTF2_EvtWriter_MpiIsend(w, a, time, receiver, comm, tag, bytes, request)
                 }
                 Event::MpiIsendComplete { request } => sys::OTF2_EvtWriter_MpiIsendComplete(w, a, time, request),
-                Event::MpiIrecvRequest { request } => sys::OTF2_EvtWriter_MpiIrecvRequest(w, a, time, request),
+                Event::MpiIrecvRequest { request, posted: None } => sys::OTF2_EvtWriter_MpiIrecvRequest(w, a, time, request),
+                Event::MpiIrecvRequest { request, posted: Some(p) } => {
+                    let list = sys::OTF2_AttributeList_New();
+                    if list.is_null() {
+                        return Err(Error::new(&self.anchor, "cannot allocate an attribute list"));
+                    }
+                    sys::OTF2_AttributeList_AddUint32(list, 0, p.sender);
+                    sys::OTF2_AttributeList_AddUint32(list, 1, p.comm);
+                    sys::OTF2_AttributeList_AddUint32(list, 2, p.tag);
+                    sys::OTF2_AttributeList_AddUint64(list, 3, p.bytes);
+                    let code = sys::OTF2_EvtWriter_MpiIrecvRequest(w, list, time, request);
+                    sys::OTF2_AttributeList_Delete(list);
+                    code
+                }
+                Event::MpiRequestCancelled { request } => sys::OTF2_EvtWriter_MpiRequestCancelled(w, a, time, request),
                 Event::MpiRecv { sender, comm, tag, bytes } => sys::OTF2_EvtWriter_MpiRecv(w, a, time, sender, comm, tag, bytes),
                 Event::MpiIrecv { sender, comm, tag, bytes, request } => {
                     sys::OTF2_EvtWriter_MpiIrecv(w, a, time, sender, comm, tag, bytes, request)
@@ -300,6 +314,7 @@ impl Writer {
         let node_class = self.string("machine");
         let mpi_io = self.string("MPI-IO");
         let empty = self.string("");
+        let attrs: Vec<u32> = IRECV_ATTRIBUTES.iter().map(|n| self.string(n)).collect();
         let none = sys::OTF2_UNDEFINED_UINT32;
         // SAFETY (whole block): `g` is open (caller); pointers passed are live for each call.
         unsafe {
@@ -307,6 +322,10 @@ impl Writer {
             for (i, s) in self.strings.iter().enumerate() {
                 let c = CString::new(s.replace('\0', " ")).expect("NULs replaced");
                 ok(sys::OTF2_GlobalDefWriter_WriteString(g, i as u32, c.as_ptr()), "string")?;
+            }
+            for (i, &name) in attrs.iter().enumerate() {
+                let ty = if i == 3 { sys::OTF2_TYPE_UINT64 } else { sys::OTF2_TYPE_UINT32 } as u8;
+                ok(sys::OTF2_GlobalDefWriter_WriteAttribute(g, i as u32, name, empty, ty), "attribute")?;
             }
             ok(sys::OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, node_name, node_class, none), "system tree node")?;
             for (i, name) in self.location_groups.iter().enumerate() {

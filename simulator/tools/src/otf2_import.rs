@@ -6,14 +6,17 @@
 //! whose events give its actions: `MpiSend` → `Send` (`Buffered` in
 //! `MPI_Bsend`), `MpiRecv` → `Recv`, both in `MPI_Sendrecv*` →
 //! `Sendrecv`, `MpiIsend` → `Isend`, `MpiIrecvRequest` → `Irecv` (peer,
-//! tag and size from the `MpiIrecv` that completes the same request),
+//! tag and size from its attributes, [`otf2::Posted`], else from the
+//! `MpiIrecv` that completes the same request), `MpiRequestCancelled` →
+//! `Cancel`,
 //! completions (`MpiIsendComplete`, `MpiIrecv`,
 //! `NonBlockingCollectiveComplete`, a nonblocking I/O operation's
 //! `IoOperationComplete`) → `Wait`/`Waitall`, `MpiCollectiveEnd` → the
 //! collective (sizes as [`crate::otf2_out::coll_sizes`] writes them),
 //! `NonBlockingCollectiveRequest` → `Icoll`, I/O handle and operation
 //! events → `Io` (at offset 0, timed by the region when the platform has
-//! no file system). Compute blocks: our compute-block regions when the
+//! no file system; `MPI_File_set_size`, `preallocate` and `delete`
+//! regions are metadata calls). Compute blocks: our compute-block regions when the
 //! archive has them, else the time between MPI regions.
 //! Communicators other than the world become `CommCreate` actions at the
 //! start of each member's stream.
@@ -261,6 +264,10 @@ impl Conv<'_> {
         match c.name.as_str() {
             "MPI_Init" | "MPI_Init_thread" => return self.acts.push(Action::Init),
             "MPI_Finalize" => return self.acts.push(Action::Finalize),
+            // Metadata calls: OTF2 has no event for them, the region is the call.
+            "MPI_File_set_size" | "MPI_File_preallocate" | "MPI_File_delete" => {
+                return self.acts.push(Action::Io { call: IoCall::Meta, file: 0, offset: 0, bytes: 0, recorded_s: dur })
+            }
             _ => {}
         }
         let buffered = c.name.starts_with("MPI_Bsend") || c.name.starts_with("MPI_Ibsend");
@@ -303,17 +310,21 @@ impl Conv<'_> {
                     let dst = self.world(&m, receiver, PROC_NULL) as u32;
                     self.acts.push(wrap(Action::Isend { dst, tag: tag as i32, bytes, comm: id, req: request }));
                 }
-                Event::MpiIrecvRequest { request } => {
-                    let done_ev = irecvs.get_mut(&request).and_then(|q| q.pop_front());
-                    let (src, tag, bytes, comm) = match done_ev {
-                        Some(Event::MpiIrecv { sender, comm, tag, bytes, .. }) => match self.comm(comm) {
-                            Some((id, m)) => (self.world(&m, sender, ANY_SOURCE), tag as i32, bytes, id),
-                            None => (ANY_SOURCE, ANY_TAG, 0, 0),
+                Event::MpiIrecvRequest { request, posted } => {
+                    let at = match posted {
+                        Some(p) => Some((p.sender, p.comm, p.tag, p.bytes)),
+                        None => match irecvs.get_mut(&request).and_then(|q| q.pop_front()) {
+                            Some(Event::MpiIrecv { sender, comm, tag, bytes, .. }) => Some((sender, comm, tag, bytes)),
+                            _ => None,
                         },
-                        _ => (ANY_SOURCE, ANY_TAG, 0, 0),
+                    };
+                    let (src, tag, bytes, comm) = match at.and_then(|(s, c, t, b)| self.comm(c).map(|(id, m)| (s, id, m, t, b))) {
+                        Some((sender, id, m, tag, bytes)) => (self.world(&m, sender, ANY_SOURCE), tag as i32, bytes, id),
+                        None => (ANY_SOURCE, ANY_TAG, 0, 0),
                     };
                     self.acts.push(Action::Irecv { src, tag, bytes, comm, req: request });
                 }
+                Event::MpiRequestCancelled { request } => self.acts.push(Action::Cancel { req: request }),
                 Event::MpiIsendComplete { request } | Event::MpiIrecv { request, .. } | Event::NbcComplete { request, .. } => {
                     done.push(request)
                 }

@@ -12,8 +12,9 @@
 //!   `CODE`, paradigm `USER`, description [`COMPUTE_BLOCK`]);
 //! - an MPI call is a region named after the MPI function; in it
 //!   `MpiSend`/`MpiIsend` at entry, `MpiRecv` at exit, `MpiIrecvRequest` at
-//!   entry and `MpiIrecv` where a wait completes it, `MpiIsendComplete`
-//!   there too, `MpiCollectiveBegin`/`End` around a collective,
+//!   entry (with the source, communicator, tag and size as attributes,
+//!   [`otf2::Posted`]) and `MpiIrecv` where a wait completes it,
+//!   `MpiIsendComplete` there too, `MpiRequestCancelled` in `MPI_Cancel`, `MpiCollectiveBegin`/`End` around a collective,
 //!   `NonBlockingCollectiveRequest`/`Complete` for nonblocking ones, and
 //!   `IoCreateHandle`/`IoDestroyHandle`/`IoOperationBegin`/`Complete` for
 //!   MPI-IO. Ranks in events are communicator ranks, as in OTF2.
@@ -24,7 +25,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
 use otf2::consts as c;
-use otf2::{Comm, Event, Group, IoHandle, Writer};
+use otf2::{Comm, Event, Group, IoHandle, Posted, Writer};
 use simulator::action::{Action, IoCall};
 use simulator::trace::record::{ANY_SOURCE, PROC_NULL};
 
@@ -306,8 +307,10 @@ impl ArchiveOut {
             }
             Action::Irecv { src, tag: t, bytes, comm, req } if src != PROC_NULL => {
                 if let Some(g) = self.comm(r, comm) {
-                    self.w.event(loc, start, &Event::MpiIrecvRequest { request: req })?;
-                    self.pend(r, req, Pending::Irecv { sender: self.sender(g, src), comm: g, tag: tag(t), bytes });
+                    let (sender, tag) = (self.sender(g, src), tag(t));
+                    let posted = Some(Posted { sender, comm: g, tag, bytes });
+                    self.w.event(loc, start, &Event::MpiIrecvRequest { request: req, posted })?;
+                    self.pend(r, req, Pending::Irecv { sender, comm: g, tag, bytes });
                 }
             }
             Action::Wait { req } => self.complete(r, loc, req, end)?,
@@ -336,6 +339,11 @@ impl ArchiveOut {
                 }
             }
             Action::CommCreate { comm, ref members } => self.comms.create(r as usize, comm, members),
+            // The request still completes in a wait (or the cancel fails there).
+            Action::Cancel { req } => self.w.event(loc, start, &Event::MpiRequestCancelled { request: req })?,
+            Action::RequestFree { req } => {
+                self.pending[r as usize].remove(&req);
+            }
             Action::Compute { seconds, .. } => {
                 let region = self.w.region_described(
                     simulator::trace::actions::IO_REGION,

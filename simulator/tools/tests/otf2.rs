@@ -60,14 +60,19 @@ fn interposer() -> &'static Path {
 
 /// Traces jacobi2d at 4 ranks into `<dir>/trace`.
 fn trace_jacobi(dir: &Path) -> PathBuf {
+    trace_c_test(dir, "jacobi2d", &["128", "20"])
+}
+
+/// Traces `c-tests/build/<prog> <args>` at 4 ranks into `<dir>/trace`.
+fn trace_c_test(dir: &Path, prog: &str, args: &[&str]) -> PathBuf {
     let so = interposer();
     let out = dir.join("trace");
     let session = dir.join("ompi");
     std::fs::create_dir_all(&session).unwrap();
     let run = Command::new("mpirun")
         .args(["--oversubscribe", "-np", "4", "-x", "LD_PRELOAD", "-x", "INTERPOSER_OUT"])
-        .arg(root().join("c-tests/build/jacobi2d"))
-        .args(["128", "20"])
+        .arg(root().join("c-tests/build").join(prog))
+        .args(args)
         .env("LD_PRELOAD", so)
         .env("INTERPOSER_OUT", &out)
         .env("OMPI_MCA_orte_tmpdir_base", &session)
@@ -189,6 +194,32 @@ fn jacobi2d_exports_replays_and_round_trips_through_otf2() {
 
     // A second export into the same directory is refused, naming the anchor file.
     fails_naming(&simulator(&["trace", "export-otf2", s(&trace), "--out", s(&rec)]), "traces.otf2");
+}
+
+#[test]
+fn persistent_cancelled_nonblocking_collective_and_io_calls_round_trip() {
+    if let Some(why) = missing() {
+        eprintln!("SKIPPED persistent_cancelled_nonblocking_collective_and_io_calls_round_trip: {why}");
+        return;
+    }
+    // mpi_more: persistent requests, a cancelled receive, a send freed
+    // unwaited, matched probes, nonblocking collectives, communicators and
+    // MPI-IO (timed as recorded: the platform has no file system).
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_c_test(dir.path(), "mpi_more", &[]);
+    let platform = dir.path().join("platform.toml");
+    std::fs::write(&platform, PLATFORM).unwrap();
+    let rec = dir.path().join("recorded");
+    ok(&simulator(&["trace", "export-otf2", s(&trace), "--out", s(&rec)]));
+    let (kinds, _) = print_counts(&rec.join("traces.otf2"));
+    let (calls, _) = trace_counts(&trace);
+    assert_eq!(kinds["MPI_REQUEST_CANCELLED"], calls["MPI_Cancel"]);
+    for k in ["IO_CREATE_HANDLE", "IO_DESTROY_HANDLE", "IO_OPERATION_BEGIN", "IO_OPERATION_COMPLETE", "NON_BLOCKING_COLLECTIVE_COMPLETE"] {
+        assert!(kinds.get(k).is_some_and(|&n| n > 0), "no {k} events");
+    }
+    let m_trace = replay_json(&platform, &trace, &["--compute-time", "wall"])["makespan_s"].as_f64().unwrap();
+    let m_otf2 = replay_json(&platform, &rec, &[])["makespan_s"].as_f64().unwrap();
+    assert!(((m_otf2 - m_trace) / m_trace).abs() < 1e-9, "trace {m_trace} s, OTF2 {m_otf2} s");
 }
 
 #[test]
