@@ -18,7 +18,9 @@ pub mod sys;
 mod write;
 
 pub use error::Error;
-pub use model::{coll_op_name, Comm, Event, Group, IoHandle, Location, Posted, Region, IRECV_ATTRIBUTES};
+pub use model::{
+    coll_op_name, Comm, Event, Group, IoHandle, Location, Posted, Region, COUNTS_ATTRIBUTE, IRECV_ATTRIBUTES, OFFSET_ATTRIBUTE,
+};
 pub use read::{read, Archive};
 pub use write::Writer;
 

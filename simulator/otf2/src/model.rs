@@ -153,6 +153,8 @@ pub enum Event {
         sent: u64,
         /// Bytes this rank received.
         received: u64,
+        /// Per-member byte counts of a v-collective ([`COUNTS_ATTRIBUTE`]); empty when none.
+        counts: Vec<u64>,
     },
     /// A nonblocking collective was posted.
     NbcRequest {
@@ -171,6 +173,8 @@ pub enum Event {
         sent: u64,
         /// Bytes this rank received.
         received: u64,
+        /// Per-member byte counts of a v-collective ([`COUNTS_ATTRIBUTE`]); empty when none.
+        counts: Vec<u64>,
         /// Request id.
         request: u64,
     },
@@ -196,6 +200,9 @@ pub enum Event {
         bytes: u64,
         /// Pairs the begin with its completion.
         matching_id: u64,
+        /// The byte offset in the file, when the archive says (attribute
+        /// [`OFFSET_ATTRIBUTE`]; OTF2 has no offset field).
+        offset: Option<u64>,
     },
     /// An I/O operation on `handle` completed.
     IoOperationComplete {
@@ -228,6 +235,16 @@ pub struct Posted {
 /// Names of the attributes carrying [`Posted`]'s fields, in field order
 /// (types `UINT32`, `UINT32`, `UINT32`, `UINT64`).
 pub const IRECV_ATTRIBUTES: [&str; 4] = ["MPI_Irecv source", "MPI_Irecv communicator", "MPI_Irecv tag", "MPI_Irecv bytes"];
+
+/// Name of the attribute (type `STRING`: decimal numbers separated by
+/// commas) carrying a v-collective's per-member byte counts on
+/// `MpiCollectiveEnd` and `NonBlockingCollectiveComplete`, which OTF2
+/// gives only as totals.
+pub const COUNTS_ATTRIBUTE: &str = "MPI per-member bytes";
+
+/// Name of the attribute (type `UINT64`) carrying an MPI-IO access's
+/// byte offset on `IoOperationBegin`.
+pub const OFFSET_ATTRIBUTE: &str = "MPI-IO offset";
 
 /// The MPI name of a collective operation (`OTF2_CollectiveOp`), e.g. `MPI_Allreduce`.
 pub fn coll_op_name(op: u8) -> Option<&'static str> {

@@ -7,7 +7,7 @@ use std::os::raw::c_char;
 use std::path::{Path, PathBuf};
 
 use crate::error::{check, silence, Error};
-use crate::model::{Comm, Event, Group, IoHandle, Location, Posted, Region, IRECV_ATTRIBUTES};
+use crate::model::{Comm, Event, Group, IoHandle, Location, Posted, Region, COUNTS_ATTRIBUTE, IRECV_ATTRIBUTES, OFFSET_ATTRIBUTE};
 use crate::skip;
 use crate::sys::{self, OTF2_AttributeList as Attrs, OTF2_CallbackCode as Code, OTF2_LocationRef as Loc, OTF2_TimeStamp as Time};
 
@@ -48,6 +48,10 @@ pub(crate) struct State {
     attributes: HashMap<u32, u32>,
     /// References of the [`IRECV_ATTRIBUTES`], when the archive defines them all.
     irecv_attrs: Option<[u32; 4]>,
+    /// Reference of the [`COUNTS_ATTRIBUTE`], when defined.
+    counts_attr: Option<u32>,
+    /// Reference of the [`OFFSET_ATTRIBUTE`], when defined.
+    offset_attr: Option<u32>,
     pub(crate) events: BTreeMap<u64, Vec<(u64, Event)>>,
     pub(crate) skipped: BTreeMap<&'static str, u64>,
 }
@@ -113,6 +117,19 @@ unsafe extern "C" fn d_io_file(ud: *mut c_void, id: u32, name: u32, _scope: u32)
 unsafe extern "C" fn d_io_handle(ud: *mut c_void, id: u32, name: u32, file: u32, _p: u8, _f: u32, comm: u32, _parent: u32) -> Code {
     unsafe { state(ud) }.io_handles.insert(id, (name, file, comm));
     OK
+}
+
+/// The per-member counts attached to a collective event, if any.
+fn counts_of(ud: *mut c_void, a: *mut Attrs) -> Vec<u64> {
+    // SAFETY: `ud` is the registered `*mut State`; `a` the event's list or null.
+    let st = unsafe { state(ud) };
+    let (Some(attr), false) = (st.counts_attr, a.is_null()) else { return Vec::new() };
+    let mut sref = 0u32;
+    if unsafe { sys::OTF2_AttributeList_GetStringRef(a, attr, &mut sref) } != sys::OTF2_SUCCESS {
+        return Vec::new();
+    }
+    let text = st.strings.get(&sref).map_or("", String::as_str);
+    text.split(',').map(|x| x.trim().parse::<u64>()).collect::<Result<Vec<_>, _>>().unwrap_or_default()
 }
 
 fn push(ud: *mut c_void, loc: Loc, t: Time, e: Event) -> Code {
@@ -190,14 +207,15 @@ unsafe extern "C" fn e_coll_end(
     l: Loc,
     t: Time,
     ud: *mut c_void,
-    _a: *mut Attrs,
+    a: *mut Attrs,
     op: u8,
     comm: u32,
     root: u32,
     sent: u64,
     received: u64,
 ) -> Code {
-    push(ud, l, t, Event::MpiCollectiveEnd { op, comm, root, sent, received })
+    let counts = counts_of(ud, a);
+    push(ud, l, t, Event::MpiCollectiveEnd { op, comm, root, sent, received, counts })
 }
 unsafe extern "C" fn e_nbc_request(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, request: u64) -> Code {
     push(ud, l, t, Event::NbcRequest { request })
@@ -207,7 +225,7 @@ unsafe extern "C" fn e_nbc_complete(
     l: Loc,
     t: Time,
     ud: *mut c_void,
-    _a: *mut Attrs,
+    a: *mut Attrs,
     op: u8,
     comm: u32,
     root: u32,
@@ -215,7 +233,8 @@ unsafe extern "C" fn e_nbc_complete(
     received: u64,
     request: u64,
 ) -> Code {
-    push(ud, l, t, Event::NbcComplete { op, comm, root, sent, received, request })
+    let counts = counts_of(ud, a);
+    push(ud, l, t, Event::NbcComplete { op, comm, root, sent, received, counts, request })
 }
 unsafe extern "C" fn e_io_create(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32, _m: u8, _c: u32, _s: u32) -> Code {
     push(ud, l, t, Event::IoCreateHandle { handle })
@@ -228,14 +247,22 @@ unsafe extern "C" fn e_io_begin(
     l: Loc,
     t: Time,
     ud: *mut c_void,
-    _a: *mut Attrs,
+    a: *mut Attrs,
     handle: u32,
     mode: u8,
     flags: u32,
     bytes: u64,
     matching_id: u64,
 ) -> Code {
-    push(ud, l, t, Event::IoOperationBegin { handle, mode, flags, bytes, matching_id })
+    // SAFETY: registered with a `*mut State`; `a` is the event's attribute list or null.
+    let offset = match unsafe { state(ud) }.offset_attr {
+        Some(r) if !a.is_null() => {
+            let mut o = 0u64;
+            (unsafe { sys::OTF2_AttributeList_GetUint64(a, r, &mut o) } == sys::OTF2_SUCCESS).then_some(o)
+        }
+        _ => None,
+    };
+    push(ud, l, t, Event::IoOperationBegin { handle, mode, flags, bytes, matching_id, offset })
 }
 unsafe extern "C" fn e_io_complete(l: Loc, t: Time, ud: *mut c_void, _a: *mut Attrs, handle: u32, bytes: u64, matching_id: u64) -> Code {
     push(ud, l, t, Event::IoOperationComplete { handle, bytes, matching_id })
@@ -314,6 +341,8 @@ pub fn read(path: &Path) -> Result<Archive, Error> {
         let by_name = |n: &str| st.attributes.iter().find(|(_, s)| st.strings.get(s).is_some_and(|x| x == n)).map(|(&r, _)| r);
         let refs: Vec<u32> = IRECV_ATTRIBUTES.iter().filter_map(|n| by_name(n)).collect();
         st.irecv_attrs = <[u32; 4]>::try_from(refs).ok();
+        st.counts_attr = by_name(COUNTS_ATTRIBUTE);
+        st.offset_attr = by_name(OFFSET_ATTRIBUTE);
         let locs: Vec<u64> = st.locations.keys().copied().collect();
         for &l in &locs {
             check(sys::OTF2_Reader_SelectLocation(r, l), a, "select location")?;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::ptr;
 
 use crate::error::{check, silence, Error};
-use crate::model::{Comm, Event, Group, IoHandle, Location, Region, IRECV_ATTRIBUTES};
+use crate::model::{Comm, Event, Group, IoHandle, Location, Region, COUNTS_ATTRIBUTE, IRECV_ATTRIBUTES, OFFSET_ATTRIBUTE};
 use crate::sys;
 
 unsafe extern "C" fn pre_flush(
@@ -206,10 +206,10 @@ impl Writer {
         if let Some((_, n)) = self.locations.get_mut(&location) {
             *n += 1;
         }
-        let a = ptr::null_mut();
+        let a = self.attributes(event);
         // SAFETY: `w` is an open event writer of this archive.
         let code = unsafe {
-            match *event {
+            match event.clone() {
                 Event::Enter { region } => sys::OTF2_EvtWriter_Enter(w, a, time, region),
                 Event::Leave { region } => sys::OTF2_EvtWriter_Leave(w, a, time, region),
                 Event::MpiSend { receiver, comm, tag, bytes } => sys::OTF2_EvtWriter_MpiSend(w, a, time, receiver, comm, tag, bytes),
@@ -217,31 +217,18 @@ impl Writer {
                     sys::OTF2_EvtWriter_MpiIsend(w, a, time, receiver, comm, tag, bytes, request)
                 }
                 Event::MpiIsendComplete { request } => sys::OTF2_EvtWriter_MpiIsendComplete(w, a, time, request),
-                Event::MpiIrecvRequest { request, posted: None } => sys::OTF2_EvtWriter_MpiIrecvRequest(w, a, time, request),
-                Event::MpiIrecvRequest { request, posted: Some(p) } => {
-                    let list = sys::OTF2_AttributeList_New();
-                    if list.is_null() {
-                        return Err(Error::new(&self.anchor, "cannot allocate an attribute list"));
-                    }
-                    sys::OTF2_AttributeList_AddUint32(list, 0, p.sender);
-                    sys::OTF2_AttributeList_AddUint32(list, 1, p.comm);
-                    sys::OTF2_AttributeList_AddUint32(list, 2, p.tag);
-                    sys::OTF2_AttributeList_AddUint64(list, 3, p.bytes);
-                    let code = sys::OTF2_EvtWriter_MpiIrecvRequest(w, list, time, request);
-                    sys::OTF2_AttributeList_Delete(list);
-                    code
-                }
+                Event::MpiIrecvRequest { request, .. } => sys::OTF2_EvtWriter_MpiIrecvRequest(w, a, time, request),
                 Event::MpiRequestCancelled { request } => sys::OTF2_EvtWriter_MpiRequestCancelled(w, a, time, request),
                 Event::MpiRecv { sender, comm, tag, bytes } => sys::OTF2_EvtWriter_MpiRecv(w, a, time, sender, comm, tag, bytes),
                 Event::MpiIrecv { sender, comm, tag, bytes, request } => {
                     sys::OTF2_EvtWriter_MpiIrecv(w, a, time, sender, comm, tag, bytes, request)
                 }
                 Event::MpiCollectiveBegin => sys::OTF2_EvtWriter_MpiCollectiveBegin(w, a, time),
-                Event::MpiCollectiveEnd { op, comm, root, sent, received } => {
+                Event::MpiCollectiveEnd { op, comm, root, sent, received, .. } => {
                     sys::OTF2_EvtWriter_MpiCollectiveEnd(w, a, time, op, comm, root, sent, received)
                 }
                 Event::NbcRequest { request } => sys::OTF2_EvtWriter_NonBlockingCollectiveRequest(w, a, time, request),
-                Event::NbcComplete { op, comm, root, sent, received, request } => {
+                Event::NbcComplete { op, comm, root, sent, received, request, .. } => {
                     sys::OTF2_EvtWriter_NonBlockingCollectiveComplete(w, a, time, op, comm, root, sent, received, request)
                 }
                 Event::IoCreateHandle { handle } => sys::OTF2_EvtWriter_IoCreateHandle(
@@ -254,7 +241,7 @@ impl Writer {
                     sys::OTF2_IO_STATUS_FLAG_NONE,
                 ),
                 Event::IoDestroyHandle { handle } => sys::OTF2_EvtWriter_IoDestroyHandle(w, a, time, handle),
-                Event::IoOperationBegin { handle, mode, flags, bytes, matching_id } => {
+                Event::IoOperationBegin { handle, mode, flags, bytes, matching_id, .. } => {
                     sys::OTF2_EvtWriter_IoOperationBegin(w, a, time, handle, mode, flags, bytes, matching_id)
                 }
                 Event::IoOperationComplete { handle, bytes, matching_id } => {
@@ -262,7 +249,50 @@ impl Writer {
                 }
             }
         };
+        if !a.is_null() {
+            // SAFETY: created by `attributes`, no longer used by the library.
+            unsafe { sys::OTF2_AttributeList_Delete(a) };
+        }
         check(code, &self.anchor, "write event")
+    }
+
+    /// The attribute list of `event` (our attributes, defined by
+    /// `write_globals` as references 0-5), or null when it has none.
+    fn attributes(&mut self, event: &Event) -> *mut sys::OTF2_AttributeList {
+        let counts = match event {
+            Event::MpiCollectiveEnd { counts, .. } | Event::NbcComplete { counts, .. } if !counts.is_empty() => {
+                let text: Vec<String> = counts.iter().map(u64::to_string).collect();
+                Some(self.string(&text.join(",")))
+            }
+            _ => None,
+        };
+        let wanted = matches!(event, Event::MpiIrecvRequest { posted: Some(_), .. } | Event::IoOperationBegin { offset: Some(_), .. });
+        if counts.is_none() && !wanted {
+            return ptr::null_mut();
+        }
+        // SAFETY: a fresh list (null on allocation failure: the event is then written without it).
+        unsafe {
+            let list = sys::OTF2_AttributeList_New();
+            if list.is_null() {
+                return list;
+            }
+            match (event, counts) {
+                (Event::MpiIrecvRequest { posted: Some(p), .. }, _) => {
+                    sys::OTF2_AttributeList_AddUint32(list, 0, p.sender);
+                    sys::OTF2_AttributeList_AddUint32(list, 1, p.comm);
+                    sys::OTF2_AttributeList_AddUint32(list, 2, p.tag);
+                    sys::OTF2_AttributeList_AddUint64(list, 3, p.bytes);
+                }
+                (Event::IoOperationBegin { offset: Some(o), .. }, _) => {
+                    sys::OTF2_AttributeList_AddUint64(list, 5, *o);
+                }
+                (_, Some(s)) => {
+                    sys::OTF2_AttributeList_AddStringRef(list, 4, s);
+                }
+                _ => {}
+            }
+            list
+        }
     }
 
     /// Closes the event files, writes the local and global definitions
@@ -314,7 +344,7 @@ impl Writer {
         let node_class = self.string("machine");
         let mpi_io = self.string("MPI-IO");
         let empty = self.string("");
-        let attrs: Vec<u32> = IRECV_ATTRIBUTES.iter().map(|n| self.string(n)).collect();
+        let attrs: Vec<u32> = IRECV_ATTRIBUTES.iter().chain([&COUNTS_ATTRIBUTE, &OFFSET_ATTRIBUTE]).map(|n| self.string(n)).collect();
         let none = sys::OTF2_UNDEFINED_UINT32;
         // SAFETY (whole block): `g` is open (caller); pointers passed are live for each call.
         unsafe {
@@ -324,7 +354,11 @@ impl Writer {
                 ok(sys::OTF2_GlobalDefWriter_WriteString(g, i as u32, c.as_ptr()), "string")?;
             }
             for (i, &name) in attrs.iter().enumerate() {
-                let ty = if i == 3 { sys::OTF2_TYPE_UINT64 } else { sys::OTF2_TYPE_UINT32 } as u8;
+                let ty = match i {
+                    3 | 5 => sys::OTF2_TYPE_UINT64,
+                    4 => sys::OTF2_TYPE_STRING,
+                    _ => sys::OTF2_TYPE_UINT32,
+                } as u8;
                 ok(sys::OTF2_GlobalDefWriter_WriteAttribute(g, i as u32, name, empty, ty), "attribute")?;
             }
             ok(sys::OTF2_GlobalDefWriter_WriteSystemTreeNode(g, 0, node_name, node_class, none), "system tree node")?;

@@ -2,7 +2,7 @@
 //! [`otf2::read`] and checks `otf2-print` (Debian `otf2-tools`) reads it too.
 
 use otf2::consts as c;
-use otf2::{Comm, Event, Group, Writer};
+use otf2::{Comm, Event, Group, Posted, Writer};
 
 fn write(dir: &std::path::Path) {
     let mut w = Writer::create(dir, "traces", 1_000_000_000).unwrap();
@@ -29,10 +29,14 @@ fn write(dir: &std::path::Path) {
     w.event(1, 90, &Event::Enter { region: recv }).unwrap();
     w.event(1, 160, &Event::MpiRecv { sender: 0, comm, tag: 7, bytes: 800 }).unwrap();
     w.event(1, 170, &Event::Leave { region: recv }).unwrap();
+    let irecv = Event::MpiIrecvRequest { request: 9, posted: Some(Posted { sender: 1, comm, tag: u32::MAX, bytes: 64 }) };
+    w.event(0, 180, &irecv).unwrap();
+    w.event(0, 181, &Event::MpiRequestCancelled { request: 9 }).unwrap();
     for r in 0..2u64 {
         w.event(r, 200, &Event::Enter { region: bar }).unwrap();
         w.event(r, 201, &Event::MpiCollectiveBegin).unwrap();
-        let end = Event::MpiCollectiveEnd { op: c::BARRIER as u8, comm, root: c::UNDEFINED_UINT32, sent: 0, received: 0 };
+        let end =
+            Event::MpiCollectiveEnd { op: c::BARRIER as u8, comm, root: c::UNDEFINED_UINT32, sent: 0, received: 0, counts: vec![r, 7] };
         w.event(r, 250, &end).unwrap();
         w.event(r, 251, &Event::Leave { region: bar }).unwrap();
     }
@@ -48,6 +52,15 @@ fn written_archive_reads_back_and_otf2_print_reads_it() {
     assert_eq!(a.locations.len(), 2);
     assert_eq!(a.events[&0][1], (110, Event::MpiSend { receiver: 1, comm: 0, tag: 7, bytes: 800 }));
     assert_eq!(a.events[&1].len(), 7);
+    // Attributes: a receive's posted parameters, a collective's per-member counts.
+    let posted = Some(Posted { sender: 1, comm: 0, tag: u32::MAX, bytes: 64 });
+    assert_eq!(a.events[&0][3], (180, Event::MpiIrecvRequest { request: 9, posted }));
+    assert_eq!(a.events[&0][4], (181, Event::MpiRequestCancelled { request: 9 }));
+    let end = a.events[&1].iter().find_map(|(_, e)| match e {
+        Event::MpiCollectiveEnd { counts, .. } => Some(counts.clone()),
+        _ => None,
+    });
+    assert_eq!(end, Some(vec![1, 7]));
     assert_eq!(a.comms[&0].name, "MPI_COMM_WORLD");
     assert!(a.skipped.is_empty(), "{:?}", a.skipped);
     let out = std::process::Command::new("otf2-print").arg(dir.path().join("traces.otf2")).output().unwrap();

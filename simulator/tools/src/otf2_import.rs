@@ -14,7 +14,7 @@
 //! `IoOperationComplete`) → `Wait`/`Waitall`, `MpiCollectiveEnd` → the
 //! collective (sizes as [`crate::otf2_out::coll_sizes`] writes them),
 //! `NonBlockingCollectiveRequest` → `Icoll`, I/O handle and operation
-//! events → `Io` (at offset 0, timed by the region when the platform has
+//! events → `Io` (at the offset attribute, else 0; timed by the region when the platform has
 //! no file system; `MPI_File_set_size`, `preallocate` and `delete`
 //! regions are metadata calls). Compute blocks: our compute-block regions when the
 //! archive has them, else the time between MPI regions.
@@ -335,13 +335,17 @@ impl Conv<'_> {
                     }
                 }
                 Event::MpiCollectiveBegin => {}
-                Event::MpiCollectiveEnd { op, comm, root, sent, received } => match self.coll(op, comm, root, sent, received) {
-                    Some(a) => self.acts.push(a),
-                    None => self.skip(&format!("MpiCollectiveEnd of {}", op_label(op))),
-                },
+                Event::MpiCollectiveEnd { op, comm, root, sent, received, counts } => {
+                    match self.coll(op, comm, root, sent, received, counts) {
+                        Some(a) => self.acts.push(a),
+                        None => self.skip(&format!("MpiCollectiveEnd of {}", op_label(op))),
+                    }
+                }
                 Event::NbcRequest { request } => {
                     let coll = match irecvs.get_mut(&request).and_then(|q| q.pop_front()) {
-                        Some(Event::NbcComplete { op, comm, root, sent, received, .. }) => self.coll(op, comm, root, sent, received),
+                        Some(Event::NbcComplete { op, comm, root, sent, received, counts, .. }) => {
+                            self.coll(op, comm, root, sent, received, counts)
+                        }
                         _ => None,
                     };
                     match coll {
@@ -356,7 +360,7 @@ impl Conv<'_> {
                 Event::IoDestroyHandle { handle } => {
                     self.acts.push(Action::Io { call: IoCall::Close, file: handle, offset: 0, bytes: 0, recorded_s: dur })
                 }
-                Event::IoOperationBegin { handle, mode, flags, bytes, matching_id } => {
+                Event::IoOperationBegin { handle, mode, flags, bytes, matching_id, offset } => {
                     let nb = flags & c::IO_FLAG_NON_BLOCKING != 0;
                     let coll = flags & c::IO_FLAG_COLLECTIVE != 0;
                     let call = match (mode as u32, nb, coll) {
@@ -375,7 +379,7 @@ impl Conv<'_> {
                     if nb {
                         nb_io.push(matching_id);
                     }
-                    self.acts.push(Action::Io { call, file: handle, offset: 0, bytes, recorded_s: dur });
+                    self.acts.push(Action::Io { call, file: handle, offset: offset.unwrap_or(0), bytes, recorded_s: dur });
                 }
                 Event::Enter { .. } | Event::Leave { .. } => {}
             }
@@ -392,12 +396,15 @@ impl Conv<'_> {
         }
     }
 
-    /// The collective action of an `MpiCollectiveEnd` (sizes inverted from [`crate::otf2_out::coll_sizes`]).
-    fn coll(&self, op: u8, comm: u32, root: u32, sent: u64, received: u64) -> Option<Action> {
+    /// The collective action of an `MpiCollectiveEnd` (sizes inverted from
+    /// [`crate::otf2_out::coll_sizes`]; a v-collective's per-member
+    /// `counts` when the archive has them, else its total spread evenly).
+    fn coll(&self, op: u8, comm: u32, root: u32, sent: u64, received: u64, counts: Vec<u64>) -> Option<Action> {
         let (id, m) = self.comm(comm)?;
         let n = m.len().max(1) as u64;
         let root = || self.world(&m, root, 0).max(0) as u32;
-        let each = |total: u64| vec![total / n; n as usize];
+        let have = !counts.is_empty();
+        let each = |total: u64| if have { counts.clone() } else { vec![total / n; n as usize] };
         Some(match op as u32 {
             c::BARRIER => Action::Barrier { comm: id },
             c::BCAST => Action::Bcast { root: root(), bytes: received, comm: id },
@@ -406,7 +413,7 @@ impl Conv<'_> {
             c::SCATTER => Action::Scatter { root: root(), bytes: received, comm: id },
             c::SCATTERV => {
                 let r = root();
-                Action::Scatterv { root: r, send_bytes: if r == self.rank { each(sent) } else { Vec::new() }, comm: id }
+                Action::Scatterv { root: r, send_bytes: if have || r == self.rank { each(sent) } else { Vec::new() }, comm: id }
             }
             c::ALLREDUCE => Action::Allreduce { bytes: sent / n, comm: id },
             c::ALLTOALL => Action::Alltoall { bytes: sent / n, comm: id },

@@ -19,7 +19,9 @@
 //!   `IoCreateHandle`/`IoDestroyHandle`/`IoOperationBegin`/`Complete` for
 //!   MPI-IO. Ranks in events are communicator ranks, as in OTF2.
 //! - Collective sizes are what this rank sends and receives at the MPI
-//!   level, every member (itself included) counted: [`coll_sizes`].
+//!   level, every member (itself included) counted: [`coll_sizes`]; a
+//!   v-collective's per-member counts ride along as an attribute
+//!   ([`otf2::COUNTS_ATTRIBUTE`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -90,7 +92,7 @@ impl CommTable {
 enum Pending {
     Isend,
     Irecv { sender: u32, comm: u32, tag: u32, bytes: u64 },
-    Nbc { op: u8, comm: u32, root: u32, sent: u64, received: u64 },
+    Nbc { op: u8, comm: u32, root: u32, sent: u64, received: u64, counts: Vec<u64> },
     Io { handle: u32, bytes: u64 },
 }
 
@@ -174,7 +176,8 @@ pub struct ArchiveOut {
     ranks: u32,
     comms: CommTable,
     pending: Vec<HashMap<u64, VecDeque<Pending>>>,
-    files: HashMap<(u32, u32), u32>,
+    /// I/O handle of each file id (ids name the same file on every rank).
+    files: HashMap<u32, u32>,
     io_seq: u64,
     locations: Vec<(u64, u32)>,
     /// MPI calls written, by MPI name.
@@ -254,7 +257,9 @@ impl ArchiveOut {
         let e = match p {
             Pending::Isend => Event::MpiIsendComplete { request: req },
             Pending::Irecv { sender, comm, tag, bytes } => Event::MpiIrecv { sender, comm, tag, bytes, request: req },
-            Pending::Nbc { op, comm, root, sent, received } => Event::NbcComplete { op, comm, root, sent, received, request: req },
+            Pending::Nbc { op, comm, root, sent, received, counts } => {
+                Event::NbcComplete { op, comm, root, sent, received, counts, request: req }
+            }
             Pending::Io { handle, bytes } => Event::IoOperationComplete { handle, bytes, matching_id: req },
         };
         self.w.event(loc, t, &e)
@@ -264,22 +269,29 @@ impl ArchiveOut {
         self.pending[r as usize].entry(req).or_default().push_back(p);
     }
 
-    fn handle(&mut self, r: u32, file: u32, comm: Option<u32>) -> u32 {
-        if let Some(&h) = self.files.get(&(r, file)) {
+    fn handle(&mut self, file: u32, comm: Option<u32>) -> u32 {
+        if let Some(&h) = self.files.get(&file) {
             return h;
         }
-        let h = self.w.io_handle(IoHandle { name: format!("rank {r} file {file}"), file: format!("file {file}"), comm });
-        self.files.insert((r, file), h);
+        let h = self.w.io_handle(IoHandle { name: format!("MPI file {file}"), file: format!("file {file}"), comm });
+        self.files.insert(file, h);
         h
     }
 
     /// The collective end event of `a` on rank `r`, if OTF2 names it.
-    fn coll_end(&self, r: u32, a: &Action) -> Option<(u8, u32, u32, u64, u64)> {
+    fn coll_end(&self, r: u32, a: &Action) -> Option<Event> {
         let g = self.comm(r, coll_comm(a)?)?;
         let n = self.comms.members[g as usize].len() as u64;
         let (op, root, sent, received) = coll_sizes(a, n, r)?;
         let root = root.map_or(c::UNDEFINED_UINT32, |w| self.comms.rank_in(g, w as i64));
-        Some((op, g, root, sent, received))
+        let counts = match a {
+            Action::Alltoallv { send_bytes: v, .. }
+            | Action::Scatterv { send_bytes: v, .. }
+            | Action::Allgatherv { recv_bytes: v, .. }
+            | Action::ReduceScatter { recv_bytes: v, .. } => v.clone(),
+            _ => Vec::new(),
+        };
+        Some(Event::MpiCollectiveEnd { op, comm: g, root, sent, received, counts })
     }
 
     fn action(&mut self, r: u32, loc: u64, a: &Action, start: u64, end: u64) -> Result<(), otf2::Error> {
@@ -333,9 +345,9 @@ impl ArchiveOut {
                 }
             }
             Action::Icoll { req, ref coll } => {
-                if let Some((op, comm, root, sent, received)) = self.coll_end(r, coll) {
+                if let Some(Event::MpiCollectiveEnd { op, comm, root, sent, received, counts }) = self.coll_end(r, coll) {
                     self.w.event(loc, start, &Event::NbcRequest { request: req })?;
-                    self.pend(r, req, Pending::Nbc { op, comm, root, sent, received });
+                    self.pend(r, req, Pending::Nbc { op, comm, root, sent, received, counts });
                 }
             }
             Action::CommCreate { comm, ref members } => self.comms.create(r as usize, comm, members),
@@ -355,11 +367,11 @@ impl ArchiveOut {
                 self.w.event(loc, start, &Event::Enter { region })?;
                 self.w.event(loc, stop, &Event::Leave { region })?;
             }
-            Action::Io { call, file, bytes, .. } => self.io(r, loc, call, file, bytes, start, end)?,
+            Action::Io { call, file, offset, bytes, .. } => self.io(r, loc, call, file, (offset, bytes), start, end)?,
             _ => {
-                if let Some((op, comm, root, sent, received)) = self.coll_end(r, a) {
+                if let Some(e) = self.coll_end(r, a) {
                     self.w.event(loc, start, &Event::MpiCollectiveBegin)?;
-                    self.w.event(loc, end, &Event::MpiCollectiveEnd { op, comm, root, sent, received })?;
+                    self.w.event(loc, end, &e)?;
                 }
             }
         }
@@ -367,15 +379,24 @@ impl ArchiveOut {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn io(&mut self, r: u32, loc: u64, call: IoCall, file: u32, bytes: u64, start: u64, end: u64) -> Result<(), otf2::Error> {
+    fn io(
+        &mut self,
+        r: u32,
+        loc: u64,
+        call: IoCall,
+        file: u32,
+        (offset, bytes): (u64, u64),
+        start: u64,
+        end: u64,
+    ) -> Result<(), otf2::Error> {
         let (mode, flags) = match call {
             IoCall::Open { comm } => {
                 let g = self.comm(r, comm);
-                let handle = self.handle(r, file, g);
+                let handle = self.handle(file, g);
                 return self.w.event(loc, end, &Event::IoCreateHandle { handle });
             }
             IoCall::Close => {
-                let handle = self.handle(r, file, None);
+                let handle = self.handle(file, None);
                 return self.w.event(loc, start, &Event::IoDestroyHandle { handle });
             }
             IoCall::Meta => return Ok(()),
@@ -387,7 +408,7 @@ impl ArchiveOut {
             IoCall::Iread { .. } => (c::IO_MODE_READ, c::IO_FLAG_NON_BLOCKING),
             IoCall::Iwrite { .. } => (c::IO_MODE_WRITE, c::IO_FLAG_NON_BLOCKING),
         };
-        let handle = self.handle(r, file, None);
+        let handle = self.handle(file, None);
         let matching_id = match call {
             IoCall::Iread { req } | IoCall::Iwrite { req } => req,
             _ => {
@@ -395,7 +416,7 @@ impl ArchiveOut {
                 self.io_seq
             }
         };
-        let begin = Event::IoOperationBegin { handle, mode: mode as u8, flags, bytes, matching_id };
+        let begin = Event::IoOperationBegin { handle, mode: mode as u8, flags, bytes, matching_id, offset: Some(offset) };
         self.w.event(loc, start, &begin)?;
         match call {
             IoCall::Iread { req } | IoCall::Iwrite { req } => self.pend(r, req, Pending::Io { handle, bytes }),

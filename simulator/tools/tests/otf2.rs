@@ -22,6 +22,20 @@ eager_threshold_bytes = 65536
 transfer = [ { intercept_s = 2e-6, bandwidth_bytes_per_s = 5e9 } ]
 "#;
 
+const FS: &str = r#"
+[[fs]]
+name = "scratch"
+servers = 2
+stripe_size_bytes = 65536
+metadata_latency_s = 2e-4
+link_bytes_per_s = 1.25e9
+[fs.disk]
+latency_s = 1e-4
+read_bytes_per_s = 5e8
+write_bytes_per_s = 3e8
+cache_bytes = 0
+"#;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
 }
@@ -204,11 +218,12 @@ fn persistent_cancelled_nonblocking_collective_and_io_calls_round_trip() {
     }
     // mpi_more: persistent requests, a cancelled receive, a send freed
     // unwaited, matched probes, nonblocking collectives, communicators and
-    // MPI-IO (timed as recorded: the platform has no file system).
+    // MPI-IO, on a platform with a file system (so offsets and which
+    // ranks share a file count).
     let dir = tempfile::tempdir().unwrap();
     let trace = trace_c_test(dir.path(), "mpi_more", &[]);
     let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, PLATFORM).unwrap();
+    std::fs::write(&platform, format!("{PLATFORM}{FS}")).unwrap();
     let rec = dir.path().join("recorded");
     ok(&simulator(&["trace", "export-otf2", s(&trace), "--out", s(&rec)]));
     let (kinds, _) = print_counts(&rec.join("traces.otf2"));
@@ -218,8 +233,10 @@ fn persistent_cancelled_nonblocking_collective_and_io_calls_round_trip() {
         assert!(kinds.get(k).is_some_and(|&n| n > 0), "no {k} events");
     }
     let m_trace = replay_json(&platform, &trace, &["--compute-time", "wall"])["makespan_s"].as_f64().unwrap();
-    let m_otf2 = replay_json(&platform, &rec, &[])["makespan_s"].as_f64().unwrap();
+    let v = replay_json(&platform, &rec, &[]);
+    let m_otf2 = v["makespan_s"].as_f64().unwrap();
     assert!(((m_otf2 - m_trace) / m_trace).abs() < 1e-9, "trace {m_trace} s, OTF2 {m_otf2} s");
+    assert!(v["ranks"].as_array().unwrap().iter().all(|r| r["io_s"].as_f64().unwrap() > 0.0), "I/O not modelled: {v}");
 }
 
 #[test]
