@@ -7,13 +7,16 @@ use std::rc::Rc;
 
 use super::*;
 
+/// `(rank, action, start_s, end_s)`.
+type Logged = (usize, Action, f64, f64);
+
 #[test]
 fn every_action_is_logged_once_with_its_span() {
     // Rank 0 computes 2 ms then sends 8 bytes; rank 1 receives at once:
     // the message arrives at 2 + 1 ms, which ends rank 1's receive.
     let p = simple();
     let ranks = vec![vec![Action::Compute { seconds: 2e-3, region: 7 }, send(1, 8), Action::Finalize], vec![recv(0), Action::Finalize]];
-    let log: Rc<RefCell<Vec<(usize, Action, f64, f64)>>> = Rc::default();
+    let log: Rc<RefCell<Vec<Logged>>> = Rc::default();
     let sink = log.clone();
     let streams: Vec<ActionStream<'static, Infallible>> =
         ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
