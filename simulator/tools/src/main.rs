@@ -215,13 +215,6 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
                 .collect()
         }
-        _ if args.salvage => {
-            let (streams, lost) = replay::open_trace_dir_salvage(&args.trace[0], compute).context("cannot open trace")?;
-            for l in &lost {
-                eprintln!("simulator: --salvage: {l}");
-            }
-            streams.into_iter().map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>).collect()
-        }
         _ if otf2_import::is_archive(&args.trace[0]) => {
             let imported = otf2_import::load(&args.trace[0]).context("cannot open trace")?;
             if !imported.skipped.is_empty() {
@@ -230,6 +223,13 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
             }
             region_names = Some(imported.region_names);
             imported.streams.into_iter().map(|s| Box::new(s.into_iter().map(Ok)) as ActionStream<'static, InputError>).collect()
+        }
+        _ if args.salvage => {
+            let (streams, lost) = replay::open_trace_dir_salvage(&args.trace[0], compute).context("cannot open trace")?;
+            for l in &lost {
+                eprintln!("simulator: --salvage: {l}");
+            }
+            streams.into_iter().map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>).collect()
         }
         _ => TraceInput::detect(&args.trace[0])
             .map_err(anyhow::Error::from)
