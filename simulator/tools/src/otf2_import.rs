@@ -421,8 +421,8 @@ impl Conv<'_> {
             c::ALLTOALLV | c::ALLTOALLW => Action::Alltoallv { send_bytes: each(sent), comm: id },
             c::ALLGATHERV => Action::Allgatherv { recv_bytes: each(received), comm: id },
             c::REDUCE_SCATTER | c::REDUCE_SCATTER_BLOCK => Action::ReduceScatter { recv_bytes: each(sent), comm: id },
-            c::SCAN => Action::Scan { bytes: sent, exclusive: false, comm: id },
-            c::EXSCAN => Action::Scan { bytes: sent, exclusive: true, comm: id },
+            c::SCAN => Action::Scan { bytes: (sent + received) / (n + 1), exclusive: false, comm: id },
+            c::EXSCAN => Action::Scan { bytes: (sent + received) / (n - 1).max(1), exclusive: true, comm: id },
             _ => return None,
         })
     }

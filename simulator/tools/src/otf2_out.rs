@@ -97,19 +97,21 @@ enum Pending {
 }
 
 /// `(OTF2 collective op, root world rank, bytes sent, bytes received)` of
-/// a blocking collective action of world rank `me` on a communicator of
-/// `n` members; `None` for actions that are not collectives OTF2 names.
+/// a blocking collective action of world rank `me`, rank `i` of a
+/// communicator of `n` members; `None` for actions that are not
+/// collectives OTF2 names. The counts Score-P writes (its MPI adapter's
+/// byte counts without `MPI_IN_PLACE`), with `b` the per-rank payload:
 ///
 /// | action | sent | received |
 /// |---|---|---|
 /// | `Barrier` | 0 | 0 |
-/// | `Bcast` | root: n·b, else 0 | b |
+/// | `Bcast`, `Scatter` | root: n·b, else 0 | b |
 /// | `Reduce`, `Gather` | b | root: n·b, else 0 |
 /// | `Allreduce`, `Alltoall`, `Allgather` | n·b | n·b |
-/// | `Scatter` | root: n·b, else 0 | b |
-/// | `Scan`/`Exscan` | b | b |
+/// | `Scan` | (n − i)·b | (i + 1)·b |
+/// | `Exscan` | (n − i − 1)·b | i·b |
 /// | v-collectives, `ReduceScatter` | sum of the counts | sum of the counts |
-pub fn coll_sizes(a: &Action, n: u64, me: u32) -> Option<(u8, Option<u32>, u64, u64)> {
+pub fn coll_sizes(a: &Action, n: u64, me: u32, i: u64) -> Option<(u8, Option<u32>, u64, u64)> {
     let root = |r: u32, yes: u64| if r == me { yes } else { 0 };
     let v = |x: &Vec<u64>| x.iter().sum::<u64>();
     Some(match *a {
@@ -121,7 +123,8 @@ pub fn coll_sizes(a: &Action, n: u64, me: u32) -> Option<(u8, Option<u32>, u64, 
         Action::Allreduce { bytes, .. } => (c::ALLREDUCE as u8, None, n * bytes, n * bytes),
         Action::Alltoall { bytes, .. } => (c::ALLTOALL as u8, None, n * bytes, n * bytes),
         Action::Allgather { bytes, .. } => (c::ALLGATHER as u8, None, n * bytes, n * bytes),
-        Action::Scan { bytes, exclusive, .. } => (if exclusive { c::EXSCAN } else { c::SCAN } as u8, None, bytes, bytes),
+        Action::Scan { bytes, exclusive: false, .. } => (c::SCAN as u8, None, (n - i) * bytes, (i + 1) * bytes),
+        Action::Scan { bytes, exclusive: true, .. } => (c::EXSCAN as u8, None, (n - i).saturating_sub(1) * bytes, i * bytes),
         Action::Alltoallv { ref send_bytes, .. } => (c::ALLTOALLV as u8, None, v(send_bytes), v(send_bytes)),
         Action::Allgatherv { ref recv_bytes, .. } => (c::ALLGATHERV as u8, None, v(recv_bytes), v(recv_bytes)),
         Action::Scatterv { root: r, ref send_bytes, .. } => (c::SCATTERV as u8, Some(r), v(send_bytes), v(send_bytes)),
@@ -282,7 +285,8 @@ impl ArchiveOut {
     fn coll_end(&self, r: u32, a: &Action) -> Option<Event> {
         let g = self.comm(r, coll_comm(a)?)?;
         let n = self.comms.members[g as usize].len() as u64;
-        let (op, root, sent, received) = coll_sizes(a, n, r)?;
+        let i = self.comms.rank_in(g, r as i64) as u64;
+        let (op, root, sent, received) = coll_sizes(a, n, r, i.min(n))?;
         let root = root.map_or(c::UNDEFINED_UINT32, |w| self.comms.rank_in(g, w as i64));
         let counts = match a {
             Action::Alltoallv { send_bytes: v, .. }

@@ -240,6 +240,30 @@ fn persistent_cancelled_nonblocking_collective_and_io_calls_round_trip() {
 }
 
 #[test]
+fn blocking_calls_of_every_kind_round_trip() {
+    if let Some(why) = missing() {
+        eprintln!("SKIPPED blocking_calls_of_every_kind_round_trip: {why}");
+        return;
+    }
+    // mpi_calls: blocking and nonblocking point-to-point of every mode,
+    // probes, tests and every blocking collective, scans included.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = trace_c_test(dir.path(), "mpi_calls", &[]);
+    let platform = dir.path().join("platform.toml");
+    std::fs::write(&platform, PLATFORM).unwrap();
+    let rec = dir.path().join("recorded");
+    ok(&simulator(&["trace", "export-otf2", s(&trace), "--out", s(&rec)]));
+    let (calls, _) = trace_counts(&trace);
+    let (_, enters) = print_counts(&rec.join("traces.otf2"));
+    for (name, n) in &calls {
+        assert_eq!(enters.get(name), Some(n), "{name}: region entries against trace records");
+    }
+    let m_trace = replay_json(&platform, &trace, &["--compute-time", "wall"])["makespan_s"].as_f64().unwrap();
+    let m_otf2 = replay_json(&platform, &rec, &[])["makespan_s"].as_f64().unwrap();
+    assert!(((m_otf2 - m_trace) / m_trace).abs() < 1e-9, "trace {m_trace} s, OTF2 {m_otf2} s");
+}
+
+#[test]
 fn bad_or_truncated_archive_is_one_line_naming_it() {
     if let Some(why) = missing() {
         eprintln!("SKIPPED bad_or_truncated_archive_is_one_line_naming_it: {why}");
