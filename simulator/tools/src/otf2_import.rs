@@ -3,25 +3,28 @@
 //!
 //! Ranks are the locations of the MPI `COMM_LOCATIONS` group, in rank
 //! order. On each, an outermost MPI region (paradigm MPI) is one call,
-//! whose events give its actions: `MpiSend` → `Send` (`Buffered` in
-//! `MPI_Bsend`), `MpiRecv` → `Recv`, both in `MPI_Sendrecv*` →
-//! `Sendrecv`, `MpiIsend` → `Isend`, `MpiIrecvRequest` → `Irecv` (peer,
-//! tag and size from its attributes, [`otf2::Posted`], else from the
-//! `MpiIrecv` that completes the same request), `MpiRequestCancelled` →
-//! `Cancel`,
-//! completions (`MpiIsendComplete`, `MpiIrecv`,
-//! `NonBlockingCollectiveComplete`, a nonblocking I/O operation's
-//! `IoOperationComplete`) → `Wait`/`Waitall`, `MpiCollectiveEnd` → the
-//! collective (sizes as [`crate::otf2_out::coll_sizes`] writes them),
-//! `NonBlockingCollectiveRequest` → `Icoll`, I/O handle and operation
-//! events → `Io` (at the offset attribute, else 0; timed by the region when the platform has
-//! no file system; `MPI_File_set_size`, `preallocate` and `delete`
-//! regions are metadata calls). Compute blocks: our compute-block regions when the
-//! archive has them, else the time between MPI regions.
-//! Communicators other than the world become `CommCreate` actions at the
-//! start of each member's stream.
+//! whose events give its actions:
+//! - `MpiSend` → `Send` (`Buffered` in `MPI_Bsend`), `MpiRecv` → `Recv`,
+//!   both in `MPI_Sendrecv*` → `Sendrecv`, `MpiIsend` → `Isend`;
+//! - `MpiIrecvRequest` → `Irecv` (peer, tag and size from its attributes,
+//!   [`otf2::Posted`], else from the `MpiIrecv` that completes the same
+//!   request), `MpiRequestCancelled` → `Cancel`;
+//! - completions (`MpiIsendComplete`, `MpiIrecv`,
+//!   `NonBlockingCollectiveComplete`, a nonblocking I/O operation's
+//!   `IoOperationComplete`) → `Wait`/`Waitall`;
+//! - `MpiCollectiveEnd` → the collective (sizes as
+//!   [`crate::otf2_out::coll_sizes`] writes them),
+//!   `NonBlockingCollectiveRequest` → `Icoll`;
+//! - I/O handle and operation events → `Io` (at the offset attribute,
+//!   else 0; timed by the region when the platform has no file system);
+//!   `MPI_File_set_size`, `preallocate` and `delete` regions are
+//!   metadata calls.
+//!
+//! Compute blocks: our compute-block regions when the archive has them,
+//! else the time between MPI regions. Communicators other than the world
+//! become `CommCreate` actions at the start of each member's stream.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use otf2::consts as c;
@@ -76,8 +79,9 @@ pub fn load(path: &Path) -> anyhow::Result<Imported> {
     let mut out = Imported { skipped: a.skipped.iter().map(|(k, v)| (k.to_string(), *v)).collect(), ..Imported::default() };
     let ours = a.regions.values().any(|r| r.description == COMPUTE_BLOCK);
     let mut other = 0u64;
+    let rank_set: HashSet<u64> = ranks.iter().copied().collect();
     for (&loc, evs) in &a.events {
-        if !ranks.contains(&loc) {
+        if !rank_set.contains(&loc) {
             other += evs.len() as u64;
         }
     }
@@ -98,7 +102,16 @@ pub fn load(path: &Path) -> anyhow::Result<Imported> {
         }
         let empty = Vec::new();
         let evs = a.events.get(loc).unwrap_or(&empty);
-        let mut conv = Conv { a: &a, comms: &comms, rank: r as u32, ours, acts, skipped: &mut out.skipped, names: &mut out.region_names };
+        let mut conv = Conv {
+            a: &a,
+            comms: &comms,
+            rank: r as u32,
+            self_members: [r as u32],
+            ours,
+            acts,
+            skipped: &mut out.skipped,
+            names: &mut out.region_names,
+        };
         conv.location(evs);
         out.streams.push(conv.acts);
     }
@@ -164,6 +177,8 @@ struct Conv<'a> {
     a: &'a Archive,
     comms: &'a HashMap<u32, CommInfo>,
     rank: u32,
+    /// The members of `MPI_COMM_SELF` on this rank.
+    self_members: [u32; 1],
     ours: bool,
     acts: Vec<Action>,
     skipped: &'a mut BTreeMap<String, u64>,
@@ -188,9 +203,9 @@ impl Conv<'_> {
     }
 
     /// Our id and member list of OTF2 communicator `comm`.
-    fn comm(&self, comm: u32) -> Option<(u32, Vec<u32>)> {
+    fn comm(&self, comm: u32) -> Option<(u32, &[u32])> {
         let ci = self.comms.get(&comm)?;
-        Some((ci.id, ci.members.clone().unwrap_or_else(|| vec![self.rank])))
+        Some((ci.id, ci.members.as_deref().unwrap_or(&self.self_members)))
     }
 
     /// World rank of rank `x` of OTF2 communicator `comm`; `any` for undefined.
@@ -283,7 +298,7 @@ impl Conv<'_> {
                         self.skip("MpiSend on an undefined communicator");
                         continue;
                     };
-                    let dst = self.world(&m, receiver, PROC_NULL) as u32;
+                    let dst = self.world(m, receiver, PROC_NULL) as u32;
                     if sendrecv {
                         (sr_send, sr_comm) = (Some((dst, tag as i32, bytes)), id);
                     } else {
@@ -295,7 +310,7 @@ impl Conv<'_> {
                         self.skip("MpiRecv on an undefined communicator");
                         continue;
                     };
-                    let src = self.world(&m, sender, ANY_SOURCE);
+                    let src = self.world(m, sender, ANY_SOURCE);
                     if sendrecv {
                         (sr_recv, sr_comm) = (Some((src, tag as i32, bytes)), id);
                     } else {
@@ -307,7 +322,7 @@ impl Conv<'_> {
                         self.skip("MpiIsend on an undefined communicator");
                         continue;
                     };
-                    let dst = self.world(&m, receiver, PROC_NULL) as u32;
+                    let dst = self.world(m, receiver, PROC_NULL) as u32;
                     self.acts.push(wrap(Action::Isend { dst, tag: tag as i32, bytes, comm: id, req: request }));
                 }
                 Event::MpiIrecvRequest { request, posted } => {
@@ -319,7 +334,7 @@ impl Conv<'_> {
                         },
                     };
                     let (src, tag, bytes, comm) = match at.and_then(|(s, c, t, b)| self.comm(c).map(|(id, m)| (s, id, m, t, b))) {
-                        Some((sender, id, m, tag, bytes)) => (self.world(&m, sender, ANY_SOURCE), tag as i32, bytes, id),
+                        Some((sender, id, m, tag, bytes)) => (self.world(m, sender, ANY_SOURCE), tag as i32, bytes, id),
                         None => (ANY_SOURCE, ANY_TAG, 0, 0),
                     };
                     self.acts.push(Action::Irecv { src, tag, bytes, comm, req: request });
@@ -402,7 +417,7 @@ impl Conv<'_> {
     fn coll(&self, op: u8, comm: u32, root: u32, sent: u64, received: u64, counts: Vec<u64>) -> Option<Action> {
         let (id, m) = self.comm(comm)?;
         let n = m.len().max(1) as u64;
-        let root = || self.world(&m, root, 0).max(0) as u32;
+        let root = || self.world(m, root, 0).max(0) as u32;
         let have = !counts.is_empty();
         let each = |total: u64| if have { counts.clone() } else { vec![total / n; n as usize] };
         Some(match op as u32 {

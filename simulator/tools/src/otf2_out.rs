@@ -84,6 +84,10 @@ impl CommTable {
 
     /// Rank of world rank `w` in global communicator `g`.
     fn rank_in(&self, g: u32, w: i64) -> u32 {
+        if g == 0 {
+            // The world: its ranks are world ranks.
+            return if (0..self.members[0].len() as i64).contains(&w) { w as u32 } else { c::UNDEFINED_UINT32 };
+        }
         self.members[g as usize].iter().position(|&m| m as i64 == w).map_or(c::UNDEFINED_UINT32, |i| i as u32)
     }
 }
