@@ -283,11 +283,11 @@ fn bad_or_truncated_archive_is_one_line_naming_it() {
     fails_naming(&simulator(&["replay", "--platform", s(&platform), s(&archive.join("traces.otf2"))]), "traces.otf2");
 }
 
-/// Builds and runs tests/otf2/writer.c: a two-rank archive written with
+/// Builds and runs tests/replay/otf2_writer.c: a two-rank archive written with
 /// the OTF2 library's writer API, in `<dir>/c`.
 fn c_archive(dir: &Path) -> PathBuf {
     let exe = dir.join("otf2_writer");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otf2/writer.c");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/replay/otf2_writer.c");
     let cc = Command::new("cc").arg("-o").arg(&exe).arg(&src).arg("-lopen-trace-format2").output().unwrap();
     assert!(cc.status.success(), "cc failed: {}", String::from_utf8_lossy(&cc.stderr));
     let out = dir.join("c");
