@@ -146,6 +146,14 @@ where
 /// Start times per rank are not always increasing (receive overheads).
 pub type Stretch<'a> = Box<dyn FnMut(usize, f64, f64) -> f64 + 'a>;
 
+/// Receives every replayed action with its simulated span:
+/// `(rank, action, start_s, end_s)`, seconds of simulated time; the span
+/// ends where the rank's next action starts (a blocking call's wait
+/// included). Per rank in stream order; ranks interleave in simulated
+/// time. A rank left waiting at the end of a salvage replay reports its
+/// last action ending at its clock.
+pub type ActionLog<'a> = Box<dyn FnMut(usize, &Action, f64, f64) + 'a>;
+
 /// A replay of one platform, with its options; [`Replay::run`] runs it.
 ///
 /// ```no_run
@@ -159,12 +167,20 @@ pub struct Replay<'p, 'a> {
     timeline: Option<Timeline>,
     jitter: Option<Stretch<'a>>,
     salvage: bool,
+    log: Option<ActionLog<'a>>,
 }
 
 impl<'p, 'a> Replay<'p, 'a> {
     /// A replay on `platform` without timeline or jitter.
     pub fn new(platform: &'p Platform) -> Self {
-        Replay { platform, timeline: None, jitter: None, salvage: false }
+        Replay { platform, timeline: None, jitter: None, salvage: false, log: None }
+    }
+
+    /// Hands every action and its simulated span to `log` ([`ActionLog`]),
+    /// e.g. to write the simulated run as a trace.
+    pub fn action_log(mut self, log: ActionLog<'a>) -> Self {
+        self.log = Some(log);
+        self
     }
 
     /// Replays streams that may stop early (salvaged rank files): ranks
@@ -211,7 +227,7 @@ impl<'p, 'a> Replay<'p, 'a> {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        run(self.platform, streams, self.timeline, self.jitter, self.salvage)
+        run(self.platform, streams, self.timeline, self.jitter, self.salvage, self.log)
     }
 }
 
@@ -221,6 +237,7 @@ fn run<'a, E>(
     timeline: Option<Timeline>,
     jitter: Option<Stretch<'a>>,
     salvage: bool,
+    log: Option<ActionLog<'a>>,
 ) -> Result<ReplayReport, ReplayError>
 where
     E: std::error::Error + Send + Sync + 'static,
@@ -241,6 +258,7 @@ where
     engine.timeline = timeline;
     engine.jitter = jitter;
     engine.salvage = salvage;
+    engine.log = log;
     let mut out = engine.run()?;
     if let Some(t) = out.timeline.take() {
         t.finish().map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Timeline(e.to_string()) })?;

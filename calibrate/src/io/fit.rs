@@ -69,8 +69,9 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
     let independent =
         |st: &mut FsState, kind| (0..ranks as u64).map(|r| st.request(0.0, 0.0, 0, r * size_bytes, size_bytes, kind)).fold(0.0, f64::max);
     let collective = |st: &mut FsState, kind| {
-        let members: Vec<Member> =
-            (0..ranks as u64).map(|r| Member { host: 0, offset: r * size_bytes, bytes: size_bytes, span: size_bytes, entry_s: 0.0 }).collect();
+        let members: Vec<Member> = (0..ranks as u64)
+            .map(|r| Member { host: 0, offset: r * size_bytes, bytes: size_bytes, span: size_bytes, entry_s: 0.0 })
+            .collect();
         two_phase(st, 0, &members, kind, &Hints::default(), 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
     };
     match case {

@@ -143,6 +143,8 @@ struct Rank<'a, E> {
     mail: MailSet,
     /// Nonblocking collectives in progress.
     nbc: Vec<nbc::Nbc>,
+    /// With an action log: the action running and when it started.
+    logged: Option<(Action, f64)>,
 }
 
 /// What a finished replay hands back.
@@ -201,6 +203,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     io: io::IoState,
     /// Ranks left waiting at the end finish there ([`super::Replay::salvage`]).
     pub(crate) salvage: bool,
+    /// Where each action and its span go ([`super::Replay::action_log`]).
+    pub(crate) log: Option<super::ActionLog<'a>>,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
@@ -225,6 +229,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     coll: Coll::default(),
                     mail: MailSet::default(),
                     nbc: Vec::new(),
+                    logged: None,
                 }
             })
             .collect();
@@ -248,6 +253,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             actions: 0,
             io: io::IoState::new(platform),
             salvage: false,
+            log: None,
             round: Vec::new(),
             round_slots: Vec::new(),
         }
@@ -284,6 +290,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     }
                 }
             }
+        }
+        for r in 0..self.ranks.len() {
+            self.log_end(r);
         }
         let mut stuck = None;
         if self.ranks.iter().any(|r| r.status != Status::Done) {
@@ -356,11 +365,15 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if self.ranks[r].coll.active {
             return self.coll_round(r);
         }
+        self.log_end(r);
         let action = match self.ranks[r].stream.next() {
             None => return Ok(self.finish(r)),
             Some(Ok(a)) => a,
             Some(Err(e)) => return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) }),
         };
+        if self.log.is_some() {
+            self.ranks[r].logged = Some((action.clone(), self.ranks[r].clock));
+        }
         self.actions += 1;
         self.ranks[r].stats.actions += 1;
         self.act(r, &action)
@@ -535,6 +548,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.stats.compute_s += dt;
         if let Some(t) = self.timeline.as_mut() {
             t.span(r, "compute", rk.clock - dt, rk.clock);
+        }
+    }
+
+    /// Hands rank `r`'s running action to the action log, ending now.
+    fn log_end(&mut self, r: usize) {
+        if let (Some(log), Some((a, start))) = (self.log.as_mut(), self.ranks[r].logged.take()) {
+            log(r, &a, start, self.ranks[r].clock);
         }
     }
 

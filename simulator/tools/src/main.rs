@@ -5,7 +5,7 @@
 //! simulator replay --platform <file> <trace>... [--ranks N] [--json] [--compute-time cpu|wall]
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|ompi|simgrid-ompi|smpi]
 //!                  [--coll <coll>=<alg>]…
-//!                  [--timeline <file.json>] [--pstate N|HOST=N]…
+//!                  [--timeline <file.json>] [--otf2 <dir>] [--pstate N|HOST=N]…
 //! simulator extrapolate --ranks N --out <dir> <trace-dir> <trace-dir>...
 //! simulator scaling --platform <file> --ranks N,N,... [--plot f.svg] [--json] <trace-dir> <trace-dir>...
 //! simulator validate [--suite c-tests/suite.toml] [--platform <file>] [-r R] [--sweep]
@@ -26,7 +26,7 @@ use simulator::platform::Platform;
 use simulator::replay::{self, ActionStream, InputError, TraceInput};
 
 use simulator_tools::extrapolate_cmd::{self, Input};
-use simulator_tools::{jitter_cli, progress, trace_cli, validate};
+use simulator_tools::{jitter_cli, otf2_export, otf2_import, otf2_sim, progress, trace_cli, validate};
 
 #[derive(Parser)]
 #[command(name = "simulator", version, about = "Predicts MPI application run time by replaying traces on a modelled platform")]
@@ -81,8 +81,9 @@ struct ReplayArgs {
     /// Platform file: our TOML, or a SimGrid platform XML with one <cluster>.
     #[arg(long, value_name = "FILE")]
     platform: PathBuf,
-    /// Trace directory written by the interposer (INTERPOSER_OUT), or a
-    /// SimGrid TI trace-list file (smpirun -trace-ti). Several trace
+    /// Trace directory written by the interposer (INTERPOSER_OUT), a
+    /// SimGrid TI trace-list file (smpirun -trace-ti), or an OTF2 archive
+    /// (its .otf2 anchor file, or a directory holding one). Several trace
     /// directories of one program on the same ranks: replayed as one, each
     /// compute block at the median of its durations, each run's own
     /// makespan reported as the band. With --ranks N, trace directories of
@@ -117,6 +118,10 @@ struct ReplayArgs {
     /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the simulated run.
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
+    /// Write the simulated run as an OTF2 archive (DIR/traces.otf2), as
+    /// `simulator trace export-otf2` writes the recorded one.
+    #[arg(long, value_name = "DIR")]
+    otf2: Option<PathBuf>,
     /// Expose every rank's compute blocks and eager send and receive overheads to OS
     /// jitter from a tracecollector trace (one per-CPU file, or a whole
     /// output directory whose traces go to ranks round-robin), each rank
@@ -193,6 +198,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let mut runs_makespan_s = None;
+    let mut region_names = None;
     let streams = match (&model, args.ranks, input) {
         (Some(m), Some(n), _) => extrapolate_cmd::streams(m, n, 0.0),
         (_, _, Input::Runs) => {
@@ -208,6 +214,15 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 .into_iter()
                 .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
                 .collect()
+        }
+        _ if otf2_import::is_archive(&args.trace[0]) => {
+            let imported = otf2_import::load(&args.trace[0]).context("cannot open trace")?;
+            if !imported.skipped.is_empty() {
+                let what: Vec<String> = imported.skipped.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+                eprintln!("simulator: {}: skipped records the replay does not model: {}", args.trace[0].display(), what.join(", "));
+            }
+            region_names = Some(imported.region_names);
+            imported.streams.into_iter().map(|s| Box::new(s.into_iter().map(Ok)) as ActionStream<'static, InputError>).collect()
         }
         _ if args.salvage => {
             let (streams, lost) = replay::open_trace_dir_salvage(&args.trace[0], compute).context("cannot open trace")?;
@@ -248,6 +263,18 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
+    let sim_archive = match &args.otf2 {
+        Some(dir) => {
+            let names = match region_names {
+                Some(n) => n,
+                None if args.trace.len() == 1 && args.trace[0].join("meta.json").exists() => otf2_export::region_names(&args.trace[0])?,
+                None => Default::default(),
+            };
+            let a = otf2_sim::SimArchive::create(dir, streams.len() as u32, names).context("cannot create the OTF2 archive")?;
+            Some(std::rc::Rc::new(std::cell::RefCell::new(a)))
+        }
+        None => None,
+    };
     let (streams, progress) = progress::with_progress(streams);
     let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
     let mut run = replay::Replay::new(&platform);
@@ -260,8 +287,16 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     if let Some(s) = stretch {
         run = run.jitter(s);
     }
+    if let Some(a) = &sim_archive {
+        let a = a.clone();
+        run = run.action_log(Box::new(move |r, action, t0, t1| a.borrow_mut().log(r, action, t0, t1)));
+    }
     let report = run.run(streams);
     progress.finish();
+    if let Some(a) = sim_archive {
+        let a = std::rc::Rc::try_unwrap(a).map_err(|_| anyhow::anyhow!("the OTF2 archive is still in use"))?.into_inner();
+        a.finish().context("cannot write the OTF2 archive")?;
+    }
     let mut report = report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     report.runs_makespan_s = runs_makespan_s;

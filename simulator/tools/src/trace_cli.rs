@@ -1,5 +1,6 @@
 //! `simulator trace <command>`: tools over an interposer trace directory
-//! (per-region report, MPI-IO summary, SimGrid TI export, Chrome/Perfetto timeline, dump).
+//! (per-region report, MPI-IO summary, SimGrid TI export, OTF2 export,
+//! Chrome/Perfetto timeline, dump).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -48,6 +49,16 @@ enum TraceCommand {
         #[arg(long, default_value_t = 1e9)]
         host_speed: f64,
     },
+    /// Write an OTF2 archive (Vampir, Score-P tools) of the recorded run:
+    /// one location per rank, MPI calls and compute blocks as regions,
+    /// MPI point-to-point, collective and I/O events.
+    ExportOtf2 {
+        /// Trace directory (INTERPOSER_OUT).
+        trace: PathBuf,
+        /// Output directory: traces.otf2, traces.def and traces/.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the recorded run.
     Timeline {
         /// Trace directory (INTERPOSER_OUT).
@@ -85,6 +96,12 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
         | TraceCommand::Dump { trace } => trace,
         // Reads cut files too, which open_dir refuses.
         TraceCommand::Check { trace, json } => return check(trace, *json),
+        TraceCommand::ExportOtf2 { trace, out } => {
+            let e = crate::otf2_export::export(trace, out)?;
+            let anchor = out.join("traces.otf2");
+            println!("wrote {} ({} ranks, {} MPI calls, {} compute blocks)", anchor.display(), e.ranks, e.calls, e.blocks);
+            return Ok(());
+        }
     };
     let (_, ranks) = open_dir(dir).context("cannot open trace")?;
     let mut out = std::io::stdout().lock();
@@ -117,7 +134,7 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
             let n = timeline::write_chrome(&ranks, file)?;
             writeln!(out, "wrote {} ({n} events)", file.display())?;
         }
-        TraceCommand::Check { .. } => unreachable!("handled above"),
+        TraceCommand::Check { .. } | TraceCommand::ExportOtf2 { .. } => unreachable!("handled above"),
         TraceCommand::Dump { .. } => {
             let written = dump(&ranks, &mut out);
             // `simulator trace dump … | head` closes the pipe early: not an error.

@@ -355,3 +355,6 @@ fn collective_selectors_and_overrides_from_the_command_line() {
 
 #[path = "replay/models.rs"]
 mod models;
+
+#[path = "replay/otf2.rs"]
+mod otf2;

@@ -1,0 +1,1 @@
+#include <otf2/otf2.h>
