@@ -19,26 +19,38 @@ pub struct Abi {
     /// The compiler wrapper's default name and the flag printing its
     /// compile line.
     pub wrapper: (&'static str, &'static str),
+    /// Its pkg-config package, tried when the wrapper fails.
+    pub pkg: &'static str,
 }
 
 /// The ABIs, in the order of `ipr_abi_slots` in `csrc/abi.c`.
 pub const ABIS: [Abi; 2] = [
-    Abi { tag: "ompi", label: "Open MPI", env: "IPR_MPICC_OPENMPI", wrapper: ("mpicc.openmpi", "-showme:compile") },
-    Abi { tag: "mpich", label: "MPICH", env: "IPR_MPICC_MPICH", wrapper: ("mpicc.mpich", "-show") },
+    Abi { tag: "ompi", label: "Open MPI", env: "IPR_MPICC_OPENMPI", wrapper: ("mpicc.openmpi", "-showme:compile"), pkg: "ompi" },
+    Abi { tag: "mpich", label: "MPICH", env: "IPR_MPICC_MPICH", wrapper: ("mpicc.mpich", "-show"), pkg: "mpich" },
 ];
 
-/// The `-I`/`-D` flags of the ABI's compiler wrapper, or why there are none.
+/// The `-I`/`-D` flags of the ABI's compiler wrapper, else of its
+/// pkg-config package (as rsmpi's mpi-sys finds an MPI).
+///
+/// # Errors
+/// Every method that failed, and why, in one line.
 pub fn flags(abi: &Abi) -> Result<Vec<String>, String> {
     let cc = std::env::var(abi.env).unwrap_or_else(|_| abi.wrapper.0.to_string());
-    let out = Command::new(&cc).arg(abi.wrapper.1).output().map_err(|e| format!("{cc}: cannot run: {e}"))?;
+    let wrapper = compile_flags(&cc, &[abi.wrapper.1]);
+    wrapper.or_else(|e| compile_flags("pkg-config", &["--cflags", abi.pkg]).map_err(|p| format!("{e}; {p}")))
+}
+
+fn compile_flags(cmd: &str, args: &[&str]) -> Result<Vec<String>, String> {
+    let line = format!("`{cmd} {}`", args.join(" "));
+    let out = Command::new(cmd).args(args).output().map_err(|e| format!("{line}: cannot run: {e}"))?;
     if !out.status.success() {
-        return Err(format!("`{cc} {}` exited with {}", abi.wrapper.1, out.status));
+        return Err(format!("{line} exited with {}", out.status));
     }
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let flags: Vec<String> =
         text.split_whitespace().filter(|w| w.starts_with("-I") || w.starts_with("-D")).map(str::to_string).collect();
     if !flags.iter().any(|f| f.starts_with("-I")) {
-        return Err(format!("`{cc} {}` named no include directory", abi.wrapper.1));
+        return Err(format!("{line} named no include directory"));
     }
     Ok(flags)
 }
