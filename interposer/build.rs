@@ -12,10 +12,10 @@
 
 use std::path::PathBuf;
 
-#[path = "../simulator/build/ops_table.rs"]
-mod ops_table;
 #[path = "build/abi.rs"]
 mod abi;
+#[path = "../simulator/build/ops_table.rs"]
+mod ops_table;
 #[path = "build/wrappers.rs"]
 mod wrappers;
 
@@ -62,13 +62,14 @@ fn main() {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-changed=src/exports.map");
+    let (arch, os) = (std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default(), std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default());
+    assert!(
+        arch == "x86_64" && os == "linux",
+        "the interposer's trampolines (build/abi.rs, csrc/abi.c) are x86_64 Linux code; target is {arch} {os}"
+    );
     let mut failures = Vec::new();
-    let flags: Vec<Option<Vec<String>>> = abi::ABIS
-        .iter()
-        .map(|a| {
-            abi::flags(a).map_err(|e| failures.push(format!("{}: {e}", a.label))).ok()
-        })
-        .collect();
+    let flags: Vec<Option<Vec<String>>> =
+        abi::ABIS.iter().map(|a| abi::flags(a).map_err(|e| failures.push(format!("{}: {e}", a.label))).ok()).collect();
     if flags.iter().all(Option::is_none) {
         panic!(
             "no MPI C compiler wrapper found; tried:\n  {}\nInstall Open MPI (apt-get install libopenmpi-dev) and/or MPICH (libmpich-dev).",
@@ -116,13 +117,8 @@ fn main() {
         objects.extend(renamed);
         built.push(Some(functions));
     }
-    let neutral = cc::Build::new()
-        .include("csrc")
-        .out_dir(out.join("common"))
-        .pic(true)
-        .warnings(true)
-        .file("csrc/common.c")
-        .compile_intermediates();
+    let neutral =
+        cc::Build::new().include("csrc").out_dir(out.join("common")).pic(true).warnings(true).file("csrc/common.c").compile_intermediates();
     abi::check_neutral(&neutral);
     let slots = out.join("abi_gen.c");
     std::fs::write(&slots, abi::trampolines(&built)).expect("write abi_gen.c");

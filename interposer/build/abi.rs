@@ -47,8 +47,7 @@ fn compile_flags(cmd: &str, args: &[&str]) -> Result<Vec<String>, String> {
         return Err(format!("{line} exited with {}", out.status));
     }
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let flags: Vec<String> =
-        text.split_whitespace().filter(|w| w.starts_with("-I") || w.starts_with("-D")).map(str::to_string).collect();
+    let flags: Vec<String> = text.split_whitespace().filter(|w| w.starts_with("-I") || w.starts_with("-D")).map(str::to_string).collect();
     if !flags.iter().any(|f| f.starts_with("-I")) {
         return Err(format!("{line} named no include directory"));
     }
@@ -91,8 +90,7 @@ fn mpi_symbol(name: &str) -> bool {
 pub fn rename(abi: &Abi, objects: &[PathBuf], dir: &Path) -> (Vec<PathBuf>, BTreeSet<String>) {
     let syms: Vec<Vec<Sym>> = objects.iter().map(|o| nm(o)).collect();
     let defined: BTreeSet<&str> = syms.iter().flatten().filter(|s| !undefined(s.kind)).map(|s| s.name.as_str()).collect();
-    let functions: BTreeSet<String> =
-        syms.iter().flatten().filter(|s| matches!(s.kind, 'T' | 'W')).map(|s| s.name.clone()).collect();
+    let functions: BTreeSet<String> = syms.iter().flatten().filter(|s| matches!(s.kind, 'T' | 'W')).map(|s| s.name.clone()).collect();
     let weak: BTreeSet<&str> = syms
         .iter()
         .flatten()
