@@ -70,6 +70,10 @@ fn mpich_traces_the_same_calls() {
     if !mpich_present() {
         return;
     }
+    // One library for both: it names no MPI library among its dependencies.
+    let dynamic = Command::new("readelf").arg("-d").arg(library()).output().expect("readelf (binutils)");
+    let needed = String::from_utf8_lossy(&dynamic.stdout).lines().filter(|l| l.contains("NEEDED")).map(str::to_string).collect::<Vec<_>>();
+    assert!(!needed.is_empty() && needed.iter().all(|l| !l.contains("libmpi")), "{needed:?}");
     let (dir, out) = mpich_traced(4, "mpi_calls", &["3"]);
     let (meta, _) = open_dir(dir.path()).unwrap();
     assert!(meta.mpi_library.contains("MPICH"), "{}", meta.mpi_library);
