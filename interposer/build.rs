@@ -1,13 +1,19 @@
-//! Compiles the PMPI wrappers (generated from `csrc/mpi.tbl`, plus `csrc/lifecycle.c` and `csrc/online.c`) with the MPI compiler
-//! wrapper and links them into the cdylib, exporting the `MPI_*` symbols.
+//! Compiles the PMPI wrappers (generated from `csrc/mpi.tbl`, plus
+//! `csrc/lifecycle.c`, `comms.c` and `online.c`) once per MPI ABI, Open MPI
+//! and MPICH, into one cdylib whose exported `MPI_*` symbols choose the
+//! ABI at the first call (`build/abi.rs`, `csrc/abi.c`). No MPI library is
+//! linked: the one in the process serves the calls.
 //!
-//! The MPI compiler is found the way rsmpi's mpi-sys does it: `$MPICC`,
-//! then `mpicc`; each candidate must answer `-show`/`-showme`. When all
-//! fail, the build stops with every failure listed.
+//! Each ABI's compile flags come from its compiler wrapper
+//! (`mpicc.openmpi -showme:compile`, `mpicc.mpich -show`; `$IPR_MPICC_OPENMPI`
+//! and `$IPR_MPICC_MPICH` name others). An ABI whose wrapper is missing is
+//! left out with a warning; when both are, the build stops with every
+//! failure listed.
 
 use std::path::PathBuf;
-use std::process::Command;
 
+#[path = "build/abi.rs"]
+mod abi;
 #[path = "../simulator/build/ops_table.rs"]
 mod ops_table;
 #[path = "build/wrappers.rs"]
@@ -31,31 +37,10 @@ fn waits_header(ops: &[ops_table::OpEntry]) -> String {
     c
 }
 
-fn probe(cc: &str) -> Result<Vec<String>, String> {
-    let mut why = Vec::new();
-    for flag in ["-showme:link", "-show"] {
-        match Command::new(cc).arg(flag).output() {
-            Ok(o) if o.status.success() => {
-                let text = String::from_utf8_lossy(&o.stdout).to_string();
-                let link: Vec<String> = text
-                    .split_whitespace()
-                    .filter(|w| w.starts_with("-L") || w.starts_with("-l") || w.starts_with("-Wl,-rpath"))
-                    .map(str::to_string)
-                    .collect();
-                if link.iter().any(|w| w.starts_with("-lmpi")) {
-                    return Ok(link);
-                }
-                why.push(format!("`{cc} {flag}` named no -lmpi library"));
-            }
-            Ok(o) => why.push(format!("`{cc} {flag}` exited with {}", o.status)),
-            Err(e) => return Err(format!("{cc}: cannot run: {e}")),
-        }
-    }
-    Err(why.join("; "))
-}
-
 fn main() {
-    println!("cargo:rerun-if-env-changed=MPICC");
+    for abi in &abi::ABIS {
+        println!("cargo:rerun-if-env-changed={}", abi.env);
+    }
     println!("cargo:rerun-if-changed={OPS}");
     println!("cargo:rerun-if-changed=../simulator/build/ops_table.rs");
     for f in [
@@ -66,35 +51,34 @@ fn main() {
         "csrc/comms.c",
         "csrc/fast.h",
         "csrc/lifecycle.c",
+        "csrc/common.c",
+        "csrc/abi.c",
+        "csrc/fortran.h",
         "csrc/online.h",
         "csrc/online.c",
         "build/wrappers.rs",
+        "build/abi.rs",
     ] {
         println!("cargo:rerun-if-changed={f}");
     }
     println!("cargo:rerun-if-changed=src/exports.map");
-    let mut candidates = Vec::new();
-    if let Ok(cc) = std::env::var("MPICC") {
-        candidates.push(cc);
-    }
-    candidates.push("mpicc".to_string());
+    let (arch, os) = (std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default(), std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default());
+    assert!(
+        arch == "x86_64" && os == "linux",
+        "the interposer's trampolines (build/abi.rs, csrc/abi.c) are x86_64 Linux code; target is {arch} {os}"
+    );
     let mut failures = Vec::new();
-    let mut found = None;
-    for cc in &candidates {
-        match probe(cc) {
-            Ok(link) => {
-                found = Some((cc.clone(), link));
-                break;
-            }
-            Err(e) => failures.push(e),
-        }
-    }
-    let Some((mpicc, link)) = found else {
+    let flags: Vec<Option<Vec<String>>> =
+        abi::ABIS.iter().map(|a| abi::flags(a).map_err(|e| failures.push(format!("{}: {e}", a.label))).ok()).collect();
+    if flags.iter().all(Option::is_none) {
         panic!(
-            "no MPI C compiler found; tried:\n  {}\nInstall OpenMPI (apt-get install libopenmpi-dev) or MPICH, or set MPICC.",
+            "no MPI C compiler wrapper found; tried:\n  {}\nInstall Open MPI (apt-get install libopenmpi-dev) and/or MPICH (libmpich-dev).",
             failures.join("\n  ")
         );
-    };
+    }
+    for f in &failures {
+        println!("cargo:warning=built without {f}");
+    }
     let ops_text = std::fs::read_to_string(OPS).unwrap_or_else(|e| panic!("{OPS}: {e}"));
     let ops = ops_table::parse(&ops_text).unwrap_or_else(|e| panic!("{OPS}: {e}"));
     let table = std::fs::read_to_string("csrc/mpi.tbl").expect("csrc/mpi.tbl");
@@ -115,26 +99,39 @@ fn main() {
         .expect("write types.rs");
     let generated = out.join("wrappers_gen.c");
     std::fs::write(&generated, wrappers::generate(&entries)).expect("write wrappers_gen.c");
+    // Each ABI's wrappers, renamed to ipr_<abi>_*.
+    let mut objects = Vec::new();
+    let mut built = Vec::new();
+    for (a, f) in abi::ABIS.iter().zip(&flags) {
+        let Some(f) = f else {
+            built.push(None);
+            continue;
+        };
+        let mut b = cc::Build::new();
+        b.include("csrc").include(&out).out_dir(out.join(a.tag)).pic(true).warnings(true).flag("-fvisibility=default");
+        for flag in f {
+            b.flag(flag);
+        }
+        let objs = b.file("csrc/lifecycle.c").file("csrc/comms.c").file("csrc/online.c").file(&generated).compile_intermediates();
+        let (renamed, functions) = abi::rename(a, &objs, &out.join(a.tag).join("renamed"));
+        objects.extend(renamed);
+        built.push(Some(functions));
+    }
+    let neutral =
+        cc::Build::new().include("csrc").out_dir(out.join("common")).pic(true).warnings(true).file("csrc/common.c").compile_intermediates();
+    abi::check_neutral(&neutral);
+    let slots = out.join("abi_gen.c");
+    std::fs::write(&slots, abi::trampolines(&built)).expect("write abi_gen.c");
     cc::Build::new()
-        .compiler(&mpicc)
         .include("csrc")
-        .include(&out)
-        .file("csrc/lifecycle.c")
-        .file("csrc/comms.c")
-        .file("csrc/online.c")
-        .file(&generated)
-        .flag("-fvisibility=default")
+        .pic(true)
         .warnings(true)
+        .file("csrc/abi.c")
+        .file(&slots)
+        .objects(&neutral)
+        .objects(&objects)
         .link_lib_modifier("+whole-archive")
         .compile("ipr_wrappers");
-    for w in link {
-        if let Some(dir) = w.strip_prefix("-L") {
-            println!("cargo:rustc-link-search=native={dir}");
-        } else if let Some(lib) = w.strip_prefix("-l") {
-            println!("cargo:rustc-link-lib=dylib={lib}");
-        }
-    }
     let map = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("src/exports.map");
     println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", map.display());
-    println!("cargo:rustc-env=IPR_MPICC={mpicc}");
 }

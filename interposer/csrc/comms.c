@@ -1,41 +1,14 @@
 /*
- * The communicator table of comms.h: registration (under a mutex, rare:
- * the first sight of a handle) and translations (once per communicator).
- * No PMPI call is made under the mutex, so MPI's own locks (taken around
- * the attribute callback below) and this one are never held in the
+ * The communicator table of comms.h: translations (once per communicator;
+ * registration, which needs no MPI, is in common.c). Registration takes a
+ * mutex but makes no PMPI call under it, so MPI's own locks (taken around
+ * the attribute callback below) and that one are never held in the
  * opposite order.
  */
 #include "comms.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-
-struct ipr_comm_slot ipr_comm_slots[IPR_COMM_SLOTS];
-static struct ipr_comm comms[IPR_COMMS_MAX];
-static uint32_t ncomms;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-
-struct ipr_comm *ipr_comm_add(uint64_t handle) {
-    if (handle == 0) return NULL; /* the free-slot mark; no MPI handle is 0 */
-    pthread_mutex_lock(&lock);
-    struct ipr_comm *c = ipr_comm_find(handle);
-    if (c == NULL && ncomms < IPR_COMMS_MAX) {
-        uint32_t i = ipr_comm_hash(handle);
-        while (ipr_comm_slots[i].handle != 0) i = (i + 1) & (IPR_COMM_SLOTS - 1);
-        c = &comms[ncomms++];
-        c->id = ncomms;
-        ipr_comm_slots[i].comm = c;
-        __atomic_store_n(&ipr_comm_slots[i].handle, handle, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&lock);
-    return c;
-}
-
-uint32_t ipr_comm_id(uint64_t handle) {
-    struct ipr_comm *c = ipr_comm_find(handle);
-    if (c == NULL) c = ipr_comm_add(handle);
-    return c != NULL ? c->id : UINT32_MAX;
-}
 
 /* MPI frees a translated communicator: its translation goes. */
 static int ranks_deleted(MPI_Comm comm, int keyval, void *attribute, void *extra) {

@@ -16,7 +16,6 @@
  */
 #ifndef IPR_COMMS_H
 #define IPR_COMMS_H
-#include <mpi.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -49,14 +48,10 @@ struct ipr_comm_slot {
 extern struct ipr_comm_slot ipr_comm_slots[IPR_COMM_SLOTS];
 
 /* The entry of `handle`, registering it on first sight; NULL when the
- * table is full (csrc/comms.c). */
+ * table is full (csrc/common.c, one table whichever MPI runs). */
 extern struct ipr_comm *ipr_comm_add(uint64_t handle);
 /* Id of `handle` (ipr_comm_add's); UINT32_MAX when the table is full. */
 extern uint32_t ipr_comm_id(uint64_t handle);
-/* `c`'s translation, made now when it has none (comm is c's handle);
- * NULL when MPI cannot give one or another thread is making it. */
-extern const struct ipr_ranks *ipr_comm_translate(struct ipr_comm *c, MPI_Comm comm);
-
 static inline uint32_t ipr_comm_hash(uint64_t h) {
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
@@ -76,6 +71,15 @@ static inline struct ipr_comm *ipr_comm_find(uint64_t handle) {
     return NULL;
 }
 
+/* Below: what needs <mpi.h>; csrc/common.c, built once without an MPI,
+ * defines IPR_NO_MPI. */
+#ifndef IPR_NO_MPI
+#include <mpi.h>
+
+/* `c`'s translation, made now when it has none (comm is c's handle);
+ * NULL when MPI cannot give one or another thread is making it. */
+extern const struct ipr_ranks *ipr_comm_translate(struct ipr_comm *c, MPI_Comm comm);
+
 /* The entry of a communicator other than MPI_COMM_WORLD; NULL when the
  * table is full. */
 static inline struct ipr_comm *ipr_comm_of(MPI_Comm comm) {
@@ -93,5 +97,6 @@ static inline const struct ipr_ranks *ipr_comm_ranks(struct ipr_comm *c, MPI_Com
     if (t == NULL) return ipr_comm_translate(c, comm);
     return t == IPR_RANKS_BUSY ? NULL : t;
 }
+#endif
 
 #endif

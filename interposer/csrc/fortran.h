@@ -1,18 +1,24 @@
 /*
- * Helpers of the generated Fortran bindings (OpenMPI only: its Fortran
- * library calls PMPI_X directly, so the C wrappers would miss Fortran
- * programs; MPICH's calls the C MPI_X, which the C wrappers record).
+ * Helpers of the generated Fortran bindings. Open MPI's Fortran library
+ * calls PMPI_X directly, so the C wrappers would miss Fortran programs;
+ * MPICH's calls the C MPI_X, so the C wrappers would record its own frame
+ * as the call site. Wrapping the Fortran symbols (which call PMPI_X) keeps
+ * the application's caller under both.
  *
  * Fortran passes handles as MPI_Fint and marks MPI_IN_PLACE, MPI_BOTTOM
- * and MPI_STATUS(ES)_IGNORE by the addresses of common blocks, which
- * OpenMPI names mpi_fortran_<x>_ (and three other spellings). They are
- * declared weak: absent (a C program), their address is null.
+ * and MPI_STATUS(ES)_IGNORE by the addresses of common blocks. Open MPI
+ * names them mpi_fortran_<x>_ (and three other spellings); MPICH keeps
+ * their addresses in MPIR_F_MPI_IN_PLACE and MPIR_F_MPI_BOTTOM (its
+ * Fortran library's) and MPI_F_STATUS(ES)_IGNORE. They are declared weak:
+ * absent (a C program), their address is null.
  */
 #ifndef IPR_FORTRAN_H
 #define IPR_FORTRAN_H
-#ifdef OPEN_MPI
+#if defined(OPEN_MPI) || defined(MPICH)
+#define IPR_FORTRAN 1
 #include "support.h"
 
+#ifdef OPEN_MPI
 #define IPR_FSYMS(x) \
     extern int x##_ __attribute__((weak)); \
     extern int x __attribute__((weak)); \
@@ -27,19 +33,36 @@ extern int MPI_FORTRAN_STATUS_IGNORE __attribute__((weak));
 extern int MPI_FORTRAN_STATUSES_IGNORE __attribute__((weak));
 
 #define IPR_IS(p, x, X) ((p) != NULL && ((p) == (void *)&x##_ || (p) == (void *)&x || (p) == (void *)&x##__ || (p) == (void *)&X))
+#define IPR_F_IN_PLACE(p) IPR_IS(p, mpi_fortran_in_place, MPI_FORTRAN_IN_PLACE)
+#define IPR_F_BOTTOM(p) IPR_IS(p, mpi_fortran_bottom, MPI_FORTRAN_BOTTOM)
+#define IPR_F_STATUS_IGNORED(p) IPR_IS(p, mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE)
+#define IPR_F_STATUSES_IGNORED(p) IPR_IS(p, mpi_fortran_statuses_ignore, MPI_FORTRAN_STATUSES_IGNORE)
+#else
+/* Set by MPICH's Fortran initialization (its mpirinitf), null before. */
+extern void *MPIR_F_MPI_IN_PLACE __attribute__((weak));
+extern void *MPIR_F_MPI_BOTTOM __attribute__((weak));
+static inline int ipr_mpich_marker(const void *p, void *const *marker) {
+    return p != NULL && marker != NULL && p == *marker;
+}
+#define IPR_F_IN_PLACE(p) ipr_mpich_marker(p, &MPIR_F_MPI_IN_PLACE)
+#define IPR_F_BOTTOM(p) ipr_mpich_marker(p, &MPIR_F_MPI_BOTTOM)
+/* MPI_F_STATUS(ES)_IGNORE, compared below, are MPICH's markers. */
+#define IPR_F_STATUS_IGNORED(p) 0
+#define IPR_F_STATUSES_IGNORED(p) 0
+#endif
 
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint must be an int for the Fortran bindings");
-/* Fortran MPI_STATUS_SIZE: OpenMPI's C status, in MPI_Fint units (6 in 4.1). */
+/* Fortran MPI_STATUS_SIZE: the C status in MPI_Fint units (6 in Open MPI 4.1, 5 in MPICH 4). */
 #define IPR_F_STATUS_SIZE ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 
 static inline void *ipr_fbuf(void *p) {
-    if (IPR_IS(p, mpi_fortran_in_place, MPI_FORTRAN_IN_PLACE)) return MPI_IN_PLACE;
-    if (IPR_IS(p, mpi_fortran_bottom, MPI_FORTRAN_BOTTOM)) return MPI_BOTTOM;
+    if (IPR_F_IN_PLACE(p)) return MPI_IN_PLACE;
+    if (IPR_F_BOTTOM(p)) return MPI_BOTTOM;
     return p;
 }
 
 static inline int ipr_fstatus_ignored(MPI_Fint *s) {
-    return (void *)s == (void *)MPI_F_STATUS_IGNORE || IPR_IS((void *)s, mpi_fortran_status_ignore, MPI_FORTRAN_STATUS_IGNORE);
+    return (void *)s == (void *)MPI_F_STATUS_IGNORE || IPR_F_STATUS_IGNORED((void *)s);
 }
 
 /* Longest Fortran string argument passed on (file names, data
@@ -69,7 +92,7 @@ static inline void ipr_freqs_back(MPI_Fint n, MPI_Request *c, MPI_Fint *f) {
 }
 
 static inline MPI_Status *ipr_fstatuses(MPI_Fint n, MPI_Fint *f) {
-    if ((void *)f == (void *)MPI_F_STATUSES_IGNORE || IPR_IS((void *)f, mpi_fortran_statuses_ignore, MPI_FORTRAN_STATUSES_IGNORE))
+    if ((void *)f == (void *)MPI_F_STATUSES_IGNORE || IPR_F_STATUSES_IGNORED((void *)f))
         return MPI_STATUSES_IGNORE;
     MPI_Status *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
     if (c == NULL) abort();

@@ -4,7 +4,6 @@
  */
 #include "online.h"
 
-extern void ipr_clock_mark(void);
 extern int ipr_span_barrier(void);
 extern void ipr_span_start(void);
 extern void ipr_span_end(int rank);
@@ -17,15 +16,6 @@ static void span_end(void) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     ipr_span_end(rank);
 }
-
-__thread struct ipr_fast *ipr_fast_tls __attribute__((tls_model("initial-exec")));
-
-/* Sets this thread's fast-path state (interposer/src/fast.rs); NULL: none. */
-void ipr_fast_set(struct ipr_fast *f) { ipr_fast_tls = f; }
-
-/* At load: the first (TSC, CLOCK_MONOTONIC) pair of the TSC frequency
- * measurement that MPI_Init completes (interposer/src/clock.rs). */
-__attribute__((constructor)) static void ipr_loaded(void) { ipr_clock_mark(); }
 
 static void started(void) {
     static int done = 0;
@@ -62,19 +52,28 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return rc;
 }
 
-int MPI_Finalize(void) {
+/* The interposer's part of MPI_Finalize, once: MPICH's Fortran
+ * MPI_FINALIZE, wrapped below, reaches the C MPI_Finalize too. */
+static void finalizing(const void *caller) {
+    static int done = 0;
+    if (done++) return;
     span_end();
-    if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {
+    if (ipr_begin(IPR_OP_MPI_Finalize, caller)) {
         ipr_online_finalize();
         ipr_finalize();
         ipr_online_ghosts();
     }
+}
+
+int MPI_Finalize(void) {
+    finalizing(IPR_CALLER);
     return PMPI_Finalize();
 }
 
-#ifdef OPEN_MPI
-/* Fortran: OpenMPI's bindings call PMPI_Init directly, so wrap them, call
- * the next definition (OpenMPI's own Fortran initialization), then start. */
+/* Fortran: Open MPI's bindings call PMPI_Init directly, so wrap them, call
+ * the next definition (the MPI's own Fortran initialization), then start.
+ * MPICH's call the C MPI_Init (started() runs once) and MPI_Finalize
+ * (finalizing() runs once, here, with the Fortran caller). */
 #include <dlfcn.h>
 
 typedef void (*ipr_fn1)(MPI_Fint *);
@@ -100,12 +99,7 @@ typedef void (*ipr_fn3)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
     void sym(MPI_Fint *ierr) {                                           \
         static ipr_fn1 next;                                             \
         if (next == NULL) next = (ipr_fn1)dlsym(RTLD_NEXT, #sym);        \
-        span_end();                                                      \
-        if (ipr_begin(IPR_OP_MPI_Finalize, IPR_CALLER)) {                    \
-            ipr_online_finalize();                                       \
-            ipr_finalize();                                              \
-            ipr_online_ghosts();                                         \
-        }                                                                \
+        finalizing(IPR_CALLER);                                          \
         if (next != NULL) next(ierr);                                    \
         else *ierr = PMPI_Finalize();                                    \
     }
@@ -113,4 +107,3 @@ typedef void (*ipr_fn3)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
 IPR_SPELLINGS(IPR_FORTRAN_INIT, mpi_init, MPI_INIT)
 IPR_SPELLINGS(IPR_FORTRAN_INIT_THREAD, mpi_init_thread, MPI_INIT_THREAD)
 IPR_SPELLINGS(IPR_FORTRAN_FINALIZE, mpi_finalize, MPI_FINALIZE)
-#endif

@@ -2,6 +2,12 @@
 //! intercepts MPI calls through the PMPI profiling interface and records,
 //! per rank, each call's parameters and the compute block before it.
 //!
+//! One library serves Open MPI and MPICH: the C wrappers are built once
+//! per ABI and the first MPI call picks the one of the MPI in the process
+//! (`csrc/abi.c`; under any other MPI, one warning and every call passes
+//! through). The Rust side sees only ABI-neutral values (`csrc/types.h`:
+//! handles as 64-bit integers, ranks, bytes). x86_64 Linux.
+//!
 //! Environment (DESIGN.md, "Interfaces others rely on"):
 //! - `INTERPOSER_OUT=<dir>`: trace directory, created if missing;
 //! - `INTERPOSER_MODE=trace|online|off` (default `trace`);

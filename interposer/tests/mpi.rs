@@ -19,6 +19,8 @@ mod disk;
 mod extrapolate;
 #[path = "mpi/matrix.rs"]
 mod matrix;
+#[path = "mpi/mpich.rs"]
+mod mpich;
 #[path = "mpi/online.rs"]
 mod online;
 #[path = "mpi/vcoll.rs"]
@@ -277,68 +279,6 @@ fn unset_out_and_bad_mode_warn_once() {
     let w = warnings(&out);
     assert!(w.len() == 1 && w[0].contains("INTERPOSER_MODE"), "{w:?}");
     assert!(!dir.path().join("rank-0.trace").exists());
-}
-
-/// MPICH from the same source: the interposer built with
-/// `MPICC=mpicc.mpich` into its own target directory, the c-tests built
-/// with MPICH, launched by MPICH's `mpirun.mpich` (Hydra).
-#[test]
-fn mpich_traces_the_same_calls() {
-    if Command::new("mpicc.mpich").arg("-show").output().map_or(true, |o| !o.status.success()) {
-        println!("SKIPPED: mpicc.mpich not found (install libmpich-dev)");
-        return;
-    }
-    let target = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().parent().unwrap().join("mpich");
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "-p", "interposer", "--target-dir"])
-        .arg(&target)
-        .env("MPICC", "mpicc.mpich")
-        .current_dir(root())
-        .status()
-        .expect("cargo");
-    assert!(st.success(), "cargo build -p interposer with MPICC=mpicc.mpich failed");
-    let lib = target.join("debug/libinterposer.so");
-    let ctests = root().join("c-tests");
-    let st = Command::new("make")
-        .args(["-s", "-C"])
-        .arg(&ctests)
-        .args(["MPICC=mpicc.mpich", "MPIFC=mpif90.mpich", "BUILD=build-mpich"])
-        .status()
-        .expect("make");
-    assert!(st.success(), "make -C c-tests MPICC=mpicc.mpich failed");
-    // Hydra's -env passes the variables to the ranks only, not to mpiexec.
-    let run = |np: &str, prog: &str, args: &[&str]| {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("mpirun.mpich")
-            .args(["-np", np, "-env", "INTERPOSER_OUT"])
-            .arg(dir.path())
-            .args(["-env", "LD_PRELOAD"])
-            .arg(&lib)
-            .arg(ctests.join("build-mpich").join(prog))
-            .args(args)
-            .env_remove("LD_PRELOAD")
-            .output()
-            .expect("mpirun.mpich");
-        assert!(out.status.success(), "{prog} under MPICH failed: {}", String::from_utf8_lossy(&out.stderr));
-        (dir, out)
-    };
-    let (dir, out) = run("4", "mpi_calls", &["3"]);
-    let (meta, _) = open_dir(dir.path()).unwrap();
-    assert!(meta.mpi_library.contains("MPICH"), "{}", meta.mpi_library);
-    check_mpi_calls(dir.path(), &out);
-    // Fortran: MPICH's binding calls the C MPI_X, which the wrappers record.
-    let (dir, out) = run("3", "fortran_calls", &["7"]);
-    assert_in_place_worked(&out);
-    check_counts(dir.path(), &out);
-    let io = tempfile::tempdir().unwrap();
-    let file = io.path().join("io.dat");
-    let (dir, out) = run("4", "mpi_more", &["2", file.to_str().unwrap()]);
-    check_mpi_more(dir.path(), &out, 4, 2);
-    let (dir, out) = run("3", "fortran_more", &["5"]);
-    assert_in_place_worked(&out);
-    check_counts(dir.path(), &out);
-    let (dir, out) = run("4", "vcoll", &["2"]);
-    vcoll::check_vcoll(dir.path(), &out, 4, true);
 }
 
 /// Runs `crash <mode>` (rank 1 dies at iteration 300 of 1000) and checks
