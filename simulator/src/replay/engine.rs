@@ -31,6 +31,8 @@ struct Block {
     resume: f64,
     d: f64,
     pending: u32,
+    /// CPU time charged once the wait ends (`[smpi] wait_s` per request), seconds.
+    extra: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +47,7 @@ const NULL_DST: u32 = PROC_NULL as u32;
 
 mod coll;
 mod comms;
+mod cpu;
 mod deadlock;
 mod wait;
 
@@ -58,6 +61,7 @@ mod p2p;
 #[derive(Debug, Clone, Copy)]
 enum Doing {
     Start,
+    Compute,
     Send { dst: u32, tag: i32, bytes: u64, comm: u32 },
     Recv { src: i32, tag: i32, comm: u32 },
     Wait { req: u64 },
@@ -71,6 +75,7 @@ impl Doing {
     fn name(&self) -> &'static str {
         match *self {
             Doing::Start => "start",
+            Doing::Compute => "compute",
             Doing::Send { .. } => "MPI_Send",
             Doing::Recv { .. } => "MPI_Recv",
             Doing::Wait { .. } => "MPI_Wait",
@@ -85,6 +90,7 @@ impl fmt::Display for Doing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Doing::Start => write!(f, "start"),
+            Doing::Compute => write!(f, "compute"),
             Doing::Send { dst, tag, bytes, comm } => {
                 write!(f, "MPI_Send(dst={dst}, tag={tag}, {bytes} B, comm={comm})")
             }
@@ -162,6 +168,8 @@ pub(crate) struct Outcome {
     pub(crate) io_recorded: u64,
     /// In salvage mode, the ranks left waiting at the end and on what.
     pub(crate) stuck: Option<String>,
+    /// The hosts given more ranks than cores.
+    pub(crate) oversubscribed: Vec<cpu::Oversubscribed>,
 }
 
 enum Flow {
@@ -199,12 +207,17 @@ pub(crate) struct Engine<'a, 'p, E> {
     io: io::IoState,
     /// Ranks left waiting at the end finish there ([`super::Replay::salvage`]).
     pub(crate) salvage: bool,
+    /// Cores of each oversubscribed host (`None` for others; empty if none is).
+    cores: Vec<Option<super::cores::HostCores>>,
+    oversubscribed: Vec<cpu::Oversubscribed>,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Places the ranks of `streams` (rank r = index r) on `platform`.
     pub(crate) fn new(platform: &'p Platform, streams: Vec<ActionStream<'a, E>>) -> Self {
         let placement = platform.placement(streams.len() as u32);
+        let cores: Vec<u32> = platform.hosts.iter().map(|h| h.cores).collect();
+        let oversubscribed = cpu::oversubscribed(&placement, &cores);
         let ranks: Vec<Rank<'a, E>> = streams
             .into_iter()
             .zip(placement)
@@ -246,6 +259,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             actions: 0,
             io: io::IoState::new(platform),
             salvage: false,
+            cores: Self::cores_for(platform, &oversubscribed),
+            oversubscribed,
             round: Vec::new(),
             round_slots: Vec::new(),
         }
@@ -264,6 +279,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
                 Kind::Nbc(r) => {
                     self.nbc_event(r as usize, ev.time)?;
+                    continue;
+                }
+                Kind::Cpu(h) => {
+                    self.cpu_event(h as usize, ev.time)?;
                     continue;
                 }
                 Kind::Rank(r) => r as usize,
@@ -309,6 +328,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             energy_j,
             io_recorded,
             stuck,
+            oversubscribed: std::mem::take(&mut self.oversubscribed),
         })
     }
 
@@ -353,7 +373,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             return self.coll_round(r);
         }
         let action = match self.ranks[r].stream.next() {
-            None => return Ok(self.finish(r)),
+            None => return self.finish(r),
             Some(Ok(a)) => a,
             Some(Err(e)) => return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) }),
         };
@@ -369,7 +389,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     return Err(self.err(r, action, "compute time must be finite and >= 0", false));
                 }
                 let speed = self.ranks[r].speed;
-                self.local_compute(r, seconds / speed);
+                return self.compute_block(r, seconds / speed, true);
             }
             // MPI_PROC_NULL peers: nothing to transfer, requests complete at once.
             Action::Send { dst: NULL_DST, .. } | Action::Recv { src: PROC_NULL, .. } => {}
@@ -424,12 +444,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let src = self.src(r, action, src)?;
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.irecv(r, src, self.comms.user_ctx(r, comm), tag, slot)?;
+                self.irecv_posted(r);
             }
             Action::Wait { req } => {
                 self.ranks[r].doing = Doing::Wait { req };
                 self.wait_begin(r);
                 if let Some(slot) = self.ranks[r].reqs.take_user(req) {
-                    self.wait_add(r, slot);
+                    self.wait_user(r, slot);
                 }
                 return Ok(self.wait_end(r));
             }
@@ -438,7 +459,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 self.wait_begin(r);
                 for req in reqs {
                     if let Some(slot) = self.ranks[r].reqs.take_user(*req) {
-                        self.wait_add(r, slot);
+                        self.wait_user(r, slot);
                     }
                 }
                 return Ok(self.wait_end(r));
@@ -494,7 +515,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if !(flops.is_finite() && flops >= 0.0) {
                     return Err(self.err(r, action, "flops must be finite and >= 0", false));
                 }
-                self.computed(r, flops / speed);
+                return self.compute_block(r, flops / speed, false);
             }
             Action::CommCreate { comm, ref members } => {
                 if let Some(&m) = members.iter().find(|&&m| m as usize >= self.ranks.len()) {
@@ -505,7 +526,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             }
             Action::Io { .. } => return self.io(r, action),
             Action::Init => {}
-            Action::Finalize => return Ok(self.finish(r)),
+            Action::Finalize => return self.finish(r),
         }
         Ok(Flow::Continue)
     }
@@ -534,12 +555,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
     }
 
-    fn finish(&mut self, r: usize) -> Flow {
+    fn finish(&mut self, r: usize) -> Result<Flow, ReplayError> {
         let rk = &mut self.ranks[r];
         rk.status = Status::Done;
         rk.stats.end_s = rk.clock;
         rk.stream = Box::new(std::iter::empty());
-        Flow::Done
+        self.cpu_rank_done(r)?;
+        Ok(Flow::Done)
     }
 
     /// Slot `slot` of rank `r` completes at `at` with model duration `d`;
