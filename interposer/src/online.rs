@@ -203,7 +203,13 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
     }
     let mut clock = VirtualRank::new(platform, rank).with_world(size);
     if rank == 0 && clock.core_share() < 1.0 {
-        warn(None, &format!("online mode: rank 0's host has more ranks than cores; its compute blocks get {:.3} of a core (waiting_ranks)", clock.core_share()));
+        warn(
+            None,
+            &format!(
+                "online mode: rank 0's host has more ranks than cores; its compute blocks get {:.3} of a core (waiting_ranks)",
+                clock.core_share()
+            ),
+        );
     }
     let mut jitter = None;
     if let Some(j) = &cfg.jitter {

@@ -209,7 +209,9 @@ impl Online {
                 }
                 match user_wait {
                     true => self.clock.wait(ids),
-                    false => self.clock.complete(ids),
+                    false => {
+                        self.clock.complete(ids);
+                    }
                 }
             }
             Ev::Coll { call, action, members, slot, gather } => {
@@ -267,7 +269,7 @@ impl Online {
     pub fn stuck_on(&self) -> String {
         let Some(ev) = self.work.queue.front() else { return "its last messages".into() };
         match ev {
-            Ev::Wait { ids, call } => {
+            Ev::Wait { ids, call, .. } => {
                 let what = self.work.inputs.iter().find(|i| ids.contains(&i.id())).map_or_else(|| "nothing".into(), Input::describe);
                 format!("{} waits for {what}", call.mpi_name())
             }

@@ -100,11 +100,7 @@ fn irecv_posts_and_waits_cost_their_platform_times() {
     close(r.makespan_s, 1e-4 + L + 4e-4);
     balanced(&r);
     // A wait on requests complete long ago still costs wait_s each.
-    let late = vec![
-        Action::Irecv { src: 1, tag: 0, bytes: 8, comm: 0, req: 1 },
-        compute(1.0),
-        Action::Wait { req: 1 },
-    ];
+    let late = vec![Action::Irecv { src: 1, tag: 0, bytes: 8, comm: 0, req: 1 }, compute(1.0), Action::Wait { req: 1 }];
     let r = run(&p, vec![late, vec![send(0, 8)]]).unwrap();
     close(r.ranks[0].end_s, 1e-4 + 1.0 + 2e-4);
     balanced(&r);
