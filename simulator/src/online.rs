@@ -345,11 +345,12 @@ impl<'a> VirtualRank<'a> {
     /// latest completion, and the requests are forgotten. Unknown
     /// handles (`MPI_REQUEST_NULL`, `MPI_PROC_NULL` peers) complete at once;
     /// a request still pending (its companion never came) counts as
-    /// complete now. Then the rank is busy `[smpi] wait_s` per known
-    /// request, as in the replay.
+    /// complete now. Then the rank is busy `[smpi] wait_s` per request of
+    /// `reqs`, as the replay charges each request of the application's
+    /// wait it knows (a cancelled one included).
     pub fn wait(&mut self, reqs: &[u64]) {
-        let known = self.complete(reqs);
-        let o = known as f64 * self.platform.smpi.wait_s;
+        self.complete(reqs);
+        let o = reqs.len() as f64 * self.platform.smpi.wait_s;
         self.clock += o;
         self.stats.comm_s += o;
     }
