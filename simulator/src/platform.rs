@@ -5,6 +5,7 @@
 //!
 //! ```toml
 //! name = "calibrated-localhost"
+//! waiting_ranks = "poll"       # optional, or "yield": ranks beyond a host's cores ([`WaitingRanks`])
 //! [[hosts]]
 //! name = "node0"
 //! cores = 2
@@ -25,7 +26,6 @@
 //!              { intercept_s = 2e-6, bandwidth_bytes_per_s = 6e9 } ]
 //! [network.inter]              # optional: between hosts; defaults to intra
 //! ...
-//! waiting_ranks = "poll"       # or "yield": ranks beyond a host's cores ([`WaitingRanks`])
 //! [smpi]
 //! async_small_thresh_bytes = 0 # optional
 //! irecv_s = 1.2e-7             # optional: cost of posting an MPI_Irecv (default 0)

@@ -233,7 +233,8 @@ fn waiting_ranks_and_per_call_costs_default_round_trip_and_are_checked() {
     p.save(&f).unwrap();
     assert_eq!(Platform::load(&f).unwrap(), p);
     let text = std::fs::read_to_string(&f).unwrap();
-    let negative: String = text.lines().map(|l| if l.starts_with("wait_s") { "wait_s = -1.0\n".to_string() } else { format!("{l}\n") }).collect();
+    let negative: String =
+        text.lines().map(|l| if l.starts_with("wait_s") { "wait_s = -1.0\n".to_string() } else { format!("{l}\n") }).collect();
     let bad = write(dir.path(), &negative);
     let e = Platform::load(&bad).unwrap_err().to_string();
     assert!(e.contains("p.toml") && e.contains("smpi.wait_s"), "{e}");
