@@ -50,6 +50,13 @@
  *             size 0).
  *   iprobe    one MPI_Iprobe finding no message: mean of CALL_BURST calls
  *             (rank 0; size 0).
+ *   irecv     posting one MPI_Irecv (8 bytes, no message yet): mean of
+ *             CALL_BURST posts (rank 0; size 0).
+ *   wait      one MPI_Wait on a request already satisfied: after the
+ *             irecv posts, Barrier; rank 1 sends the CALL_BURST 8-byte
+ *             messages; Barrier; rank 0 spins RECV_SETTLE_S so they have
+ *             surely arrived, then times MPI_Wait on each request in turn:
+ *             the mean per request (rank 0; size 0).
  *   recv      rank 0 MPI_Isend; Barrier; rank 1 spins RECV_SETTLE_S so an eager
  *             message has surely arrived, then times one MPI_Recv (measured
  *             on rank 1); rank 0 MPI_Wait. For rendezvous sizes the Recv
@@ -74,7 +81,7 @@
 #define PP_WARM_LONG 100 /* untimed round trips up to PP_LONG_MAX_BYTES (OSU's skip) */
 #define PP_BURST_LONG 256 /* timed round trips up to PP_LONG_MAX_BYTES */
 #define CALL_BURST 32
-#define REC 10 /* doubles per plan entry in rec[] */
+#define REC 14 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
 #define AR_WARM 8
 #define AR_BURST 64
@@ -335,6 +342,32 @@ int main(int argc, char **argv)
             MPI_Recv(buf, s, MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
 
+        /* irecv, wait: posting a receive, and waiting on a satisfied one (tag 9) */
+        {
+            static char small[CALL_BURST][8];
+            MPI_Request reqs[CALL_BURST];
+            if (rank == 0) {
+                t = MPI_Wtime();
+                for (int k = 0; k < CALL_BURST; k++)
+                    MPI_Irecv(small[k], 8, MPI_BYTE, peer, 9, MPI_COMM_WORLD, &reqs[k]);
+                r[10] = t - t0;
+                r[11] = (MPI_Wtime() - t) / CALL_BURST;
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 1)
+                for (int k = 0; k < CALL_BURST; k++)
+                    MPI_Send(small[k], 8, MPI_BYTE, peer, 9, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0) {
+                spin(RECV_SETTLE_S);
+                t = MPI_Wtime();
+                for (int k = 0; k < CALL_BURST; k++)
+                    MPI_Wait(&reqs[k], MPI_STATUS_IGNORE);
+                r[12] = t - t0;
+                r[13] = (MPI_Wtime() - t) / CALL_BURST;
+            }
+        }
+
         /* recv: the message has already arrived (eager sizes) */
         if (rank == 0) {
             MPI_Request req;
@@ -393,6 +426,8 @@ int main(int argc, char **argv)
             fprintf(out, "isend,%ld,%.9f,%.9e\n", plan[i], r[4], r[5]);
             fprintf(out, "wtime,0,%.9f,%.9e\n", r[6], r[7]);
             fprintf(out, "iprobe,0,%.9f,%.9e\n", r[8], r[9]);
+            fprintf(out, "irecv,0,%.9f,%.9e\n", r[10], r[11]);
+            fprintf(out, "wait,0,%.9f,%.9e\n", r[12], r[13]);
         }
         if (fclose(out) != 0) {
             fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));

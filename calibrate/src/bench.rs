@@ -36,6 +36,10 @@ pub enum Op {
     Wtime,
     /// One `MPI_Iprobe` finding no message (size 0).
     Iprobe,
+    /// Posting one 8-byte `MPI_Irecv` whose message has not come (size 0).
+    Irecv,
+    /// One `MPI_Wait` on a receive whose message has arrived (size 0).
+    Wait,
     /// netgauge's PRTT(1, 0, s): one message and its reply (LogGP mode).
     Prtt1,
     /// PRTT(n, 0, s): n messages back to back, then one reply.
@@ -50,8 +54,20 @@ pub enum Op {
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 10] =
-        [Op::Pingpong, Op::Send, Op::Recv, Op::Isend, Op::Wtime, Op::Iprobe, Op::Prtt1, Op::PrttN, Op::PrttD, Op::Allreduce];
+    pub const ALL: [Op; 12] = [
+        Op::Pingpong,
+        Op::Send,
+        Op::Recv,
+        Op::Isend,
+        Op::Wtime,
+        Op::Iprobe,
+        Op::Irecv,
+        Op::Wait,
+        Op::Prtt1,
+        Op::PrttN,
+        Op::PrttD,
+        Op::Allreduce,
+    ];
 
     /// The name used in the CSV.
     pub fn name(self) -> &'static str {
@@ -62,6 +78,8 @@ impl Op {
             Op::Isend => "isend",
             Op::Wtime => "wtime",
             Op::Iprobe => "iprobe",
+            Op::Irecv => "irecv",
+            Op::Wait => "wait",
             Op::Prtt1 => "prtt1",
             Op::PrttN => "prttn",
             Op::PrttD => "prttd",

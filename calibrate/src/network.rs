@@ -119,6 +119,12 @@ pub struct NetworkFit {
     pub wtime_s: Option<f64>,
     /// Median cost of one `MPI_Iprobe` finding nothing, seconds, when measured.
     pub iprobe_s: Option<f64>,
+    /// Median cost of posting one `MPI_Irecv`, seconds, when measured
+    /// (the platform's `[smpi] irecv_s`).
+    pub irecv_s: Option<f64>,
+    /// Median cost of one `MPI_Wait` on a satisfied request, seconds, when
+    /// measured (the platform's `[smpi] wait_s`).
+    pub wait_s: Option<f64>,
     /// Messages strictly smaller than this are eager, bytes.
     pub eager_threshold_bytes: u64,
     /// How the threshold was found, one line for humans.
@@ -167,6 +173,9 @@ impl NetworkFit {
         out.push_str(&format!("eager_threshold_bytes = {} ({})\n", self.eager_threshold_bytes, self.threshold_note));
         if let (Some(w), Some(p)) = (self.wtime_s, self.iprobe_s) {
             out.push_str(&format!("MPI_Wtime {:.1} ns, MPI_Iprobe {:.1} ns per call\n", w * 1e9, p * 1e9));
+        }
+        if let (Some(i), Some(w)) = (self.irecv_s, self.wait_s) {
+            out.push_str(&format!("MPI_Irecv post {:.1} ns, MPI_Wait on a satisfied request {:.1} ns\n", i * 1e9, w * 1e9));
         }
         out
     }
@@ -219,6 +228,8 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         isend,
         wtime_s: median(Op::Wtime),
         iprobe_s: median(Op::Iprobe),
+        irecv_s: median(Op::Irecv),
+        wait_s: median(Op::Wait),
         eager_threshold_bytes,
         threshold_note,
     })

@@ -116,6 +116,8 @@ mod tests {
             isend: None,
             wtime_s: Some(2e-8),
             iprobe_s: None,
+            irecv_s: None,
+            wait_s: None,
             eager_threshold_bytes: 5000,
             threshold_note: String::new(),
         }

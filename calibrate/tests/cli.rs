@@ -76,11 +76,18 @@ fn calibrate_network_writes_a_loadable_platform() {
         assert!((1..=4 << 20).contains(&m.eager_threshold_bytes), "eager threshold {}\n{stdout}", m.eager_threshold_bytes);
     }
     assert_eq!((p.hosts.len(), p.network.inter.is_none()), (1, true));
+    // Posting an MPI_Irecv and waiting on a satisfied request cost time.
+    let (irecv, wait) = (p.smpi.irecv_s, p.smpi.wait_s);
+    assert!(irecv > 0.0 && irecv < 1e-4 && wait > 0.0 && wait < 1e-4, "irecv_s {irecv}, wait_s {wait}\n{stdout}");
+    assert!(stdout.contains("MPI_Irecv post") && stdout.contains("MPI_Wait on a satisfied request"), "{stdout}");
 
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert!(rows.starts_with("op,size_bytes,start_s,duration_s\n"));
-    // One grid pass, plus at most 3 more while the medians are unstable.
-    let passes = (rows.lines().count() - 1) as f64 / (6 * 10 * 30) as f64;
+    // One grid pass, plus at most 3 more while the medians are unstable;
+    // 8 rows per plan entry (pingpong, send, recv, isend, wtime, iprobe,
+    // irecv, wait).
+    assert!(rows.contains("\nirecv,0,") && rows.contains("\nwait,0,"));
+    let passes = (rows.lines().count() - 1) as f64 / (8 * 10 * 30) as f64;
     assert!(passes.fract() == 0.0 && (1.0..=4.0).contains(&passes), "{passes} grid passes");
     if stdout.contains("refined") {
         assert!(Path::new(&dir.path().join("samples.refine.csv")).exists());

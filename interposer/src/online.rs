@@ -203,7 +203,16 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
     if rank == 0 && platform.links.is_some() {
         warn(None, "online mode does not model link sharing (the platform's [links]); each transfer gets full bandwidth");
     }
-    let mut clock = VirtualRank::new(platform, rank);
+    let mut clock = VirtualRank::new(platform, rank).with_world(size);
+    if rank == 0 && clock.core_share() < 1.0 {
+        warn(
+            None,
+            &format!(
+                "online mode: rank 0's host has more ranks than cores; its compute blocks get {:.3} of a core (waiting_ranks)",
+                clock.core_share()
+            ),
+        );
+    }
     let mut jitter = None;
     if let Some(j) = &cfg.jitter {
         match simulator::jitter::load_tracks(j, None) {

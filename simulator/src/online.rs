@@ -12,6 +12,17 @@
 //! - **Compute** `s` seconds of thread CPU time advance the clock by
 //!   `s / speed_ratio` of the rank's host (stretched by OS jitter when a
 //!   [`Stretch`] is given, as [`crate::replay::Replay::jitter`] does).
+//!   On a host given more ranks than cores ([`VirtualRank::with_world`])
+//!   whose ranks poll while they wait ([`WaitingRanks::Poll`]), a block
+//!   takes `ranks_on_host / cores` times longer: the replay's fluid share
+//!   while every rank of the host is alive (the replay speeds the others
+//!   up once ranks finalize; online mode does not). With
+//!   [`WaitingRanks::Yield`] the share depends on which ranks compute at
+//!   the same time, a global view online mode lacks: each block gets a
+//!   whole core.
+//! - **Nonblocking point-to-point costs**: posting an `MPI_Irecv` costs
+//!   `[smpi] irecv_s`, a wait `[smpi] wait_s` per request it completes,
+//!   as in the replay.
 //! - **Eager** (`bytes < eager_threshold_bytes` of the pair's
 //!   [`P2pModel`]): the sender is busy `send_overhead(bytes)`; the receive
 //!   completes at `max(send_post + transfer(bytes), recv_post +
@@ -55,7 +66,7 @@ use serde::Serialize;
 use crate::action::Action;
 use crate::io::FsState;
 use crate::network::P2pModel;
-use crate::platform::{Mapping, Platform};
+use crate::platform::{Mapping, Platform, WaitingRanks};
 use crate::replay::{self, ActionStream, ReplayError, ReplayErrorKind, Stretch};
 
 mod io;
@@ -134,6 +145,9 @@ pub struct VirtualRank<'a> {
     rank: u32,
     platform: Platform,
     speed: f64,
+    /// Share of a core a compute block gets, `min(1, cores / ranks)` of
+    /// the rank's host with polling ranks, else 1.
+    share: f64,
     clock: f64,
     stats: VirtualStats,
     reqs: HashMap<u64, Req>,
@@ -164,6 +178,7 @@ impl<'a> VirtualRank<'a> {
             rank,
             platform,
             speed,
+            share: 1.0,
             clock: 0.0,
             stats: VirtualStats::default(),
             reqs: HashMap::new(),
@@ -171,6 +186,29 @@ impl<'a> VirtualRank<'a> {
             fs,
             open: HashMap::new(),
         }
+    }
+
+    /// The run has `size` ranks (default: as many as the rank's host has
+    /// cores): when the placement gives the rank's host more ranks than
+    /// cores and its ranks poll ([`Platform::waiting_ranks`]), compute
+    /// blocks get `cores / ranks_on_host` of a core (module docs).
+    ///
+    /// # Panics
+    /// With an explicit mapping that does not place `size` ranks.
+    pub fn with_world(mut self, size: u32) -> Self {
+        let host = self.platform.host_of(self.rank);
+        let on_host = self.platform.placement(size).iter().filter(|&&h| h as usize == host).count() as f64;
+        let cores = self.platform.hosts[host].cores as f64;
+        self.share = match self.platform.waiting_ranks {
+            WaitingRanks::Poll if on_host > cores => cores / on_host,
+            _ => 1.0,
+        };
+        self
+    }
+
+    /// Share of a core the rank's compute blocks get (1: a core of its own).
+    pub fn core_share(&self) -> f64 {
+        self.share
     }
 
     /// Exposes compute blocks and eager-send overheads to OS jitter
@@ -207,9 +245,10 @@ impl<'a> VirtualRank<'a> {
         }
     }
 
-    /// A compute block of `seconds` of measured thread CPU time.
+    /// A compute block of `seconds` of measured thread CPU time; divided
+    /// by the speed ratio and the core share ([`VirtualRank::with_world`]).
     pub fn compute(&mut self, seconds: f64) {
-        let dt = self.stretch(self.clock, seconds.max(0.0) / self.speed);
+        let dt = self.stretch(self.clock, seconds.max(0.0) / self.speed) / self.share;
         self.clock += dt;
         self.stats.compute_s += dt;
     }
@@ -257,8 +296,20 @@ impl<'a> VirtualRank<'a> {
     }
 
     /// Posts a receive creating request `req` at the clock; returns its
-    /// virtual post time.
+    /// virtual post time. The rank is then busy `[smpi] irecv_s`, as in
+    /// the replay.
     pub fn irecv(&mut self, req: u64) -> f64 {
+        let post = self.recv_post(req);
+        let o = self.platform.smpi.irecv_s;
+        self.clock += o;
+        self.stats.comm_s += o;
+        post
+    }
+
+    /// Posts the receive of a blocking call (`MPI_Recv`, the receive half
+    /// of `MPI_Sendrecv`) as request `req`; returns its virtual post time.
+    /// Costs nothing here: the receive overhead is the model's.
+    pub fn recv_post(&mut self, req: u64) -> f64 {
         self.reqs.insert(req, Req::Recv { post: self.clock });
         self.clock
     }
@@ -324,16 +375,32 @@ impl<'a> VirtualRank<'a> {
     /// latest completion, and the requests are forgotten. Unknown
     /// handles (`MPI_REQUEST_NULL`, `MPI_PROC_NULL` peers) complete at once;
     /// a request still pending (its companion never came) counts as
-    /// complete now.
+    /// complete now. Then the rank is busy `[smpi] wait_s` per request of
+    /// `reqs`, as the replay charges each request of the application's
+    /// wait it knows (a cancelled one included).
     pub fn wait(&mut self, reqs: &[u64]) {
+        self.complete(reqs);
+        let o = reqs.len() as f64 * self.platform.smpi.wait_s;
+        self.clock += o;
+        self.stats.comm_s += o;
+    }
+
+    /// Requests `reqs` completed in a blocking call (`MPI_Send`,
+    /// `MPI_Recv`, `MPI_Sendrecv`) or were freed: [`VirtualRank::wait`]
+    /// without its per-request cost. Returns the number of known requests.
+    pub fn complete(&mut self, reqs: &[u64]) -> usize {
         let mut b = Block { since: self.clock, resume: self.clock, d: 0.0 };
+        let mut known = 0;
         for r in reqs {
-            if let Some(Req::Done { at, d }) = self.reqs.remove(r) {
+            let state = self.reqs.remove(r);
+            known += state.is_some() as usize;
+            if let Some(Req::Done { at, d }) = state {
                 b.resume = b.resume.max(at);
                 b.d = b.d.max(d);
             }
         }
         self.resolve(b);
+        known
     }
 
     fn resolve(&mut self, b: Block) {
@@ -349,9 +416,9 @@ impl<'a> VirtualRank<'a> {
     /// Returns the post time and eagerness as [`VirtualRank::recv_matched`].
     pub fn recv(&mut self, src: u32, bytes: u64, send_post_s: f64) -> (f64, bool) {
         const TMP: u64 = u64::MAX;
-        self.irecv(TMP);
+        self.recv_post(TMP);
         let out = self.recv_matched(TMP, src, bytes, send_post_s).expect("posted above");
-        self.wait(&[TMP]);
+        self.complete(&[TMP]);
         out
     }
 
@@ -458,7 +525,11 @@ impl<'a> VirtualRank<'a> {
             true => vec![Action::Icoll { req: 1, coll: Box::new(act) }, Action::Wait { req: 1 }],
         };
         let hosts = members.iter().map(|&m| self.platform.host_of(m) as u32).collect();
-        let platform = Platform { mapping: Mapping::Explicit { hosts }, ..self.platform.clone() };
+        let mut platform = Platform { mapping: Mapping::Explicit { hosts }, ..self.platform.clone() };
+        // The entry blocks stand for time already elapsed, not CPU work
+        // to share; the wait's per-request cost is the caller's.
+        platform.hosts.iter_mut().for_each(|h| h.cores = h.cores.max(members.len() as u32));
+        platform.smpi.wait_s = 0.0;
         let base = entries_s.iter().copied().fold(f64::INFINITY, f64::min);
         let streams: Vec<ActionStream<'_, std::convert::Infallible>> = members
             .iter()

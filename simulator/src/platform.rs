@@ -5,6 +5,7 @@
 //!
 //! ```toml
 //! name = "calibrated-localhost"
+//! waiting_ranks = "poll"       # optional, or "yield": ranks beyond a host's cores ([`WaitingRanks`])
 //! [[hosts]]
 //! name = "node0"
 //! cores = 2
@@ -27,6 +28,8 @@
 //! ...
 //! [smpi]
 //! async_small_thresh_bytes = 0 # optional
+//! irecv_s = 1.2e-7             # optional: cost of posting an MPI_Irecv (default 0)
+//! wait_s = 6e-8                # optional: per request an MPI_Wait/Waitall completes (default 0)
 //! [links]                      # optional: link sharing between hosts
 //! bw_bytes_per_s = 1.25e9      # every link (x count for fat-tree levels)
 //! crosstraffic = 0.0           # optional (SimGrid: 0.05)
@@ -182,7 +185,7 @@ pub struct Network {
 }
 
 /// SMPI settings that have no other place in the schema (`[smpi]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Smpi {
     /// Mirrors SMPI's `smpi/async-small-thresh`: an eager message of at
@@ -191,6 +194,56 @@ pub struct Smpi {
     /// eager message starts at its send.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub async_small_thresh_bytes: Option<u64>,
+    /// CPU time of posting one `MPI_Irecv`, seconds (default 0): the rank
+    /// is busy this long after each nonblocking receive it posts. Measured
+    /// by `calibrate network` (netbench's `irecv` samples); the posting
+    /// cost SimGrid charges as `smpi/or` at the receive, here at the post.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub irecv_s: f64,
+    /// CPU time `MPI_Wait`/`MPI_Waitall` spend per request they complete,
+    /// seconds (default 0), charged after the wait ends, also when every
+    /// request had already completed. Measured by `calibrate network`
+    /// (netbench's `wait` samples: `MPI_Wait` on a request whose message
+    /// has arrived); mirrors SimGrid's `smpi/test`, the time injected in
+    /// a call to `MPI_Test`.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub wait_s: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+impl Smpi {
+    /// Checks the per-call costs.
+    ///
+    /// # Errors
+    /// A message naming the bad field.
+    pub fn validate(&self) -> Result<(), crate::error::Invalid> {
+        for (name, v) in [("irecv_s", self.irecv_s), ("wait_s", self.wait_s)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{name} must be finite and >= 0, got {v}").into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the ranks of an oversubscribed host (more ranks than cores) do
+/// while they wait in MPI; decides how many ranks share its cores
+/// (`waiting_ranks` in the platform, `simulator replay --waiting-ranks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitingRanks {
+    /// A waiting rank busy-polls and keeps its core busy, as Open MPI and
+    /// MPICH progress by default: every rank not yet finalized shares the
+    /// host's cores with the compute blocks.
+    #[default]
+    Poll,
+    /// A waiting rank leaves its core: only ranks inside a compute block
+    /// share the cores (SimGrid's actors, which use no CPU while they
+    /// wait for a communication).
+    Yield,
 }
 
 /// A whole platform (schema in the module docs).
@@ -207,6 +260,10 @@ pub struct Platform {
     pub mapping: Mapping,
     /// Network models.
     pub network: Network,
+    /// What waiting ranks do on a host with more ranks than cores
+    /// ([`crate::replay`]'s CPU sharing): they poll (default) or yield.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub waiting_ranks: WaitingRanks,
     /// SMPI settings.
     #[serde(default, skip_serializing_if = "is_default")]
     pub smpi: Smpi,
@@ -251,6 +308,7 @@ impl Platform {
             hosts,
             mapping: Mapping::Block,
             network: Network { intra, inter: None },
+            waiting_ranks: WaitingRanks::default(),
             smpi: Smpi::default(),
             links: None,
             collectives: Collectives::default(),
@@ -320,6 +378,7 @@ impl Platform {
         if let Some(inter) = &self.network.inter {
             inter.validate().map_err(|e| format!("network.inter.{e}"))?;
         }
+        self.smpi.validate().map_err(|w| format!("smpi.{w}"))?;
         let names: Vec<&str> = self.hosts.iter().map(|h| h.name.as_str()).collect();
         for (i, f) in self.fs.iter().enumerate() {
             f.validate(&names).map_err(|w| w.within(&format!("fs[{i}].")))?;

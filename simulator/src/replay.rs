@@ -105,6 +105,7 @@
 //! counts nowhere, a wait no longer than the transfer itself is all
 //! communication, and anything longer is waiting for a late partner.
 
+mod cores;
 mod engine;
 mod flows;
 mod matching;
@@ -116,7 +117,7 @@ pub mod timeline;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-pub use report::{HostReport, RankReport, RatioStats, ReplayReport};
+pub use report::{HostReport, Oversubscribed, RankReport, RatioStats, ReplayReport};
 pub use timeline::{Marks, Timeline};
 
 use crate::action::{Action, ComputeTime, TraceActions};
@@ -298,6 +299,16 @@ where
         io_servers: out.io_servers,
         io_recorded_calls: out.io_recorded,
         salvaged: out.stuck,
+        oversubscribed: out
+            .oversubscribed
+            .iter()
+            .map(|o| report::Oversubscribed {
+                host: platform.hosts[o.host].name.clone(),
+                ranks: o.ranks,
+                cores: platform.hosts[o.host].cores,
+                waiting_ranks: platform.waiting_ranks,
+            })
+            .collect(),
     })
 }
 

@@ -89,7 +89,7 @@ pub unsafe extern "C" fn ipr_online_send(op: c_int, p: *const Params, slot: u32,
     with((), |on| {
         let id = on.fresh();
         send(on, id, &p, slot, local, tag, call);
-        on.queue(Ev::Wait { ids: vec![id], call });
+        on.queue(Ev::Wait { ids: vec![id], call, user_wait: false });
     })
 }
 
@@ -113,7 +113,7 @@ pub unsafe extern "C" fn ipr_online_isend(op: c_int, p: *const Params, slot: u32
 pub extern "C" fn ipr_online_irecv(req: u64, slot: u32) {
     with((), |on| {
         let id = on.post(req, Some(slot));
-        on.queue(Ev::Recv { id });
+        on.queue(Ev::Recv { id, nonblocking: true });
     })
 }
 
@@ -124,9 +124,9 @@ pub extern "C" fn ipr_online_recv(op: c_int, slot: u32, src: c_int, tag: c_int) 
     let Some(call) = Op::from_code(op as u8) else { return };
     with((), |on| {
         let id = on.fresh();
-        on.queue(Ev::Recv { id });
+        on.queue(Ev::Recv { id, nonblocking: false });
         matched(on, id, slot, src, tag, call);
-        on.queue(Ev::Wait { ids: vec![id], call });
+        on.queue(Ev::Wait { ids: vec![id], call, user_wait: false });
     })
 }
 
@@ -158,11 +158,11 @@ pub unsafe extern "C" fn ipr_online_sendrecv(
         }
         if p.peer2 >= 0 && src >= 0 {
             let id = on.fresh();
-            on.queue(Ev::Recv { id });
+            on.queue(Ev::Recv { id, nonblocking: false });
             matched(on, id, slot, src, recvtag, call);
             ids.push(id);
         }
-        on.queue(Ev::Wait { ids, call });
+        on.queue(Ev::Wait { ids, call, user_wait: false });
     })
 }
 
@@ -196,7 +196,7 @@ pub unsafe extern "C" fn ipr_online_wait(op: c_int, reqs: *const u64, n: u64) {
     with((), |on| {
         let ids: Vec<u64> = list.iter().filter_map(|r| on.posted.remove(r)).map(|p| p.id).collect();
         if !ids.is_empty() {
-            on.queue(Ev::Wait { ids, call });
+            on.queue(Ev::Wait { ids, call, user_wait: true });
         }
     })
 }

@@ -38,10 +38,13 @@ pub enum Ev {
     /// A send posted as request `id`: to world rank `peer`, rank `local`
     /// of shadow `slot`, with `tag`; the companion goes out when it runs.
     Send { id: u64, peer: u32, bytes: u64, slot: u32, local: i32, tag: i32, call: Call },
-    /// A receive posted as request `id`.
-    Recv { id: u64 },
-    /// Requests `ids` completed (a wait, a successful test, a blocking call).
-    Wait { ids: Vec<u64>, call: Call },
+    /// A receive posted as request `id`; `nonblocking`: by the
+    /// application's `MPI_Irecv` (or a start), which costs `[smpi] irecv_s`.
+    Recv { id: u64, nonblocking: bool },
+    /// Requests `ids` completed (a wait, a successful test, a blocking
+    /// call); `user_wait`: in the application's wait or test, which costs
+    /// `[smpi] wait_s` per request.
+    Wait { ids: Vec<u64>, call: Call, user_wait: bool },
     /// A blocking collective over `members` (world ranks) of shadow
     /// `slot`; `gather` is the exchange of entry times once posted.
     Coll { call: Call, action: Action, members: Vec<u32>, slot: u32, gather: Option<Op> },
@@ -200,14 +203,22 @@ impl Online {
                     }
                 }
             }
-            Ev::Recv { id } => {
-                self.clock.irecv(*id);
+            Ev::Recv { id, nonblocking } => {
+                match nonblocking {
+                    true => self.clock.irecv(*id),
+                    false => self.clock.recv_post(*id),
+                };
             }
-            Ev::Wait { ids, .. } => {
+            Ev::Wait { ids, user_wait, .. } => {
                 if self.work.inputs.iter().any(|i| ids.contains(&i.id())) {
                     return false;
                 }
-                self.clock.wait(ids);
+                match user_wait {
+                    true => self.clock.wait(ids),
+                    false => {
+                        self.clock.complete(ids);
+                    }
+                }
             }
             Ev::Coll { call, action, members, slot, gather } => {
                 if gather.is_none() {
@@ -289,7 +300,7 @@ impl Online {
                 // a freed receive or collective is forgotten.
                 if *cancelled || matches!(self.clock.pending(*id), Pending::Recv | Pending::Collective) {
                     self.nbcs.remove(id);
-                    self.clock.wait(&[*id]);
+                    self.clock.complete(&[*id]);
                 }
             }
             Ev::CommFree { slot } => super::ffi::free_shadow(*slot),
@@ -301,7 +312,7 @@ impl Online {
     pub fn stuck_on(&self) -> String {
         let Some(ev) = self.work.queue.front() else { return "its last messages".into() };
         match ev {
-            Ev::Wait { ids, call } => {
+            Ev::Wait { ids, call, .. } => {
                 let what = self.work.inputs.iter().find(|i| ids.contains(&i.id())).map_or_else(|| "nothing".into(), Input::describe);
                 format!("{} waits for {what}", call.mpi_name())
             }

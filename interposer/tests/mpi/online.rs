@@ -9,7 +9,8 @@ use simulator::replay::{open_trace_dir, replay};
 
 /// One 16-core host; eager below 4 KiB (jacobi2d's 512-double halo rows at
 /// `-np 4` then go by rendezvous, its 1-double allreduce eagerly); nonzero
-/// overheads; `speed_ratio` as given.
+/// overheads, `MPI_Irecv` post and per-request wait costs; `speed_ratio`
+/// as given.
 pub(super) fn platform_file(dir: &Path, speed_ratio: f64) -> PathBuf {
     let text = format!(
         "name = \"online-test\"\n[[hosts]]\nname = \"n0\"\ncores = 16\nspeed_ratio = {speed_ratio}\n\
@@ -17,7 +18,8 @@ pub(super) fn platform_file(dir: &Path, speed_ratio: f64) -> PathBuf {
          transfer = [ {{ max_bytes = 4096, intercept_s = 1e-6, bandwidth_bytes_per_s = 2e9 }}, \
          {{ intercept_s = 3e-6, bandwidth_bytes_per_s = 5e9 }} ]\n\
          send_overhead = [ {{ intercept_s = 5e-7, bandwidth_bytes_per_s = 1e10 }} ]\n\
-         recv_overhead = [ {{ intercept_s = 4e-7, bandwidth_bytes_per_s = 1e10 }} ]\n"
+         recv_overhead = [ {{ intercept_s = 4e-7, bandwidth_bytes_per_s = 1e10 }} ]\n\
+         [smpi]\nirecv_s = 2e-7\nwait_s = 3e-7\n"
     );
     let path = dir.join("platform.toml");
     std::fs::write(&path, text).unwrap();
@@ -72,6 +74,31 @@ fn online_prediction_agrees_with_offline_replay_of_the_same_run() {
         let plain = mpirun(4, prog, args, &[], false);
         assert_eq!(result_lines(&plain), result_lines(&out), "{prog}: online mode changed the results");
     }
+}
+
+/// The platform's host given 2 cores for 4 ranks: online mode (polling
+/// ranks: each block takes twice its time) agrees with the replay's fluid
+/// sharing of the same run's trace, which reports the host and predicts
+/// more than with a core per rank.
+#[test]
+fn an_oversubscribed_host_shares_its_cores_online_as_offline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let own_cores = platform_file(tmp.path(), 1.0);
+    let shared = tmp.path().join("shared.toml");
+    let text = std::fs::read_to_string(&own_cores).unwrap().replace("cores = 16", "cores = 2");
+    std::fs::write(&shared, text).unwrap();
+    let (dir, out) = online_run(4, "jacobi2d", &["1024", "60"], &shared, &[]);
+    assert!(warnings(&out).iter().any(|w| w.contains("more ranks than cores")), "{:?}", warnings(&out));
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let p = simulator::platform::Platform::load(&shared).unwrap();
+    let report = replay(&p, open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap()).unwrap();
+    let o = &report.oversubscribed;
+    assert!(o.len() == 1 && o[0].host == "n0" && o[0].ranks == 4 && o[0].cores == 2, "{o:?}");
+    let offline = report.makespan_s;
+    let rel = (online - offline).abs() / offline;
+    assert!(rel < 0.02, "online {online} s vs offline {offline} s ({:.3} %)", rel * 100.0);
+    let alone = offline_makespan(dir.path(), &own_cores);
+    assert!(offline > 1.3 * alone, "shared cores {offline} s vs a core per rank {alone} s");
 }
 
 /// jacobi2d calls `MPI_Comm_rank` right after `MPI_Init`: its first

@@ -20,8 +20,12 @@ fn platform() -> Platform {
         send_overhead: pw(2e-6, 1e9),
         recv_overhead: pw(3e-6, 2e9),
     };
-    let mut p = Platform::new("t", vec![Host::new("a", 1), Host { speed_ratio: 2.0, ..Host::new("b", 1) }], model(1e-6, 1e10));
+    // Rank r on host r mod 2, a core per rank (sharing is tested apart).
+    let mut p = Platform::new("t", vec![Host::new("a", 4), Host { speed_ratio: 2.0, ..Host::new("b", 4) }], model(1e-6, 1e10));
+    p.mapping = Mapping::RoundRobin;
     p.network.inter = Some(model(1e-5, 1e9));
+    p.smpi.irecv_s = 4e-7;
+    p.smpi.wait_s = 5e-7;
     p
 }
 
@@ -66,12 +70,12 @@ fn blocking_ping_pong_agrees_with_replay() {
         b.compute(3e-4);
         let (post_b, _) = b.recv(0, bytes, sa.post_s);
         a.send_done(1, bytes, sa, post_b);
-        let post_a = a.irecv(7);
+        let post_a = a.recv_post(7);
         b.compute(1e-5);
         let sb = b.send(0, bytes);
         let (post_a2, _) = a.recv_matched(7, 1, bytes, sb.post_s).unwrap();
         assert_eq!(post_a, post_a2);
-        a.wait(&[7]);
+        a.complete(&[7]);
         b.send_done(0, bytes, sb, post_a);
         assert_close(a.stats(), off[0]);
         assert_close(b.stats(), off[1]);
@@ -262,4 +266,26 @@ fn mpi_io_on_the_file_system_agrees_with_the_replay() {
     let mut bare = VirtualRank::new(platform(), 0);
     bare.io(&io(IoCall::Write, 0, MIB)).unwrap();
     assert!((bare.now() - 0.5).abs() < 1e-12 && bare.stats().compute_s == bare.now());
+}
+
+#[test]
+fn polling_ranks_on_an_oversubscribed_host_share_its_cores_as_offline() {
+    // 3 ranks on host a's 2 cores (poll): each 1 s block takes 1.5 s, as
+    // in the replay while no rank has finalized.
+    let mut p = platform();
+    p.hosts[0].cores = 2;
+    p.mapping = Mapping::Explicit { hosts: vec![0, 0, 0] };
+    let streams: Vec<ActionStream<'static, Infallible>> =
+        (0..3).map(|_| Box::new([compute(1.0), compute(0.5)].into_iter().map(Ok)) as ActionStream<'static, Infallible>).collect();
+    let rep = replay::replay(&p, streams).unwrap();
+    for r in 0..3u32 {
+        let mut v = VirtualRank::new(p.clone(), r).with_world(3);
+        assert!((v.core_share() - 2.0 / 3.0).abs() < 1e-12);
+        v.compute(1.0);
+        v.compute(0.5);
+        assert!((v.now() - 2.25).abs() < 1e-12 && (rep.ranks[r as usize].end_s - 2.25).abs() < 1e-12, "{}", v.now());
+    }
+    // Yield: online gives each block a whole core.
+    p.waiting_ranks = crate::platform::WaitingRanks::Yield;
+    assert_eq!(VirtualRank::new(p, 0).with_world(3).core_share(), 1.0);
 }

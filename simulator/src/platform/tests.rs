@@ -214,3 +214,31 @@ fn a_file_system_on_an_unknown_host_or_with_a_negative_bandwidth_is_refused() {
     let e = Platform::load(&f).unwrap_err().to_string();
     assert!(e.contains("fs[0].disk.write_bytes_per_s") && e.lines().count() == 1, "{e}");
 }
+
+#[test]
+fn waiting_ranks_and_per_call_costs_default_round_trip_and_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("p.toml");
+    let p = sample();
+    p.save(&f).unwrap();
+    let text = std::fs::read_to_string(&f).unwrap();
+    // Defaults are not written, so older readers and files agree.
+    assert!(!text.contains("waiting_ranks") && !text.contains("irecv_s"), "{text}");
+    let q = Platform::load(&f).unwrap();
+    assert_eq!((q.waiting_ranks, q.smpi.irecv_s, q.smpi.wait_s), (WaitingRanks::Poll, 0.0, 0.0));
+    let mut p = sample();
+    p.waiting_ranks = WaitingRanks::Yield;
+    p.smpi.irecv_s = 1.5e-8;
+    p.smpi.wait_s = 7e-9;
+    p.save(&f).unwrap();
+    assert_eq!(Platform::load(&f).unwrap(), p);
+    let text = std::fs::read_to_string(&f).unwrap();
+    let negative: String =
+        text.lines().map(|l| if l.starts_with("wait_s") { "wait_s = -1.0\n".to_string() } else { format!("{l}\n") }).collect();
+    let bad = write(dir.path(), &negative);
+    let e = Platform::load(&bad).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("smpi.wait_s"), "{e}");
+    let bad = write(dir.path(), &text.replace("\"yield\"", "\"spin\""));
+    let e = Platform::load(&bad).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("waiting_ranks") && e.contains("line"), "{e}");
+}

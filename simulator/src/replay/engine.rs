@@ -8,8 +8,6 @@
 //! computed when two operations match, so a blocked rank is woken exactly
 //! once, at the time its wait ends.
 
-use std::fmt;
-
 use super::flows::{Done, Net};
 use super::matching::{coll_ctx, ctx_name, matches, Mail, MailSet, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
 use super::queue::{EventQueue, Kind};
@@ -31,6 +29,8 @@ struct Block {
     resume: f64,
     d: f64,
     pending: u32,
+    /// CPU time charged once the wait ends (`[smpi] wait_s` per request), seconds.
+    extra: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +45,7 @@ const NULL_DST: u32 = PROC_NULL as u32;
 
 mod coll;
 mod comms;
+mod cpu;
 mod deadlock;
 mod wait;
 
@@ -54,48 +55,8 @@ mod nbc;
 mod net;
 mod p2p;
 
-/// What a rank is doing, for deadlock reports.
-#[derive(Debug, Clone, Copy)]
-enum Doing {
-    Start,
-    Send { dst: u32, tag: i32, bytes: u64, comm: u32 },
-    Recv { src: i32, tag: i32, comm: u32 },
-    Wait { req: u64 },
-    Waitall { n: usize },
-    Sendrecv { dst: u32, src: i32, comm: u32 },
-    Coll { name: &'static str, round: u32 },
-}
-
-impl Doing {
-    /// The MPI call, for timeline spans.
-    fn name(&self) -> &'static str {
-        match *self {
-            Doing::Start => "start",
-            Doing::Send { .. } => "MPI_Send",
-            Doing::Recv { .. } => "MPI_Recv",
-            Doing::Wait { .. } => "MPI_Wait",
-            Doing::Waitall { .. } => "MPI_Waitall",
-            Doing::Sendrecv { .. } => "MPI_Sendrecv",
-            Doing::Coll { name, .. } => name,
-        }
-    }
-}
-
-impl fmt::Display for Doing {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Doing::Start => write!(f, "start"),
-            Doing::Send { dst, tag, bytes, comm } => {
-                write!(f, "MPI_Send(dst={dst}, tag={tag}, {bytes} B, comm={comm})")
-            }
-            Doing::Recv { src, tag, comm } => write!(f, "MPI_Recv(src={src}, tag={tag}, comm={comm})"),
-            Doing::Wait { req } => write!(f, "MPI_Wait(req={req:#x})"),
-            Doing::Waitall { n } => write!(f, "MPI_Waitall({n} requests)"),
-            Doing::Sendrecv { dst, src, comm } => write!(f, "MPI_Sendrecv(dst={dst}, src={src}, comm={comm})"),
-            Doing::Coll { name, round } => write!(f, "{name} round {round}"),
-        }
-    }
-}
+mod doing;
+use doing::Doing;
 
 /// A collective in progress on one rank.
 #[derive(Debug, Default)]
@@ -166,6 +127,8 @@ pub(crate) struct Outcome {
     pub(crate) io_servers: Vec<crate::io::ServerStats>,
     /// In salvage mode, the ranks left waiting at the end and on what.
     pub(crate) stuck: Option<String>,
+    /// The hosts given more ranks than cores.
+    pub(crate) oversubscribed: Vec<cpu::Oversubscribed>,
 }
 
 enum Flow {
@@ -205,12 +168,17 @@ pub(crate) struct Engine<'a, 'p, E> {
     pub(crate) salvage: bool,
     /// Where each action and its span go ([`super::Replay::action_log`]).
     pub(crate) log: Option<super::ActionLog<'a>>,
+    /// Cores of each oversubscribed host (`None` for others; empty if none is).
+    cores: Vec<Option<super::cores::HostCores>>,
+    oversubscribed: Vec<cpu::Oversubscribed>,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Places the ranks of `streams` (rank r = index r) on `platform`.
     pub(crate) fn new(platform: &'p Platform, streams: Vec<ActionStream<'a, E>>) -> Self {
         let placement = platform.placement(streams.len() as u32);
+        let cores: Vec<u32> = platform.hosts.iter().map(|h| h.cores).collect();
+        let oversubscribed = cpu::oversubscribed(&placement, &cores);
         let ranks: Vec<Rank<'a, E>> = streams
             .into_iter()
             .zip(placement)
@@ -254,6 +222,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             io: io::IoState::new(platform),
             salvage: false,
             log: None,
+            cores: Self::cores_for(platform, &oversubscribed),
+            oversubscribed,
             round: Vec::new(),
             round_slots: Vec::new(),
         }
@@ -272,6 +242,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
                 Kind::Nbc(r) => {
                     self.nbc_event(r as usize, ev.time)?;
+                    continue;
+                }
+                Kind::Cpu(h) => {
+                    self.cpu_event(h as usize, ev.time)?;
                     continue;
                 }
                 Kind::Rank(r) => r as usize,
@@ -322,6 +296,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             io_recorded,
             io_servers,
             stuck,
+            oversubscribed: std::mem::take(&mut self.oversubscribed),
         })
     }
 
@@ -367,7 +342,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         self.log_end(r);
         let action = match self.ranks[r].stream.next() {
-            None => return Ok(self.finish(r)),
+            None => return self.finish(r),
             Some(Ok(a)) => a,
             Some(Err(e)) => return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) }),
         };
@@ -386,7 +361,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     return Err(self.err(r, action, "compute time must be finite and >= 0", false));
                 }
                 let speed = self.ranks[r].speed;
-                self.local_compute(r, seconds / speed);
+                return self.compute_block(r, seconds / speed, true);
             }
             // MPI_PROC_NULL peers: nothing to transfer, requests complete at once.
             Action::Send { dst: NULL_DST, .. } | Action::Recv { src: PROC_NULL, .. } => {}
@@ -441,12 +416,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let src = self.src(r, action, src)?;
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.irecv(r, src, self.comms.user_ctx(r, comm), tag, slot)?;
+                self.irecv_posted(r);
             }
             Action::Wait { req } => {
                 self.ranks[r].doing = Doing::Wait { req };
                 self.wait_begin(r);
                 if let Some(slot) = self.ranks[r].reqs.take_user(req) {
-                    self.wait_add(r, slot);
+                    self.wait_user(r, slot);
                 }
                 return Ok(self.wait_end(r));
             }
@@ -455,7 +431,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 self.wait_begin(r);
                 for req in reqs {
                     if let Some(slot) = self.ranks[r].reqs.take_user(*req) {
-                        self.wait_add(r, slot);
+                        self.wait_user(r, slot);
                     }
                 }
                 return Ok(self.wait_end(r));
@@ -511,7 +487,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if !(flops.is_finite() && flops >= 0.0) {
                     return Err(self.err(r, action, "flops must be finite and >= 0", false));
                 }
-                self.computed(r, flops / speed);
+                return self.compute_block(r, flops / speed, false);
             }
             Action::CommCreate { comm, ref members } => {
                 if let Some(&m) = members.iter().find(|&&m| m as usize >= self.ranks.len()) {
@@ -522,7 +498,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             }
             Action::Io { .. } | Action::IoInfo { .. } => return self.io(r, action),
             Action::Init => {}
-            Action::Finalize => return Ok(self.finish(r)),
+            Action::Finalize => return self.finish(r),
         }
         Ok(Flow::Continue)
     }
@@ -558,12 +534,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
     }
 
-    fn finish(&mut self, r: usize) -> Flow {
+    fn finish(&mut self, r: usize) -> Result<Flow, ReplayError> {
         let rk = &mut self.ranks[r];
         rk.status = Status::Done;
         rk.stats.end_s = rk.clock;
         rk.stream = Box::new(std::iter::empty());
-        Flow::Done
+        self.cpu_rank_done(r)?;
+        Ok(Flow::Done)
     }
 
     /// Slot `slot` of rank `r` completes at `at` with model duration `d`;

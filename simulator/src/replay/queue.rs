@@ -23,6 +23,8 @@ pub(crate) enum Kind {
     Network,
     /// A step of rank r's nonblocking collectives may have ended.
     Nbc(u32),
+    /// A compute block on oversubscribed host h may have ended.
+    Cpu(u32),
 }
 
 impl Kind {
@@ -30,7 +32,7 @@ impl Kind {
     fn rank(self) -> Option<u32> {
         match self {
             Kind::Rank(r) | Kind::Nbc(r) => Some(r),
-            Kind::Network => None,
+            Kind::Network | Kind::Cpu(_) => None,
         }
     }
 }

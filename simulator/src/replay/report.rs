@@ -82,6 +82,38 @@ pub struct ReplayReport {
     /// stream had ended, and on what (`None`: every rank finished).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub salvaged: Option<String>,
+    /// The hosts given more ranks than cores, whose cores the ranks
+    /// shared ([`crate::platform::WaitingRanks`]); empty (and absent from
+    /// the JSON) when every rank had a core.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub oversubscribed: Vec<Oversubscribed>,
+}
+
+/// A host that the placement gave more ranks than it has cores.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Oversubscribed {
+    /// Host name.
+    pub host: String,
+    /// Ranks placed on it.
+    pub ranks: u32,
+    /// Its cores.
+    pub cores: u32,
+    /// What its waiting ranks did: `poll` or `yield`.
+    pub waiting_ranks: crate::platform::WaitingRanks,
+}
+
+impl Oversubscribed {
+    /// The one-line warning `simulator replay` prints on stderr.
+    pub fn warning(&self) -> String {
+        let w = match self.waiting_ranks {
+            crate::platform::WaitingRanks::Poll => "poll",
+            crate::platform::WaitingRanks::Yield => "yield",
+        };
+        format!(
+            "host {} is oversubscribed: {} ranks on {} cores share them (waiting ranks {w}; --waiting-ranks)",
+            self.host, self.ranks, self.cores
+        )
+    }
 }
 
 /// One host's running pstate and energy.
@@ -233,6 +265,7 @@ mod tests {
             io_servers: Vec::new(),
             io_recorded_calls: 0,
             salvaged: None,
+            oversubscribed: Vec::new(),
         }
     }
 

@@ -582,6 +582,7 @@ fn a_salvaged_replay_ends_ranks_waiting_for_a_stream_that_stopped() {
     assert!(s.starts_with("1 ranks: rank 0") && s.contains("rendezvous send"), "{s}");
 }
 
+mod cores;
 mod modes;
 mod nbc;
 

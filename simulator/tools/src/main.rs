@@ -5,7 +5,7 @@
 //! simulator replay --platform <file> <trace>... [--ranks N] [--json] [--compute-time cpu|wall]
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|ompi|simgrid-ompi|smpi]
 //!                  [--coll <coll>=<alg>]…
-//!                  [--timeline <file.json>] [--otf2 <dir>] [--pstate N|HOST=N]…
+//!                  [--timeline <file.json>] [--otf2 <dir>] [--pstate N|HOST=N]… [--waiting-ranks poll|yield]
 //! simulator extrapolate --ranks N --out <dir> <trace-dir> <trace-dir>...
 //! simulator scaling --platform <file> --ranks N,N,... [--plot f.svg] [--json] <trace-dir> <trace-dir>...
 //! simulator validate [--suite c-tests/suite.toml] [--platform <file>] [-r R] [--sweep]
@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use simulator::action::ComputeTime;
 use simulator::collectives::CollAlgs;
-use simulator::platform::Platform;
+use simulator::platform::{Platform, WaitingRanks};
 use simulator::replay::{self, ActionStream, InputError, TraceInput};
 
 use simulator_tools::extrapolate_cmd::{self, Input};
@@ -151,12 +151,26 @@ struct ReplayArgs {
     /// take flops/speed(N), and energy uses pstate N's power.
     #[arg(long, value_name = "N|HOST=N")]
     pstate: Vec<String>,
+    /// On a host given more ranks than cores, what a rank waiting in MPI
+    /// does: poll (keeps its core busy, as Open MPI and MPICH by default)
+    /// or yield (leaves it to the computing ranks); overrides the
+    /// platform's `waiting_ranks`.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    waiting_ranks: Option<WaitingArg>,
     /// Print one JSON object (the report) on stdout instead of a table.
     #[arg(long)]
     json: bool,
     /// Which recorded duration a compute block takes.
     #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
     compute_time: ComputeArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum WaitingArg {
+    /// Waiting ranks keep their core busy.
+    Poll,
+    /// Waiting ranks leave their core.
+    Yield,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -179,6 +193,11 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     }
     for spec in &args.pstate {
         platform.set_pstate(spec).map_err(anyhow::Error::msg).context("--pstate")?;
+    }
+    match args.waiting_ranks {
+        Some(WaitingArg::Poll) => platform.waiting_ranks = WaitingRanks::Poll,
+        Some(WaitingArg::Yield) => platform.waiting_ranks = WaitingRanks::Yield,
+        None => {}
     }
     if let Some(f) = args.io_scale {
         if !(f.is_finite() && f > 0.0) {
@@ -300,6 +319,9 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut report = report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     report.runs_makespan_s = runs_makespan_s;
+    for o in &report.oversubscribed {
+        eprintln!("simulator: {}", o.warning());
+    }
     if report.io_recorded_calls > 0 {
         eprintln!(
             "simulator: {} MPI-IO calls replayed as their recorded durations: {} has no file system ([[fs]])",

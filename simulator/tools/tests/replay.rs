@@ -356,5 +356,34 @@ fn collective_selectors_and_overrides_from_the_command_line() {
 #[path = "replay/models.rs"]
 mod models;
 
+#[test]
+fn a_host_with_more_ranks_than_cores_shares_them_and_says_so() {
+    // The ping-pong on one core. Yield: each rank computes while the
+    // other waits, as with a core each: 4 ms + 2T. Poll: the waiting rank
+    // keeps half the core: rank 0's 2 ms take 4, rank 1's 1 ms take 2;
+    // rank 1 has finalized when rank 0 computes its last 1 ms alone.
+    let c = case();
+    let one_core = c.platform.with_file_name("one-core.toml");
+    std::fs::write(&one_core, PLATFORM.replace("cores = 2", "cores = 1")).unwrap();
+    let run = |policy: &str| {
+        let out = simulator(&["replay", "--platform", s(&one_core), s(&c.trace), "--json", "--waiting-ranks", policy]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(err.lines().filter(|l| l.contains("oversubscribed")).count(), 1, "{err}");
+        assert!(err.contains("2 ranks on 1 cores") && err.contains(policy), "{err}");
+        let v: Value = serde_json::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+        let o = &v["oversubscribed"][0];
+        assert_eq!((o["host"].as_str(), o["ranks"].as_u64(), o["cores"].as_u64()), (Some("node0"), Some(2), Some(1)), "{v}");
+        assert_eq!(o["waiting_ranks"], policy);
+        v["makespan_s"].as_f64().unwrap()
+    };
+    close(run("yield"), 4e-3 + 2.0 * T);
+    close(run("poll"), 7e-3 + 2.0 * T);
+    // A core per rank: nothing said, nothing in the report.
+    let out = simulator(&["replay", "--platform", s(&c.platform), s(&c.trace), "--json"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("oversubscribed"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("oversubscribed"));
+}
+
 #[path = "replay/otf2.rs"]
 mod otf2;

@@ -10,7 +10,7 @@ use crate::collectives::{Coll, CollAlgs, Collectives};
 use crate::energy::{PowerRange, Pstate};
 use crate::network::topology::Topology;
 use crate::network::{FlowSharing, P2pModel};
-use crate::platform::{Host, Mapping, Network, Platform, PlatformError, Smpi};
+use crate::platform::{Host, Mapping, Network, Platform, PlatformError, Smpi, WaitingRanks};
 
 /// `<cluster>` attributes that are read.
 const CLUSTER_ATTRS: &[&str] = &[
@@ -212,7 +212,8 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
         hosts,
         mapping: Mapping::RoundRobin,
         network: Network { intra: link_model(lb_lat, lb_bw), inter: Some(link_model(route_lat, route_bw)) },
-        smpi: Smpi { async_small_thresh_bytes: Some(async_small) },
+        waiting_ranks: WaitingRanks::Yield,
+        smpi: Smpi { async_small_thresh_bytes: Some(async_small), ..Smpi::default() },
         links: flows,
         collectives: Collectives { algs: coll, reduce: Default::default() },
         no_oversubscription: true,

@@ -15,7 +15,21 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 
     pub(super) fn wait_begin(&mut self, r: usize) {
         let rk = &mut self.ranks[r];
-        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0 };
+        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, extra: 0.0 };
+    }
+
+    /// [`Self::wait_add`] for a request of the application's
+    /// `MPI_Wait`/`MPI_Waitall`, which also costs `[smpi] wait_s`.
+    pub(super) fn wait_user(&mut self, r: usize, slot: u32) {
+        self.ranks[r].block.extra += self.platform.smpi.wait_s;
+        self.wait_add(r, slot);
+    }
+
+    /// Rank `r` posted an `MPI_Irecv`: it is busy `[smpi] irecv_s`.
+    pub(super) fn irecv_posted(&mut self, r: usize) {
+        let rk = &mut self.ranks[r];
+        rk.clock += self.platform.smpi.irecv_s;
+        rk.stats.comm_s += self.platform.smpi.irecv_s;
     }
 
     pub(super) fn wait_add(&mut self, r: usize, slot: u32) {
@@ -50,13 +64,15 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 }
 
 /// Ends rank `rk`'s wait at `block.resume` and splits the time between
-/// `comm_s` and `wait_s` (rule documented on [`Block`]).
+/// `comm_s` and `wait_s` (rule documented on [`Block`]); then the rank is
+/// busy `block.extra` (communication).
 pub(super) fn resolve<E>(rk: &mut Rank<'_, E>) {
     let b = rk.block;
     let w = b.resume - b.since;
     let comm = w.min(b.d).max(0.0);
     rk.stats.comm_s += comm;
     rk.stats.wait_s += w - comm;
-    rk.clock = b.resume;
+    rk.stats.comm_s += b.extra;
+    rk.clock = b.resume + b.extra;
     rk.status = Status::Runnable;
 }
