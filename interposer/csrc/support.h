@@ -470,4 +470,7 @@ static inline void io(struct ipr_params *p, MPI_File fh, uint64_t offset, uint64
     p->bytes = bytes;
 }
 
+/* One-sided communication. */
+#include "rma.h"
+
 #endif

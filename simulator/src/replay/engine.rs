@@ -53,6 +53,7 @@ mod io;
 mod nbc;
 mod net;
 mod p2p;
+mod rma;
 
 /// What a rank is doing, for deadlock reports.
 #[derive(Debug, Clone, Copy)]
@@ -64,6 +65,7 @@ enum Doing {
     Waitall { n: usize },
     Sendrecv { dst: u32, src: i32, comm: u32 },
     Coll { name: &'static str, round: u32 },
+    Rma { name: &'static str, win: u32 },
 }
 
 impl Doing {
@@ -76,7 +78,7 @@ impl Doing {
             Doing::Wait { .. } => "MPI_Wait",
             Doing::Waitall { .. } => "MPI_Waitall",
             Doing::Sendrecv { .. } => "MPI_Sendrecv",
-            Doing::Coll { name, .. } => name,
+            Doing::Coll { name, .. } | Doing::Rma { name, .. } => name,
         }
     }
 }
@@ -93,6 +95,7 @@ impl fmt::Display for Doing {
             Doing::Waitall { n } => write!(f, "MPI_Waitall({n} requests)"),
             Doing::Sendrecv { dst, src, comm } => write!(f, "MPI_Sendrecv(dst={dst}, src={src}, comm={comm})"),
             Doing::Coll { name, round } => write!(f, "{name} round {round}"),
+            Doing::Rma { name, win } => write!(f, "{name}(window {win})"),
         }
     }
 }
@@ -197,6 +200,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     energy: Option<crate::energy::EnergyMeter>,
     /// The file system and collective accesses under way.
     io: io::IoState,
+    /// One-sided communication: windows, locks, epochs.
+    rma: rma::RmaState,
     /// Ranks left waiting at the end finish there ([`super::Replay::salvage`]).
     pub(crate) salvage: bool,
 }
@@ -227,6 +232,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             })
             .collect();
         let comms = comms::Comms::new(ranks.len());
+        let n_ranks = ranks.len();
         let net = platform.links.clone().map(|m| Net::new(m, platform.hosts.len()));
         let watts = |h: usize| platform.hosts[h].watts();
         let energy = (0..platform.hosts.len())
@@ -245,6 +251,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             queue: EventQueue::default(),
             actions: 0,
             io: io::IoState::new(platform),
+            rma: rma::RmaState::new(n_ranks),
             salvage: false,
             round: Vec::new(),
             round_slots: Vec::new(),
@@ -504,6 +511,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 self.comms.create(r, comm, members);
             }
             Action::Io { .. } => return self.io(r, action),
+            Action::Rma { .. } => return self.rma(r, action),
             Action::Init => {}
             Action::Finalize => return Ok(self.finish(r)),
         }

@@ -9,6 +9,8 @@ use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorK
 
 use crate::action::{Action, IoCall};
 
+mod rma;
+
 /// Which recorded duration a compute block takes in replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ComputeTime {
@@ -272,6 +274,7 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
             };
             Action::Io { call, file, offset, bytes, recorded_s }
         }
+        (op, Params::Rma { .. }) => return rma::rma_action(op, &rec.params),
         (op, _) => return Err(op),
     }))
 }
