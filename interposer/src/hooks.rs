@@ -88,7 +88,8 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
         },
         Shape::CommCreate => RecParams::CommCreate { parent: p.comm, comm: new_comm(p.peer2), members: list_u32(list) },
         Shape::Coll => RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm },
-        // The list: a Win_post/Win_start group as world ranks.
+        // The list (Win_post/Win_start only, the calls that end with a
+        // list): the group as world ranks.
         Shape::Rma => RecParams::Rma {
             win: new_comm(p.peer2),
             comm: p.comm,
@@ -98,7 +99,10 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
             op: p.tag as u32,
             assert: p.root as u32,
             request: p.request,
-            group: list.iter().map(|&v| v as u32 as i32).collect(),
+            group: match op {
+                Op::WinPost | Op::WinStart => list.iter().map(|&v| v as u32 as i32).collect(),
+                _ => Vec::new(),
+            },
         },
         Shape::None => RecParams::None,
     }
