@@ -24,10 +24,11 @@
 //!   for the notice of every target; `complete` ends the origin's
 //!   operations, then sends a notice to each target; `wait` waits for the
 //!   notice of every origin of the exposure epoch.
-//! * Passive target: `lock` is granted at once when compatible (shared with
+//! * Passive target: `lock` is granted when compatible (shared with
 //!   shared), else the rank waits, first come first served, until the
 //!   holder's `unlock`; `unlock` ends the origin's operations to that
-//!   target, then releases the lock. As in SMPI, taking a lock costs no
+//!   target, then releases the lock. Requests are served in the order of
+//!   their simulated times. As in SMPI, taking a lock costs no
 //!   message. `lock_all` takes no lock (it never waits: shared locks only
 //!   conflict with exclusive ones, which programs rarely mix with it).
 
@@ -57,10 +58,19 @@ struct Win {
 }
 
 /// A target's lock: how many hold it, whether exclusively, and who waits.
+/// A holder's unlock may run ahead of the ranks asking later (its clock
+/// moved past theirs while it waited for its operations): the release
+/// times say when the lock really became free.
 #[derive(Debug, Default)]
 struct Lock {
     holders: u32,
     exclusive: bool,
+    /// When every hold so far was released, seconds: an exclusive request
+    /// is granted no earlier.
+    free_at: f64,
+    /// When every exclusive hold so far was released, seconds: a shared
+    /// request is granted no earlier.
+    shared_at: f64,
     /// Ranks waiting for it and whether they asked for it exclusively.
     waiters: VecDeque<(u32, bool)>,
 }
@@ -162,6 +172,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if free && lock.waiters.is_empty() {
                     lock.holders += 1;
                     lock.exclusive = exclusive;
+                    let at = if exclusive { lock.free_at } else { lock.shared_at };
+                    self.rma_until(r, at, false);
                 } else {
                     lock.waiters.push_back((me, exclusive));
                     return Ok(self.rma_block(r, Blocked::Lock, "MPI_Win_lock", win));
@@ -335,6 +347,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     fn rma_unlock(&mut self, w: usize, target: u32, at: f64) -> Result<(), ReplayError> {
         let Some(lock) = self.rma.wins[w].locks.get_mut(&target) else { return Ok(()) };
         lock.holders = lock.holders.saturating_sub(1);
+        lock.free_at = lock.free_at.max(at);
+        if lock.exclusive {
+            lock.shared_at = lock.shared_at.max(at);
+        }
         let mut granted = Vec::new();
         while let Some(&(o, exclusive)) = lock.waiters.front() {
             let free = lock.holders == 0 || (!exclusive && !lock.exclusive);
