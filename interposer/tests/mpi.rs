@@ -21,6 +21,8 @@ mod extrapolate;
 mod matrix;
 #[path = "mpi/online.rs"]
 mod online;
+#[path = "mpi/rma.rs"]
+mod rma;
 #[path = "mpi/vcoll.rs"]
 mod vcoll;
 
