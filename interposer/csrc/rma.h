@@ -1,5 +1,6 @@
 /*
- * One-sided communication (MPI RMA): window ids, the world rank of a
+ * One-sided communication (MPI RMA): window ids (and each window's
+ * communicator id, recorded with every RMA call), the world rank of a
  * target, and the record of each RMA call (see Params::Rma in
  * simulator/src/trace/record.rs for which field means what).
  *
@@ -112,14 +113,21 @@ static inline void win_created(struct ipr_params *p, MPI_Comm comm, int rc, MPI_
     struct ipr_comm *c = win_entry(win);
     if (c == NULL) return;
     p->peer2 = (int32_t)c->id;
+    c->win_comm = p->comm;
     win_set_ranks(c, win_translation(win));
+}
+
+/* The window's id in p->peer2 (-1 none) and its communicator's in p->comm. */
+static inline void win_ids(struct ipr_params *p, const struct ipr_comm *c) {
+    p->peer2 = c != NULL ? (int32_t)c->id : -1;
+    p->comm = c != NULL ? c->win_comm : 0;
 }
 
 /* A data-movement call: window, target (world rank), displacement, bytes,
  * reduction operation. */
 static inline void rma(struct ipr_params *p, MPI_Win win, int target, MPI_Aint disp, uint64_t bytes, MPI_Op op) {
     struct ipr_comm *c = win_entry(win);
-    p->peer2 = c != NULL ? (int32_t)c->id : -1;
+    win_ids(p, c);
     p->peer = win_target(c, win, target);
     p->bytes2 = disp > 0 ? (uint64_t)disp : 0;
     p->bytes = bytes;
@@ -129,7 +137,7 @@ static inline void rma(struct ipr_params *p, MPI_Win win, int target, MPI_Aint d
 /* A synchronization: window, target (-1 for none), assert. */
 static inline void win_sync(struct ipr_params *p, MPI_Win win, int target, int assert) {
     struct ipr_comm *c = win_entry(win);
-    p->peer2 = c != NULL ? (int32_t)c->id : -1;
+    win_ids(p, c);
     p->peer = target == -1 ? -1 : win_target(c, win, target);
     p->root = assert;
 }
@@ -150,7 +158,7 @@ static inline void win_group(struct ipr_params *p, MPI_Win win, MPI_Group g, int
 static inline void win_freed(struct ipr_params *p, MPI_Win win) {
     struct ipr_comm *c = win_entry(win);
     p->peer = -1;
-    p->peer2 = c != NULL ? (int32_t)c->id : -1;
+    win_ids(p, c);
     win_set_ranks(c, NULL);
 }
 

@@ -270,7 +270,7 @@ pub enum Params {
     ///
     /// | op | fields used besides `win` |
     /// |---|---|
-    /// | `Win_create`, `Win_allocate`, `Win_allocate_shared`, `Win_create_dynamic` | `comm`, `bytes` = this rank's window size (0 when dynamic) |
+    /// | `Win_create`, `Win_allocate`, `Win_allocate_shared`, `Win_create_dynamic` | `bytes` = this rank's window size (0 when dynamic) |
     /// | `Put`, `Accumulate`, `Rput`, `Raccumulate` | `target`, `disp`, `bytes` = origin count × type size, `op`, `request` |
     /// | `Get`, `Rget` | `target`, `disp`, `bytes` = origin count × type size, `request` |
     /// | `Get_accumulate`, `Fetch_and_op`, `Compare_and_swap`, `Rget_accumulate` | `target`, `disp`, `bytes` = result count × type size, `op`, `request` |
@@ -283,7 +283,8 @@ pub enum Params {
         /// files, never equal to one; [`COMM_UNKNOWN`] when the table of
         /// ids is full or the creation failed).
         win: u32,
-        /// Communicator id of the window (creation calls; else [`COMM_WORLD`]).
+        /// Id of the window's communicator ([`COMM_WORLD`] when the
+        /// window is unknown).
         comm: u32,
         /// World rank of the target, -1 when the call has none.
         target: i32,
