@@ -140,8 +140,10 @@ impl RecordConverter {
 /// [`Action::Io`] (which keeps their measured duration for platforms
 /// without a file system), but for `MPI_File_seek` and `set_view`, local
 /// calls that stay compute blocks of their measured duration in region
-/// [`IO_REGION`]. Persistent
-/// requests and matched probes need the stream's state: [`RequestBook`].
+/// [`IO_REGION`]. One-sided calls become [`Action::Rma`] (accumulates as
+/// puts; calls on an unknown window or to `MPI_PROC_NULL`: `Ok(None)`).
+/// Persistent requests and matched probes need the stream's state:
+/// [`RequestBook`].
 ///
 /// Send modes map onto the standard ones (`Ssend`/`Rsend` → `Send`,
 /// `Issend`/`Irsend` → `Isend`): the model's eager/rendezvous switch then
