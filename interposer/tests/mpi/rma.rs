@@ -43,26 +43,37 @@ fn rma_c_records_every_one_sided_call_with_its_target_and_bytes() {
             assert!(matches!(r.params, Params::Rma { win: w, .. } if w == win), "{rank}: {r:?}");
         }
         let payload = elems * 8;
-        let mut puts = vec![(right, 0, payload, 0), (right, elems, payload, 0)].repeat(iters);
+        let mut puts = [(right, 0, payload, 0), (right, elems, payload, 0)].repeat(iters);
         puts.sort();
         let mut got = accesses(&recs, Op::Put);
         got.sort();
         assert_eq!(got, puts, "{rank}: MPI_Put");
-        let gets = vec![(left, 0, payload, 0), (0, counters + 1, 8, 0), (right, 0, payload, 0)].repeat(iters);
+        let gets = [(left, 0, payload, 0), (0, counters + 1, 8, 0), (right, 0, payload, 0)].repeat(iters);
         assert_eq!(accesses(&recs, Op::Get), gets, "{rank}: MPI_Get");
-        let accs = vec![(0, counters, 8, rma_op::SUM), (0, counters + 1, 8, rma_op::SUM)].repeat(iters);
+        let accs = [(0, counters, 8, rma_op::SUM), (0, counters + 1, 8, rma_op::SUM)].repeat(iters);
         assert_eq!(accesses(&recs, Op::Accumulate), accs, "{rank}: MPI_Accumulate");
         let locks: Vec<(i32, u32)> = recs.iter().filter(|r| r.op == Op::WinLock).map(|r| (access(r).0, access(r).3)).collect();
-        assert_eq!(locks, vec![(0, LOCK_EXCLUSIVE), (right, LOCK_SHARED)].repeat(iters), "{rank}: MPI_Win_lock");
+        assert_eq!(locks, [(0, LOCK_EXCLUSIVE), (right, LOCK_SHARED)].repeat(iters), "{rank}: MPI_Win_lock");
         let unlocks: Vec<i32> = recs.iter().filter(|r| r.op == Op::WinUnlock).map(|r| access(r).0).collect();
-        assert_eq!(unlocks, vec![0, right].repeat(iters), "{rank}");
+        assert_eq!(unlocks, [0, right].repeat(iters), "{rank}");
         // Fences alternate MPI_MODE_NOPRECEDE and MPI_MODE_NOSUCCEED.
-        let asserts: Vec<u32> =
-            recs.iter().filter_map(|r| match r.params { Params::Rma { assert, .. } if r.op == Op::WinFence => Some(assert), _ => None }).collect();
+        let asserts: Vec<u32> = recs
+            .iter()
+            .filter_map(|r| match r.params {
+                Params::Rma { assert, .. } if r.op == Op::WinFence => Some(assert),
+                _ => None,
+            })
+            .collect();
         assert_eq!(asserts.len(), 2 * iters, "{rank}");
         assert!(asserts[0] != 0 && asserts[1] != 0 && asserts[0] != asserts[1] && asserts[2] == asserts[0], "{asserts:?}");
         let groups = |op| -> Vec<Vec<i32>> {
-            recs.iter().filter(|r| r.op == op).map(|r| match &r.params { Params::Rma { group, .. } => group.clone(), _ => vec![] }).collect()
+            recs.iter()
+                .filter(|r| r.op == op)
+                .map(|r| match &r.params {
+                    Params::Rma { group, .. } => group.clone(),
+                    _ => vec![],
+                })
+                .collect()
         };
         assert_eq!(groups(Op::WinPost), vec![vec![left]; iters], "{rank}: the origins, as world ranks");
         assert_eq!(groups(Op::WinStart), vec![vec![right]; iters], "{rank}: the targets");
@@ -86,7 +97,10 @@ fn rma_c_records_every_one_sided_call_with_its_target_and_bytes() {
         let reqs: Vec<u64> = recs
             .iter()
             .filter(|r| matches!(r.op, Op::Rput | Op::Rget | Op::Raccumulate | Op::RgetAccumulate))
-            .map(|r| match r.params { Params::Rma { request, .. } => request, _ => 0 })
+            .map(|r| match r.params {
+                Params::Rma { request, .. } => request,
+                _ => 0,
+            })
             .collect();
         let waited = recs.iter().find(|r| r.op == Op::Waitall).map(|r| r.params.clone());
         assert_eq!(waited, Some(Params::Waitall { requests: reqs.clone() }), "{rank}");
@@ -120,8 +134,8 @@ fn fortran_rma_is_recorded_like_c() {
         let recs = records(t);
         let n = |op| count(&recs, op);
         assert_eq!((n(Op::WinCreate), n(Op::WinAllocate), n(Op::WinFree)), (1, 1, 2), "rank {me}");
-        assert_eq!(accesses(&recs, Op::Put), vec![(right, 2, 8, 0), (right, 3, 8, 0)].repeat(3), "rank {me}");
-        assert_eq!(accesses(&recs, Op::Accumulate), vec![(0, 0, 8, rma_op::SUM), (0, 1, 8, rma_op::SUM)].repeat(3), "rank {me}");
+        assert_eq!(accesses(&recs, Op::Put), [(right, 2, 8, 0), (right, 3, 8, 0)].repeat(3), "rank {me}");
+        assert_eq!(accesses(&recs, Op::Accumulate), [(0, 0, 8, rma_op::SUM), (0, 1, 8, rma_op::SUM)].repeat(3), "rank {me}");
         assert_eq!(accesses(&recs, Op::Get), vec![(0, 1, 8, 0); 3], "rank {me}");
         assert_eq!((n(Op::WinFence), n(Op::WinLock), n(Op::WinUnlock)), (6, 3, 3), "rank {me}");
         for op in [Op::WinPost, Op::WinStart, Op::WinComplete, Op::WinWait] {

@@ -90,7 +90,14 @@ pub fn list_len(rec: &CallRecord) -> usize {
     // The shapes without a list first, from the op alone.
     if !matches!(
         shape(rec.op),
-        Shape::Waitall | Shape::RequestSet | Shape::CommCreate | Shape::RequestSome | Shape::Intercomm | Shape::Vcoll | Shape::Neighbor | Shape::Rma
+        Shape::Waitall
+            | Shape::RequestSet
+            | Shape::CommCreate
+            | Shape::RequestSome
+            | Shape::Intercomm
+            | Shape::Vcoll
+            | Shape::Neighbor
+            | Shape::Rma
     ) {
         return 0;
     }

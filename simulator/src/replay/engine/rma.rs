@@ -158,9 +158,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             }
             RmaCall::Put { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, Move::Put)?,
             RmaCall::Get { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, Move::Get)?,
-            RmaCall::GetAccumulate { target, bytes, req } => {
-                self.rma_move(r, action, w, target, bytes, req, Move::GetAccumulate)?
-            }
+            RmaCall::GetAccumulate { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, Move::GetAccumulate)?,
             RmaCall::Fence => {
                 self.rma_settle(r, w, None);
                 return self.start_coll(r, &Action::Barrier { comm });

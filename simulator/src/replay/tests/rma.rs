@@ -75,8 +75,7 @@ fn pscw_start_waits_for_the_post_and_wait_for_the_complete() {
     // ends. Its put of 1000 B is done at 6 L; complete waits for it and
     // notifies the target, whose wait (since 3 L) ends at 7 L.
     let target = vec![create(), compute(2.0 * L), rma(RmaCall::Post { origins: vec![1] }), rma(RmaCall::Wait), Action::Finalize];
-    let origin =
-        vec![create(), rma(RmaCall::Start { targets: vec![0] }), put(0, 1000), rma(RmaCall::Complete), Action::Finalize];
+    let origin = vec![create(), rma(RmaCall::Start { targets: vec![0] }), put(0, 1000), rma(RmaCall::Complete), Action::Finalize];
     let r = run(&slow(), vec![target, origin]).unwrap();
     close(r.ranks[0].end_s, 7.0 * L);
     close(r.ranks[1].end_s, 6.0 * L);
@@ -85,14 +84,8 @@ fn pscw_start_waits_for_the_post_and_wait_for_the_complete() {
     balanced(&r);
     // A post that came first: the start does not wait.
     let target = vec![create(), rma(RmaCall::Post { origins: vec![1] }), rma(RmaCall::Wait), Action::Finalize];
-    let origin = vec![
-        create(),
-        compute(3.0 * L),
-        rma(RmaCall::Start { targets: vec![0] }),
-        put(0, 1000),
-        rma(RmaCall::Complete),
-        Action::Finalize,
-    ];
+    let origin =
+        vec![create(), compute(3.0 * L), rma(RmaCall::Start { targets: vec![0] }), put(0, 1000), rma(RmaCall::Complete), Action::Finalize];
     let r = run(&slow(), vec![target, origin]).unwrap();
     close(r.ranks[1].end_s, 6.0 * L);
     close(r.ranks[0].end_s, 7.0 * L);
