@@ -37,6 +37,7 @@ use std::collections::{HashMap, VecDeque};
 use super::wait::resolve;
 use super::*;
 use crate::action::RmaCall;
+use crate::network::rma::RmaMove;
 
 /// A window as all its ranks see it.
 #[derive(Debug, Default)]
@@ -115,14 +116,6 @@ impl RmaState {
     }
 }
 
-/// What a data-movement call moves.
-#[derive(Clone, Copy)]
-enum Move {
-    Put,
-    Get,
-    GetAccumulate,
-}
-
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Runs rank `r`'s [`Action::Rma`].
     pub(super) fn rma(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
@@ -156,9 +149,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 self.rma.local[r].remove(&win);
                 return self.start_coll(r, &Action::Barrier { comm });
             }
-            RmaCall::Put { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, Move::Put)?,
-            RmaCall::Get { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, Move::Get)?,
-            RmaCall::GetAccumulate { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, Move::GetAccumulate)?,
+            RmaCall::Put { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Put)?,
+            RmaCall::Get { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Get)?,
+            RmaCall::GetAccumulate { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::GetAccumulate)?,
             RmaCall::Fence => {
                 self.rma_settle(r, w, None);
                 return self.start_coll(r, &Action::Barrier { comm });
@@ -233,29 +226,21 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Issues a put, get or get-accumulate of `bytes` from `r` to `target`
     /// on window `w` (model in the module doc).
     #[allow(clippy::too_many_arguments)]
-    fn rma_move(&mut self, r: usize, action: &Action, w: usize, target: u32, bytes: u64, req: u64, kind: Move) -> Result<(), ReplayError> {
+    fn rma_move(&mut self, r: usize, action: &Action, w: usize, target: u32, bytes: u64, req: u64, kind: RmaMove) -> Result<(), ReplayError> {
         let t = self.dst(r, action, target)?;
-        let model = self.model(r, t);
+        let cost = kind.cost(self.model(r, t), bytes);
         let start = self.ranks[r].clock;
-        let took = match kind {
-            Move::Put => model.transfer.eval(bytes),
-            Move::Get => model.transfer.eval(0) + model.transfer.eval(bytes),
-            Move::GetAccumulate => 2.0 * model.transfer.eval(bytes),
-        };
-        let o = model.send_overhead.eval(bytes);
         let rk = &mut self.ranks[r];
-        rk.clock += o;
-        rk.stats.comm_s += o;
+        rk.clock += cost.busy_s;
+        rk.stats.comm_s += cost.busy_s;
         rk.stats.messages += 1;
-        if !matches!(kind, Move::Get) {
-            rk.stats.bytes_sent += bytes;
-        }
-        let done = start + took;
+        rk.stats.bytes_sent += kind.bytes_sent(bytes);
+        let done = start + cost.done_after_s;
         let p = self.rma.wins[w].pending.entry((r as u32, target)).or_insert(done);
         *p = p.max(done);
         if req != 0 {
             let slot = self.ranks[r].reqs.alloc_user(req);
-            self.complete(r, slot, done, took)?;
+            self.complete(r, slot, done, cost.done_after_s)?;
         }
         Ok(())
     }
