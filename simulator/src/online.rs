@@ -375,7 +375,8 @@ impl<'a> VirtualRank<'a> {
     /// rank is busy its send overhead; the movement completes at the next
     /// [`VirtualRank::rma_settle`] that covers `target`.
     pub fn rma_move(&mut self, target: u32, kind: RmaMove, bytes: u64) {
-        let cost = kind.cost(self.model(self.rank, target), bytes);
+        let same_host = self.platform.host_of(self.rank) == self.platform.host_of(target);
+        let cost = kind.cost(self.model(self.rank, target), bytes, same_host);
         let done = self.clock + cost.done_after_s;
         self.clock += cost.busy_s;
         self.stats.comm_s += cost.busy_s;

@@ -29,17 +29,23 @@ pub struct RmaCost {
 impl RmaMove {
     /// The cost of moving `bytes` with `model`: a put takes
     /// `transfer(bytes)`, a get `transfer(0) + transfer(bytes)`, a
-    /// get-accumulate `2 transfer(bytes)`; the origin is busy its send
-    /// overhead. SimGrid's SMPI runs a put or a get as one point-to-point
-    /// message that the origin posts for both sides (`smpi_win.cpp`,
-    /// `Win::put`/`Win::get`): the same transfer, without the target's CPU.
-    pub fn cost(self, model: &P2pModel, bytes: u64) -> RmaCost {
+    /// get-accumulate `2 transfer(bytes)`. Between hosts the network moves
+    /// the data and the origin is busy only its send overhead; within a
+    /// host (`same_host`) the origin's CPU copies the data through shared
+    /// memory, as MPI libraries' shared-memory one-sided components do
+    /// (Open MPI's `osc/sm`, or a single copy with `process_vm_writev`),
+    /// so it is busy until the movement completes. SimGrid's SMPI runs a
+    /// put or a get as one point-to-point message that the origin posts
+    /// for both sides (`smpi_win.cpp`, `Win::put`/`Win::get`): the same
+    /// transfer, without the target's CPU, on any pair of hosts.
+    pub fn cost(self, model: &P2pModel, bytes: u64, same_host: bool) -> RmaCost {
         let done_after_s = match self {
             RmaMove::Put => model.transfer.eval(bytes),
             RmaMove::Get => model.transfer.eval(0) + model.transfer.eval(bytes),
             RmaMove::GetAccumulate => 2.0 * model.transfer.eval(bytes),
         };
-        RmaCost { busy_s: model.send_overhead.eval(bytes), done_after_s }
+        let busy_s = if same_host { done_after_s } else { model.send_overhead.eval(bytes).min(done_after_s) };
+        RmaCost { busy_s, done_after_s }
     }
 
     /// The bytes it sends from the origin (0 for a get).

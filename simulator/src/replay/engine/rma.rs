@@ -4,13 +4,15 @@
 //! The model, after SimGrid's SMPI (`smpi_win.cpp`, `smpi_rma.cpp`), with
 //! costs from the platform's point-to-point model ([`P2pModel`]):
 //!
-//! * A put or accumulate of `b` bytes issued at `t` keeps the origin busy
-//!   `send_overhead(b)` and reaches the target at `t + transfer(b)`, with
-//!   no action of the target (its clock is not touched). A get is a
-//!   request and the data back: `t + transfer(0) + transfer(b)`; a
-//!   get-accumulate (also fetch-and-op, compare-and-swap) moves `b` bytes
-//!   each way: `t + 2·transfer(b)`. A request-based call (`MPI_Rput`, …)
-//!   completes its request at that time. Transfers do not share links.
+//! * A put or accumulate of `b` bytes issued at `t` reaches the target at
+//!   `t + transfer(b)`, with no action of the target (its clock is not
+//!   touched). A get is a request and the data back:
+//!   `t + transfer(0) + transfer(b)`; a get-accumulate (also fetch-and-op,
+//!   compare-and-swap) moves `b` bytes each way: `t + 2·transfer(b)`
+//!   ([`RmaMove::cost`]). Between hosts the origin is busy
+//!   `send_overhead(b)`; within a host it copies the data itself and is
+//!   busy until then. A request-based call (`MPI_Rput`, …) completes its
+//!   request at that time. Transfers do not share links.
 //! * Completion: an origin's operations complete at the synchronization
 //!   that ends them (fence, unlock, flush, complete, free): its clock
 //!   moves to the latest completion time of its operations to the targets
@@ -228,7 +230,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     #[allow(clippy::too_many_arguments)]
     fn rma_move(&mut self, r: usize, action: &Action, w: usize, target: u32, bytes: u64, req: u64, kind: RmaMove) -> Result<(), ReplayError> {
         let t = self.dst(r, action, target)?;
-        let cost = kind.cost(self.model(r, t), bytes);
+        let cost = kind.cost(self.model(r, t), bytes, self.ranks[r].host == self.ranks[t].host);
         let start = self.ranks[r].clock;
         let rk = &mut self.ranks[r];
         rk.clock += cost.busy_s;

@@ -1,14 +1,16 @@
 //! One-sided communication (MPI RMA): worked examples with hand-computed
 //! makespans. Transfer = L + bytes / (1 MB/s), so 1000 bytes take 2 L;
-//! zero overheads; barriers by dissemination (one round of L at 2 ranks,
-//! two at 3).
+//! zero overheads; one rank per host (the network moves the data) unless
+//! a test says otherwise; barriers by dissemination (one round of L at 2
+//! ranks, two at 3).
 
 use super::*;
 use crate::action::RmaCall;
 
-/// 1000 bytes take 1 ms on top of L.
+/// 1000 bytes take 1 ms on top of L; three one-core hosts.
 fn slow() -> Platform {
-    platform(model(L, 1e6, 0.0, 0.0))
+    let hosts = (0..3).map(|h| Host::new(format!("node{h}"), 1)).collect();
+    Platform::new("test", hosts, model(L, 1e6, 0.0, 0.0))
 }
 
 fn rma(call: RmaCall) -> Action {
@@ -106,6 +108,20 @@ fn gets_and_request_based_puts_complete_by_the_model() {
     ];
     let r = run(&slow(), vec![r0, vec![create()]]).unwrap();
     close(r.ranks[0].end_s, 6.0 * L);
+    balanced(&r);
+}
+
+#[test]
+fn within_a_host_the_origin_copies_the_data_itself() {
+    // One host: rank 0's put of 1000 B keeps it busy its 2 L, where
+    // between hosts it would return at once (its flush then waits).
+    let r0 = vec![create(), put(1, 1000), compute(L), rma(RmaCall::Flush { target: None }), Action::Finalize];
+    let one_host = platform(model(L, 1e6, 0.0, 0.0));
+    let r = run(&one_host, vec![r0.clone(), vec![create()]]).unwrap();
+    close(r.ranks[0].end_s, L + 2.0 * L + L);
+    close(r.ranks[0].comm_s, L + 2.0 * L);
+    let r = run(&slow(), vec![r0, vec![create()]]).unwrap();
+    close(r.ranks[0].end_s, L + 2.0 * L);
     balanced(&r);
 }
 
