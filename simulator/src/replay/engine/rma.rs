@@ -228,7 +228,16 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Issues a put, get or get-accumulate of `bytes` from `r` to `target`
     /// on window `w` (model in the module doc).
     #[allow(clippy::too_many_arguments)]
-    fn rma_move(&mut self, r: usize, action: &Action, w: usize, target: u32, bytes: u64, req: u64, kind: RmaMove) -> Result<(), ReplayError> {
+    fn rma_move(
+        &mut self,
+        r: usize,
+        action: &Action,
+        w: usize,
+        target: u32,
+        bytes: u64,
+        req: u64,
+        kind: RmaMove,
+    ) -> Result<(), ReplayError> {
         let t = self.dst(r, action, target)?;
         let cost = kind.cost(self.model(r, t), bytes, self.ranks[r].host == self.ranks[t].host);
         let start = self.ranks[r].clock;
