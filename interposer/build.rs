@@ -47,6 +47,7 @@ fn main() {
         "csrc/mpi.tbl",
         "csrc/types.h",
         "csrc/support.h",
+        "csrc/rma.h",
         "csrc/comms.h",
         "csrc/comms.c",
         "csrc/fast.h",

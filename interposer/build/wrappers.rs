@@ -142,9 +142,10 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 fparams.push(format!("MPI_Fint *{n}"));
                 args.push(format!("(int)*{n}"));
             }
-            ("MPI_Comm" | "MPI_Datatype" | "MPI_Op" | "MPI_Group" | "MPI_File" | "MPI_Info", false) => {
+            ("MPI_Comm" | "MPI_Datatype" | "MPI_Op" | "MPI_Group" | "MPI_File" | "MPI_Info" | "MPI_Win", false) => {
                 let f = match ty {
                     "MPI_Comm" => "MPI_Comm_f2c",
+                    "MPI_Win" => "MPI_Win_f2c",
                     "MPI_Info" => "MPI_Info_f2c",
                     "MPI_Datatype" => "MPI_Type_f2c",
                     "MPI_Op" => "MPI_Op_f2c",
@@ -171,8 +172,9 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 args.push(format!("(int *){n}"));
                 post.push(format!("if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED) for (int i = 0; i < *outcount; i++) {n}[i] += 1;"));
             }
-            ("MPI_Offset", false) => {
-                fparams.push(format!("MPI_Offset *{n}"));
+            // INTEGER(KIND=MPI_OFFSET_KIND) and INTEGER(KIND=MPI_ADDRESS_KIND).
+            ("MPI_Offset" | "MPI_Aint", false) => {
+                fparams.push(format!("{ty} *{n}"));
                 args.push(format!("*{n}"));
             }
             // A Fortran string: blank-padded, its length a hidden argument
@@ -183,7 +185,7 @@ fn fortran(e: &Entry) -> Result<String, String> {
                 pre.push(format!("char {n}_c[IPR_FSTRING_MAX]; ipr_fstring({n}, (int){n}_len, {n}_c);"));
                 args.push(format!("{n}_c"));
             }
-            ("MPI_Request *", false) | ("MPI_Comm *", false) | ("MPI_Message *", false) | ("MPI_File *", false) => {
+            ("MPI_Request *", false) | ("MPI_Comm *", false) | ("MPI_Message *", false) | ("MPI_File *", false) | ("MPI_Win *", false) => {
                 let base = ty.trim_end_matches(" *");
                 let (f2c, c2f) = (format!("{base}_f2c"), format!("{base}_c2f"));
                 fparams.push(format!("MPI_Fint *{n}"));

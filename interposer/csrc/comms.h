@@ -37,6 +37,8 @@ struct ipr_ranks {
  * MPI freed it), IPR_RANKS_BUSY while one is made. */
 struct ipr_comm {
     uint32_t id;
+    /* An RMA window's entry (csrc/rma.h): its communicator's id. */
+    uint32_t win_comm;
     struct ipr_ranks *ranks;
 };
 

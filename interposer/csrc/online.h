@@ -170,6 +170,52 @@ void ipr_online_ghosts(void);
 #define IPR_ONLINE_MPI_File_iread_at IPR_ON_IO
 #define IPR_ONLINE_MPI_File_iwrite IPR_ON_IO
 #define IPR_ONLINE_MPI_File_iwrite_at IPR_ON_IO
+/* One-sided communication (interposer/src/online/ffi.rs, ipr_online_rma):
+ * a data movement charges the origin as the replay does and completes at
+ * the next synchronization that covers its target (unlock, the flushes,
+ * unlock_all, complete, fence, free). Creating, freeing and fencing a
+ * window also cost a barrier on the window's communicator (p->comm), as
+ * in the replay. Lock waits and PSCW notices cost no virtual time (the
+ * protocol carries no message for them) and are listed in the report. */
+void ipr_online_rma(int op, const struct ipr_params *p);
+static inline void ipr_on_win_barrier(const struct ipr_params *p, int rc) {
+    struct ipr_params q;
+    memset(&q, 0, sizeof q);
+    q.comm = p->comm;
+    q.root = -1;
+    ipr_on_coll(IPR_OP_MPI_Barrier, &q, rc, NULL, 0, 0);
+}
+#define IPR_ON_RMA(op, p, rc, ...) IPR_ON(if ((rc) == MPI_SUCCESS) ipr_online_rma(op, p))
+#define IPR_ON_WIN_BARRIER(op, p, rc, ...) IPR_ON(ipr_on_win_barrier(p, rc))
+#define IPR_ON_WIN_SYNC(op, p, rc, ...) IPR_ON(if ((rc) == MPI_SUCCESS) { ipr_online_rma(op, p); ipr_on_win_barrier(p, rc); })
+#define IPR_ONLINE_MPI_Win_create IPR_ON_WIN_BARRIER
+#define IPR_ONLINE_MPI_Win_allocate IPR_ON_WIN_BARRIER
+#define IPR_ONLINE_MPI_Win_allocate_shared IPR_ON_WIN_BARRIER
+#define IPR_ONLINE_MPI_Win_create_dynamic IPR_ON_WIN_BARRIER
+#define IPR_ONLINE_MPI_Win_free IPR_ON_WIN_SYNC
+#define IPR_ONLINE_MPI_Win_fence IPR_ON_WIN_SYNC
+#define IPR_ONLINE_MPI_Put IPR_ON_RMA
+#define IPR_ONLINE_MPI_Get IPR_ON_RMA
+#define IPR_ONLINE_MPI_Accumulate IPR_ON_RMA
+#define IPR_ONLINE_MPI_Get_accumulate IPR_ON_RMA
+#define IPR_ONLINE_MPI_Fetch_and_op IPR_ON_RMA
+#define IPR_ONLINE_MPI_Compare_and_swap IPR_ON_RMA
+#define IPR_ONLINE_MPI_Rput IPR_ON_RMA
+#define IPR_ONLINE_MPI_Rget IPR_ON_RMA
+#define IPR_ONLINE_MPI_Raccumulate IPR_ON_RMA
+#define IPR_ONLINE_MPI_Rget_accumulate IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_lock IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_unlock IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_lock_all IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_unlock_all IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_flush IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_flush_all IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_flush_local IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_flush_local_all IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_post IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_start IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_complete IPR_ON_RMA
+#define IPR_ONLINE_MPI_Win_wait IPR_ON_RMA
 
 /* Communicators: shadows follow the application's. */
 #define IPR_ONLINE_MPI_Comm_dup(op, p, rc, comm, newcomm) IPR_ON(ipr_on_comm_created(rc, *(newcomm)))

@@ -568,5 +568,7 @@ static inline void io_info(int amode, MPI_Offset disp, MPI_Datatype etype, MPI_D
     *ids = l;
     *nids = n;
 }
+/* One-sided communication. */
+#include "rma.h"
 
 #endif

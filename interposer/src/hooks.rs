@@ -103,6 +103,22 @@ pub(crate) fn record_params(op: Op, p: &Params, list: &mut Vec<u64>) -> RecParam
         },
         Shape::CommCreate => RecParams::CommCreate { parent: p.comm, comm: new_comm(p.peer2), members: list_u32(list) },
         Shape::Coll => RecParams::Coll { root: p.root, bytes: p.bytes, comm: p.comm },
+        // The list (Win_post/Win_start only, the calls that end with a
+        // list): the group as world ranks.
+        Shape::Rma => RecParams::Rma {
+            win: new_comm(p.peer2),
+            comm: p.comm,
+            target: p.peer,
+            disp: p.bytes2,
+            bytes: p.bytes,
+            op: p.tag as u32,
+            assert: p.root as u32,
+            request: p.request,
+            group: match op {
+                Op::WinPost | Op::WinStart => list.iter().map(|&v| v as u32 as i32).collect(),
+                _ => Vec::new(),
+            },
+        },
         Shape::None => RecParams::None,
     }
 }

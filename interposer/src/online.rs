@@ -44,6 +44,11 @@
 //!   receives completed out of their matching order swap their send
 //!   times. `MPI_Mrecv`s of two such messages probed in one order and
 //!   received in the other swap them too, as the offline replay does.
+//! - One-sided communication moves only the origin's clock (transfers
+//!   and their completion at the next synchronization, as the replay
+//!   charges them; fences and window creation as barriers): lock waits
+//!   and PSCW notices are not modelled, and those calls are listed as
+//!   unmodelled.
 //! - Link sharing (SimGrid XML `flows`) is not modelled; one thread per
 //!   rank (`MPI_THREAD_MULTIPLE` falls back to tracing).
 //! - A program the model would deadlock on (a rendezvous cycle that only

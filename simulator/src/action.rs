@@ -282,6 +282,96 @@ pub enum Action {
     Init,
     /// `MPI_Finalize`: the end of the rank's replayed span.
     Finalize,
+    /// A one-sided communication call (MPI RMA) on the rank's window `win`
+    /// (its own id, as the interposer numbered it); the model is in
+    /// [`crate::replay`]'s RMA engine (fence and PSCW epochs, passive
+    /// target locks, transfers without the target's participation).
+    Rma {
+        /// The rank's window id.
+        win: u32,
+        /// What the call does.
+        call: RmaCall,
+    },
+}
+
+/// What an [`Action::Rma`] does. Targets and group members are world ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RmaCall {
+    /// `MPI_Win_create`/`allocate`/`allocate_shared`/`create_dynamic`:
+    /// collective over the rank's communicator `comm`.
+    Create {
+        /// The rank's communicator id.
+        comm: u32,
+    },
+    /// `MPI_Win_free`: collective over the window's communicator.
+    Free,
+    /// `MPI_Put`, `MPI_Accumulate` (and `MPI_Rput`, `MPI_Raccumulate` with
+    /// their request): `bytes` move origin → target.
+    Put {
+        /// World rank of the target.
+        target: u32,
+        /// Bytes moved.
+        bytes: u64,
+        /// Request id of the `MPI_R*` form; 0 otherwise.
+        req: u64,
+    },
+    /// `MPI_Get` (`MPI_Rget`): a request to the target, `bytes` back.
+    Get {
+        /// World rank of the target.
+        target: u32,
+        /// Bytes fetched.
+        bytes: u64,
+        /// Request id of the `MPI_R*` form; 0 otherwise.
+        req: u64,
+    },
+    /// `MPI_Get_accumulate`, `MPI_Fetch_and_op`, `MPI_Compare_and_swap`
+    /// (`MPI_Rget_accumulate`): `bytes` to the target and `bytes` back.
+    GetAccumulate {
+        /// World rank of the target.
+        target: u32,
+        /// Bytes of the result buffer.
+        bytes: u64,
+        /// Request id of the `MPI_R*` form; 0 otherwise.
+        req: u64,
+    },
+    /// `MPI_Win_fence`.
+    Fence,
+    /// `MPI_Win_lock`.
+    Lock {
+        /// World rank of the target.
+        target: u32,
+        /// `MPI_LOCK_EXCLUSIVE` (else shared).
+        exclusive: bool,
+    },
+    /// `MPI_Win_unlock`.
+    Unlock {
+        /// World rank of the target.
+        target: u32,
+    },
+    /// `MPI_Win_lock_all`.
+    LockAll,
+    /// `MPI_Win_unlock_all`.
+    UnlockAll,
+    /// `MPI_Win_flush`, `flush_local` (one target) and `flush_all`,
+    /// `flush_local_all` (`None`).
+    Flush {
+        /// World rank of the target; `None` for all.
+        target: Option<u32>,
+    },
+    /// `MPI_Win_post`: exposes the window to the `origins`.
+    Post {
+        /// World ranks of the origin group.
+        origins: Vec<u32>,
+    },
+    /// `MPI_Win_start`: an access epoch on the `targets`.
+    Start {
+        /// World ranks of the target group.
+        targets: Vec<u32>,
+    },
+    /// `MPI_Win_complete`: ends the access epoch.
+    Complete,
+    /// `MPI_Win_wait`: ends the exposure epoch.
+    Wait,
 }
 
 pub use crate::trace::actions::{is_any_source, op_action, region_id, ComputeTime, TraceActions};

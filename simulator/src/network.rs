@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod loggp;
+pub mod rma;
 pub mod topology;
 
 /// One interval of a piecewise-linear function of message size:

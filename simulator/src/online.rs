@@ -65,6 +65,7 @@ use serde::Serialize;
 
 use crate::action::Action;
 use crate::io::FsState;
+use crate::network::rma::RmaMove;
 use crate::network::P2pModel;
 use crate::platform::{Mapping, Platform, WaitingRanks};
 use crate::replay::{self, ActionStream, ReplayError, ReplayErrorKind, Stretch};
@@ -156,6 +157,9 @@ pub struct VirtualRank<'a> {
     fs: Option<FsState>,
     /// View and hints of this rank's open files, by file id.
     open: HashMap<u32, crate::io::client::OpenFile>,
+    /// One-sided operations: per target world rank, when this rank's
+    /// operations issued since its last synchronization complete, seconds.
+    rma_pending: HashMap<u32, f64>,
 }
 
 impl std::fmt::Debug for VirtualRank<'_> {
@@ -185,6 +189,7 @@ impl<'a> VirtualRank<'a> {
             jitter: None,
             fs,
             open: HashMap::new(),
+            rma_pending: HashMap::new(),
         }
     }
 
@@ -451,6 +456,36 @@ impl<'a> VirtualRank<'a> {
         let b = Block { since: self.clock + reduce_s, resume, d: comm };
         self.resolve(b);
         Ok(self.clock)
+    }
+
+    /// A one-sided data movement of `bytes` to world rank `target` at the
+    /// clock, as the offline replay charges it ([`RmaMove::cost`]): the
+    /// rank is busy its send overhead; the movement completes at the next
+    /// [`VirtualRank::rma_settle`] that covers `target`.
+    pub fn rma_move(&mut self, target: u32, kind: RmaMove, bytes: u64) {
+        let same_host = self.platform.host_of(self.rank) == self.platform.host_of(target);
+        let cost = kind.cost(self.model(self.rank, target), bytes, same_host);
+        let done = self.clock + cost.done_after_s;
+        self.clock += cost.busy_s;
+        self.stats.comm_s += cost.busy_s;
+        self.stats.messages += 1;
+        self.stats.bytes_sent += kind.bytes_sent(bytes);
+        let p = self.rma_pending.entry(target).or_insert(done);
+        *p = p.max(done);
+    }
+
+    /// A synchronization that completes this rank's one-sided operations
+    /// to `target` (all targets for `None`): the clock moves to their
+    /// completion, as communication time.
+    pub fn rma_settle(&mut self, target: Option<u32>) {
+        let until = match target {
+            Some(t) => self.rma_pending.remove(&t).unwrap_or(0.0),
+            None => self.rma_pending.drain().map(|(_, at)| at).fold(0.0, f64::max),
+        };
+        if until > self.clock {
+            self.stats.comm_s += until - self.clock;
+            self.clock = until;
+        }
     }
 
     /// Posts a nonblocking collective creating request `req` at the clock

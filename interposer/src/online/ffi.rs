@@ -6,6 +6,7 @@ use std::ffi::{c_char, c_int};
 use std::sync::atomic::Ordering;
 
 use simulator::action::{Action, IoCall};
+use simulator::network::rma::RmaMove;
 use simulator::online::VirtualStats;
 use simulator::trace::{CallRecord, Op};
 
@@ -334,6 +335,54 @@ fn io_action(op: Op, p: &Params, list: &mut Vec<u64>) -> Option<Action> {
 /// [`simulator::action::op_action`].
 fn untimed(op: Op, params: simulator::trace::Params) -> CallRecord {
     CallRecord { op, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+}
+
+/// One-sided call `op` with parameters `p` (as the trace records them)
+/// returned: a data movement charges the origin as the replay does and
+/// completes at a later synchronization, which `MPI_Win_unlock`, the
+/// flushes, `MPI_Win_unlock_all`, `MPI_Win_complete`, `MPI_Win_fence` and
+/// `MPI_Win_free` are (`MPI_Win_lock_all` costs nothing, as in the
+/// replay). The lock waits and PSCW notices need messages the protocol
+/// does not carry: `MPI_Win_lock`, `post`, `start` and `wait` cost no
+/// virtual time and are listed as unmodelled, as is a movement to an
+/// unknown target.
+///
+/// # Safety
+/// `p` points to a valid `struct ipr_params`.
+#[no_mangle]
+pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
+    // SAFETY: the C wrapper passes its live parameter struct.
+    let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
+    let target = u32::try_from(p.peer).ok();
+    let kind = match call {
+        Op::Put | Op::Accumulate | Op::Rput | Op::Raccumulate => Some(RmaMove::Put),
+        Op::Get | Op::Rget => Some(RmaMove::Get),
+        Op::GetAccumulate | Op::FetchAndOp | Op::CompareAndSwap | Op::RgetAccumulate => Some(RmaMove::GetAccumulate),
+        _ => None,
+    };
+    with((), |on| {
+        let ev = match (kind, call) {
+            (Some(kind), _) => match target {
+                Some(target) => Ev::RmaMove { target, kind, bytes: p.bytes },
+                None if p.peer == simulator::trace::record::PROC_NULL => return,
+                None => {
+                    on.unmodelled.insert(call.mpi_name());
+                    return;
+                }
+            },
+            // The replay's lock_all takes no lock and costs nothing.
+            (None, Op::WinLockAll) => return,
+            (None, Op::WinUnlock | Op::WinFlush | Op::WinFlushLocal) => Ev::RmaSettle { target },
+            (None, Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinComplete | Op::WinFence | Op::WinFree) => {
+                Ev::RmaSettle { target: None }
+            }
+            _ => {
+                on.unmodelled.insert(call.mpi_name());
+                return;
+            }
+        };
+        on.queue(ev);
+    })
 }
 
 /// Call `op` costs no virtual time (a collective on a communicator

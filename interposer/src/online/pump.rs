@@ -20,6 +20,7 @@
 use std::collections::VecDeque;
 
 use simulator::action::Action;
+use simulator::network::rma::RmaMove;
 use simulator::online::Pending;
 use simulator::trace::Op as Call;
 
@@ -62,6 +63,11 @@ pub enum Ev {
     Forget { id: u64, cancelled: bool },
     /// The application freed the communicator of shadow `slot`.
     CommFree { slot: u32 },
+    /// A one-sided data movement of `bytes` to world rank `target`.
+    RmaMove { target: u32, kind: RmaMove, bytes: u64 },
+    /// A synchronization completing the one-sided operations to `target`
+    /// (all targets for `None`).
+    RmaSettle { target: Option<u32> },
 }
 
 /// A shadow message that completes a request, applied out of order.
@@ -304,6 +310,8 @@ impl Online {
                 }
             }
             Ev::CommFree { slot } => super::ffi::free_shadow(*slot),
+            Ev::RmaMove { target, kind, bytes } => self.clock.rma_move(*target, *kind, *bytes),
+            Ev::RmaSettle { target } => self.clock.rma_settle(*target),
         }
         true
     }

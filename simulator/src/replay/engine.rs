@@ -54,6 +54,7 @@ mod io;
 mod nbc;
 mod net;
 mod p2p;
+mod rma;
 
 mod doing;
 use doing::Doing;
@@ -164,6 +165,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     energy: Option<crate::energy::EnergyMeter>,
     /// The file system and collective accesses under way.
     io: io::IoState,
+    /// One-sided communication: windows, locks, epochs.
+    rma: rma::RmaState,
     /// Ranks left waiting at the end finish there ([`super::Replay::salvage`]).
     pub(crate) salvage: bool,
     /// Where each action and its span go ([`super::Replay::action_log`]).
@@ -202,6 +205,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             })
             .collect();
         let comms = comms::Comms::new(ranks.len());
+        let n_ranks = ranks.len();
         let net = platform.links.clone().map(|m| Net::new(m, platform.hosts.len()));
         let watts = |h: usize| platform.hosts[h].watts();
         let energy = (0..platform.hosts.len())
@@ -220,6 +224,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             queue: EventQueue::default(),
             actions: 0,
             io: io::IoState::new(platform),
+            rma: rma::RmaState::new(n_ranks),
             salvage: false,
             log: None,
             cores: Self::cores_for(platform, &oversubscribed),
@@ -497,6 +502,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 self.comms.create(r, comm, members);
             }
             Action::Io { .. } | Action::IoInfo { .. } => return self.io(r, action),
+            Action::Rma { .. } => return self.rma(r, action),
             Action::Init => {}
             Action::Finalize => return self.finish(r),
         }

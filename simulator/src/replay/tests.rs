@@ -589,3 +589,4 @@ mod nbc;
 mod gamma;
 mod io;
 mod log;
+mod rma;

@@ -9,6 +9,8 @@ use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorK
 
 use crate::action::{Action, IoCall};
 
+mod rma;
+
 /// Which recorded duration a compute block takes in replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ComputeTime {
@@ -138,8 +140,10 @@ impl RecordConverter {
 /// [`Action::Io`] (which keeps their measured duration for platforms
 /// without a file system), but for `MPI_File_seek` and `set_view`, local
 /// calls that stay compute blocks of their measured duration in region
-/// [`IO_REGION`]. Persistent
-/// requests and matched probes need the stream's state: [`RequestBook`].
+/// [`IO_REGION`]. One-sided calls become [`Action::Rma`] (accumulates as
+/// puts; calls on an unknown window or to `MPI_PROC_NULL`: `Ok(None)`).
+/// Persistent requests and matched probes need the stream's state:
+/// [`RequestBook`].
 ///
 /// Send modes map onto the standard ones (`Ssend`/`Rsend` → `Send`,
 /// `Issend`/`Irsend` → `Isend`): the model's eager/rendezvous switch then
@@ -281,6 +285,7 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
             };
             Action::IoInfo { file: *file, info: Box::new(info), recorded_s: rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9 }
         }
+        (op, Params::Rma { .. }) => return rma::rma_action(op, &rec.params),
         (op, _) => return Err(op),
     }))
 }

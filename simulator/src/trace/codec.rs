@@ -90,7 +90,14 @@ pub fn list_len(rec: &CallRecord) -> usize {
     // The shapes without a list first, from the op alone.
     if !matches!(
         shape(rec.op),
-        Shape::Waitall | Shape::RequestSet | Shape::CommCreate | Shape::RequestSome | Shape::Intercomm | Shape::Vcoll | Shape::Neighbor
+        Shape::Waitall
+            | Shape::RequestSet
+            | Shape::CommCreate
+            | Shape::RequestSome
+            | Shape::Intercomm
+            | Shape::Vcoll
+            | Shape::Neighbor
+            | Shape::Rma
     ) {
         return 0;
     }
@@ -101,6 +108,7 @@ pub fn list_len(rec: &CallRecord) -> usize {
         Params::Intercomm { local, remote, .. } => local.len() + remote.len(),
         Params::Vcoll { send, recv, .. } => send.len() + recv.len(),
         Params::Neighbor { dsts, send, srcs, recv, .. } => dsts.len() + send.len() + srcs.len() + recv.len(),
+        Params::Rma { group, .. } => group.len(),
         _ => 0,
     }
 }
@@ -488,6 +496,21 @@ impl Encoder {
                         o.v(b);
                     }
                 }
+            }
+            (Params::Rma { win, comm, target, disp, bytes, op, assert, request, group }, Shape::Rma) => {
+                o.v(*win as u64);
+                flags |= world(&mut o, *comm);
+                o.z(*target as i64);
+                o.v(*disp);
+                o.v(*bytes);
+                o.v(*op as u64);
+                o.v(*assert as u64);
+                if *request != 0 {
+                    flags |= HAS_REQUEST;
+                    req(&mut o, *request);
+                }
+                o.v(group.len() as u64);
+                group.iter().for_each(|&m| o.z(m as i64));
             }
             (params, _) => panic!("params {params:?} do not fit {:?}", rec.op),
         }

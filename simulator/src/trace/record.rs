@@ -291,6 +291,83 @@ pub enum Params {
         /// Bytes received from each source.
         recv: Vec<u64>,
     },
+    /// One-sided communication (MPI RMA): window creation and freeing,
+    /// the data-movement calls and the epoch synchronizations.
+    ///
+    /// | op | fields used besides `win` |
+    /// |---|---|
+    /// | `Win_create`, `Win_allocate`, `Win_allocate_shared`, `Win_create_dynamic` | `bytes` = this rank's window size (0 when dynamic) |
+    /// | `Put`, `Accumulate`, `Rput`, `Raccumulate` | `target`, `disp`, `bytes` = origin count × type size, `op`, `request` |
+    /// | `Get`, `Rget` | `target`, `disp`, `bytes` = origin count × type size, `request` |
+    /// | `Get_accumulate`, `Fetch_and_op`, `Compare_and_swap`, `Rget_accumulate` | `target`, `disp`, `bytes` = result count × type size, `op`, `request` |
+    /// | `Win_fence` | `assert` |
+    /// | `Win_lock`, `Win_unlock`, `Win_flush`, `Win_flush_local` | `target`; `Win_lock`: `op` = [`LOCK_EXCLUSIVE`] or [`LOCK_SHARED`], `assert` |
+    /// | `Win_post`, `Win_start` | `group` = the origins (post) or targets (start) as world ranks, `assert` |
+    /// | `Win_lock_all`, `Win_unlock_all`, `Win_flush_all`, `Win_flush_local_all`, `Win_complete`, `Win_wait`, `Win_free` | — |
+    Rma {
+        /// Window id (windows share the numbering of communicators and
+        /// files, never equal to one; [`COMM_UNKNOWN`] when the table of
+        /// ids is full or the creation failed).
+        win: u32,
+        /// Id of the window's communicator ([`COMM_WORLD`] when the
+        /// window is unknown).
+        comm: u32,
+        /// World rank of the target, -1 when the call has none.
+        target: i32,
+        /// Target displacement, in units of the target's `disp_unit`.
+        disp: u64,
+        /// Bytes, as in the table above.
+        bytes: u64,
+        /// Accumulate operation ([`rma_op`] codes) or lock type; 0 for none.
+        op: u32,
+        /// The `assert` argument (`MPI_MODE_*` bits as the MPI library
+        /// defines them), 0 for none.
+        assert: u32,
+        /// Request handle of `MPI_R*` calls; 0 otherwise.
+        request: u64,
+        /// `Win_post`/`Win_start`: the group's members as world ranks.
+        group: Vec<i32>,
+    },
+}
+
+/// `Params::Rma::op` of `MPI_Win_lock(MPI_LOCK_EXCLUSIVE, ...)`.
+pub const LOCK_EXCLUSIVE: u32 = 1;
+/// `Params::Rma::op` of `MPI_Win_lock(MPI_LOCK_SHARED, ...)`.
+pub const LOCK_SHARED: u32 = 2;
+
+/// Codes of the reduction operations of accumulate calls
+/// (`Params::Rma::op`), independent of the MPI library's handles.
+pub mod rma_op {
+    /// `MPI_SUM`.
+    pub const SUM: u32 = 1;
+    /// `MPI_PROD`.
+    pub const PROD: u32 = 2;
+    /// `MPI_MAX`.
+    pub const MAX: u32 = 3;
+    /// `MPI_MIN`.
+    pub const MIN: u32 = 4;
+    /// `MPI_LAND`.
+    pub const LAND: u32 = 5;
+    /// `MPI_BAND`.
+    pub const BAND: u32 = 6;
+    /// `MPI_LOR`.
+    pub const LOR: u32 = 7;
+    /// `MPI_BOR`.
+    pub const BOR: u32 = 8;
+    /// `MPI_LXOR`.
+    pub const LXOR: u32 = 9;
+    /// `MPI_BXOR`.
+    pub const BXOR: u32 = 10;
+    /// `MPI_MAXLOC`.
+    pub const MAXLOC: u32 = 11;
+    /// `MPI_MINLOC`.
+    pub const MINLOC: u32 = 12;
+    /// `MPI_REPLACE`.
+    pub const REPLACE: u32 = 13;
+    /// `MPI_NO_OP`.
+    pub const NO_OP: u32 = 14;
+    /// Any other (user-defined) operation.
+    pub const USER: u32 = 15;
 }
 
 /// One intercepted MPI call and the compute block before it.
@@ -401,6 +478,8 @@ pub enum Shape {
     Vcoll,
     /// [`Params::Neighbor`].
     Neighbor,
+    /// [`Params::Rma`].
+    Rma,
 }
 
 /// The shape of every op code, looked up once per encoded record: the

@@ -18,13 +18,18 @@
 //! v-collectives of traces written before their counts were recorded are
 //! written as their regular form with this rank's size.
 //!
+//! One-sided communication (MPI RMA) is left out too, counted per MPI
+//! call in [`TiExport::dropped_rma`]: SimGrid's TI replay registers no
+//! RMA verb (`smpi_replay.cpp` of SimGrid 3.32 knows the point-to-point,
+//! collective, `compute`, `sleep` and `location` actions only).
+//!
 //! # Errors
 //! A collective on a communicator other than `MPI_COMM_WORLD` is an error:
 //! TI traces carry no communicator, and SMPI would replay it on all ranks.
 //! So are nonblocking collectives (SMPI 3.32 aborts on them),
 //! neighbourhood collectives and `MPI_Cancel` (TI has no verb for them).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -70,6 +75,20 @@ pub struct TiExport {
     pub lines: u64,
     /// Records left out (no TI verb).
     pub skipped: u64,
+    /// One-sided (MPI RMA) records among them, per MPI function name, over
+    /// all ranks: TI traces have no RMA verbs, so their cost is lost.
+    pub dropped_rma: BTreeMap<&'static str, u64>,
+}
+
+impl TiExport {
+    /// The one-line warning about the dropped RMA calls, `None` when there
+    /// were none, e.g. `left out 12 one-sided (MPI RMA) calls, which TI
+    /// traces cannot express: MPI_Put 8, MPI_Win_fence 4`.
+    pub fn rma_warning(&self) -> Option<String> {
+        let total: u64 = self.dropped_rma.values().sum();
+        let each: Vec<String> = self.dropped_rma.iter().map(|(name, n)| format!("{name} {n}")).collect();
+        (total > 0).then(|| format!("left out {total} one-sided (MPI RMA) calls, which TI traces cannot express: {}", each.join(", ")))
+    }
 }
 
 /// Writes `ranks` as a TI trace into `out` (created if missing):
@@ -86,7 +105,7 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
     std::fs::create_dir_all(out).map_err(werr(out))?;
     let list = out.join(TI_LIST);
     let mut names = String::new();
-    let (mut lines, mut skipped) = (0, 0);
+    let (mut lines, mut skipped, mut dropped_rma) = (0, 0, BTreeMap::new());
     for t in ranks {
         let path = out.join(format!("rank-{}.ti", t.header.rank));
         let mut w = BufWriter::new(File::create(&path).map_err(werr(&path))?);
@@ -102,6 +121,9 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
             if verbs.is_empty() {
                 skipped += 1;
             }
+            if matches!(rec.params, Params::Rma { .. }) {
+                *dropped_rma.entry(rec.op.mpi_name()).or_insert(0) += 1;
+            }
             for v in verbs {
                 text += &format!("{} {v}\n", t.header.rank);
             }
@@ -112,7 +134,7 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
         names += &format!("{}\n", path.display());
     }
     std::fs::write(&list, names).map_err(werr(&list))?;
-    Ok(TiExport { list, lines, skipped })
+    Ok(TiExport { list, lines, skipped, dropped_rma })
 }
 
 /// Per-rank export state: pending requests by handle, as SMPI's keys.
@@ -289,12 +311,17 @@ mod tests {
         };
         let mut w = RankWriter::create(File::create(&p).unwrap(), &header).unwrap();
         let p2p = |peer, request| Params::P2p { peer, tag: 5, bytes: 64, comm: 0, request };
+        let rma = |target, bytes| Params::Rma { win: 1, comm: 0, target, disp: 0, bytes, op: 0, assert: 0, request: 0, group: vec![] };
         for r in [
             rec(Op::Init, Params::None),
             rec(Op::Isend, p2p(1, 11)),
             rec(Op::Irecv, p2p(1, 12)),
             rec(Op::Waitall, Params::Waitall { requests: vec![12, 11, 0] }),
             rec(Op::Allreduce, Params::Coll { root: -1, bytes: 8, comm: 0 }),
+            rec(Op::WinCreate, rma(-1, 64)),
+            rec(Op::Put, rma(1, 8)),
+            rec(Op::Put, rma(1, 8)),
+            rec(Op::WinFence, rma(-1, 0)),
             rec(Op::CommRank, Params::None),
             rec(Op::Finalize, Params::None),
         ] {
@@ -306,9 +333,12 @@ mod tests {
         let e = export_ti(&[t], &out, 1e9).unwrap();
         let text = std::fs::read_to_string(out.join("rank-0.ti")).unwrap();
         let expect = "0 init\n0 compute 2000\n0 isend 1 5 64\n0 compute 2000\n0 irecv 1 5 64\n0 compute 2000\n\
-                      0 wait 1 0 5\n0 wait 0 1 5\n0 compute 2000\n0 allreduce 8 0\n0 compute 2000\n0 compute 2000\n0 finalize\n";
+                      0 wait 1 0 5\n0 wait 0 1 5\n0 compute 2000\n0 allreduce 8 0\n0 compute 2000\n0 compute 2000\n0 compute 2000\n\
+                      0 compute 2000\n0 compute 2000\n0 compute 2000\n0 finalize\n";
         assert_eq!(text, expect);
-        assert_eq!(e.skipped, 1);
+        assert_eq!(e.skipped, 5);
+        let want = "left out 4 one-sided (MPI RMA) calls, which TI traces cannot express: MPI_Put 2, MPI_Win_create 1, MPI_Win_fence 1";
+        assert_eq!(e.rma_warning().as_deref(), Some(want));
         assert!(std::fs::read_to_string(&e.list).unwrap().contains("rank-0.ti"));
     }
 

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use simulator::action::{Action, IoCall};
+use simulator::action::{Action, IoCall, RmaCall};
 
 use crate::otf2_out::ArchiveOut;
 
@@ -64,6 +64,23 @@ pub fn mpi_name(a: &Action) -> Option<String> {
             (Some(_), _) => "MPI_File_open",
             (None, true) => "MPI_File_set_view",
             (None, false) => "MPI_File_set_info",
+        },
+        Action::Rma { call, .. } => match call {
+            RmaCall::Create { .. } => "MPI_Win_create",
+            RmaCall::Free => "MPI_Win_free",
+            RmaCall::Put { .. } => "MPI_Put",
+            RmaCall::Get { .. } => "MPI_Get",
+            RmaCall::GetAccumulate { .. } => "MPI_Get_accumulate",
+            RmaCall::Fence => "MPI_Win_fence",
+            RmaCall::Lock { .. } => "MPI_Win_lock",
+            RmaCall::Unlock { .. } => "MPI_Win_unlock",
+            RmaCall::LockAll => "MPI_Win_lock_all",
+            RmaCall::UnlockAll => "MPI_Win_unlock_all",
+            RmaCall::Flush { .. } => "MPI_Win_flush",
+            RmaCall::Post { .. } => "MPI_Win_post",
+            RmaCall::Start { .. } => "MPI_Win_start",
+            RmaCall::Complete => "MPI_Win_complete",
+            RmaCall::Wait => "MPI_Win_wait",
         },
         Action::Init => "MPI_Init",
         Action::Finalize => "MPI_Finalize",

@@ -129,6 +129,9 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
         TraceCommand::ExportTi { out: dir, host_speed, .. } => {
             let e = ti_export::export_ti(&ranks, dir, *host_speed)?;
             writeln!(out, "wrote {} ({} lines, {} records without a TI verb)", e.list.display(), e.lines, e.skipped)?;
+            if let Some(w) = e.rma_warning() {
+                eprintln!("warning: {w}");
+            }
         }
         TraceCommand::Timeline { out: file, .. } => {
             let n = timeline::write_chrome(&ranks, file)?;

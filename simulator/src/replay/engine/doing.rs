@@ -13,6 +13,7 @@ pub(super) enum Doing {
     Waitall { n: usize },
     Sendrecv { dst: u32, src: i32, comm: u32 },
     Coll { name: &'static str, round: u32 },
+    Rma { name: &'static str, win: u32 },
 }
 
 impl Doing {
@@ -26,7 +27,7 @@ impl Doing {
             Doing::Wait { .. } => "MPI_Wait",
             Doing::Waitall { .. } => "MPI_Waitall",
             Doing::Sendrecv { .. } => "MPI_Sendrecv",
-            Doing::Coll { name, .. } => name,
+            Doing::Coll { name, .. } | Doing::Rma { name, .. } => name,
         }
     }
 }
@@ -44,6 +45,7 @@ impl fmt::Display for Doing {
             Doing::Waitall { n } => write!(f, "MPI_Waitall({n} requests)"),
             Doing::Sendrecv { dst, src, comm } => write!(f, "MPI_Sendrecv(dst={dst}, src={src}, comm={comm})"),
             Doing::Coll { name, round } => write!(f, "{name} round {round}"),
+            Doing::Rma { name, win } => write!(f, "{name}(window {win})"),
         }
     }
 }

@@ -236,6 +236,15 @@ impl Decoder {
                 let (srcs, recv) = side(&mut i)?;
                 Params::Neighbor { comm, request, dsts, send, srcs, recv }
             }
+            Shape::Rma => {
+                let win = i.u32()?;
+                let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
+                let (target, disp, bytes, op, assert) = (i.i32()?, i.v()?, i.v()?, i.u32()?, i.u32()?);
+                let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
+                let n = bounded(i.v()?, buf)?;
+                let group = (0..n).map(|_| i.i32()).collect::<Result<_, _>>()?;
+                Params::Rma { win, comm, target, disp, bytes, op, assert, request, group }
+            }
         };
         // Commit the state only for a whole record.
         match known {

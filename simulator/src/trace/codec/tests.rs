@@ -89,8 +89,17 @@ fn cases() -> Vec<CallRecord> {
             Params::Neighbor { comm: 0, request: 0x5600_0b00, dsts: vec![], send: vec![], srcs: vec![2, 2], recv: vec![8, 8] },
         ),
         (Op::CommIdup, Params::CommCreate { parent: 0, comm: 7, members: vec![0, 1, 2, 3] }),
+        (Op::WinCreate, rma(9, 5, -1, 0, 1 << 20, 0, 0, 0, vec![])),
+        (Op::Raccumulate, rma(9, 0, 3, 1 << 35, 8, 1, 0, 0x5600_0c00, vec![])),
+        (Op::WinLock, rma(9, 0, 0, 0, 0, 1, 0x1000, 0, vec![])),
+        (Op::WinPost, rma(9, 0, -1, 0, 0, 0, 4, 0, vec![1, 3, 2])),
     ];
     shapes.into_iter().enumerate().map(|(t, (op, p))| rec(op, p, t as u64)).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rma(win: u32, comm: u32, target: i32, disp: u64, bytes: u64, op: u32, assert: u32, request: u64, group: Vec<i32>) -> Params {
+    Params::Rma { win, comm, target, disp, bytes, op, assert, request, group }
 }
 
 #[test]
