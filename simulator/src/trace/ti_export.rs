@@ -18,10 +18,11 @@
 //! v-collectives of traces written before their counts were recorded are
 //! written as their regular form with this rank's size.
 //!
-//! One-sided communication (MPI RMA) is left out too, counted per MPI
-//! call in [`TiExport::dropped_rma`]: SimGrid's TI replay registers no
-//! RMA verb (`smpi_replay.cpp` of SimGrid 3.32 knows the point-to-point,
-//! collective, `compute`, `sleep` and `location` actions only).
+//! One-sided communication (MPI RMA) and MPI-IO are left out too, counted
+//! per MPI call in [`TiExport::dropped`]: SimGrid's TI replay registers
+//! no RMA or I/O verb (`smpi_replay.cpp` of SimGrid 3.32 knows the
+//! point-to-point, collective, `compute`, `sleep` and `location` actions
+//! only).
 //!
 //! # Errors
 //! A collective on a communicator other than `MPI_COMM_WORLD` is an error:
@@ -75,19 +76,21 @@ pub struct TiExport {
     pub lines: u64,
     /// Records left out (no TI verb).
     pub skipped: u64,
-    /// One-sided (MPI RMA) records among them, per MPI function name, over
-    /// all ranks: TI traces have no RMA verbs, so their cost is lost.
-    pub dropped_rma: BTreeMap<&'static str, u64>,
+    /// One-sided (MPI RMA) and MPI-IO records among them, per MPI function
+    /// name, over all ranks: TI traces have no verbs for them, so their
+    /// cost is lost.
+    pub dropped: BTreeMap<&'static str, u64>,
 }
 
 impl TiExport {
-    /// The one-line warning about the dropped RMA calls, `None` when there
-    /// were none, e.g. `left out 12 one-sided (MPI RMA) calls, which TI
-    /// traces cannot express: MPI_Put 8, MPI_Win_fence 4`.
-    pub fn rma_warning(&self) -> Option<String> {
-        let total: u64 = self.dropped_rma.values().sum();
-        let each: Vec<String> = self.dropped_rma.iter().map(|(name, n)| format!("{name} {n}")).collect();
-        (total > 0).then(|| format!("left out {total} one-sided (MPI RMA) calls, which TI traces cannot express: {}", each.join(", ")))
+    /// The one-line warning about the dropped calls, `None` when there
+    /// were none, e.g. `left out 12 one-sided (MPI RMA) and MPI-IO calls,
+    /// which TI traces cannot express: MPI_Put 8, MPI_Win_fence 4`.
+    pub fn dropped_warning(&self) -> Option<String> {
+        let total: u64 = self.dropped.values().sum();
+        let each: Vec<String> = self.dropped.iter().map(|(name, n)| format!("{name} {n}")).collect();
+        let what = "one-sided (MPI RMA) and MPI-IO calls, which TI traces cannot express";
+        (total > 0).then(|| format!("left out {total} {what}: {}", each.join(", ")))
     }
 }
 
@@ -105,7 +108,7 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
     std::fs::create_dir_all(out).map_err(werr(out))?;
     let list = out.join(TI_LIST);
     let mut names = String::new();
-    let (mut lines, mut skipped, mut dropped_rma) = (0, 0, BTreeMap::new());
+    let (mut lines, mut skipped, mut dropped) = (0, 0, BTreeMap::new());
     for t in ranks {
         let path = out.join(format!("rank-{}.ti", t.header.rank));
         let mut w = BufWriter::new(File::create(&path).map_err(werr(&path))?);
@@ -121,8 +124,8 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
             if verbs.is_empty() {
                 skipped += 1;
             }
-            if matches!(rec.params, Params::Rma { .. }) {
-                *dropped_rma.entry(rec.op.mpi_name()).or_insert(0) += 1;
+            if matches!(rec.params, Params::Rma { .. } | Params::Io { .. } | Params::IoInfo { .. }) {
+                *dropped.entry(rec.op.mpi_name()).or_insert(0) += 1;
             }
             for v in verbs {
                 text += &format!("{} {v}\n", t.header.rank);
@@ -134,7 +137,7 @@ pub fn export_ti(ranks: &[RankTrace], out: &Path, host_speed_flops: f64) -> Resu
         names += &format!("{}\n", path.display());
     }
     std::fs::write(&list, names).map_err(werr(&list))?;
-    Ok(TiExport { list, lines, skipped, dropped_rma })
+    Ok(TiExport { list, lines, skipped, dropped })
 }
 
 /// Per-rank export state: pending requests by handle, as SMPI's keys.
@@ -337,8 +340,9 @@ mod tests {
                       0 compute 2000\n0 compute 2000\n0 compute 2000\n0 finalize\n";
         assert_eq!(text, expect);
         assert_eq!(e.skipped, 5);
-        let want = "left out 4 one-sided (MPI RMA) calls, which TI traces cannot express: MPI_Put 2, MPI_Win_create 1, MPI_Win_fence 1";
-        assert_eq!(e.rma_warning().as_deref(), Some(want));
+        let want =
+            "left out 4 one-sided (MPI RMA) and MPI-IO calls, which TI traces cannot express: MPI_Put 2, MPI_Win_create 1, MPI_Win_fence 1";
+        assert_eq!(e.dropped_warning().as_deref(), Some(want));
         assert!(std::fs::read_to_string(&e.list).unwrap().contains("rank-0.ti"));
     }
 

@@ -129,7 +129,7 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
         TraceCommand::ExportTi { out: dir, host_speed, .. } => {
             let e = ti_export::export_ti(&ranks, dir, *host_speed)?;
             writeln!(out, "wrote {} ({} lines, {} records without a TI verb)", e.list.display(), e.lines, e.skipped)?;
-            if let Some(w) = e.rma_warning() {
+            if let Some(w) = e.dropped_warning() {
                 eprintln!("warning: {w}");
             }
         }
