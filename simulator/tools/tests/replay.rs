@@ -57,21 +57,27 @@ fn write_trace(dir: &Path) {
             rec(Op::Finalize, 0, 0, Params::None),
         ],
     ];
+    write_ranks(dir, &ranks);
+}
+
+/// A trace directory of `ranks`' records (rank r: `ranks[r]`).
+fn write_ranks(dir: &Path, ranks: &[Vec<CallRecord>]) {
+    let n = ranks.len() as u32;
     std::fs::create_dir_all(dir).unwrap();
     let meta = TraceMeta {
         format_version: 1,
-        ranks: 2,
+        ranks: n,
         mpi_library: "synthetic".into(),
         timing_source: TimingSource::ClockGettime,
         tsc_hz: None,
-        command: vec!["pingpong".into()],
+        command: vec!["synthetic".into()],
         mode: "trace".into(),
     };
     std::fs::write(dir.join(trace::META_FILE), serde_json::to_string(&meta).unwrap()).unwrap();
     for (r, records) in ranks.iter().enumerate() {
         let header = RankHeader {
             rank: r as u32,
-            ranks: 2,
+            ranks: n,
             host: "tracehost".into(),
             pid: 100 + r as u32,
             timing_source: TimingSource::ClockGettime,
@@ -385,5 +391,7 @@ fn a_host_with_more_ranks_than_cores_shares_them_and_says_so() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("oversubscribed"));
 }
 
+#[path = "replay/io.rs"]
+mod io;
 #[path = "replay/otf2.rs"]
 mod otf2;
