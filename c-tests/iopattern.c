@@ -23,6 +23,26 @@
 
 #include "common.h"
 
+/* One access of `n` bytes at `at`: written (`write`) or read, collectively or not. */
+static void transfer(MPI_File fh, MPI_Offset at, char *buf, int n, int collective, int write)
+{
+    if (write && collective)
+        MPI_File_write_at_all(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+    else if (write)
+        MPI_File_write_at(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+    else if (collective)
+        MPI_File_read_at_all(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+    else
+        MPI_File_read_at(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
+}
+
+/* Byte offset of rank `rank`'s transfer `i` in `layout` (0 contiguous, 1 strided). */
+static MPI_Offset slot_at(long layout, int rank, int size, long count, long i, int n)
+{
+    long slot = layout == 0 ? rank * count + i : i * size + rank;
+    return (MPI_Offset)slot * n;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -65,65 +85,40 @@ int main(int argc, char **argv)
     }
     if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     double t0 = timed_start();
+    int ok = 1;
+    MPI_Datatype block = MPI_DATATYPE_NULL, strided = MPI_DATATYPE_NULL;
     if (view) {
         /* Rank r's transfers: every size-th block of n bytes from block r. */
-        MPI_Datatype block, strided;
         MPI_Type_contiguous(n, MPI_BYTE, &block);
         MPI_Type_create_resized(block, 0, (MPI_Aint)n * size, &strided);
         MPI_Type_commit(&strided);
         MPI_File_set_view(fh, (MPI_Offset)rank * n, MPI_BYTE, strided, "native", MPI_INFO_NULL);
         for (long i = 0; i < count; i++) memset(buf + (size_t)i * n, (int)((rank * 31 + i) & 0xff), (size_t)n);
-        if (collective)
-            MPI_File_write_at_all(fh, 0, buf, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
-        else
-            MPI_File_write_at(fh, 0, buf, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
+        transfer(fh, 0, buf, (int)all, collective, 1);
         if (sync) MPI_File_sync(fh);
         MPI_Barrier(MPI_COMM_WORLD);
-        if (collective)
-            MPI_File_read_at_all(fh, 0, back, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
-        else
-            MPI_File_read_at(fh, 0, back, (int)all, MPI_BYTE, MPI_STATUS_IGNORE);
-        int ok = memcmp(back, buf, all) == 0, good = 0;
-        timed_end(t0, rank);
-        MPI_Reduce(&ok, &good, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-        MPI_Type_free(&strided);
-        MPI_Type_free(&block);
-        MPI_File_close(&fh);
-        if (rank == 0) {
-            printf("checked=%d\n", good);
-            MPI_File_delete(path, MPI_INFO_NULL);
+        transfer(fh, 0, back, (int)all, collective, 0);
+        ok = memcmp(back, buf, all) == 0;
+    } else {
+        for (long i = 0; i < count; i++) {
+            memset(buf, (int)((rank * 31 + i) & 0xff), (size_t)n);
+            transfer(fh, slot_at(layout, rank, size, count, i, n), buf, n, collective, 1);
         }
-        free(buf);
-        free(back);
-        MPI_Finalize();
-        return 0;
-    }
-    for (long i = 0; i < count; i++) {
-        memset(buf, (int)((rank * 31 + i) & 0xff), (size_t)n);
-        long slot = layout == 0 ? rank * count + i : i * size + rank;
-        MPI_Offset at = (MPI_Offset)slot * n;
-        if (collective)
-            MPI_File_write_at_all(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
-        else
-            MPI_File_write_at(fh, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE);
-    }
-    if (sync)
-        MPI_File_sync(fh);
-    MPI_Barrier(MPI_COMM_WORLD);
-    int ok = 1;
-    for (long i = 0; i < count; i++) {
-        long slot = layout == 0 ? rank * count + i : i * size + rank;
-        MPI_Offset at = (MPI_Offset)slot * n;
-        if (collective)
-            MPI_File_read_at_all(fh, at, back, n, MPI_BYTE, MPI_STATUS_IGNORE);
-        else
-            MPI_File_read_at(fh, at, back, n, MPI_BYTE, MPI_STATUS_IGNORE);
-        memset(buf, (int)((rank * 31 + i) & 0xff), (size_t)n);
-        ok &= memcmp(back, buf, (size_t)n) == 0;
+        if (sync) MPI_File_sync(fh);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (long i = 0; i < count; i++) {
+            transfer(fh, slot_at(layout, rank, size, count, i, n), back, n, collective, 0);
+            memset(buf, (int)((rank * 31 + i) & 0xff), (size_t)n);
+            ok &= memcmp(back, buf, (size_t)n) == 0;
+        }
     }
     timed_end(t0, rank);
     int good = 0;
     MPI_Reduce(&ok, &good, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (view) {
+        MPI_Type_free(&strided);
+        MPI_Type_free(&block);
+    }
     MPI_File_close(&fh);
     if (rank == 0) {
         printf("checked=%d\n", good);

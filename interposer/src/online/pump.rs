@@ -240,16 +240,12 @@ impl Online {
                 }
                 let entries = op.data()[..members.len()].to_vec();
                 if let Err(e) = self.clock.collective(action, members, &entries) {
-                    if self.unmodelled.insert(call.mpi_name()) {
-                        crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
-                    }
+                    unmodelled(&mut self.unmodelled, self.rank, *call, &e);
                 }
             }
             Ev::Io { call, action } => {
                 if let Err(e) = self.clock.io(action) {
-                    if self.unmodelled.insert(call.mpi_name()) {
-                        crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
-                    }
+                    unmodelled(&mut self.unmodelled, self.rank, *call, &e);
                 }
             }
             Ev::CollIo { call, action, members, slot, gather } => {
@@ -257,9 +253,7 @@ impl Online {
                     // Two-phase off (or no file system): an independent access.
                     let Some((offset, bytes, span)) = self.clock.io_part(action) else {
                         if let Err(e) = self.clock.io(action) {
-                            if self.unmodelled.insert(call.mpi_name()) {
-                                crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
-                            }
+                            unmodelled(&mut self.unmodelled, self.rank, *call, &e);
                         }
                         return true;
                     };
@@ -277,9 +271,7 @@ impl Online {
                 let entries: Vec<f64> = got.chunks(4).map(|v| v[0]).collect();
                 let parts: Vec<(u64, u64, u64)> = got.chunks(4).map(|v| (v[1] as u64, v[2] as u64, v[3] as u64)).collect();
                 if let Err(e) = self.clock.collective_io(action, members, &entries, &parts) {
-                    if self.unmodelled.insert(call.mpi_name()) {
-                        crate::recorder::warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
-                    }
+                    unmodelled(&mut self.unmodelled, self.rank, *call, &e);
                 }
             }
             Ev::Icoll { id, slot } => {
@@ -329,5 +321,13 @@ impl Online {
             }
             other => format!("{other:?}"),
         }
+    }
+}
+
+/// Lists `call` among the calls that cost no virtual time, with one
+/// warning (the first time) saying why.
+fn unmodelled(set: &mut std::collections::BTreeSet<&'static str>, rank: u32, call: Call, e: &dyn std::fmt::Display) {
+    if set.insert(call.mpi_name()) {
+        crate::recorder::warn(Some(rank), &format!("online mode: {e}; it costs no virtual time"));
     }
 }
