@@ -57,6 +57,10 @@
  *             messages; Barrier; rank 0 spins RECV_SETTLE_S so they have
  *             surely arrived, then times MPI_Wait on each request in turn:
  *             the mean per request (rank 0; size 0).
+ *   rma       one one-sided call: rank 0 times CALL_BURST passive-target
+ *             epochs of MPI_Win_lock (shared), an 8-byte MPI_Put and
+ *             MPI_Win_unlock on rank 1's window; the mean per call (a
+ *             third of an epoch; size 0).
  *   recv      rank 0 MPI_Isend; Barrier; rank 1 spins RECV_SETTLE_S so an eager
  *             message has surely arrived, then times one MPI_Recv (measured
  *             on rank 1); rank 0 MPI_Wait. For rendezvous sizes the Recv
@@ -81,7 +85,7 @@
 #define PP_WARM_LONG 100 /* untimed round trips up to PP_LONG_MAX_BYTES (OSU's skip) */
 #define PP_BURST_LONG 256 /* timed round trips up to PP_LONG_MAX_BYTES */
 #define CALL_BURST 32
-#define REC 14 /* doubles per plan entry in rec[] */
+#define REC 16 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
 #define AR_WARM 8
 #define AR_BURST 64
@@ -256,6 +260,12 @@ int main(int argc, char **argv)
     memset(buf, rank + 1, (size_t)max);
     int peer = 1 - rank;
 
+    /* The window of the rma samples (ping-pong mode). */
+    MPI_Win win = MPI_WIN_NULL;
+    char *winbase = NULL;
+    if (prtt_n == 0 && !ar_mode)
+        MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &winbase, &win);
+
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (long i = 0; prtt_n > 0 && i < n; i++) {
@@ -368,6 +378,19 @@ int main(int argc, char **argv)
             }
         }
 
+        /* rma: lock, put, unlock epochs on rank 1's window */
+        if (rank == 0) {
+            static char word[8];
+            t = MPI_Wtime();
+            for (int k = 0; k < CALL_BURST; k++) {
+                MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win);
+                MPI_Put(word, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win);
+                MPI_Win_unlock(peer, win);
+            }
+            r[14] = t - t0;
+            r[15] = (MPI_Wtime() - t) / (3.0 * CALL_BURST);
+        }
+
         /* recv: the message has already arrived (eager sizes) */
         if (rank == 0) {
             MPI_Request req;
@@ -428,6 +451,7 @@ int main(int argc, char **argv)
             fprintf(out, "iprobe,0,%.9f,%.9e\n", r[8], r[9]);
             fprintf(out, "irecv,0,%.9f,%.9e\n", r[10], r[11]);
             fprintf(out, "wait,0,%.9f,%.9e\n", r[12], r[13]);
+            fprintf(out, "rma,0,%.9f,%.9e\n", r[14], r[15]);
         }
         if (fclose(out) != 0) {
             fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));
@@ -435,6 +459,8 @@ int main(int argc, char **argv)
         }
         free(recv1);
     }
+    if (win != MPI_WIN_NULL)
+        MPI_Win_free(&win);
     free(buf);
     free(buf2);
     free(rec);

@@ -40,6 +40,9 @@ pub enum Op {
     Irecv,
     /// One `MPI_Wait` on a receive whose message has arrived (size 0).
     Wait,
+    /// One one-sided call: a third of a passive-target epoch of
+    /// `MPI_Win_lock`, an 8-byte `MPI_Put` and `MPI_Win_unlock` (size 0).
+    Rma,
     /// netgauge's PRTT(1, 0, s): one message and its reply (LogGP mode).
     Prtt1,
     /// PRTT(n, 0, s): n messages back to back, then one reply.
@@ -54,7 +57,7 @@ pub enum Op {
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 12] = [
+    pub const ALL: [Op; 13] = [
         Op::Pingpong,
         Op::Send,
         Op::Recv,
@@ -63,6 +66,7 @@ impl Op {
         Op::Iprobe,
         Op::Irecv,
         Op::Wait,
+        Op::Rma,
         Op::Prtt1,
         Op::PrttN,
         Op::PrttD,
@@ -80,6 +84,7 @@ impl Op {
             Op::Iprobe => "iprobe",
             Op::Irecv => "irecv",
             Op::Wait => "wait",
+            Op::Rma => "rma",
             Op::Prtt1 => "prtt1",
             Op::PrttN => "prttn",
             Op::PrttD => "prttd",

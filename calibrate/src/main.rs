@@ -438,6 +438,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     let coll_note = collectives(&mut platform, &cal, &launcher, a.coll_selector.as_deref())?;
     platform.smpi.irecv_s = cal.fit.irecv_s.unwrap_or(0.0);
     platform.smpi.wait_s = cal.fit.wait_s.unwrap_or(0.0);
+    platform.smpi.rma_call_s = cal.fit.rma_call_s.unwrap_or(0.0);
     platform.save(&a.out)?;
     println!("one node (shared memory):");
     report(&cal);

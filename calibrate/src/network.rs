@@ -125,6 +125,9 @@ pub struct NetworkFit {
     /// Median cost of one `MPI_Wait` on a satisfied request, seconds, when
     /// measured (the platform's `[smpi] wait_s`).
     pub wait_s: Option<f64>,
+    /// Median cost of one one-sided call (lock, 8-byte put, unlock),
+    /// seconds, when measured (the platform's `[smpi] rma_call_s`).
+    pub rma_call_s: Option<f64>,
     /// Messages strictly smaller than this are eager, bytes.
     pub eager_threshold_bytes: u64,
     /// How the threshold was found, one line for humans.
@@ -176,6 +179,9 @@ impl NetworkFit {
         }
         if let (Some(i), Some(w)) = (self.irecv_s, self.wait_s) {
             out.push_str(&format!("MPI_Irecv post {:.1} ns, MPI_Wait on a satisfied request {:.1} ns\n", i * 1e9, w * 1e9));
+        }
+        if let Some(r) = self.rma_call_s {
+            out.push_str(&format!("one-sided call (lock, put, unlock) {:.1} ns\n", r * 1e9));
         }
         out
     }
@@ -230,6 +236,7 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         iprobe_s: median(Op::Iprobe),
         irecv_s: median(Op::Irecv),
         wait_s: median(Op::Wait),
+        rma_call_s: median(Op::Rma),
         eager_threshold_bytes,
         threshold_note,
     })

@@ -118,6 +118,7 @@ mod tests {
             iprobe_s: None,
             irecv_s: None,
             wait_s: None,
+            rma_call_s: None,
             eager_threshold_bytes: 5000,
             threshold_note: String::new(),
         }

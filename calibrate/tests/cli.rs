@@ -80,14 +80,17 @@ fn calibrate_network_writes_a_loadable_platform() {
     let (irecv, wait) = (p.smpi.irecv_s, p.smpi.wait_s);
     assert!(irecv > 0.0 && irecv < 1e-4 && wait > 0.0 && wait < 1e-4, "irecv_s {irecv}, wait_s {wait}\n{stdout}");
     assert!(stdout.contains("MPI_Irecv post") && stdout.contains("MPI_Wait on a satisfied request"), "{stdout}");
+    // So does a one-sided call.
+    let rma = p.smpi.rma_call_s;
+    assert!(rma > 0.0 && rma < 1e-3 && stdout.contains("one-sided call"), "rma_call_s {rma}\n{stdout}");
 
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert!(rows.starts_with("op,size_bytes,start_s,duration_s\n"));
     // One grid pass, plus at most 3 more while the medians are unstable;
-    // 8 rows per plan entry (pingpong, send, recv, isend, wtime, iprobe,
-    // irecv, wait).
-    assert!(rows.contains("\nirecv,0,") && rows.contains("\nwait,0,"));
-    let passes = (rows.lines().count() - 1) as f64 / (8 * 10 * 30) as f64;
+    // 9 rows per plan entry (pingpong, send, recv, isend, wtime, iprobe,
+    // irecv, wait, rma).
+    assert!(rows.contains("\nirecv,0,") && rows.contains("\nwait,0,") && rows.contains("\nrma,0,"));
+    let passes = (rows.lines().count() - 1) as f64 / (9 * 10 * 30) as f64;
     assert!(passes.fract() == 0.0 && (1.0..=4.0).contains(&passes), "{passes} grid passes");
     if stdout.contains("refined") {
         assert!(Path::new(&dir.path().join("samples.refine.csv")).exists());

@@ -458,11 +458,21 @@ impl<'a> VirtualRank<'a> {
         Ok(self.clock)
     }
 
+    /// A one-sided call: the rank is busy `[smpi] rma_call_s`, as in the
+    /// replay ([`VirtualRank::rma_move`] and [`VirtualRank::rma_settle`]
+    /// include it).
+    pub fn rma_call(&mut self) {
+        let s = self.platform.smpi.rma_call_s;
+        self.clock += s;
+        self.stats.comm_s += s;
+    }
+
     /// A one-sided data movement of `bytes` to world rank `target` at the
     /// clock, as the offline replay charges it ([`RmaMove::cost`]): the
     /// rank is busy its send overhead; the movement completes at the next
     /// [`VirtualRank::rma_settle`] that covers `target`.
     pub fn rma_move(&mut self, target: u32, kind: RmaMove, bytes: u64) {
+        self.rma_call();
         let same_host = self.platform.host_of(self.rank) == self.platform.host_of(target);
         let cost = kind.cost(self.model(self.rank, target), bytes, same_host);
         let done = self.clock + cost.done_after_s;
@@ -478,6 +488,7 @@ impl<'a> VirtualRank<'a> {
     /// to `target` (all targets for `None`): the clock moves to their
     /// completion, as communication time.
     pub fn rma_settle(&mut self, target: Option<u32>) {
+        self.rma_call();
         let until = match target {
             Some(t) => self.rma_pending.remove(&t).unwrap_or(0.0),
             None => self.rma_pending.drain().map(|(_, at)| at).fold(0.0, f64::max),

@@ -30,6 +30,7 @@
 //! async_small_thresh_bytes = 0 # optional
 //! irecv_s = 1.2e-7             # optional: cost of posting an MPI_Irecv (default 0)
 //! wait_s = 6e-8                # optional: per request an MPI_Wait/Waitall completes (default 0)
+//! rma_call_s = 1e-6            # optional: per one-sided call (put, get, lock, fence, ...; default 0)
 //! [links]                      # optional: link sharing between hosts
 //! bw_bytes_per_s = 1.25e9      # every link (x count for fat-tree levels)
 //! crosstraffic = 0.0           # optional (SimGrid: 0.05)
@@ -208,6 +209,15 @@ pub struct Smpi {
     /// a call to `MPI_Test`.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub wait_s: f64,
+    /// CPU time of one one-sided call (`MPI_Put`, `MPI_Get`, the
+    /// accumulates, and the epoch calls: lock, unlock, flush, fence, post,
+    /// start, complete, wait, free), seconds (default 0), charged at the
+    /// call before its modelled transfer or synchronization. Measured by
+    /// `calibrate network` (netbench's `rma` samples: a third of a
+    /// lock / 8-byte put / unlock epoch), which catches what an MPI's
+    /// one-sided component spends per call beyond point-to-point costs.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub rma_call_s: f64,
 }
 
 fn is_zero_f64(v: &f64) -> bool {
@@ -220,7 +230,7 @@ impl Smpi {
     /// # Errors
     /// A message naming the bad field.
     pub fn validate(&self) -> Result<(), crate::error::Invalid> {
-        for (name, v) in [("irecv_s", self.irecv_s), ("wait_s", self.wait_s)] {
+        for (name, v) in [("irecv_s", self.irecv_s), ("wait_s", self.wait_s), ("rma_call_s", self.rma_call_s)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{name} must be finite and >= 0, got {v}").into());
             }

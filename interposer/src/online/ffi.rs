@@ -370,8 +370,13 @@ pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
                     return;
                 }
             },
-            // The replay's lock_all takes no lock and costs nothing.
-            (None, Op::WinLockAll) => return,
+            // The replay's lock_all takes no lock: only the call's cost.
+            (None, Op::WinLockAll) => Ev::RmaCall,
+            // Lock waits and PSCW notices are not modelled online: the call's cost only.
+            (None, Op::WinLock | Op::WinPost | Op::WinStart | Op::WinWait) => {
+                on.unmodelled.insert(call.mpi_name());
+                Ev::RmaCall
+            }
             (None, Op::WinUnlock | Op::WinFlush | Op::WinFlushLocal) => Ev::RmaSettle { target },
             (None, Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinComplete | Op::WinFence | Op::WinFree) => {
                 Ev::RmaSettle { target: None }

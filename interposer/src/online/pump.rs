@@ -68,6 +68,9 @@ pub enum Ev {
     /// A synchronization completing the one-sided operations to `target`
     /// (all targets for `None`).
     RmaSettle { target: Option<u32> },
+    /// A one-sided call whose only cost online is its call cost (lock,
+    /// lock_all, post, start, wait).
+    RmaCall,
 }
 
 /// A shadow message that completes a request, applied out of order.
@@ -304,6 +307,7 @@ impl Online {
             Ev::CommFree { slot } => super::ffi::free_shadow(*slot),
             Ev::RmaMove { target, kind, bytes } => self.clock.rma_move(*target, *kind, *bytes),
             Ev::RmaSettle { target } => self.clock.rma_settle(*target),
+            Ev::RmaCall => self.clock.rma_call(),
         }
         true
     }

@@ -13,6 +13,8 @@
 //!   `send_overhead(b)`; within a host it copies the data itself and is
 //!   busy until then. A request-based call (`MPI_Rput`, …) completes its
 //!   request at that time. Transfers do not share links.
+//! * Every call but the window's creation first costs the rank
+//!   `[smpi] rma_call_s` (measured by `calibrate network`; 0 by default).
 //! * Completion: an origin's operations complete at the synchronization
 //!   that ends them (fence, unlock, flush, complete, free): its clock
 //!   moves to the latest completion time of its operations to the targets
@@ -144,6 +146,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             return Err(self.err(r, action, why, false));
         };
         let me = r as u32;
+        self.rma_call_cost(r);
         match *call {
             RmaCall::Create { .. } => unreachable!("handled above"),
             RmaCall::Free => {
@@ -254,6 +257,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             self.complete(r, slot, done, cost.done_after_s)?;
         }
         Ok(())
+    }
+
+    /// Rank `r` is busy `[smpi] rma_call_s`, the CPU time of a one-sided call.
+    fn rma_call_cost(&mut self, r: usize) {
+        let s = self.platform.smpi.rma_call_s;
+        let rk = &mut self.ranks[r];
+        rk.clock += s;
+        rk.stats.comm_s += s;
     }
 
     /// Rank `r` waits for its operations on window `w` to `target` (all

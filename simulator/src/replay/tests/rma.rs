@@ -132,3 +132,21 @@ fn an_unknown_window_and_an_unmatched_start_are_reported() {
     let e = run(&simple(), vec![vec![create(), rma(RmaCall::Start { targets: vec![1] })], vec![create()]]).unwrap_err().to_string();
     assert!(e.contains("MPI_Win_start(window 7)"), "{e}");
 }
+
+#[test]
+fn each_one_sided_call_but_creation_costs_its_call_time() {
+    // The fence example with `rma_call_s` = L. Rank 0: its put starts at
+    // 2 L (done 7 L), its fence call ends at 3 L, waits for the put, enters
+    // the barrier at 7 L. Rank 1: put at 2 L (done 4 L), computes to 3 L,
+    // fence call to 4 L, enters at 4 L. Rank 0 leaves at 7 L, rank 1 gets
+    // rank 0's message at 8 L.
+    let mut p = slow();
+    p.smpi.rma_call_s = L;
+    let fence = rma(RmaCall::Fence);
+    let r0 = vec![create(), put(1, 4000), fence.clone(), Action::Finalize];
+    let r1 = vec![create(), put(0, 1000), compute(L), fence, Action::Finalize];
+    let r = run(&p, vec![r0, r1]).unwrap();
+    close(r.ranks[0].end_s, 7.0 * L);
+    close(r.ranks[1].end_s, 8.0 * L);
+    balanced(&r);
+}
