@@ -17,6 +17,7 @@ pub mod extrapolate;
 pub mod io;
 pub mod jitter;
 pub mod jitter_trace;
+pub mod limits;
 pub mod network;
 pub mod online;
 pub mod platform;
