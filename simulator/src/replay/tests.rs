@@ -587,3 +587,4 @@ mod nbc;
 
 mod gamma;
 mod io;
+mod limits;
