@@ -238,6 +238,8 @@ where
         let what = format!("{} ranks but only {cores} cores on {} hosts", streams.len(), platform.hosts.len());
         return Err(ReplayError { rank: None, kind: ReplayErrorKind::Platform(what) });
     }
+    let trimmed = platform.used_by(streams.len());
+    let platform = trimmed.as_ref().unwrap_or(platform);
     let mut engine = engine::Engine::new(platform, streams);
     engine.timeline = timeline;
     engine.jitter = jitter;

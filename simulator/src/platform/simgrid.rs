@@ -11,7 +11,8 @@
 //! The XML is read by `roxmltree`; every error is one line naming the file
 //! and the XML line: malformed XML, an unknown `<cluster>` attribute, a
 //! value without a valid unit or a non-positive speed or bandwidth, an
-//! out-of-range `pstate`, a `radical` of more than [`MAX_HOSTS`] hosts.
+//! out-of-range `pstate`, a `radical` of more than [`MAX_HOSTS`] hosts (or the bound
+//! given to [`parse_limited`]), counted before any host is made.
 //!
 //! What is imported, and how:
 //! - **Hosts**: `prefix` + each number of `radical` (`0-15`, `0-3,8`) +
@@ -76,7 +77,7 @@ pub mod export;
 mod import;
 
 pub use export::{to_xml, SmpiProps};
-pub use import::parse;
+pub use import::{parse, parse_limited};
 
 /// SMPI's default `smpi/bw-factor` (SimGrid 3.32).
 pub const SMPI_BW_FACTOR: &str =
@@ -91,8 +92,9 @@ pub const SMPI_LAT_FACTOR: &str =
 /// in both the latency and the bandwidth term.
 pub const SMPI_HEADER_BYTES: u64 = 16;
 
-/// Most hosts a `<cluster>`'s `radical` may give (2^24).
-pub const MAX_HOSTS: u64 = 1 << 24;
+/// Most hosts a `<cluster>`'s `radical` may give unless the caller sets
+/// another bound ([`parse_limited`], `--max-hosts`): [`crate::limits::MAX_HOSTS`].
+pub const MAX_HOSTS: u64 = crate::limits::MAX_HOSTS as u64;
 
 /// Parses a SimGrid value with a unit: `scale` maps each accepted suffix
 /// to its multiplier; a bare number takes multiplier 1.

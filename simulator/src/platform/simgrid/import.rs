@@ -48,6 +48,15 @@ impl Cfg {
 /// [`PlatformError`] naming `path`, with the line of the offending element
 /// (or of the XML syntax error): see the parent module's docs.
 pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, PlatformError> {
+    parse_limited(text, path, options, MAX_HOSTS)
+}
+
+/// [`parse`] with at most `max_hosts` hosts (`--max-hosts`): a `radical`
+/// giving more is an error before any host is made.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64) -> Result<Platform, PlatformError> {
     let e = |what: String| PlatformError { path: path.to_path_buf(), what };
     let xml_opts = ParsingOptions { allow_dtd: true, ..ParsingOptions::default() };
     let doc = Document::parse_with_options(text, xml_opts).map_err(|x| {
@@ -126,7 +135,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
     }
     let lb_bw = unit("loopback_bw", c.attribute("loopback_bw").or(cfg.get("network/loopback-bw")).unwrap_or("10GBps"), BW)?;
     let lb_lat = time("loopback_lat", c.attribute("loopback_lat").or(cfg.get("network/loopback-lat")).unwrap_or("0"))?;
-    let mut hosts = host_names(req("radical")?, c.attribute("prefix").unwrap_or(""), c.attribute("suffix").unwrap_or(""))
+    let mut hosts = host_names(req("radical")?, c.attribute("prefix").unwrap_or(""), c.attribute("suffix").unwrap_or(""), max_hosts)
         .map_err(&at)?
         .into_iter()
         .map(|name| Host::new(name, cores))
@@ -218,7 +227,9 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
         no_oversubscription: true,
         fs: Vec::new(),
     };
-    platform.validate().map_err(|w| e(w.0))?;
+    // The models built from the attributes and settings, checked by their
+    // TOML names: the cluster's line says where they come from.
+    platform.validate().map_err(|w| at(format!("the imported platform is invalid: {}", w.0)))?;
     Ok(platform)
 }
 
@@ -226,8 +237,8 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
 /// `suffix`, counted before any is made.
 ///
 /// # Errors
-/// A bad part, or more than [`MAX_HOSTS`] hosts in all.
-fn host_names(radical: &str, prefix: &str, suffix: &str) -> Result<Vec<String>, String> {
+/// A bad part, or more than `max_hosts` hosts in all.
+fn host_names(radical: &str, prefix: &str, suffix: &str, max_hosts: u64) -> Result<Vec<String>, String> {
     let mut ranges = Vec::new();
     let mut count: u128 = 0;
     for part in radical.split(',') {
@@ -240,8 +251,8 @@ fn host_names(radical: &str, prefix: &str, suffix: &str) -> Result<Vec<String>, 
             _ => return Err(format!("bad radical part `{part}`")),
         }
     }
-    if count > u128::from(MAX_HOSTS) {
-        return Err(format!("radical `{radical}` gives {count} hosts; at most {MAX_HOSTS}"));
+    if count > u128::from(max_hosts) {
+        return Err(format!("radical `{radical}` gives {count} hosts; at most {max_hosts} (--max-hosts)"));
     }
     Ok(ranges.into_iter().flat_map(|(a, b)| (a..=b).map(|i| format!("{prefix}{i}{suffix}"))).collect())
 }
