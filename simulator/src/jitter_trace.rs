@@ -202,6 +202,15 @@ impl JitterTrace {
         parse(path, BufReader::new(file))
     }
 
+    /// [`JitterTrace::read`] of the text `reader` yields, read from `path`
+    /// (named in errors).
+    ///
+    /// # Errors
+    /// As [`JitterTrace::read`].
+    pub fn from_reader<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceError> {
+        parse(path, reader)
+    }
+
     /// Writes the trace to `path`, creating or truncating it.
     ///
     /// # Errors
@@ -535,6 +544,14 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
         let (n, v) = fields.map["tsc_hz"].clone();
         let why = "must be a positive frequency in Hz".to_string();
         return Err(err(path, Some(n), K::BadValue { key: "tsc_hz".into(), value: v, why }));
+    }
+    let checks = [
+        ("tsc_hz_kernel", header.tsc_hz_kernel.is_none_or(|f| f.is_finite() && f > 0.0), "must be a positive frequency in Hz"),
+        ("requested_duration_s", header.requested_duration_s.is_finite() && header.requested_duration_s >= 0.0, "must be a finite time >= 0 s"),
+    ];
+    if let Some(&(key, _, why)) = checks.iter().find(|c| !c.1) {
+        let (n, v) = fields.map[key].clone();
+        return Err(err(path, Some(n), K::BadValue { key: key.into(), value: v, why: why.into() }));
     }
 
     let mut records = Vec::new();

@@ -14,6 +14,7 @@ pub mod csv_text;
 pub mod energy;
 pub mod error;
 pub mod extrapolate;
+pub mod fuzz;
 pub mod io;
 pub mod jitter;
 pub mod jitter_trace;

@@ -55,7 +55,7 @@
 
 #[cfg(feature = "parallel")]
 mod feed;
-mod parse;
+pub(crate) mod parse;
 mod read;
 
 use std::fs::File;

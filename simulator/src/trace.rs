@@ -533,7 +533,8 @@ impl Records {
             Err(x) => {
                 let at = self.chunk_at + self.pos as u64;
                 self.pos = self.buf.len();
-                Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what: x.to_string() })))
+                let what = format!("record {} of the stream: {x}", self.read + 1);
+                Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what })))
             }
         }
     }
