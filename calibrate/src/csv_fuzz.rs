@@ -6,13 +6,28 @@ use std::path::Path;
 use simulator::fuzz::Target;
 
 const TOKENS: &[&[u8]] = &[
-    b"0", b"-1", b"1e308", b"-1e308", b"nan", b"inf", b"18446744073709551615", b"9007199254740993", b"4294967296", b"1.5", b",",
-    b"\"", b"\n", b"\r\n", b" ", b"\xff",
+    b"0",
+    b"-1",
+    b"1e308",
+    b"-1e308",
+    b"nan",
+    b"inf",
+    b"18446744073709551615",
+    b"9007199254740993",
+    b"4294967296",
+    b"1.5",
+    b",",
+    b"\"",
+    b"\n",
+    b"\r\n",
+    b" ",
+    b"\xff",
 ];
 
 const BENCH: &str = "op,size_bytes,start_s,duration_s\npingpong,8,0.001,2.5e-6\nsend,65536,0.002,1e-5\n\"allreduce\",1024,0.5,3e-6\n";
 const IO: &str = "case,size_bytes,seconds\nwrite,4096,1e-4\nread_all,1048576,0.002\nopenclose,0,5e-5\n";
-const POWER: &str = "timestamp_s,host,pstate_or_frequency_hz,active_cores,watts\n0,node0,0,0,95.5\n1.5,node0,0,4,180\n3,node0,2.4e9,2,140\n";
+const POWER: &str =
+    "timestamp_s,host,pstate_or_frequency_hz,active_cores,watts\n0,node0,0,0,95.5\n1.5,node0,0,4,180\n3,node0,2.4e9,2,140\n";
 
 /// The three readers, each with a valid seed.
 pub fn targets() -> Vec<Target> {

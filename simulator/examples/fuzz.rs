@@ -21,6 +21,9 @@ use simulator::fuzz::{self, Target, MAX_INPUT};
 /// Largest single allocation allowed, bytes.
 const MAX_ALLOC: usize = 1 << 30;
 
+/// Inputs per round: a line of counts is printed after each.
+const ROUND: u64 = 1_000_000;
+
 /// Seconds one input may run before it is reported as a hang.
 const HANG_S: u64 = 10;
 
@@ -127,7 +130,7 @@ fn main() {
     }
     now_ms();
     std::panic::set_hook(Box::new(|_| {})); // panics are reported as findings
-    // The watchdog: an input running over HANG_S seconds is a hang.
+                                            // The watchdog: an input running over HANG_S seconds is a hang.
     std::thread::spawn(|| loop {
         std::thread::sleep(Duration::from_secs(1));
         for c in &CURRENT {
@@ -137,13 +140,23 @@ fn main() {
             }
         }
     });
-    let queue = Mutex::new(chosen.into_iter().collect::<Vec<_>>());
+    // Rounds of a million inputs, each from its own seed, taken target by
+    // target (every target advances evenly), with a line of counts after
+    // each: a run stopped early still tells how far each target got.
+    let rounds = count.div_ceil(ROUND);
+    let tasks: Vec<(usize, u64)> = (0..rounds).flat_map(|r| (0..chosen.len()).map(move |t| (t, r))).collect();
+    let next = AtomicUsize::new(0);
+    let totals = Mutex::new(vec![(0u64, 0u64, 0f64, 0f64); chosen.len()]);
     let failed = AtomicBool::new(false);
     std::thread::scope(|s| {
         for slot in CURRENT.iter().take(jobs) {
-            let (queue, failed) = (&queue, &failed);
+            let (tasks, next, totals, failed, chosen) = (&tasks, &next, &totals, &failed, &chosen);
             s.spawn(move || loop {
-                let Some(t) = queue.lock().expect("queue").pop() else { break };
+                if failed.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Some(&(ti, round)) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else { break };
+                let t = &chosen[ti];
                 *slot.name.lock().expect("name") = t.name;
                 let mut keep = |input: &[u8]| {
                     slot.bytes.lock().expect("bytes")[..input.len()].copy_from_slice(input);
@@ -151,16 +164,27 @@ fn main() {
                     slot.started_ms.store(now_ms(), Ordering::SeqCst);
                     slot.busy.store(true, Ordering::SeqCst);
                 };
-                match fuzz::run(&t, seed, count, &mut keep) {
-                    Ok(st) => println!(
-                        "{:<14} {:>11} inputs  {:>10} accepted  slowest {:>9.6} s  {:>9.0} inputs/s  {:>7.1} s",
-                        t.name,
-                        st.inputs,
-                        st.accepted,
-                        st.slowest_s,
-                        st.inputs as f64 / st.elapsed_s.max(1e-9),
-                        st.elapsed_s
-                    ),
+                let n = ROUND.min(count - round * ROUND);
+                let result = fuzz::run(t, seed.wrapping_add(round.wrapping_mul(0x9e37_79b9)), n, &mut keep);
+                slot.busy.store(false, Ordering::SeqCst);
+                match result {
+                    Ok(st) => {
+                        let mut all = totals.lock().expect("totals");
+                        let (total, accepted, slowest, elapsed) = &mut all[ti];
+                        (*total, *accepted, *elapsed) = (*total + st.inputs, *accepted + st.accepted, *elapsed + st.elapsed_s);
+                        *slowest = slowest.max(st.slowest_s);
+                        let done = if *total == count { "done" } else { "so far" };
+                        println!(
+                            "{:<14} {:>11} inputs  {:>10} accepted  slowest {:>9.6} s  {:>9.0} inputs/s  {:>7.1} s  {done}",
+                            t.name,
+                            total,
+                            accepted,
+                            slowest,
+                            *total as f64 / elapsed.max(1e-9),
+                            elapsed
+                        );
+                        let _ = std::io::stdout().flush();
+                    }
                     Err(f) => {
                         let file = format!("fuzz-{}.bin", f.target);
                         let _ = std::fs::write(&file, &f.input);
@@ -168,7 +192,6 @@ fn main() {
                         failed.store(true, Ordering::SeqCst);
                     }
                 }
-                slot.busy.store(false, Ordering::SeqCst);
             });
         }
     });

@@ -547,7 +547,11 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
     }
     let checks = [
         ("tsc_hz_kernel", header.tsc_hz_kernel.is_none_or(|f| f.is_finite() && f > 0.0), "must be a positive frequency in Hz"),
-        ("requested_duration_s", header.requested_duration_s.is_finite() && header.requested_duration_s >= 0.0, "must be a finite time >= 0 s"),
+        (
+            "requested_duration_s",
+            header.requested_duration_s.is_finite() && header.requested_duration_s >= 0.0,
+            "must be a finite time >= 0 s",
+        ),
     ];
     if let Some(&(key, _, why)) = checks.iter().find(|c| !c.1) {
         let (n, v) = fields.map[key].clone();

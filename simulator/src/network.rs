@@ -73,7 +73,8 @@ impl Piecewise {
             // The largest message read (2^53 bytes) must take a finite time.
             let last = s.max_bytes.unwrap_or(crate::limits::MAX_BYTES).min(crate::limits::MAX_BYTES);
             if !(s.intercept_s + last as f64 / s.bandwidth_bytes_per_s).is_finite() {
-                let why = format!("segment {i}: bandwidth_bytes_per_s {:e} makes a {last}-byte message take forever", s.bandwidth_bytes_per_s);
+                let why =
+                    format!("segment {i}: bandwidth_bytes_per_s {:e} makes a {last}-byte message take forever", s.bandwidth_bytes_per_s);
                 return Err(why.into());
             }
             if i > 0 {

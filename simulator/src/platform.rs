@@ -340,9 +340,9 @@ impl Platform {
             hosts: Vec::new(),
             mapping: self.mapping.clone(),
             network: self.network.clone(),
-            smpi: self.smpi.clone(),
+            smpi: self.smpi,
             links: self.links.clone(),
-            collectives: self.collectives.clone(),
+            collectives: self.collectives,
             no_oversubscription: self.no_oversubscription,
             fs: self.fs.clone(),
         }

@@ -120,8 +120,8 @@ pub use report::{HostReport, RankReport, RatioStats, ReplayReport};
 pub use timeline::{Marks, Timeline};
 
 use crate::action::{Action, ComputeTime, TraceActions};
-use crate::platform::{Mapping, Platform};
 use crate::limits;
+use crate::platform::{Mapping, Platform};
 use crate::ti::{self, TiError};
 use crate::trace::{self, TraceError, TraceErrorKind};
 

@@ -15,23 +15,85 @@ use crate::trace::{fields, CallRecord, Module, Op, Params, RankHeader, RankWrite
 /// Tokens of the text formats: values at the edges of their ranges, and
 /// separators.
 const TEXT_TOKENS: &[&[u8]] = &[
-    b"0", b"-1", b"1e308", b"-1e308", b"1e-320", b"nan", b"inf", b"-inf", b"18446744073709551615", b"18446744073709551616",
-    b"9007199254740993", b"4294967296", b"2147483648", b"-2147483649", b"65536", b"0x10", b"1.5", b" ", b"\n", b"\r\n", b"\t",
-    b",", b"\"", b"=", b"#", b"\xff\xfe",
+    b"0",
+    b"-1",
+    b"1e308",
+    b"-1e308",
+    b"1e-320",
+    b"nan",
+    b"inf",
+    b"-inf",
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"9007199254740993",
+    b"4294967296",
+    b"2147483648",
+    b"-2147483649",
+    b"65536",
+    b"0x10",
+    b"1.5",
+    b" ",
+    b"\n",
+    b"\r\n",
+    b"\t",
+    b",",
+    b"\"",
+    b"=",
+    b"#",
+    b"\xff\xfe",
 ];
 
 /// Tokens of the platform formats.
 const PLATFORM_TOKENS: &[&[u8]] = &[
-    b"0", b"-1", b"1e308", b"1e-308", b"1e-320", b"nan", b"inf", b"18446744073709551615", b"4294967296", b"9007199254740993",
-    b"0-99", b"0-99999999999", b"0-4095", b"[[hosts]]\nname = \"x\"\ncores = 1\n", b"<zone id=\"z\" routing=\"Full\">", b"</zone>",
-    b"<cluster", b"/>", b"\"", b"=", b"\n", b"Gf", b"GBps", b"us", b"f", b"FAT_TREE", b"TORUS", b"2;2,2;1,2;1,1", b"4,4",
-    b"<prop id=\"pstate\" value=\"9\"/>", b"<!--", b"-->", b"&amp;", b"&#0;",
+    b"0",
+    b"-1",
+    b"1e308",
+    b"1e-308",
+    b"1e-320",
+    b"nan",
+    b"inf",
+    b"18446744073709551615",
+    b"4294967296",
+    b"9007199254740993",
+    b"0-99",
+    b"0-99999999999",
+    b"0-4095",
+    b"[[hosts]]\nname = \"x\"\ncores = 1\n",
+    b"<zone id=\"z\" routing=\"Full\">",
+    b"</zone>",
+    b"<cluster",
+    b"/>",
+    b"\"",
+    b"=",
+    b"\n",
+    b"Gf",
+    b"GBps",
+    b"us",
+    b"f",
+    b"FAT_TREE",
+    b"TORUS",
+    b"2;2,2;1,2;1,1",
+    b"4,4",
+    b"<prop id=\"pstate\" value=\"9\"/>",
+    b"<!--",
+    b"-->",
+    b"&amp;",
+    b"&#0;",
 ];
 
 /// Tokens of the binary trace: varints at the edges of their ranges.
 const BINARY_TOKENS: &[&[u8]] = &[
-    b"\x00", b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x02", b"\xff\xff\xff\xff\x0f",
-    b"\x7f", b"\x80\x01", b"CHNK\x02\x00\x00\x00", b"CHNK\x01\x00\x00\x00", b"CHNK\x04\x00\x00\x00", b"\xfe", b"\x81\x80\x80\x80\x10",
+    b"\x00",
+    b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+    b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x02",
+    b"\xff\xff\xff\xff\x0f",
+    b"\x7f",
+    b"\x80\x01",
+    b"CHNK\x02\x00\x00\x00",
+    b"CHNK\x01\x00\x00\x00",
+    b"CHNK\x04\x00\x00\x00",
+    b"\xfe",
+    b"\x81\x80\x80\x80\x10",
 ];
 
 /// Every reader under test, with its seeds.
@@ -44,7 +106,12 @@ pub fn targets() -> Vec<Target> {
         Target { name: "simgrid-xml", seeds: xml_seeds(), tokens: PLATFORM_TOKENS, run: run_xml },
         Target { name: "jitter-trace", seeds: vec![JITTER.as_bytes().to_vec()], tokens: TEXT_TOKENS, run: run_jitter },
         Target { name: "speed-csv", seeds: vec![SPEED_CSV.as_bytes().to_vec()], tokens: TEXT_TOKENS, run: run_speed_csv },
-        Target { name: "csv-text", seeds: vec![SPEED_CSV.as_bytes().to_vec(), b"a,\"b\"\"c\",d\n1,2\n".to_vec()], tokens: TEXT_TOKENS, run: run_csv },
+        Target {
+            name: "csv-text",
+            seeds: vec![SPEED_CSV.as_bytes().to_vec(), b"a,\"b\"\"c\",d\n1,2\n".to_vec()],
+            tokens: TEXT_TOKENS,
+            run: run_csv,
+        },
     ]
 }
 
@@ -275,8 +342,14 @@ fn xml_seeds() -> Vec<Vec<u8>> {
         .into_bytes()
     };
     vec![
-        doc(r#"<cluster id="c" prefix="n" radical="0-7" speed="1Gf,500Mf" core="4" bw="10GBps" lat="1us"><prop id="wattage_per_state" value="90:100:150,80:90:120"/><prop id="pstate" value="1"/></cluster>"#, ""),
-        doc(r#"<cluster id="c" prefix="n" suffix=".x" radical="0-15" speed="2Gf" bw="125MBps" lat="50us" topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2"/>"#, ""),
+        doc(
+            r#"<cluster id="c" prefix="n" radical="0-7" speed="1Gf,500Mf" core="4" bw="10GBps" lat="1us"><prop id="wattage_per_state" value="90:100:150,80:90:120"/><prop id="pstate" value="1"/></cluster>"#,
+            "",
+        ),
+        doc(
+            r#"<cluster id="c" prefix="n" suffix=".x" radical="0-15" speed="2Gf" bw="125MBps" lat="50us" topology="FAT_TREE" topo_parameters="2;4,4;1,2;1,2"/>"#,
+            "",
+        ),
         doc(
             r#"<cluster id="c" prefix="n" radical="0-3,8" speed="1Gf" bw="1GBps" lat="2us" bb_bw="10GBps" bb_lat="1us"/>"#,
             "<config><prop id=\"smpi/os\" value=\"0:1e-6:1e-10;1024:2e-6:1e-10\"/><prop id=\"network/model\" value=\"SMPI\"/></config>\n",

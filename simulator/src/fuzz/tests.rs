@@ -38,7 +38,12 @@ fn the_same_seed_gives_the_same_inputs() {
 
 #[test]
 fn a_panicking_reader_is_reported_with_its_input() {
-    let t = Target { name: "boom", seeds: vec![b"ok".to_vec()], tokens: &[b"X"], run: |d| if d.contains(&b'X') { panic!("saw X") } else { true } };
+    let t = Target {
+        name: "boom",
+        seeds: vec![b"ok".to_vec()],
+        tokens: &[b"X"],
+        run: |d| if d.contains(&b'X') { panic!("saw X") } else { true },
+    };
     let f = run(&t, 1, 10_000, &mut |_| {}).unwrap_err();
     assert!(f.input.contains(&b'X') && f.message == "saw X", "{f}");
 }

@@ -24,8 +24,8 @@ use anyhow::{bail, Context};
 use serde_json::json;
 
 use crate::jitter_plot::plot_svg;
-use simulator::jitter::collective::{latency_model, Collective, Net};
 use crate::progress::StepBar;
+use simulator::jitter::collective::{latency_model, Collective, Net};
 use simulator::jitter::engine::{simulate, simulate_observed, Config, Mode};
 use simulator::jitter::report::{per_phase, rep_seed, write_table, Point};
 use simulator::jitter::{load_tracks, Track};

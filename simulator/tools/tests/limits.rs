@@ -63,7 +63,10 @@ fn host_count_is_bounded_and_a_big_cluster_costs_what_the_trace_uses() {
     let d = tempfile::tempdir().unwrap();
     let list = ti(d.path(), ["send 1 0 8", "recv 0 0 8"]);
     let xml = platform(d.path(), "0-999999999999");
-    fails_with(&simulator(&["replay", "--platform", s(&xml), s(&list)]), &["c.xml: line 3: <cluster>: radical", "at most 1048576 (--max-hosts)"]);
+    fails_with(
+        &simulator(&["replay", "--platform", s(&xml), s(&list)]),
+        &["c.xml: line 3: <cluster>: radical", "at most 1048576 (--max-hosts)"],
+    );
     let xml = platform(d.path(), "0-99999");
     fails_with(&simulator(&["replay", "--platform", s(&xml), s(&list), "--max-hosts", "1000"]), &["gives 100000 hosts; at most 1000"]);
     let out = simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]);

@@ -98,15 +98,24 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
         (xml(&SLOW.replace("1Gf", "0f"), ""), "line 7: <cluster>: bad speed `0f`"),
         (xml(&SLOW.replace("1Gf", "1Gf,-2Gf"), ""), "line 7: <cluster>: bad speed `-2Gf`"),
         (xml(&SLOW.replace("1MBps", "0Bps"), ""), "line 7: <cluster>: bad bw `0Bps`"),
-        (xml(&SLOW.replace("0-1", "0-999999999999"), ""), "radical `0-999999999999` gives 1000000000000 hosts; at most 1048576 (--max-hosts)"),
+        (
+            xml(&SLOW.replace("0-1", "0-999999999999"), ""),
+            "radical `0-999999999999` gives 1000000000000 hosts; at most 1048576 (--max-hosts)",
+        ),
         (xml(&SLOW.replace("0-1", "0-18446744073709551615"), ""), "gives 18446744073709551616 hosts; at most 1048576 (--max-hosts)"),
         (
             xml(SLOW, "").replace("/>\n</zone>", "><prop id=\"pstate\" value=\"99\"/></cluster>\n</zone>"),
             "line 7: <prop> pstate `99` is not one of the 1 pstates",
         ),
-        (xml(&SLOW.replace("1s", "1e308s"), ""), "line 7: <cluster>: the imported platform is invalid: network.inter.transfer: segment 0: "),
+        (
+            xml(&SLOW.replace("1s", "1e308s"), ""),
+            "line 7: <cluster>: the imported platform is invalid: network.inter.transfer: segment 0: ",
+        ),
         (xml(&SLOW.replace("1MBps", "1e-320Bps"), ""), "line 7: <cluster>: the imported platform is invalid: network.inter.transfer"),
-        (xml(&format!("{SLOW} loopback_bw=\"1e-300Bps\""), ""), "line 7: <cluster>: the imported platform is invalid: network.intra.transfer"),
+        (
+            xml(&format!("{SLOW} loopback_bw=\"1e-300Bps\""), ""),
+            "line 7: <cluster>: the imported platform is invalid: network.intra.transfer",
+        ),
     ] {
         let opts: &[&str] = if needle.contains("model X") { &["network/model:X"] } else { &[] };
         let e = load(&text, opts).unwrap_err().to_string();

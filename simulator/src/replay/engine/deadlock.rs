@@ -51,7 +51,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     count += 1;
                     if parts.len() < 3 {
                         let mode = if m.eager { "eager" } else { "rendezvous" };
-                        parts.push(format!("{mode} send of {} B from {} to {dst} tag {} on {} at t={:.9} s", m.bytes, m.src, m.tag, ctx_name(mb.ctx), m.post));
+                        parts.push(format!(
+                            "{mode} send of {} B from {} to {dst} tag {} on {} at t={:.9} s",
+                            m.bytes,
+                            m.src,
+                            m.tag,
+                            ctx_name(mb.ctx),
+                            m.post
+                        ));
                     }
                 }
             }

@@ -129,7 +129,9 @@ impl Decoder {
         let compute_cpu_ns = match flags & CPU_IS_WALL != 0 {
             true => compute_wall_ns,
             false if v2 => i.v()?,
-            false => (compute_wall_ns as i64).checked_sub(i.z()?).ok_or(DecodeError::OutOfRange("compute CPU time, ns", compute_wall_ns))? as u64,
+            false => {
+                (compute_wall_ns as i64).checked_sub(i.z()?).ok_or(DecodeError::OutOfRange("compute CPU time, ns", compute_wall_ns))? as u64
+            }
         };
         let counters = if flags & COUNTERS != 0 { Some(BlockCounters { cycles: i.v()?, instructions: i.v()? }) } else { None };
         let time = |t: Option<i64>| t.ok_or(DecodeError::OutOfRange("timestamp, ns", compute_wall_ns));
