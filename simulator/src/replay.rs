@@ -267,7 +267,13 @@ where
         .collect();
     let not_finite = |rank: Option<u32>, e| ReplayError { rank, kind: ReplayErrorKind::NotFinite(e) };
     for r in &ranks {
-        for (what, x) in [("end time", r.end_s), ("compute time", r.compute_s), ("communication time", r.comm_s), ("wait time", r.wait_s)] {
+        for (what, x) in [
+            ("end time", r.end_s),
+            ("compute time", r.compute_s),
+            ("communication time", r.comm_s),
+            ("wait time", r.wait_s),
+            ("I/O time", r.io_s),
+        ] {
             limits::finite(what, x).map_err(|e| not_finite(Some(r.rank), e))?;
         }
     }
