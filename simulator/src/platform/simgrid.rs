@@ -132,7 +132,8 @@ const TIME: &[(&str, f64)] = &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e
 type Factors = Vec<(u64, Vec<f64>)>;
 
 /// Parses a SimGrid factor list `t:v;t:v;…` into (threshold, values)
-/// sorted by threshold.
+/// sorted by threshold: thresholds at most 2^53 bytes, values finite and
+/// `>= 0`.
 fn factors(spec: &str) -> Result<Factors, String> {
     let mut out = Vec::new();
     for item in spec.split(';').map(str::trim).filter(|s| !s.is_empty()) {
@@ -140,6 +141,12 @@ fn factors(spec: &str) -> Result<Factors, String> {
         let t = it.next().and_then(|t| t.trim().parse::<u64>().ok()).ok_or(format!("bad threshold in `{item}`"))?;
         let vals: Result<Vec<f64>, _> = it.map(|x| x.trim().parse::<f64>()).collect();
         let vals = vals.map_err(|_| format!("bad value in `{item}`"))?;
+        if t > crate::limits::MAX_BYTES {
+            return Err(format!("threshold {t} in `{item}` exceeds the limit of 2^53 bytes"));
+        }
+        if vals.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(format!("a value in `{item}` is not finite and >= 0"));
+        }
         if vals.is_empty() {
             return Err(format!("no value in `{item}`"));
         }

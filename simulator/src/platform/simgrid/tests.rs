@@ -111,6 +111,11 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
             xml(&SLOW.replace("1s", "1e308s"), ""),
             "line 7: <cluster>: the imported platform is invalid: network.inter.transfer: segment 0: ",
         ),
+        (
+            xml(SLOW, "<config><prop id=\"smpi/os\" value=\"18446744073709551615:1e-6:1e-10\"/></config>"),
+            "smpi/os: threshold 18446744073709551615",
+        ),
+        (xml(SLOW, "<config><prop id=\"smpi/bw-factor\" value=\"0:inf\"/></config>"), "smpi/bw-factor: a value in `0:inf` is not finite"),
         (xml(&SLOW.replace("1MBps", "1e-320Bps"), ""), "line 7: <cluster>: the imported platform is invalid: network.inter.transfer"),
         (
             xml(&format!("{SLOW} loopback_bw=\"1e-300Bps\""), ""),
