@@ -8,7 +8,8 @@
 //! inputs, how many were accepted, the slowest input and the rate. A
 //! panic, an allocation over 1 GiB or an input running over 10 s stops
 //! the run with the input written to `fuzz-<target>.bin` and exit
-//! status 1.
+//! status 1. Built with `RUSTFLAGS="-C overflow-checks=on"`, integer
+//! overflows are panics too.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
