@@ -32,12 +32,23 @@ const CLUSTER_ATTRS: &[&str] = &[
 /// `<cluster>` attributes accepted and ignored (see the module docs).
 const IGNORED_CLUSTER_ATTRS: &[&str] = &["sharing_policy", "bb_sharing_policy", "router_id"];
 
-/// Settings collected from `<config>`/`<prop>` and options.
-struct Cfg(Vec<(String, String)>);
+/// Settings collected from `<config>`/`<prop>` and options, with the
+/// line of the `<prop>` (`None` for an option).
+struct Cfg(Vec<(String, String)>, Vec<Option<u32>>);
 
 impl Cfg {
     fn get(&self, k: &str) -> Option<&str> {
         self.0.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+
+    /// Where the setting `k` in force comes from, for an error message:
+    /// `line N: <prop> k` or `--cfg k`.
+    fn at(&self, k: &str) -> String {
+        match self.0.iter().rposition(|(n, _)| n == k).map(|i| self.1[i]) {
+            Some(Some(line)) => format!("line {line}: <prop> {k}"),
+            Some(None) => format!("--cfg {k}"),
+            None => k.to_string(),
+        }
     }
 }
 
@@ -67,7 +78,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         e(format!("line {line}: malformed XML: {x}"))
     })?;
     let line = |n: Node| doc.text_pos_at(n.range().start).row;
-    let mut cfg = Cfg(Vec::new());
+    let mut cfg = Cfg(Vec::new(), Vec::new());
     let mut cluster: Option<Node> = None;
     // `<prop>`s of the cluster (host properties such as `wattage_per_state`).
     let mut props: Vec<(String, String, Node)> = Vec::new();
@@ -83,6 +94,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
                 };
                 if parent == Some("config") {
                     cfg.0.push((k.to_string(), v.to_string()));
+                    cfg.1.push(Some(line(n)));
                 } else {
                     props.push((k.to_string(), v.to_string(), n));
                 }
@@ -102,6 +114,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
     for o in options {
         let (k, v) = o.split_once(':').ok_or_else(|| e(format!("option `{o}` is not name:value")))?;
         cfg.0.push((k.to_string(), v.to_string()));
+        cfg.1.push(None);
     }
     let c = cluster.ok_or_else(|| e("no <cluster> element".into()))?;
     let at = |what: String| e(format!("line {}: <cluster>: {what}", line(c)));
@@ -140,7 +153,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         .into_iter()
         .map(|name| Host::new(name, cores))
         .collect::<Vec<_>>();
-    let fl = |k: &str, default: &str| factors(cfg.get(k).unwrap_or(default)).map_err(|w| e(format!("{k}: {w}")));
+    let fl = |k: &str, default: &str| factors(cfg.get(k).unwrap_or(default)).map_err(|w| e(format!("{}: {w}", cfg.at(k))));
     let model = cfg.get("network/model").unwrap_or("SMPI");
     let (bwf, latf) = match model {
         "SMPI" => (fl("smpi/bw-factor", SMPI_BW_FACTOR)?, fl("smpi/lat-factor", SMPI_LAT_FACTOR)?),
@@ -158,10 +171,14 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
     };
     let (bw_first, lat_first) = (first(&bwf), first(&latf));
     let hdr = if model == "SMPI" { SMPI_HEADER_BYTES } else { 0 };
-    let gamma: f64 = cfg.get("network/TCP-gamma").unwrap_or("4194304").parse().map_err(|_| e("bad network/TCP-gamma".into()))?;
+    let gamma: f64 = cfg
+        .get("network/TCP-gamma")
+        .unwrap_or("4194304")
+        .parse()
+        .map_err(|_| e(format!("{}: not a number", cfg.at("network/TCP-gamma"))))?;
     let os = fl("smpi/os", "0:0:0")?;
     let or = fl("smpi/or", "0:0:0")?;
-    let thresh = |k: &str, d: &str| cfg.get(k).unwrap_or(d).parse::<u64>().map_err(|_| e(format!("bad {k}")));
+    let thresh = |k: &str, d: &str| cfg.get(k).unwrap_or(d).parse::<u64>().map_err(|_| e(format!("{}: not a byte count", cfg.at(k))));
     let eager = thresh("smpi/send-is-detached-thresh", "65536")?;
     let async_small = thresh("smpi/async-small-thresh", "0")?;
     let overhead = |f: &Factors| {
@@ -207,7 +224,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
     let mut coll = CollAlgs::preset(selector).map_err(|w| e(format!("smpi/coll-selector: {w}")))?;
     for (k, v) in &cfg.0 {
         if let Some(name) = k.strip_prefix("smpi/").filter(|n| Coll::from_name(n).is_some()) {
-            coll.set(name, v).map_err(|w| e(format!("{k}: {w}")))?;
+            coll.set(name, v).map_err(|w| e(format!("{}: {w}", cfg.at(k))))?;
         }
     }
     let props: Vec<(String, String, u32)> = props.into_iter().map(|(k, v, n)| (k, v, line(n))).collect();

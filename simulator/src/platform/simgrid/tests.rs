@@ -113,7 +113,7 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
         ),
         (
             xml(SLOW, "<config><prop id=\"smpi/os\" value=\"18446744073709551615:1e-6:1e-10\"/></config>"),
-            "smpi/os: threshold 18446744073709551615",
+            "line 5: <prop> smpi/os: threshold 18446744073709551615",
         ),
         (xml(SLOW, "<config><prop id=\"smpi/bw-factor\" value=\"0:inf\"/></config>"), "smpi/bw-factor: a value in `0:inf` is not finite"),
         (xml(&SLOW.replace("1MBps", "1e-320Bps"), ""), "line 7: <cluster>: the imported platform is invalid: network.inter.transfer"),
