@@ -338,7 +338,16 @@ pub fn shuffled_plan(sizes: &[u64], reps: usize, seed: u64) -> Vec<u64> {
 /// `path` and the line of a bad header or row.
 pub fn read_csv(path: &Path) -> Result<Vec<Sample>, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let mut rows = csv_rows(&text, path);
+    parse_csv(&text, path)
+}
+
+/// [`read_csv`] of the CSV `text` read from `path`: sizes at most 2^53
+/// bytes, times finite and `>= 0`.
+///
+/// # Errors
+/// As [`read_csv`], and an out-of-range value naming its column and line.
+pub fn parse_csv(text: &str, path: &Path) -> Result<Vec<Sample>, Error> {
+    let mut rows = csv_rows(text, path);
     match rows.next().transpose()? {
         Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
         _ => return Err(csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
@@ -352,9 +361,18 @@ pub fn read_csv(path: &Path) -> Result<Vec<Sample>, Error> {
             return Err(bad("expected 4 fields"));
         }
         let op = Op::ALL.into_iter().find(|o| o.name() == f[0]).ok_or_else(|| bad(&format!("unknown op `{}`", f[0])))?;
-        let size_bytes = f[1].parse().map_err(|_| bad(&format!("bad size_bytes `{}`", f[1])))?;
-        let start_s = f[2].parse().map_err(|_| bad(&format!("bad start_s `{}`", f[2])))?;
-        let duration_s = f[3].parse().map_err(|_| bad(&format!("bad duration_s `{}`", f[3])))?;
+        let size_bytes = f[1]
+            .parse()
+            .ok()
+            .filter(|&b| b <= simulator::limits::MAX_BYTES)
+            .ok_or_else(|| bad(&format!("bad size_bytes `{}` (an integer up to 2^53)", f[1])))?;
+        let time = |k: usize, name: &str| {
+            f[k].parse::<f64>()
+                .ok()
+                .filter(|t| t.is_finite() && *t >= 0.0)
+                .ok_or_else(|| bad(&format!("bad {name} `{}` (a finite time >= 0 s)", f[k])))
+        };
+        let (start_s, duration_s) = (time(2, "start_s")?, time(3, "duration_s")?);
         out.push(Sample { op, size_bytes, start_s, duration_s });
     }
     Ok(out)

@@ -181,7 +181,16 @@ pub const CSV_HEADER: &str = "case,size_bytes,seconds";
 /// `path` and the line of a bad header or row.
 pub fn read_csv(path: &Path) -> Result<Vec<IoSample>, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let mut rows = crate::bench::csv_rows(&text, path);
+    parse_csv(&text, path)
+}
+
+/// [`read_csv`] of the CSV `text` read from `path`: sizes at most 2^53
+/// bytes, times finite and `>= 0`.
+///
+/// # Errors
+/// As [`read_csv`].
+pub fn parse_csv(text: &str, path: &Path) -> Result<Vec<IoSample>, Error> {
+    let mut rows = crate::bench::csv_rows(text, path);
     match rows.next().transpose()? {
         Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
         _ => return Err(crate::bench::csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
@@ -195,7 +204,11 @@ pub fn read_csv(path: &Path) -> Result<Vec<IoSample>, Error> {
             return Err(bad("expected 3 fields"));
         }
         let case = Case::ALL.into_iter().find(|c| c.name() == f[0]).ok_or_else(|| bad(&format!("unknown case `{}`", f[0])))?;
-        let size_bytes = f[1].parse().map_err(|_| bad(&format!("bad size_bytes `{}`", f[1])))?;
+        let size_bytes = f[1]
+            .parse()
+            .ok()
+            .filter(|&b| b <= simulator::limits::MAX_BYTES)
+            .ok_or_else(|| bad(&format!("bad size_bytes `{}` (an integer up to 2^53)", f[1])))?;
         let seconds: f64 = f[2].parse().map_err(|_| bad(&format!("bad seconds `{}`", f[2])))?;
         if !(seconds.is_finite() && seconds >= 0.0) {
             return Err(bad(&format!("seconds `{}` is not a finite number >= 0", f[2])));

@@ -4,6 +4,7 @@
 //! - [`io`](mod@io): the MPI-IO benchmark and the file-system model fitted to it;
 //! - [`blocks`]: dPerf's threshold-iteration rule per region;
 //! - [`compress`]: traces compressed by that rule (averaged blocks, repeat markers);
+//! - [`csv_fuzz`]: the CSV readers as fuzz targets;
 //! - [`segmented`]: segmented linear regression with BIC model choice;
 //! - [`loggp`]: LogGP parameters from parametrized round trips;
 //! - [`modes`]: fast and slow modes of a noisy machine's timings;
@@ -17,6 +18,7 @@
 pub mod bench;
 pub mod blocks;
 pub mod compress;
+pub mod csv_fuzz;
 pub mod error;
 pub mod io;
 pub mod loggp;

@@ -50,7 +50,20 @@ pub struct PowerSample {
 /// line of a wrong header, a missing column or a non-numeric field.
 pub fn read_csv(path: &Path) -> Result<Vec<PowerSample>, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let mut rows = csv_rows(&text, path);
+    parse_csv(&text, path)
+}
+
+/// Largest power one host may draw, watts: a reading above is a unit or
+/// wattmeter error.
+pub const MAX_WATTS: f64 = 1e6;
+
+/// [`read_csv`] of the CSV `text` read from `path`: timestamps finite and
+/// `>= 0`, watts in (0, [`MAX_WATTS`]].
+///
+/// # Errors
+/// As [`read_csv`], and an out-of-range value naming its column and line.
+pub fn parse_csv(text: &str, path: &Path) -> Result<Vec<PowerSample>, Error> {
+    let mut rows = csv_rows(text, path);
     match rows.next().transpose()? {
         Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
         _ => return Err(csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
@@ -67,12 +80,20 @@ pub fn read_csv(path: &Path) -> Result<Vec<PowerSample>, Error> {
             f[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| bad(format!("{name} `{}` is not a number", f[k])))
         };
         let active = f[3].parse::<u32>().map_err(|_| bad(format!("active_cores `{}` is not a whole number", f[3])))?;
+        let timestamp_s = num(0, "timestamp_s")?;
+        if timestamp_s < 0.0 {
+            return Err(bad(format!("timestamp_s `{}` must be >= 0", f[0])));
+        }
+        let watts = num(4, "watts")?;
+        if !(watts > 0.0 && watts <= MAX_WATTS) {
+            return Err(bad(format!("watts `{}` must be > 0 and at most {MAX_WATTS:e}", f[4])));
+        }
         out.push(PowerSample {
-            timestamp_s: num(0, "timestamp_s")?,
+            timestamp_s,
             host: f[1].to_string(),
             pstate: num(2, "pstate_or_frequency_hz")?,
             active_cores: active,
-            watts: num(4, "watts")?,
+            watts,
         });
     }
     Ok(out)

@@ -32,7 +32,7 @@ pub mod report;
 pub mod synth;
 pub mod track;
 
-pub use engine::{simulate, start_offsets, Config, Mode, RunResult};
+pub use engine::{simulate, simulate_observed, start_offsets, Config, Mode, RunResult};
 pub use track::{Quiet, TraceCursor, Track};
 
 /// Error of the jitter simulation; one line naming the file or flag at fault.

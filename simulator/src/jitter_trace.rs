@@ -202,6 +202,15 @@ impl JitterTrace {
         parse(path, BufReader::new(file))
     }
 
+    /// [`JitterTrace::read`] of the text `reader` yields, read from `path`
+    /// (named in errors).
+    ///
+    /// # Errors
+    /// As [`JitterTrace::read`].
+    pub fn from_reader<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceError> {
+        parse(path, reader)
+    }
+
     /// Writes the trace to `path`, creating or truncating it.
     ///
     /// # Errors
@@ -536,6 +545,18 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
         let why = "must be a positive frequency in Hz".to_string();
         return Err(err(path, Some(n), K::BadValue { key: "tsc_hz".into(), value: v, why }));
     }
+    let checks = [
+        ("tsc_hz_kernel", header.tsc_hz_kernel.is_none_or(|f| f.is_finite() && f > 0.0), "must be a positive frequency in Hz"),
+        (
+            "requested_duration_s",
+            header.requested_duration_s.is_finite() && header.requested_duration_s >= 0.0,
+            "must be a finite time >= 0 s",
+        ),
+    ];
+    if let Some(&(key, _, why)) = checks.iter().find(|c| !c.1) {
+        let (n, v) = fields.map[key].clone();
+        return Err(err(path, Some(n), K::BadValue { key: key.into(), value: v, why: why.into() }));
+    }
 
     let mut records = Vec::new();
     let (end_line, end) = loop {
@@ -566,8 +587,7 @@ fn parse<R: BufRead>(path: &Path, reader: R) -> Result<JitterTrace, JitterTraceE
     let sum = records.iter().try_fold(lead_cycles, |a, r| a.checked_add(r.jitter_cycles)?.checked_add(r.cycles_to_next));
     if sum != Some(duration_cycles) {
         let sum = sum.map_or("more than 2^64".to_string(), |s| s.to_string());
-        let what = format!("lead + records sum to {sum} cycles but `end` says duration_cycles={duration_cycles}");
-        return Err(inconsistent(what));
+        return Err(inconsistent(format!("lead + records sum to {sum} cycles but `end` says duration_cycles={duration_cycles}")));
     }
     if let Some((n, l)) = next(&mut last)? {
         let what = format!("unexpected `{l}` after the `end` line");

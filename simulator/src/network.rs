@@ -61,11 +61,22 @@ impl Piecewise {
             // The value at the segment's start must be >= 0 (a LogGP segment
             // from 1 byte on has intercept o + L − G, which may be negative).
             let start = if i == 0 { 0 } else { self.segments[i - 1].max_bytes.unwrap_or(0) };
-            if !(s.intercept_s.is_finite() && s.intercept_s + start as f64 / s.bandwidth_bytes_per_s >= 0.0) {
-                return Err(format!("segment {i}: intercept_s must be finite and the value >= 0, got {}", s.intercept_s).into());
-            }
             if s.bandwidth_bytes_per_s.is_nan() || s.bandwidth_bytes_per_s <= 0.0 {
                 return Err(format!("segment {i}: bandwidth_bytes_per_s must be > 0, got {}", s.bandwidth_bytes_per_s).into());
+            }
+            if !s.intercept_s.is_finite() {
+                return Err(format!("segment {i}: intercept_s must be finite, got {}", s.intercept_s).into());
+            }
+            if s.intercept_s + start as f64 / s.bandwidth_bytes_per_s < 0.0 {
+                let why = format!("segment {i}: the value at its first size {start} B must be >= 0, got intercept_s {}", s.intercept_s);
+                return Err(why.into());
+            }
+            // The largest message read (2^53 bytes) must take a finite time.
+            let last = s.max_bytes.unwrap_or(crate::limits::MAX_BYTES).min(crate::limits::MAX_BYTES);
+            if !(s.intercept_s + last as f64 / s.bandwidth_bytes_per_s).is_finite() {
+                let why =
+                    format!("segment {i}: bandwidth_bytes_per_s {:e} makes a {last}-byte message take forever", s.bandwidth_bytes_per_s);
+                return Err(why.into());
             }
             if i > 0 {
                 match (self.segments[i - 1].max_bytes, s.max_bytes) {
@@ -220,6 +231,10 @@ impl FlowSharing {
         if !(self.crosstraffic.is_finite() && self.crosstraffic >= 0.0) {
             return Err("crosstraffic must be >= 0".into());
         }
+        if !(self.nominal_rate_bytes_per_s.is_finite() && self.nominal_rate_bytes_per_s >= 0.0) {
+            return Err("nominal_rate_bytes_per_s must be finite and >= 0".into());
+        }
+        crate::limits::bytes("header_bytes", self.header_bytes)?;
         self.topology.validate(hosts).map_err(|w| w.within("topology: "))
     }
 }

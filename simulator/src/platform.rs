@@ -345,17 +345,76 @@ impl Platform {
     /// # Errors
     /// As [`Platform::load`]; also an option given for a TOML platform.
     pub fn load_with(path: &Path, smpi_options: &[String]) -> Result<Platform, PlatformError> {
+        Platform::load_limited(path, smpi_options, crate::limits::MAX_HOSTS)
+    }
+
+    /// [`Platform::load_with`] with at most `max_hosts` hosts (`--max-hosts`;
+    /// [`crate::limits::MAX_HOSTS`] by default): an XML `radical` is
+    /// counted before any host is made.
+    ///
+    /// # Errors
+    /// As [`Platform::load_with`]; also more hosts than `max_hosts`.
+    pub fn load_limited(path: &Path, smpi_options: &[String], max_hosts: usize) -> Result<Platform, PlatformError> {
         let e = |what: String| PlatformError { path: path.to_path_buf(), what };
+        let meta = std::fs::metadata(path).map_err(|x| e(x.to_string()))?;
+        if !meta.is_file() {
+            return Err(e("not a regular file (a directory?)".into()));
+        }
         let text = std::fs::read_to_string(path).map_err(|x| e(x.to_string()))?;
         if text.trim_start().starts_with('<') {
-            return simgrid::parse(&text, path, smpi_options);
+            return simgrid::parse_limited(&text, path, smpi_options, max_hosts as u64);
         }
         if let Some(o) = smpi_options.first() {
             return Err(e(format!("--smpi option {o} applies to SimGrid XML platforms only")));
         }
         let p: Platform = toml::from_str(&text).map_err(|x| e(x.to_string().replace('\n', " ")))?;
         p.validate().map_err(|w| e(w.0))?;
+        if p.hosts.len() > max_hosts {
+            return Err(e(format!("{} [[hosts]]; at most {max_hosts} (--max-hosts)", p.hosts.len())));
+        }
         Ok(p)
+    }
+
+    /// The platform cut to the hosts `ranks` ranks are placed on, when the
+    /// others cannot change the prediction: a crossbar (or no link
+    /// sharing), block or round-robin placement, no power model and no
+    /// file system. `None` when every host is used or the cut is not exact.
+    /// Keeps the replay's memory in proportion to the trace, not to a
+    /// cluster's `radical`.
+    pub fn used_by(&self, ranks: usize) -> Option<Platform> {
+        let crossbar = self.links.as_ref().is_none_or(|l| l.topology == crate::network::topology::Topology::Crossbar);
+        let watts = self.hosts.iter().any(|h| h.pstates.iter().any(|p| p.watts.is_some()));
+        if !crossbar || watts || !self.fs.is_empty() {
+            return None;
+        }
+        let used = match self.mapping {
+            Mapping::RoundRobin => ranks.min(self.hosts.len()),
+            Mapping::Block => {
+                let mut cores = 0usize;
+                self.hosts.iter().position(|h| {
+                    cores += h.cores as usize;
+                    cores >= ranks
+                })? + 1
+            }
+            Mapping::Explicit { .. } => return None,
+        };
+        (used > 0 && used < self.hosts.len()).then(|| Platform { hosts: self.hosts[..used].to_vec(), ..self.clone_without_hosts() })
+    }
+
+    /// A copy of every part but the host list (left empty).
+    fn clone_without_hosts(&self) -> Platform {
+        Platform {
+            name: self.name.clone(),
+            hosts: Vec::new(),
+            mapping: self.mapping.clone(),
+            network: self.network.clone(),
+            smpi: self.smpi,
+            links: self.links.clone(),
+            collectives: self.collectives,
+            no_oversubscription: self.no_oversubscription,
+            waiting_ranks: self.waiting_ranks,
+            fs: self.fs.clone(),
+        }
     }
 
     /// Writes the platform as TOML (every part of the schema, by serde).
@@ -378,6 +437,9 @@ impl Platform {
         }
         for (i, h) in self.hosts.iter().enumerate() {
             h.validate().map_err(|w| format!("hosts[{i}].{w}"))?;
+        }
+        if self.hosts.iter().map(|h| h.cores as u64).sum::<u64>() > u32::MAX as u64 {
+            return Err("the hosts' cores add up to more than 2^32 - 1".into());
         }
         if let Mapping::Explicit { hosts } = &self.mapping {
             if let Some(bad) = hosts.iter().find(|&&h| h as usize >= self.hosts.len()) {

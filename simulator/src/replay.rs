@@ -121,6 +121,7 @@ pub use report::{HostReport, Oversubscribed, RankReport, RatioStats, ReplayRepor
 pub use timeline::{Marks, Timeline};
 
 use crate::action::{Action, ComputeTime, TraceActions};
+use crate::limits;
 use crate::platform::{Mapping, Platform};
 use crate::ti::{self, TiError};
 use crate::trace::{self, TraceError, TraceErrorKind};
@@ -255,6 +256,8 @@ where
         let what = format!("{} ranks but only {cores} cores on {} hosts", streams.len(), platform.hosts.len());
         return Err(ReplayError { rank: None, kind: ReplayErrorKind::Platform(what) });
     }
+    let trimmed = platform.used_by(streams.len());
+    let platform = trimmed.as_ref().unwrap_or(platform);
     let mut engine = engine::Engine::new(platform, streams);
     engine.timeline = timeline;
     engine.jitter = jitter;
@@ -281,9 +284,24 @@ where
             io_s: s.io_s,
         })
         .collect();
+    let not_finite = |rank: Option<u32>, e| ReplayError { rank, kind: ReplayErrorKind::NotFinite(e) };
+    for r in &ranks {
+        for (what, x) in [
+            ("end time", r.end_s),
+            ("compute time", r.compute_s),
+            ("communication time", r.comm_s),
+            ("wait time", r.wait_s),
+            ("I/O time", r.io_s),
+        ] {
+            limits::finite(what, x).map_err(|e| not_finite(Some(r.rank), e))?;
+        }
+    }
     let makespan_s = ranks.iter().map(|r| r.end_s).fold(0.0, f64::max);
     let hosts = report::host_reports(platform, out.energy_j.as_deref());
     let energy_j = out.energy_j.map(|e| e.iter().flatten().sum());
+    if let Some(e) = energy_j {
+        limits::finite("energy", e).map_err(|e| not_finite(None, e))?;
+    }
     let io_s = ranks.iter().map(|r| r.io_s).sum();
     Ok(ReplayReport {
         makespan_s,
@@ -538,6 +556,18 @@ pub enum ReplayErrorKind {
         /// Up to four blocked ranks: time, MPI call and unmatched operations.
         detail: String,
     },
+    /// Every rank finished but some sends were never received.
+    #[error("unmatched: {count} sends never received: {detail}")]
+    Unmatched {
+        /// Sends left unmatched.
+        count: usize,
+        /// Up to three of them: mode, size, source, destination, tag, time.
+        detail: String,
+    },
+    /// A result is not finite (a time, size or rate of the input too
+    /// large for the model); the message names the result and the rank.
+    #[error("{0}")]
+    NotFinite(crate::error::Invalid),
     /// An event was scheduled before the current time (an engine bug).
     #[error("event at {at_s} s scheduled before the current time {now_s} s")]
     PastEvent {

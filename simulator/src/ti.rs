@@ -55,7 +55,7 @@
 
 #[cfg(feature = "parallel")]
 mod feed;
-mod parse;
+pub(crate) mod parse;
 mod read;
 
 use std::fs::File;
@@ -130,7 +130,11 @@ pub fn read_trace_list(list: &Path) -> Result<Vec<PathBuf>, TiError> {
         let found = if p.is_absolute() { Some(p.to_path_buf()) } else { [base.join(p), p.to_path_buf()].into_iter().find(|c| c.is_file()) };
         match found.filter(|f| f.is_file()) {
             Some(f) => files.push(f),
-            None => return Err(err(Some(i + 1), format!("rank {} trace file {l} does not exist", files.len()))),
+            None => {
+                let dir = [base.join(p), p.to_path_buf()].iter().any(|c| c.is_dir());
+                let why = if dir { "is a directory, not a trace file" } else { "does not exist" };
+                return Err(err(Some(i + 1), format!("rank {} trace file {l} {why}", files.len())));
+            }
         }
     }
     if files.is_empty() {

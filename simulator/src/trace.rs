@@ -212,10 +212,31 @@ pub enum TraceErrorKind {
         /// The MPI function, e.g. `MPI_Gather`.
         call: &'static str,
     },
-    /// A JSON file or chunk does not parse.
+    /// A JSON file or chunk does not parse, or `meta.json` is of a
+    /// format version this reader does not know.
     #[error("bad metadata: {0}")]
     Json(String),
+    /// The path is a directory or another non-regular file.
+    #[error("not a regular file (a directory?): a rank file is expected here")]
+    NotAFile,
+    /// A rank file of a rank beyond those `meta.json` lists.
+    #[error("rank file beyond the {ranks} ranks of meta.json (a leftover of another run?)")]
+    ExtraRank {
+        /// Ranks `meta.json` lists.
+        ranks: u32,
+    },
+    /// The records read disagree with the count of the end chunk.
+    #[error("{read} records read but the end chunk counts {written}")]
+    RecordCount {
+        /// Records the reader decoded (repeat copies included).
+        read: u64,
+        /// Records the end chunk says were written and not dropped.
+        written: u64,
+    },
 }
+
+/// The newest `meta.json` `format_version` this reader knows.
+pub const META_FORMAT_VERSION: u32 = 4;
 
 fn err(path: &Path, kind: TraceErrorKind) -> TraceError {
     TraceError { path: path.to_path_buf(), kind }
@@ -228,7 +249,30 @@ fn err(path: &Path, kind: TraceErrorKind) -> TraceError {
 pub fn read_meta(dir: &Path) -> Result<TraceMeta, TraceError> {
     let path = dir.join(META_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| err(&path, e.into()))?;
-    serde_json::from_str(&text).map_err(|e| err(&path, TraceErrorKind::Json(e.to_string())))
+    let meta: TraceMeta = serde_json::from_str(&text).map_err(|e| err(&path, TraceErrorKind::Json(e.to_string())))?;
+    if !(1..=META_FORMAT_VERSION).contains(&meta.format_version) {
+        let why = format!("format_version {} is not one this reader knows (1 to {META_FORMAT_VERSION})", meta.format_version);
+        return Err(err(&path, TraceErrorKind::Json(why)));
+    }
+    Ok(meta)
+}
+
+/// Checks that `dir` holds no rank file beyond the `ranks` of its
+/// `meta.json` (a leftover of a run at more ranks would be ignored).
+///
+/// # Errors
+/// [`TraceError`] naming the first such file, or the directory when it
+/// cannot be listed.
+pub fn check_no_extra_ranks(dir: &Path, ranks: u32) -> Result<(), TraceError> {
+    let list = std::fs::read_dir(dir).map_err(|e| err(dir, e.into()))?;
+    for entry in list.flatten() {
+        let name = entry.file_name();
+        let rank = name.to_str().and_then(|n| n.strip_prefix("rank-")?.strip_suffix(".trace")?.parse::<u64>().ok());
+        if rank.is_some_and(|r| r >= ranks as u64) {
+            return Err(err(&entry.path(), TraceErrorKind::ExtraRank { ranks }));
+        }
+    }
+    Ok(())
 }
 
 /// An opened, structurally validated per-rank trace file.
@@ -245,6 +289,8 @@ pub struct RankTrace {
     record_chunks: Vec<(u64, ChunkHead)>,
     /// The format the file was written in.
     version: Version,
+    /// The file has its end chunk (its footer is the writer's).
+    complete: bool,
 }
 
 impl RankTrace {
@@ -276,7 +322,11 @@ impl RankTrace {
     fn scan(path: &Path) -> Result<(RankTrace, Option<Salvage>), TraceError> {
         let e = |k| err(path, k);
         let mut f = File::open(path).map_err(|x| e(x.into()))?;
-        let size = f.metadata().map_err(|x| e(x.into()))?.len();
+        let meta = f.metadata().map_err(|x| e(x.into()))?;
+        if !meta.is_file() {
+            return Err(e(TraceErrorKind::NotAFile));
+        }
+        let size = meta.len();
         let mut magic = [0u8; 8];
         let version = f.read_exact(&mut magic).ok().and_then(|_| chunk::version_of(&magic));
         let version = version.ok_or_else(|| e(TraceErrorKind::BadMagic))?;
@@ -298,6 +348,13 @@ impl RankTrace {
             if end > size {
                 cut = Some(truncated);
                 break;
+            }
+            if footer.is_some() || stopped.is_some() {
+                let what = format!("{:?} chunk after the end of the file's trace (two traces in one file?)", head.kind);
+                return Err(e(TraceErrorKind::Corrupt { at, what }));
+            }
+            if head.kind == ChunkKind::Header && header.is_some() {
+                return Err(e(TraceErrorKind::Corrupt { at, what: "a second header chunk (two traces in one file?)".into() }));
             }
             if head.kind == ChunkKind::Records {
                 record_chunks.push((at + CHUNK_HEADER_BYTES as u64, head));
@@ -332,8 +389,9 @@ impl RankTrace {
             (None, None) => Some(Salvage { kept_bytes: size, dropped_bytes: 0, reason: stopped.unwrap_or(TraceErrorKind::NoEnd { size }) }),
             (None, Some(_)) => None,
         };
+        let complete = footer.is_some();
         let footer = footer.unwrap_or_default();
-        Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks, version }, salvage))
+        Ok((RankTrace { path: path.to_path_buf(), header, modules, footer, record_chunks, version, complete }, salvage))
     }
 
     /// Streams the call records of the thread that called `MPI_Init`
@@ -362,7 +420,12 @@ impl RankTrace {
     pub fn records_of(&self, stream: u16) -> Result<Records, TraceError> {
         let f = File::open(&self.path).map_err(|x| err(&self.path, x.into()))?;
         let chunks: Vec<(u64, ChunkHead)> = self.record_chunks.iter().filter(|(_, h)| h.stream == stream).copied().collect();
+        // The end chunk counts every stream's records: checked when there is one.
+        let single = self.record_chunks.iter().all(|(_, h)| h.stream == stream);
+        let expect = (self.complete && single).then(|| self.footer.records.saturating_sub(self.footer.dropped_records));
         Ok(Records {
+            expect,
+            read: 0,
             path: self.path.clone(),
             file: BufReader::new(f),
             chunks: chunks.into_iter(),
@@ -415,6 +478,9 @@ pub struct Records {
     pos: usize,
     chunk_at: u64,
     decoder: codec::Decoder,
+    /// Records the end chunk counts, checked when the last is read.
+    expect: Option<u64>,
+    read: u64,
 }
 
 impl Iterator for Records {
@@ -424,7 +490,10 @@ impl Iterator for Records {
         loop {
             match self.next_item()? {
                 Ok(None) => continue, // a repeat marker
-                Ok(Some(rec)) => return Some(Ok(rec)),
+                Ok(Some(rec)) => {
+                    self.read += 1;
+                    return Some(Ok(rec));
+                }
                 Err(e) => return Some(Err(e)),
             }
         }
@@ -438,7 +507,10 @@ impl Records {
             return Some(Ok(Some(rec)));
         }
         while self.pos >= self.buf.len() {
-            let (at, head) = self.chunks.next()?;
+            let Some((at, head)) = self.chunks.next() else {
+                let written = self.expect.take()?;
+                return (written != self.read).then(|| Err(err(&self.path, TraceErrorKind::RecordCount { read: self.read, written })));
+            };
             self.chunk_at = at;
             self.buf.resize(head.len, 0);
             self.pos = 0;
@@ -461,7 +533,8 @@ impl Records {
             Err(x) => {
                 let at = self.chunk_at + self.pos as u64;
                 self.pos = self.buf.len();
-                Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what: x.to_string() })))
+                let what = format!("record {} of the stream: {x}", self.read + 1);
+                Some(Err(err(&self.path, TraceErrorKind::Corrupt { at, what })))
             }
         }
     }
@@ -473,6 +546,7 @@ impl Records {
 /// [`TraceError`] naming the first missing, truncated or corrupt file.
 pub fn open_dir(dir: &Path) -> Result<(TraceMeta, Vec<RankTrace>), TraceError> {
     let meta = read_meta(dir)?;
+    check_no_extra_ranks(dir, meta.ranks)?;
     let ranks = (0..meta.ranks).map(|r| RankTrace::open(&dir.join(rank_file_name(r)))).collect::<Result<_, _>>()?;
     Ok((meta, ranks))
 }
@@ -489,6 +563,7 @@ pub type SalvagedDir = (TraceMeta, Vec<RankTrace>, Vec<(u32, Salvage)>);
 /// As [`open_dir`], but for incomplete files.
 pub fn open_dir_salvage(dir: &Path) -> Result<SalvagedDir, TraceError> {
     let meta = read_meta(dir)?;
+    check_no_extra_ranks(dir, meta.ranks)?;
     let (mut ranks, mut lost) = (Vec::new(), Vec::new());
     for r in 0..meta.ranks {
         let (t, s) = RankTrace::open_salvage(&dir.join(rank_file_name(r)))?;

@@ -202,9 +202,23 @@ pub fn validate(tracks: &[Track], hz: f64, cfg: &Config) -> Result<(), JitterErr
             let why = format!("{}: cosched mode needs window marks (tracecollector --cosched-window) or --cosched-window", t.name);
             return Err(JitterError::BadParam { flag: "--mode", why });
         }
-        if segment(t, cfg.coverage_pct) <= t.longest_jitter_run() {
+        let seg = segment(t, cfg.coverage_pct);
+        if seg <= t.longest_jitter_run() {
             let why = format!("{}: the covered segment is not longer than the longest jitter burst", t.name);
             return Err(JitterError::BadParam { flag: "--coverage", why });
+        }
+        // A phase longer than the trace a task reads would wrap it again
+        // and again: the answer is then the trace's mean noise, at a cost
+        // in proportion to the work.
+        if cfg.work_s * hz > seg as f64 {
+            let why = format!(
+                "{} s per phase is longer than the {:.6} s of trace each task reads ({}, coverage {} %): record a longer trace or shorten the phases",
+                cfg.work_s,
+                seg as f64 / hz,
+                t.name,
+                cfg.coverage_pct
+            );
+            return Err(JitterError::BadParam { flag: "--work", why });
         }
     }
     Ok(())
@@ -222,11 +236,20 @@ pub(crate) fn segment(t: &Track, coverage_pct: f64) -> u64 {
 /// # Errors
 /// [`JitterError::BadParam`] from [`validate`].
 pub fn simulate(tracks: &[Track], hz: f64, cfg: &Config) -> Result<RunResult, JitterError> {
+    simulate_observed(tracks, hz, cfg, &|_| {})
+}
+
+/// [`simulate`] calling `on_phase(p)` after each phase `p` (0-based), on
+/// the calling thread: for a progress bar.
+///
+/// # Errors
+/// As [`simulate`].
+pub fn simulate_observed(tracks: &[Track], hz: f64, cfg: &Config, on_phase: &dyn Fn(u32)) -> Result<RunResult, JitterError> {
     validate(tracks, hz, cfg)?;
     let started = Instant::now();
     let n = cfg.tasks as usize;
     let offsets = start_offsets(tracks, cfg.mode, n, cfg.seed);
-    Ok(run(tracks, hz, cfg, &offsets, started))
+    Ok(run(tracks, hz, cfg, &offsets, started, on_phase))
 }
 
 /// Start offset in its trace of each of `n` tasks (task `i` reads track
@@ -254,7 +277,7 @@ pub fn start_offsets(tracks: &[Track], mode: Mode, n: usize, seed: u64) -> Vec<u
 }
 
 /// The engine proper, with given start offsets (cycles, one per task).
-pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], started: Instant) -> RunResult {
+pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], started: Instant, on_phase: &dyn Fn(u32)) -> RunResult {
     let n = cfg.tasks as usize;
     let work = (cfg.work_s * hz).round() as u64;
     let segments: Vec<u64> = tracks.iter().map(|t| segment(t, cfg.coverage_pct)).collect();
@@ -275,10 +298,11 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
             })
             .collect();
         let mut now = 0u64;
-        for _ in 0..cfg.phases {
+        for p in 0..cfg.phases {
             let end = groups.iter().enumerate().map(|(g, offs)| sweep(&tracks[g], segments[g], offs, now, work)).max().unwrap_or(now);
             phases.push(PhaseStat { consumed_cycles: end - now, compute_max_cycles: end - now });
             now = end;
+            on_phase(p);
         }
     } else {
         let mut cursors = vec![Quiet::default(); n];
@@ -320,6 +344,7 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
             sent = ts.sent;
             phases.push(PhaseStat { consumed_cycles: exit.end - last_end, compute_max_cycles: compute_max });
             last_end = exit.end;
+            on_phase(p);
             compute_max = match exit.next_compute_max {
                 Some(m) => m,
                 None if next_work.is_some() => compute(&mut t, &mut cursors),

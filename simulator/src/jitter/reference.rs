@@ -207,7 +207,7 @@ fn engine_equals_the_reference_walk_on_random_traces() {
                 },
                 seed: 0,
             };
-            let got = run(std::slice::from_ref(&track), HZ, &cfg, &offsets, Instant::now());
+            let got = run(std::slice::from_ref(&track), HZ, &cfg, &offsets, Instant::now(), &|_| {});
             let mut t = vec![0u64; n];
             let mut last = 0;
             for (phase, stat) in got.phases.iter().enumerate() {
@@ -324,7 +324,7 @@ fn engine_equals_separate_passes_on_random_traces() {
             },
             seed: 0,
         };
-        let got = run(&tracks, HZ, &cfg, &offsets, Instant::now()).phases;
+        let got = run(&tracks, HZ, &cfg, &offsets, Instant::now(), &|_| {}).phases;
         assert_eq!(got, run_in_passes(&tracks, &cfg, &offsets), "case {case}: {cfg:?}");
     }
 }

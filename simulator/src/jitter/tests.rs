@@ -64,7 +64,7 @@ fn fig2_two_nodes_100_cycles_take_130_and_165() {
     assert_eq!(t.stretch(&mut 0, node2, t.period(), 0, 100), 165);
     assert_eq!(TraceCursor::new(&t, 10).stretch(0, 100), 130);
     // Fig. 3: the phase completes at the maximum; node 1 waits 35 cycles.
-    let r = run(&[t], HZ, &cfg(2, 1, 100, Collective::None, 0.0), &[10, node2], Instant::now());
+    let r = run(&[t], HZ, &cfg(2, 1, 100, Collective::None, 0.0), &[10, node2], Instant::now(), &|_| {});
     assert_eq!(r.phases[0].consumed_cycles, 165);
     assert!((r.slowdown_pct() - 65.0).abs() < 1e-9);
 }
@@ -113,14 +113,14 @@ fn fig6_seven_task_binary_barrier() {
     let quiet = track(1 << 40, &[]);
     let (w, l) = (1000u64, 10u64);
     let c = cfg(7, 1, w, Collective::Barrier, 2.0 * l as f64 / HZ);
-    let r = run(std::slice::from_ref(&quiet), HZ, &c, &[0; 7], Instant::now());
+    let r = run(std::slice::from_ref(&quiet), HZ, &c, &[0; 7], Instant::now(), &|_| {});
     assert_eq!(r.phases[0].compute_max_cycles, w);
     assert_eq!(r.phases[0].consumed_cycles, w + 12 * l);
     // A 50-cycle event hitting the root's first receive delays everyone's release by 50.
     let t = track(100_000, &[(50, 1 << 30)]);
     let mut offs = [0u64; 7];
     offs[0] = 100_000 - (w + 4 * l);
-    let r = run(&[t], HZ, &c, &offs, Instant::now());
+    let r = run(&[t], HZ, &c, &offs, Instant::now(), &|_| {});
     assert_eq!(r.phases[0].consumed_cycles, w + 12 * l + 50);
     assert_eq!(r.phases[0].compute_max_cycles, w);
 }
@@ -234,7 +234,7 @@ fn allreduce_recursive_doubling_rounds() {
     let quiet = track(1 << 40, &[]);
     for (n, rounds) in [(8u64, 3u64), (6, 4), (1, 0)] {
         let c = cfg(n, 1, 1000, Collective::Allreduce, 20.0 / HZ);
-        let r = run(std::slice::from_ref(&quiet), HZ, &c, &vec![0; n as usize], Instant::now());
+        let r = run(std::slice::from_ref(&quiet), HZ, &c, &vec![0; n as usize], Instant::now(), &|_| {});
         assert_eq!(r.phases[0].consumed_cycles, 1000 + 20 * rounds, "n={n}");
     }
 }
@@ -335,4 +335,15 @@ fn replay_receive_overheads_meet_the_jitter() {
     let irecv = vec![Action::Irecv { src: 0, tag: 0, bytes: 8, comm: 0, req: 7 }, compute(2e-3), compute(2e-3), Action::Wait { req: 7 }];
     close(run(irecv.clone(), false), 8e-3);
     close(run(irecv, true), 8.5e-3);
+}
+
+#[test]
+fn work_longer_than_the_trace_a_task_reads_is_refused() {
+    // A 10 000-cycle trace: 1000 quiet cycles, then a 100-cycle burst every 1000.
+    let t = track(1_000, &[(100, 900); 9]);
+    let mut c = cfg(2, 1, 20_000, Collective::Barrier, 0.0);
+    let e = simulate(std::slice::from_ref(&t), HZ, &c).unwrap_err().to_string();
+    assert!(e.starts_with("--work: ") && e.contains("longer than the"), "{e}");
+    c.work_s = 5_000.0 / HZ;
+    assert!(simulate(&[t], HZ, &c).is_ok());
 }

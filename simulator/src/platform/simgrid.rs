@@ -11,7 +11,8 @@
 //! The XML is read by `roxmltree`; every error is one line naming the file
 //! and the XML line: malformed XML, an unknown `<cluster>` attribute, a
 //! value without a valid unit or a non-positive speed or bandwidth, an
-//! out-of-range `pstate`, a `radical` of more than [`MAX_HOSTS`] hosts.
+//! out-of-range `pstate`, a `radical` of more than [`MAX_HOSTS`] hosts (or the bound
+//! given to [`parse_limited`]), counted before any host is made.
 //!
 //! What is imported, and how:
 //! - **Hosts**: `prefix` + each number of `radical` (`0-15`, `0-3,8`) +
@@ -76,7 +77,7 @@ pub mod export;
 mod import;
 
 pub use export::{to_xml, SmpiProps};
-pub use import::parse;
+pub use import::{parse, parse_limited};
 
 /// SMPI's default `smpi/bw-factor` (SimGrid 3.32).
 pub const SMPI_BW_FACTOR: &str =
@@ -91,8 +92,9 @@ pub const SMPI_LAT_FACTOR: &str =
 /// in both the latency and the bandwidth term.
 pub const SMPI_HEADER_BYTES: u64 = 16;
 
-/// Most hosts a `<cluster>`'s `radical` may give (2^24).
-pub const MAX_HOSTS: u64 = 1 << 24;
+/// Most hosts a `<cluster>`'s `radical` may give unless the caller sets
+/// another bound ([`parse_limited`], `--max-hosts`): [`crate::limits::MAX_HOSTS`].
+pub const MAX_HOSTS: u64 = crate::limits::MAX_HOSTS as u64;
 
 /// Parses a SimGrid value with a unit: `scale` maps each accepted suffix
 /// to its multiplier; a bare number takes multiplier 1.
@@ -130,7 +132,8 @@ const TIME: &[(&str, f64)] = &[("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e
 type Factors = Vec<(u64, Vec<f64>)>;
 
 /// Parses a SimGrid factor list `t:v;t:v;…` into (threshold, values)
-/// sorted by threshold.
+/// sorted by threshold: thresholds at most 2^53 bytes, values finite and
+/// `>= 0`.
 fn factors(spec: &str) -> Result<Factors, String> {
     let mut out = Vec::new();
     for item in spec.split(';').map(str::trim).filter(|s| !s.is_empty()) {
@@ -138,6 +141,12 @@ fn factors(spec: &str) -> Result<Factors, String> {
         let t = it.next().and_then(|t| t.trim().parse::<u64>().ok()).ok_or(format!("bad threshold in `{item}`"))?;
         let vals: Result<Vec<f64>, _> = it.map(|x| x.trim().parse::<f64>()).collect();
         let vals = vals.map_err(|_| format!("bad value in `{item}`"))?;
+        if t > crate::limits::MAX_BYTES {
+            return Err(format!("threshold {t} in `{item}` exceeds the limit of 2^53 bytes"));
+        }
+        if vals.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(format!("a value in `{item}` is not finite and >= 0"));
+        }
         if vals.is_empty() {
             return Err(format!("no value in `{item}`"));
         }

@@ -242,3 +242,24 @@ fn waiting_ranks_and_per_call_costs_default_round_trip_and_are_checked() {
     let e = Platform::load(&bad).unwrap_err().to_string();
     assert!(e.contains("p.toml") && e.contains("waiting_ranks") && e.contains("line"), "{e}");
 }
+
+#[test]
+fn rates_and_times_that_overflow_are_refused_by_their_own_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "name = \"t\"\n[[hosts]]\nname = \"a\"\ncores = 2\n[network.intra]\neager_threshold_bytes = 4096\n";
+    for (seg, needle) in [
+        ("intercept_s = 1e-3, bandwidth_bytes_per_s = 0", "segment 0: bandwidth_bytes_per_s must be > 0, got 0"),
+        ("intercept_s = 1e-3, bandwidth_bytes_per_s = 1e-308", "segment 0: bandwidth_bytes_per_s 1e-308 makes a 9007199254740992-byte"),
+        ("intercept_s = inf, bandwidth_bytes_per_s = 1e9", "segment 0: intercept_s must be finite, got inf"),
+        ("intercept_s = -1, bandwidth_bytes_per_s = 1e9", "the value at its first size 0 B must be >= 0"),
+    ] {
+        let f = write(dir.path(), &format!("{base}transfer = [ {{ {seg} }} ]\n"));
+        let e = Platform::load(&f).unwrap_err().to_string();
+        assert!(e.contains("p.toml: network.intra.transfer: ") && e.contains(needle), "{e} !~ {needle}");
+    }
+    let f = write(dir.path(), &format!("{base}transfer = [ {{ intercept_s = 0, bandwidth_bytes_per_s = 1e9 }} ]\n"));
+    let e = Platform::load_limited(&f, &[], 0).unwrap_err().to_string();
+    assert!(e.contains("1 [[hosts]]; at most 0 (--max-hosts)"), "{e}");
+    let e = Platform::load(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("not a regular file"), "{e}");
+}

@@ -274,7 +274,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             self.log_end(r);
         }
         let mut stuck = None;
-        if self.ranks.iter().any(|r| r.status != Status::Done) {
+        let blocked = self.ranks.iter().any(|r| r.status != Status::Done);
+        if let Some(e) = (!blocked).then(|| self.unmatched()).flatten() {
+            if !self.salvage {
+                return Err(e);
+            }
+            stuck = Some(e.kind.to_string());
+        }
+        if blocked {
             let e = self.deadlock();
             if !self.salvage {
                 return Err(e);

@@ -154,7 +154,7 @@ impl Net {
             self.model.topology.route(b, a, &mut self.route);
             links.extend(self.route.iter().map(|&l| (l, x)));
         }
-        let remaining = (bytes + self.model.header_bytes) as f64;
+        let remaining = bytes as f64 + self.model.header_bytes as f64;
         self.seq += 1;
         let seq = self.seq;
         let lat_end = now + lat_s;

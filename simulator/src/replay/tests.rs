@@ -588,5 +588,6 @@ mod nbc;
 
 mod gamma;
 mod io;
+mod limits;
 mod log;
 mod rma;

@@ -6,6 +6,7 @@
 //! on the field, so results equal `str::parse` on the same text.
 
 use crate::action::Action;
+use crate::limits::MAX_BYTES;
 use crate::trace::record::PROC_NULL;
 
 use super::{SENDRECV_TAG, TI_PROC_NULL};
@@ -89,7 +90,7 @@ fn show(s: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// One rank's parsing state: its rank, the default datatype `init` set,
 /// and the requests it posted and not yet waited for.
-pub(super) struct RankParser {
+pub(crate) struct RankParser {
     rank: u32,
     ranks: u32,
     default_dt: u64,
@@ -101,7 +102,7 @@ pub(super) struct RankParser {
 }
 
 impl RankParser {
-    pub(super) fn new(rank: u32, ranks: u32, shared: bool) -> Self {
+    pub(crate) fn new(rank: u32, ranks: u32, shared: bool) -> Self {
         RankParser { rank, ranks, default_dt: 1, reqs: Vec::new(), next_req: 1, shared }
     }
 
@@ -118,7 +119,7 @@ impl RankParser {
     /// # Errors
     /// What is wrong with the line, one line of text (the caller adds the
     /// file and line number).
-    pub(super) fn line(&mut self, line: &[u8], out: &mut Vec<Action>) -> Result<(), String> {
+    pub(crate) fn line(&mut self, line: &[u8], out: &mut Vec<Action>) -> Result<(), String> {
         let mut it = Fields::new(line);
         let Some(rank) = it.next() else { return Ok(()) };
         let me_u = self.rank;
@@ -197,19 +198,27 @@ impl RankParser {
                 Some(s) => dt_size(s).ok_or_else(|| format!("`{}`: unknown datatype code `{}`", vs(), show(s))),
             }
         };
-        let bytes = |count: f64, size: u64| round_bytes(count * size as f64);
+        let bytes = |count: f64, size: u64| -> Result<u64, String> {
+            let x = count * size as f64;
+            if x <= MAX_BYTES as f64 {
+                Ok(round_bytes(x))
+            } else {
+                let c = if count < 1e15 { count.to_string() } else { format!("{count:e}") };
+                Err(format!("`{}`: {c} × {size} B exceeds the limit of 2^53 bytes", vs()))
+            }
+        };
         let root = |i: usize| -> Result<u32, String> {
             let r = if f.len() > i { int(i)? } else { 0 };
             u32::try_from(r).ok().filter(|&r| (r as usize) < n).ok_or_else(|| format!("`{}`: root {r} is not among the {n} ranks", vs()))
         };
-        let counts = |from: usize, size: u64| -> Result<Vec<u64>, String> { (from..from + n).map(|i| Ok(bytes(num(i)?, size))).collect() };
+        let counts = |from: usize, size: u64| -> Result<Vec<u64>, String> { (from..from + n).map(|i| bytes(num(i)?, size)).collect() };
         let peer = |p: i32| if p == TI_PROC_NULL { PROC_NULL } else { p };
         let need = |k: usize| need(verb, f, k);
         let comm = 0;
         Ok(match verb {
             b"send" | b"isend" | b"recv" | b"irecv" => {
                 need(3)?;
-                let (p, tag, b) = (peer(int(0)?), int(1)?, bytes(num(2)?, dt(3)?));
+                let (p, tag, b) = (peer(int(0)?), int(1)?, bytes(num(2)?, dt(3)?)?);
                 if p != PROC_NULL && !(0..n as i64).contains(&(p as i64)) {
                     return Err(format!("`{}`: peer {p} is not among the {n} ranks", vs()));
                 }
@@ -234,10 +243,10 @@ impl RankParser {
                 Action::Sendrecv {
                     dst: dst as u32,
                     send_tag: SENDRECV_TAG,
-                    send_bytes: bytes(num(0)?, sdt),
+                    send_bytes: bytes(num(0)?, sdt)?,
                     src,
                     recv_tag: SENDRECV_TAG,
-                    recv_bytes: bytes(num(2)?, rdt),
+                    recv_bytes: bytes(num(2)?, rdt)?,
                     comm,
                 }
             }
@@ -256,32 +265,35 @@ impl RankParser {
             b"barrier" | b"ibarrier" => Action::Barrier { comm },
             b"bcast" | b"ibcast" => {
                 need(1)?;
-                Action::Bcast { root: root(1)?, bytes: bytes(num(0)?, dt(2)?), comm }
+                Action::Bcast { root: root(1)?, bytes: bytes(num(0)?, dt(2)?)?, comm }
             }
-            b"reduce" | b"ireduce" => Action::Reduce { root: root(2)?, bytes: bytes(num(0)?, dt(3)?), comm },
-            b"allreduce" | b"iallreduce" => Action::Allreduce { bytes: bytes(num(0)?, dt(2)?), comm },
+            b"reduce" | b"ireduce" => Action::Reduce { root: root(2)?, bytes: bytes(num(0)?, dt(3)?)?, comm },
+            b"allreduce" | b"iallreduce" => Action::Allreduce { bytes: bytes(num(0)?, dt(2)?)?, comm },
             b"scan" | b"exscan" | b"iscan" | b"iexscan" => {
-                Action::Scan { bytes: bytes(num(0)?, dt(2)?), exclusive: verb.ends_with(b"exscan"), comm }
+                Action::Scan { bytes: bytes(num(0)?, dt(2)?)?, exclusive: verb.ends_with(b"exscan"), comm }
             }
             b"alltoall" | b"ialltoall" => {
                 need(2)?;
-                Action::Alltoall { bytes: bytes(num(0)?, dt(2)?), comm }
+                Action::Alltoall { bytes: bytes(num(0)?, dt(2)?)?, comm }
             }
             b"allgather" | b"iallgather" => {
                 need(2)?;
-                Action::Allgather { bytes: bytes(num(0)?, dt(2)?), comm }
+                Action::Allgather { bytes: bytes(num(0)?, dt(2)?)?, comm }
             }
             b"gather" | b"igather" => {
                 need(2)?;
-                Action::Gather { root: root(2)?, bytes: bytes(num(0)?, dt(3)?), comm }
+                Action::Gather { root: root(2)?, bytes: bytes(num(0)?, dt(3)?)?, comm }
             }
             b"scatter" | b"iscatter" => {
                 need(2)?;
-                Action::Scatter { root: root(2)?, bytes: bytes(num(0)?, dt(3)?), comm }
+                Action::Scatter { root: root(2)?, bytes: bytes(num(0)?, dt(3)?)?, comm }
             }
             b"gatherv" | b"igatherv" => {
                 need(1 + n)?;
-                Action::Gather { root: root(1 + n)?, bytes: bytes(num(0)?, dt(2 + n)?), comm }
+                // The receive counts are checked, not replayed: the root
+                // receives what each rank sends.
+                counts(1, 1)?;
+                Action::Gather { root: root(1 + n)?, bytes: bytes(num(0)?, dt(2 + n)?)?, comm }
             }
             b"allgatherv" | b"iallgatherv" => {
                 need(1 + n)?;

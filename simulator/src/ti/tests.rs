@@ -329,3 +329,27 @@ fn byte_counts_round_as_f64_round() {
         assert_eq!(parse::round_bytes(x), x.round() as u64, "{x}");
     }
 }
+
+#[test]
+fn sizes_over_2_pow_53_bytes_are_refused_with_file_and_line() {
+    for (line, what) in [
+        ("0 send 1 0 18446744073709551615", "`send`: 1.8446744073709552e19 × 1 B exceeds the limit of 2^53 bytes"),
+        ("0 allreduce 1e308 0", "`allreduce`: 1e308 × 1 B exceeds"),
+        ("0 bcast 1125899906842624 0 14", "`bcast`: 1.125899906842624e15 × 16 B exceeds"),
+    ] {
+        let (_d, a) = actions(&format!("0 init\n{line}\n"), 0, 2);
+        let e = a.into_iter().find_map(Result::err).unwrap_or_else(|| panic!("{line} accepted")).to_string();
+        assert!(e.contains("r.txt:2:") && e.contains(what), "{e}");
+    }
+    let (_d, a) = actions("0 send 1 0 9007199254740992\n", 0, 2);
+    assert!(matches!(a[..], [Ok(Action::Send { bytes: 9_007_199_254_740_992, .. })]), "{a:?}");
+}
+
+#[test]
+fn gatherv_receive_counts_are_parsed() {
+    let (_d, a) = actions("0 gatherv 8 8 x 0\n", 0, 2);
+    let e = a[0].as_ref().unwrap_err().to_string();
+    assert!(e.contains("`gatherv`: field 3 `x` is not a count"), "{e}");
+    let (_d, a) = actions("0 gatherv 8 8 8 0\n", 0, 2);
+    assert!(a[0].is_ok(), "{a:?}");
+}

@@ -38,7 +38,13 @@ pub struct RankCheck {
 /// after the header is reported in the [`RankCheck`]s instead.
 pub fn check_dir(dir: &Path) -> Result<Vec<RankCheck>, TraceError> {
     let meta = read_meta(dir)?;
+    super::check_no_extra_ranks(dir, meta.ranks)?;
     (0..meta.ranks).map(|r| check_file(&dir.join(rank_file_name(r)), r)).collect()
+}
+
+#[cfg(test)]
+pub(crate) fn check_file_for_test(path: &Path) -> RankCheck {
+    check_file(path, 0).unwrap()
 }
 
 fn check_file(path: &Path, rank: u32) -> Result<RankCheck, TraceError> {
@@ -56,6 +62,10 @@ fn check_file(path: &Path, rank: u32) -> Result<RankCheck, TraceError> {
                 }
             }
         }
+    }
+    let written = t.footer.records.saturating_sub(t.footer.dropped_records);
+    if error.is_none() && salvage.is_none() && records != written {
+        error = Some(super::TraceErrorKind::RecordCount { read: records, written }.to_string());
     }
     Ok(RankCheck {
         rank,

@@ -195,6 +195,14 @@ impl In<'_> {
     fn z(&mut self) -> Result<i64, DecodeError> {
         self.v().map(unzigzag)
     }
+    /// A message or I/O size: at most [`crate::limits::MAX_BYTES`].
+    fn bytes(&mut self) -> Result<u64, DecodeError> {
+        let v = self.v()?;
+        if v > crate::limits::MAX_BYTES {
+            return Err(DecodeError::OutOfRange("size in bytes", v));
+        }
+        Ok(v)
+    }
     fn i32(&mut self) -> Result<i32, DecodeError> {
         self.z().map(|v| v as i32)
     }

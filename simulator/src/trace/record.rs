@@ -421,6 +421,9 @@ pub enum DecodeError {
     BadRequest(u64),
     /// A record that takes its op from its call site (format 4) at a new site.
     NoOp,
+    /// A value beyond what a trace can hold: what it is, and the value
+    /// read (a size over 2^53 bytes, a time that overflows).
+    OutOfRange(&'static str, u64),
 }
 
 impl fmt::Display for DecodeError {
@@ -432,6 +435,7 @@ impl fmt::Display for DecodeError {
             DecodeError::BadRepeat(why) => write!(f, "bad repeat marker: {why}"),
             DecodeError::BadRequest(i) => write!(f, "recent-request index {i} was never defined"),
             DecodeError::NoOp => write!(f, "a record at a new call site without an op code"),
+            DecodeError::OutOfRange(what, v) => write!(f, "{what} out of range (read {v})"),
         }
     }
 }

@@ -240,3 +240,76 @@ fn a_full_disk_keeps_every_whole_chunk_and_says_why() {
     assert!(kept.len() as f64 >= 0.9 * fit, "{} records kept of about {fit:.0} that fit", kept.len());
     assert_eq!(kept, (0..kept.len() as u64).map(send).collect::<Vec<_>>());
 }
+
+/// The chunks of a complete file, as (offset, header) pairs.
+fn chunks_of(bytes: &[u8]) -> Vec<(usize, chunk::ChunkHead)> {
+    let mut at = MAGIC.len();
+    let mut out = Vec::new();
+    while at < bytes.len() {
+        let h = chunk::parse_chunk_header(bytes[at..at + CHUNK_HEADER_BYTES].try_into().unwrap()).unwrap();
+        out.push((at, h));
+        at += CHUNK_HEADER_BYTES + h.len;
+    }
+    out
+}
+
+#[test]
+fn a_file_holding_its_trace_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rank-0.trace");
+    write_file(&p, 100);
+    let once = std::fs::read(&p).unwrap();
+    let mut twice = once.clone();
+    twice.extend_from_slice(&once[MAGIC.len()..]);
+    std::fs::write(&p, &twice).unwrap();
+    let e = RankTrace::open(&p).unwrap_err().to_string();
+    assert!(e.contains("rank-0.trace") && e.contains("two traces"), "{e}");
+}
+
+#[test]
+fn a_record_chunk_repeated_disagrees_with_the_end_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rank-0.trace");
+    write_file(&p, 100);
+    let bytes = std::fs::read(&p).unwrap();
+    let chunks = chunks_of(&bytes);
+    let (at, h) = *chunks.iter().find(|(_, h)| h.kind == ChunkKind::Records).unwrap();
+    let mut doubled = bytes[..at + CHUNK_HEADER_BYTES + h.len].to_vec();
+    doubled.extend_from_slice(&bytes[at..]);
+    std::fs::write(&p, &doubled).unwrap();
+    let t = RankTrace::open(&p).unwrap();
+    let last = t.records().unwrap().last().unwrap().unwrap_err().to_string();
+    let counts = format!("records read but the end chunk counts {}", t.footer.records);
+    assert!(last.contains("rank-0.trace") && last.contains(&counts), "{last}");
+    let checked = check::check_file_for_test(&p);
+    assert!(checked.error.as_deref().is_some_and(|e| e.contains(&counts)), "{checked:?}");
+    assert!(checked.records > t.footer.records, "{checked:?}");
+}
+
+#[test]
+fn unknown_meta_version_extra_rank_files_and_directories_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = TraceMeta {
+        format_version: 99,
+        ranks: 1,
+        mpi_library: "synthetic".into(),
+        timing_source: TimingSource::ClockGettime,
+        tsc_hz: None,
+        command: vec![],
+        mode: "trace".into(),
+    };
+    let write_meta = |m: &TraceMeta| std::fs::write(dir.path().join(META_FILE), serde_json::to_string(m).unwrap()).unwrap();
+    write_meta(&meta);
+    let e = read_meta(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("meta.json") && e.contains("format_version 99"), "{e}");
+    write_meta(&TraceMeta { format_version: 1, ..meta });
+    std::fs::create_dir(dir.path().join("rank-0.trace")).unwrap();
+    let e = open_dir(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("rank-0.trace") && e.contains("not a regular file"), "{e}");
+    std::fs::remove_dir(dir.path().join("rank-0.trace")).unwrap();
+    write_file(&dir.path().join("rank-0.trace"), 3);
+    assert!(open_dir(dir.path()).is_ok());
+    write_file(&dir.path().join("rank-7.trace"), 3);
+    let e = open_dir(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("rank-7.trace") && e.contains("beyond the 1 ranks"), "{e}");
+}

@@ -114,6 +114,10 @@ pub struct ScalingArgs {
     /// Platform file: our TOML, or a SimGrid platform XML.
     #[arg(long, value_name = "FILE")]
     platform: PathBuf,
+    /// Most hosts the platform may have (an XML cluster's radical is
+    /// counted before any host is made).
+    #[arg(long, value_name = "N", default_value_t = simulator::limits::MAX_HOSTS)]
+    max_hosts: usize,
     /// Rank counts to predict, comma-separated (e.g. 16,256,4096).
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', required = true)]
     ranks: Vec<u32>,
@@ -152,7 +156,7 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
     if args.ranks.contains(&0) {
         anyhow::bail!("--ranks: a run needs at least one rank");
     }
-    let platform = simulator::platform::Platform::load(&args.platform).context("cannot load platform")?;
+    let platform = simulator::platform::Platform::load_limited(&args.platform, &[], args.max_hosts).context("cannot load platform")?;
     let model = model(&args.traces)?;
     let mut points: Vec<Point> = Vec::new();
     for &n in &args.ranks {

@@ -24,8 +24,9 @@ use anyhow::{bail, Context};
 use serde_json::json;
 
 use crate::jitter_plot::plot_svg;
+use crate::progress::StepBar;
 use simulator::jitter::collective::{latency_model, Collective, Net};
-use simulator::jitter::engine::{simulate, Config, Mode};
+use simulator::jitter::engine::{simulate, simulate_observed, Config, Mode};
 use simulator::jitter::report::{per_phase, rep_seed, write_table, Point};
 use simulator::jitter::{load_tracks, Track};
 use simulator::jitter_trace::{JitterHeader, JitterTrace};
@@ -62,6 +63,9 @@ pub struct JitterArgs {
     /// Platform TOML from `calibrate network`: message latencies within and across nodes.
     #[arg(long, value_name = "TOML")]
     pub platform: Option<PathBuf>,
+    /// Most hosts the platform may have.
+    #[arg(long, value_name = "N", default_value_t = simulator::limits::MAX_HOSTS)]
+    pub max_hosts: usize,
     /// Tasks per node (default: the platform's first host's cores, else 1).
     #[arg(long)]
     pub cores_per_node: Option<u64>,
@@ -195,7 +199,7 @@ pub fn run(args: &JitterArgs) -> anyhow::Result<()> {
     let (tracks, hz) = load_tracks(&args.trace, args.cosched_window).context("cannot load jitter trace")?;
     let (intra, inter, platform_cores) = match &args.platform {
         Some(p) => {
-            let pf = Platform::load(p).context("cannot load platform")?;
+            let pf = Platform::load_limited(p, &[], args.max_hosts).context("cannot load platform")?;
             let inter = pf.network.inter.clone().unwrap_or_else(|| pf.network.intra.clone());
             (pf.network.intra, inter, Some(pf.hosts[0].cores as u64))
         }
@@ -205,6 +209,8 @@ pub fn run(args: &JitterArgs) -> anyhow::Result<()> {
     let net = Net { intra, inter, cores_per_node, hz };
     let mut points = Vec::new();
     let mut first_run = None;
+    let steps = (modes.len() * tasks.len()) as u64 * args.reps as u64 * args.phases as u64;
+    let bar = StepBar::new(steps, "jitter");
     for (name, mode) in &modes {
         for &n in &tasks {
             let cfg = Config {
@@ -220,7 +226,7 @@ pub fn run(args: &JitterArgs) -> anyhow::Result<()> {
                 seed: args.seed,
             };
             let runs = (0..args.reps)
-                .map(|r| simulate(&tracks, hz, &Config { seed: rep_seed(args.seed, r), ..cfg.clone() }))
+                .map(|r| simulate_observed(&tracks, hz, &Config { seed: rep_seed(args.seed, r), ..cfg.clone() }, &|_| bar.inc()))
                 .collect::<Result<Vec<_>, _>>()?;
             let quiet = simulate(&[quiet_track(hz)], hz, &Config { phases: 1, mode: Mode::Sync, coverage_pct: 100.0, ..cfg.clone() })?;
             let point = Point::of(n, name, &runs, quiet.comm_slowdown_pct());
@@ -230,6 +236,7 @@ pub fn run(args: &JitterArgs) -> anyhow::Result<()> {
             points.push(point);
         }
     }
+    bar.finish();
     if let Some(plot) = &args.plot {
         let title = format!("OS-jitter slowdown, {} phases of {} s, {}", args.phases, args.work, args.collective);
         plot_svg(plot, &title, &points).map_err(anyhow::Error::msg)?;

@@ -98,6 +98,11 @@ struct ReplayArgs {
     /// (e.g. smpi/async-small-thresh:65536); repeatable, applied last.
     #[arg(long = "cfg", value_name = "NAME:VALUE")]
     cfg: Vec<String>,
+    /// Most hosts the platform may have (an XML cluster's radical is
+    /// counted before any host is made); the replay keeps only the hosts
+    /// the ranks use when the others cannot change the prediction.
+    #[arg(long, value_name = "N", default_value_t = simulator::limits::MAX_HOSTS)]
+    max_hosts: usize,
     /// Per-region speed ratios (CSV from `calibrate speed`, SimGrid's
     /// comp-adjustment format): compute blocks take seconds × ratio;
     /// regions not in the file keep ratio 1 and are counted in the report.
@@ -183,7 +188,7 @@ enum ComputeArg {
 
 fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let input = extrapolate_cmd::wanted(&args.trace, args.ranks)?;
-    let mut platform = Platform::load_with(&args.platform, &args.cfg).context("cannot load platform")?;
+    let mut platform = Platform::load_limited(&args.platform, &args.cfg, args.max_hosts).context("cannot load platform")?;
     if let Some(name) = &args.coll_selector {
         platform.collectives.algs.selector = CollAlgs::preset(name).map_err(anyhow::Error::msg).context("--coll-selector")?.selector;
     }

@@ -79,3 +79,37 @@ pub fn with_progress<'a, E: 'a>(streams: Vec<ActionStream<'a, E>>) -> (Vec<Actio
         .collect();
     (out, Progress(state))
 }
+
+/// A bar over a known number of steps (the phases of `simulator jitter`'s
+/// runs): drawn on stderr once [`SHOW_AFTER_S`] have passed, only when
+/// stderr is a terminal.
+pub struct StepBar {
+    started: Instant,
+    bar: ProgressBar,
+    shown: std::cell::Cell<bool>,
+    tty: bool,
+}
+
+impl StepBar {
+    /// A hidden bar of `total` steps labelled `what`.
+    pub fn new(total: u64, what: &str) -> StepBar {
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+        let template = format!("{what}: {{bar:30}} {{human_pos}}/{{human_len}} phases, {{elapsed}} (eta {{eta}})");
+        bar.set_style(ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+        StepBar { started: Instant::now(), bar, shown: std::cell::Cell::new(false), tty: std::io::stderr().is_terminal() }
+    }
+
+    /// One step done.
+    pub fn inc(&self) {
+        self.bar.inc(1);
+        if self.tty && !self.shown.get() && self.started.elapsed().as_secs_f64() >= SHOW_AFTER_S {
+            self.shown.set(true);
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+
+    /// Clears the bar, if it was shown.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -32,12 +32,23 @@ const CLUSTER_ATTRS: &[&str] = &[
 /// `<cluster>` attributes accepted and ignored (see the module docs).
 const IGNORED_CLUSTER_ATTRS: &[&str] = &["sharing_policy", "bb_sharing_policy", "router_id"];
 
-/// Settings collected from `<config>`/`<prop>` and options.
-struct Cfg(Vec<(String, String)>);
+/// Settings collected from `<config>`/`<prop>` and options, with the
+/// line of the `<prop>` (`None` for an option).
+struct Cfg(Vec<(String, String)>, Vec<Option<u32>>);
 
 impl Cfg {
     fn get(&self, k: &str) -> Option<&str> {
         self.0.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+
+    /// Where the setting `k` in force comes from, for an error message:
+    /// `line N: <prop> k` or `--cfg k`.
+    fn at(&self, k: &str) -> String {
+        match self.0.iter().rposition(|(n, _)| n == k).map(|i| self.1[i]) {
+            Some(Some(line)) => format!("line {line}: <prop> {k}"),
+            Some(None) => format!("--cfg {k}"),
+            None => k.to_string(),
+        }
     }
 }
 
@@ -48,6 +59,15 @@ impl Cfg {
 /// [`PlatformError`] naming `path`, with the line of the offending element
 /// (or of the XML syntax error): see the parent module's docs.
 pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, PlatformError> {
+    parse_limited(text, path, options, MAX_HOSTS)
+}
+
+/// [`parse`] with at most `max_hosts` hosts (`--max-hosts`): a `radical`
+/// giving more is an error before any host is made.
+///
+/// # Errors
+/// As [`parse`].
+pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64) -> Result<Platform, PlatformError> {
     let e = |what: String| PlatformError { path: path.to_path_buf(), what };
     let xml_opts = ParsingOptions { allow_dtd: true, ..ParsingOptions::default() };
     let doc = Document::parse_with_options(text, xml_opts).map_err(|x| {
@@ -58,7 +78,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
         e(format!("line {line}: malformed XML: {x}"))
     })?;
     let line = |n: Node| doc.text_pos_at(n.range().start).row;
-    let mut cfg = Cfg(Vec::new());
+    let mut cfg = Cfg(Vec::new(), Vec::new());
     let mut cluster: Option<Node> = None;
     // `<prop>`s of the cluster (host properties such as `wattage_per_state`).
     let mut props: Vec<(String, String, Node)> = Vec::new();
@@ -74,6 +94,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
                 };
                 if parent == Some("config") {
                     cfg.0.push((k.to_string(), v.to_string()));
+                    cfg.1.push(Some(line(n)));
                 } else {
                     props.push((k.to_string(), v.to_string(), n));
                 }
@@ -93,6 +114,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
     for o in options {
         let (k, v) = o.split_once(':').ok_or_else(|| e(format!("option `{o}` is not name:value")))?;
         cfg.0.push((k.to_string(), v.to_string()));
+        cfg.1.push(None);
     }
     let c = cluster.ok_or_else(|| e("no <cluster> element".into()))?;
     let at = |what: String| e(format!("line {}: <cluster>: {what}", line(c)));
@@ -126,12 +148,12 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
     }
     let lb_bw = unit("loopback_bw", c.attribute("loopback_bw").or(cfg.get("network/loopback-bw")).unwrap_or("10GBps"), BW)?;
     let lb_lat = time("loopback_lat", c.attribute("loopback_lat").or(cfg.get("network/loopback-lat")).unwrap_or("0"))?;
-    let mut hosts = host_names(req("radical")?, c.attribute("prefix").unwrap_or(""), c.attribute("suffix").unwrap_or(""))
+    let mut hosts = host_names(req("radical")?, c.attribute("prefix").unwrap_or(""), c.attribute("suffix").unwrap_or(""), max_hosts)
         .map_err(&at)?
         .into_iter()
         .map(|name| Host::new(name, cores))
         .collect::<Vec<_>>();
-    let fl = |k: &str, default: &str| factors(cfg.get(k).unwrap_or(default)).map_err(|w| e(format!("{k}: {w}")));
+    let fl = |k: &str, default: &str| factors(cfg.get(k).unwrap_or(default)).map_err(|w| e(format!("{}: {w}", cfg.at(k))));
     let model = cfg.get("network/model").unwrap_or("SMPI");
     let (bwf, latf) = match model {
         "SMPI" => (fl("smpi/bw-factor", SMPI_BW_FACTOR)?, fl("smpi/lat-factor", SMPI_LAT_FACTOR)?),
@@ -149,10 +171,14 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
     };
     let (bw_first, lat_first) = (first(&bwf), first(&latf));
     let hdr = if model == "SMPI" { SMPI_HEADER_BYTES } else { 0 };
-    let gamma: f64 = cfg.get("network/TCP-gamma").unwrap_or("4194304").parse().map_err(|_| e("bad network/TCP-gamma".into()))?;
+    let gamma: f64 = cfg
+        .get("network/TCP-gamma")
+        .unwrap_or("4194304")
+        .parse()
+        .map_err(|_| e(format!("{}: not a number", cfg.at("network/TCP-gamma"))))?;
     let os = fl("smpi/os", "0:0:0")?;
     let or = fl("smpi/or", "0:0:0")?;
-    let thresh = |k: &str, d: &str| cfg.get(k).unwrap_or(d).parse::<u64>().map_err(|_| e(format!("bad {k}")));
+    let thresh = |k: &str, d: &str| cfg.get(k).unwrap_or(d).parse::<u64>().map_err(|_| e(format!("{}: not a byte count", cfg.at(k))));
     let eager = thresh("smpi/send-is-detached-thresh", "65536")?;
     let async_small = thresh("smpi/async-small-thresh", "0")?;
     let overhead = |f: &Factors| {
@@ -198,7 +224,7 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
     let mut coll = CollAlgs::preset(selector).map_err(|w| e(format!("smpi/coll-selector: {w}")))?;
     for (k, v) in &cfg.0 {
         if let Some(name) = k.strip_prefix("smpi/").filter(|n| Coll::from_name(n).is_some()) {
-            coll.set(name, v).map_err(|w| e(format!("{k}: {w}")))?;
+            coll.set(name, v).map_err(|w| e(format!("{}: {w}", cfg.at(k))))?;
         }
     }
     let props: Vec<(String, String, u32)> = props.into_iter().map(|(k, v, n)| (k, v, line(n))).collect();
@@ -219,7 +245,9 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
         no_oversubscription: true,
         fs: Vec::new(),
     };
-    platform.validate().map_err(|w| e(w.0))?;
+    // The models built from the attributes and settings, checked by their
+    // TOML names: the cluster's line says where they come from.
+    platform.validate().map_err(|w| at(format!("the imported platform is invalid: {}", w.0)))?;
     Ok(platform)
 }
 
@@ -227,8 +255,8 @@ pub fn parse(text: &str, path: &Path, options: &[String]) -> Result<Platform, Pl
 /// `suffix`, counted before any is made.
 ///
 /// # Errors
-/// A bad part, or more than [`MAX_HOSTS`] hosts in all.
-fn host_names(radical: &str, prefix: &str, suffix: &str) -> Result<Vec<String>, String> {
+/// A bad part, or more than `max_hosts` hosts in all.
+fn host_names(radical: &str, prefix: &str, suffix: &str, max_hosts: u64) -> Result<Vec<String>, String> {
     let mut ranges = Vec::new();
     let mut count: u128 = 0;
     for part in radical.split(',') {
@@ -241,8 +269,8 @@ fn host_names(radical: &str, prefix: &str, suffix: &str) -> Result<Vec<String>, 
             _ => return Err(format!("bad radical part `{part}`")),
         }
     }
-    if count > u128::from(MAX_HOSTS) {
-        return Err(format!("radical `{radical}` gives {count} hosts; at most {MAX_HOSTS}"));
+    if count > u128::from(max_hosts) {
+        return Err(format!("radical `{radical}` gives {count} hosts; at most {max_hosts} (--max-hosts)"));
     }
     Ok(ranges.into_iter().flat_map(|(a, b)| (a..=b).map(|i| format!("{prefix}{i}{suffix}"))).collect())
 }

@@ -98,11 +98,28 @@ fn unsupported_or_bad_platforms_are_one_line_errors() {
         (xml(&SLOW.replace("1Gf", "0f"), ""), "line 7: <cluster>: bad speed `0f`"),
         (xml(&SLOW.replace("1Gf", "1Gf,-2Gf"), ""), "line 7: <cluster>: bad speed `-2Gf`"),
         (xml(&SLOW.replace("1MBps", "0Bps"), ""), "line 7: <cluster>: bad bw `0Bps`"),
-        (xml(&SLOW.replace("0-1", "0-999999999999"), ""), "radical `0-999999999999` gives 1000000000000 hosts; at most 16777216"),
-        (xml(&SLOW.replace("0-1", "0-18446744073709551615"), ""), "gives 18446744073709551616 hosts; at most 16777216"),
+        (
+            xml(&SLOW.replace("0-1", "0-999999999999"), ""),
+            "radical `0-999999999999` gives 1000000000000 hosts; at most 1048576 (--max-hosts)",
+        ),
+        (xml(&SLOW.replace("0-1", "0-18446744073709551615"), ""), "gives 18446744073709551616 hosts; at most 1048576 (--max-hosts)"),
         (
             xml(SLOW, "").replace("/>\n</zone>", "><prop id=\"pstate\" value=\"99\"/></cluster>\n</zone>"),
             "line 7: <prop> pstate `99` is not one of the 1 pstates",
+        ),
+        (
+            xml(&SLOW.replace("1s", "1e308s"), ""),
+            "line 7: <cluster>: the imported platform is invalid: network.inter.transfer: segment 0: ",
+        ),
+        (
+            xml(SLOW, "<config><prop id=\"smpi/os\" value=\"18446744073709551615:1e-6:1e-10\"/></config>"),
+            "line 5: <prop> smpi/os: threshold 18446744073709551615",
+        ),
+        (xml(SLOW, "<config><prop id=\"smpi/bw-factor\" value=\"0:inf\"/></config>"), "smpi/bw-factor: a value in `0:inf` is not finite"),
+        (xml(&SLOW.replace("1MBps", "1e-320Bps"), ""), "line 7: <cluster>: the imported platform is invalid: network.inter.transfer"),
+        (
+            xml(&format!("{SLOW} loopback_bw=\"1e-300Bps\""), ""),
+            "line 7: <cluster>: the imported platform is invalid: network.intra.transfer",
         ),
     ] {
         let opts: &[&str] = if needle.contains("model X") { &["network/model:X"] } else { &[] };
@@ -142,4 +159,20 @@ fn deeply_nested_zones_return() {
         Ok(p) => assert_eq!(p.hosts.len(), 2),
         Err(e) => assert_eq!(e.to_string().lines().count(), 1, "{e}"),
     }
+}
+
+#[test]
+fn max_hosts_bounds_the_radical_and_a_replay_keeps_the_hosts_it_uses() {
+    let text = xml(&SLOW.replace("0-1", "0-99"), "");
+    let e = parse_limited(&text, Path::new("p.xml"), &[], 50).unwrap_err().to_string();
+    assert!(e.contains("radical `0-99` gives 100 hosts; at most 50 (--max-hosts)"), "{e}");
+    let p = parse_limited(&text, Path::new("p.xml"), &[], 100).unwrap();
+    assert_eq!(p.hosts.len(), 100);
+    let used = p.used_by(3).unwrap();
+    assert_eq!(used.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["node-0.x", "node-1.x", "node-2.x"]);
+    assert_eq!((0..3).map(|r| used.host_of(r)).collect::<Vec<_>>(), (0..3).map(|r| p.host_of(r)).collect::<Vec<_>>());
+    assert!(p.used_by(100).is_none() && p.used_by(1000).is_none());
+    // A torus routes through hosts no rank uses: nothing is cut.
+    let torus = xml(&format!("{} topology=\"TORUS\" topo_parameters=\"10,10\"", SLOW.replace("0-1", "0-99")), "");
+    assert!(load(&torus, &[]).unwrap().used_by(3).is_none());
 }

@@ -67,6 +67,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             let why = format!("{who} one size per rank ({n}), got {}", sizes.len());
             return Err(self.err(r, action, why, false));
         }
+        // Sizes are at most 2^53 each where they are read; the per-rank
+        // total of blocks the schedules sum must stay within it too.
+        let total = sizes.iter().fold(bytes.checked_mul(n as u64), |t, &b| t.and_then(|t| t.checked_add(b)));
+        if total.is_none_or(|t| t > crate::limits::MAX_BYTES) {
+            let why = format!("{n} ranks × the sizes given exceed the limit of 2^53 bytes per rank");
+            return Err(self.err(r, action, why, false));
+        }
         let call = CollCall { coll, root, bytes, sizes, vector: !sizes.is_empty() || matches!(action, Action::Scatterv { .. }) };
         let tag = self.comms.next_tag(r, g);
         let c = &mut self.ranks[r].coll;

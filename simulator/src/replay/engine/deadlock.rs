@@ -38,4 +38,37 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let kind = ReplayErrorKind::Deadlock { blocked: stuck.len(), ranks: self.ranks.len(), detail: parts.join("; ") };
         ReplayError { rank: None, kind }
     }
+
+    /// The error of a replay whose ranks all finished with sends never
+    /// received (an erroneous program or an incomplete trace): how many,
+    /// and up to three of them; `None` when every send was matched.
+    pub(super) fn unmatched(&self) -> Option<ReplayError> {
+        let mut count = 0usize;
+        let mut parts = Vec::new();
+        for (dst, rk) in self.ranks.iter().enumerate() {
+            for mb in rk.mail.iter() {
+                for m in self.mail.sends.iter(mb.unexpected) {
+                    count += 1;
+                    if parts.len() < 3 {
+                        let mode = if m.eager { "eager" } else { "rendezvous" };
+                        parts.push(format!(
+                            "{mode} send of {} B from {} to {dst} tag {} on {} at t={:.9} s",
+                            m.bytes,
+                            m.src,
+                            m.tag,
+                            ctx_name(mb.ctx),
+                            m.post
+                        ));
+                    }
+                }
+            }
+        }
+        if count == 0 {
+            return None;
+        }
+        if count > 3 {
+            parts.push(format!("{} more", count - 3));
+        }
+        Some(ReplayError { rank: None, kind: ReplayErrorKind::Unmatched { count, detail: parts.join("; ") } })
+    }
 }

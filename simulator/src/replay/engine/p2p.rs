@@ -27,7 +27,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let eager = buffered || model.is_eager(bytes);
         let rk = &mut self.ranks[r];
         rk.stats.messages += 1;
-        rk.stats.bytes_sent += bytes;
+        rk.stats.bytes_sent = rk.stats.bytes_sent.saturating_add(bytes);
         let msg = SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
         let mb = self.ranks[dst].mail.get(ctx);
         match self.mail.recvs.remove_first(&mut mb.posted, |p| matches(p.src, p.tag, msg.src, tag)) {

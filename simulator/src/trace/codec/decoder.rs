@@ -60,8 +60,9 @@ impl Decoder {
         }
         let (body, gap) = &self.body[self.next];
         let mut rec = body.clone();
-        rec.t_start_ns = (self.prev_end as i64 + rec.compute_wall_ns as i64 + gap) as u64;
-        rec.t_end_ns = rec.t_start_ns + (body.t_end_ns - body.t_start_ns);
+        // Timestamps of copies wrap rather than fail: the body's were read.
+        rec.t_start_ns = (self.prev_end as i64).wrapping_add(rec.compute_wall_ns as i64).wrapping_add(*gap) as u64;
+        rec.t_end_ns = rec.t_start_ns.wrapping_add(body.t_end_ns.wrapping_sub(body.t_start_ns));
         self.prev_end = rec.t_end_ns;
         self.next += 1;
         if self.next == self.body.len() {
@@ -128,19 +129,22 @@ impl Decoder {
         let compute_cpu_ns = match flags & CPU_IS_WALL != 0 {
             true => compute_wall_ns,
             false if v2 => i.v()?,
-            false => (compute_wall_ns as i64 - i.z()?) as u64,
+            false => {
+                (compute_wall_ns as i64).checked_sub(i.z()?).ok_or(DecodeError::OutOfRange("compute CPU time, ns", compute_wall_ns))? as u64
+            }
         };
         let counters = if flags & COUNTERS != 0 { Some(BlockCounters { cycles: i.v()?, instructions: i.v()? }) } else { None };
-        let gap = if v2 { i.z()? } else { self.prev_gap + i.z()? };
-        let t_start_ns = (self.prev_end as i64 + compute_wall_ns as i64 + gap) as u64;
-        let t_end_ns = t_start_ns + i.v()?;
+        let time = |t: Option<i64>| t.ok_or(DecodeError::OutOfRange("timestamp, ns", compute_wall_ns));
+        let gap = if v2 { i.z()? } else { time(self.prev_gap.checked_add(i.z()?))? };
+        let t_start_ns = time((self.prev_end as i64).checked_add(compute_wall_ns as i64).and_then(|t| t.checked_add(gap)))? as u64;
+        let t_end_ns = time(t_start_ns.checked_add(i.v()?).map(|t| t as i64))? as u64;
         let mut handles = self.handles;
         let mut req = |i: &mut In| handles.get(i, version);
         let yes = flags & YES != 0;
         let params = match shape(op) {
             Shape::None => Params::None,
             Shape::P2p => {
-                let (peer, tag, bytes) = (i.i32()?, i.i32()?, i.v()?);
+                let (peer, tag, bytes) = (i.i32()?, i.i32()?, i.bytes()?);
                 let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
                 let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
                 Params::P2p { peer, tag, bytes, comm, request }
@@ -148,10 +152,10 @@ impl Decoder {
             Shape::Sendrecv => Params::Sendrecv {
                 dst: i.i32()?,
                 send_tag: i.i32()?,
-                send_bytes: i.v()?,
+                send_bytes: i.bytes()?,
                 src: i.i32()?,
                 recv_tag: i.i32()?,
-                recv_bytes: i.v()?,
+                recv_bytes: i.bytes()?,
                 comm: i.u32()?,
             },
             Shape::Wait => Params::Wait { request: req(&mut i)?, source: i.i32()? },
@@ -165,13 +169,13 @@ impl Decoder {
                 let result = i.i32()?;
                 Params::RequestSet { requests: (0..n).map(|_| req(&mut i)).collect::<Result<_, _>>()?, result }
             }
-            Shape::Probe => Params::Probe { peer: i.i32()?, tag: i.i32()?, bytes: i.v()?, comm: i.u32()?, found: yes },
+            Shape::Probe => Params::Probe { peer: i.i32()?, tag: i.i32()?, bytes: i.bytes()?, comm: i.u32()?, found: yes },
             Shape::CommCreate => {
                 let (parent, comm, n) = (i.u32()?, i.u32()?, bounded(i.v()?, buf)?);
                 Params::CommCreate { parent, comm, members: (0..n).map(|_| i.u32()).collect::<Result<_, _>>()? }
             }
             Shape::Coll => {
-                let (root, bytes) = (i.i32()?, i.v()?);
+                let (root, bytes) = (i.i32()?, i.bytes()?);
                 Params::Coll { root, bytes, comm: if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? } }
             }
             Shape::Request => Params::Request { request: req(&mut i)? },
@@ -182,7 +186,7 @@ impl Decoder {
                 Params::RequestSome { requests, completed: (0..m).map(|_| i.u32()).collect::<Result<_, _>>()? }
             }
             Shape::Mrecv => {
-                let (message, bytes) = (req(&mut i)?, i.v()?);
+                let (message, bytes) = (req(&mut i)?, i.bytes()?);
                 let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
                 Params::Mrecv { message, bytes, request }
             }
@@ -196,12 +200,12 @@ impl Decoder {
                 Params::Intercomm { parent, comm, local, remote: group(&mut i)? }
             }
             Shape::Icoll => {
-                let (root, bytes) = (i.i32()?, i.v()?);
+                let (root, bytes) = (i.i32()?, i.bytes()?);
                 let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
                 Params::Icoll { root, bytes, comm, request: req(&mut i)? }
             }
             Shape::Io => {
-                let (file, offset, bytes) = (i.u32()?, i.v()?, i.v()?);
+                let (file, offset, bytes) = (i.u32()?, i.v()?, i.bytes()?);
                 let comm = if flags & WORLD != 0 { COMM_WORLD } else { i.u32()? };
                 let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
                 Params::Io { file, offset, bytes, comm, request }
@@ -220,7 +224,7 @@ impl Decoder {
                 let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
                 let side = |i: &mut In| -> Result<Vec<u64>, DecodeError> {
                     let n = bounded(i.v()?, buf)?;
-                    (0..n).map(|_| i.v()).collect()
+                    (0..n).map(|_| i.bytes()).collect()
                 };
                 let send = side(&mut i)?;
                 Params::Vcoll { root, comm, request, send, recv: side(&mut i)? }
@@ -230,7 +234,7 @@ impl Decoder {
                 let request = if flags & HAS_REQUEST != 0 { req(&mut i)? } else { 0 };
                 let side = |i: &mut In| -> Result<(Vec<i32>, Vec<u64>), DecodeError> {
                     let n = bounded(i.v()?, buf)?;
-                    (0..n).map(|_| Ok((i.i32()?, i.v()?))).collect::<Result<Vec<_>, _>>().map(|v| v.into_iter().unzip())
+                    (0..n).map(|_| Ok((i.i32()?, i.bytes()?))).collect::<Result<Vec<_>, _>>().map(|v| v.into_iter().unzip())
                 };
                 let (dsts, send) = side(&mut i)?;
                 let (srcs, recv) = side(&mut i)?;
