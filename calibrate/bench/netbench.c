@@ -260,11 +260,21 @@ int main(int argc, char **argv)
     memset(buf, rank + 1, (size_t)max);
     int peer = 1 - rank;
 
-    /* The window of the rma samples (ping-pong mode). */
+    /* The window of the rma samples (ping-pong mode), when the MPI has a
+     * one-sided component for this network (Open MPI has none over TCP):
+     * else no rma samples. */
     MPI_Win win = MPI_WIN_NULL;
     char *winbase = NULL;
-    if (prtt_n == 0 && !ar_mode)
-        MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &winbase, &win);
+    if (prtt_n == 0 && !ar_mode) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int ok = MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &winbase, &win) == MPI_SUCCESS, all = 0;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!all && win != MPI_WIN_NULL)
+            MPI_Win_free(&win);
+        if (!all)
+            win = MPI_WIN_NULL;
+    }
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -379,7 +389,7 @@ int main(int argc, char **argv)
         }
 
         /* rma: lock, put, unlock epochs on rank 1's window */
-        if (rank == 0) {
+        if (rank == 0 && win != MPI_WIN_NULL) {
             static char word[8];
             t = MPI_Wtime();
             for (int k = 0; k < CALL_BURST; k++) {
@@ -451,7 +461,8 @@ int main(int argc, char **argv)
             fprintf(out, "iprobe,0,%.9f,%.9e\n", r[8], r[9]);
             fprintf(out, "irecv,0,%.9f,%.9e\n", r[10], r[11]);
             fprintf(out, "wait,0,%.9f,%.9e\n", r[12], r[13]);
-            fprintf(out, "rma,0,%.9f,%.9e\n", r[14], r[15]);
+            if (win != MPI_WIN_NULL)
+                fprintf(out, "rma,0,%.9f,%.9e\n", r[14], r[15]);
         }
         if (fclose(out) != 0) {
             fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));
