@@ -200,6 +200,7 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
             modes::TRACED_SLOW_RATIO
         ));
         (row.traced_s, row.offline_s) = (None, None);
+        row.traced.clear();
         let _ = std::fs::remove_dir_all(dir.join("trace"));
         bar.inc_length(1);
         traced = trace_case(case, ctx, &dir, &mut row, bar);
@@ -234,6 +235,7 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                 };
             }
             row.traced_s = report::median(&walls);
+            row.traced = walls;
             match predict::placed(&ctx.platform, &trace) {
                 Ok((platform, how)) => {
                     bar.set_message(format!("{} replay", case.name));
@@ -399,7 +401,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         cases.iter_mut().filter(|c| c.timing == Timing::Auto).for_each(|c| c.timing = Timing::Regex(re.clone()));
     }
     if let Some(c) = cases.iter().find(|c| !c.program.is_file()) {
-        bail!("{}: case {}: program {} not found (build the c-tests: make -C c-tests)", args.suite.display(), c.name, c.program.display());
+        bail!("{}: case {}: program {} not found (build the c-tests: make -C c-tests; install third-party programs: bash .ci/setup)", args.suite.display(), c.name, c.program.display());
     }
     let mut launcher = Launcher::detect(args.mpirun.as_deref()).map_err(anyhow::Error::msg)?;
     launcher.extra_args = args.mpirun_args.clone();
