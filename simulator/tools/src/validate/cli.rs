@@ -53,7 +53,7 @@ pub struct ValidateArgs {
     /// (which then also fits the inter-node model).
     #[arg(long, value_name = "FILE")]
     pub hostfile: Option<PathBuf>,
-    /// Output directory: validate.{md,csv,svg}, sweep.{md,csv}, and per
+    /// Output directory: validate.{md,csv,json,svg}, sweep.{md,csv}, and per
     /// case the traces and every run's log.
     #[arg(long, value_name = "DIR", default_value = "target/validate")]
     pub out: PathBuf,
@@ -537,6 +537,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         |name: &str, text: String| std::fs::write(out.join(name), text).with_context(|| format!("write {}", out.join(name).display()));
     write("validate.md", report::markdown(&rows, &preamble))?;
     write("validate.csv", report::csv(&rows))?;
+    write("validate.json", report::json(&rows))?;
     report::plot_svg(&out.join("validate.svg"), "predicted vs measured run time", &rows).map_err(anyhow::Error::msg)?;
     print!("{}", report::table(&rows));
     for r in rows.iter().filter(|r| !r.note.is_empty()) {
@@ -547,7 +548,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         write("sweep.csv", sweep::csv(s))?;
         print!("\n{}", sweep::table(s));
     }
-    eprintln!("wrote {}/validate.{{md,csv,svg}}{}", out.display(), if sweep_rows.is_some() { " and sweep.{md,csv}" } else { "" });
+    eprintln!("wrote {}/validate.{{md,csv,json,svg}}{}", out.display(), if sweep_rows.is_some() { " and sweep.{md,csv}" } else { "" });
     let failed: Vec<&str> = rows.iter().filter(|r| r.measured_s().is_none() || r.offline_s.is_none()).map(|r| r.name.as_str()).collect();
     if !failed.is_empty() {
         bail!(

@@ -256,6 +256,53 @@ pub fn csv(rows: &[Row]) -> String {
     )
 }
 
+/// One case of [`json()`]: seconds and percents as numbers, `null` when
+/// missing.
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    program: &'a str,
+    ranks: u32,
+    measured_s: Option<f64>,
+    traced_s: Option<f64>,
+    offline_s: Option<f64>,
+    online_s: Option<f64>,
+    offline_error_pct: Option<f64>,
+    online_error_pct: Option<f64>,
+    plain_spread_pct: Option<f64>,
+    traced_spread_pct: Option<f64>,
+    runs_s: &'a [f64],
+    traced_runs_s: &'a [f64],
+    offline_lo_s: Option<f64>,
+    offline_hi_s: Option<f64>,
+    note: &'a str,
+}
+
+/// The table as a JSON array, one object per case with the fields of
+/// [`CSV_HEADER`] (`runs_s` and `traced_runs_s` as arrays of seconds).
+pub fn json(rows: &[Row]) -> String {
+    let v: Vec<JsonRow> = rows
+        .iter()
+        .map(|r| JsonRow {
+            program: &r.name,
+            ranks: r.ranks,
+            measured_s: r.measured_s(),
+            traced_s: r.traced_s,
+            offline_s: r.offline_s,
+            online_s: r.online_s,
+            offline_error_pct: r.offline_error_pct(),
+            online_error_pct: r.online_error_pct(),
+            plain_spread_pct: r.plain_spread_pct(),
+            traced_spread_pct: r.traced_spread_pct(),
+            runs_s: &r.measured,
+            traced_runs_s: &r.traced,
+            offline_lo_s: r.offline_band.map(|b| b.0),
+            offline_hi_s: r.offline_band.map(|b| b.1),
+            note: &r.note,
+        })
+        .collect();
+    serde_json::to_string_pretty(&v).expect("JSON of plain fields") + "\n"
+}
+
 /// CSV text: the comma-separated `header`, then one record per row.
 pub(crate) fn to_csv<T: serde::Serialize>(header: &str, rows: impl IntoIterator<Item = T>) -> String {
     let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
@@ -420,6 +467,11 @@ mod tests {
         assert_eq!((num(0, "plain_spread_pct"), num(0, "traced_spread_pct")), (Some(100.0), None), "{c}");
         assert_eq!(&back[1][col("traced_runs_s")], "5.5e0;4.5e0;5e0");
         assert_eq!((num(2, "plain_spread_pct"), num(2, "traced_spread_pct")), (None, None), "{c}");
+        let j: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(j[1]["plain_spread_pct"].as_f64(), Some(40.0));
+        assert_eq!(j[1]["traced_spread_pct"].as_f64(), Some(20.0));
+        assert_eq!(j[1]["traced_runs_s"], serde_json::json!([5.5, 4.5, 5.0]));
+        assert!(j[0]["traced_spread_pct"].is_null() && j[2]["measured_s"].is_null(), "{j}");
     }
 
     #[test]
