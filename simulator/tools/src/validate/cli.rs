@@ -401,7 +401,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         cases.iter_mut().filter(|c| c.timing == Timing::Auto).for_each(|c| c.timing = Timing::Regex(re.clone()));
     }
     if let Some(c) = cases.iter().find(|c| !c.program.is_file()) {
-        bail!("{}: case {}: program {} not found (build the c-tests: make -C c-tests; install third-party programs: bash .ci/setup)", args.suite.display(), c.name, c.program.display());
+        bail!(
+            "{}: case {}: program {} not found (build the c-tests: make -C c-tests; install third-party programs: bash .ci/setup)",
+            args.suite.display(),
+            c.name,
+            c.program.display()
+        );
     }
     let mut launcher = Launcher::detect(args.mpirun.as_deref()).map_err(anyhow::Error::msg)?;
     launcher.extra_args = args.mpirun_args.clone();

@@ -170,7 +170,9 @@ fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
             return Err(format!("case[{i}] ({name}).env: variable name {k:?} must be non-empty, without '='"));
         }
         let timeout = match c.timeout_s {
-            Some(t) if !(t.is_finite() && t > 0.0) => return Err(format!("case[{i}] ({name}).timeout_s: {t} is not a positive number of seconds")),
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(format!("case[{i}] ({name}).timeout_s: {t} is not a positive number of seconds"))
+            }
             t => t.map(std::time::Duration::from_secs_f64),
         };
         if cases.iter().any(|x| x.name == name) {
