@@ -241,7 +241,12 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                     bar.set_message(format!("{} replay", case.name));
                     let predicted = match runs.len() {
                         1 => predict::replay_predicted(&platform, &trace, ctx.compute),
-                        _ => predict::replay_predicted_runs(&platform, &runs, ctx.compute),
+                        // Runs whose calls differ (timing-dependent tests,
+                        // polling loops) cannot be merged: the first alone.
+                        _ => predict::replay_predicted_runs(&platform, &runs, ctx.compute).or_else(|e| {
+                            row.note(format!("{e}: the first traced run is replayed alone"));
+                            predict::replay_predicted(&platform, &trace, ctx.compute)
+                        }),
                     };
                     match predicted {
                         Ok(p) => {
