@@ -328,6 +328,41 @@ mod tests {
     }
 
     #[test]
+    fn a_case_runs_under_mpirun_in_its_work_dir_with_its_environment() {
+        let Ok(l) = Launcher::detect(None) else {
+            eprintln!("skipped: no MPI launcher");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("seconds.txt");
+        std::fs::write(&input, "0.25\n").unwrap();
+        let script = "test -f made && echo wall_s=$(cat seconds.txt) && echo rank_env=$VALIDATE_CASE_VAR";
+        let mut c = Case {
+            name: "sh".into(),
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ranks: 2,
+            hostfile: None,
+            mpirun_args: Vec::new(),
+            timing: Timing::WallLine,
+            env: vec![("VALIDATE_CASE_VAR".into(), "42".into())],
+            inputs: vec![input],
+            prepare: vec!["touch".into(), "made".into()],
+            timeout: Some(Duration::from_secs(60)),
+            workdir: false,
+        };
+        let log = dir.path().join("plain-0.log");
+        assert_eq!(l.run(&c, &Mode::Plain, &log), Ok(0.25));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(text.matches("rank_env=42").count(), 2, "every rank gets the case's environment:\n{text}");
+        assert!(work_dir(&log).join("made").is_file());
+        c.args = vec!["-c".into(), "sleep 5".into()];
+        c.timeout = Some(Duration::from_millis(500));
+        let e = l.run(&c, &Mode::Plain, &dir.path().join("plain-1.log")).unwrap_err();
+        assert!(e.contains("timed out after 500ms"), "{e}");
+    }
+
+    #[test]
     fn the_last_wall_line_counts() {
         assert_eq!(wall_s("x\nwall_s=1.5\nwall_s=2.25\n"), Some(2.25));
         assert_eq!(wall_s("  wall_s=3e-3 \n"), Some(3e-3));
