@@ -19,12 +19,14 @@
 //!
 //! `program` without a `/` that is not a file beside the suite is looked
 //! up in `$PATH` (installed programs: `program = "hpcc"`). A case with
-//! `inputs`, `prepare` or `workdir = true` runs in a fresh working directory of its own for
-//! every run (`<run log without .log>.work/` in the output directory):
-//! the input files are copied there, then `prepare` (a command and its
-//! arguments, not under `mpirun`, without the interposer) writes what else
-//! the program reads, then the program starts there; other cases run in
-//! the directory `validate` was started in.
+//! `inputs`, `prepare` or `workdir = true` runs in a fresh working
+//! directory of its own for every run (`<run log without .log>.work/` in
+//! the output directory): the input files are copied there, then
+//! `prepare` (a command and its arguments, not under `mpirun`, without
+//! the interposer) writes what else the program reads, then the program
+//! starts there; other cases run in the directory `validate` was started
+//! in. Relative paths (`program`, `hostfile`, `inputs`) are taken from
+//! the suite file's directory and made absolute.
 //!
 //! A case is timed by the program's last `wall_s=<seconds>` line (the
 //! c-tests' convention) when it prints one; else by the interposer
