@@ -53,7 +53,7 @@ pub struct ValidateArgs {
     /// (which then also fits the inter-node model).
     #[arg(long, value_name = "FILE")]
     pub hostfile: Option<PathBuf>,
-    /// Output directory: validate.{md,csv,svg}, sweep.{md,csv}, and per
+    /// Output directory: validate.{md,csv,json,svg}, sweep.{md,csv}, and per
     /// case the traces and every run's log.
     #[arg(long, value_name = "DIR", default_value = "target/validate")]
     pub out: PathBuf,
@@ -200,6 +200,7 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
             modes::TRACED_SLOW_RATIO
         ));
         (row.traced_s, row.offline_s) = (None, None);
+        row.traced.clear();
         let _ = std::fs::remove_dir_all(dir.join("trace"));
         bar.inc_length(1);
         traced = trace_case(case, ctx, &dir, &mut row, bar);
@@ -234,12 +235,18 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                 };
             }
             row.traced_s = report::median(&walls);
+            row.traced = walls;
             match predict::placed(&ctx.platform, &trace) {
                 Ok((platform, how)) => {
                     bar.set_message(format!("{} replay", case.name));
                     let predicted = match runs.len() {
                         1 => predict::replay_predicted(&platform, &trace, ctx.compute),
-                        _ => predict::replay_predicted_runs(&platform, &runs, ctx.compute),
+                        // Runs whose calls differ (timing-dependent tests,
+                        // polling loops) cannot be merged: the first alone.
+                        _ => predict::replay_predicted_runs(&platform, &runs, ctx.compute).or_else(|e| {
+                            row.note(format!("{e}: the first traced run is replayed alone"));
+                            predict::replay_predicted(&platform, &trace, ctx.compute)
+                        }),
                     };
                     match predicted {
                         Ok(p) => {
@@ -399,7 +406,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         cases.iter_mut().filter(|c| c.timing == Timing::Auto).for_each(|c| c.timing = Timing::Regex(re.clone()));
     }
     if let Some(c) = cases.iter().find(|c| !c.program.is_file()) {
-        bail!("{}: case {}: program {} not found (build the c-tests: make -C c-tests)", args.suite.display(), c.name, c.program.display());
+        bail!(
+            "{}: case {}: program {} not found (build the c-tests: make -C c-tests; install third-party programs: bash .ci/setup)",
+            args.suite.display(),
+            c.name,
+            c.program.display()
+        );
     }
     let mut launcher = Launcher::detect(args.mpirun.as_deref()).map_err(anyhow::Error::msg)?;
     launcher.extra_args = args.mpirun_args.clone();
@@ -535,6 +547,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         |name: &str, text: String| std::fs::write(out.join(name), text).with_context(|| format!("write {}", out.join(name).display()));
     write("validate.md", report::markdown(&rows, &preamble))?;
     write("validate.csv", report::csv(&rows))?;
+    write("validate.json", report::json(&rows))?;
     report::plot_svg(&out.join("validate.svg"), "predicted vs measured run time", &rows).map_err(anyhow::Error::msg)?;
     print!("{}", report::table(&rows));
     for r in rows.iter().filter(|r| !r.note.is_empty()) {
@@ -545,7 +558,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         write("sweep.csv", sweep::csv(s))?;
         print!("\n{}", sweep::table(s));
     }
-    eprintln!("wrote {}/validate.{{md,csv,svg}}{}", out.display(), if sweep_rows.is_some() { " and sweep.{md,csv}" } else { "" });
+    eprintln!("wrote {}/validate.{{md,csv,json,svg}}{}", out.display(), if sweep_rows.is_some() { " and sweep.{md,csv}" } else { "" });
     let failed: Vec<&str> = rows.iter().filter(|r| r.measured_s().is_none() || r.offline_s.is_none()).map(|r| r.name.as_str()).collect();
     if !failed.is_empty() {
         bail!(

@@ -105,6 +105,9 @@ impl Launcher {
             for (k, _) in env_of(mode) {
                 a.extend(["-x".into(), k.into()]);
             }
+            for (k, _) in &case.env {
+                a.extend(["-x".into(), k.clone()]);
+            }
         }
         a.extend(["-np".into(), case.ranks.to_string()]);
         if let Some(h) = case.hostfile.as_ref().or(self.hostfile.as_ref()) {
@@ -119,22 +122,32 @@ impl Launcher {
 
     /// Runs `case` once in `mode`, its stdout and stderr going to `log`;
     /// returns its time as `case.timing` reads it, seconds (`Auto` reads
-    /// `wall_s=`).
+    /// `wall_s=`). A case that [needs one](Case::needs_workdir) runs in a
+    /// fresh [`work_dir`] beside `log`.
     ///
     /// # Errors
-    /// A one-line message naming the case and `log` when the launcher
-    /// cannot start, the run fails or times out, or gives no valid time
-    /// (no `wall_s=` line: the message says so).
+    /// A one-line message naming the case and `log` when the working
+    /// directory cannot be made, `prepare` fails, the launcher cannot
+    /// start, the run fails or times out (the case's `timeout_s`, else
+    /// [`Launcher::timeout`]), or gives no valid time (no `wall_s=` line:
+    /// the message says so).
     pub fn run(&self, case: &Case, mode: &Mode, log: &Path) -> Result<f64, String> {
         let fail = |what: String| format!("{} ({} run): {what}; log in {}", case.name, mode.name(), log.display());
         let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let file2 = file.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+        let timeout = case.timeout.unwrap_or(self.timeout);
         let mut cmd = Command::new(&self.mpirun);
+        if case.needs_workdir() {
+            let work = work_dir(log);
+            prepare_work_dir(case, &work, timeout).map_err(fail)?;
+            cmd.current_dir(&work);
+        }
         cmd.args(self.args(case, mode)).stdin(Stdio::null()).stdout(file).stderr(file2);
         for k in ["LD_PRELOAD", "INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "INTERPOSER_VIRTUAL_WTIME"] {
             cmd.env_remove(k);
         }
         cmd.envs(env_of(mode));
+        cmd.envs(case.env.iter().map(|(k, v)| (k, v)));
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
         // Open MPI 4 runs started together race on one session directory.
         let session = tempfile::Builder::new().prefix("validate-ompi-").tempdir().map_err(|e| fail(format!("temporary directory: {e}")))?;
@@ -142,9 +155,9 @@ impl Launcher {
             cmd.env("OMPI_MCA_orte_tmpdir_base", session.path());
         }
         let mut child = cmd.spawn().map_err(|e| fail(format!("cannot run `{}` ({e})", self.mpirun)))?;
-        let status = match crate::launch::wait_bounded(&mut child, self.timeout) {
+        let status = match crate::launch::wait_bounded(&mut child, timeout) {
             Ok(Some(s)) => s,
-            Ok(None) => return Err(fail(format!("timed out after {:?}", self.timeout))),
+            Ok(None) => return Err(fail(format!("timed out after {timeout:?}"))),
             Err(e) => return Err(fail(format!("waiting for `{}`: {e}", self.mpirun))),
         };
         let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -161,6 +174,46 @@ impl Launcher {
             }
             (Timing::Span, Mode::Plain) => Err(fail("a plain run has no interposer to time it".into())),
         }
+    }
+}
+
+/// The working directory of the run logged to `log`: `log` with its
+/// extension replaced by `work` (`plain-0.log` runs in `plain-0.work/`).
+pub fn work_dir(log: &Path) -> PathBuf {
+    log.with_extension("work")
+}
+
+/// Makes `work` afresh, copies the case's inputs into it and runs its
+/// `prepare` command there (output to `prepare.log` in it), bounded by
+/// `timeout`.
+///
+/// # Errors
+/// A one-line message naming the directory, the input file or the
+/// `prepare` command (and its log) at fault.
+pub fn prepare_work_dir(case: &Case, work: &Path, timeout: Duration) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(work);
+    std::fs::create_dir_all(work).map_err(|e| format!("working directory {}: {e}", work.display()))?;
+    for f in &case.inputs {
+        let name = f.file_name().ok_or_else(|| format!("input {}: no file name", f.display()))?;
+        std::fs::copy(f, work.join(name)).map_err(|e| format!("input {}: {e}", f.display()))?;
+    }
+    let Some((exe, args)) = case.prepare.split_first() else { return Ok(()) };
+    let log = work.join("prepare.log");
+    let what = format!("prepare command `{}`", case.prepare.join(" "));
+    let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(args).current_dir(work).stdin(Stdio::null()).stdout(out).stderr(err);
+    for k in ["LD_PRELOAD", "INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "INTERPOSER_VIRTUAL_WTIME"] {
+        cmd.env_remove(k);
+    }
+    cmd.envs(case.env.iter().map(|(k, v)| (k, v)));
+    let mut child = cmd.spawn().map_err(|e| format!("{what}: cannot start ({e})"))?;
+    match crate::launch::wait_bounded(&mut child, timeout) {
+        Ok(Some(s)) if s.success() => Ok(()),
+        Ok(Some(s)) => Err(format!("{what} failed ({s}); log in {}", log.display())),
+        Ok(None) => Err(format!("{what} timed out after {timeout:?}; log in {}", log.display())),
+        Err(e) => Err(format!("{what}: {e}")),
     }
 }
 
@@ -223,6 +276,11 @@ mod tests {
             hostfile: None,
             mpirun_args: vec!["--map-by".into(), "node".into()],
             timing: Timing::Auto,
+            env: vec![("OMP_NUM_THREADS".into(), "1".into())],
+            inputs: Vec::new(),
+            prepare: Vec::new(),
+            timeout: None,
+            workdir: false,
         }
     }
 
@@ -239,10 +297,69 @@ mod tests {
         let a = l.args(&case(), &online).join(" ");
         assert_eq!(
             a,
-            "--oversubscribe -x LD_PRELOAD -x INTERPOSER_OUT -x INTERPOSER_MODE -x INTERPOSER_PLATFORM -x INTERPOSER_VIRTUAL_WTIME -np 4 --hostfile /h --map-by node --bind-to none /b/ring 10"
+            "--oversubscribe -x LD_PRELOAD -x INTERPOSER_OUT -x INTERPOSER_MODE -x INTERPOSER_PLATFORM -x INTERPOSER_VIRTUAL_WTIME -x OMP_NUM_THREADS -np 4 --hostfile /h --map-by node --bind-to none /b/ring 10"
         );
         let hydra = Launcher { open_mpi: false, hostfile: None, extra_args: vec![], ..l };
         assert_eq!(hydra.args(&case(), &Mode::Plain).join(" "), "-np 4 --map-by node /b/ring 10");
+    }
+
+    #[test]
+    fn a_work_dir_gets_the_inputs_and_what_prepare_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.txt");
+        std::fs::write(&input, "data\n").unwrap();
+        let mut c = case();
+        c.inputs = vec![input];
+        c.prepare = ["sh", "-c", "cat in.txt in.txt > made.txt && echo \"$OMP_NUM_THREADS\" > env.txt"].map(String::from).to_vec();
+        let work = work_dir(&dir.path().join("plain-0.log"));
+        assert_eq!(work, dir.path().join("plain-0.work"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join("stale"), "").unwrap();
+        prepare_work_dir(&c, &work, Duration::from_secs(30)).unwrap();
+        assert_eq!(std::fs::read_to_string(work.join("made.txt")).unwrap(), "data\ndata\n");
+        assert_eq!(std::fs::read_to_string(work.join("env.txt")).unwrap(), "1\n", "the case's environment reaches prepare");
+        assert!(!work.join("stale").exists(), "every run starts in a fresh directory");
+        c.prepare = ["sh", "-c", "exit 3"].map(String::from).to_vec();
+        let e = prepare_work_dir(&c, &work, Duration::from_secs(30)).unwrap_err();
+        assert!(e.starts_with("prepare command `sh -c exit 3` failed") && e.contains("prepare.log"), "{e}");
+        c.inputs = vec![dir.path().join("missing.dat")];
+        let e = prepare_work_dir(&c, &work, Duration::from_secs(30)).unwrap_err();
+        assert!(e.starts_with(&format!("input {}: ", dir.path().join("missing.dat").display())), "{e}");
+    }
+
+    #[test]
+    fn a_case_runs_under_mpirun_in_its_work_dir_with_its_environment() {
+        let Ok(l) = Launcher::detect(None) else {
+            eprintln!("skipped: no MPI launcher");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("seconds.txt");
+        std::fs::write(&input, "0.25\n").unwrap();
+        let script = "test -f made && echo wall_s=$(cat seconds.txt) && echo rank_env=$VALIDATE_CASE_VAR";
+        let mut c = Case {
+            name: "sh".into(),
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            ranks: 2,
+            hostfile: None,
+            mpirun_args: Vec::new(),
+            timing: Timing::WallLine,
+            env: vec![("VALIDATE_CASE_VAR".into(), "42".into())],
+            inputs: vec![input],
+            prepare: vec!["touch".into(), "made".into()],
+            timeout: Some(Duration::from_secs(60)),
+            workdir: false,
+        };
+        let log = dir.path().join("plain-0.log");
+        assert_eq!(l.run(&c, &Mode::Plain, &log), Ok(0.25));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(text.matches("rank_env=42").count(), 2, "every rank gets the case's environment:\n{text}");
+        assert!(work_dir(&log).join("made").is_file());
+        c.args = vec!["-c".into(), "sleep 5".into()];
+        c.timeout = Some(Duration::from_millis(500));
+        let e = l.run(&c, &Mode::Plain, &dir.path().join("plain-1.log")).unwrap_err();
+        assert!(e.contains("timed out after 500ms"), "{e}");
     }
 
     #[test]

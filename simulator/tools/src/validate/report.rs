@@ -15,8 +15,11 @@ pub struct Row {
     pub ranks: u32,
     /// `wall_s` of every plain run, in run order.
     pub measured: Vec<f64>,
-    /// `wall_s` of the run under the interposer in trace mode.
+    /// `wall_s` of the run under the interposer in trace mode (the median
+    /// of [`Row::traced`]).
     pub traced_s: Option<f64>,
+    /// `wall_s` of every traced run (`--traced-runs`), in run order.
+    pub traced: Vec<f64>,
     /// The offline replay of that trace over the program's timed region
     /// (rank 0, end of its first `MPI_Barrier` to end of its last; the
     /// makespan without two barriers), see [`super::predict::Predicted`].
@@ -35,6 +38,17 @@ pub struct Row {
 /// when empty.
 pub fn median(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| Data::new(v.to_vec()).median())
+}
+
+/// Spread of repeated runs: `100 · (max − min) / median`, percent; `None`
+/// for fewer than two runs or a median ≤ 0.
+///
+/// An error smaller than the spread of the runs it is measured against is
+/// within the machine's own run-to-run variation.
+pub fn spread_pct(v: &[f64]) -> Option<f64> {
+    let m = median(v).filter(|m| *m > 0.0 && v.len() >= 2)?;
+    let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+    Some(100.0 * (hi - lo) / m)
 }
 
 /// `100 · (predicted − measured) / measured`, percent.
@@ -59,6 +73,16 @@ impl Row {
     /// Online error, percent of measured.
     pub fn online_error_pct(&self) -> Option<f64> {
         error_pct(self.online_s, self.measured_s())
+    }
+
+    /// [`spread_pct`] of the plain runs in the median.
+    pub fn plain_spread_pct(&self) -> Option<f64> {
+        spread_pct(&self.measured)
+    }
+
+    /// [`spread_pct`] of the traced runs.
+    pub fn traced_spread_pct(&self) -> Option<f64> {
+        spread_pct(&self.traced)
     }
 
     /// Appends `what` to the note.
@@ -97,6 +121,10 @@ fn pct(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".into(), |x| format!("{x:+.1}"))
 }
 
+fn spread(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), |x| format!("{x:.1}"))
+}
+
 fn summary_lines(rows: &[Row]) -> String {
     let mut out = String::new();
     for (label, s) in
@@ -111,16 +139,18 @@ fn summary_lines(rows: &[Row]) -> String {
     out
 }
 
-/// The table for the terminal, with the error summary below.
+/// The table for the terminal, with the error summary below: per case the
+/// errors and, beside them, the spread of the plain and the traced runs
+/// ([`spread_pct`]; `n/a` for a single run).
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10}\n",
-        "program", "ranks", "measured_s", "traced_s", "offline_s", "online_s", "offline_%", "online_%"
+        "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>15} {:>16}\n",
+        "program", "ranks", "measured_s", "traced_s", "offline_s", "online_s", "offline_%", "online_%", "plain_spread_%", "traced_spread_%"
     );
     for r in rows {
         writeln!(
             out,
-            "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10}",
+            "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>15} {:>16}",
             r.name,
             r.ranks,
             secs(r.measured_s()),
@@ -128,7 +158,9 @@ pub fn table(rows: &[Row]) -> String {
             secs(r.offline_s),
             secs(r.online_s),
             pct(r.offline_error_pct()),
-            pct(r.online_error_pct())
+            pct(r.online_error_pct()),
+            spread(r.plain_spread_pct()),
+            spread(r.traced_spread_pct())
         )
         .expect("write to String");
     }
@@ -138,12 +170,14 @@ pub fn table(rows: &[Row]) -> String {
 /// The same table in Markdown, with notes and the error summary.
 pub fn markdown(rows: &[Row], preamble: &str) -> String {
     let mut out = format!("# Validation: measured against predicted\n\n{preamble}\n\n");
-    out.push_str("| program | ranks | runs | measured (s) | traced (s) | offline (s) | online (s) | offline error % | online error % |\n");
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str(
+        "| program | ranks | runs | measured (s) | traced (s) | offline (s) | online (s) | offline error % | online error % | plain spread % | traced spread % |\n",
+    );
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.name,
             r.ranks,
             r.measured.len(),
@@ -152,7 +186,9 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
             secs(r.offline_s),
             secs(r.online_s),
             pct(r.offline_error_pct()),
-            pct(r.online_error_pct())
+            pct(r.online_error_pct()),
+            spread(r.plain_spread_pct()),
+            spread(r.traced_spread_pct())
         )
         .expect("write to String");
     }
@@ -168,7 +204,7 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
 
 /// Header of [`csv()`].
 pub const CSV_HEADER: &str =
-    "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,offline_lo_s,offline_hi_s,note";
+    "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,offline_lo_s,offline_hi_s,plain_spread_pct,traced_spread_pct,traced_runs_s,note";
 
 /// One line of [`csv()`], in [`CSV_HEADER`] order.
 #[derive(serde::Serialize)]
@@ -184,12 +220,17 @@ struct CsvRow<'a> {
     runs_s: String,
     offline_lo_s: Option<String>,
     offline_hi_s: Option<String>,
+    plain_spread_pct: Option<String>,
+    traced_spread_pct: Option<String>,
+    traced_runs_s: String,
     note: &'a str,
 }
 
 /// The table as CSV (header [`CSV_HEADER`]): one line per case, seconds
 /// and percents in `{:e}` notation, empty fields for missing values, the
-/// plain runs' `wall_s` `;`-separated in `runs_s`; fields holding a comma
+/// plain runs' `wall_s` `;`-separated in `runs_s` and the traced runs' in
+/// `traced_runs_s`, their spreads ([`spread_pct`]) in `plain_spread_pct`
+/// and `traced_spread_pct`; fields holding a comma
 /// or quote are quoted.
 pub fn csv(rows: &[Row]) -> String {
     let f = |v: Option<f64>| v.map(|x| format!("{x:e}"));
@@ -207,9 +248,59 @@ pub fn csv(rows: &[Row]) -> String {
             runs_s: r.measured.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
             offline_lo_s: f(r.offline_band.map(|b| b.0)),
             offline_hi_s: f(r.offline_band.map(|b| b.1)),
+            plain_spread_pct: f(r.plain_spread_pct()),
+            traced_spread_pct: f(r.traced_spread_pct()),
+            traced_runs_s: r.traced.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
             note: &r.note,
         }),
     )
+}
+
+/// One case of [`json()`]: seconds and percents as numbers, `null` when
+/// missing.
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    program: &'a str,
+    ranks: u32,
+    measured_s: Option<f64>,
+    traced_s: Option<f64>,
+    offline_s: Option<f64>,
+    online_s: Option<f64>,
+    offline_error_pct: Option<f64>,
+    online_error_pct: Option<f64>,
+    plain_spread_pct: Option<f64>,
+    traced_spread_pct: Option<f64>,
+    runs_s: &'a [f64],
+    traced_runs_s: &'a [f64],
+    offline_lo_s: Option<f64>,
+    offline_hi_s: Option<f64>,
+    note: &'a str,
+}
+
+/// The table as a JSON array, one object per case with the fields of
+/// [`CSV_HEADER`] (`runs_s` and `traced_runs_s` as arrays of seconds).
+pub fn json(rows: &[Row]) -> String {
+    let v: Vec<JsonRow> = rows
+        .iter()
+        .map(|r| JsonRow {
+            program: &r.name,
+            ranks: r.ranks,
+            measured_s: r.measured_s(),
+            traced_s: r.traced_s,
+            offline_s: r.offline_s,
+            online_s: r.online_s,
+            offline_error_pct: r.offline_error_pct(),
+            online_error_pct: r.online_error_pct(),
+            plain_spread_pct: r.plain_spread_pct(),
+            traced_spread_pct: r.traced_spread_pct(),
+            runs_s: &r.measured,
+            traced_runs_s: &r.traced,
+            offline_lo_s: r.offline_band.map(|b| b.0),
+            offline_hi_s: r.offline_band.map(|b| b.1),
+            note: &r.note,
+        })
+        .collect();
+    serde_json::to_string_pretty(&v).expect("JSON of plain fields") + "\n"
 }
 
 /// CSV text: the comma-separated `header`, then one record per row.
@@ -290,6 +381,7 @@ mod tests {
                 ranks: 2,
                 measured: vec![1.0, 3.0, 2.0],
                 traced_s: Some(2.1),
+                traced: vec![2.1],
                 offline_s: Some(2.2),
                 online_s: None,
                 offline_band: None,
@@ -300,6 +392,7 @@ mod tests {
                 ranks: 2,
                 measured: vec![4.0, 6.0],
                 traced_s: Some(5.0),
+                traced: vec![5.5, 4.5, 5.0],
                 offline_s: Some(4.5),
                 online_s: Some(5.5),
                 offline_band: Some((4.4, 4.7)),
@@ -330,18 +423,55 @@ mod tests {
         assert!(t.lines().nth(3).unwrap().starts_with("broken") && t.contains("n/a"), "{t}");
         assert!(t.contains("offline: median |error| 10.0 %, max 10.0 % over 2 rows"), "{t}");
         let md = markdown(&r, "pre");
-        assert!(md.contains("| ring | 2 | 3 | 2.0000 | 2.1000 | 2.2000 | n/a | +10.0 | n/a |"), "{md}");
+        assert!(md.contains("| ring | 2 | 3 | 2.0000 | 2.1000 | 2.2000 | n/a | +10.0 | n/a | 100.0 | n/a |"), "{md}");
         assert!(md.contains("- broken: plain run failed"));
         let c = csv(&r);
         assert_eq!(c.lines().count(), 4);
         let ring = c.lines().nth(1).unwrap();
-        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,,,"), "{c}");
-        assert!(c.lines().nth(2).unwrap().ends_with(",4.4e0,4.7e0,x"), "{c}");
+        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,,,1e2,,2.1e0,"), "{c}");
+        assert!(c.lines().nth(2).unwrap().ends_with(",4.4e0,4.7e0,4e1,2e1,5.5e0;4.5e0;5e0,x"), "{c}");
         let mut noted = r[0].clone();
         noted.note = "plain run failed: \"x\", then y".into();
         let c = csv(&[noted]);
         let back: Vec<csv::StringRecord> = csv::Reader::from_reader(c.as_bytes()).records().collect::<Result<_, _>>().unwrap();
-        assert_eq!((back.len(), &back[0][11]), (1, "plain run failed: \"x\", then y"), "{c}");
+        assert_eq!((back.len(), &back[0][14]), (1, "plain run failed: \"x\", then y"), "{c}");
+    }
+
+    #[test]
+    fn spread_is_the_range_over_the_median_in_every_form() {
+        assert_eq!(spread_pct(&[]), None);
+        assert_eq!(spread_pct(&[2.0]), None);
+        assert_eq!(spread_pct(&[0.0, 0.0]), None);
+        assert!((spread_pct(&[1.0, 1.1, 0.9]).unwrap() - 20.0).abs() < 1e-9);
+        assert!((spread_pct(&[4.0, 6.0]).unwrap() - 40.0).abs() < 1e-9);
+        let r = rows();
+        assert!((r[1].plain_spread_pct().unwrap() - 40.0).abs() < 1e-9);
+        assert!((r[1].traced_spread_pct().unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(r[0].traced_spread_pct(), None, "one traced run has no spread");
+        let t = table(&r);
+        let head: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(head[8..], ["plain_spread_%", "traced_spread_%"], "{t}");
+        let jacobi: Vec<&str> = t.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!((jacobi[0], jacobi[8], jacobi[9]), ("jacobi2d", "40.0", "20.0"), "{t}");
+        let ring: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!((ring[8], ring[9]), ("100.0", "n/a"), "{t}");
+        let md = markdown(&r, "pre");
+        assert!(md.contains("| plain spread % | traced spread % |") && md.contains("| -10.0 | +10.0 | 40.0 | 20.0 |"), "{md}");
+        let c = csv(&r);
+        let mut reader = csv::Reader::from_reader(c.as_bytes());
+        let head = reader.headers().unwrap().clone();
+        let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+        let back: Vec<csv::StringRecord> = reader.records().collect::<Result<_, _>>().unwrap();
+        let num = |row: usize, name: &str| back[row][col(name)].parse::<f64>().ok();
+        assert_eq!((num(1, "plain_spread_pct"), num(1, "traced_spread_pct")), (Some(40.0), Some(20.0)), "{c}");
+        assert_eq!((num(0, "plain_spread_pct"), num(0, "traced_spread_pct")), (Some(100.0), None), "{c}");
+        assert_eq!(&back[1][col("traced_runs_s")], "5.5e0;4.5e0;5e0");
+        assert_eq!((num(2, "plain_spread_pct"), num(2, "traced_spread_pct")), (None, None), "{c}");
+        let j: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(j[1]["plain_spread_pct"].as_f64(), Some(40.0));
+        assert_eq!(j[1]["traced_spread_pct"].as_f64(), Some(20.0));
+        assert_eq!(j[1]["traced_runs_s"], serde_json::json!([5.5, 4.5, 5.0]));
+        assert!(j[0]["traced_spread_pct"].is_null() && j[2]["measured_s"].is_null(), "{j}");
     }
 
     #[test]

@@ -10,7 +10,23 @@
 //! hostfile = "hosts"         # optional, relative to the suite file
 //! mpirun_args = ["--bind-to", "none"]   # optional, before the program
 //! time_regex = 'elapsed: ([0-9.e+-]+) s'  # optional: the program's own timing line
+//! env = { OMP_NUM_THREADS = "1" }       # optional: set for every rank
+//! inputs = ["inputs/LU.dat"]            # optional: copied into the run's directory
+//! prepare = ["ld1.x", "-i", "si.ld1"]   # optional: run there first, untimed
+//! workdir = true                        # optional: a working directory even without inputs
+//! timeout_s = 120                       # optional: instead of --timeout-s
 //! ```
+//!
+//! `program` without a `/` that is not a file beside the suite is looked
+//! up in `$PATH` (installed programs: `program = "hpcc"`). A case with
+//! `inputs`, `prepare` or `workdir = true` runs in a fresh working
+//! directory of its own for every run (`<run log without .log>.work/` in
+//! the output directory): the input files are copied there, then
+//! `prepare` (a command and its arguments, not under `mpirun`, without
+//! the interposer) writes what else the program reads, then the program
+//! starts there; other cases run in the directory `validate` was started
+//! in. Relative paths (`program`, `hostfile`, `inputs`) are taken from
+//! the suite file's directory and made absolute.
 //!
 //! A case is timed by the program's last `wall_s=<seconds>` line (the
 //! c-tests' convention) when it prints one; else by the interposer
@@ -38,6 +54,25 @@ pub struct Case {
     pub mpirun_args: Vec<String>,
     /// How a run's time is read.
     pub timing: Timing,
+    /// Environment variables set for every rank (forwarded by the launcher).
+    pub env: Vec<(String, String)>,
+    /// Files copied into the run's working directory, resolved like `program`.
+    pub inputs: Vec<PathBuf>,
+    /// Command (and arguments) run in the working directory before each
+    /// run, untimed; empty for none.
+    pub prepare: Vec<String>,
+    /// Kill a run after this long instead of after the launcher's timeout.
+    pub timeout: Option<std::time::Duration>,
+    /// Run in a fresh working directory even without inputs or `prepare`.
+    pub workdir: bool,
+}
+
+impl Case {
+    /// True when the case runs in a fresh working directory of its own
+    /// (`workdir = true`, or it has `inputs` or `prepare`).
+    pub fn needs_workdir(&self) -> bool {
+        self.workdir || !self.inputs.is_empty() || !self.prepare.is_empty()
+    }
 }
 
 /// How the time of a run is read.
@@ -76,6 +111,15 @@ struct CaseToml {
     #[serde(default)]
     mpirun_args: Vec<String>,
     time_regex: Option<String>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    inputs: Vec<PathBuf>,
+    #[serde(default)]
+    prepare: Vec<String>,
+    timeout_s: Option<f64>,
+    #[serde(default)]
+    workdir: bool,
 }
 
 /// Error reading a suite; the message names the file (and the TOML line or
@@ -95,7 +139,9 @@ pub struct SuiteError {
 /// # Errors
 /// [`SuiteError`] when the file is unreadable, is not valid TOML (the
 /// message gives the line), lists no case, repeats a name, or has a case
-/// with `ranks = 0` or without a program file name.
+/// with `ranks = 0`, without a program file name, with an environment
+/// variable name that is empty or holds `=`, or with a `timeout_s` that is
+/// not a positive number.
 pub fn load(path: &Path) -> Result<Vec<Case>, SuiteError> {
     let e = |what: String| SuiteError { path: path.to_path_buf(), what };
     let text = std::fs::read_to_string(path).map_err(|x| e(x.to_string()))?;
@@ -122,20 +168,57 @@ fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
         if let Some(re) = &c.time_regex {
             check_regex(re).map_err(|w| format!("case[{i}] ({name}).time_regex: {w}"))?;
         }
+        if let Some(k) = c.env.keys().find(|k| k.is_empty() || k.contains(['=', '\0'])) {
+            return Err(format!("case[{i}] ({name}).env: variable name {k:?} must be non-empty, without '='"));
+        }
+        let timeout = match c.timeout_s {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(format!("case[{i}] ({name}).timeout_s: {t} is not a positive number of seconds"))
+            }
+            t => t.map(std::time::Duration::from_secs_f64),
+        };
         if cases.iter().any(|x| x.name == name) {
             return Err(format!("case[{i}]: name {name:?} is used twice (give each case its own name)"));
         }
         cases.push(Case {
             name,
-            program: base.join(c.program),
+            program: resolve_program(base, c.program),
             args: c.args,
             ranks: c.ranks,
-            hostfile: c.hostfile.map(|h| base.join(h)),
+            hostfile: c.hostfile.map(|h| absolute(&base.join(h))),
             mpirun_args: c.mpirun_args,
             timing: c.time_regex.map_or(Timing::Auto, Timing::Regex),
+            env: c.env.into_iter().collect(),
+            inputs: c.inputs.into_iter().map(|f| absolute(&base.join(f))).collect(),
+            prepare: c.prepare,
+            timeout,
+            workdir: c.workdir,
         });
     }
     Ok(cases)
+}
+
+/// `path` made absolute against the current directory (a case that runs
+/// in its own working directory still finds it); as it is if that fails.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The program of a case: beside the suite file, or, for a bare name with
+/// no such file there, the first match in `$PATH`.
+fn resolve_program(base: &Path, program: PathBuf) -> PathBuf {
+    let beside = base.join(&program);
+    if program.components().count() == 1 && !beside.exists() {
+        let found = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|d| d.join(&program))
+            .find(|f| f.is_file());
+        if let Some(f) = found {
+            return f;
+        }
+    }
+    absolute(&beside)
 }
 
 /// Checks that `re` compiles and has a capture group (the seconds).
@@ -176,6 +259,23 @@ mod tests {
     }
 
     #[test]
+    fn environment_inputs_prepare_and_timeout_are_read() {
+        let text = "[[case]]\nname = \"pw\"\nprogram = \"sh\"\nranks = 2\nenv = { OMP_NUM_THREADS = \"1\", A = \"b c\" }\ninputs = [\"in/si.pw\"]\nprepare = [\"ld1.x\", \"-i\", \"si.ld1\"]\ntimeout_s = 2.5\n";
+        let c = &parse(text, Path::new("/suite")).unwrap()[0];
+        assert_eq!(c.env, [("A".to_string(), "b c".to_string()), ("OMP_NUM_THREADS".to_string(), "1".to_string())]);
+        assert_eq!(c.inputs, [Path::new("/suite/in/si.pw")]);
+        assert_eq!(c.prepare, ["ld1.x", "-i", "si.ld1"]);
+        assert_eq!(c.timeout, Some(std::time::Duration::from_millis(2500)));
+        assert!(c.needs_workdir());
+        // A bare name not beside the suite is found in $PATH.
+        assert!(c.program.is_absolute() && c.program.is_file() && c.program.ends_with("sh"), "{}", c.program.display());
+        let plain = &parse("[[case]]\nprogram = \"build/ring\"\nranks = 2\n", Path::new("rel")).unwrap()[0];
+        assert!(!plain.needs_workdir() && plain.timeout.is_none() && plain.env.is_empty());
+        assert!(parse("[[case]]\nprogram = \"a\"\nranks = 2\nworkdir = true\n", Path::new(".")).unwrap()[0].needs_workdir());
+        assert!(plain.program.is_absolute() && plain.program.ends_with("rel/build/ring"), "{}", plain.program.display());
+    }
+
+    #[test]
     fn bad_suites_name_the_case_or_line() {
         let e = |t: &str| parse(t, Path::new(".")).unwrap_err();
         assert!(e("").contains("no [[case]]"));
@@ -183,6 +283,9 @@ mod tests {
         assert!(e("[[case]]\nprogram = \"a\"\nranks = 2\n[[case]]\nprogram = \"b/a\"\nranks = 2\n")
             .contains("case[1]: name \"a\" is used twice"));
         assert!(e("[[case]]\nprogram = \"a\"\nrank = 2\n").contains("line 3"), "{}", e("[[case]]\nprogram = \"a\"\nrank = 2\n"));
+        assert!(e("[[case]]\nprogram = \"a\"\nranks = 2\ntimeout_s = 0\n").contains("case[0] (a).timeout_s: 0 is not a positive"));
+        assert!(e("[[case]]\nprogram = \"a\"\nranks = 2\nenv = { \"A=B\" = \"1\" }\n").contains("case[0] (a).env: variable name \"A=B\""));
+        assert!(e("[[case]]\nprogram = \"a\"\nranks = 2\nenv = { A = 1 }\n").contains("line 4"));
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.toml");
         std::fs::write(&p, "[[case]]\nprogram = 1\n").unwrap();
