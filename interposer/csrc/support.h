@@ -42,14 +42,19 @@ static inline uint64_t bytes_of(int count, MPI_Datatype dt) {
 }
 
 /* The table entry of comm; NULL for MPI_COMM_WORLD (id 0, ranks are
- * world ranks) and when the table is full. */
+ * world ranks), for MPI_COMM_SELF (id IPR_COMM_SELF: MPI translates its
+ * one rank) and when the table is full. */
 static inline struct ipr_comm *comm_entry(MPI_Comm comm) {
-    return comm == MPI_COMM_WORLD ? NULL : ipr_comm_of(comm);
+    return comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF ? NULL : ipr_comm_of(comm);
 }
+
+/* The id of MPI_COMM_SELF (simulator::trace::record::COMM_SELF). */
+#define IPR_COMM_SELF (UINT32_MAX - 1)
 
 /* The id of comm, whose entry is c (comm_entry). */
 static inline uint32_t comm_id_of(const struct ipr_comm *c, MPI_Comm comm) {
     if (comm == MPI_COMM_WORLD) return 0;
+    if (comm == MPI_COMM_SELF) return IPR_COMM_SELF;
     return c != NULL ? c->id : UINT32_MAX;
 }
 

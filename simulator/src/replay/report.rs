@@ -202,7 +202,7 @@ impl ReplayReport {
         if self.io_s > 0.0 {
             writeln!(w, "MPI-IO on the file system: {:.6} s per rank on average", self.io_s / self.ranks.len().max(1) as f64)?;
         }
-        for (i, s) in self.io_servers.iter().enumerate() {
+        for (i, s) in self.io_servers.iter().enumerate().filter(|(_, s)| s.requests > 0) {
             writeln!(
                 w,
                 "  server {i}: {} requests, {} B read, {} B written, disk busy {:.6} s, link busy {:.6} s",

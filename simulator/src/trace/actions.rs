@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::record::{ANY_SOURCE, COMM_UNKNOWN, PROC_NULL};
+use super::record::{ANY_SOURCE, COMM_SELF, COMM_UNKNOWN, PROC_NULL};
 use super::symbols::RegionNames;
 use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
 
@@ -58,7 +58,7 @@ impl TraceActions {
     /// [`TraceError`] naming the file when it cannot be reopened.
     pub fn new(trace: RankTrace, compute: ComputeTime) -> Result<Self, TraceError> {
         let records = trace.records()?;
-        let convert = RecordConverter::new(trace.header.ranks);
+        let convert = RecordConverter::new(trace.header.ranks).for_rank(trace.header.rank);
         Ok(TraceActions { trace, records, prev_caller: 0, regions: RegionNames::new(), compute, convert })
     }
 }
@@ -75,12 +75,23 @@ pub struct RecordConverter {
     comm_sizes: Vec<(u32, u32)>,
     /// Ranks of the world.
     ranks: u32,
+    /// This rank, once [`RecordConverter::for_rank`] said it, and whether
+    /// its `MPI_COMM_SELF` was introduced to the replay.
+    me: Option<(u32, bool)>,
 }
 
 impl RecordConverter {
     /// A converter for one rank of a world of `ranks`.
     pub fn new(ranks: u32) -> Self {
-        RecordConverter { pending: VecDeque::new(), requests: RequestBook::default(), comm_sizes: Vec::new(), ranks }
+        RecordConverter { pending: VecDeque::new(), requests: RequestBook::default(), comm_sizes: Vec::new(), ranks, me: None }
+    }
+
+    /// The converter of world rank `me`: calls on `MPI_COMM_SELF`
+    /// ([`COMM_SELF`]) then replay on a communicator of `me` alone, which
+    /// it introduces with an [`Action::CommCreate`] before its first use.
+    pub fn for_rank(mut self, me: u32) -> Self {
+        self.me = Some((me, false));
+        self
     }
 
     /// The next action of a record converted before, if any is left.
@@ -96,6 +107,13 @@ impl RecordConverter {
     /// `Err(op)` for a call the replay cannot represent ([`op_action`]).
     pub fn convert(&mut self, rec: &CallRecord, seconds: f64, region: u64) -> Result<Action, Op> {
         let compute = Action::Compute { seconds, region };
+        if let Some((me, false)) = self.me {
+            if params_comm(&rec.params) == Some(COMM_SELF) {
+                self.me = Some((me, true));
+                self.comm_sizes.push((COMM_SELF, 1));
+                self.pending.push_back(Action::CommCreate { comm: COMM_SELF, members: vec![me] });
+            }
+        }
         if let (op, Params::CommCreate { comm, members, .. }) = (rec.op, &rec.params) {
             if op != Op::IntercommCreate {
                 self.comm_sizes.retain(|(c, _)| c != comm);
@@ -122,6 +140,21 @@ impl RecordConverter {
             _ => self.requests.push_actions(rec, &mut self.pending)?,
         }
         Ok(compute)
+    }
+}
+
+/// The communicator a record's call runs on, for the shapes that name one.
+fn params_comm(p: &Params) -> Option<u32> {
+    match *p {
+        Params::P2p { comm, .. }
+        | Params::Coll { comm, .. }
+        | Params::Icoll { comm, .. }
+        | Params::Vcoll { comm, .. }
+        | Params::Neighbor { comm, .. }
+        | Params::Sendrecv { comm, .. }
+        | Params::Probe { comm, .. }
+        | Params::CommCreate { parent: comm, .. } => Some(comm),
+        _ => None,
     }
 }
 
@@ -436,114 +469,4 @@ pub fn is_any_source(src: i32) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
-
-    #[test]
-    fn region_ids_name_the_call_site_pair() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rank-0.trace");
-        let header = RankHeader {
-            rank: 0,
-            ranks: 1,
-            host: "h".into(),
-            pid: 1,
-            timing_source: TimingSource::ClockGettime,
-            tsc_hz: None,
-            epoch_unix_s: 0.0,
-        };
-        let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
-        let callers = [0x1010, 0x1020, 0x1010, 0x1020, 0x9999];
-        for caller in callers {
-            let rec = CallRecord {
-                op: Op::Barrier,
-                failed: false,
-                caller,
-                compute_cpu_ns: 5,
-                compute_wall_ns: 7,
-                counters: None,
-                t_start_ns: 0,
-                t_end_ns: 0,
-                params: Params::Coll { root: -1, bytes: 0, comm: 0 },
-            };
-            w.push(&rec).unwrap();
-        }
-        w.finish(&[Module { path: "/bin/app".into(), start: 0x1000, end: 0x2000, file_offset: 0 }]).unwrap();
-        let trace = RankTrace::open(&path).unwrap();
-        // /bin/app is not a file here: sites keep their module+offset names.
-        let site = |a| trace.call_site(a);
-        let want = [
-            region_key_id("init:app+0x10"),
-            region_id(&site(0x1010), &site(0x1020)),
-            region_id(&site(0x1020), &site(0x1010)),
-            region_id(&site(0x1010), &site(0x1020)),
-            region_id(&site(0x1020), &site(0x9999)),
-        ];
-        let got: Vec<u64> = TraceActions::new(trace.clone(), ComputeTime::Wall)
-            .unwrap()
-            .filter_map(|a| match a.unwrap() {
-                Action::Compute { seconds, region } => {
-                    assert!((seconds - 7e-9).abs() < 1e-18, "{seconds}");
-                    Some(region)
-                }
-                _ => None,
-            })
-            .collect();
-        assert_eq!(got, want);
-        assert_eq!(want[1], want[3]);
-        assert_ne!(want[1], want[2]);
-    }
-
-    #[test]
-    fn reduce_scatter_block_takes_the_communicator_size() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rank-0.trace");
-        let header = RankHeader {
-            rank: 0,
-            ranks: 4,
-            host: "h".into(),
-            pid: 1,
-            timing_source: TimingSource::ClockGettime,
-            tsc_hz: None,
-            epoch_unix_s: 0.0,
-        };
-        let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
-        let rsb = |comm| Params::Coll { root: -1, bytes: 16, comm };
-        let params = [
-            (Op::CommSplit, Params::CommCreate { parent: 0, comm: 1, members: vec![0, 2, 3] }),
-            (Op::ReduceScatterBlock, rsb(1)),
-            (Op::ReduceScatterBlock, rsb(0)),
-            (Op::IreduceScatterBlock, Params::Icoll { root: -1, bytes: 16, comm: 1, request: 7 }),
-            (Op::ReduceScatterBlock, rsb(9)),
-        ];
-        for (op, params) in params {
-            let rec = CallRecord {
-                op,
-                failed: false,
-                caller: 0x1010,
-                compute_cpu_ns: 0,
-                compute_wall_ns: 0,
-                counters: None,
-                t_start_ns: 0,
-                t_end_ns: 0,
-                params,
-            };
-            w.push(&rec).unwrap();
-        }
-        w.finish(&[]).unwrap();
-        let trace = RankTrace::open(&path).unwrap();
-        let got: Vec<_> = TraceActions::new(trace, ComputeTime::Cpu)
-            .unwrap()
-            .filter(|a| !matches!(a, Ok(Action::Compute { .. })))
-            .map(|a| a.map_err(|e| e.to_string()))
-            .collect();
-        assert_eq!(got[0], Ok(Action::CommCreate { comm: 1, members: vec![0, 2, 3] }));
-        assert_eq!(got[1], Ok(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 }));
-        assert_eq!(got[2], Ok(Action::ReduceScatter { recv_bytes: vec![16; 4], comm: 0 }));
-        // The nonblocking form too.
-        let coll = Box::new(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 });
-        assert_eq!(got[3], Ok(Action::Icoll { req: 7, coll }));
-        assert!(got[4].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[4]);
-    }
-}
+mod tests;

@@ -21,6 +21,8 @@ pub const PROC_NULL: i32 = -2;
 pub const COMM_WORLD: u32 = 0;
 /// Communicator id stored when the interposer could not name the communicator.
 pub const COMM_UNKNOWN: u32 = u32::MAX;
+/// Communicator id of `MPI_COMM_SELF` (the rank alone; no record creates it).
+pub const COMM_SELF: u32 = u32::MAX - 1;
 
 macro_rules! ops {
     ($($(#[$doc:meta])* $name:ident = $code:expr, $mpi:expr;)*) => {

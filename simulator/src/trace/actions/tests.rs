@@ -1,0 +1,142 @@
+//! Record-to-action conversion: region ids and `MPI_COMM_SELF`.
+
+use super::*;
+use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
+
+#[test]
+fn comm_self_is_introduced_once_as_a_communicator_of_the_rank_alone() {
+    let rec = |op, params| CallRecord {
+        op,
+        failed: false,
+        caller: 0x10,
+        compute_cpu_ns: 0,
+        compute_wall_ns: 0,
+        counters: None,
+        t_start_ns: 0,
+        t_end_ns: 0,
+        params,
+    };
+    let barrier = rec(Op::Barrier, Params::Coll { root: -1, bytes: 0, comm: COMM_SELF });
+    let mut c = RecordConverter::new(4).for_rank(3);
+    let mut out = Vec::new();
+    for r in [&barrier, &barrier] {
+        c.convert(r, 0.0, 0).unwrap();
+        while let Some(a) = c.pop() {
+            out.push(a);
+        }
+    }
+    let created = out.iter().filter(|a| matches!(a, Action::CommCreate { comm: COMM_SELF, members } if members == &[3])).count();
+    assert_eq!((created, out.len()), (1, 3), "{out:?}");
+    assert!(matches!(out[1], Action::Barrier { comm: COMM_SELF }), "{out:?}");
+    // Without the rank (a converter of no rank), nothing is added.
+    let mut c = RecordConverter::new(4);
+    c.convert(&barrier, 0.0, 0).unwrap();
+    assert!(matches!(c.pop(), Some(Action::Barrier { .. })) && c.pop().is_none());
+}
+
+#[test]
+fn region_ids_name_the_call_site_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank-0.trace");
+    let header = RankHeader {
+        rank: 0,
+        ranks: 1,
+        host: "h".into(),
+        pid: 1,
+        timing_source: TimingSource::ClockGettime,
+        tsc_hz: None,
+        epoch_unix_s: 0.0,
+    };
+    let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+    let callers = [0x1010, 0x1020, 0x1010, 0x1020, 0x9999];
+    for caller in callers {
+        let rec = CallRecord {
+            op: Op::Barrier,
+            failed: false,
+            caller,
+            compute_cpu_ns: 5,
+            compute_wall_ns: 7,
+            counters: None,
+            t_start_ns: 0,
+            t_end_ns: 0,
+            params: Params::Coll { root: -1, bytes: 0, comm: 0 },
+        };
+        w.push(&rec).unwrap();
+    }
+    w.finish(&[Module { path: "/bin/app".into(), start: 0x1000, end: 0x2000, file_offset: 0 }]).unwrap();
+    let trace = RankTrace::open(&path).unwrap();
+    // /bin/app is not a file here: sites keep their module+offset names.
+    let site = |a| trace.call_site(a);
+    let want = [
+        region_key_id("init:app+0x10"),
+        region_id(&site(0x1010), &site(0x1020)),
+        region_id(&site(0x1020), &site(0x1010)),
+        region_id(&site(0x1010), &site(0x1020)),
+        region_id(&site(0x1020), &site(0x9999)),
+    ];
+    let got: Vec<u64> = TraceActions::new(trace.clone(), ComputeTime::Wall)
+        .unwrap()
+        .filter_map(|a| match a.unwrap() {
+            Action::Compute { seconds, region } => {
+                assert!((seconds - 7e-9).abs() < 1e-18, "{seconds}");
+                Some(region)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(want[1], want[3]);
+    assert_ne!(want[1], want[2]);
+}
+
+#[test]
+fn reduce_scatter_block_takes_the_communicator_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rank-0.trace");
+    let header = RankHeader {
+        rank: 0,
+        ranks: 4,
+        host: "h".into(),
+        pid: 1,
+        timing_source: TimingSource::ClockGettime,
+        tsc_hz: None,
+        epoch_unix_s: 0.0,
+    };
+    let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+    let rsb = |comm| Params::Coll { root: -1, bytes: 16, comm };
+    let params = [
+        (Op::CommSplit, Params::CommCreate { parent: 0, comm: 1, members: vec![0, 2, 3] }),
+        (Op::ReduceScatterBlock, rsb(1)),
+        (Op::ReduceScatterBlock, rsb(0)),
+        (Op::IreduceScatterBlock, Params::Icoll { root: -1, bytes: 16, comm: 1, request: 7 }),
+        (Op::ReduceScatterBlock, rsb(9)),
+    ];
+    for (op, params) in params {
+        let rec = CallRecord {
+            op,
+            failed: false,
+            caller: 0x1010,
+            compute_cpu_ns: 0,
+            compute_wall_ns: 0,
+            counters: None,
+            t_start_ns: 0,
+            t_end_ns: 0,
+            params,
+        };
+        w.push(&rec).unwrap();
+    }
+    w.finish(&[]).unwrap();
+    let trace = RankTrace::open(&path).unwrap();
+    let got: Vec<_> = TraceActions::new(trace, ComputeTime::Cpu)
+        .unwrap()
+        .filter(|a| !matches!(a, Ok(Action::Compute { .. })))
+        .map(|a| a.map_err(|e| e.to_string()))
+        .collect();
+    assert_eq!(got[0], Ok(Action::CommCreate { comm: 1, members: vec![0, 2, 3] }));
+    assert_eq!(got[1], Ok(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 }));
+    assert_eq!(got[2], Ok(Action::ReduceScatter { recv_bytes: vec![16; 4], comm: 0 }));
+    // The nonblocking form too.
+    let coll = Box::new(Action::ReduceScatter { recv_bytes: vec![16; 3], comm: 1 });
+    assert_eq!(got[3], Ok(Action::Icoll { req: 7, coll }));
+    assert!(got[4].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[4]);
+}
