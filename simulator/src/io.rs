@@ -16,7 +16,9 @@
 //! - a write-back cache of `cache_bytes` takes a write at
 //!   `cache_bytes_per_s` while it has room and drains to the disk at its
 //!   write bandwidth in the background; `MPI_File_sync` waits for the
-//!   drain;
+//!   drain; a read of data among the last `cache_bytes` × servers bytes
+//!   written comes from the cache at `cache_bytes_per_s`, without the
+//!   disk (a page cache);
 //! - a client's request completes when its last piece completes (a read
 //!   piece then crosses the link back);
 //! - open, close, sync, set_size, preallocate and delete pay
@@ -32,6 +34,7 @@
 
 pub mod client;
 pub mod hints;
+mod recent;
 mod state;
 pub mod summary;
 mod twophase;

@@ -78,13 +78,16 @@ pub struct FsState {
     /// Files striped otherwise than the file system's default (hints at
     /// open): stripe size, bytes, and count, by file id.
     striping: HashMap<u32, (u64, u32)>,
+    /// The data the servers' caches still hold, for reads.
+    recent: super::recent::Recent,
 }
 
 impl FsState {
     /// Idle servers of `fs`.
     pub fn new(fs: FileSystem) -> FsState {
         let servers = vec![Server::default(); fs.server_count().max(1) as usize];
-        FsState { fs, servers, spans: None, striping: HashMap::new() }
+        let recent = super::recent::Recent::new(fs.disk.cache_bytes.saturating_mul(servers.len() as u64));
+        FsState { fs, servers, spans: None, striping: HashMap::new(), recent }
     }
 
     /// Stripes `file` in units of `unit` bytes over `factor` servers (the
@@ -164,11 +167,32 @@ impl FsState {
         if bytes == 0 {
             return t;
         }
+        let end = offset.saturating_add(bytes);
+        let hit = kind == IoKind::Read && self.recent.covers(file, offset, end);
+        if kind == IoKind::Write {
+            self.recent.remember(file, offset, end);
+        }
         let mut done = t;
         for (s, b) in self.pieces(file, offset, bytes) {
-            done = done.max(self.piece(s, t, net_latency_s, b, kind));
+            done = done.max(if hit { self.cached_read(s, t, net_latency_s, b) } else { self.piece(s, t, net_latency_s, b, kind) });
         }
         done
+    }
+
+    /// A read piece of `b` bytes the server's cache still holds: at the
+    /// cache's speed, no disk latency, then back over the link.
+    fn cached_read(&mut self, s: usize, t: f64, lat: f64, b: u64) -> f64 {
+        let d = self.fs.disk;
+        let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
+        let from_cache = b as f64 / d.cache_bytes_per_s.unwrap_or(10.0 * d.write_bytes_per_s);
+        let srv = &mut self.servers[s];
+        srv.stats.requests += 1;
+        srv.stats.bytes_read += b;
+        srv.stats.link_busy_s += on_link;
+        let back = (t + lat + from_cache).max(srv.link_free_s) + on_link;
+        srv.link_free_s = back;
+        self.span(s, "cache read", t + lat, t + lat + from_cache);
+        back + lat
     }
 
     fn piece(&mut self, s: usize, t: f64, lat: f64, b: u64, kind: IoKind) -> f64 {

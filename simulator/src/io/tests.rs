@@ -159,3 +159,22 @@ fn striping_hints_narrow_a_file_to_one_server() {
     st.set_striping(4, Some(2 * MIB), None);
     assert_eq!(st.pieces(4, 0, 5 * MIB), vec![(1, 2 * MIB), (2, 2 * MIB), (0, MIB)]);
 }
+
+/// With a cache, data written a moment ago reads at the cache's speed;
+/// data never written (or pushed out) comes from the disk.
+#[test]
+fn a_read_of_data_still_cached_skips_the_disk() {
+    let mut f = fs(1, 1 << 30);
+    f.disk.cache_bytes = 4 * MIB;
+    f.disk.cache_bytes_per_s = Some(1e9);
+    let mut st = FsState::new(f);
+    let w = st.request(0.0, 0.0, 1, 0, MIB, IoKind::Write);
+    let r = st.request(w, 0.0, 1, 0, MIB, IoKind::Read);
+    close(r - w, MIB as f64 / 1e9);
+    let cold = st.request(r, 0.0, 1, 8 * MIB, MIB, IoKind::Read);
+    assert!(cold - r >= 1e-2 + MIB as f64 / 2e8 - 1e-12, "{}", cold - r);
+    // 8 MiB more written: the first MiB is no longer held.
+    st.request(cold, 0.0, 1, 16 * MIB, 8 * MIB, IoKind::Write);
+    let t = 100.0;
+    assert!(st.request(t, 0.0, 1, 0, MIB, IoKind::Read) - t >= 1e-2, "pushed out");
+}
