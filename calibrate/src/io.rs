@@ -226,6 +226,16 @@ pub fn block_size(dir: &Path) -> u64 {
     std::fs::metadata(dir).ok().map(|m| m.blksize()).filter(|&b| b > 0).unwrap_or(1 << 20)
 }
 
+/// The host's available memory (`MemAvailable` of `/proc/meminfo`), bytes:
+/// how much written data its page cache can keep for reads; `None` when
+/// unreadable.
+pub fn mem_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

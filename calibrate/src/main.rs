@@ -267,9 +267,17 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
     });
     let intra = platform.network.intra.clone();
     let exchange = |b: u64| intra.transfer.eval(b);
-    let f = fit::fit_io(&samples, a.ranks, &name, io::block_size(&a.dir), &exchange).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    let mut f =
+        fit::fit_io(&samples, a.ranks, &name, io::block_size(&a.dir), &exchange).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
     if let Some(w) = &f.cache_warning {
-        eprintln!("calibrate io: warning: {w}");
+        // The page cache holds what was written (clean once written back)
+        // as far as the host's available memory goes.
+        f.fs.disk.read_cache_bytes = io::mem_available_bytes();
+        let held =
+            f.fs.disk
+                .read_cache_bytes
+                .map_or(String::new(), |b| format!("; reads of the last {b} bytes written skip the disk (MemAvailable)"));
+        eprintln!("calibrate io: warning: {w}{held}");
     }
     platform.fs.retain(|fs| fs.name != name);
     platform.fs.insert(0, f.fs.clone());

@@ -16,8 +16,8 @@
 //! - a write-back cache of `cache_bytes` takes a write at
 //!   `cache_bytes_per_s` while it has room and drains to the disk at its
 //!   write bandwidth in the background; `MPI_File_sync` waits for the
-//!   drain; a read of data among the last `cache_bytes` × servers bytes
-//!   written comes from the cache at `cache_bytes_per_s`, without the
+//!   drain; a read of data among the last `read_cache_bytes` (default
+//!   `cache_bytes`) × servers bytes written comes from the cache at `cache_bytes_per_s`, without the
 //!   disk (a page cache);
 //! - a client's request completes when its last piece completes (a read
 //!   piece then crosses the link back);
@@ -125,6 +125,11 @@ pub struct Disk {
     /// bandwidth).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_bytes_per_s: Option<f64>,
+    /// Written data the server keeps for reads (a page cache: clean data
+    /// stays after the write-back), bytes; reads of the last this many
+    /// bytes written skip the disk (default: `cache_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_cache_bytes: Option<u64>,
 }
 
 fn positive(name: &str, v: f64) -> Result<(), Invalid> {

@@ -86,7 +86,8 @@ impl FsState {
     /// Idle servers of `fs`.
     pub fn new(fs: FileSystem) -> FsState {
         let servers = vec![Server::default(); fs.server_count().max(1) as usize];
-        let recent = super::recent::Recent::new(fs.disk.cache_bytes.saturating_mul(servers.len() as u64));
+        let held = fs.disk.read_cache_bytes.unwrap_or(fs.disk.cache_bytes);
+        let recent = super::recent::Recent::new(held.saturating_mul(servers.len() as u64));
         FsState { fs, servers, spans: None, striping: HashMap::new(), recent }
     }
 

@@ -15,7 +15,14 @@ pub(crate) fn fs(servers: u32, stripe: u64) -> FileSystem {
         stripe_count: None,
         metadata_latency_s: 1e-3,
         link_bytes_per_s: None,
-        disk: Disk { latency_s: 1e-2, read_bytes_per_s: 2e8, write_bytes_per_s: 1e8, cache_bytes: 0, cache_bytes_per_s: None },
+        disk: Disk {
+            latency_s: 1e-2,
+            read_bytes_per_s: 2e8,
+            write_bytes_per_s: 1e8,
+            cache_bytes: 0,
+            cache_bytes_per_s: None,
+            read_cache_bytes: None,
+        },
         cb_buffer_bytes: None,
         cb_nodes: None,
     }

@@ -77,6 +77,7 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
             write_bytes_per_s: 3e8,
             cache_bytes: 1 << 26,
             cache_bytes_per_s: None,
+            read_cache_bytes: Some(1 << 30),
         },
         cb_buffer_bytes: Some(1 << 22),
         cb_nodes: None,
