@@ -113,13 +113,35 @@ pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, a: Acces
 /// (in communicator rank order, each with its host, part, span and entry
 /// time) on `platform` with the file's `hints`: ROMIO's two-phase schedule
 /// ([`two_phase`]), the exchange timed by the platform's intra- or
-/// inter-host transfer model. Returns each member's completion, seconds.
+/// inter-host transfer model. With `romio_cb_write`/`romio_cb_read` left
+/// `automatic` (ROMIO's default) and parts that do not interleave (each
+/// member's contiguous range ends before the next one's starts), ROMIO
+/// skips the two phases: once the last member entered (the offsets are
+/// exchanged), each accesses its own part independently. Returns each
+/// member's completion, seconds.
 pub fn collective(fs: &mut FsState, platform: &Platform, file: u32, members: &[Member], write: bool, hints: &Hints, lat: f64) -> Vec<f64> {
+    let kind = if write { IoKind::Write } else { IoKind::Read };
+    let automatic = if write { hints.cb_write } else { hints.cb_read }.is_none();
+    if automatic && !interleaved(members) {
+        let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
+        return members.iter().map(|m| fs.request(t0, lat, file, m.offset, m.bytes, kind)).collect();
+    }
     let net = &platform.network;
     let exchange = |a: usize, b: usize, bytes: u64| {
         let model = if members[a].host == members[b].host { &net.intra } else { net.inter.as_ref().unwrap_or(&net.intra) };
         model.transfer.eval(bytes)
     };
-    let kind = if write { IoKind::Write } else { IoKind::Read };
     two_phase(fs, file, members, kind, hints, lat, exchange)
+}
+
+/// Whether the members' parts interleave (ROMIO's test before choosing
+/// two-phase under `automatic`): a part through a strided view, or a
+/// part starting before the end of the one below it.
+fn interleaved(members: &[Member]) -> bool {
+    let mut parts: Vec<(u64, u64)> = members.iter().filter(|m| m.bytes > 0).map(|m| (m.offset, m.span.max(m.bytes))).collect();
+    if members.iter().any(|m| m.span > m.bytes) {
+        return true;
+    }
+    parts.sort_unstable();
+    parts.windows(2).any(|w| w[1].0 < w[0].0.saturating_add(w[0].1))
 }

@@ -4,6 +4,7 @@
 use super::*;
 use crate::action::IoCall;
 use crate::io::FileSystem;
+use crate::trace::record::hint;
 
 const MIB: u64 = 1 << 20;
 
@@ -90,19 +91,13 @@ fn the_timeline_has_a_lane_per_server_with_its_busy_spans() {
 
 #[test]
 fn a_collective_write_waits_for_every_member_and_uses_two_aggregators() {
-    // Ranks 0, 1 on host a, 2, 3 on host b; 4 MiB each, contiguous; rank 3
-    // enters 5 ms late. Aggregators 0 and 2; the exchange (4 MiB within a
-    // host: free) then, after the network's latency to the servers, each
-    // aggregator's 8 MiB, 4 MiB per server, the second behind the first:
-    // 2 x (10 ms + 4 MiB/100 MB/s).
+    // Ranks 0, 1 on host a, 2, 3 on host b; 4 MiB each, contiguous;
+    // `romio_cb_write = enable`; rank 3 enters 5 ms late. Aggregators 0
+    // and 2; the exchange (4 MiB within a host: free) then, after the
+    // network's latency to the servers, each aggregator's 8 MiB, 4 MiB per
+    // server, the second behind the first: 2 x (10 ms + 4 MiB/100 MB/s).
     let p = two_hosts(2);
-    let ranks = (0..4u64)
-        .map(|r| {
-            let late = if r == 3 { vec![Action::Compute { seconds: 5e-3, region: 0 }] } else { vec![] };
-            [vec![open()], late, vec![io(IoCall::WriteAll, r * 4 * MIB, 4 * MIB), Action::Finalize]].concat()
-        })
-        .collect();
-    let r = run(&p, ranks).unwrap();
+    let r = run(&p, late_writers(vec![(hint::CB_WRITE, hint::ENABLE)])).unwrap();
     let piece = 1e-2 + 4.0 * MIB as f64 / 1e8;
     let end = 1e-3 + 5e-3 + L + 2.0 * piece;
     for k in &r.ranks {
@@ -112,6 +107,34 @@ fn a_collective_write_waits_for_every_member_and_uses_two_aggregators() {
     close(r.ranks[3].io_s, 1e-3 + L + 2.0 * piece);
     balanced(&r);
     close(r.ranks[0].wait_s, 5e-3);
+}
+
+/// Ranks 0..4 opening file 3 with `hints`, rank 3 5 ms late, then each
+/// writing its contiguous 4 MiB collectively.
+fn late_writers(hints: Vec<(u32, u64)>) -> Vec<Vec<Action>> {
+    let info = crate::io::FileInfo { open_comm: Some(0), view: None, sets_view: false, hints: crate::io::Hints::from_pairs(&hints) };
+    let open = Action::IoInfo { file: 3, info: Box::new(info), recorded_s: 0.25 };
+    (0..4u64)
+        .map(|r| {
+            let late = if r == 3 { vec![Action::Compute { seconds: 5e-3, region: 0 }] } else { vec![] };
+            [vec![open.clone()], late, vec![io(IoCall::WriteAll, r * 4 * MIB, 4 * MIB), Action::Finalize]].concat()
+        })
+        .collect()
+}
+
+/// ROMIO's `automatic` collective buffering: parts that do not interleave
+/// skip the two phases; once the last member entered, each writes its own
+/// 4 MiB (2 MiB per server). The four requests queue on the two servers:
+/// each server serves four 2 MiB pieces, one after another.
+#[test]
+fn parts_that_do_not_interleave_are_written_independently_under_automatic() {
+    let p = two_hosts(2);
+    let r = run(&p, late_writers(vec![])).unwrap();
+    let piece = 1e-2 + 2.0 * MIB as f64 / 1e8;
+    close(r.makespan_s, 1e-3 + 5e-3 + L + 4.0 * piece);
+    assert!(r.ranks[0].end_s < r.makespan_s, "rank 0's request is served first: {:?}", r.ranks);
+    assert!(r.ranks.iter().all(|k| k.end_s > 1e-3 + 5e-3), "all wait for the last member");
+    balanced(&r);
 }
 
 #[test]
@@ -145,7 +168,6 @@ fn a_nonblocking_write_overlaps_compute() {
 #[test]
 fn hints_at_open_and_views_shape_the_accesses() {
     use crate::io::{FileInfo, FileView, Hints};
-    use crate::trace::record::hint;
     let info = |hints: Vec<(u32, u64)>, open: bool, view: Option<FileView>| Action::IoInfo {
         file: 3,
         info: Box::new(FileInfo { open_comm: open.then_some(0), view, sets_view: !open, hints: Hints::from_pairs(&hints) }),
