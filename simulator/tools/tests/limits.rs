@@ -1,6 +1,6 @@
-//! `simulator replay` end to end on inputs that used to give a wrong
-//! answer with exit status 0: sizes that overflow, sends never received,
-//! makespans that overflow, clusters of absurd size.
+//! `simulator replay` end to end on inputs that must fail with a clear
+//! error rather than give a wrong answer: sizes that overflow, sends never
+//! received, makespans that overflow, clusters of absurd size.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
