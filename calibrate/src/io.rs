@@ -226,6 +226,17 @@ pub fn block_size(dir: &Path) -> u64 {
     std::fs::metadata(dir).ok().map(|m| m.blksize()).filter(|&b| b > 0).unwrap_or(1 << 20)
 }
 
+/// The kernel's limit of dirty page-cache data before writers must write
+/// back themselves, bytes: `vm.dirty_bytes`, else `vm.dirty_ratio` percent
+/// of the available memory; `None` when unreadable.
+pub fn dirty_limit_bytes() -> Option<u64> {
+    let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok()?.trim().parse::<u64>().ok();
+    match read("dirty_bytes") {
+        Some(b) if b > 0 => Some(b),
+        _ => Some(mem_available_bytes()? / 100 * read("dirty_ratio")?),
+    }
+}
+
 /// The host's available memory (`MemAvailable` of `/proc/meminfo`), bytes:
 /// how much written data its page cache can keep for reads; `None` when
 /// unreadable.

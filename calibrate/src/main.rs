@@ -271,13 +271,19 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
         fit::fit_io(&samples, a.ranks, &name, io::block_size(&a.dir), &exchange).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
     if let Some(w) = &f.cache_warning {
         // The page cache holds what was written (clean once written back)
-        // as far as the host's available memory goes.
+        // as far as the host's available memory goes, and takes writes
+        // until the kernel's dirty limit.
         f.fs.disk.read_cache_bytes = io::mem_available_bytes();
+        let dirty = io::dirty_limit_bytes().filter(|&d| d > f.fs.disk.cache_bytes);
+        if let Some(d) = dirty {
+            f.fs.disk.cache_bytes = d;
+        }
         let held =
             f.fs.disk
                 .read_cache_bytes
                 .map_or(String::new(), |b| format!("; reads of the last {b} bytes written skip the disk (MemAvailable)"));
-        eprintln!("calibrate io: warning: {w}{held}");
+        let dirty = dirty.map_or(String::new(), |d| format!("; the write-back cache is the kernel's dirty limit, {d} bytes"));
+        eprintln!("calibrate io: warning: {w}{held}{dirty}");
     }
     platform.fs.retain(|fs| fs.name != name);
     platform.fs.insert(0, f.fs.clone());
