@@ -34,20 +34,19 @@ fn comm_self_is_introduced_once_as_a_communicator_of_the_rank_alone() {
     assert!(matches!(c.pop(), Some(Action::Barrier { .. })) && c.pop().is_none());
 }
 
+/// Rank 0's file of a world of `ranks`, opened for writing in `dir`.
+fn rank_zero(dir: &std::path::Path, ranks: u32) -> (std::path::PathBuf, RankWriter<std::fs::File>) {
+    let path = dir.join("rank-0.trace");
+    let header =
+        RankHeader { rank: 0, ranks, host: "h".into(), pid: 1, timing_source: TimingSource::ClockGettime, tsc_hz: None, epoch_unix_s: 0.0 };
+    let w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+    (path, w)
+}
+
 #[test]
 fn region_ids_name_the_call_site_pair() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("rank-0.trace");
-    let header = RankHeader {
-        rank: 0,
-        ranks: 1,
-        host: "h".into(),
-        pid: 1,
-        timing_source: TimingSource::ClockGettime,
-        tsc_hz: None,
-        epoch_unix_s: 0.0,
-    };
-    let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+    let (path, mut w) = rank_zero(dir.path(), 1);
     let callers = [0x1010, 0x1020, 0x1010, 0x1020, 0x9999];
     for caller in callers {
         let rec = CallRecord {
@@ -92,17 +91,7 @@ fn region_ids_name_the_call_site_pair() {
 #[test]
 fn reduce_scatter_block_takes_the_communicator_size() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("rank-0.trace");
-    let header = RankHeader {
-        rank: 0,
-        ranks: 4,
-        host: "h".into(),
-        pid: 1,
-        timing_source: TimingSource::ClockGettime,
-        tsc_hz: None,
-        epoch_unix_s: 0.0,
-    };
-    let mut w = RankWriter::create(std::fs::File::create(&path).unwrap(), &header).unwrap();
+    let (path, mut w) = rank_zero(dir.path(), 4);
     let rsb = |comm| Params::Coll { root: -1, bytes: 16, comm };
     let params = [
         (Op::CommSplit, Params::CommCreate { parent: 0, comm: 1, members: vec![0, 2, 3] }),
