@@ -73,6 +73,7 @@
 use super::{Host, Platform};
 use crate::network::{Piecewise, Segment};
 
+mod disks;
 pub mod export;
 mod import;
 

@@ -80,6 +80,8 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
     let line = |n: Node| doc.text_pos_at(n.range().start).row;
     let mut cfg = Cfg(Vec::new(), Vec::new());
     let mut cluster: Option<Node> = None;
+    // Hosts holding `<disk>`s: the servers of an imported file system.
+    let mut storage: Vec<Node> = Vec::new();
     // `<prop>`s of the cluster (host properties such as `wattage_per_state`).
     let mut props: Vec<(String, String, Node)> = Vec::new();
     for n in doc.descendants().filter(Node::is_element) {
@@ -105,8 +107,12 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
                 }
                 cluster = Some(n);
             }
+            "host" if n.children().any(|c| c.has_tag_name("disk")) => storage.push(n),
             name @ ("host" | "link" | "route" | "peer" | "cabinet" | "backbone") => {
-                return Err(e(format!("line {}: <{name}> platforms are not supported, only one <cluster>", line(n))));
+                return Err(e(format!(
+                    "line {}: <{name}> platforms are not supported, only one <cluster> (and <host>s holding <disk>s)",
+                    line(n)
+                )));
             }
             _ => {}
         }
@@ -243,7 +249,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         links: flows,
         collectives: Collectives { algs: coll, reduce: Default::default() },
         no_oversubscription: true,
-        fs: Vec::new(),
+        fs: super::disks::file_system(&storage, &line).map_err(e)?.into_iter().collect(),
     };
     // The models built from the attributes and settings, checked by their
     // TOML names: the cluster's line says where they come from.

@@ -176,3 +176,22 @@ fn max_hosts_bounds_the_radical_and_a_replay_keeps_the_hosts_it_uses() {
     let torus = xml(&format!("{} topology=\"TORUS\" topo_parameters=\"10,10\"", SLOW.replace("0-1", "0-99")), "");
     assert!(load(&torus, &[]).unwrap().used_by(3).is_none());
 }
+
+/// `<host>`s holding `<disk>`s (SimGrid's storage model) beside the
+/// cluster become the servers of one file system.
+#[test]
+fn hosts_with_disks_import_as_a_file_system() {
+    let disk = |id: &str, r: &str, w: &str| {
+        format!("<host id=\"{id}\" speed=\"1Gf\"><disk id=\"d\" read_bw=\"{r}\" write_bw=\"{w}\"><prop id=\"mount\" value=\"/scratch\"/></disk></host>")
+    };
+    let with = |hosts: &str| xml(SLOW, "").replace("</zone>", &format!("{hosts}\n</zone>"));
+    let p = load(&with(&format!("{}{}", disk("s0", "200MBps", "100MBps"), disk("s1", "200MBps", "100MBps"))), &[]).unwrap();
+    assert_eq!(p.hosts.len(), 2, "storage hosts are not compute hosts");
+    let fs = &p.fs[0];
+    assert_eq!((fs.name.as_str(), fs.servers, fs.disk.read_bytes_per_s, fs.disk.write_bytes_per_s), ("/scratch", 2, 2e8, 1e8));
+    let e = load(&with(&format!("{}{}", disk("s0", "200MBps", "100MBps"), disk("s1", "100MBps", "100MBps"))), &[]).unwrap_err().to_string();
+    assert!(e.contains("p.xml") && e.contains("speeds differ") && e.contains("line"), "{e}");
+    let e = load(&with("<host id=\"s\" speed=\"1Gf\"><disk id=\"d\" read_bw=\"1MBps\"/></host>"), &[]).unwrap_err().to_string();
+    assert!(e.contains("<disk> needs write_bw"), "{e}");
+    assert!(load(&xml(SLOW, ""), &[]).unwrap().fs.is_empty());
+}
