@@ -46,6 +46,8 @@ pub struct Writer {
     region_ids: HashMap<(String, u8, u8, String), u32>,
     location_groups: Vec<String>,
     locations: BTreeMap<u64, (Location, u64)>,
+    /// The last time written on each location, ticks.
+    last_time: HashMap<u64, u64>,
     groups: Vec<Group>,
     comms: Vec<Comm>,
     io_handles: Vec<IoHandle>,
@@ -96,6 +98,7 @@ impl Writer {
             region_ids: HashMap::new(),
             location_groups: Vec::new(),
             locations: BTreeMap::new(),
+            last_time: HashMap::new(),
             groups: Vec::new(),
             comms: Vec::new(),
             io_handles: Vec::new(),
@@ -195,11 +198,17 @@ impl Writer {
     }
 
     /// Writes `event` at `time` (ticks) on `location` (defined with
-    /// [`Writer::location`], before or after).
+    /// [`Writer::location`], before or after). OTF2 refuses a time below
+    /// the last one written on the location: such an event (a recorded
+    /// block's start computed from clocks read apart can fall a few ticks
+    /// before the previous call's end) takes the last time instead.
     ///
     /// # Errors
     /// [`Error`] naming the anchor file when the library refuses the event.
     pub fn event(&mut self, location: u64, time: u64, event: &Event) -> Result<(), Error> {
+        let last = self.last_time.entry(location).or_insert(0);
+        let time = time.max(*last);
+        *last = time;
         let w = self.evt_writer(location)?;
         self.first = self.first.min(time);
         self.last = self.last.max(time);

@@ -90,3 +90,20 @@ fn a_missing_or_truncated_archive_is_one_line_naming_the_file() {
     let e = otf2::read(dir.path()).unwrap_err().to_string();
     assert!(e.contains("traces.otf2") && !e.contains('\n'), "{e}");
 }
+
+/// OTF2 refuses a time below the last one written on a location; the
+/// writer writes such an event at the last time instead.
+#[test]
+fn a_time_below_the_last_written_takes_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = Writer::create(dir.path(), "traces", 1_000_000_000).unwrap();
+    let block = w.region("compute", c::ROLE_CODE as u8, c::PARADIGM_USER as u8);
+    let g = w.location_group("rank 0");
+    w.location(0, "rank 0", g);
+    w.event(0, 100, &Event::Enter { region: block }).unwrap();
+    w.event(0, 95, &Event::Leave { region: block }).unwrap();
+    w.finish().unwrap();
+    let a = otf2::read(dir.path()).unwrap();
+    let times: Vec<u64> = a.events[&0].iter().map(|(t, _)| *t).collect();
+    assert_eq!(times, [100, 100]);
+}

@@ -98,6 +98,16 @@ fn trace_c_test(dir: &Path, prog: &str, args: &[&str]) -> PathBuf {
     out
 }
 
+/// The replay of an exported archive ends where the trace's replay does:
+/// to 1e-9 relative, or within 1 µs when the archive writer had to move
+/// an event of a record whose clocks disagree by a few ns (OTF2 refuses
+/// a time below the previous one on a location).
+#[track_caller]
+fn same_makespan(m_trace: f64, m_otf2: f64) {
+    let d = (m_otf2 - m_trace).abs();
+    assert!(d < 1e-9 * m_trace || d < 1e-6, "trace {m_trace} s, OTF2 {m_otf2} s");
+}
+
 fn simulator(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_simulator")).args(args).output().unwrap()
 }
@@ -192,7 +202,8 @@ fn jacobi2d_exports_replays_and_round_trips_through_otf2() {
     let sim = dir.path().join("simulated");
     let v = replay_json(&platform, &rec.join("traces.otf2"), &["--otf2", s(&sim)]);
     let m_otf2 = v["makespan_s"].as_f64().unwrap();
-    assert!(m_trace > 0.0 && ((m_otf2 - m_trace) / m_trace).abs() < 1e-9, "trace {m_trace} s, OTF2 {m_otf2} s");
+    assert!(m_trace > 0.0);
+    same_makespan(m_trace, m_otf2);
 
     // The simulated run: the same messages and collectives, simulated times.
     let (skinds, senters) = print_counts(&sim.join("traces.otf2"));
@@ -235,7 +246,7 @@ fn persistent_cancelled_nonblocking_collective_and_io_calls_round_trip() {
     let m_trace = replay_json(&platform, &trace, &["--compute-time", "wall"])["makespan_s"].as_f64().unwrap();
     let v = replay_json(&platform, &rec, &[]);
     let m_otf2 = v["makespan_s"].as_f64().unwrap();
-    assert!(((m_otf2 - m_trace) / m_trace).abs() < 1e-9, "trace {m_trace} s, OTF2 {m_otf2} s");
+    same_makespan(m_trace, m_otf2);
     assert!(v["ranks"].as_array().unwrap().iter().all(|r| r["io_s"].as_f64().unwrap() > 0.0), "I/O not modelled: {v}");
 }
 
@@ -260,7 +271,7 @@ fn blocking_calls_of_every_kind_round_trip() {
     }
     let m_trace = replay_json(&platform, &trace, &["--compute-time", "wall"])["makespan_s"].as_f64().unwrap();
     let m_otf2 = replay_json(&platform, &rec, &[])["makespan_s"].as_f64().unwrap();
-    assert!(((m_otf2 - m_trace) / m_trace).abs() < 1e-9, "trace {m_trace} s, OTF2 {m_otf2} s");
+    same_makespan(m_trace, m_otf2);
 }
 
 #[test]
