@@ -230,18 +230,14 @@ impl Online {
                 }
             }
             Ev::Coll { call, action, members, slot, gather } => {
-                if gather.is_none() {
-                    *gather = Op::iallgather(*slot, &[self.clock.now()], members.len());
-                    if gather.is_none() {
+                let entries = match gathered(gather, *slot, members.len(), 1, || vec![self.clock.now()]) {
+                    Gathered::Failed => {
                         self.unmodelled.insert(call.mpi_name());
                         return true;
                     }
-                }
-                let Some(op) = gather.as_mut() else { return true };
-                if !op.test() {
-                    return false;
-                }
-                let entries = op.data()[..members.len()].to_vec();
+                    Gathered::Waiting => return false,
+                    Gathered::In(values) => values.to_vec(),
+                };
                 if let Err(e) = self.clock.collective(action, members, &entries) {
                     unmodelled(&mut self.unmodelled, self.rank, *call, &e);
                 }
@@ -252,25 +248,25 @@ impl Online {
                 }
             }
             Ev::CollIo { call, action, members, slot, gather } => {
-                if gather.is_none() {
-                    // Two-phase off (or no file system): an independent access.
-                    let Some((offset, bytes, span)) = self.clock.io_part(action) else {
-                        if let Err(e) = self.clock.io(action) {
-                            unmodelled(&mut self.unmodelled, self.rank, *call, &e);
-                        }
-                        return true;
-                    };
-                    *gather = Op::iallgather(*slot, &[self.clock.now(), offset as f64, bytes as f64, span as f64], members.len());
-                    if gather.is_none() {
+                // Two-phase off (or no file system): an independent access.
+                if gather.is_none() && self.clock.io_part(action).is_none() {
+                    if let Err(e) = self.clock.io(action) {
+                        unmodelled(&mut self.unmodelled, self.rank, *call, &e);
+                    }
+                    return true;
+                }
+                let part = || {
+                    let (offset, bytes, span) = self.clock.io_part(action).unwrap_or_default();
+                    vec![self.clock.now(), offset as f64, bytes as f64, span as f64]
+                };
+                let got = match gathered(gather, *slot, members.len(), 4, part) {
+                    Gathered::Failed => {
                         self.unmodelled.insert(call.mpi_name());
                         return true;
                     }
-                }
-                let Some(op) = gather.as_mut() else { return true };
-                if !op.test() {
-                    return false;
-                }
-                let got = &op.data()[..4 * members.len()];
+                    Gathered::Waiting => return false,
+                    Gathered::In(values) => values,
+                };
                 let entries: Vec<f64> = got.chunks(4).map(|v| v[0]).collect();
                 let parts: Vec<(u64, u64, u64)> = got.chunks(4).map(|v| (v[1] as u64, v[2] as u64, v[3] as u64)).collect();
                 if let Err(e) = self.clock.collective_io(action, members, &entries, &parts) {
@@ -334,4 +330,27 @@ fn unmodelled(set: &mut std::collections::BTreeSet<&'static str>, rank: u32, cal
     if set.insert(call.mpi_name()) {
         crate::recorder::warn(Some(rank), &format!("online mode: {e}; it costs no virtual time"));
     }
+}
+
+/// Where a collective's exchange of its members' values stands.
+enum Gathered<'a> {
+    /// Every member's values, in rank order.
+    In(&'a [f64]),
+    /// Not all in yet.
+    Waiting,
+    /// It could not be posted (no shadow of that size).
+    Failed,
+}
+
+/// Posts `gather`, the exchange among the `n` members of shadow `slot` of
+/// the `width` values `values` gives each, the first time; then tests it.
+fn gathered(gather: &mut Option<Op>, slot: u32, n: usize, width: usize, values: impl FnOnce() -> Vec<f64>) -> Gathered<'_> {
+    if gather.is_none() {
+        *gather = Op::iallgather(slot, &values(), n);
+    }
+    let Some(op) = gather.as_mut() else { return Gathered::Failed };
+    if !op.test() {
+        return Gathered::Waiting;
+    }
+    Gathered::In(&op.data()[..n * width])
 }

@@ -29,6 +29,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[allow(dead_code, reason = "each benchmark uses part of the shared helpers")]
+mod common;
+use common::{load, median};
+
 const NP: usize = 32;
 
 fn root() -> PathBuf {
@@ -37,20 +41,6 @@ fn root() -> PathBuf {
 
 fn have(cmd: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {cmd}")).output().is_ok_and(|o| o.status.success())
-}
-
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// One timed run: (wall s, user + sys s, peak RSS KiB, stdout + stderr);
@@ -226,9 +216,9 @@ fn main() {
         "trace", "lines", "tool", "wall_s", "cpu_s", "rss_MB", "makespan_s", "sg/wall", "sg/cpu"
     );
     for (trace, lines, res) in &rows {
-        let sg = res.iter().find(|t| t.name == "simgrid").map(|t| (median(t.wall.clone()), median(t.cpu.clone())));
+        let sg = res.iter().find(|t| t.name == "simgrid").map(|t| (median(&mut t.wall.clone()), median(&mut t.cpu.clone())));
         for t in res {
-            let (w, c) = (median(t.wall.clone()), median(t.cpu.clone()));
+            let (w, c) = (median(&mut t.wall.clone()), median(&mut t.cpu.clone()));
             let ratio = |s: Option<f64>, x: f64| s.map_or("-".into(), |s| format!("{:.1}x", s / x));
             println!(
                 "{:<36} {:>9} {:<9} {:>8.3} {:>8.3} {:>9.1} {:>14} {:>10} {:>10}",

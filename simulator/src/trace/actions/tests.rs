@@ -3,20 +3,14 @@
 use super::*;
 use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
 
+/// A call of `op` at `caller` with `params`, no compute block, no times.
+fn call(op: Op, caller: u64, params: Params) -> CallRecord {
+    CallRecord { op, failed: false, caller, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+}
+
 #[test]
 fn comm_self_is_introduced_once_as_a_communicator_of_the_rank_alone() {
-    let rec = |op, params| CallRecord {
-        op,
-        failed: false,
-        caller: 0x10,
-        compute_cpu_ns: 0,
-        compute_wall_ns: 0,
-        counters: None,
-        t_start_ns: 0,
-        t_end_ns: 0,
-        params,
-    };
-    let barrier = rec(Op::Barrier, Params::Coll { root: -1, bytes: 0, comm: COMM_SELF });
+    let barrier = call(Op::Barrier, 0x10, Params::Coll { root: -1, bytes: 0, comm: COMM_SELF });
     let mut c = RecordConverter::new(4).for_rank(3);
     let mut out = Vec::new();
     for r in [&barrier, &barrier] {
@@ -49,18 +43,8 @@ fn region_ids_name_the_call_site_pair() {
     let (path, mut w) = rank_zero(dir.path(), 1);
     let callers = [0x1010, 0x1020, 0x1010, 0x1020, 0x9999];
     for caller in callers {
-        let rec = CallRecord {
-            op: Op::Barrier,
-            failed: false,
-            caller,
-            compute_cpu_ns: 5,
-            compute_wall_ns: 7,
-            counters: None,
-            t_start_ns: 0,
-            t_end_ns: 0,
-            params: Params::Coll { root: -1, bytes: 0, comm: 0 },
-        };
-        w.push(&rec).unwrap();
+        let rec = call(Op::Barrier, caller, Params::Coll { root: -1, bytes: 0, comm: 0 });
+        w.push(&CallRecord { compute_cpu_ns: 5, compute_wall_ns: 7, ..rec }).unwrap();
     }
     w.finish(&[Module { path: "/bin/app".into(), start: 0x1000, end: 0x2000, file_offset: 0 }]).unwrap();
     let trace = RankTrace::open(&path).unwrap();
@@ -101,18 +85,7 @@ fn reduce_scatter_block_takes_the_communicator_size() {
         (Op::ReduceScatterBlock, rsb(9)),
     ];
     for (op, params) in params {
-        let rec = CallRecord {
-            op,
-            failed: false,
-            caller: 0x1010,
-            compute_cpu_ns: 0,
-            compute_wall_ns: 0,
-            counters: None,
-            t_start_ns: 0,
-            t_end_ns: 0,
-            params,
-        };
-        w.push(&rec).unwrap();
+        w.push(&call(op, 0x1010, params)).unwrap();
     }
     w.finish(&[]).unwrap();
     let trace = RankTrace::open(&path).unwrap();
