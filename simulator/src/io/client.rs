@@ -138,10 +138,10 @@ pub fn collective(fs: &mut FsState, platform: &Platform, file: u32, members: &[M
 /// two-phase under `automatic`): a part through a strided view, or a
 /// part starting before the end of the one below it.
 fn interleaved(members: &[Member]) -> bool {
-    let mut parts: Vec<(u64, u64)> = members.iter().filter(|m| m.bytes > 0).map(|m| (m.offset, m.span.max(m.bytes))).collect();
     if members.iter().any(|m| m.span > m.bytes) {
         return true;
     }
+    let mut parts: Vec<(u64, u64)> = members.iter().filter(|m| m.bytes > 0).map(|m| (m.offset, m.bytes)).collect();
     parts.sort_unstable();
     parts.windows(2).any(|w| w[1].0 < w[0].0.saturating_add(w[0].1))
 }
