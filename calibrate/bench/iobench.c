@@ -18,6 +18,8 @@
  *   write_all       MPI_File_write_at_all
  *   write_all_sync  MPI_File_write_at_all, MPI_File_sync
  *   read_all        MPI_File_read_at_all, prepared as read
+ *   read_cached     MPI_File_read_at of data just written (no sync), which
+ *                   the page cache still holds
  *   openclose       MPI_File_open (create) and MPI_File_close, size 0
  *   sync0           MPI_File_sync of an empty file, size 0
  * Exit status 0 on success, 2 on bad usage or input, with a one-line
@@ -107,6 +109,14 @@ static double measure(const char *c, long long size, char *buf) {
             check(MPI_File_read_at(f, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
         else
             check(MPI_File_read_at_all(f, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
+        t = MPI_Wtime() - t0;
+        check(MPI_File_close(&f));
+    } else if (!strcmp(c, "read_cached")) {
+        f = open_file(MPI_MODE_CREATE | MPI_MODE_RDWR);
+        check(MPI_File_write_at(f, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        check(MPI_File_read_at(f, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
         t = MPI_Wtime() - t0;
         check(MPI_File_close(&f));
     } else {

@@ -34,6 +34,8 @@ pub enum Case {
     WriteAllSync,
     /// `MPI_File_read_at_all` of data dropped from the page cache.
     ReadAll,
+    /// `MPI_File_read_at` of data just written (still in the page cache).
+    ReadCached,
     /// `MPI_File_open` (create) and `MPI_File_close` (size 0).
     OpenClose,
     /// `MPI_File_sync` of an empty file (size 0).
@@ -42,11 +44,21 @@ pub enum Case {
 
 impl Case {
     /// All cases, in report order.
-    pub const ALL: [Case; 8] =
-        [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll, Case::OpenClose, Case::Sync0];
+    pub const ALL: [Case; 9] = [
+        Case::Write,
+        Case::WriteSync,
+        Case::Read,
+        Case::WriteAll,
+        Case::WriteAllSync,
+        Case::ReadAll,
+        Case::ReadCached,
+        Case::OpenClose,
+        Case::Sync0,
+    ];
 
     /// The cases measured at every size (the others at size 0).
-    pub const DATA: [Case; 6] = [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll];
+    pub const DATA: [Case; 7] =
+        [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll, Case::ReadCached];
 
     /// The name used by the benchmark and in its CSV.
     pub fn name(self) -> &'static str {
@@ -57,6 +69,7 @@ impl Case {
             Case::WriteAll => "write_all",
             Case::WriteAllSync => "write_all_sync",
             Case::ReadAll => "read_all",
+            Case::ReadCached => "read_cached",
             Case::OpenClose => "openclose",
             Case::Sync0 => "sync0",
         }
@@ -230,10 +243,23 @@ pub fn block_size(dir: &Path) -> u64 {
 /// back themselves, bytes: `vm.dirty_bytes`, else `vm.dirty_ratio` percent
 /// of the available memory; `None` when unreadable.
 pub fn dirty_limit_bytes() -> Option<u64> {
+    dirty_threshold("dirty_bytes", "dirty_ratio")
+}
+
+/// The kernel's amount of dirty page-cache data above which it starts
+/// writing back in the background, bytes: `vm.dirty_background_bytes`,
+/// else `vm.dirty_background_ratio` percent of the available memory;
+/// `None` when unreadable. Below it, written data waits for a sync (or
+/// the `vm.dirty_expire_centisecs` age, tens of seconds).
+pub fn dirty_background_bytes() -> Option<u64> {
+    dirty_threshold("dirty_background_bytes", "dirty_background_ratio")
+}
+
+fn dirty_threshold(bytes: &str, ratio: &str) -> Option<u64> {
     let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok()?.trim().parse::<u64>().ok();
-    match read("dirty_bytes") {
+    match read(bytes) {
         Some(b) if b > 0 => Some(b),
-        _ => Some(mem_available_bytes()? / 100 * read("dirty_ratio")?),
+        _ => Some(mem_available_bytes()? / 100 * read(ratio)?),
     }
 }
 
@@ -256,7 +282,7 @@ mod tests {
         let o = IoOptions { max_bytes: 65536, reps: 2, ..IoOptions::default() };
         assert_eq!(o.sizes().unwrap(), vec![4096, 16384, 65536]);
         let p = o.plan().unwrap();
-        assert_eq!(p.len(), (6 * 3 + 2) * 2);
+        assert_eq!(p.len(), (Case::DATA.len() * 3 + 2) * 2);
         assert_eq!(p.iter().filter(|e| **e == (Case::ReadAll, 16384)).count(), 2);
         assert_ne!(
             p,

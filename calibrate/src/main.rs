@@ -278,11 +278,19 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
         if let Some(d) = dirty {
             f.fs.disk.cache_bytes = d;
         }
+        // Below the background threshold the kernel leaves written data
+        // in the cache until a sync.
+        f.fs.disk.drain_after_bytes = io::dirty_background_bytes().unwrap_or(0).min(f.fs.disk.cache_bytes);
         let held =
             f.fs.disk
                 .read_cache_bytes
                 .map_or(String::new(), |b| format!("; reads of the last {b} bytes written skip the disk (MemAvailable)"));
-        let dirty = dirty.map_or(String::new(), |d| format!("; the write-back cache is the kernel's dirty limit, {d} bytes"));
+        let dirty = dirty.map_or(String::new(), |d| {
+            format!(
+                "; the write-back cache is the kernel's dirty limit, {d} bytes, written back from {} bytes or at a sync",
+                f.fs.disk.drain_after_bytes
+            )
+        });
         eprintln!("calibrate io: warning: {w}{held}{dirty}");
     }
     platform.fs.retain(|fs| fs.name != name);

@@ -13,12 +13,14 @@
 //!   on that server's stripes) crosses the link in `b / link_bytes_per_s`
 //!   after the network model's latency part, and is then served by the
 //!   disk in `latency_s + b / bandwidth` (read or write bandwidth);
-//! - a write-back cache of `cache_bytes` takes a write at
-//!   `cache_bytes_per_s` while it has room and drains to the disk at its
-//!   write bandwidth in the background; `MPI_File_sync` waits for the
-//!   drain; a read of data among the last `read_cache_bytes` (default
-//!   `cache_bytes`) × servers bytes written comes from the cache at `cache_bytes_per_s`, without the
-//!   disk (a page cache);
+//! - a write-back cache of `cache_bytes` takes a write in
+//!   `cache_latency_s + b / cache_bytes_per_s` while it has room; once it
+//!   holds more than `drain_after_bytes` not yet on the disk it drains
+//!   them at the disk's write bandwidth in the background, and
+//!   `MPI_File_sync` drains the rest and waits for the drain; a read of
+//!   data among the last `read_cache_bytes` (default `cache_bytes`) ×
+//!   servers bytes written comes from the cache in `cache_read_latency_s
+//!   + b / cache_read_bytes_per_s`, without the disk (a page cache);
 //! - a client's request completes when its last piece completes (a read
 //!   piece then crosses the link back);
 //! - open, close, sync, set_size, preallocate and delete pay
@@ -70,6 +72,10 @@ pub const DEFAULT_CB_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 /// write_bytes_per_s = 3e8
 /// cache_bytes = 0              # write-back cache per server (default none)
 /// cache_bytes_per_s = 5e9      # speed of a write into the cache
+/// cache_latency_s = 5e-6       # per write into the cache (default 0)
+/// cache_read_bytes_per_s = 2e10  # read of cached data (default cache_bytes_per_s)
+/// cache_read_latency_s = 2e-6  # per read of cached data (default cache_latency_s)
+/// drain_after_bytes = 0        # dirty bytes held before the write-back starts (default 0)
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,6 +136,61 @@ pub struct Disk {
     /// bytes written skip the disk (default: `cache_bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_cache_bytes: Option<u64>,
+    /// Time per write the cache takes, before data moves (a page cache's
+    /// system call and page allocation), seconds (default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_latency_s: f64,
+    /// Speed of a read the cache holds, bytes/s (default:
+    /// `cache_bytes_per_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_bytes_per_s: Option<f64>,
+    /// Time per read the cache holds, before data moves, seconds (default:
+    /// `cache_latency_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_latency_s: Option<f64>,
+    /// Cached bytes not yet on the disk the server holds before it starts
+    /// writing them back (Linux's `dirty_background_bytes`); below it, data
+    /// waits for `MPI_File_sync`. Default 0: the write-back starts as soon
+    /// as data arrives (a storage server's cache, as in PIOsimHD).
+    #[serde(default, skip_serializing_if = "is_zero_bytes")]
+    pub drain_after_bytes: u64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_zero_bytes(v: &u64) -> bool {
+    *v == 0
+}
+
+impl Disk {
+    /// A disk of `latency_s` per request and the given bandwidths
+    /// (bytes/s), without a cache.
+    pub fn new(latency_s: f64, read_bytes_per_s: f64, write_bytes_per_s: f64) -> Disk {
+        Disk {
+            latency_s,
+            read_bytes_per_s,
+            write_bytes_per_s,
+            cache_bytes: 0,
+            cache_bytes_per_s: None,
+            read_cache_bytes: None,
+            cache_latency_s: 0.0,
+            cache_read_bytes_per_s: None,
+            cache_read_latency_s: None,
+            drain_after_bytes: 0,
+        }
+    }
+
+    /// Speed of a write into the cache, bytes/s.
+    pub fn cache_write_bw(&self) -> f64 {
+        self.cache_bytes_per_s.unwrap_or(10.0 * self.write_bytes_per_s)
+    }
+
+    /// Time a read of `b` bytes the cache holds takes, seconds.
+    pub fn cached_read_s(&self, b: u64) -> f64 {
+        self.cache_read_latency_s.unwrap_or(self.cache_latency_s) + b as f64 / self.cache_read_bytes_per_s.unwrap_or(self.cache_write_bw())
+    }
 }
 
 fn positive(name: &str, v: f64) -> Result<(), Invalid> {
@@ -165,6 +226,7 @@ impl FileSystem {
         self.disk.read_bytes_per_s *= factor;
         self.disk.write_bytes_per_s *= factor;
         self.disk.cache_bytes_per_s = self.disk.cache_bytes_per_s.map(|b| b * factor);
+        self.disk.cache_read_bytes_per_s = self.disk.cache_read_bytes_per_s.map(|b| b * factor);
         self.link_bytes_per_s = self.link_bytes_per_s.map(|b| b * factor);
     }
 
@@ -198,6 +260,13 @@ impl FileSystem {
         positive("disk.write_bytes_per_s", d.write_bytes_per_s)?;
         if let Some(c) = d.cache_bytes_per_s {
             positive("disk.cache_bytes_per_s", c)?;
+        }
+        if let Some(c) = d.cache_read_bytes_per_s {
+            positive("disk.cache_read_bytes_per_s", c)?;
+        }
+        non_negative("disk.cache_latency_s", d.cache_latency_s)?;
+        if let Some(c) = d.cache_read_latency_s {
+            non_negative("disk.cache_read_latency_s", c)?;
         }
         Ok(())
     }

@@ -14,14 +14,17 @@
 //! - read: the `read` medians (data dropped from the page cache first);
 //! - cache: sizes from the smallest up whose `write` median is more than
 //!   [`CACHE_FACTOR`] times faster than `write_sync` went to a write-back
-//!   cache; `cache_bytes` = N × the largest of them, and `cache_bytes_per_s`
-//!   from `write = b / cache_bytes_per_s` on them (our own least squares
-//!   through the origin, on relative residuals);
+//!   cache; `cache_bytes` = N × the largest of them, and `cache_latency_s`
+//!   and `cache_bytes_per_s` from `write = cache_latency_s + b /
+//!   cache_bytes_per_s` on them (ranks write into the cache at once);
+//! - cached reads: `read_cached = cache_read_latency_s + b /
+//!   cache_read_bytes_per_s` (data just written, read at once by every
+//!   rank from the page cache);
 //! - write: the `write_sync` medians less the sync's metadata latency; on
-//!   cached sizes the model's `write_sync` is `b / cache_bytes_per_s +
-//!   N·b / bandwidth` (the drain has no per-request latency), so those
-//!   medians are first brought onto the line by removing the cache write
-//!   and adding the read fit's `N·latency_s`;
+//!   cached sizes the model's `write_sync` is `cache_latency_s + b /
+//!   cache_bytes_per_s + N·b / bandwidth` (the drain has no per-request
+//!   latency), so those medians are first brought onto the line by
+//!   removing the cache write and adding the read fit's `N·latency_s`;
 //! - disk latency: the read fit's; the write fit's intercept also holds
 //!   what a sync costs beyond the metadata latency, so it is reported
 //!   but not used.
@@ -87,6 +90,10 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
             st.sync(t)
         }
         Case::ReadAll => collective(&mut st, IoKind::Read),
+        Case::ReadCached => {
+            let t = independent(&mut st, IoKind::Write);
+            (0..ranks as u64).map(|r| st.request(t, 0.0, 0, r * size_bytes, size_bytes, IoKind::Read) - t).fold(0.0, f64::max)
+        }
         Case::OpenClose => 2.0 * st.metadata(0.0),
         Case::Sync0 => st.sync(0.0),
     }
@@ -121,18 +128,14 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         .iter()
         .map_while(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws > CACHE_FACTOR * w.1).copied())
         .collect();
-    let cache = fast.last().map(|&(largest, _)| {
-        // Least squares of t = k·b on relative residuals: k = Σ(b/t) / Σ(b/t)².
-        let (s1, s2) = fast.iter().fold((0.0, 0.0), |(a, c), &(b, t)| (a + b as f64 / t, c + (b as f64 / t).powi(2)));
-        (ranks as u64 * largest, s2 / s1)
-    });
+    let cache = fast.last().map(|&(largest, _)| (ranks as u64 * largest, cache_line(&fast)));
     let cached = |b: u64| cache.is_some_and(|(bytes, _)| ranks as u64 * b <= bytes);
     let adjusted: Vec<(u64, f64)> = write_sync
         .iter()
         .map(|&(b, ws)| {
             let on_disk = ws - metadata_latency_s;
             let y = match cache {
-                Some((_, bw)) if cached(b) => on_disk - b as f64 / bw + n * read_latency_s,
+                Some((_, (lat, bw))) if cached(b) => on_disk - lat - b as f64 / bw + n * read_latency_s,
                 _ => on_disk,
             };
             (ranks as u64 * b, if y > 0.0 { y } else { ws })
@@ -140,6 +143,14 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         .collect();
     let write_fit = line(Case::WriteSync, &adjusted)?;
     let write_latency_s = write_fit.pieces[0].intercept_s / n;
+    // Reads of data just written: each rank's from the cache, at once.
+    let cached_read = {
+        let m = med(Case::ReadCached);
+        (cache.is_some() && m.len() >= 2)
+            .then(|| line(Case::ReadCached, &m))
+            .transpose()?
+            .map(|f| (f.pieces[0].intercept_s.max(0.0), 1.0 / f.pieces[0].slope_s_per_byte))
+    };
 
     let fs = FileSystem {
         name: name.to_string(),
@@ -150,12 +161,14 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         metadata_latency_s,
         link_bytes_per_s: None,
         disk: Disk {
-            latency_s: read_latency_s,
-            read_bytes_per_s: 1.0 / read.pieces[0].slope_s_per_byte,
-            write_bytes_per_s: 1.0 / write_fit.pieces[0].slope_s_per_byte,
             cache_bytes: cache.map_or(0, |c| c.0),
-            cache_bytes_per_s: cache.map(|c| c.1),
-            read_cache_bytes: None,
+            cache_bytes_per_s: cache.map(|c| c.1 .1),
+            cache_latency_s: cache.map_or(0.0, |c| c.1 .0),
+            cache_read_bytes_per_s: cached_read.map(|c| c.1),
+            cache_read_latency_s: cached_read.map(|c| c.0),
+            // The cache held every read after write that was measured.
+            read_cache_bytes: cached_read.and(med(Case::ReadCached).last().map(|&(b, _)| ranks as u64 * b)),
+            ..Disk::new(read_latency_s, 1.0 / read.pieces[0].slope_s_per_byte, 1.0 / write_fit.pieces[0].slope_s_per_byte)
         },
         cb_buffer_bytes: None,
         cb_nodes: None,
@@ -178,6 +191,26 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         medians.extend(m.iter().map(|&(b, t)| (case, b, t)));
     }
     Ok(IoFit { fs, ranks, medians, residuals, write_latency_s, cache_warning })
+}
+
+/// The cache's `(latency_s, bytes_per_s)` from the cached sizes' `write`
+/// medians `(bytes per rank, seconds)`: the ranks write into the cache at
+/// once, so each sample is `latency_s + b / bytes_per_s`. A line (least
+/// squares on relative residuals) with two sizes or more; through the
+/// origin (`k = Σ(b/t) / Σ(b/t)²`, no latency) with one size or when the
+/// line's intercept is negative.
+fn cache_line(fast: &[(u64, f64)]) -> (f64, f64) {
+    let options = FitOptions { max_segments: 1, min_points_per_segment: 2, lines_by_median: true };
+    if fast.len() >= 2 {
+        if let Ok(f) = segmented::fit(fast, &options) {
+            let p = &f.pieces[0];
+            if p.slope_s_per_byte > 0.0 && p.intercept_s >= 0.0 {
+                return (p.intercept_s, 1.0 / p.slope_s_per_byte);
+            }
+        }
+    }
+    let (s1, s2) = fast.iter().fold((0.0, 0.0), |(a, c), &(b, t)| (a + b as f64 / t, c + (b as f64 / t).powi(2)));
+    (0.0, s2 / s1)
 }
 
 /// One least-squares line through `pts` (`(bytes, seconds)`), with a
@@ -231,13 +264,19 @@ mod tests {
             stripe_count: None,
             metadata_latency_s: 2e-4,
             link_bytes_per_s: None,
-            disk: Disk {
-                latency_s: 1e-4,
-                read_bytes_per_s: 5e8,
-                write_bytes_per_s: 3e8,
-                cache_bytes,
-                cache_bytes_per_s: Some(5e9).filter(|_| cache_bytes > 0),
-                read_cache_bytes: None,
+            disk: if cache_bytes > 0 {
+                // A page cache: it holds every read after write.
+                Disk {
+                    cache_bytes,
+                    cache_bytes_per_s: Some(5e9),
+                    cache_latency_s: 5e-6,
+                    cache_read_bytes_per_s: Some(2e10),
+                    cache_read_latency_s: Some(2e-6),
+                    read_cache_bytes: Some(1 << 40),
+                    ..Disk::new(1e-4, 5e8, 3e8)
+                }
+            } else {
+                Disk::new(1e-4, 5e8, 3e8)
             },
             cb_buffer_bytes: None,
             cb_nodes: None,
@@ -272,10 +311,12 @@ mod tests {
             assert_eq!(g.cache_bytes, w.cache_bytes, "{}", f.summary());
             assert_eq!(f.cache_warning.is_some(), cache > 0);
             if cache > 0 {
-                assert!(close(g.cache_bytes_per_s.unwrap(), 5e9), "{}", f.summary());
+                assert!(close(g.cache_bytes_per_s.unwrap(), 5e9) && close(g.cache_latency_s, 5e-6), "{}", f.summary());
+                assert!(close(g.cache_read_bytes_per_s.unwrap(), 2e10), "{}", f.summary());
+                assert!(close(g.cache_read_latency_s.unwrap(), 2e-6), "{}", f.summary());
             }
             assert!(f.residuals.iter().all(|r| r.1 < 0.01), "{}", f.summary());
-            assert_eq!(f.residuals.len(), 8);
+            assert_eq!(f.residuals.len(), Case::ALL.len());
         }
     }
 

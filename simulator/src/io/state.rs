@@ -21,9 +21,12 @@ struct Server {
     link_free_s: f64,
     /// When the disk is next free (cache drains included), seconds.
     disk_free_s: f64,
-    /// Cached writes not yet on the disk: (end of their drain, bytes).
+    /// Cached writes draining to the disk: (end of their drain, bytes).
     dirty: VecDeque<(f64, u64)>,
+    /// Cached bytes not yet on the disk, draining or waiting.
     dirty_bytes: u64,
+    /// Cached bytes waiting for the write-back to start.
+    waiting: u64,
     stats: ServerStats,
 }
 
@@ -185,7 +188,7 @@ impl FsState {
     fn cached_read(&mut self, s: usize, t: f64, lat: f64, b: u64) -> f64 {
         let d = self.fs.disk;
         let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
-        let from_cache = b as f64 / d.cache_bytes_per_s.unwrap_or(10.0 * d.write_bytes_per_s);
+        let from_cache = d.cached_read_s(b);
         let srv = &mut self.servers[s];
         srv.stats.requests += 1;
         srv.stats.bytes_read += b;
@@ -210,19 +213,24 @@ impl FsState {
                 let cached = d.cache_bytes > 0 && srv.dirty_bytes + b <= d.cache_bytes;
                 let on_disk = b as f64 / d.write_bytes_per_s;
                 srv.stats.bytes_written += b;
-                srv.stats.disk_busy_s += if cached { 0.0 } else { d.latency_s } + on_disk;
-                let disk_from = srv.disk_free_s;
+                if !cached {
+                    srv.stats.disk_busy_s += d.latency_s + on_disk;
+                }
                 self.span(s, "link", arrive - on_link, arrive);
+                if !cached {
+                    // A full cache writes back what waits before taking more.
+                    self.drain(s, arrive);
+                }
+                let disk_from = self.servers[s].disk_free_s;
                 let srv = &mut self.servers[s];
                 if cached {
-                    let cache_bw = d.cache_bytes_per_s.unwrap_or(10.0 * d.write_bytes_per_s);
-                    let done = arrive + b as f64 / cache_bw;
-                    srv.disk_free_s = srv.disk_free_s.max(done) + on_disk;
-                    srv.dirty.push_back((srv.disk_free_s, b));
+                    let done = arrive + d.cache_latency_s + b as f64 / d.cache_write_bw();
                     srv.dirty_bytes += b;
-                    let drained = srv.disk_free_s;
+                    srv.waiting += b;
                     self.span(s, "cache write", arrive, done);
-                    self.span(s, "cache drain", drained - on_disk, drained);
+                    if self.servers[s].waiting > d.drain_after_bytes {
+                        self.drain(s, done);
+                    }
                     done
                 } else {
                     let done = arrive.max(disk_from) + d.latency_s + on_disk;
@@ -246,9 +254,29 @@ impl FsState {
         }
     }
 
-    /// `MPI_File_sync` issued at `t`: completes once every server's cache
-    /// has drained, plus the metadata latency, seconds.
+    /// Starts writing back server `s`'s waiting cached bytes at `t` (after
+    /// what its disk already has to do).
+    fn drain(&mut self, s: usize, t: f64) {
+        let srv = &mut self.servers[s];
+        if srv.waiting == 0 {
+            return;
+        }
+        let on_disk = srv.waiting as f64 / self.fs.disk.write_bytes_per_s;
+        srv.disk_free_s = srv.disk_free_s.max(t) + on_disk;
+        srv.dirty.push_back((srv.disk_free_s, srv.waiting));
+        srv.stats.disk_busy_s += on_disk;
+        srv.waiting = 0;
+        let end = srv.disk_free_s;
+        self.span(s, "cache drain", end - on_disk, end);
+    }
+
+    /// `MPI_File_sync` issued at `t`: starts the write-back of what waits
+    /// in the caches and completes once every server's cache has drained,
+    /// plus the metadata latency, seconds.
     pub fn sync(&mut self, t: f64) -> f64 {
+        for s in 0..self.servers.len() {
+            self.drain(s, t);
+        }
         let drained = self.servers.iter().filter_map(|s| s.dirty.back().map(|d| d.0)).fold(t, f64::max);
         drained + self.fs.metadata_latency_s
     }

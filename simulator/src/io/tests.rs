@@ -15,14 +15,7 @@ pub(crate) fn fs(servers: u32, stripe: u64) -> FileSystem {
         stripe_count: None,
         metadata_latency_s: 1e-3,
         link_bytes_per_s: None,
-        disk: Disk {
-            latency_s: 1e-2,
-            read_bytes_per_s: 2e8,
-            write_bytes_per_s: 1e8,
-            cache_bytes: 0,
-            cache_bytes_per_s: None,
-            read_cache_bytes: None,
-        },
+        disk: Disk::new(1e-2, 2e8, 1e8),
         cb_buffer_bytes: None,
         cb_nodes: None,
     }
@@ -184,4 +177,45 @@ fn a_read_of_data_still_cached_skips_the_disk() {
     st.request(cold, 0.0, 1, 16 * MIB, 8 * MIB, IoKind::Write);
     let t = 100.0;
     assert!(st.request(t, 0.0, 1, 0, MIB, IoKind::Read) - t >= 1e-2, "pushed out");
+}
+
+/// A page cache: writes below `drain_after_bytes` wait in the cache until
+/// the sync writes them back, however long the application computes in
+/// between; each write and cached read pays its per-request latency.
+#[test]
+fn a_page_cache_writes_back_at_the_sync_and_serves_reads_at_its_own_speed() {
+    let disk = Disk {
+        cache_bytes: 64 * MIB,
+        cache_bytes_per_s: Some(1e10),
+        cache_latency_s: 5e-6,
+        cache_read_bytes_per_s: Some(2e10),
+        cache_read_latency_s: Some(1e-6),
+        drain_after_bytes: 32 * MIB,
+        ..fs(1, MIB).disk
+    };
+    let f = FileSystem { disk, ..fs(1, MIB) };
+    let mut st = FsState::new(f.clone());
+    let mut t = 0.0;
+    for k in 0..16 {
+        t = st.request(t, 0.0, 0, k * MIB, MIB, IoKind::Write);
+    }
+    close(t, 16.0 * (5e-6 + MIB as f64 / 1e10));
+    // One second of compute: nothing was written back meanwhile.
+    let s = 1.0 + t;
+    close(st.sync(s), s + 16.0 * MIB as f64 / 1e8 + 1e-3);
+    let r = st.request(10.0, 0.0, 0, 3 * MIB, MIB, IoKind::Read);
+    close(r - 10.0, 1e-6 + MIB as f64 / 2e10);
+    // Past the threshold the write-back starts behind the write that crossed it.
+    let mut st = FsState::new(f.clone());
+    let mut t = 0.0;
+    for k in 0..33 {
+        t = st.request(t, 0.0, 0, k * MIB, MIB, IoKind::Write);
+    }
+    close(st.sync(t), t + 33.0 * MIB as f64 / 1e8 + 1e-3);
+    close(st.sync(50.0), 50.0 + 1e-3);
+    // The eager cache (threshold 0) drains while the writes go on.
+    let mut st = FsState::new(FileSystem { disk: Disk { drain_after_bytes: 0, ..disk }, ..f });
+    let w = st.request(0.0, 0.0, 0, 0, MIB, IoKind::Write);
+    close(st.sync(1.0), 1.0 + 1e-3);
+    assert!(w < 1e-3);
 }

@@ -72,12 +72,13 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
         metadata_latency_s: 1e-4,
         link_bytes_per_s: Some(1.25e9),
         disk: crate::io::Disk {
-            latency_s: 1e-4,
-            read_bytes_per_s: 5e8,
-            write_bytes_per_s: 3e8,
             cache_bytes: 1 << 26,
-            cache_bytes_per_s: None,
             read_cache_bytes: Some(1 << 30),
+            cache_latency_s: 5e-6,
+            cache_read_bytes_per_s: Some(2e10),
+            cache_read_latency_s: Some(2e-6),
+            drain_after_bytes: 1 << 24,
+            ..crate::io::Disk::new(1e-4, 5e8, 3e8)
         },
         cb_buffer_bytes: Some(1 << 22),
         cb_nodes: None,

@@ -48,7 +48,7 @@ pub(super) fn file_system(hosts: &[Node], line: &dyn Fn(Node) -> u32) -> Result<
         stripe_count: None,
         metadata_latency_s: 0.0,
         link_bytes_per_s: None,
-        disk: Disk { latency_s: 0.0, read_bytes_per_s, write_bytes_per_s, cache_bytes: 0, cache_bytes_per_s: None, read_cache_bytes: None },
+        disk: Disk::new(0.0, read_bytes_per_s, write_bytes_per_s),
         cb_buffer_bytes: None,
         cb_nodes: None,
     }))
