@@ -240,7 +240,13 @@ impl IoFit {
             fs.name, self.ranks, fs.stripe_size_bytes, fs.metadata_latency_s, d.latency_s, d.read_bytes_per_s, d.write_bytes_per_s
         );
         match d.cache_bytes_per_s {
-            Some(c) if d.cache_bytes > 0 => s += &format!(", cache {} bytes at {c:.4e} B/s\n", d.cache_bytes),
+            Some(c) if d.cache_bytes > 0 => {
+                s += &format!(", cache {} bytes at {c:.4e} B/s after {:.3e} s per write", d.cache_bytes, d.cache_latency_s);
+                if let (Some(bw), Some(lat)) = (d.cache_read_bytes_per_s, d.cache_read_latency_s) {
+                    s += &format!(", cached reads at {bw:.4e} B/s after {lat:.3e} s");
+                }
+                s += "\n";
+            }
             _ => s += ", no cache\n",
         }
         s += &format!("  write fit's latency per request (sync included, not used) {:.3e} s\n", self.write_latency_s);
