@@ -23,8 +23,8 @@
 //!   + b / cache_read_bytes_per_s`, without the disk (a page cache);
 //! - a client's request completes when its last piece completes (a read
 //!   piece then crosses the link back);
-//! - open, close, sync, set_size, preallocate and delete pay
-//!   `metadata_latency_s`.
+//! - open, close, set_size, preallocate and delete pay
+//!   `metadata_latency_s`, a sync `sync_latency_s` after the drain.
 //!
 //! Collective I/O ([`two_phase`]) follows ROMIO's generic two-phase
 //! algorithm (Thakur, Gropp & Lusk, "Data sieving and collective I/O in
@@ -64,7 +64,8 @@ pub const DEFAULT_CB_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 /// servers = 4                  # dedicated servers (or server_hosts = ["n0", "n1"])
 /// stripe_size_bytes = 1048576
 /// stripe_count = 4             # default: every server
-/// metadata_latency_s = 2e-4    # open, close, sync, delete
+/// metadata_latency_s = 2e-4    # open, close, set_size, delete
+/// sync_latency_s = 1e-3        # a sync beyond the drain (default metadata_latency_s)
 /// link_bytes_per_s = 1.25e9    # each server's link to the clients (default: unlimited)
 /// [fs.disk]
 /// latency_s = 1e-4             # per request
@@ -95,9 +96,15 @@ pub struct FileSystem {
     /// `None`: every server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stripe_count: Option<u32>,
-    /// Time of a metadata operation (open, close, sync, delete), seconds.
+    /// Time of a metadata operation (open, close, set_size, preallocate,
+    /// delete), seconds.
     #[serde(default)]
     pub metadata_latency_s: f64,
+    /// Fixed cost of `MPI_File_sync` once the caches have drained (a
+    /// journal commit, a device cache flush), seconds (default:
+    /// `metadata_latency_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_latency_s: Option<f64>,
     /// Each server's link to the clients, bytes/s; `None`: the link never
     /// limits (only the disk does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,6 +255,9 @@ impl FileSystem {
             return Err("stripe_count must be >= 1".into());
         }
         non_negative("metadata_latency_s", self.metadata_latency_s)?;
+        if let Some(s) = self.sync_latency_s {
+            non_negative("sync_latency_s", s)?;
+        }
         if let Some(b) = self.link_bytes_per_s {
             positive("link_bytes_per_s", b)?;
         }

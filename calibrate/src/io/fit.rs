@@ -13,7 +13,8 @@
 //!   `openclose` sample, and its residual shows what a sync costs beyond);
 //! - read: the `read` medians (data dropped from the page cache first);
 //! - cache: sizes from the smallest up whose `write` median is more than
-//!   [`CACHE_FACTOR`] times faster than `write_sync` went to a write-back
+//!   [`CACHE_FACTOR`] times faster than `write_sync` less `sync0` (the
+//!   sync's own cost) went to a write-back
 //!   cache; `cache_bytes` = N × the largest of them, and `cache_latency_s`
 //!   and `cache_bytes_per_s` from `write = cache_latency_s + b /
 //!   cache_bytes_per_s` on them (ranks write into the cache at once);
@@ -25,9 +26,10 @@
 //!   cache_bytes_per_s + N·b / bandwidth` (the drain has no per-request
 //!   latency), so those medians are first brought onto the line by
 //!   removing the cache write and adding the read fit's `N·latency_s`;
-//! - disk latency: the read fit's; the write fit's intercept also holds
-//!   what a sync costs beyond the metadata latency, so it is reported
-//!   but not used.
+//! - disk latency: the read fit's; the write fit's intercept holds it N
+//!   times (one request per rank) and what a sync costs beyond the
+//!   metadata latency, which with the metadata latency is
+//!   `sync_latency_s`.
 //!
 //! The collective cases are not fitted: their residuals check the model's
 //! two-phase I/O on the fitted file system.
@@ -56,9 +58,9 @@ pub struct IoFit {
     /// Per case: relative RMS of `(model − median) / median` over its
     /// sizes (dimensionless), and the number of sizes.
     pub residuals: Vec<(Case, f64, usize)>,
-    /// Per-request latency of the write fit (sync costs beyond the
-    /// metadata latency included), seconds; not part of the model.
-    pub write_latency_s: f64,
+    /// Intercept of the write fit, seconds: the disk's per-request
+    /// latency of each rank plus what a sync costs beyond the drain.
+    pub write_intercept_s: f64,
     /// Set when a write-back cache was found: the page cache hides the disk.
     pub cache_warning: Option<String>,
 }
@@ -122,11 +124,13 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
     let read = line(Case::Read, &med(Case::Read).iter().map(|&(b, t)| (ranks as u64 * b, t)).collect::<Vec<_>>())?;
     let read_latency_s = read.pieces[0].intercept_s / n;
 
-    // Cache: the leading run of sizes where write ≪ write_sync.
+    // Cache: the leading run of sizes where write ≪ write_sync less what
+    // a sync of nothing costs.
     let (write, write_sync) = (med(Case::Write), med(Case::WriteSync));
+    let empty_sync_s = med(Case::Sync0).first().map_or(metadata_latency_s, |p| p.1);
     let fast: Vec<(u64, f64)> = write_sync
         .iter()
-        .map_while(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws > CACHE_FACTOR * w.1).copied())
+        .map_while(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws - empty_sync_s > CACHE_FACTOR * w.1).copied())
         .collect();
     let cache = fast.last().map(|&(largest, _)| (ranks as u64 * largest, cache_line(&fast)));
     let cached = |b: u64| cache.is_some_and(|(bytes, _)| ranks as u64 * b <= bytes);
@@ -142,7 +146,10 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         })
         .collect();
     let write_fit = line(Case::WriteSync, &adjusted)?;
-    let write_latency_s = write_fit.pieces[0].intercept_s / n;
+    let write_intercept_s = write_fit.pieces[0].intercept_s;
+    // What the synced writes' line holds beyond each rank's disk request
+    // is the sync's own fixed cost.
+    let sync_extra_s = (write_intercept_s - n * read_latency_s).max(0.0);
     // Reads of data just written: each rank's from the cache, at once.
     let cached_read = {
         let m = med(Case::ReadCached);
@@ -159,6 +166,7 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         stripe_size_bytes: stripe_size_bytes.max(1),
         stripe_count: None,
         metadata_latency_s,
+        sync_latency_s: Some(metadata_latency_s + sync_extra_s),
         link_bytes_per_s: None,
         disk: Disk {
             cache_bytes: cache.map_or(0, |c| c.0),
@@ -190,7 +198,7 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         residuals.push((case, (sq / m.len() as f64).sqrt(), m.len()));
         medians.extend(m.iter().map(|&(b, t)| (case, b, t)));
     }
-    Ok(IoFit { fs, ranks, medians, residuals, write_latency_s, cache_warning })
+    Ok(IoFit { fs, ranks, medians, residuals, write_intercept_s, cache_warning })
 }
 
 /// The cache's `(latency_s, bytes_per_s)` from the cached sizes' `write`
@@ -249,7 +257,11 @@ impl IoFit {
             }
             _ => s += ", no cache\n",
         }
-        s += &format!("  write fit's latency per request (sync included, not used) {:.3e} s\n", self.write_latency_s);
+        s += &format!(
+            "  sync_latency_s {:.3e} (write fit's intercept {:.3e} s)\n",
+            fs.sync_latency_s.unwrap_or(fs.metadata_latency_s),
+            self.write_intercept_s
+        );
         for (case, rms, sizes) in &self.residuals {
             s += &format!("  {:<15} relative RMS residual {:>7.2}% over {sizes} size(s)\n", case.name(), rms * 100.0);
         }
@@ -269,6 +281,7 @@ mod tests {
             stripe_size_bytes: 4096,
             stripe_count: None,
             metadata_latency_s: 2e-4,
+            sync_latency_s: Some(1e-3),
             link_bytes_per_s: None,
             disk: if cache_bytes > 0 {
                 // A page cache: it holds every read after write.
@@ -312,6 +325,7 @@ mod tests {
             let f = fit_io(&synthetic(&want, ranks), ranks, "t", 4096, &|b| 1e-6 + b as f64 / 5e9).unwrap();
             let (g, w) = (&f.fs.disk, &want.disk);
             assert!(close(f.fs.metadata_latency_s, want.metadata_latency_s), "{}", f.summary());
+            assert!(close(f.fs.sync_latency_s.unwrap(), 1e-3), "{}", f.summary());
             assert!(close(g.latency_s, w.latency_s) && close(g.read_bytes_per_s, w.read_bytes_per_s), "{}", f.summary());
             assert!(close(g.write_bytes_per_s, w.write_bytes_per_s), "{}", f.summary());
             assert_eq!(g.cache_bytes, w.cache_bytes, "{}", f.summary());

@@ -272,13 +272,13 @@ impl FsState {
 
     /// `MPI_File_sync` issued at `t`: starts the write-back of what waits
     /// in the caches and completes once every server's cache has drained,
-    /// plus the metadata latency, seconds.
+    /// plus the sync latency, seconds.
     pub fn sync(&mut self, t: f64) -> f64 {
         for s in 0..self.servers.len() {
             self.drain(s, t);
         }
         let drained = self.servers.iter().filter_map(|s| s.dirty.back().map(|d| d.0)).fold(t, f64::max);
-        drained + self.fs.metadata_latency_s
+        drained + self.fs.sync_latency_s.unwrap_or(self.fs.metadata_latency_s)
     }
 
     /// A metadata operation (open, close, set_size, preallocate, delete)

@@ -14,6 +14,7 @@ pub(crate) fn fs(servers: u32, stripe: u64) -> FileSystem {
         stripe_size_bytes: stripe,
         stripe_count: None,
         metadata_latency_s: 1e-3,
+        sync_latency_s: None,
         link_bytes_per_s: None,
         disk: Disk::new(1e-2, 2e8, 1e8),
         cb_buffer_bytes: None,

@@ -70,6 +70,7 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
         stripe_size_bytes: 1 << 20,
         stripe_count: Some(2),
         metadata_latency_s: 1e-4,
+        sync_latency_s: None,
         link_bytes_per_s: Some(1.25e9),
         disk: crate::io::Disk {
             cache_bytes: 1 << 26,

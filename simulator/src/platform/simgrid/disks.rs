@@ -47,6 +47,7 @@ pub(super) fn file_system(hosts: &[Node], line: &dyn Fn(Node) -> u32) -> Result<
         stripe_size_bytes: 1 << 20,
         stripe_count: None,
         metadata_latency_s: 0.0,
+        sync_latency_s: None,
         link_bytes_per_s: None,
         disk: Disk::new(0.0, read_bytes_per_s, write_bytes_per_s),
         cb_buffer_bytes: None,
