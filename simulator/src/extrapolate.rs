@@ -459,6 +459,9 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
                         "its peer is no function of the rank and the rank count that the model knows (data-dependent?)".into(),
                     )
                 })?;
+                if let Some(why) = rules::undetermined(&rule, &peers[j]) {
+                    return Err(irregular(trec, tsite, why));
+                }
                 slot.peers[j] = Some(rule);
             }
             if !sizes[j].is_empty() {

@@ -1,8 +1,8 @@
 //! Peers and communicator members as functions of the rank r and the rank
 //! count N, found from the small runs (Wu & Mueller, "ScalaExtrap", §3:
 //! communication topology as a function of rank; 1-D offsets, periodic
-//! rings, 2-D Cartesian grids from `MPI_Dims_create`, `MPI_PROC_NULL` off
-//! the grid's edges).
+//! rings, 2-D and 3-D Cartesian grids from `MPI_Dims_create`,
+//! `MPI_PROC_NULL` off the grid's edges).
 
 use crate::trace::record::PROC_NULL;
 
@@ -15,6 +15,40 @@ pub fn dims_2d(n: u32) -> (u32, u32) {
     }
     let small = small.max(1);
     (n / small, small)
+}
+
+/// `MPI_Dims_create(n, 3)`: the most nearly cubic factorization of `n`,
+/// sides in non-increasing order (each prime factor, largest first, goes
+/// to the smallest side so far).
+pub fn dims_3d(n: u32) -> [u32; 3] {
+    let mut primes = Vec::new();
+    let (mut m, mut p) = (n.max(1), 2);
+    while p * p <= m {
+        while m.is_multiple_of(p) {
+            primes.push(p);
+            m /= p;
+        }
+        p += 1;
+    }
+    if m > 1 {
+        primes.push(m);
+    }
+    let mut d = [1u32; 3];
+    for &q in primes.iter().rev() {
+        let smallest = (0..3).min_by_key(|&i| d[i]).unwrap_or(0);
+        d[smallest] *= q;
+    }
+    d.sort_unstable_by(|a, b| b.cmp(a));
+    d
+}
+
+/// Coordinates of rank `r` on the 3-D grid of `n` ranks, and its sides:
+/// row-major as `MPI_Cart_create` numbers ranks (the last side varies
+/// fastest).
+fn coords_3d(r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
+    let d = dims_3d(n).map(i64::from);
+    let r = r as i64;
+    ([r / (d[1] * d[2]), r / d[2] % d[1], r % d[2]], d)
 }
 
 /// A 2-D grid over N ranks, row-major: `x = r mod width`, `y = r / width`,
@@ -65,6 +99,15 @@ pub enum PeerRule {
         /// Wrapped at the edges.
         periodic: bool,
     },
+    /// The neighbour `coords + step` on the 3-D grid of
+    /// `MPI_Dims_create(N, 3)`, wrapped when `periodic`, else
+    /// `MPI_PROC_NULL` off the grid.
+    Grid3 {
+        /// Steps along the three sides.
+        step: [i64; 3],
+        /// Wrapped at the edges.
+        periodic: bool,
+    },
     /// Member `k` of the call's communicator.
     Member(usize),
 }
@@ -90,6 +133,16 @@ impl PeerRule {
                     (false, true) => (py * w + px) as i32,
                     (false, false) => PROC_NULL,
                 }
+            }
+            PeerRule::Grid3 { step, periodic } => {
+                let (c, d) = coords_3d(r as u32, n);
+                let p: [i64; 3] = std::array::from_fn(|i| c[i] + step[i]);
+                let inside = (0..3).all(|i| (0..d[i]).contains(&p[i]));
+                if !periodic && !inside {
+                    return PROC_NULL;
+                }
+                let p: [i64; 3] = std::array::from_fn(|i| p[i].rem_euclid(d[i]));
+                ((p[0] * d[1] + p[1]) * d[2] + p[2]) as i32
             }
             PeerRule::Member(k) => members.get(k).map_or(PROC_NULL, |&m| m as i32),
         }
@@ -120,6 +173,22 @@ impl PeerRule {
                 }
             }
         }
+        let (c, d) = coords_3d(r, n);
+        let (pc, _) = coords_3d(p as u32, n);
+        // Per side the step as seen, or around the wrap either way.
+        let steps: [[i64; 3]; 3] = std::array::from_fn(|i| {
+            let s = pc[i] - c[i];
+            [s, s - d[i], s + d[i]]
+        });
+        for a in steps[0] {
+            for b in steps[1] {
+                for z in steps[2] {
+                    for periodic in [false, true] {
+                        out.push(PeerRule::Grid3 { step: [a, b, z], periodic });
+                    }
+                }
+            }
+        }
         out
     }
 }
@@ -144,6 +213,19 @@ pub fn fit_peer(seen: &[PeerSeen]) -> Option<PeerRule> {
     PeerRule::candidates(first.r, first.n, first.p, &first.members)
         .into_iter()
         .find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
+}
+
+/// Why `rule`, fitted to `seen`, cannot be trusted at other rank counts,
+/// if it cannot: a step along a side of a periodic 3-D grid that was at
+/// most 2 long at every traced count, where the neighbour one way is the
+/// neighbour the other way, so the direction of the call is unknown.
+pub fn undetermined(rule: &PeerRule, seen: &[PeerSeen]) -> Option<String> {
+    let PeerRule::Grid3 { step, periodic: true } = *rule else { return None };
+    let side = (0..3).find(|&i| step[i] != 0 && seen.iter().all(|s| dims_3d(s.n)[i] <= 2))?;
+    let longest = seen.iter().map(|s| s.n).max().unwrap_or(0);
+    Some(format!(
+        "its peer is a neighbour along side {side} of the periodic 3-D grid, which is at most 2 ranks long up to the {longest} ranks traced, so which neighbour (step −1 or +1) is unknown; add a trace at a rank count whose side {side} is 3 or more (27 ranks: 3 × 3 × 3)"
+    ))
 }
 
 /// Who a new communicator holds, for rank `r` of `n` (world ranks in

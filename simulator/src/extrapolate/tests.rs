@@ -207,3 +207,49 @@ fn behaviours_no_rank_rule_separates_are_refused_with_their_call_site() {
     let one = Model::build(vec![ring_sample(4, 0.1)]).unwrap_err().to_string();
     assert!(one.contains("two or more different rank counts"), "{one}");
 }
+
+#[test]
+fn dims_3d_match_mpi_dims_create() {
+    for (n, d) in [(1, [1, 1, 1]), (2, [2, 1, 1]), (4, [2, 2, 1]), (8, [2, 2, 2]), (12, [3, 2, 2]), (16, [4, 2, 2]), (32, [4, 4, 2])] {
+        assert_eq!(super::rules::dims_3d(n), d, "{n}");
+    }
+    assert_eq!(super::rules::dims_3d(36), [4, 3, 3]);
+    assert_eq!(super::rules::dims_3d(1 << 20), [128, 128, 64]);
+}
+
+/// halo3d's neighbour along side `axis` in direction `dir` on the periodic
+/// grid of `MPI_Dims_create(n, 3)` (ranks row-major, last side fastest).
+fn halo3d_peer(r: u32, n: u32, axis: usize, dir: i64) -> i32 {
+    let d = super::rules::dims_3d(n).map(i64::from);
+    let r = r as i64;
+    let mut c = [r / (d[1] * d[2]), r / d[2] % d[1], r % d[2]];
+    c[axis] = (c[axis] + dir).rem_euclid(d[axis]);
+    ((c[0] * d[1] + c[1]) * d[2] + c[2]) as i32
+}
+
+#[test]
+fn periodic_3d_grid_peers_extrapolate_from_small_runs() {
+    let fit = |counts: &[u32], axis: usize, dir: i64| {
+        let obs: Vec<PeerSeen> = counts.iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, halo3d_peer(r, n, axis, dir)))).collect();
+        fit_peer(&obs).unwrap_or_else(|| panic!("no rule for axis {axis} dir {dir}"))
+    };
+    for axis in 0..3 {
+        // Counts whose sides tell a step from its opposite: the exact rule.
+        for dir in [-1, 1] {
+            let rule = fit(&[2, 4, 8, 12, 18, 27], axis, dir);
+            for n in [32u32, 64, 96, 4096] {
+                assert!((0..n).all(|r| rule.eval(r, n, &[]) == halo3d_peer(r, n, axis, dir)), "{rule:?} at {n}");
+            }
+        }
+        // At 2, 4 and 8 ranks no side is longer than 2, so −1 and +1 look
+        // alike: refused, naming the side.
+        let obs: Vec<PeerSeen> = [2u32, 4, 8].iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, halo3d_peer(r, n, axis, 1)))).collect();
+        let rule = fit_peer(&obs).unwrap();
+        let why = super::rules::undetermined(&rule, &obs).unwrap_or_else(|| panic!("{rule:?} taken as known"));
+        assert!(why.contains(&format!("side {axis}")), "{why}");
+    }
+    // Off the edges of a non-periodic 3-D grid: MPI_PROC_NULL.
+    let rule = PeerRule::Grid3 { step: [0, 0, 1], periodic: false };
+    assert_eq!(rule.eval(1, 8, &[]), PROC_NULL);
+    assert_eq!(rule.eval(0, 8, &[]), 1);
+}
