@@ -30,6 +30,38 @@ fn extrapolated_runs_send_what_real_runs_send_rank_by_rank() {
     }
 }
 
+/// A periodic 3-D stencil: from 2, 4 and 8 ranks (every grid side at most
+/// 2) the direction of each neighbour is unknown and the model says so;
+/// with a 27-rank trace (3 × 3 × 3) it makes the 18-rank run (3 × 3 × 2).
+#[test]
+fn a_periodic_3d_stencil_extrapolates_once_a_trace_has_sides_of_three() {
+    let args = &["4", "3"][..];
+    let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 27, 18].iter().map(|&n| traced(n, "halo3d", args).0).collect();
+    let open = |i: &[usize]| i.iter().map(|&i| Sample::open(dirs[i].path()).unwrap()).collect::<Vec<_>>();
+    let err = Model::build(open(&[0, 1, 2])).err().expect("refused").to_string();
+    assert!(err.contains("periodic 3-D grid") && err.contains("27 ranks"), "{err}");
+    let model = Model::build(open(&[0, 1, 2, 3])).unwrap_or_else(|e| panic!("{e}"));
+    let real = simulator::replay::open_trace_dir(dirs[4].path(), ComputeTime::Cpu).unwrap();
+    assert_eq!(destinations(model.streams(18)), destinations(real), "sends per rank");
+}
+
+/// Each rank's blocking sends as sorted `(destination, bytes)` pairs.
+fn destinations<E>(streams: Vec<simulator::replay::ActionStream<'_, E>>) -> Vec<Vec<(u32, u64)>> {
+    streams
+        .into_iter()
+        .map(|s| {
+            let mut v: Vec<(u32, u64)> = s
+                .filter_map(|a| match a {
+                    Ok(Action::Send { dst, bytes, .. }) => Some((dst, bytes)),
+                    _ => None,
+                })
+                .collect();
+            v.sort_unstable();
+            v
+        })
+        .collect()
+}
+
 #[test]
 fn extrapolation_from_one_rank_count_is_refused_in_one_line() {
     let (dir, _) = traced(2, "ring", &["5", "8"]);
