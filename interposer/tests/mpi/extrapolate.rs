@@ -38,7 +38,8 @@ fn a_periodic_3d_stencil_extrapolates_once_a_trace_has_sides_of_three() {
     let args = &["4", "3"][..];
     let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 27, 18].iter().map(|&n| traced(n, "halo3d", args).0).collect();
     let open = |i: &[usize]| i.iter().map(|&i| Sample::open(dirs[i].path()).unwrap()).collect::<Vec<_>>();
-    let err = Model::build(open(&[0, 1, 2])).err().expect("refused").to_string();
+    let Err(err) = Model::build(open(&[0, 1, 2])) else { panic!("2, 4 and 8 ranks taken as enough") };
+    let err = err.to_string();
     assert!(err.contains("periodic 3-D grid") && err.contains("27 ranks"), "{err}");
     let model = Model::build(open(&[0, 1, 2, 3])).unwrap_or_else(|e| panic!("{e}"));
     let real = simulator::replay::open_trace_dir(dirs[4].path(), ComputeTime::Cpu).unwrap();
