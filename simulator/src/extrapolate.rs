@@ -19,7 +19,9 @@
 //!   grid rows and columns, blocks, strides).
 //! - **Sizes** are fitted per call against N or a side of the grid
 //!   ([`fit::fit_size`]); **compute blocks** per class and call-site
-//!   region against N ([`fit::fit_time`]), and each block of the target
+//!   region against N or a side of the grid ([`fit::fit_time`]), several
+//!   traced runs of one count taken at their median block by block; each
+//!   block of the target
 //!   is the template's (the class's first rank in the largest run) scaled
 //!   by the region's law.
 //!
@@ -40,6 +42,7 @@ use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
 mod fields;
 pub mod fit;
 pub mod rules;
+mod runs;
 
 use fields::{set_fields, Fields};
 use fit::Law;
@@ -173,6 +176,8 @@ pub struct RegionLaw {
     pub region: String,
     /// Mean CPU time of its blocks in the class, seconds, per traced rank count.
     pub points: Vec<(u32, f64)>,
+    /// Blocks per rank of the class in the region (calls that end one).
+    pub blocks: usize,
     /// The law fitted to them.
     pub law: Law,
 }
@@ -197,16 +202,18 @@ fn irregular(rec: &CallRecord, site: &CallSite, why: String) -> ExtrapolateError
 
 impl Model {
     /// Builds the model of `samples` (traces of one program at two or more
-    /// rank counts; in any order).
+    /// rank counts; in any order). Several traced runs of one count are
+    /// merged first, each compute block at the median of its runs, so run-to-run noise does not enter the laws.
     ///
     /// # Errors
-    /// [`ExtrapolateError::Samples`] for unusable sample sets,
+    /// [`ExtrapolateError::Samples`] for unusable sample sets (one rank
+    /// count, or runs of one count that call differently),
     /// [`ExtrapolateError::Irregular`] naming the first call site whose
     /// behaviour no rule describes.
-    pub fn build(mut samples: Vec<Sample>) -> Result<Model, ExtrapolateError> {
-        samples.sort_by_key(Sample::n);
+    pub fn build(samples: Vec<Sample>) -> Result<Model, ExtrapolateError> {
+        let samples = runs::merge_runs(samples)?;
         let counts: Vec<u32> = samples.iter().map(Sample::n).collect();
-        if counts.len() < 2 || counts.windows(2).any(|w| w[0] == w[1]) {
+        if counts.len() < 2 {
             return Err(ExtrapolateError::Samples(format!(
                 "extrapolation needs traces at two or more different rank counts, got {counts:?}"
             )));
@@ -405,15 +412,16 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
     // Each observed rank's communicators (id → members), call by call.
     let mut comms: Vec<HashMap<u32, Vec<u32>>> = obs.iter().map(|_| HashMap::new()).collect();
     let mut law_of: HashMap<u64, usize> = HashMap::new();
-    let mut law_pts: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    let mut law_pts: Vec<(String, Vec<Vec<f64>>, usize)> = Vec::new();
     let mut slots = Vec::with_capacity(template.len());
     for (i, (trec, tsite)) in template.iter().enumerate() {
         let prev = if i == 0 { CallSite { module: String::new(), offset: 0 } } else { template[i - 1].1.clone() };
         let region = region_id(&prev, tsite);
         let law = *law_of.entry(region).or_insert_with(|| {
-            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); samples.len()]));
+            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); samples.len()], 0));
             law_pts.len() - 1
         });
+        law_pts[law].2 += 1;
         let mut peers: [Vec<PeerSeen>; 2] = [Vec::new(), Vec::new()];
         let mut sizes: [Vec<(u32, f64)>; 2] = [Vec::new(), Vec::new()];
         let mut members = Vec::new();
@@ -474,14 +482,14 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
     }
     let laws = law_pts
         .into_iter()
-        .map(|(name, per_sample)| {
+        .map(|(name, per_sample, blocks)| {
             let pts: Vec<(u32, f64)> = per_sample
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| !v.is_empty())
                 .map(|(k, v)| (samples[k].n(), v.iter().sum::<f64>() / v.len() as f64 * 1e-9))
                 .collect();
-            RegionLaw { region: name, law: fit::fit_time(&pts), points: pts }
+            RegionLaw { region: name, law: fit::fit_time(&pts), points: pts, blocks }
         })
         .collect();
     let largest = samples.len() - 1;
