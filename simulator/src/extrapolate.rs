@@ -39,6 +39,7 @@ use crate::trace::actions::{region_id, RecordConverter};
 use crate::trace::record::{CallRecord, Op, Params};
 use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
 
+mod blocks;
 mod fields;
 pub mod fit;
 pub mod rules;
@@ -160,11 +161,10 @@ pub struct Class {
     /// Which ranks.
     pub rule: ClassRule,
     slots: Vec<Slot>,
-    /// Compute blocks (CPU, wall ns) of each of the class's ranks in the
-    /// largest run, call by call: target rank r takes those of member
-    /// r mod their number, so the ranks of a class differ as they did
-    /// (the imbalance a collective then waits for).
-    blocks: Vec<Vec<(u64, u64)>>,
+    /// Compute blocks of the class's ranks in the largest run, call by
+    /// call: target rank r keeps the level of member r mod their number
+    /// and draws the transient part of each block ([`blocks`]).
+    blocks: blocks::Blocks,
     /// Compute-block laws per call-site region.
     pub laws: Vec<RegionLaw>,
 }
@@ -284,8 +284,7 @@ impl Model {
     }
 
     fn records_with<'m>(&'m self, class: &'m Class, factors: Arc<[f64]>, rank: u32, n: u32) -> RankRecords<'m> {
-        let blocks = &class.blocks[rank as usize % class.blocks.len()];
-        RankRecords { class, blocks, rank, n, next: 0, comms: HashMap::new(), factors }
+        RankRecords { class, rank, n, next: 0, comms: HashMap::new(), factors }
     }
 
     /// Replay streams of the `n` ranks (rank order), each generated as
@@ -480,7 +479,7 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
         }
         slots.push(slot);
     }
-    let laws = law_pts
+    let laws: Vec<RegionLaw> = law_pts
         .into_iter()
         .map(|(name, per_sample, blocks)| {
             let pts: Vec<(u32, f64)> = per_sample
@@ -492,12 +491,13 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
             RegionLaw { region: name, law: fit::fit_time(&pts), points: pts, blocks }
         })
         .collect();
-    let largest = samples.len() - 1;
-    let blocks = obs
+    let largest = obs.last().map_or(samples.len() - 1, |o| o.0);
+    let members = obs
         .iter()
-        .filter(|(k, _)| *k == obs.last().map_or(largest, |o| o.0))
+        .filter(|(k, _)| *k == largest)
         .map(|&(k, r)| samples[k].ranks[r as usize].2.iter().map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
         .collect();
+    let blocks = blocks::Blocks::new(members, slots.iter().map(|s: &Slot| s.law).collect(), laws.len());
     Ok(Class { rule, slots, blocks, laws })
 }
 
@@ -518,8 +518,6 @@ fn size_law(pts: &[(u32, f64)]) -> Result<Law, String> {
 #[derive(Debug)]
 pub struct RankRecords<'m> {
     class: &'m Class,
-    /// The compute blocks this rank takes after (see [`Class`]).
-    blocks: &'m [(u64, u64)],
     rank: u32,
     n: u32,
     next: usize,
@@ -537,9 +535,9 @@ impl RankRecords<'_> {
         self.next += 1;
         let mut rec = slot.rec.clone();
         let f = self.factors[slot.law];
-        let (cpu, wall) = self.blocks[self.next - 1];
-        rec.compute_cpu_ns = (cpu as f64 * f).round() as u64;
-        rec.compute_wall_ns = (wall as f64 * f).round() as u64;
+        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1);
+        rec.compute_cpu_ns = (cpu * f).round() as u64;
+        rec.compute_wall_ns = (wall * f).round() as u64;
         if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {
             *members = rule.eval(self.rank, self.n);
             self.comms.insert(*comm, members.clone());
