@@ -497,7 +497,8 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
         .filter(|(k, _)| *k == largest)
         .map(|&(k, r)| samples[k].ranks[r as usize].2.iter().map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
         .collect();
-    let blocks = blocks::Blocks::new(members, slots.iter().map(|s: &Slot| s.law).collect(), laws.len());
+    let law_of: Vec<usize> = slots.iter().map(|s| s.law).collect();
+    let blocks = blocks::Blocks::new(members, &law_of, laws.len());
     Ok(Class { rule, slots, blocks, laws })
 }
 
@@ -535,7 +536,7 @@ impl RankRecords<'_> {
         self.next += 1;
         let mut rec = slot.rec.clone();
         let f = self.factors[slot.law];
-        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1);
+        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
         rec.compute_cpu_ns = (cpu * f).round() as u64;
         rec.compute_wall_ns = (wall * f).round() as u64;
         if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {

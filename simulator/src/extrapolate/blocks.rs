@@ -28,8 +28,6 @@ pub(super) struct Blocks {
     members: Vec<Vec<(u64, u64)>>,
     /// Per call: the members' median CPU ns.
     base: Vec<f64>,
-    /// Per call: its region law's index.
-    law_of: Vec<usize>,
     /// Per member, per region law: the member's level (1 for a member at
     /// the median).
     level: Vec<Vec<f64>>,
@@ -42,7 +40,7 @@ impl Blocks {
     /// Splits `members` (per member, per call: CPU and wall ns; at least
     /// one member, all of one length) by region, `law_of[i]` being call
     /// i's region law index below `laws`.
-    pub(super) fn new(members: Vec<Vec<(u64, u64)>>, law_of: Vec<usize>, laws: usize) -> Blocks {
+    pub(super) fn new(members: Vec<Vec<(u64, u64)>>, law_of: &[usize], laws: usize) -> Blocks {
         let calls = law_of.len();
         let mut base = Vec::with_capacity(calls);
         let mut col: Vec<u64> = Vec::with_capacity(members.len());
@@ -85,15 +83,15 @@ impl Blocks {
                 p.iter_mut().for_each(|t| *t = (*t as f64 / mean) as f32);
             }
         }
-        Blocks { members, base, law_of, level, pool }
+        Blocks { members, base, level, pool }
     }
 
-    /// The (CPU, wall) ns of target rank `r`'s block before call `i`,
-    /// before its region's scaling law.
-    pub(super) fn block(&self, r: u32, i: usize) -> (f64, f64) {
+    /// The (CPU, wall) ns of target rank `r`'s block before call `i`, whose
+    /// region law is `g` (as given to [`Blocks::new`]), before the law's
+    /// scaling.
+    pub(super) fn block(&self, r: u32, i: usize, g: usize) -> (f64, f64) {
         let m = r as usize % self.members.len();
         let (cpu, wall) = self.members[m][i];
-        let g = self.law_of[i];
         let pool = &self.pool[g];
         if self.base[i] <= 0.0 || pool.is_empty() {
             return (cpu as f64, wall as f64);
@@ -125,13 +123,13 @@ mod tests {
         let m0: Vec<(u64, u64)> = (0..100).map(|i| if i % 10 == 0 { (1000, 1000) } else { (100, 100) }).collect();
         let quiet: Vec<(u64, u64)> = vec![(100, 100); 100];
         let slow: Vec<(u64, u64)> = vec![(200, 200); 100];
-        Blocks::new(vec![m0, quiet.clone(), quiet.clone(), quiet, slow], vec![0; 100], 1)
+        Blocks::new(vec![m0, quiet.clone(), quiet.clone(), quiet, slow], &[0; 100], 1)
     }
 
     #[test]
     fn persistent_imbalance_stays_with_the_rank_and_detours_are_drawn() {
         let b = blocks();
-        let total = |r: u32| (0..100).map(|i| b.block(r, i).0).sum::<f64>();
+        let total = |r: u32| (0..100).map(|i| b.block(r, i, 0).0).sum::<f64>();
         // Each member's total carries over to its target ranks.
         let own = [90.0 * 100.0 + 10.0 * 1000.0, 100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 200.0 * 100.0];
         for r in 0..20u32 {
@@ -145,20 +143,20 @@ mod tests {
         }
         // Ranks of one member no longer repeat its detours call by call,
         // and quiet members' ranks meet detours too.
-        let hit = |r: u32| (0..100).filter(|&i| b.block(r, i).0 > 300.0).collect::<Vec<_>>();
+        let hit = |r: u32| (0..100).filter(|&i| b.block(r, i, 0).0 > 300.0).collect::<Vec<_>>();
         assert_ne!(hit(0), hit(5));
         assert!((0..100).any(|k| !hit(5 * k + 1).is_empty()));
         // The same rank and call always draw the same block.
-        assert_eq!(b.block(7, 31), b.block(7, 31));
+        assert_eq!(b.block(7, 31, 0), b.block(7, 31, 0));
     }
 
     #[test]
     fn identical_members_keep_their_blocks() {
         let m: Vec<(u64, u64)> = (0..10).map(|i| (100 * (i + 1), 150 * (i + 1))).collect();
-        let b = Blocks::new(vec![m.clone(), m.clone(), m.clone()], vec![0; 10], 1);
+        let b = Blocks::new(vec![m.clone(), m.clone(), m.clone()], &[0; 10], 1);
         for r in 0..9 {
             for (i, &(cpu, wall)) in m.iter().enumerate() {
-                let (c, w) = b.block(r, i);
+                let (c, w) = b.block(r, i, 0);
                 assert!((c - cpu as f64).abs() < 1e-3 && (w - wall as f64).abs() < 1e-3, "rank {r} call {i}: {c} {w}");
             }
         }
