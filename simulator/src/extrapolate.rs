@@ -19,7 +19,9 @@
 //!   grid rows and columns, blocks, strides).
 //! - **Sizes** are fitted per call against N or a side of the grid
 //!   ([`fit::fit_size`]); **compute blocks** per class and call-site
-//!   region against N ([`fit::fit_time`]), and each block of the target
+//!   region against N or a side of the grid ([`fit::fit_time`]), several
+//!   traced runs of one count taken at their median block by block; each
+//!   block of the target
 //!   is the template's (the class's first rank in the largest run) scaled
 //!   by the region's law.
 //!
@@ -37,9 +39,11 @@ use crate::trace::actions::{region_id, RecordConverter};
 use crate::trace::record::{CallRecord, Op, Params};
 use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
 
+mod blocks;
 mod fields;
 pub mod fit;
 pub mod rules;
+mod runs;
 
 use fields::{set_fields, Fields};
 use fit::Law;
@@ -157,11 +161,10 @@ pub struct Class {
     /// Which ranks.
     pub rule: ClassRule,
     slots: Vec<Slot>,
-    /// Compute blocks (CPU, wall ns) of each of the class's ranks in the
-    /// largest run, call by call: target rank r takes those of member
-    /// r mod their number, so the ranks of a class differ as they did
-    /// (the imbalance a collective then waits for).
-    blocks: Vec<Vec<(u64, u64)>>,
+    /// Compute blocks of the class's ranks in the largest run, call by
+    /// call: target rank r keeps the level of member r mod their number
+    /// and draws the transient part of each block ([`blocks`]).
+    blocks: blocks::Blocks,
     /// Compute-block laws per call-site region.
     pub laws: Vec<RegionLaw>,
 }
@@ -173,6 +176,8 @@ pub struct RegionLaw {
     pub region: String,
     /// Mean CPU time of its blocks in the class, seconds, per traced rank count.
     pub points: Vec<(u32, f64)>,
+    /// Blocks per rank of the class in the region (calls that end one).
+    pub blocks: usize,
     /// The law fitted to them.
     pub law: Law,
 }
@@ -197,16 +202,18 @@ fn irregular(rec: &CallRecord, site: &CallSite, why: String) -> ExtrapolateError
 
 impl Model {
     /// Builds the model of `samples` (traces of one program at two or more
-    /// rank counts; in any order).
+    /// rank counts; in any order). Several traced runs of one count are
+    /// merged first, each compute block at the median of its runs, so run-to-run noise does not enter the laws.
     ///
     /// # Errors
-    /// [`ExtrapolateError::Samples`] for unusable sample sets,
+    /// [`ExtrapolateError::Samples`] for unusable sample sets (one rank
+    /// count, or runs of one count that call differently),
     /// [`ExtrapolateError::Irregular`] naming the first call site whose
     /// behaviour no rule describes.
-    pub fn build(mut samples: Vec<Sample>) -> Result<Model, ExtrapolateError> {
-        samples.sort_by_key(Sample::n);
+    pub fn build(samples: Vec<Sample>) -> Result<Model, ExtrapolateError> {
+        let samples = runs::merge_runs(samples)?;
         let counts: Vec<u32> = samples.iter().map(Sample::n).collect();
-        if counts.len() < 2 || counts.windows(2).any(|w| w[0] == w[1]) {
+        if counts.len() < 2 {
             return Err(ExtrapolateError::Samples(format!(
                 "extrapolation needs traces at two or more different rank counts, got {counts:?}"
             )));
@@ -277,8 +284,7 @@ impl Model {
     }
 
     fn records_with<'m>(&'m self, class: &'m Class, factors: Arc<[f64]>, rank: u32, n: u32) -> RankRecords<'m> {
-        let blocks = &class.blocks[rank as usize % class.blocks.len()];
-        RankRecords { class, blocks, rank, n, next: 0, comms: HashMap::new(), factors }
+        RankRecords { class, rank, n, next: 0, comms: HashMap::new(), factors }
     }
 
     /// Replay streams of the `n` ranks (rank order), each generated as
@@ -405,15 +411,16 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
     // Each observed rank's communicators (id → members), call by call.
     let mut comms: Vec<HashMap<u32, Vec<u32>>> = obs.iter().map(|_| HashMap::new()).collect();
     let mut law_of: HashMap<u64, usize> = HashMap::new();
-    let mut law_pts: Vec<(String, Vec<Vec<f64>>)> = Vec::new();
+    let mut law_pts: Vec<(String, Vec<Vec<f64>>, usize)> = Vec::new();
     let mut slots = Vec::with_capacity(template.len());
     for (i, (trec, tsite)) in template.iter().enumerate() {
         let prev = if i == 0 { CallSite { module: String::new(), offset: 0 } } else { template[i - 1].1.clone() };
         let region = region_id(&prev, tsite);
         let law = *law_of.entry(region).or_insert_with(|| {
-            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); samples.len()]));
+            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); samples.len()], 0));
             law_pts.len() - 1
         });
+        law_pts[law].2 += 1;
         let mut peers: [Vec<PeerSeen>; 2] = [Vec::new(), Vec::new()];
         let mut sizes: [Vec<(u32, f64)>; 2] = [Vec::new(), Vec::new()];
         let mut members = Vec::new();
@@ -475,24 +482,26 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
         }
         slots.push(slot);
     }
-    let laws = law_pts
+    let laws: Vec<RegionLaw> = law_pts
         .into_iter()
-        .map(|(name, per_sample)| {
+        .map(|(name, per_sample, blocks)| {
             let pts: Vec<(u32, f64)> = per_sample
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| !v.is_empty())
                 .map(|(k, v)| (samples[k].n(), v.iter().sum::<f64>() / v.len() as f64 * 1e-9))
                 .collect();
-            RegionLaw { region: name, law: fit::fit_time(&pts), points: pts }
+            RegionLaw { region: name, law: fit::fit_time(&pts), points: pts, blocks }
         })
         .collect();
-    let largest = samples.len() - 1;
-    let blocks = obs
+    let largest = obs.last().map_or(samples.len() - 1, |o| o.0);
+    let members = obs
         .iter()
-        .filter(|(k, _)| *k == obs.last().map_or(largest, |o| o.0))
+        .filter(|(k, _)| *k == largest)
         .map(|&(k, r)| samples[k].ranks[r as usize].2.iter().map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
         .collect();
+    let law_of: Vec<usize> = slots.iter().map(|s| s.law).collect();
+    let blocks = blocks::Blocks::new(members, &law_of, laws.len());
     Ok(Class { rule, slots, blocks, laws })
 }
 
@@ -513,8 +522,6 @@ fn size_law(pts: &[(u32, f64)]) -> Result<Law, String> {
 #[derive(Debug)]
 pub struct RankRecords<'m> {
     class: &'m Class,
-    /// The compute blocks this rank takes after (see [`Class`]).
-    blocks: &'m [(u64, u64)],
     rank: u32,
     n: u32,
     next: usize,
@@ -532,9 +539,9 @@ impl RankRecords<'_> {
         self.next += 1;
         let mut rec = slot.rec.clone();
         let f = self.factors[slot.law];
-        let (cpu, wall) = self.blocks[self.next - 1];
-        rec.compute_cpu_ns = (cpu as f64 * f).round() as u64;
-        rec.compute_wall_ns = (wall as f64 * f).round() as u64;
+        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
+        rec.compute_cpu_ns = (cpu * f).round() as u64;
+        rec.compute_wall_ns = (wall * f).round() as u64;
         if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {
             *members = rule.eval(self.rank, self.n);
             self.comms.insert(*comm, members.clone());

@@ -74,11 +74,11 @@ const FLAT: f64 = 0.02;
 
 /// Fits `pts` (rank count, value), at least one point, by the simplest law
 /// that describes them: a constant when the values agree within 2 % or do
-/// not fall with N, else `a·N^−b` (least squares in log-log space, b in
-/// (0, 3]), else, when that leaves more than 5 % relative residual and
-/// there are four or more rank counts, `a·N^−b + c` (linear least squares
-/// in a and c for each b on a 0.01 grid over (0, 3]) if it cuts the
-/// residual threefold. Per-rank work that grows
+/// not fall with N, else `a·X^−b` ([`power_law_of`]: X is N or a side of
+/// the 2-D grid, b in (0, 1]), else, when that leaves more than 5 %
+/// relative residual and there are four or more rank counts,
+/// `a·X^−b + c` (linear least squares in a and c for each b on a 0.01 grid
+/// over (0, 3]) if it cuts the residual threefold. Per-rank work that grows
 /// with N is taken for noise (oversubscribed runs share caches): a block's
 /// time never grows in the extrapolation.
 pub fn fit_time(pts: &[(u32, f64)]) -> Law {
@@ -87,20 +87,55 @@ pub fn fit_time(pts: &[(u32, f64)]) -> Law {
     if pts.len() < 2 || spread <= FLAT * mean.abs() || distinct(pts) < 2 {
         return Law::constant(mean).with_residual(pts);
     }
-    let power = power_law(pts, Var::Ranks).filter(|l| l.b > 0.0).map(|l| Law { b: l.b.min(3.0), ..l }.with_residual(pts));
-    if power.is_none() {
+    let Some(power) = power_law_of(pts) else {
         return Law::constant(mean).with_residual(pts);
-    }
-    let power = power.expect("checked above");
+    };
     // The offset term is fitted only with a degree of freedom left (four
     // or more rank counts), and kept when it cuts the residual threefold.
     if power.rel_rms <= 0.05 || distinct(pts) < 4 {
         return power;
     }
-    match offset_law(pts, Var::Ranks).map(|l| l.with_residual(pts)) {
+    match offset_law(pts, power.var).map(|l| l.with_residual(pts)) {
         Some(o) if o.rel_rms * 3.0 < power.rel_rms && o.a > 0.0 && o.c >= 0.0 => o,
         _ => power,
     }
+}
+
+/// The falling power law `a·X^−b` that describes `pts` best, with its
+/// residual; `None` when the values do not fall with N.
+///
+/// - **The variable.** X is N, or a side of the 2-D grid
+///   `MPI_Dims_create(N, 2)` makes: work over the rows or the columns of a
+///   block decomposition (packing a halo, a boundary loop) shrinks with
+///   one side, a step function of N that no power of N follows (between
+///   2 and 4 ranks the larger side stays 2). A side is taken when it
+///   leaves less than half the residual of N, so noise on a law in N
+///   does not pick a side by chance.
+/// - **The exponent** is at most 1. Strong scaling divides a fixed amount
+///   of work: a rank's share falls as 1/N, and its time falls faster only
+///   while its working set drops into a cache level, which happens once,
+///   not at every doubling. An exponent above 1 fitted on the smallest
+///   counts would carry that one step on to every larger N; at b = 1 the
+///   coefficient is refitted (least squares on ln y − ln X^−1).
+pub fn power_law_of(pts: &[(u32, f64)]) -> Option<Law> {
+    let fit = |var: Var| power_law(pts, var).filter(|l| l.b > 0.0).map(|l| at_most_linear(l, pts).with_residual(pts));
+    let by_ranks = fit(Var::Ranks)?;
+    let by_side = [Var::Dim0, Var::Dim1].into_iter().filter_map(fit).min_by(|a, b| a.rel_rms.total_cmp(&b.rel_rms));
+    match by_side {
+        Some(side) if side.rel_rms * 2.0 < by_ranks.rel_rms => Some(side),
+        _ => Some(by_ranks),
+    }
+}
+
+/// `law` with its exponent capped at 1 and, when capped, `a` refitted in
+/// log space for b = 1 (`pts` all positive, as [`power_law`] requires).
+fn at_most_linear(law: Law, pts: &[(u32, f64)]) -> Law {
+    if law.b <= 1.0 {
+        return law;
+    }
+    let k = pts.len() as f64;
+    let ln_a = pts.iter().map(|&(n, y)| y.ln() + law.var.at(n).ln()).sum::<f64>() / k;
+    Law { a: ln_a.exp(), b: 1.0, ..law }
 }
 
 /// Fits message sizes `pts` (rank count, bytes): a constant, else an exact

@@ -253,3 +253,56 @@ fn periodic_3d_grid_peers_extrapolate_from_small_runs() {
     assert_eq!(rule.eval(1, 8, &[]), PROC_NULL);
     assert_eq!(rule.eval(0, 8, &[]), 1);
 }
+
+#[test]
+fn runs_of_one_count_merge_at_the_median_of_their_blocks() {
+    // Three runs at 4 ranks, one hit by a detour that made every block 10
+    // times longer: the model's law is that of the two quiet runs, 0.4 s / N.
+    let mut slow = ring_sample(4, 4.0);
+    slow.dir = PathBuf::from("slow");
+    let runs = vec![ring_sample(2, 0.4), ring_sample(4, 0.4), slow, ring_sample(4, 0.4), ring_sample(8, 0.4)];
+    let model = Model::build(runs).unwrap();
+    assert_eq!(model.sample_ranks, [2, 4, 8]);
+    let law = &model.classes.iter().find(|c| c.rule == ClassRule::Rest).unwrap().laws;
+    let send = law.iter().find(|l| l.points.iter().any(|p| p.1 > 0.0)).unwrap();
+    assert_eq!(send.blocks, 1);
+    assert!((send.points[1].1 - 0.1).abs() < 1e-9 && (send.law.b - 1.0).abs() < 1e-6, "{send:?}");
+    // Runs of one count that call differently are refused, naming both.
+    let mut other = ring_sample(4, 0.4);
+    other.dir = PathBuf::from("other");
+    other.ranks[1].2.swap(1, 2);
+    let err = Model::build(vec![ring_sample(2, 0.4), ring_sample(4, 0.4), other]).unwrap_err().to_string();
+    assert!(err.contains("other") && err.contains("rank 1") && err.contains("at 4 ranks"), "{err}");
+    // Runs of one count alone make no model.
+    let one = Model::build(vec![ring_sample(4, 0.1), ring_sample(4, 0.1)]).unwrap_err().to_string();
+    assert!(one.contains("two or more different rank counts"), "{one}");
+}
+
+#[test]
+fn compute_laws_follow_a_grid_side_when_the_work_is_over_rows() {
+    // A halo packed row by row: rows = 2048 / the larger side of the grid,
+    // which is 2 at both 2 and 4 ranks; no power of N gives that step.
+    let rows = |n: u32| 2048.0 / dims_2d(n).0 as f64 * 1e-7;
+    let law = fit_time(&[2u32, 4, 8].map(|n| (n, rows(n))));
+    assert_eq!((law.var, law.b), (Var::Dim0, 1.0), "{law:?}");
+    for n in [16, 32, 64, 1 << 20] {
+        assert!((law.eval(n) / rows(n) - 1.0).abs() < 1e-9, "{n}: {law:?}");
+    }
+    // A law in N with a few percent of noise keeps N.
+    let law = fit_time(&[(2, 0.5 * 1.03), (4, 0.25 * 0.97), (8, 0.125 * 1.02)]);
+    assert_eq!(law.var, Var::Ranks, "{law:?}");
+}
+
+#[test]
+fn strong_scaling_falls_at_most_as_one_over_n() {
+    // Superlinear at small counts (the working set entering a cache):
+    // N^-1.3 from 2, 4 and 8 ranks extrapolates as 1/N from there.
+    let pts = [2u32, 4, 8].map(|n| (n, (n as f64).powf(-1.3)));
+    let law = fit_time(&pts);
+    assert_eq!((law.var, law.b, law.c), (Var::Ranks, 1.0, 0.0), "{law:?}");
+    assert!((law.eval(32) / law.eval(8) - 0.25).abs() < 1e-12);
+    assert!(law.rel_rms > 0.01, "the cap shows in the residual: {law:?}");
+    // Below 1 the exponent is the fitted one.
+    let law = fit_time(&[2u32, 4, 8].map(|n| (n, (n as f64).powf(-0.6))));
+    assert!((law.b - 0.6).abs() < 1e-9 && law.rel_rms < 1e-9, "{law:?}");
+}

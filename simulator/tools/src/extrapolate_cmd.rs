@@ -18,7 +18,8 @@ pub struct ExtrapolateArgs {
     /// Trace directory to write (meta.json and a rank file each).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Trace directories of the same program at two or more rank counts.
+    /// Trace directories of the same program at two or more rank counts
+    /// (several runs of one count are merged, each block at its median).
     #[arg(value_name = "TRACE_DIR", required = true, num_args = 2..)]
     traces: Vec<PathBuf>,
 }
@@ -128,7 +129,8 @@ pub struct ScalingArgs {
     /// Print one JSON object (`points`) instead of a table.
     #[arg(long)]
     json: bool,
-    /// Trace directories of the same program at two or more rank counts.
+    /// Trace directories of the same program at two or more rank counts
+    /// (several runs of one count are merged, each block at its median).
     #[arg(value_name = "TRACE_DIR", required = true, num_args = 2..)]
     traces: Vec<PathBuf>,
 }
