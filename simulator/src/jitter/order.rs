@@ -33,7 +33,7 @@ use super::track::{After, Quiet, Track};
 /// in one core's cache between its pass in trace order and its pass down
 /// the tree. Unit tests use small chunks, so that their small trees have
 /// levels of several chunks.
-const CHUNK: usize = if cfg!(test) { 16 } else { 16384 };
+const CHUNK: usize = if cfg!(test) { 16 } else { 65536 };
 /// The pass in trace order is kept while at least 1/`WORTH` of the tasks
 /// leave on time (with more jitter nearly every task is below one that met
 /// some, and the pass only adds work); otherwise it is tried again after
