@@ -14,11 +14,12 @@
 //! (event pointers that only move forward) finds the tasks whose chain
 //! meets no event and stretches their next compute, into a buffer the size
 //! of the chunk; the pass down the chunk in task order then takes those
-//! results for every task whose parent's message arrives at `R + a_i`. Any
-//! other task starts its chain at its own time: if the chain meets no event
-//! there, it is shifted as a whole (one search of the trace), else
-//! stretched block by block. A leaf then sends its message of the next
-//! barrier up, which depends on nothing else. The results are those of
+//! results for every task whose parent's message arrives at `R + a_i` (the
+//! parent marks such a message). Any other task starts its chain when its
+//! parent's message arrives: if the chain meets no event there, it is
+//! shifted as a whole (one search of the trace), else stretched block by
+//! block. A leaf then sends its message of the next barrier up, which
+//! depends on nothing else. The results are those of
 //! [`collective::up`] and [`collective::down`] followed by the compute, to
 //! the cycle.
 
@@ -29,10 +30,10 @@ use super::engine::{Env, Tasks};
 use super::par::*;
 use super::track::{After, Quiet, Track};
 
-/// Most tasks per chunk: a chunk's keys, outcomes, clocks and cursors stay
-/// in one core's cache between its pass in trace order and its pass down
-/// the tree. Unit tests use small chunks, so that their small trees have
-/// levels of several chunks.
+/// Most tasks per chunk: a chunk's outcomes are read back from the cache by
+/// its pass down the tree, and each track's event pointers move past few
+/// events per task in its pass in trace order. Unit tests use small
+/// chunks, so that their small trees have levels of several chunks.
 const CHUNK: usize = if cfg!(test) { 16 } else { 65536 };
 /// The pass in trace order is kept while at least 1/`WORTH` of the tasks
 /// leave on time (with more jitter nearly every task is below one that met
@@ -41,7 +42,8 @@ const CHUNK: usize = if cfg!(test) { 16 } else { 65536 };
 const WORTH: u64 = 4;
 const RETRY: u32 = 32;
 
-/// Marks a parent's message that arrives at `release + a` (the top bit of a time in cycles).
+/// Marks a parent's message that arrives at `release + a`: the top bit of
+/// its time in cycles (times stay far below 2⁶³ cycles).
 const IN_STEP: u64 = 1 << 63;
 
 thread_local! {
@@ -74,7 +76,9 @@ pub(crate) struct TreeOrder {
 
 /// Consecutive tasks `lo..hi` of one tree level.
 struct Chunk {
+    /// First task.
     lo: usize,
+    /// One past the last task.
     hi: usize,
     /// Where each track's tasks start in `keys`, plus their end.
     parts: Vec<usize>,
@@ -113,7 +117,7 @@ impl TreeOrder {
         for (c, v) in chunks.iter_mut().zip(&sorted) {
             let base = keys.len();
             c.parts.push(base);
-            // Each track's run ends where the keys stop ascending or the track changes.
+            // `v` holds track 0's tasks, then track 1's, ...: a run ends where the track changes.
             let mut g = 0;
             for (j, &(q, x)) in v.iter().enumerate() {
                 while (c.lo + x as usize) % nt != g {
