@@ -10,7 +10,7 @@ use super::par::*;
 
 use super::collective::{self, Collective, Net};
 use super::order::TreeOrder;
-use super::track::{Cur, Quiet, Track};
+use super::track::{After, Cur, Quiet, Track};
 use super::JitterError;
 
 /// Where in the trace each task starts (jitSim §3.3).
@@ -117,6 +117,18 @@ impl<'a> Env<'a> {
         let nt = self.tracks.len() as u64;
         let k = if nt.is_power_of_two() { i & (nt - 1) } else { i % nt } as usize;
         self.tracks[k].stretch_quiet(q, self.offsets[i as usize], self.segments[k], t, work)
+    }
+
+    /// Task `i`, reading its whole trace, starts a chain of short blocks of
+    /// `chain` cycles in all at its time `t`, then `work` cycles of compute:
+    /// [`Track::chain_then_compute`] for one task.
+    #[inline]
+    pub(crate) fn chain_then_compute(&self, i: u64, t: u64, chain: u64, work: u64) -> After {
+        let nt = self.tracks.len() as u64;
+        let k = if nt.is_power_of_two() { i & (nt - 1) } else { i % nt } as usize;
+        let track = &self.tracks[k];
+        let pos = (self.offsets[i as usize] + t % track.period()) % track.period();
+        track.chain_then_compute_one(pos, chain, work)
     }
 }
 

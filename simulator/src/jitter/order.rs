@@ -6,23 +6,35 @@
 //! jitter) and whose receive and sends meet no event leaves at `R + d_i`.
 //! Its trace position on the way down is then `(offset_i + a_i + R) mod
 //! period`, so tasks sorted once by `(offset_i + a_i) mod period` stay
-//! sorted, rotated by `R`, in every phase. One pass in that order over each
-//! trace finds the tasks that leave on time and stretches their next
-//! compute with event pointers that only move forward. The pass down the
-//! tree in task order then takes those results for every task whose
-//! parent's message arrives at `R + a_i`, and stretches the others block by
-//! block (a task that meets jitter on the way down, and mostly its
-//! subtree); a leaf then sends its message of the next barrier up, which
-//! depends on nothing else. The results are those of [`collective::up`]
-//! and [`collective::down`] followed by the compute, to the cycle.
+//! sorted, rotated by `R`, in every phase.
+//!
+//! The pass down the tree goes level by level, each level in chunks of
+//! consecutive tasks (in parallel). A chunk's tasks of each trace are
+//! sorted once by that key; each phase, one pass over them in trace order
+//! (event pointers that only move forward) finds the tasks whose chain
+//! meets no event and stretches their next compute, into a buffer the size
+//! of the chunk; the pass down the chunk in task order then takes those
+//! results for every task whose parent's message arrives at `R + a_i` (the
+//! parent marks such a message). Any other task starts its chain when its
+//! parent's message arrives: if the chain meets no event there, it is
+//! shifted as a whole (one search of the trace), else stretched block by
+//! block. A leaf then sends its message of the next barrier up, which
+//! depends on nothing else. The results are those of
+//! [`collective::up`] and [`collective::down`] followed by the compute, to
+//! the cycle.
 
-use super::collective::{self, Exit, FixedLinks, MIN_LEN};
-use super::engine::Tasks;
+use std::cell::RefCell;
+
+use super::collective::{self, Exit, FixedLinks};
+use super::engine::{Env, Tasks};
 use super::par::*;
 use super::track::{After, Quiet, Track};
 
-/// Tasks per chunk of a pass in trace order.
-const CHUNK: usize = 4096;
+/// Most tasks per chunk: a chunk's outcomes are read back from the cache by
+/// its pass down the tree, and each track's event pointers move past few
+/// events per task in its pass in trace order. Unit tests use small
+/// chunks, so that their small trees have levels of several chunks.
+const CHUNK: usize = if cfg!(test) { 16 } else { 65536 };
 /// The pass in trace order is kept while at least 1/`WORTH` of the tasks
 /// leave on time (with more jitter nearly every task is below one that met
 /// some, and the pass only adds work); otherwise it is tried again after
@@ -30,39 +42,46 @@ const CHUNK: usize = 4096;
 const WORTH: u64 = 4;
 const RETRY: u32 = 32;
 
-/// A barrier or reduce-bcast tree with its tasks in trace order.
+/// Marks a parent's message that arrives at `release + a`: the top bit of
+/// its time in cycles (times stay far below 2⁶³ cycles).
+const IN_STEP: u64 = 1 << 63;
+
+thread_local! {
+    /// A chunk's outcomes of the pass in trace order, by task.
+    static OUTCOMES: RefCell<Vec<After>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A barrier or reduce-bcast tree with its tasks in trace order, chunk by chunk.
 pub(crate) struct TreeOrder {
     /// Tree arity.
     k: u64,
     /// Message costs.
     links: FixedLinks,
-    /// Per task: arrival of its parent's message after the root's release, cycles, without jitter (root: 0).
-    a: Vec<u64>,
-    /// Per task: its exit after the root's release, cycles, without jitter.
-    d: Vec<u64>,
-    /// Per track: its tasks in trace order.
-    groups: Vec<Group>,
-    /// Per task: its place in `out`.
-    slot: Vec<u32>,
-    /// Per place: the outcome of the pass in trace order.
-    out: Vec<After>,
-    /// Per task: its outcome, gathered from `out` in one tight pass (many loads in flight).
-    by_task: Vec<After>,
+    /// Number of tasks.
+    n: u64,
+    /// Chunks of consecutive tasks within one tree level, in task order.
+    chunks: Vec<Chunk>,
+    /// First chunk of each tree level, plus the number of chunks.
+    level_chunks: Vec<usize>,
+    /// Chunk by chunk, track by track: the tasks' keys `(offset + a) mod period`, ascending, cycles.
+    keys: Vec<u64>,
+    /// The task of each key, as its index in its chunk.
+    idx: Vec<u32>,
     /// Whether the leaves have sent their message up for the current phase
     /// (they do so right after their compute in [`TreeOrder::down`]).
     leaves_sent: bool,
-    /// Phases to go down the tree task by task before trying the trace order again.
+    /// Phases to go down the tree without the pass in trace order before trying it again.
     skip: u32,
 }
 
-/// The tasks of one track, sorted by `(offset + a) mod period`.
-struct Group {
-    /// The sorted keys, cycles.
-    keys: Vec<u64>,
-    /// `d − a` of each: receive and sends, cycles.
-    chain: Vec<u64>,
-    /// First place of the group in `out`.
-    base: usize,
+/// Consecutive tasks `lo..hi` of one tree level.
+struct Chunk {
+    /// First task.
+    lo: usize,
+    /// One past the last task.
+    hi: usize,
+    /// Where each track's tasks start in `keys`, plus their end.
+    parts: Vec<usize>,
 }
 
 impl TreeOrder {
@@ -70,45 +89,49 @@ impl TreeOrder {
     /// from `offsets[i]`, whole) in a `k`-ary tree with message costs `links`.
     pub(crate) fn new(tracks: &[Track], offsets: &[u64], links: FixedLinks, k: u64) -> TreeOrder {
         let n = offsets.len();
-        let (mut a, mut d) = (vec![0u64; n], vec![0u64; n]);
-        for i in 0..n {
-            let iu = i as u64;
-            let mut x = a[i] + if i > 0 { links.get((iu - 1) / k, iu).recv } else { 0 };
-            for c in (k * iu + 1)..=(k * iu + k).min(n as u64 - 1) {
-                let l = links.get(iu, c);
-                x += l.send;
-                a[c as usize] = x + l.wire;
+        let (a, _) = no_jitter_times(n, links, k);
+        let (mut chunks, mut level_chunks) = (Vec::new(), Vec::new());
+        for w in collective::levels(n as u64, k).windows(2) {
+            level_chunks.push(chunks.len());
+            for lo in (w[0] as usize..w[1] as usize).step_by(CHUNK) {
+                chunks.push(Chunk { lo, hi: (lo + CHUNK).min(w[1] as usize), parts: Vec::new() });
             }
-            d[i] = x;
         }
+        level_chunks.push(chunks.len());
         let nt = tracks.len();
-        let mut slot = vec![0u32; n];
-        let mut groups = Vec::with_capacity(nt);
-        let mut base = 0;
-        for (g, track) in tracks.iter().enumerate() {
-            let p = track.period();
-            let mut v: Vec<(u64, u32)> = (g..n).step_by(nt).map(|i| ((offsets[i] % p + a[i] % p) % p, i as u32)).collect();
-            v.par_sort_unstable();
-            for (j, &(_, i)) in v.iter().enumerate() {
-                slot[i as usize] = (base + j) as u32;
+        let sorted: Vec<Vec<(u64, u32)>> = chunks
+            .par_iter()
+            .map(|c| {
+                let mut v = Vec::with_capacity(c.hi - c.lo);
+                for (g, track) in tracks.iter().enumerate() {
+                    let p = track.period();
+                    let from = v.len();
+                    let first = c.lo + (g + nt - c.lo % nt) % nt;
+                    v.extend((first..c.hi).step_by(nt).map(|i| ((offsets[i] % p + a[i] % p) % p, (i - c.lo) as u32)));
+                    v[from..].sort_unstable();
+                }
+                v
+            })
+            .collect();
+        let (mut keys, mut idx) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for (c, v) in chunks.iter_mut().zip(&sorted) {
+            let base = keys.len();
+            c.parts.push(base);
+            // `v` holds track 0's tasks, then track 1's, ...: a run ends where the track changes.
+            let mut g = 0;
+            for (j, &(q, x)) in v.iter().enumerate() {
+                while (c.lo + x as usize) % nt != g {
+                    g += 1;
+                    c.parts.push(base + j);
+                }
+                keys.push(q);
+                idx.push(x);
             }
-            let keys = v.iter().map(|&(q, _)| q).collect();
-            let chain = v.iter().map(|&(_, i)| d[i as usize] - a[i as usize]).collect();
-            groups.push(Group { keys, chain, base });
-            base += v.len();
+            while c.parts.len() <= nt {
+                c.parts.push(keys.len());
+            }
         }
-        TreeOrder {
-            k,
-            links,
-            a,
-            d,
-            groups,
-            slot,
-            out: vec![After::default(); n],
-            by_task: vec![After::default(); n],
-            leaves_sent: false,
-            skip: 0,
-        }
+        TreeOrder { k, links, n: n as u64, chunks, level_chunks, keys, idx, leaves_sent: false, skip: 0 }
     }
 
     /// One barrier over `ts` (see [`collective::run`]): up the tree, then
@@ -119,122 +142,206 @@ impl TreeOrder {
         let done = if self.leaves_sent { collective::first_leaf(ts.n(), self.k) } else { ts.n() };
         collective::up(ts, self.k, |x, y| links.get(x, y), done);
         self.leaves_sent = false;
-        let Some(work) = next_work.filter(|_| self.skip == 0) else {
-            self.skip = self.skip.saturating_sub(1);
-            let (end, longest) = collective::down(ts, self.k, |x, y| links.get(x, y), next_work);
-            return Exit { end, next_compute_max: next_work.map(|_| longest) };
+        let Some(work) = next_work else {
+            let (end, _) = collective::down(ts, self.k, |x, y| links.get(x, y), None);
+            return Exit { end, next_compute_max: None };
         };
-        let release = ts.t[0];
-        self.in_trace_order(tracks, release, work);
-        let out = &self.out;
-        self.by_task.par_iter_mut().zip(self.slot.par_iter()).with_min_len(MIN_LEN).for_each(|(b, &s)| *b = out[s as usize]);
-        let (end, longest, on_time) = self.down(ts, release, work);
-        if on_time * WORTH < ts.n() {
+        let swept = self.skip == 0;
+        self.skip = self.skip.saturating_sub(1);
+        let (end, longest, on_time) = self.down(tracks, ts, work, swept);
+        if swept && on_time * WORTH < ts.n() {
             self.skip = RETRY;
         }
         self.leaves_sent = true;
         Exit { end, next_compute_max: Some(longest) }
     }
 
-    /// Fills `out`: each task's way down and next compute, assuming its
-    /// ancestors left on time after a release at `release`.
-    fn in_trace_order(&mut self, tracks: &[Track], release: u64, work: u64) {
-        for (g, track) in self.groups.iter().zip(tracks) {
+    /// The pass in trace order over chunk `c` after a release at
+    /// `release`: `out[j]` is the way down and next compute of task
+    /// `c.lo + j`, assuming its parent's message arrives at `release + a`
+    /// (see [`Track::chain_then_compute`]).
+    fn sweep(&self, tracks: &[Track], c: &Chunk, release: u64, work: u64, out: &mut [After]) {
+        for (g, track) in tracks.iter().enumerate() {
+            let part = c.parts[g]..c.parts[g + 1];
+            let (keys, idx) = (&self.keys[part.clone()], &self.idx[part]);
+            let chain = |j: usize| self.chain((c.lo + idx[j] as usize) as u64);
             let p = track.period();
             let r = release % p;
             // Keys at or past `p − r` wrap to the front: positions ascend from `split` on, then from 0.
-            let split = g.keys.partition_point(|&q| q < p - r);
-            let m = g.keys.len();
-            let (front, back) = self.out[g.base..g.base + m].split_at_mut(split);
-            back.par_chunks_mut(CHUNK)
-                .zip(g.keys[split..].par_chunks(CHUNK))
-                .zip(g.chain[split..].par_chunks(CHUNK))
-                .for_each(|((o, q), c)| track.chain_then_compute(|j| q[j] - (p - r), c, work, o));
-            front
-                .par_chunks_mut(CHUNK)
-                .zip(g.keys[..split].par_chunks(CHUNK))
-                .zip(g.chain[..split].par_chunks(CHUNK))
-                .for_each(|((o, q), c)| track.chain_then_compute(|j| q[j] + r, c, work, o));
+            let split = keys.partition_point(|&q| q < p - r);
+            let (kb, ib) = (&keys[split..], &idx[split..]);
+            track.chain_then_compute(kb.len(), |j| kb[j] - (p - r), |j| chain(split + j), work, |j, o| out[ib[j] as usize] = o);
+            let (kf, i_f) = (&keys[..split], &idx[..split]);
+            track.chain_then_compute(kf.len(), |j| kf[j] + r, chain, work, |j, o| out[i_f[j] as usize] = o);
         }
     }
 
-    /// The pass down the tree after a release at `release`, then `work`
-    /// cycles of compute per task: the results of the pass in trace order
-    /// where they hold, block by block elsewhere. Those results hold for a
-    /// task whose parent's message arrives at `release + a` (whether or not
-    /// the parent left on time) and whose chain met no event. A leaf then
-    /// sends its message of the next barrier up the tree (its part of
+    /// The pass down the tree after the root's release (`ts.t[0]`), then
+    /// `work` cycles of compute per task, with the results of the pass in
+    /// trace order when `swept`. Those results hold for a task whose
+    /// parent's message arrives at `release + a` (whether or not the parent
+    /// left on time) and whose chain met no event. A leaf then sends its
+    /// message of the next barrier up the tree (its part of
     /// [`collective::up`], which depends on nothing else). Returns the
     /// latest exit and the longest compute, cycles, and the number of tasks
     /// that took the results of the pass in trace order.
-    fn down(&self, ts: &mut Tasks<'_>, release: u64, work: u64) -> (u64, u64, u64) {
-        let (n, k, links) = (ts.n(), self.k, self.links);
+    fn down(&self, tracks: &[Track], ts: &mut Tasks<'_>, work: u64, swept: bool) -> (u64, u64, u64) {
+        let (n, k) = (ts.n() as usize, self.k as usize);
+        let release = ts.t[0];
+        let env = ts.env;
         let (mut end, mut longest, mut on_time) = (0u64, 0u64, 0u64);
-        for w in collective::levels(n, k).windows(2) {
+        for (l, w) in collective::levels(n as u64, k as u64).windows(2).enumerate() {
             let (lo, hi) = (w[0] as usize, w[1] as usize);
+            let chunks = &self.chunks[self.level_chunks[l]..self.level_chunks[l + 1]];
             let (head, tail) = ts.arr.split_at_mut(hi);
-            let own = &mut head[lo..];
-            let env = ts.env;
-            let nchild = tail.len().min((hi - lo) * k as usize);
-            let with_children = nchild.div_ceil(k as usize);
-            let (a, d) = (&self.a, &self.d);
-            // Task `i` with clock `t`, cursor `h`, its parent's message at `arr`
-            // and its children's slots `kids`; `s` from the pass in trace order.
-            let task = |i: u64, t: &mut u64, h: &mut Quiet, arr: &mut u64, kids: &mut [u64], s: After| {
-                let iu = i as usize;
-                let (exit, c, on_time) = if (i == 0 || *arr == release + a[iu]) && !s.met() {
-                    let first = (k * i + 1) as usize;
-                    for (m, slot) in kids.iter_mut().enumerate() {
-                        *slot = release + a[first + m];
+            let nchild = tail.len().min((hi - lo) * k);
+            // Each chunk's clocks, cursors, message slots and its children's message slots.
+            let mut pieces = Vec::with_capacity(chunks.len());
+            let (mut t, mut h, mut arr, mut kids) = (&mut ts.t[lo..hi], &mut ts.cursors[lo..hi], &mut head[lo..], &mut tail[..nchild]);
+            for c in chunks {
+                let m = c.hi - c.lo;
+                let (t0, t1) = std::mem::take(&mut t).split_at_mut(m);
+                let (h0, h1) = std::mem::take(&mut h).split_at_mut(m);
+                let (a0, a1) = std::mem::take(&mut arr).split_at_mut(m);
+                let mk = (m * k).min(kids.len());
+                let (k0, k1) = std::mem::take(&mut kids).split_at_mut(mk);
+                (t, h, arr, kids) = (t1, h1, a1, k1);
+                pieces.push((c, t0, h0, a0, k0));
+            }
+            let per_chunk = pieces.par_iter_mut().map(|(c, t, h, arr, kids)| {
+                OUTCOMES.with(|b| {
+                    let mut out = b.borrow_mut();
+                    if swept {
+                        out.resize(c.hi - c.lo, After::MET);
+                        self.sweep(tracks, c, release, work, &mut out);
                     }
-                    let exit = release + d[iu];
-                    *h = Quiet::ahead(exit + s.dur, s.ahead, s.k);
-                    (exit, exit + s.dur, 1)
-                } else {
-                    let mut x = *t;
-                    if i > 0 {
-                        x = env.stretch(i, h, x.max(*arr), links.get(collective::parent(i, k), i).recv);
-                    }
-                    for (m, slot) in kids.iter_mut().enumerate() {
-                        let l = links.get(i, k * i + 1 + m as u64);
-                        x = env.stretch(i, h, x, l.send);
-                        *slot = x + l.wire;
-                    }
-                    (x, env.stretch(i, h, x, work), 0)
-                };
-                *t = c;
-                if kids.is_empty() && i > 0 {
-                    let l = links.get(i, collective::parent(i, k));
-                    *t = env.stretch(i, h, c, l.send);
-                    *arr = *t + l.wire;
-                }
-                (exit, c - exit, on_time)
-            };
-            let inner = ts.t[lo..lo + with_children]
-                .par_iter_mut()
-                .zip(ts.cursors[lo..lo + with_children].par_iter_mut())
-                .zip(own[..with_children].par_iter_mut())
-                .zip(tail[..nchild].par_chunks_mut(k as usize))
-                .zip(self.by_task[lo..lo + with_children].par_iter())
-                .enumerate()
-                .with_min_len(MIN_LEN / k as usize)
-                .map(|(j, ((((t, h), arr), kids), &s))| task((lo + j) as u64, t, h, arr, kids, s));
-            let inner = max_max_sum(inner);
-            let leaves = ts.t[lo + with_children..hi]
-                .par_iter_mut()
-                .zip(ts.cursors[lo + with_children..hi].par_iter_mut())
-                .zip(own[with_children..].par_iter_mut())
-                .zip(self.by_task[lo + with_children..hi].par_iter())
-                .enumerate()
-                .with_min_len(MIN_LEN)
-                .map(|(j, (((t, h), arr), &s))| task((lo + with_children + j) as u64, t, h, arr, &mut [], s));
-            let leaves = max_max_sum(leaves);
-            end = end.max(inner.0).max(leaves.0);
-            longest = longest.max(inner.1).max(leaves.1);
-            on_time += inner.2 + leaves.2;
+                    let s = |j: usize| if swept { out[j] } else { After::MET };
+                    self.down_chunk(env, c, work, swept, s, t, h, arr, kids)
+                })
+            });
+            let (e, x, o) = max_max_sum(per_chunk);
+            end = end.max(e);
+            longest = longest.max(x);
+            on_time += o;
         }
         (end, longest, on_time)
     }
+
+    /// [`down`](Self::down) over chunk `c`: its tasks' clocks `t`, cursors
+    /// `h`, the message slots `arr` of their parents' messages, and the
+    /// slots `kids` of their children's (the chunk's leaves send up into
+    /// `arr`); `s(j)`: the outcome of the pass in trace order for task `c.lo + j`.
+    #[allow(clippy::too_many_arguments)]
+    fn down_chunk(
+        &self,
+        env: Env<'_>,
+        c: &Chunk,
+        work: u64,
+        swept: bool,
+        s: impl Fn(usize) -> After,
+        t: &mut [u64],
+        h: &mut [Quiet],
+        arr: &mut [u64],
+        kids: &mut [u64],
+    ) -> (u64, u64, u64) {
+        let (k, links) = (self.k, self.links);
+        let (mut end, mut longest, mut on_time) = (0u64, 0u64, 0u64);
+        for j in 0..c.hi - c.lo {
+            let i = (c.lo + j) as u64;
+            let nk = kids.len();
+            let kj = &mut kids[(j * k as usize).min(nk)..((j + 1) * k as usize).min(nk)];
+            let recv = if i > 0 { links.get(collective::parent(i, k), i).recv } else { 0 };
+            // The parent's message, and whether it arrives at `release + a`.
+            let (got, in_step) = match i {
+                0 => (t[0], swept),
+                _ => (arr[j] & !IN_STEP, arr[j] & IN_STEP != 0),
+            };
+            // A task's own clock is never later than its parent's message
+            // (sent after the parent received this task's message up).
+            let (at, o) = if in_step {
+                (got, s(j))
+            } else {
+                // Shifted as a whole when the chain meets no event at its
+                // own position: one search of its trace.
+                (got, env.chain_then_compute(i, got, self.chain(i), work))
+            };
+            let leaf = kj.is_empty();
+            let mut q = if leaf { Quiet::default() } else { h[j] };
+            let (exit, c) = if !o.met() {
+                let mut x = at + recv;
+                for (m, slot) in kj.iter_mut().enumerate() {
+                    let l = links.get(i, k * i + 1 + m as u64);
+                    x += l.send;
+                    *slot = (x + l.wire) | if in_step { IN_STEP } else { 0 };
+                }
+                q = Quiet::ahead(x + o.dur, o.ahead, o.k);
+                on_time += in_step as u64;
+                (x, x + o.dur)
+            } else {
+                let mut x = at;
+                if i > 0 {
+                    x = env.stretch(i, &mut q, x, recv);
+                }
+                for (m, slot) in kj.iter_mut().enumerate() {
+                    let l = links.get(i, k * i + 1 + m as u64);
+                    x = env.stretch(i, &mut q, x, l.send);
+                    *slot = x + l.wire;
+                }
+                (x, env.stretch(i, &mut q, x, work))
+            };
+            end = end.max(exit);
+            longest = longest.max(c - exit);
+            if !leaf || i == 0 {
+                // Inner tasks keep their clock and cursor for the way up.
+                t[j] = c;
+                h[j] = q;
+            } else {
+                // A leaf sends its message up now; its clock and cursor are not read again.
+                let l = links.get(i, collective::parent(i, k));
+                arr[j] = env.stretch(i, &mut q, c, l.send) + l.wire;
+            }
+        }
+        (end, longest, on_time)
+    }
+
+    /// Receive and sends of task `i` on the way down without jitter, cycles: `d − a`.
+    #[inline]
+    fn chain(&self, i: u64) -> u64 {
+        let (k, links) = (self.k, self.links);
+        let mut x = if i > 0 { links.get(collective::parent(i, k), i).recv } else { 0 };
+        for c in (k * i + 1)..(k * i + k + 1).min(self.n) {
+            x += links.get(i, c).send;
+        }
+        x
+    }
+
+    /// Every task's outcome of the pass in trace order after a release at `release`.
+    #[cfg(test)]
+    fn sweep_all(&self, tracks: &[Track], release: u64, work: u64) -> Vec<After> {
+        let mut out = vec![After::MET; self.n as usize];
+        for c in &self.chunks {
+            self.sweep(tracks, c, release, work, &mut out[c.lo..c.hi]);
+        }
+        out
+    }
+}
+
+/// Per task of a `k`-ary tree over `n` tasks with message costs `links`,
+/// without jitter and after the root's release: the arrival of its
+/// parent's message (`a`, root 0) and its exit (`d`), cycles.
+fn no_jitter_times(n: usize, links: FixedLinks, k: u64) -> (Vec<u64>, Vec<u64>) {
+    let (mut a, mut d) = (vec![0u64; n], vec![0u64; n]);
+    for i in 0..n {
+        let iu = i as u64;
+        let mut x = a[i] + if i > 0 { links.get((iu - 1) / k, iu).recv } else { 0 };
+        for c in (k * iu + 1)..=(k * iu + k).min(n as u64 - 1) {
+            let l = links.get(iu, c);
+            x += l.send;
+            a[c as usize] = x + l.wire;
+        }
+        d[i] = x;
+    }
+    (a, d)
 }
 
 #[cfg(test)]
@@ -265,27 +372,53 @@ mod tests {
                 cores_per_node: 1 + r(5) % 3,
                 hz: HZ,
             };
-            let mut order = TreeOrder::new(&tracks, &offsets, net.fixed(0), k);
-            // Each track's tasks, read in trace order, are sorted by key.
-            for g in &order.groups {
-                assert!(g.keys.windows(2).all(|w| w[0] <= w[1]), "case {case}");
+            let order = TreeOrder::new(&tracks, &offsets, net.fixed(0), k);
+            let ad = no_jitter_times(n as usize, order.links, k);
+            // Each chunk holds each of its tasks once, every track's sorted by key.
+            let mut seen = vec![0u32; n as usize];
+            for c in &order.chunks {
+                for g in 0..nt as usize {
+                    let part = c.parts[g]..c.parts[g + 1];
+                    assert!(order.keys[part.clone()].windows(2).all(|w| w[0] <= w[1]), "case {case}");
+                    for &x in &order.idx[part] {
+                        assert_eq!((c.lo + x as usize) % nt as usize, g, "case {case}");
+                        seen[c.lo + x as usize] += 1;
+                    }
+                }
             }
+            assert!(seen.iter().all(|&s| s == 1), "case {case}");
+            let segments: Vec<u64> = tracks.iter().map(|t| t.period()).collect();
+            let env = Env::new(&tracks, &offsets, &segments);
             for rep in 0..4 {
                 let p0 = tracks[0].period();
                 let release = r(10 + rep) % (3 * p0);
                 let work = 1 + r(20 + rep) % (2 * p0);
-                order.in_trace_order(&tracks, release, work);
+                let all = order.sweep_all(&tracks, release, work);
                 for i in 0..n {
                     let g = (i % nt) as usize;
                     let s = |t: u64, w: u64| walk(&traces[g], offsets[i as usize], tracks[g].period(), t, w);
-                    let out = order.out[order.slot[i as usize] as usize];
+                    let (a, d) = (ad.0[i as usize], ad.1[i as usize]);
+                    // One task alone, late by up to a period: the same outcome as block by block.
+                    let late = release + a + r(30 + rep * n + i) % p0;
+                    let one = env.chain_then_compute(i, late, d - a, work);
+                    if !one.met() {
+                        let mut x = late;
+                        if i > 0 {
+                            x = s(x, order.links.get(collective::parent(i, k), i).recv);
+                        }
+                        for c in (k * i + 1)..=(k * i + k).min(n - 1) {
+                            x = s(x, order.links.get(i, c).send);
+                        }
+                        assert_eq!((x, s(x, work) - x), (late + d - a, one.dur), "case {case} rep {rep} task {i} late");
+                    }
+                    let out = all[i as usize];
                     if out.met() {
                         met += 1;
                         continue;
                     }
                     on_time += 1;
                     let links = order.links;
-                    let mut x = release + order.a[i as usize];
+                    let mut x = release + a;
                     if i > 0 {
                         x = s(x, links.get(collective::parent(i, k), i).recv);
                     }
@@ -293,7 +426,7 @@ mod tests {
                         x = s(x, links.get(i, c).send);
                     }
                     let ctx = format!("case {case} rep {rep} task {i}");
-                    assert_eq!(x, release + order.d[i as usize], "{ctx}");
+                    assert_eq!(x, release + d, "{ctx}");
                     let end = s(x, work);
                     assert_eq!(end - x, out.dur, "{ctx}");
                     let ahead = out.ahead as u64;

@@ -394,40 +394,62 @@ impl Track {
 }
 
 impl Track {
-    /// For tasks at trace positions `pos(j)` (cycles, each < period,
-    /// ascending over `j` in `0..out.len()`), each doing a chain of short
-    /// blocks of `chain[j]` cycles in all and then `work` (≥ 1) compute
-    /// cycles, reading the whole trace: `out[j]` is the compute's duration
+    /// For `m` tasks at trace positions `pos(j)` (cycles, each < period,
+    /// ascending over `j` in `0..m`), each doing a chain of short blocks of
+    /// `chain(j)` cycles in all and then `work` (≥ 1) compute cycles,
+    /// reading the whole trace: `out(j, ·)` gets the compute's duration
     /// and the quiet cycles after its end when the chain meets no event and
     /// the compute does not reach the trace's end, else [`After::MET`].
     /// Event pointers move forward only (a bucket lookup for the first
     /// task): O(tasks + events).
-    pub(crate) fn chain_then_compute(&self, pos: impl Fn(usize) -> u64, chain: &[u64], work: u64, out: &mut [After]) {
-        let Some(first) = out.first().map(|_| pos(0)) else {
+    pub(crate) fn chain_then_compute(
+        &self,
+        m: usize,
+        pos: impl Fn(usize) -> u64,
+        chain: impl Fn(usize) -> u64,
+        work: u64,
+        mut out: impl FnMut(usize, After),
+    ) {
+        if m == 0 {
             return;
-        };
-        let (mut k, mut k2) = (self.bucket_seek(first), 0usize);
-        for (j, o) in out.iter_mut().enumerate() {
+        }
+        let (mut k, mut k2) = (self.bucket_seek(pos(0)), 0usize);
+        for j in 0..m {
             let x = pos(j);
             k = self.gallop(k, |e| e.start < x);
-            let w = chain[j];
-            if w > 0 {
-                let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
-                if x < gap_start || x + w > self.ev[k].start {
-                    *o = After::MET;
-                    continue;
-                }
+            out(j, self.chain_then_compute_at(x, k, &mut k2, chain(j), work));
+        }
+    }
+
+    /// [`chain_then_compute`](Self::chain_then_compute) for one task at
+    /// trace position `pos` (< period), searched through the bucket index:
+    /// O(1) expected plus O(log events met).
+    pub(crate) fn chain_then_compute_one(&self, pos: u64, chain: u64, work: u64) -> After {
+        let k = self.bucket_seek(pos);
+        self.chain_then_compute_at(pos, k, &mut 0, chain, work)
+    }
+
+    /// One task of [`chain_then_compute`](Self::chain_then_compute) at
+    /// position `x` with `k` events starting before it; `k2` is a lower
+    /// bound of the compute end's event index when it exceeds `k`, and is
+    /// left at that index.
+    #[inline]
+    fn chain_then_compute_at(&self, x: u64, k: usize, k2: &mut usize, w: u64, work: u64) -> After {
+        if w > 0 {
+            let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
+            if x < gap_start || x + w > self.ev[k].start {
+                return After::MET;
             }
-            let at = x + w;
-            let target = self.compute_before(k, at) + work;
-            let from = if k2 > k && self.ev[k2 - 1].cb < target { k2 } else { k.saturating_sub(1) };
-            k2 = self.gallop(from, |e| e.cb < target);
-            let end = target + self.jb(k2);
-            *o = if end > self.period {
-                After::MET
-            } else {
-                After { dur: end - at, ahead: (self.ev[k2].start - end).min(u32::MAX as u64) as u32, k: k2 as u32 }
-            };
+        }
+        let at = x + w;
+        let target = self.compute_before(k, at) + work;
+        let from = if *k2 > k && self.ev[*k2 - 1].cb < target { *k2 } else { k.saturating_sub(1) };
+        *k2 = self.gallop(from, |e| e.cb < target);
+        let end = target + self.jb(*k2);
+        if end > self.period {
+            After::MET
+        } else {
+            After { dur: end - at, ahead: (self.ev[*k2].start - end).min(u32::MAX as u64) as u32, k: *k2 as u32 }
         }
     }
 }
