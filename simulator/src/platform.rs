@@ -24,6 +24,10 @@
 //! eager_threshold_bytes = 4096
 //! transfer = [ { max_bytes = 4096, intercept_s = 4e-7, bandwidth_bytes_per_s = 3e9 },
 //!              { intercept_s = 2e-6, bandwidth_bytes_per_s = 6e9 } ]
+//! [network.intra.rma]          # optional: measured one-sided movements ([`crate::network::rma::RmaCosts`])
+//! put = [ { intercept_s = 1.3e-6, bandwidth_bytes_per_s = 1.2e10 } ]
+//! get = [ { intercept_s = 1.4e-6, bandwidth_bytes_per_s = 1.2e10 } ]
+//! accumulate = [ { intercept_s = 2.8e-6, bandwidth_bytes_per_s = 2e9 } ]
 //! [network.inter]              # optional: between hosts; defaults to intra
 //! ...
 //! [smpi]
