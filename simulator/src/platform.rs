@@ -217,9 +217,9 @@ pub struct Smpi {
     /// accumulates, and the epoch calls: lock, unlock, flush, fence, post,
     /// start, complete, wait, free), seconds (default 0), charged at the
     /// call before its modelled transfer or synchronization. Measured by
-    /// `calibrate network` (netbench's `rma` samples: a third of a
-    /// lock / 8-byte put / unlock epoch), which catches what an MPI's
-    /// one-sided component spends per call beyond point-to-point costs.
+    /// `calibrate network` (netbench's `rma` samples: half an empty
+    /// lock / unlock epoch); the data movements' own time is the network
+    /// model's `rma` table ([`crate::network::rma::RmaCosts`]).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub rma_call_s: f64,
 }
