@@ -57,10 +57,20 @@
  *             messages; Barrier; rank 0 spins RECV_SETTLE_S so they have
  *             surely arrived, then times MPI_Wait on each request in turn:
  *             the mean per request (rank 0; size 0).
- *   rma       one one-sided call: rank 0 times CALL_BURST passive-target
- *             epochs of MPI_Win_lock (shared), an 8-byte MPI_Put and
- *             MPI_Win_unlock on rank 1's window; the mean per call (a
- *             third of an epoch; size 0).
+ *   rma       one one-sided call: rank 0 times CALL_BURST empty
+ *             passive-target epochs, MPI_Win_lock (shared) then
+ *             MPI_Win_unlock, on rank 1's window; the mean per call (half
+ *             an epoch; size 0). The window is made by MPI_Win_create over
+ *             the program's memory, as most programs make theirs (Open
+ *             MPI gives it osc/rdma; an MPI_Win_allocate window may get a
+ *             faster component, osc/sm).
+ *   rma_put   one epoch of MPI_Win_lock (shared), an MPI_Put of `size` bytes
+ *             and MPI_Win_unlock on rank 1's window, after one untimed: the
+ *             mean of CALL_BURST epochs (RMA_BURST_LARGE above
+ *             PP_WARM_MAX_BYTES; rank 0).
+ *   rma_get   the same with an MPI_Get of `size` bytes.
+ *   rma_acc   the same with an MPI_Accumulate (MPI_SUM) of max(1, size / 8)
+ *             doubles; its size is their bytes.
  *   recv      rank 0 MPI_Isend; Barrier; rank 1 spins RECV_SETTLE_S so an eager
  *             message has surely arrived, then times one MPI_Recv (measured
  *             on rank 1); rank 0 MPI_Wait. For rendezvous sizes the Recv
@@ -85,7 +95,8 @@
 #define PP_WARM_LONG 100 /* untimed round trips up to PP_LONG_MAX_BYTES (OSU's skip) */
 #define PP_BURST_LONG 256 /* timed round trips up to PP_LONG_MAX_BYTES */
 #define CALL_BURST 32
-#define REC 16 /* doubles per plan entry in rec[] */
+#define RMA_BURST_LARGE 4
+#define REC 22 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
 #define AR_WARM 8
 #define AR_BURST 64
@@ -122,6 +133,12 @@ static double prtt(int rank, char *buf, int s, int n, double d)
         MPI_Send(buf, s, MPI_BYTE, peer, 6, MPI_COMM_WORLD);
     }
     return t;
+}
+
+/* Doubles an rma_acc sample of `size` bytes accumulates: max(1, size / 8). */
+static int acc_count(long size)
+{
+    return size < 16 ? 1 : (int)(size / 8);
 }
 
 static void die(int rank, const char *msg, const char *detail)
@@ -242,7 +259,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    long max = 1;
+    long max = 8; /* an rma_acc sample reads one double */
     for (long i = 0; i < n; i++)
         if (plan[i] > max)
             max = plan[i];
@@ -262,12 +279,16 @@ int main(int argc, char **argv)
 
     /* The window of the rma samples (ping-pong mode), when the MPI has a
      * one-sided component for this network (Open MPI has none over TCP):
-     * else no rma samples. */
+     * else no rma samples. It holds the largest put and accumulate. */
     MPI_Win win = MPI_WIN_NULL;
+    long winbytes = max < 64 ? 64 : max + 8;
     char *winbase = NULL;
     if (prtt_n == 0 && !ar_mode) {
+        winbase = calloc((size_t)winbytes, 1);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-        int ok = MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &winbase, &win) == MPI_SUCCESS, all = 0;
+        int ok = MPI_Win_create(winbase, winbase != NULL ? winbytes : 0, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win) == MPI_SUCCESS;
+        int all = 0;
+        ok = ok && winbase != NULL;
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (!all && win != MPI_WIN_NULL)
@@ -388,17 +409,33 @@ int main(int argc, char **argv)
             }
         }
 
-        /* rma: lock, put, unlock epochs on rank 1's window */
+        /* rma: empty lock, unlock epochs on rank 1's window; rma_put,
+         * rma_get, rma_acc: epochs of one operation of this size */
         if (rank == 0 && win != MPI_WIN_NULL) {
-            static char word[8];
             t = MPI_Wtime();
             for (int k = 0; k < CALL_BURST; k++) {
                 MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win);
-                MPI_Put(word, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win);
                 MPI_Win_unlock(peer, win);
             }
             r[14] = t - t0;
-            r[15] = (MPI_Wtime() - t) / (3.0 * CALL_BURST);
+            r[15] = (MPI_Wtime() - t) / (2.0 * CALL_BURST);
+            int burst = s <= PP_WARM_MAX_BYTES ? CALL_BURST : RMA_BURST_LARGE;
+            for (int kind = 0; kind < 3; kind++) {
+                for (int k = -1; k < burst; k++) {
+                    if (k == 0)
+                        t = MPI_Wtime();
+                    MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win);
+                    if (kind == 0)
+                        MPI_Put(buf, s, MPI_BYTE, peer, 0, s, MPI_BYTE, win);
+                    else if (kind == 1)
+                        MPI_Get(buf, s, MPI_BYTE, peer, 0, s, MPI_BYTE, win);
+                    else
+                        MPI_Accumulate(buf, acc_count(s), MPI_DOUBLE, peer, 0, acc_count(s), MPI_DOUBLE, MPI_SUM, win);
+                    MPI_Win_unlock(peer, win);
+                }
+                r[16 + 2 * kind] = t - t0;
+                r[17 + 2 * kind] = (MPI_Wtime() - t) / burst;
+            }
         }
 
         /* recv: the message has already arrived (eager sizes) */
@@ -461,8 +498,12 @@ int main(int argc, char **argv)
             fprintf(out, "iprobe,0,%.9f,%.9e\n", r[8], r[9]);
             fprintf(out, "irecv,0,%.9f,%.9e\n", r[10], r[11]);
             fprintf(out, "wait,0,%.9f,%.9e\n", r[12], r[13]);
-            if (win != MPI_WIN_NULL)
+            if (win != MPI_WIN_NULL) {
                 fprintf(out, "rma,0,%.9f,%.9e\n", r[14], r[15]);
+                fprintf(out, "rma_put,%ld,%.9f,%.9e\n", plan[i], r[16], r[17]);
+                fprintf(out, "rma_get,%ld,%.9f,%.9e\n", plan[i], r[18], r[19]);
+                fprintf(out, "rma_acc,%d,%.9f,%.9e\n", 8 * acc_count(plan[i]), r[20], r[21]);
+            }
         }
         if (fclose(out) != 0) {
             fprintf(stderr, "netbench: %s: %s\n", argv[2], strerror(errno));
@@ -472,6 +513,7 @@ int main(int argc, char **argv)
     }
     if (win != MPI_WIN_NULL)
         MPI_Win_free(&win);
+    free(winbase);
     free(buf);
     free(buf2);
     free(rec);

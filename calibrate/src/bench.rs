@@ -40,9 +40,18 @@ pub enum Op {
     Irecv,
     /// One `MPI_Wait` on a receive whose message has arrived (size 0).
     Wait,
-    /// One one-sided call: a third of a passive-target epoch of
-    /// `MPI_Win_lock`, an 8-byte `MPI_Put` and `MPI_Win_unlock` (size 0).
+    /// One one-sided call: half an empty passive-target epoch,
+    /// `MPI_Win_lock` then `MPI_Win_unlock`, on an `MPI_Win_create`
+    /// window (size 0).
     Rma,
+    /// A passive-target epoch of `MPI_Win_lock`, one `MPI_Put` of the
+    /// size and `MPI_Win_unlock`.
+    RmaPut,
+    /// The same with one `MPI_Get`.
+    RmaGet,
+    /// The same with one `MPI_Accumulate` (`MPI_SUM` on doubles; the size
+    /// is their bytes).
+    RmaAccumulate,
     /// netgauge's PRTT(1, 0, s): one message and its reply (LogGP mode).
     Prtt1,
     /// PRTT(n, 0, s): n messages back to back, then one reply.
@@ -57,7 +66,7 @@ pub enum Op {
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 13] = [
+    pub const ALL: [Op; 16] = [
         Op::Pingpong,
         Op::Send,
         Op::Recv,
@@ -67,6 +76,9 @@ impl Op {
         Op::Irecv,
         Op::Wait,
         Op::Rma,
+        Op::RmaPut,
+        Op::RmaGet,
+        Op::RmaAccumulate,
         Op::Prtt1,
         Op::PrttN,
         Op::PrttD,
@@ -85,6 +97,9 @@ impl Op {
             Op::Irecv => "irecv",
             Op::Wait => "wait",
             Op::Rma => "rma",
+            Op::RmaPut => "rma_put",
+            Op::RmaGet => "rma_get",
+            Op::RmaAccumulate => "rma_acc",
             Op::Prtt1 => "prtt1",
             Op::PrttN => "prttn",
             Op::PrttD => "prttd",

@@ -451,7 +451,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         let l = c.loggp.ok_or_else(|| anyhow::anyhow!("--model loggp needs the LogGP assessment (--loggp-n >= 2)"))?;
         #[allow(non_snake_case)]
         let S = pw.eager_threshold_bytes;
-        Ok(simulator::network::loggp::LogGps { S, ..l }.to_p2p())
+        Ok(simulator::network::P2pModel { rma: pw.rma, ..simulator::network::loggp::LogGps { S, ..l }.to_p2p() })
     };
     let mut platform = match &inter {
         Some((hosts, inter)) => network::cluster_platform(hosts, cores(), model(&cal)?, model(inter)?),

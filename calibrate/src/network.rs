@@ -31,6 +31,7 @@ use simulator::network::loggp::LogGps;
 
 pub mod gamma;
 mod hosts;
+pub mod rma;
 mod validation;
 
 pub use hosts::{cluster_platform, host_platform, hostfile_hosts};
@@ -125,9 +126,11 @@ pub struct NetworkFit {
     /// Median cost of one `MPI_Wait` on a satisfied request, seconds, when
     /// measured (the platform's `[smpi] wait_s`).
     pub wait_s: Option<f64>,
-    /// Median cost of one one-sided call (lock, 8-byte put, unlock),
-    /// seconds, when measured (the platform's `[smpi] rma_call_s`).
+    /// Median cost of one one-sided call (half an empty lock, unlock
+    /// epoch), seconds, when measured (the platform's `[smpi] rma_call_s`).
     pub rma_call_s: Option<f64>,
+    /// One-sided movements, when measured (the model's `rma` table).
+    pub rma: Option<rma::RmaFit>,
     /// Messages strictly smaller than this are eager, bytes.
     pub eager_threshold_bytes: u64,
     /// How the threshold was found, one line for humans.
@@ -149,6 +152,7 @@ impl NetworkFit {
             transfer: self.transfer.to_piecewise_switching_at(at),
             send_overhead: self.send.to_piecewise_switching_at(at),
             recv_overhead: self.recv.to_piecewise_switching_at(at),
+            rma: self.rma.as_ref().map(rma::RmaFit::costs),
         }
     }
 
@@ -158,6 +162,7 @@ impl NetworkFit {
             format!("{:<14} {:>21} {:>8} {:>14} {:>11} {:>8}\n", "model", "sizes (B)", "points", "intercept (us)", "bw (GB/s)", "rms err");
         let mut fits = vec![("transfer", &self.transfer), ("send_overhead", &self.send), ("recv_overhead", &self.recv)];
         fits.extend(self.isend.as_ref().map(|f| ("isend", f)));
+        fits.extend(self.rma.iter().flat_map(rma::RmaFit::rows));
         for (name, f) in fits {
             for (i, p) in f.pieces.iter().enumerate() {
                 let bw = if p.slope_s_per_byte > 0.0 { format!("{:.3}", 1e-9 / p.slope_s_per_byte) } else { "inf".into() };
@@ -181,7 +186,7 @@ impl NetworkFit {
             out.push_str(&format!("MPI_Irecv post {:.1} ns, MPI_Wait on a satisfied request {:.1} ns\n", i * 1e9, w * 1e9));
         }
         if let Some(r) = self.rma_call_s {
-            out.push_str(&format!("one-sided call (lock, put, unlock) {:.1} ns\n", r * 1e9));
+            out.push_str(&format!("one-sided call (half a lock, unlock epoch) {:.1} ns\n", r * 1e9));
         }
         out
     }
@@ -227,6 +232,8 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         let v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
         (!v.is_empty()).then(|| Data::new(v).median())
     };
+    let rma_call_s = median(Op::Rma);
+    let rma = rma::fit_rma(samples, rma_call_s.unwrap_or(0.0), fit)?;
     Ok(NetworkFit {
         transfer,
         send,
@@ -236,7 +243,8 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         iprobe_s: median(Op::Iprobe),
         irecv_s: median(Op::Irecv),
         wait_s: median(Op::Wait),
-        rma_call_s: median(Op::Rma),
+        rma_call_s,
+        rma,
         eager_threshold_bytes,
         threshold_note,
     })

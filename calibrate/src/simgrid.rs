@@ -119,6 +119,7 @@ mod tests {
             irecv_s: None,
             wait_s: None,
             rma_call_s: None,
+            rma: None,
             eager_threshold_bytes: 5000,
             threshold_note: String::new(),
         }

@@ -305,9 +305,19 @@ pub enum RmaCall {
     },
     /// `MPI_Win_free`: collective over the window's communicator.
     Free,
-    /// `MPI_Put`, `MPI_Accumulate` (and `MPI_Rput`, `MPI_Raccumulate` with
-    /// their request): `bytes` move origin → target.
+    /// `MPI_Put` (and `MPI_Rput` with its request): `bytes` move origin →
+    /// target.
     Put {
+        /// World rank of the target.
+        target: u32,
+        /// Bytes moved.
+        bytes: u64,
+        /// Request id of the `MPI_R*` form; 0 otherwise.
+        req: u64,
+    },
+    /// `MPI_Accumulate` (and `MPI_Raccumulate` with its request): `bytes`
+    /// move origin → target and are combined with the target's.
+    Accumulate {
         /// World rank of the target.
         target: u32,
         /// Bytes moved.

@@ -117,6 +117,10 @@ pub struct P2pModel {
     /// Receiver CPU time for an already-arrived message (mirrors `smpi/or`), seconds.
     #[serde(default)]
     pub recv_overhead: Piecewise,
+    /// Measured one-sided data movement (the `rma` table); `None`: derived
+    /// from the fields above ([`rma::RmaMove::cost`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rma: Option<rma::RmaCosts>,
 }
 
 /// The TOML form of [`P2pModel`]: its fields, or `loggp`.
@@ -130,6 +134,7 @@ struct P2pToml {
     #[serde(default)]
     recv_overhead: Piecewise,
     loggp: Option<loggp::LogGps>,
+    rma: Option<rma::RmaCosts>,
 }
 
 impl TryFrom<P2pToml> for P2pModel {
@@ -137,10 +142,10 @@ impl TryFrom<P2pToml> for P2pModel {
 
     fn try_from(t: P2pToml) -> Result<P2pModel, String> {
         match (t.loggp, t.eager_threshold_bytes, t.transfer) {
-            (Some(l), None, None) => l.validate().map(|()| l.to_p2p()).map_err(|w| w.0),
+            (Some(l), None, None) => l.validate().map(|()| P2pModel { rma: t.rma, ..l.to_p2p() }).map_err(|w| w.0),
             (Some(_), _, _) => Err("give either loggp or eager_threshold_bytes/transfer, not both".into()),
             (None, Some(eager_threshold_bytes), Some(transfer)) => {
-                Ok(P2pModel { eager_threshold_bytes, transfer, send_overhead: t.send_overhead, recv_overhead: t.recv_overhead })
+                Ok(P2pModel { eager_threshold_bytes, transfer, send_overhead: t.send_overhead, recv_overhead: t.recv_overhead, rma: t.rma })
             }
             (None, None, _) => Err("missing field `eager_threshold_bytes` (or a `loggp` table)".into()),
             (None, _, None) => Err("missing field `transfer` (or a `loggp` table)".into()),
@@ -154,7 +159,7 @@ impl P2pModel {
         bytes < self.eager_threshold_bytes
     }
 
-    /// Checks every piecewise function.
+    /// Checks every piecewise function (and the `rma` table's).
     ///
     /// # Errors
     /// A message naming the bad function and segment.
@@ -165,7 +170,7 @@ impl P2pModel {
         if self.transfer.segments.is_empty() {
             return Err("transfer: at least one segment is required".into());
         }
-        Ok(())
+        self.rma.as_ref().map_or(Ok(()), rma::RmaCosts::validate)
     }
 }
 

@@ -65,7 +65,7 @@ use serde::Serialize;
 
 use crate::action::Action;
 use crate::io::FsState;
-use crate::network::rma::RmaMove;
+use crate::network::rma::{RmaMove, RmaPeer};
 use crate::network::P2pModel;
 use crate::platform::{Mapping, Platform, WaitingRanks};
 use crate::replay::{self, ActionStream, ReplayError, ReplayErrorKind, Stretch};
@@ -468,18 +468,18 @@ impl<'a> VirtualRank<'a> {
     }
 
     /// A one-sided data movement of `bytes` to world rank `target` at the
-    /// clock, as the offline replay charges it ([`RmaMove::cost`]): the
-    /// rank is busy its send overhead; the movement completes at the next
-    /// [`VirtualRank::rma_settle`] that covers `target`.
+    /// clock, as the offline replay charges it ([`RmaMove::cost`]); it
+    /// completes at the next [`VirtualRank::rma_settle`] covering `target`.
     pub fn rma_move(&mut self, target: u32, kind: RmaMove, bytes: u64) {
         self.rma_call();
-        let same_host = self.platform.host_of(self.rank) == self.platform.host_of(target);
-        let cost = kind.cost(self.model(self.rank, target), bytes, same_host);
+        let peer = RmaPeer::of(self.rank, target, self.platform.host_of(self.rank) == self.platform.host_of(target));
+        let cost = kind.cost(self.model(self.rank, target), bytes, peer);
         let done = self.clock + cost.done_after_s;
         self.clock += cost.busy_s;
         self.stats.comm_s += cost.busy_s;
-        self.stats.messages += 1;
-        self.stats.bytes_sent += kind.bytes_sent(bytes);
+        let sent = u64::from(peer != RmaPeer::Itself);
+        self.stats.messages += sent;
+        self.stats.bytes_sent += sent * kind.bytes_sent(bytes);
         let p = self.rma_pending.entry(target).or_insert(done);
         *p = p.max(done);
     }

@@ -24,6 +24,10 @@
 //! eager_threshold_bytes = 4096
 //! transfer = [ { max_bytes = 4096, intercept_s = 4e-7, bandwidth_bytes_per_s = 3e9 },
 //!              { intercept_s = 2e-6, bandwidth_bytes_per_s = 6e9 } ]
+//! [network.intra.rma]          # optional: measured one-sided movements ([`crate::network::rma::RmaCosts`])
+//! put = [ { intercept_s = 1.3e-6, bandwidth_bytes_per_s = 1.2e10 } ]
+//! get = [ { intercept_s = 1.4e-6, bandwidth_bytes_per_s = 1.2e10 } ]
+//! accumulate = [ { intercept_s = 2.8e-6, bandwidth_bytes_per_s = 2e9 } ]
 //! [network.inter]              # optional: between hosts; defaults to intra
 //! ...
 //! [smpi]
@@ -213,9 +217,9 @@ pub struct Smpi {
     /// accumulates, and the epoch calls: lock, unlock, flush, fence, post,
     /// start, complete, wait, free), seconds (default 0), charged at the
     /// call before its modelled transfer or synchronization. Measured by
-    /// `calibrate network` (netbench's `rma` samples: a third of a
-    /// lock / 8-byte put / unlock epoch), which catches what an MPI's
-    /// one-sided component spends per call beyond point-to-point costs.
+    /// `calibrate network` (netbench's `rma` samples: half an empty
+    /// lock / unlock epoch); the data movements' own time is the network
+    /// model's `rma` table ([`crate::network::rma::RmaCosts`]).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub rma_call_s: f64,
 }

@@ -213,6 +213,7 @@ mod tests {
             transfer: pw(5e-7, 5e9),
             send_overhead: pw(1e-7, f64::INFINITY),
             recv_overhead: pw(1e-7, 2e10),
+            rma: None,
         };
         host_platform("node0", 2, m)
     }

@@ -355,7 +355,8 @@ pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
     let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
     let target = u32::try_from(p.peer).ok();
     let kind = match call {
-        Op::Put | Op::Accumulate | Op::Rput | Op::Raccumulate => Some(RmaMove::Put),
+        Op::Put | Op::Rput => Some(RmaMove::Put),
+        Op::Accumulate | Op::Raccumulate => Some(RmaMove::Accumulate),
         Op::Get | Op::Rget => Some(RmaMove::Get),
         Op::GetAccumulate | Op::FetchAndOp | Op::CompareAndSwap | Op::RgetAccumulate => Some(RmaMove::GetAccumulate),
         _ => None,

@@ -11,6 +11,7 @@ fn one_us() -> simulator::network::P2pModel {
         transfer: simulator::network::Piecewise { segments: vec![seg] },
         send_overhead: Default::default(),
         recv_overhead: Default::default(),
+        rma: None,
     }
 }
 

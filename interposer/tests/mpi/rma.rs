@@ -120,7 +120,10 @@ fn rma_c_records_every_one_sided_call_with_its_target_and_bytes() {
     let compute = report.ranks.iter().map(|r| r.compute_s).fold(0.0, f64::max);
     assert!(report.makespan_s > compute && report.ranks.iter().all(|r| r.comm_s > 0.0), "{report:?}");
     // Per iteration and rank: 2 puts, 3 gets, 2 accumulates; then 7 more.
-    assert!(report.ranks.iter().all(|r| r.messages >= 7 * iters as u64 + 7), "{report:?}");
+    // Rank 0's accumulates and get on its own window are local copies,
+    // which send no message: 4 per iteration, then 3.
+    let least = |r: u32| if r == 0 { 4 * iters as u64 + 3 } else { 7 * iters as u64 + 7 };
+    assert!(report.ranks.iter().all(|r| r.messages >= least(r.rank)), "{report:?}");
 }
 
 #[test]
@@ -170,5 +173,5 @@ fn online_mode_charges_rma_by_the_replay_model_and_lists_what_it_does_not() {
     let offline = super::online::offline_makespan(dir.path(), &platform);
     assert!(online <= offline * 1.01 && online > offline * 0.85, "online {online} s vs offline {offline} s of the same run");
     let messages: u64 = report["ranks"].as_array().unwrap().iter().map(|r| r["messages"].as_u64().unwrap()).sum();
-    assert!(messages >= 2 * 7 * 100, "{report}: 7 data movements per iteration and rank");
+    assert!(messages >= (4 + 7) * 100, "{report}: per iteration 7 data movements of rank 1, 4 of rank 0 (3 are local copies)");
 }

@@ -309,7 +309,7 @@ fn replay_receive_overheads_meet_the_jitter() {
     let t = track(3_000_000, &[(500_000, 100_000_000)]);
     let pw =
         |intercept_s: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s: f64::INFINITY }] };
-    let model = P2pModel { eager_threshold_bytes: 1024, transfer: pw(1e-3), send_overhead: pw(0.0), recv_overhead: pw(8e-3) };
+    let model = P2pModel { eager_threshold_bytes: 1024, transfer: pw(1e-3), send_overhead: pw(0.0), recv_overhead: pw(8e-3), rma: None };
     let platform = Platform::new("t", vec![Host::new("n0", 2)], model);
     let compute = |seconds| Action::Compute { seconds, region: 0 };
     let sender = vec![compute(5e-3), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 0 }];

@@ -101,6 +101,7 @@ impl LogGps {
             transfer: Piecewise { segments },
             send_overhead: flat(self.o_s.max(self.g)),
             recv_overhead: flat(self.o_r),
+            rma: None,
         }
     }
 }

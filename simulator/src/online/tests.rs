@@ -19,6 +19,7 @@ fn platform() -> Platform {
         transfer: pw(l, bw),
         send_overhead: pw(2e-6, 1e9),
         recv_overhead: pw(3e-6, 2e9),
+        rma: None,
     };
     // Rank r on host r mod 2, a core per rank (sharing is tested apart).
     let mut p = Platform::new("t", vec![Host::new("a", 4), Host { speed_ratio: 2.0, ..Host::new("b", 4) }], model(1e-6, 1e10));

@@ -8,6 +8,7 @@ pub(crate) fn sample() -> Platform {
         transfer: Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: 1e-6, bandwidth_bytes_per_s: 1e9 }] },
         send_overhead: Piecewise::default(),
         recv_overhead: Piecewise::default(),
+        rma: None,
     };
     Platform::new("t", vec![Host::new("a", 2), Host::new("b", 2)], model)
 }
@@ -265,4 +266,18 @@ fn rates_and_times_that_overflow_are_refused_by_their_own_name() {
     assert!(e.contains("1 [[hosts]]; at most 0 (--max-hosts)"), "{e}");
     let e = Platform::load(dir.path()).unwrap_err().to_string();
     assert!(e.contains("not a regular file"), "{e}");
+}
+
+#[test]
+fn measured_one_sided_costs_round_trip_and_a_bad_one_is_named() {
+    let mut p = sample();
+    let line = |s: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: s, bandwidth_bytes_per_s: 1e10 }] };
+    p.network.intra.rma = Some(crate::network::rma::RmaCosts { put: line(1.3e-6), get: line(1.4e-6), accumulate: line(2.8e-6) });
+    let dir = tempfile::tempdir().unwrap();
+    let text = toml::to_string_pretty(&p).unwrap();
+    assert!(text.contains("[[network.intra.rma.put]]"), "{text}");
+    assert_eq!(Platform::load(&write(dir.path(), &text)).unwrap(), p);
+    let f = write(dir.path(), &text.replacen("intercept_s = 0.0000014", "intercept_s = -1.0", 1));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("rma.get: segment 0") && e.lines().count() == 1, "{e}");
 }

@@ -21,6 +21,7 @@ fn model(latency: f64, bw: f64, os: f64, or: f64) -> P2pModel {
         transfer: pw(latency, bw),
         send_overhead: pw(os, f64::INFINITY),
         recv_overhead: pw(or, f64::INFINITY),
+        rma: None,
     }
 }
 

@@ -69,6 +69,7 @@ pub fn mpi_name(a: &Action) -> Option<String> {
             RmaCall::Create { .. } => "MPI_Win_create",
             RmaCall::Free => "MPI_Win_free",
             RmaCall::Put { .. } => "MPI_Put",
+            RmaCall::Accumulate { .. } => "MPI_Accumulate",
             RmaCall::Get { .. } => "MPI_Get",
             RmaCall::GetAccumulate { .. } => "MPI_Get_accumulate",
             RmaCall::Fence => "MPI_Win_fence",

@@ -205,6 +205,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         }),
         send_overhead: overhead(&os),
         recv_overhead: overhead(&or),
+        rma: None,
     };
     topology.validate(hosts.len()).map_err(|w| at(w.0))?;
     if topology != Topology::Crossbar && c.attribute("bb_bw").is_some() {

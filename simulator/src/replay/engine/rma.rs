@@ -2,17 +2,21 @@
 //! transfers of `Put`/`Get`/`Accumulate` and the epoch synchronizations.
 //!
 //! The model, after SimGrid's SMPI (`smpi_win.cpp`, `smpi_rma.cpp`), with
-//! costs from the platform's point-to-point model ([`P2pModel`]):
+//! costs from the platform's network model ([`P2pModel`]):
 //!
 //! * A put or accumulate of `b` bytes issued at `t` reaches the target at
-//!   `t + transfer(b)`, with no action of the target (its clock is not
-//!   touched). A get is a request and the data back:
-//!   `t + transfer(0) + transfer(b)`; a get-accumulate (also fetch-and-op,
-//!   compare-and-swap) moves `b` bytes each way: `t + 2·transfer(b)`
-//!   ([`RmaMove::cost`]). Between hosts the origin is busy
+//!   `t + d(b)`, with no action of the target (its clock is not touched);
+//!   a get brings the data back at `t + d(b)`. `d` is the platform's
+//!   measured one-sided cost when it has one (`rma` in the network model:
+//!   put, get, accumulate; a get-accumulate, fetch-and-op or
+//!   compare-and-swap takes the accumulate's), else SMPI's derivation from
+//!   point-to-point transfers: `transfer(b)` for a put or accumulate,
+//!   `transfer(0) + transfer(b)` for a get, `2·transfer(b)` for a
+//!   get-accumulate ([`RmaMove::cost`]). Between hosts the origin is busy
 //!   `send_overhead(b)`; within a host it copies the data itself and is
-//!   busy until then. A request-based call (`MPI_Rput`, …) completes its
-//!   request at that time. Transfers do not share links.
+//!   busy until then; to itself a movement costs nothing. A request-based
+//!   call (`MPI_Rput`, …) completes its request at that time. Transfers do
+//!   not share links.
 //! * Every call but the window's creation first costs the rank
 //!   `[smpi] rma_call_s` (measured by `calibrate network`; 0 by default).
 //! * Completion: an origin's operations complete at the synchronization
@@ -41,7 +45,7 @@ use std::collections::{HashMap, VecDeque};
 use super::wait::resolve;
 use super::*;
 use crate::action::RmaCall;
-use crate::network::rma::RmaMove;
+use crate::network::rma::{RmaMove, RmaPeer};
 
 /// A window as all its ranks see it.
 #[derive(Debug, Default)]
@@ -155,6 +159,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 return self.start_coll(r, &Action::Barrier { comm });
             }
             RmaCall::Put { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Put)?,
+            RmaCall::Accumulate { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Accumulate)?,
             RmaCall::Get { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Get)?,
             RmaCall::GetAccumulate { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::GetAccumulate)?,
             RmaCall::Fence => {
@@ -242,13 +247,16 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         kind: RmaMove,
     ) -> Result<(), ReplayError> {
         let t = self.dst(r, action, target)?;
-        let cost = kind.cost(self.model(r, t), bytes, self.ranks[r].host == self.ranks[t].host);
+        let peer = RmaPeer::of(r as u32, target, self.ranks[r].host == self.ranks[t].host);
+        let cost = kind.cost(self.model(r, t), bytes, peer);
         let start = self.ranks[r].clock;
         let rk = &mut self.ranks[r];
         rk.clock += cost.busy_s;
         rk.stats.comm_s += cost.busy_s;
-        rk.stats.messages += 1;
-        rk.stats.bytes_sent += kind.bytes_sent(bytes);
+        if peer != RmaPeer::Itself {
+            rk.stats.messages += 1;
+            rk.stats.bytes_sent += kind.bytes_sent(bytes);
+        }
         let done = start + cost.done_after_s;
         let p = self.rma.wins[w].pending.entry((r as u32, target)).or_insert(done);
         *p = p.max(done);

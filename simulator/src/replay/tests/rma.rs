@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::action::RmaCall;
+use crate::network::rma::RmaCosts;
 
 /// 1000 bytes take 1 ms on top of L; three one-core hosts.
 fn slow() -> Platform {
@@ -149,4 +150,51 @@ fn each_one_sided_call_but_creation_costs_its_call_time() {
     close(r.ranks[0].end_s, 7.0 * L);
     close(r.ranks[1].end_s, 8.0 * L);
     balanced(&r);
+}
+
+#[test]
+fn measured_one_sided_costs_replace_the_point_to_point_ones() {
+    // Measured: a put takes 3 L, a get 5 L, an accumulate 7 L whatever
+    // the size (a point-to-point transfer of 1000 B would take 2 L).
+    // Rank 0 puts, gets and accumulates to rank 1 after the create
+    // barrier (L), then flushes: done at L + 3 L + 5 L + 7 L between hosts
+    // (issued together, the last completes at L + 7 L = 8 L; its flush
+    // waits for it) and at 16 L within a host (it copies each in turn).
+    let flat = |s: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: s, bandwidth_bytes_per_s: f64::INFINITY }] };
+    let measured = |mut p: Platform| {
+        p.network.intra.rma = Some(RmaCosts { put: flat(3.0 * L), get: flat(5.0 * L), accumulate: flat(7.0 * L) });
+        p
+    };
+    let r0 = vec![
+        create(),
+        put(1, 1000),
+        rma(RmaCall::Get { target: 1, bytes: 1000, req: 0 }),
+        rma(RmaCall::Accumulate { target: 1, bytes: 1000, req: 0 }),
+        rma(RmaCall::Flush { target: None }),
+        Action::Finalize,
+    ];
+    let r = run(&measured(slow()), vec![r0.clone(), vec![create()]]).unwrap();
+    close(r.ranks[0].end_s, 8.0 * L);
+    let r = run(&measured(platform(model(L, 1e6, 0.0, 0.0))), vec![r0, vec![create()]]).unwrap();
+    close(r.ranks[0].end_s, 16.0 * L);
+    balanced(&r);
+}
+
+#[test]
+fn a_movement_to_the_origin_itself_costs_only_the_call() {
+    // Rank 0 locks its own window, accumulates and gets there, unlocks:
+    // the create barrier (L) and four calls of `rma_call_s` = L.
+    let mut p = slow();
+    p.smpi.rma_call_s = L;
+    let r0 = vec![
+        create(),
+        rma(RmaCall::Lock { target: 0, exclusive: true }),
+        rma(RmaCall::Accumulate { target: 0, bytes: 1000, req: 0 }),
+        rma(RmaCall::Get { target: 0, bytes: 1000, req: 0 }),
+        rma(RmaCall::Unlock { target: 0 }),
+        Action::Finalize,
+    ];
+    let r = run(&p, vec![r0, vec![create()]]).unwrap();
+    close(r.ranks[0].end_s, 5.0 * L);
+    assert_eq!(r.ranks[0].messages, 1, "the create barrier's; a local copy sends none");
 }

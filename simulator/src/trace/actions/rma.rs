@@ -7,9 +7,8 @@ use crate::trace::record::{Op, Params, COMM_UNKNOWN, LOCK_EXCLUSIVE, PROC_NULL};
 /// ([`COMM_UNKNOWN`], e.g. a failed creation) and for accesses to
 /// `MPI_PROC_NULL`; `Err(op)` when the record is not an RMA one.
 ///
-/// `MPI_Accumulate` replays as a put of its bytes, `MPI_Fetch_and_op`
-/// and `MPI_Compare_and_swap` as a get-accumulate of one element, the
-/// local flushes as the remote ones.
+/// `MPI_Fetch_and_op` and `MPI_Compare_and_swap` replay as a
+/// get-accumulate of one element, the local flushes as the remote ones.
 pub fn rma_action(rec_op: Op, params: &Params) -> Result<Option<Action>, Op> {
     let Params::Rma { win, comm, target, bytes, op, request, group, .. } = params else { return Err(rec_op) };
     if *win == COMM_UNKNOWN || *target == PROC_NULL {
@@ -21,7 +20,8 @@ pub fn rma_action(rec_op: Op, params: &Params) -> Result<Option<Action>, Op> {
     let call = match rec_op {
         Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic => RmaCall::Create { comm: *comm },
         Op::WinFree => RmaCall::Free,
-        Op::Put | Op::Accumulate | Op::Rput | Op::Raccumulate => RmaCall::Put { target: t(), bytes, req },
+        Op::Put | Op::Rput => RmaCall::Put { target: t(), bytes, req },
+        Op::Accumulate | Op::Raccumulate => RmaCall::Accumulate { target: t(), bytes, req },
         Op::Get | Op::Rget => RmaCall::Get { target: t(), bytes, req },
         Op::GetAccumulate | Op::FetchAndOp | Op::CompareAndSwap | Op::RgetAccumulate => RmaCall::GetAccumulate { target: t(), bytes, req },
         Op::WinFence => RmaCall::Fence,

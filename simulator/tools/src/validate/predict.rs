@@ -104,14 +104,16 @@ fn predicted_of(
 }
 
 /// `model` with its transfer latencies (the intercepts) multiplied by
-/// `latency` and its bandwidths by `bandwidth`; the CPU overheads (`smpi/os`,
+/// `latency` and its bandwidths by `bandwidth`, and so its measured
+/// one-sided movements (`rma`); the CPU overheads (`smpi/os`,
 /// `smpi/or`) and the eager threshold stay. A negative intercept is no
 /// latency but bytes that pass before the rate applies (a token bucket's
 /// burst: time `(s − s0) / bw`, `s0 = −intercept × bw`): it keeps `s0`, so
 /// it scales with the bandwidth.
 pub fn scale_model(model: &P2pModel, latency: f64, bandwidth: f64) -> P2pModel {
     let mut m = model.clone();
-    for s in &mut m.transfer.segments {
+    let rma = m.rma.iter_mut().flat_map(|r| [&mut r.put, &mut r.get, &mut r.accumulate]);
+    for s in std::iter::once(&mut m.transfer).chain(rma).flat_map(|p| p.segments.iter_mut()) {
         s.intercept_s *= if s.intercept_s < 0.0 { 1.0 / bandwidth } else { latency };
         s.bandwidth_bytes_per_s *= bandwidth;
     }
@@ -143,6 +145,7 @@ mod tests {
             transfer: Piecewise { segments: vec![seg(Some(4096), 1e-6, 1e9), seg(None, 4e-6, 4e9)] },
             send_overhead: Piecewise { segments: vec![seg(None, 2e-7, f64::INFINITY)] },
             recv_overhead: Piecewise::default(),
+            rma: None,
         }
     }
 

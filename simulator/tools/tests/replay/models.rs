@@ -305,6 +305,7 @@ fn exported_platform_matches_smpirun() {
         transfer: Piecewise { segments: vec![seg(Some(1024), 1.5, 1e6), seg(Some(65536), 2.0, 2e6), seg(None, 3.0, 5e6)] },
         send_overhead: Piecewise::default(),
         recv_overhead: Piecewise::default(),
+        rma: None,
     };
     let mut p = Platform::new("exp", vec![Host::new("a", 1), Host::new("b", 1)], inter.clone());
     p.network.inter = Some(inter);

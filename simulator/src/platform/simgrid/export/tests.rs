@@ -53,6 +53,7 @@ fn platform() -> Platform {
         transfer: pw(vec![seg(Some(1024), 2e-6, 1e9), seg(Some(65536), 5e-6, 2e9), seg(None, 2e-5, 5e9)]),
         send_overhead: pw(vec![seg(Some(4096), 3e-7, 1e10), seg(None, 1e-6, f64::INFINITY)]),
         recv_overhead: pw(vec![seg(Some(1), 1e-7, f64::INFINITY), seg(None, 4e-7, 2e10)]),
+        rma: None,
     };
     let intra = P2pModel { transfer: pw(vec![seg(None, 5e-7, 1e10)]), ..inter.clone() };
     let mut p = Platform::new("rt", hosts, intra);
@@ -135,6 +136,7 @@ fn a_latency_below_the_header_time_is_floored() {
         transfer: pw(vec![seg(Some(64), 1e-9, 1e8), seg(None, 1e-6, 1e9)]),
         send_overhead: Piecewise::default(),
         recv_overhead: Piecewise::default(),
+        rma: None,
     };
     let p = Platform::new("low", vec![Host::new("a", 1), Host::new("b", 1)], intra.clone());
     let props = SmpiProps::from_platform(&p).unwrap();

@@ -1,0 +1,165 @@
+//! One-sided data movement (`[network.*.rma]`, the simulator's
+//! [`RmaCosts`]) from the `rma_put`, `rma_get` and `rma_acc` samples:
+//! each a passive-target epoch (`MPI_Win_lock`, one operation,
+//! `MPI_Win_unlock`) against size, fitted as the point-to-point operations
+//! are ([`segmented::fit`]), less the three calls' own cost (`rma_call_s`,
+//! which the replay charges apart). Between the last measured size of one
+//! piece and the first of the next, the cost is the line joining the two
+//! pieces' values there, not the lower piece extended: one-sided
+//! components switch protocol between grid sizes (Open MPI's `osc/rdma`
+//! over shared memory does between 4 and 8 KiB), and the lower piece
+//! extended can miss a size just below the next grid size by the whole
+//! step.
+
+use simulator::network::rma::RmaCosts;
+use simulator::network::{Piecewise, Segment};
+
+use super::points;
+use crate::bench::{Op, Sample};
+use crate::error::Error;
+use crate::segmented::{self, FitOptions, SegmentedFit};
+
+/// The fitted epochs of each one-sided operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RmaFit {
+    /// Lock, `MPI_Put`, unlock: seconds against bytes.
+    pub put: SegmentedFit,
+    /// Lock, `MPI_Get`, unlock: seconds against bytes.
+    pub get: SegmentedFit,
+    /// Lock, `MPI_Accumulate`, unlock: seconds against bytes.
+    pub accumulate: SegmentedFit,
+    /// One one-sided call, seconds (the platform's `[smpi] rma_call_s`).
+    pub call_s: f64,
+}
+
+/// Fits the epochs of `samples`, or `None` when they have no `rma_put`
+/// samples (an MPI without a one-sided component for the network, or a
+/// CSV from before they were measured). `call_s`: one call's cost, seconds.
+///
+/// # Errors
+/// [`crate::error::ErrorKind::Fit`] naming the operation with too few
+/// distinct sizes or a bad duration.
+pub fn fit_rma(samples: &[Sample], call_s: f64, options: &FitOptions) -> Result<Option<RmaFit>, Error> {
+    if !samples.iter().any(|s| s.op == Op::RmaPut) {
+        return Ok(None);
+    }
+    let one = |op: Op| segmented::fit(&points(samples, op), options).map_err(|e| Error::new(e.kind(), format!("{op}: {e}")));
+    Ok(Some(RmaFit { put: one(Op::RmaPut)?, get: one(Op::RmaGet)?, accumulate: one(Op::RmaAccumulate)?, call_s }))
+}
+
+impl RmaFit {
+    /// The simulator's costs: each epoch's fit, bridged between pieces
+    /// (see the module doc), less three calls, each segment's value kept
+    /// ≥ 0 at its first size.
+    pub fn costs(&self) -> RmaCosts {
+        let less_calls = |f: &SegmentedFit| {
+            let mut p = bridged(f);
+            let mut start = 0u64;
+            for s in &mut p.segments {
+                let floor = -(start as f64) / s.bandwidth_bytes_per_s;
+                s.intercept_s = (s.intercept_s - 3.0 * self.call_s).max(floor);
+                start = s.max_bytes.unwrap_or(start);
+            }
+            p
+        };
+        RmaCosts { put: less_calls(&self.put), get: less_calls(&self.get), accumulate: less_calls(&self.accumulate) }
+    }
+
+    /// The fits as rows of the calibration summary.
+    pub fn rows(&self) -> [(&'static str, &SegmentedFit); 3] {
+        [("rma put epoch", &self.put), ("rma get epoch", &self.get), ("rma acc epoch", &self.accumulate)]
+    }
+}
+
+/// `f` as a piecewise function whose pieces end one byte after their
+/// last measured size, joined to the next piece's first measured size by
+/// a line (a constant at the next piece's value if that line falls).
+fn bridged(f: &SegmentedFit) -> Piecewise {
+    let line = |max_bytes, intercept_s, slope: f64| Segment {
+        max_bytes,
+        intercept_s,
+        bandwidth_bytes_per_s: if slope > 0.0 { 1.0 / slope } else { f64::INFINITY },
+    };
+    let mut segments = Vec::new();
+    for (k, p) in f.pieces.iter().enumerate() {
+        let Some(next) = f.pieces.get(k + 1) else {
+            segments.push(line(None, p.intercept_s, p.slope_s_per_byte));
+            break;
+        };
+        let (x0, x1) = (p.last_bytes, next.first_bytes);
+        if x1 <= x0 + 1 {
+            segments.push(line(Some(x1), p.intercept_s, p.slope_s_per_byte));
+            continue;
+        }
+        segments.push(line(Some(x0 + 1), p.intercept_s, p.slope_s_per_byte));
+        let (y0, y1) = (p.eval(x0), next.eval(x1));
+        let slope = (y1 - y0) / (x1 - x0) as f64;
+        segments.push(if slope > 0.0 { line(Some(x1), y0 - slope * x0 as f64, slope) } else { line(Some(x1), y1, 0.0) });
+    }
+    Piecewise { segments }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Epochs of 3 calls of 0.1 µs plus a put of 1.3 µs + 0.1 ns/B, a get
+    /// of 1.4 µs + 0.1 ns/B and an accumulate of 2.8 µs + 1 ns/B, ±1 %.
+    fn epochs() -> Vec<Sample> {
+        let mut v = Vec::new();
+        for (i, size) in [8u64, 64, 512, 4096, 8192, 65536, 262144].into_iter().enumerate() {
+            for rep in 0..3 {
+                let noise = 1.0 + 0.01 * ((i + rep) % 3) as f64 - 0.01;
+                for (op, a, b) in [(Op::RmaPut, 1.3e-6, 1e-10), (Op::RmaGet, 1.4e-6, 1e-10), (Op::RmaAccumulate, 2.8e-6, 1e-9)] {
+                    let duration_s = (3e-7 + a + b * size as f64) * noise;
+                    v.push(Sample { op, size_bytes: size, start_s: 0.0, duration_s });
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn the_costs_are_the_epochs_less_three_calls() {
+        let f = fit_rma(&epochs(), 1e-7, &FitOptions::default()).unwrap().unwrap();
+        let c = f.costs();
+        for (p, a, b) in [(&c.put, 1.3e-6, 1e-10), (&c.get, 1.4e-6, 1e-10), (&c.accumulate, 2.8e-6, 1e-9)] {
+            for size in [8u64, 4096, 262144] {
+                let want = a + b * size as f64;
+                assert!((p.eval(size) - want).abs() < 0.03 * (want + 3e-7), "{size} B: {} vs {want}", p.eval(size));
+            }
+        }
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn between_two_pieces_the_cost_joins_their_ends() {
+        // Pieces 1 µs flat over 1..=4000 B and 2 µs + 0.1 ns/B from 8000 B:
+        // at 6000 B, halfway, 1.5 µs + 0.4 µs.
+        let piece = |first_bytes, last_bytes, intercept_s, slope_s_per_byte| segmented::LinearPiece {
+            first_bytes,
+            last_bytes,
+            points: 3,
+            intercept_s,
+            slope_s_per_byte,
+            rms_rel_residual: 0.0,
+        };
+        let f = SegmentedFit { pieces: vec![piece(1, 4000, 1e-6, 0.0), piece(8000, 1 << 20, 2e-6, 1e-10)], bic: 0.0, points: 6 };
+        let p = bridged(&f);
+        for (bytes, want) in [(4000, 1e-6), (6000, 1.5e-6 + 0.4e-6), (8000, 2.8e-6), (1 << 20, 2e-6 + 1e-10 * (1 << 20) as f64)] {
+            assert!((p.eval(bytes) - want).abs() < 1e-12, "{bytes} B: {} vs {want}", p.eval(bytes));
+        }
+        assert!(p.validate().is_ok());
+    }
+
+    #[test]
+    fn no_epoch_samples_give_no_costs_and_a_cost_never_goes_negative() {
+        let pp = Sample { op: Op::Pingpong, size_bytes: 8, start_s: 0.0, duration_s: 1e-7 };
+        assert_eq!(fit_rma(&[pp], 1e-7, &FitOptions::default()).unwrap(), None);
+        // Calls dearer than a third of the epochs: each cost starts at 0, not below.
+        let f = fit_rma(&epochs(), 1e-5, &FitOptions::default()).unwrap().unwrap();
+        let c = f.costs();
+        assert!(c.validate().is_ok());
+        assert_eq!(c.put.eval(0), 0.0);
+    }
+}
