@@ -105,8 +105,6 @@ struct Rank<'a, E> {
     mail: MailSet,
     /// Nonblocking collectives in progress.
     nbc: Vec<nbc::Nbc>,
-    /// With an action log: the action running and when it started.
-    logged: Option<(Action, f64)>,
 }
 
 /// What a finished replay hands back.
@@ -171,6 +169,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     pub(crate) salvage: bool,
     /// Where each action and its span go ([`super::Replay::action_log`]).
     pub(crate) log: Option<super::ActionLog<'a>>,
+    /// With an action log, per rank: the action running and its start (empty without).
+    logged: Vec<Option<(Action, f64)>>,
     /// Cores of each oversubscribed host (`None` for others; empty if none is).
     cores: Vec<Option<super::cores::HostCores>>,
     oversubscribed: Vec<cpu::Oversubscribed>,
@@ -200,7 +200,6 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                     coll: Coll::default(),
                     mail: MailSet::default(),
                     nbc: Vec::new(),
-                    logged: None,
                 }
             })
             .collect();
@@ -227,6 +226,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             rma: rma::RmaState::new(n_ranks),
             salvage: false,
             log: None,
+            logged: Vec::new(),
             cores: Self::cores_for(platform, &oversubscribed),
             oversubscribed,
             round: Vec::new(),
@@ -359,7 +359,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Some(Err(e)) => return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) }),
         };
         if self.log.is_some() {
-            self.ranks[r].logged = Some((action.clone(), self.ranks[r].clock));
+            self.logged.resize(self.ranks.len(), None);
+            self.logged[r] = Some((action.clone(), self.ranks[r].clock));
         }
         self.actions += 1;
         self.ranks[r].stats.actions += 1;
@@ -542,7 +543,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Hands rank `r`'s running action to the action log, ending now.
     fn log_end(&mut self, r: usize) {
-        if let (Some(log), Some((a, start))) = (self.log.as_mut(), self.ranks[r].logged.take()) {
+        if let (Some(log), Some((a, start))) = (self.log.as_mut(), self.logged.get_mut(r).and_then(Option::take)) {
             log(r, &a, start, self.ranks[r].clock);
         }
     }
