@@ -54,6 +54,7 @@ mod io;
 mod nbc;
 mod net;
 mod p2p;
+mod prefetch;
 mod rma;
 
 mod doing;
@@ -240,6 +241,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             self.queue.schedule(0.0, Kind::Rank(r as u32))?;
         }
         while let Some(ev) = self.queue.pop() {
+            self.prefetch_next();
             let r = match ev.kind {
                 Kind::Network => {
                     self.net_event(ev.time)?;

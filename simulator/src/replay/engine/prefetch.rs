@@ -1,0 +1,33 @@
+//! Fetching the state of the rank the queue hands out next while the
+//! current event runs. Events interleave ranks in simulated-time order,
+//! which at scale is close to a random walk over every rank's state: the
+//! first touch of a rank is a cache miss (often a TLB miss too), and
+//! starting it one event early hides it behind the current event's work.
+
+use super::Kind;
+use super::{Engine, Rank};
+
+impl<E: std::error::Error + Send + Sync + 'static> Engine<'_, '_, E> {
+    /// Prefetches the engine state of the rank of the next queued event,
+    /// if that event is a rank's. A hint only: nothing is read or changed.
+    pub(super) fn prefetch_next(&mut self) {
+        if let Some(Kind::Rank(n) | Kind::Nbc(n)) = self.queue.peek_kind() {
+            if let Some(rk) = self.ranks.get(n as usize) {
+                prefetch_lines((rk as *const Rank<'_, E>).cast(), std::mem::size_of::<Rank<'_, E>>());
+            }
+        }
+    }
+}
+
+/// Asks the CPU to bring the cache lines of `len` bytes at `p` into its caches.
+#[inline(always)]
+fn prefetch_lines(p: *const i8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..len).step_by(64) {
+        // SAFETY: a prefetch is a hint that never faults and reads nothing
+        // into the program; the bytes are of a live rank anyway.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.wrapping_add(off)) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
+}
