@@ -150,6 +150,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     /// block's stretched duration (jitSim's work-conserving rule).
     pub(crate) jitter: Option<super::Stretch<'a>>,
     ranks: Vec<Rank<'a, E>>,
+    /// Address and size of each rank's stream state ([`prefetch`]).
+    stream_at: Vec<(usize, u32)>,
     /// Communicators and their members.
     comms: comms::Comms,
     /// The unmatched sends and receives of every mailbox.
@@ -205,6 +207,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             })
             .collect();
         let comms = comms::Comms::new(ranks.len());
+        let stream_at = ranks.iter().map(|r| prefetch::extent(&*r.stream)).collect();
         let n_ranks = ranks.len();
         let net = platform.links.clone().map(|m| Net::new(m, platform.hosts.len()));
         let watts = |h: usize| platform.hosts[h].watts();
@@ -219,6 +222,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             net_next: f64::INFINITY,
             timeline: None,
             ranks,
+            stream_at,
             comms,
             mail: Mail::default(),
             queue: EventQueue::default(),
