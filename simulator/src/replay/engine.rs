@@ -59,6 +59,9 @@ mod rma;
 
 mod doing;
 use doing::Doing;
+mod hugepages;
+mod outcome;
+pub(crate) use outcome::{Outcome, RankStats};
 
 /// A collective in progress on one rank.
 #[derive(Debug, Default)]
@@ -78,19 +81,6 @@ struct Coll {
     reduce_s: f64,
 }
 
-/// Per-rank totals.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct RankStats {
-    pub(crate) end_s: f64,
-    pub(crate) compute_s: f64,
-    pub(crate) comm_s: f64,
-    pub(crate) wait_s: f64,
-    pub(crate) actions: u64,
-    pub(crate) messages: u64,
-    pub(crate) bytes_sent: u64,
-    pub(crate) io_s: f64,
-}
-
 struct Rank<'a, E> {
     stream: ActionStream<'a, E>,
     host: usize,
@@ -106,29 +96,6 @@ struct Rank<'a, E> {
     mail: MailSet,
     /// Nonblocking collectives in progress.
     nbc: Vec<nbc::Nbc>,
-}
-
-/// What a finished replay hands back.
-pub(crate) struct Outcome {
-    /// Host index and totals of each rank.
-    pub(crate) ranks: Vec<(usize, RankStats)>,
-    /// Actions replayed.
-    pub(crate) actions: u64,
-    /// Events popped from the queue.
-    pub(crate) events: u64,
-    /// The timeline, to be finished by the caller.
-    pub(crate) timeline: Option<Timeline>,
-    /// Joules per host over `[0, makespan]` (`None` for hosts without a
-    /// power range); `None` when no host has one.
-    pub(crate) energy_j: Option<Vec<Option<f64>>>,
-    /// MPI-IO calls replayed as their recorded duration (no file system).
-    pub(crate) io_recorded: u64,
-    /// Each file-system server's bytes and busy times (empty without a file system).
-    pub(crate) io_servers: Vec<crate::io::ServerStats>,
-    /// In salvage mode, the ranks left waiting at the end and on what.
-    pub(crate) stuck: Option<String>,
-    /// The hosts given more ranks than cores.
-    pub(crate) oversubscribed: Vec<cpu::Oversubscribed>,
 }
 
 enum Flow {
@@ -185,29 +152,30 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let placement = platform.placement(streams.len() as u32);
         let cores: Vec<u32> = platform.hosts.iter().map(|h| h.cores).collect();
         let oversubscribed = cpu::oversubscribed(&placement, &cores);
-        let ranks: Vec<Rank<'a, E>> = streams
-            .into_iter()
-            .zip(placement)
-            .map(|(stream, host)| {
-                let host = host as usize;
-                Rank {
-                    stream,
-                    host,
-                    speed: platform.hosts[host].speed_ratio / platform.hosts[host].pstate_time_scale(),
-                    clock: 0.0,
-                    status: Status::Runnable,
-                    doing: Doing::Start,
-                    stats: RankStats::default(),
-                    reqs: Requests::default(),
-                    block: Block::default(),
-                    coll: Coll::default(),
-                    mail: MailSet::default(),
-                    nbc: Vec::new(),
-                }
-            })
-            .collect();
+        let mut ranks: Vec<Rank<'a, E>> = Vec::with_capacity(streams.len());
+        hugepages::advise(ranks.as_ptr() as usize, ranks.capacity() * std::mem::size_of::<Rank<'a, E>>(), false);
+        ranks.extend(streams.into_iter().zip(placement).map(|(stream, host)| {
+            let host = host as usize;
+            Rank {
+                stream,
+                host,
+                speed: platform.hosts[host].speed_ratio / platform.hosts[host].pstate_time_scale(),
+                clock: 0.0,
+                status: Status::Runnable,
+                doing: Doing::Start,
+                stats: RankStats::default(),
+                reqs: Requests::default(),
+                block: Block::default(),
+                coll: Coll::default(),
+                mail: MailSet::default(),
+                nbc: Vec::new(),
+            }
+        }));
         let comms = comms::Comms::new(ranks.len());
-        let stream_at = ranks.iter().map(|r| prefetch::extent(&*r.stream)).collect();
+        let stream_at: Vec<_> = ranks.iter().map(|r| prefetch::extent(&*r.stream)).collect();
+        if let Some((start, bytes)) = hugepages::dense_span(&stream_at) {
+            hugepages::advise(start, bytes, true);
+        }
         let n_ranks = ranks.len();
         let net = platform.links.clone().map(|m| Net::new(m, platform.hosts.len()));
         let watts = |h: usize| platform.hosts[h].watts();
