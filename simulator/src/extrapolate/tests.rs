@@ -306,3 +306,71 @@ fn strong_scaling_falls_at_most_as_one_over_n() {
     let law = fit_time(&[2u32, 4, 8].map(|n| (n, (n as f64).powf(-0.6))));
     assert!((law.b - 0.6).abs() < 1e-9 && law.rel_rms < 1e-9, "{law:?}");
 }
+
+/// A sample of `n` ranks that post five receives from the left and five
+/// sends to the right (ten requests, more than a rank holds inline),
+/// wait for all, then all-reduce 8 bytes; compute blocks differ by rank.
+fn halo_sample(n: u32) -> Sample {
+    let mut s = ring_sample(n, 0.1);
+    for (r, rank) in s.ranks.iter_mut().enumerate() {
+        let r = r as u32;
+        let p2p = |op, peer: u32, k: u64| {
+            let params = Params::P2p { peer: peer as i32, tag: k as i32, bytes: 800, comm: 0, request: 0x100 * (k + 1) + op as u64 % 2 };
+            rec(op, params, 1000 + 37 * r as u64 + 11 * k)
+        };
+        let mut recs = vec![(rec(Op::Init, Params::None, 0), site(0x1))];
+        let mut reqs = Vec::new();
+        for k in 0..5 {
+            let recv = p2p(Op::Irecv, (r + n - 1) % n, k);
+            let send = p2p(Op::Isend, (r + 1) % n, k);
+            for (i, x) in [recv, send].into_iter().enumerate() {
+                if let Params::P2p { request, .. } = x.params {
+                    reqs.push(request);
+                }
+                recs.push((x, site(0x100 + 0x10 * k + i as u64)));
+            }
+        }
+        recs.push((rec(Op::Waitall, Params::Waitall { requests: reqs }, 50), site(0x200)));
+        recs.push((rec(Op::Allreduce, Params::Coll { root: -1, bytes: 8, comm: 0 }, 2000 + 13 * r as u64), site(0x210)));
+        recs.push((rec(Op::Finalize, Params::None, 0), site(0x220)));
+        rank.2 = recs;
+    }
+    s
+}
+
+/// The streams generated on the fly and the same run written as an
+/// ordinary trace directory replay to the same report.
+#[test]
+fn generated_streams_replay_as_their_written_trace() {
+    use crate::network::{P2pModel, Piecewise, Segment};
+    use crate::platform::{Host, Platform};
+    use crate::trace::actions::ComputeTime;
+    let model = Model::build(vec![halo_sample(2), halo_sample(4), halo_sample(8)]).unwrap();
+    let pw =
+        |intercept_s, bandwidth_bytes_per_s| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] };
+    let m = P2pModel {
+        eager_threshold_bytes: 512,
+        transfer: pw(2e-6, 1e9),
+        send_overhead: pw(1e-7, 1e10),
+        recv_overhead: pw(2e-7, 1e10),
+        rma: None,
+    };
+    let hosts = (0..8).map(|h| Host::new(format!("n{h}"), 4)).collect();
+    let platform = Platform::new("test", hosts, m);
+    let dir = tempfile::tempdir().unwrap();
+    for n in [8, 32] {
+        let generated = crate::replay::replay(&platform, model.streams(n)).unwrap();
+        let out = dir.path().join(format!("x{n}"));
+        model.write_dir(n, &out).unwrap();
+        let written = crate::replay::replay(&platform, crate::replay::open_trace_dir(&out, ComputeTime::Cpu).unwrap()).unwrap();
+        assert!(generated.makespan_s > 0.0 && generated.actions == written.actions, "{n} ranks");
+        assert_eq!(generated.makespan_s.to_bits(), written.makespan_s.to_bits(), "{n} ranks: makespan");
+        for (a, b) in generated.ranks.iter().zip(&written.ranks) {
+            assert_eq!(
+                (a.end_s.to_bits(), a.comm_s.to_bits(), a.messages),
+                (b.end_s.to_bits(), b.comm_s.to_bits(), b.messages),
+                "{n} ranks"
+            );
+        }
+    }
+}

@@ -54,10 +54,14 @@ mod io;
 mod nbc;
 mod net;
 mod p2p;
+mod prefetch;
 mod rma;
 
 mod doing;
 use doing::Doing;
+mod hugepages;
+mod outcome;
+pub(crate) use outcome::{Outcome, RankStats};
 
 /// A collective in progress on one rank.
 #[derive(Debug, Default)]
@@ -77,19 +81,6 @@ struct Coll {
     reduce_s: f64,
 }
 
-/// Per-rank totals.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct RankStats {
-    pub(crate) end_s: f64,
-    pub(crate) compute_s: f64,
-    pub(crate) comm_s: f64,
-    pub(crate) wait_s: f64,
-    pub(crate) actions: u64,
-    pub(crate) messages: u64,
-    pub(crate) bytes_sent: u64,
-    pub(crate) io_s: f64,
-}
-
 struct Rank<'a, E> {
     stream: ActionStream<'a, E>,
     host: usize,
@@ -105,31 +96,6 @@ struct Rank<'a, E> {
     mail: MailSet,
     /// Nonblocking collectives in progress.
     nbc: Vec<nbc::Nbc>,
-    /// With an action log: the action running and when it started.
-    logged: Option<(Action, f64)>,
-}
-
-/// What a finished replay hands back.
-pub(crate) struct Outcome {
-    /// Host index and totals of each rank.
-    pub(crate) ranks: Vec<(usize, RankStats)>,
-    /// Actions replayed.
-    pub(crate) actions: u64,
-    /// Events popped from the queue.
-    pub(crate) events: u64,
-    /// The timeline, to be finished by the caller.
-    pub(crate) timeline: Option<Timeline>,
-    /// Joules per host over `[0, makespan]` (`None` for hosts without a
-    /// power range); `None` when no host has one.
-    pub(crate) energy_j: Option<Vec<Option<f64>>>,
-    /// MPI-IO calls replayed as their recorded duration (no file system).
-    pub(crate) io_recorded: u64,
-    /// Each file-system server's bytes and busy times (empty without a file system).
-    pub(crate) io_servers: Vec<crate::io::ServerStats>,
-    /// In salvage mode, the ranks left waiting at the end and on what.
-    pub(crate) stuck: Option<String>,
-    /// The hosts given more ranks than cores.
-    pub(crate) oversubscribed: Vec<cpu::Oversubscribed>,
 }
 
 enum Flow {
@@ -151,6 +117,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     /// block's stretched duration (jitSim's work-conserving rule).
     pub(crate) jitter: Option<super::Stretch<'a>>,
     ranks: Vec<Rank<'a, E>>,
+    /// Address and size of each rank's stream state ([`prefetch`]).
+    stream_at: Vec<(usize, u32)>,
     /// Communicators and their members.
     comms: comms::Comms,
     /// The unmatched sends and receives of every mailbox.
@@ -171,6 +139,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     pub(crate) salvage: bool,
     /// Where each action and its span go ([`super::Replay::action_log`]).
     pub(crate) log: Option<super::ActionLog<'a>>,
+    /// With an action log, per rank: the action running and its start (empty without).
+    logged: Vec<Option<(Action, f64)>>,
     /// Cores of each oversubscribed host (`None` for others; empty if none is).
     cores: Vec<Option<super::cores::HostCores>>,
     oversubscribed: Vec<cpu::Oversubscribed>,
@@ -182,29 +152,30 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let placement = platform.placement(streams.len() as u32);
         let cores: Vec<u32> = platform.hosts.iter().map(|h| h.cores).collect();
         let oversubscribed = cpu::oversubscribed(&placement, &cores);
-        let ranks: Vec<Rank<'a, E>> = streams
-            .into_iter()
-            .zip(placement)
-            .map(|(stream, host)| {
-                let host = host as usize;
-                Rank {
-                    stream,
-                    host,
-                    speed: platform.hosts[host].speed_ratio / platform.hosts[host].pstate_time_scale(),
-                    clock: 0.0,
-                    status: Status::Runnable,
-                    doing: Doing::Start,
-                    stats: RankStats::default(),
-                    reqs: Requests::default(),
-                    block: Block::default(),
-                    coll: Coll::default(),
-                    mail: MailSet::default(),
-                    nbc: Vec::new(),
-                    logged: None,
-                }
-            })
-            .collect();
+        let mut ranks: Vec<Rank<'a, E>> = Vec::with_capacity(streams.len());
+        hugepages::advise(ranks.as_ptr() as usize, ranks.capacity() * std::mem::size_of::<Rank<'a, E>>(), false);
+        ranks.extend(streams.into_iter().zip(placement).map(|(stream, host)| {
+            let host = host as usize;
+            Rank {
+                stream,
+                host,
+                speed: platform.hosts[host].speed_ratio / platform.hosts[host].pstate_time_scale(),
+                clock: 0.0,
+                status: Status::Runnable,
+                doing: Doing::Start,
+                stats: RankStats::default(),
+                reqs: Requests::default(),
+                block: Block::default(),
+                coll: Coll::default(),
+                mail: MailSet::default(),
+                nbc: Vec::new(),
+            }
+        }));
         let comms = comms::Comms::new(ranks.len());
+        let stream_at: Vec<_> = ranks.iter().map(|r| prefetch::extent(&*r.stream)).collect();
+        if let Some((start, bytes)) = hugepages::dense_span(&stream_at) {
+            hugepages::advise(start, bytes, true);
+        }
         let n_ranks = ranks.len();
         let net = platform.links.clone().map(|m| Net::new(m, platform.hosts.len()));
         let watts = |h: usize| platform.hosts[h].watts();
@@ -219,6 +190,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             net_next: f64::INFINITY,
             timeline: None,
             ranks,
+            stream_at,
             comms,
             mail: Mail::default(),
             queue: EventQueue::default(),
@@ -227,6 +199,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             rma: rma::RmaState::new(n_ranks),
             salvage: false,
             log: None,
+            logged: Vec::new(),
             cores: Self::cores_for(platform, &oversubscribed),
             oversubscribed,
             round: Vec::new(),
@@ -240,6 +213,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             self.queue.schedule(0.0, Kind::Rank(r as u32))?;
         }
         while let Some(ev) = self.queue.pop() {
+            self.prefetch_next();
             let r = match ev.kind {
                 Kind::Network => {
                     self.net_event(ev.time)?;
@@ -359,7 +333,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Some(Err(e)) => return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) }),
         };
         if self.log.is_some() {
-            self.ranks[r].logged = Some((action.clone(), self.ranks[r].clock));
+            self.logged.resize(self.ranks.len(), None);
+            self.logged[r] = Some((action.clone(), self.ranks[r].clock));
         }
         self.actions += 1;
         self.ranks[r].stats.actions += 1;
@@ -542,7 +517,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Hands rank `r`'s running action to the action log, ending now.
     fn log_end(&mut self, r: usize) {
-        if let (Some(log), Some((a, start))) = (self.log.as_mut(), self.ranks[r].logged.take()) {
+        if let (Some(log), Some((a, start))) = (self.log.as_mut(), self.logged.get_mut(r).and_then(Option::take)) {
             log(r, &a, start, self.ranks[r].clock);
         }
     }

@@ -12,6 +12,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::trace::record::{ANY_SOURCE, ANY_TAG};
 
+mod inline;
+use inline::InlineVec;
+
 /// Slot index meaning "no request" (eager blocking sends need none).
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 
@@ -36,10 +39,11 @@ impl Hasher for IdHasher {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 /// State of a request slot.
 pub(crate) enum SlotState {
     /// On the free list.
+    #[default]
     Free,
     /// Posted; its completion time is not known yet.
     Pending,
@@ -49,7 +53,7 @@ pub(crate) enum SlotState {
 }
 
 /// One request of a rank.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Slot {
     /// Where it is in its life.
     pub(crate) state: SlotState,
@@ -64,19 +68,19 @@ pub(crate) struct Slot {
 }
 
 /// User handle → slot of one rank: a short list searched in order while
-/// it holds at most [`UserMap::SMALL`] handles (no table per rank), a
-/// hash map beyond.
+/// it holds at most [`UserMap::SMALL`] handles (no table per rank, the
+/// first [`INLINE_HANDLES`] inside the rank), a hash map beyond.
 #[derive(Debug)]
 enum UserMap {
     /// Few handles: `(handle, slot)` pairs.
-    Small(Vec<(u64, u32)>),
+    Small(InlineVec<(u64, u32), INLINE_HANDLES>),
     /// Many handles.
     Large(HashMap<u64, u32, BuildHasherDefault<IdHasher>>),
 }
 
 impl Default for UserMap {
     fn default() -> Self {
-        UserMap::Small(Vec::new())
+        UserMap::Small(InlineVec::default())
     }
 }
 
@@ -95,7 +99,7 @@ impl UserMap {
                     v.push((id, slot));
                     return None;
                 }
-                let mut m: HashMap<u64, u32, BuildHasherDefault<IdHasher>> = v.drain(..).collect();
+                let mut m: HashMap<u64, u32, BuildHasherDefault<IdHasher>> = v.take_all().collect();
                 m.insert(id, slot);
                 *self = UserMap::Large(m);
                 None
@@ -124,9 +128,16 @@ impl UserMap {
     }
 }
 
+/// Request slots a rank holds inside its own state before its slab
+/// spills to the heap (a halo exchange's requests and a collective round's).
+const INLINE_SLOTS: usize = 8;
+
+/// User handles a rank maps inside its own state ([`UserMap`]).
+const INLINE_HANDLES: usize = 8;
+
 /// A rank's requests: a slab of slots plus the user handle → slot map.
 pub(crate) struct Requests {
-    pub(crate) slots: Vec<Slot>,
+    pub(crate) slots: InlineVec<Slot, INLINE_SLOTS>,
     /// The last slot released (a stack through [`Slot`]'s `next_free`).
     free: u32,
     user: UserMap,
@@ -134,7 +145,7 @@ pub(crate) struct Requests {
 
 impl Default for Requests {
     fn default() -> Self {
-        Requests { slots: Vec::new(), free: NO_SLOT, user: UserMap::default() }
+        Requests { slots: InlineVec::default(), free: NO_SLOT, user: UserMap::default() }
     }
 }
 

@@ -92,8 +92,8 @@ pub(crate) struct EventQueue {
     last: u128,
     /// Events queued.
     len: usize,
-    /// The smallest key queued, when known.
-    min: Option<u128>,
+    /// The smallest key queued and its event's kind, when known.
+    min: Option<(u128, Kind)>,
     seq: u64,
     /// Current simulated time, seconds.
     pub(crate) now: f64,
@@ -120,7 +120,9 @@ impl EventQueue {
         self.push(e);
         self.len += 1;
         if let Some(m) = self.min.as_mut() {
-            *m = (*m).min(key);
+            if key < m.0 {
+                *m = (key, kind);
+            }
         }
         Ok(())
     }
@@ -142,7 +144,7 @@ impl EventQueue {
         let i = (1..BUCKETS).find(|&i| !self.buckets[i].is_empty()).expect("refill of a non-empty queue");
         let mut moved = std::mem::take(&mut self.buckets[i]);
         self.last = match self.min {
-            Some(m) => m,
+            Some((m, _)) => m,
             None => moved.iter().map(Entry::key).min().expect("bucket not empty"),
         };
         for e in moved.drain(..) {
@@ -168,8 +170,8 @@ impl EventQueue {
         Some(Event { time, kind: e.kind })
     }
 
-    /// The smallest key queued, if any.
-    fn min_key(&mut self) -> Option<u128> {
+    /// The smallest key queued and its event's kind, if any.
+    fn min_entry(&mut self) -> Option<(u128, Kind)> {
         if self.len == 0 {
             return None;
         }
@@ -177,7 +179,7 @@ impl EventQueue {
             // Every key of a lower bucket is smaller than every key of a
             // higher one: the minimum is in the first non-empty bucket.
             let b = self.buckets.iter().find(|b| !b.is_empty()).expect("queue not empty");
-            self.min = b.iter().map(Entry::key).min();
+            self.min = b.iter().min_by_key(|e| e.key()).map(|e| (e.key(), e.kind));
         }
         self.min
     }
@@ -185,7 +187,14 @@ impl EventQueue {
     /// True when a rank at `time` is still strictly the earliest, so it may
     /// go on without a round trip through the queue.
     pub(crate) fn is_next(&mut self, time: f64) -> bool {
-        self.min_key().is_none_or(|k| time < key_time(k))
+        self.min_entry().is_none_or(|(k, _)| time < key_time(k))
+    }
+
+    /// The kind of the event [`EventQueue::pop`] would give now, if any
+    /// (events scheduled before that pop may come first). Finding it is
+    /// work the next pop then skips.
+    pub(crate) fn peek_kind(&mut self) -> Option<Kind> {
+        self.min_entry().map(|(_, kind)| kind)
     }
 }
 
@@ -251,6 +260,7 @@ mod tests {
                 reference.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 let probe = q.now + ((r >> 8) % 1000) as f64 * 1e-6;
                 assert_eq!(q.is_next(probe), probe < reference[0].0);
+                assert_eq!(q.peek_kind(), Some(Kind::Rank(reference[0].2)));
                 let (t, _, rank) = reference.remove(0);
                 let e = q.pop().unwrap();
                 assert_eq!((e.time.to_bits(), e.kind), (t.to_bits(), Kind::Rank(rank)));

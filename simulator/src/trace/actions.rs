@@ -69,7 +69,7 @@ impl TraceActions {
 /// communicators it created, which `MPI_Reduce_scatter_block` needs).
 #[derive(Debug)]
 pub struct RecordConverter {
-    pending: VecDeque<Action>,
+    pending: ActionQueue,
     requests: RequestBook,
     /// Size of each communicator this rank created (by its id).
     comm_sizes: Vec<(u32, u32)>,
@@ -83,7 +83,7 @@ pub struct RecordConverter {
 impl RecordConverter {
     /// A converter for one rank of a world of `ranks`.
     pub fn new(ranks: u32) -> Self {
-        RecordConverter { pending: VecDeque::new(), requests: RequestBook::default(), comm_sizes: Vec::new(), ranks, me: None }
+        RecordConverter { pending: ActionQueue::default(), requests: RequestBook::default(), comm_sizes: Vec::new(), ranks, me: None }
     }
 
     /// The converter of world rank `me`: calls on `MPI_COMM_SELF`
@@ -140,6 +140,36 @@ impl RecordConverter {
             _ => self.requests.push_actions(rec, &mut self.pending)?,
         }
         Ok(compute)
+    }
+}
+
+/// A FIFO of actions whose first one is held inline: a call converts to
+/// one action almost always, and a stream generated per rank at scale
+/// then keeps it in the rank's own state rather than in a heap buffer.
+#[derive(Debug, Default)]
+struct ActionQueue {
+    /// The front, when one is queued and `rest` came after it.
+    first: Option<Action>,
+    rest: VecDeque<Action>,
+}
+
+impl ActionQueue {
+    fn push_back(&mut self, a: Action) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(a);
+        } else {
+            self.rest.push_back(a);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Action> {
+        self.first.take().or_else(|| self.rest.pop_front())
+    }
+}
+
+impl Extend<Action> for ActionQueue {
+    fn extend<I: IntoIterator<Item = Action>>(&mut self, iter: I) {
+        iter.into_iter().for_each(|a| self.push_back(a));
     }
 }
 
@@ -400,7 +430,7 @@ impl RequestBook {
     ///
     /// # Errors
     /// `Err(op)` for a call replay cannot represent ([`op_action`]).
-    pub fn push_actions(&mut self, rec: &CallRecord, out: &mut VecDeque<Action>) -> Result<(), Op> {
+    pub fn push_actions(&mut self, rec: &CallRecord, out: &mut impl Extend<Action>) -> Result<(), Op> {
         if !self.actions(rec, out) {
             out.extend(op_action(rec)?);
         }
@@ -415,7 +445,7 @@ impl RequestBook {
     /// `MPI_Start` posts what the init call described, under the same
     /// request, which a wait completes and a later start reuses;
     /// `MPI_Mrecv` receives from the source and tag its probe matched.
-    fn actions(&mut self, rec: &CallRecord, out: &mut VecDeque<Action>) -> bool {
+    fn actions(&mut self, rec: &CallRecord, out: &mut impl Extend<Action>) -> bool {
         use Op::*;
         match (rec.op, &rec.params) {
             (SendInit | SsendInit | BsendInit | RsendInit, &Params::P2p { peer, tag, bytes, comm, request }) => {
@@ -438,7 +468,7 @@ impl RequestBook {
             }
             (RequestFree, &Params::Request { request }) => {
                 self.persistent.remove(&request);
-                out.push_back(Action::RequestFree { req: request });
+                out.extend([Action::RequestFree { req: request }]);
             }
             (Mprobe | Improbe, &Params::P2p { peer, tag, comm, request, .. }) => {
                 if request != 0 && peer >= 0 {
@@ -447,10 +477,10 @@ impl RequestBook {
             }
             (Mrecv | Imrecv, &Params::Mrecv { message, bytes, request }) => {
                 if let Some((src, tag, comm)) = self.messages.remove(&message) {
-                    out.push_back(match rec.op {
+                    out.extend([match rec.op {
                         Mrecv => Action::Recv { src, tag, bytes, comm },
                         _ => Action::Irecv { src, tag, bytes, comm, req: request },
-                    });
+                    }]);
                 }
             }
             _ => return false,

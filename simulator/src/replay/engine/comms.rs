@@ -22,7 +22,9 @@ struct PerRank {
     local: HashMap<u32, u32>,
     /// Communicators created so far per member list (by hash).
     created: HashMap<u64, u32>,
-    /// Collectives started so far per global id: gives each its own tag.
+    /// Collectives started so far on the world: gives each its own tag.
+    world_seq: u32,
+    /// The same per global id of the other communicators.
     seq: HashMap<u32, u32>,
 }
 
@@ -103,7 +105,11 @@ impl Comms {
 
     /// The tag of rank `r`'s next collective on `g`.
     pub(crate) fn next_tag(&mut self, r: usize, g: u32) -> i32 {
-        let s = self.ranks[r].seq.entry(g).or_insert(0);
+        let rk = &mut self.ranks[r];
+        let s = match g {
+            WORLD => &mut rk.world_seq,
+            g => rk.seq.entry(g).or_insert(0),
+        };
         let tag = (*s & 0x7fff_ffff) as i32;
         *s = s.wrapping_add(1);
         tag
