@@ -13,6 +13,8 @@
  * a barrier and the end of the timed calls (MPI_Wtime, reduced by MAX):
  *   write           MPI_File_write_at
  *   write_sync      MPI_File_write_at, MPI_File_sync
+ *   write16         the same block as 16 MPI_File_write_at of size_bytes / 16
+ *                   one after the other (a stream of writes)
  *   read            MPI_File_read_at of data written, synced and dropped
  *                   from the page cache (posix_fadvise DONTNEED) before
  *   write_all       MPI_File_write_at_all
@@ -109,6 +111,14 @@ static double measure(const char *c, long long size, char *buf) {
             check(MPI_File_read_at(f, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
         else
             check(MPI_File_read_at_all(f, off, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
+        t = MPI_Wtime() - t0;
+        check(MPI_File_close(&f));
+    } else if (!strcmp(c, "write16")) {
+        f = open_file(wr);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int i = 0; i < 16; i++)
+            check(MPI_File_write_at(f, off + (MPI_Offset)i * (n / 16), buf + (size_t)i * (n / 16), n / 16, MPI_BYTE, MPI_STATUS_IGNORE));
         t = MPI_Wtime() - t0;
         check(MPI_File_close(&f));
     } else if (!strcmp(c, "read_cached")) {

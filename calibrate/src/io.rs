@@ -36,6 +36,8 @@ pub enum Case {
     ReadAll,
     /// `MPI_File_read_at` of data just written (still in the page cache).
     ReadCached,
+    /// The block of `Write` as 16 writes of a sixteenth, one after the other.
+    Write16,
     /// `MPI_File_open` (create) and `MPI_File_close` (size 0).
     OpenClose,
     /// `MPI_File_sync` of an empty file (size 0).
@@ -44,7 +46,7 @@ pub enum Case {
 
 impl Case {
     /// All cases, in report order.
-    pub const ALL: [Case; 9] = [
+    pub const ALL: [Case; 10] = [
         Case::Write,
         Case::WriteSync,
         Case::Read,
@@ -52,13 +54,14 @@ impl Case {
         Case::WriteAllSync,
         Case::ReadAll,
         Case::ReadCached,
+        Case::Write16,
         Case::OpenClose,
         Case::Sync0,
     ];
 
     /// The cases measured at every size (the others at size 0).
-    pub const DATA: [Case; 7] =
-        [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll, Case::ReadCached];
+    pub const DATA: [Case; 8] =
+        [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll, Case::ReadCached, Case::Write16];
 
     /// The name used by the benchmark and in its CSV.
     pub fn name(self) -> &'static str {
@@ -70,6 +73,7 @@ impl Case {
             Case::WriteAllSync => "write_all_sync",
             Case::ReadAll => "read_all",
             Case::ReadCached => "read_cached",
+            Case::Write16 => "write16",
             Case::OpenClose => "openclose",
             Case::Sync0 => "sync0",
         }

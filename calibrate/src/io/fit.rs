@@ -14,10 +14,15 @@
 //! - read: the `read` medians (data dropped from the page cache first);
 //! - cache: sizes from the smallest up whose `write` median is more than
 //!   [`CACHE_FACTOR`] times faster than `write_sync` less `sync0` (the
-//!   sync's own cost) went to a write-back
+//!   sync's own cost), and the larger sizes whose `write` stays within
+//!   that factor of the cache's line through them, went to a write-back
 //!   cache; `cache_bytes` = N × the largest of them, and `cache_latency_s`
 //!   and `cache_bytes_per_s` from `write = cache_latency_s + b /
 //!   cache_bytes_per_s` on them (ranks write into the cache at once);
+//!   when `write16` was measured (the same blocks as 16 writes one after
+//!   the other), the line is fitted on its sixteenths instead: a stream of
+//!   writes pays the fixed cost an application's writes pay, where a
+//!   file's first write pays more;
 //! - cached reads: `read_cached = cache_read_latency_s + b /
 //!   cache_read_bytes_per_s` (data just written, read at once by every
 //!   rank from the page cache);
@@ -92,6 +97,17 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
             st.sync(t)
         }
         Case::ReadAll => collective(&mut st, IoKind::Read),
+        Case::Write16 => {
+            // The ranks' writes in the order of time: each rank's next after its last.
+            let mut t = vec![0.0; ranks as usize];
+            for i in 0..16 {
+                for (r, tr) in t.iter_mut().enumerate() {
+                    let at = r as u64 * size_bytes + i * (size_bytes / 16);
+                    *tr = st.request(*tr, 0.0, 0, at, size_bytes / 16, IoKind::Write);
+                }
+            }
+            t.into_iter().fold(0.0, f64::max)
+        }
         Case::ReadCached => {
             let t = independent(&mut st, IoKind::Write);
             (0..ranks as u64).map(|r| st.request(t, 0.0, 0, r * size_bytes, size_bytes, IoKind::Read) - t).fold(0.0, f64::max)
@@ -132,7 +148,23 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         .iter()
         .map_while(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws - empty_sync_s > CACHE_FACTOR * w.1).copied())
         .collect();
-    let cache = fast.last().map(|&(largest, _)| (ranks as u64 * largest, cache_line(&fast)));
+    // The sizes after that run whose writes still went at the cache's speed
+    // (within CACHE_FACTOR of its line) went to the cache too: a write-back
+    // cache hides the disk up to its size, however slow the sync behind it.
+    let fast: Vec<(u64, f64)> = match fast.is_empty() {
+        true => fast,
+        false => {
+            let (lat, bw) = cache_line(&fast);
+            write.iter().copied().take_while(|&(b, t)| t > 0.0 && t <= CACHE_FACTOR * (lat + b as f64 / bw)).collect()
+        }
+    };
+    // A stream of writes pays a write's fixed cost as the application's
+    // writes do (a file's first write pays more): the line comes from the
+    // sixteenths of `write16` where it was measured.
+    let pieces: Vec<(u64, f64)> =
+        med(Case::Write16).iter().filter(|&&(b, _)| fast.iter().any(|f| f.0 == b)).map(|&(b, t)| (b / 16, t / 16.0)).collect();
+    let line_of = |fast: &[(u64, f64)]| if pieces.len() >= 2 { cache_line(&pieces) } else { cache_line(fast) };
+    let cache = fast.last().map(|&(largest, _)| (ranks as u64 * largest, line_of(&fast)));
     let cached = |b: u64| cache.is_some_and(|(bytes, _)| ranks as u64 * b <= bytes);
     let adjusted: Vec<(u64, f64)> = write_sync
         .iter()
