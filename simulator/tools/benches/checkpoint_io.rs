@@ -20,6 +20,7 @@ use std::process::{Command, Stdio};
 
 use simulator::trace::{self, CallRecord, Op, Params, RankHeader, RankWriter, TimingSource, TraceMeta};
 
+#[allow(dead_code, reason = "each benchmark uses part of the shared helpers")]
 mod common;
 use common::{load, median, timed_child};
 

@@ -33,7 +33,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use simulator::action::ComputeTime;
 use simulator::extrapolate::{Model, Sample};
@@ -42,7 +42,7 @@ use simulator::replay::{replay, ReplayReport};
 
 #[allow(dead_code, reason = "each benchmark uses part of the shared helpers")]
 mod common;
-use common::{load, median};
+use common::{load, median, trace_c_test};
 
 /// Programs and their arguments: a strong-scaling stencil, a ring, a
 /// collective loop and sub-communicators.
@@ -171,26 +171,7 @@ fn trace(root: &Path, dir: &Path, prog: &str, args: &[&str], n: u32, k: usize) -
     if out.join("meta.json").exists() {
         return out;
     }
-    let lib = root.join("target/release/libinterposer.so");
-    let exe = root.join("c-tests/build").join(prog);
-    assert!(lib.exists(), "{} missing: cargo build --release -p interposer", lib.display());
-    if !exe.exists() {
-        let ok = Command::new("make").arg("-C").arg(root.join("c-tests")).status().is_ok_and(|s| s.success());
-        assert!(ok, "make -C c-tests failed (needs mpicc)");
-    }
-    let _ = std::fs::remove_dir_all(&out);
-    let ok = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD", "-np", &n.to_string()])
-        .arg(&exe)
-        .args(args)
-        .env("INTERPOSER_OUT", &out)
-        .env("LD_PRELOAD", &lib)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok && out.join("meta.json").exists(), "tracing {prog} at {n} ranks failed");
+    trace_c_test(root, &out, prog, args, n);
     out
 }
 

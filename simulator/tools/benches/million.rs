@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{load, median, timed_child};
+use common::{load, median, timed_child, trace_c_test};
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -66,32 +66,13 @@ fn run(platform: &Path, n: u32, traces: &[PathBuf], report: &Path) -> (f64, f64,
 
 /// The trace directories at 2, 4 and 8 ranks, taken when missing.
 fn traces(root: &Path, dir: &Path) -> Vec<PathBuf> {
-    let lib = root.join("target/release/libinterposer.so");
-    let prog = root.join("c-tests/build/jacobi2d");
     [2, 4, 8]
         .iter()
         .map(|&np| {
             let out = dir.join(format!("jacobi2d-{np}"));
-            if out.join("meta.json").exists() {
-                return out;
+            if !out.join("meta.json").exists() {
+                trace_c_test(root, &out, "jacobi2d", &["2048", "30"], np);
             }
-            assert!(lib.exists(), "{} missing: cargo build --release -p interposer", lib.display());
-            if !prog.exists() {
-                let ok = Command::new("make").arg("-C").arg(root.join("c-tests")).status().is_ok_and(|s| s.success());
-                assert!(ok, "make -C c-tests failed (needs mpicc)");
-            }
-            let ok = Command::new("mpirun")
-                .args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD", "-np", &np.to_string()])
-                .arg(&prog)
-                .args(["2048", "30"])
-                .env("INTERPOSER_OUT", &out)
-                .env("LD_PRELOAD", &lib)
-                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-                .stdout(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(ok && out.join("meta.json").exists(), "tracing jacobi2d at {np} ranks failed");
             out
         })
         .collect()

@@ -1,7 +1,9 @@
 //! What the benchmarks share: a child process timed for wall clock, CPU
-//! and maximum resident set size, medians, and the load average.
+//! and maximum resident set size, medians, the load average, and traces
+//! of the c-tests taken with the interposer.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// Runs `cmd` to its end: wall seconds, CPU seconds (user and system) and
@@ -36,4 +38,31 @@ pub fn median(xs: &mut [f64]) -> f64 {
 /// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
 pub fn load() -> String {
     std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+}
+
+/// Traces `c-tests/build/<prog> <args>` at `np` ranks into `out` with
+/// Open MPI's `mpirun` and the release interposer of the repository at
+/// `root` (building the c-tests when missing). Panics naming the program
+/// and rank count when tracing fails.
+pub fn trace_c_test(root: &Path, out: &Path, prog: &str, args: &[&str], np: u32) {
+    let lib = root.join("target/release/libinterposer.so");
+    let exe = root.join("c-tests/build").join(prog);
+    assert!(lib.exists(), "{} missing: cargo build --release -p interposer", lib.display());
+    if !exe.exists() {
+        let ok = Command::new("make").arg("-C").arg(root.join("c-tests")).status().is_ok_and(|s| s.success());
+        assert!(ok, "make -C c-tests failed (needs mpicc)");
+    }
+    let _ = std::fs::remove_dir_all(out);
+    let ok = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD", "-np", &np.to_string()])
+        .arg(&exe)
+        .args(args)
+        .env("INTERPOSER_OUT", out)
+        .env("LD_PRELOAD", &lib)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok && out.join("meta.json").exists(), "tracing {prog} at {np} ranks failed");
 }
