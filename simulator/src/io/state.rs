@@ -213,11 +213,9 @@ impl FsState {
                 let cached = d.cache_bytes > 0 && srv.dirty_bytes + b <= d.cache_bytes;
                 let on_disk = b as f64 / d.write_bytes_per_s;
                 srv.stats.bytes_written += b;
-                if !cached {
-                    srv.stats.disk_busy_s += d.latency_s + on_disk;
-                }
                 self.span(s, "link", arrive - on_link, arrive);
                 if !cached {
+                    self.servers[s].stats.disk_busy_s += d.latency_s + on_disk;
                     // A full cache writes back what waits before taking more.
                     self.drain(s, arrive);
                 }
