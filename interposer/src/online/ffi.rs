@@ -310,7 +310,8 @@ pub unsafe extern "C" fn ipr_online_io(op: c_int, p: *const Params, slot: u32, l
             on.files.remove(&file);
         }
         let Some(action) = io_action(call, &p, &mut list) else { return };
-        let collective = matches!(action, Action::Io { call: IoCall::ReadAll | IoCall::WriteAll, .. });
+        // MPI_File_sync is collective too: its members' cached bytes are gathered.
+        let collective = matches!(action, Action::Io { call: IoCall::ReadAll | IoCall::WriteAll | IoCall::Sync, .. });
         if !collective {
             on.queue(Ev::Io { call, action });
             return;

@@ -27,6 +27,10 @@ pub struct OpenFile {
     pub view: Option<FileView>,
     /// The hints given so far (later ones replace earlier ones).
     pub hints: Hints,
+    /// Bytes this rank wrote independently since its last sync of the
+    /// file (the online clock's part of a collective sync: data written
+    /// collectively is in every member's view already).
+    pub unsynced_bytes: u64,
 }
 
 impl OpenFile {

@@ -279,6 +279,31 @@ impl FsState {
         drained + self.fs.sync_latency_s.unwrap_or(self.fs.metadata_latency_s)
     }
 
+    /// Cached bytes on the servers not yet written back, draining or
+    /// waiting.
+    pub fn dirty_bytes(&self) -> u64 {
+        self.servers.iter().map(|s| s.dirty_bytes).sum()
+    }
+
+    /// `MPI_File_sync` of a rank at `t` that knows only its own writes,
+    /// while the other members of the file's communicator hold
+    /// `others_bytes` more in the same caches and the first of them synced
+    /// at `first_s`: the others' bytes join the caches (spread over the
+    /// servers) and the write-back starts at `first_s`, as the first
+    /// member's sync starts it for everyone; completes as [`FsState::sync`].
+    pub fn sync_shared(&mut self, t: f64, first_s: f64, others_bytes: u64) -> f64 {
+        let n = self.servers.len() as u64;
+        for (i, srv) in self.servers.iter_mut().enumerate() {
+            let share = others_bytes / n + u64::from((i as u64) < others_bytes % n);
+            srv.waiting += share;
+            srv.dirty_bytes += share;
+        }
+        for s in 0..self.servers.len() {
+            self.drain(s, first_s.min(t));
+        }
+        self.sync(t)
+    }
+
     /// A metadata operation (open, close, set_size, preallocate, delete)
     /// issued at `t`: completes after the metadata latency, seconds.
     pub fn metadata(&self, t: f64) -> f64 {

@@ -137,7 +137,7 @@ fn io_scale_multiplies_every_bandwidth() {
 fn a_strided_write_is_one_request_per_block_or_one_sieved_range() {
     const KIB: u64 = 1024;
     let view = FileView::strided(64 * KIB, 128 * KIB, 64 * KIB);
-    let mut open = client::OpenFile { view, hints: Hints::default() };
+    let mut open = client::OpenFile { view, ..Default::default() };
     let write = client::Access { call: crate::action::IoCall::Write, file: 0, offset: 0, bytes: 256 * KIB };
     let mut st = FsState::new(fs(1, 1 << 30));
     let sieved = client::independent(&mut st, &open, 0.0, 0.0, write);

@@ -17,7 +17,15 @@ impl VirtualRank<'_> {
     /// through the file's view); `None` when it is not a collective
     /// access or runs as an independent one (`romio_cb_*` disabled), for
     /// [`VirtualRank::io`] then.
+    ///
+    /// `MPI_File_sync`, collective over the file's communicator, brings
+    /// `(0, bytes, 0)`: the bytes this rank wrote independently since its
+    /// last sync of the file, which only its own view of the caches holds
+    /// and the first member's sync writes back for everyone.
     pub fn io_part(&self, action: &Action) -> Option<(u64, u64, u64)> {
+        if let (&Action::Io { call: IoCall::Sync, file, .. }, Some(_)) = (action, self.fs.as_ref()) {
+            return Some((0, self.open.get(&file).map_or(0, |o| o.unsynced_bytes), 0));
+        }
         let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll), file, offset, bytes, .. } = *action else { return None };
         let open = self.open.get(&file).copied().unwrap_or_default();
         (self.fs.is_some() && open.two_phase(call == IoCall::WriteAll)).then(|| (offset, bytes, open.span(bytes)))
@@ -62,6 +70,9 @@ impl VirtualRank<'_> {
                 }
                 let open = self.open.get(&file).copied().unwrap_or_default();
                 let done = client::independent(fs, &open, t, lat, Access { call, file, offset, bytes });
+                if let (IoCall::Write | IoCall::Iwrite { .. }, Some(o)) = (call, self.open.get_mut(&file)) {
+                    o.unsynced_bytes += bytes;
+                }
                 if call == IoCall::Close {
                     self.open.remove(&file);
                 }
@@ -96,13 +107,19 @@ impl VirtualRank<'_> {
         entries_s: &[f64],
         parts: &[(u64, u64, u64)],
     ) -> Result<f64, ReplayError> {
-        let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll), file, recorded_s, .. } = *action else {
+        let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll | IoCall::Sync), file, recorded_s, .. } = *action else {
             return Err(self.io_error(action, "not a collective MPI-IO access"));
         };
         if members.len() != entries_s.len() || members.len() != parts.len() {
             return Err(self.io_error(action, "members, entry times and parts differ in number"));
         }
         let me = members.iter().position(|&m| m == self.rank).ok_or_else(|| self.io_error(action, "this rank is not a member"))?;
+        if call == IoCall::Sync {
+            if let Some(o) = self.open.get_mut(&file) {
+                o.unsynced_bytes = 0;
+            }
+            return Ok(self.shared_sync(me, entries_s, parts));
+        }
         let hints = self.open.get(&file).map(|o| o.hints).unwrap_or_default();
         let Some(fs) = self.fs.as_mut() else {
             self.compute(recorded_s.max(0.0) * self.speed);
@@ -123,5 +140,19 @@ impl VirtualRank<'_> {
         let last = entries_s.iter().copied().fold(entry, f64::max);
         self.resolve(Block { since: t, resume: done.max(t), d: (done - last).max(0.0) });
         Ok(self.clock)
+    }
+
+    /// `MPI_File_sync` of member `me`: the other members' cached bytes
+    /// (`parts[k].1`) join this rank's view and the write-back starts at
+    /// the first member's entry; the clock moves to the sync's completion.
+    fn shared_sync(&mut self, me: usize, entries_s: &[f64], parts: &[(u64, u64, u64)]) -> f64 {
+        let t = self.clock;
+        let others: u64 = parts.iter().enumerate().filter(|&(k, _)| k != me).map(|(_, p)| p.1).sum();
+        let first = entries_s.iter().copied().fold(f64::INFINITY, f64::min);
+        let Some(fs) = self.fs.as_mut() else { return t };
+        let done = fs.sync_shared(t, first, others);
+        self.stats.io_s += done - t;
+        self.resolve(Block { since: t, resume: done, d: done - t });
+        self.clock
     }
 }

@@ -250,9 +250,15 @@ fn mpi_io_on_the_file_system_agrees_with_the_replay() {
     }
     // Independent accesses after the collective one: each clock sees only
     // its own requests, so compare one rank per server pair alone.
+    // The sync is collective: here no cache holds anything to write back.
     let r = 0;
     for a in &ranks[r][3..6] {
-        clocks[r].io(a).unwrap();
+        if matches!(a, Action::Io { call: IoCall::Sync, .. }) {
+            let now = clocks[r].now();
+            clocks[r].collective_io(a, &[0, 1, 2, 3], &[now; 4], &[(0, 0, 0); 4]).unwrap();
+        } else {
+            clocks[r].io(a).unwrap();
+        }
     }
     let (online, offline) = (clocks[r].stats(), &rep.ranks[r]);
     for (name, a, b) in
@@ -289,4 +295,32 @@ fn polling_ranks_on_an_oversubscribed_host_share_its_cores_as_offline() {
     // Yield: online gives each block a whole core.
     p.waiting_ranks = crate::platform::WaitingRanks::Yield;
     assert_eq!(VirtualRank::new(p, 0).with_world(3).core_share(), 1.0);
+}
+
+/// A sync on a shared file writes back every member's cached data: the
+/// online clock of a rank that cached 1 MiB, with another member holding
+/// 3 MiB and syncing first, waits for all 4 MiB, as the shared replay
+/// does.
+#[test]
+fn a_sync_waits_for_every_members_cached_data() {
+    const MIB: u64 = 1 << 20;
+    let mut p = platform();
+    let mut fs = crate::io::tests::fs(1, MIB);
+    fs.disk.cache_bytes = 64 * MIB;
+    fs.disk.cache_bytes_per_s = Some(1e10);
+    fs.disk.drain_after_bytes = 64 * MIB;
+    p.fs = vec![fs];
+    let io = |call, offset, bytes| Action::Io { call, file: 7, offset, bytes, recorded_s: 0.5 };
+    let mut c = VirtualRank::new(p, 0);
+    c.io(&io(IoCall::Open { comm: 0 }, 0, 0)).unwrap();
+    c.io(&io(IoCall::Write, 0, MIB)).unwrap();
+    let sync = io(IoCall::Sync, 0, 0);
+    let part = c.io_part(&sync).expect("a sync with a file system is collective");
+    assert_eq!(part, (0, MIB, 0));
+    let t = c.now();
+    let first = t - 1e-3;
+    c.collective_io(&sync, &[0, 1], &[t, first], &[part, (0, 3 * MIB, 0)]).unwrap();
+    // 4 MiB at 1e8 B/s from the first member's sync, then the sync latency (1 ms).
+    let want = first + 4.0 * MIB as f64 / 1e8 + 1e-3;
+    assert!((c.now() - want).abs() < 1e-9, "{} vs {want}", c.now());
 }
