@@ -279,12 +279,6 @@ impl FsState {
         drained + self.fs.sync_latency_s.unwrap_or(self.fs.metadata_latency_s)
     }
 
-    /// Cached bytes on the servers not yet written back, draining or
-    /// waiting.
-    pub fn dirty_bytes(&self) -> u64 {
-        self.servers.iter().map(|s| s.dirty_bytes).sum()
-    }
-
     /// `MPI_File_sync` of a rank at `t` that knows only its own writes,
     /// while the other members of the file's communicator hold
     /// `others_bytes` more in the same caches and the first of them synced
