@@ -76,9 +76,11 @@ impl Contention {
 }
 
 impl Quiet {
-    /// True when `c` is over the rule's stall share.
+    /// True when `c` is over the rule's stall share; never with a share
+    /// of 1 or more (the stall, summed over the tasks waiting, can pass
+    /// the run's own time).
     pub fn disturbed(&self, c: &Contention) -> bool {
-        c.share() > self.max_stall_share
+        self.max_stall_share < 1.0 && c.share() > self.max_stall_share
     }
 
     /// Waits until one window of [`Quiet::window`] has a stall share of at
@@ -145,6 +147,9 @@ mod tests {
         assert!(q.disturbed(&Contention { stall_s: 0.2, elapsed_s: 0.5 }));
         assert!(!q.disturbed(&Contention { stall_s: 0.02, elapsed_s: 0.4 }));
         assert!(!q.disturbed(&Contention { stall_s: 0.0, elapsed_s: 0.0 }));
+        // --max-stall-pct 100 keeps every run, even one stalled longer than it ran.
+        let all = Quiet { max_stall_share: 1.0, ..q };
+        assert!(!all.disturbed(&Contention { stall_s: 0.6, elapsed_s: 0.5 }));
         // Whatever the machine does, the run is made at least once and at
         // most 1 + retries times, and every repeat is reported first.
         let (mut runs, mut discarded) = (0, 0);
