@@ -3,30 +3,11 @@
 //! quick `calibrate network` first. Asserts that every row is there with
 //! sane numbers, not the accuracy (README: the full validation).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
-}
-
-/// `target/<profile>/`, with libinterposer.so and calibrate built once:
-/// cargo builds neither for the simulator's tests.
-fn built() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "-p", "interposer", "-p", "calibrate"]).current_dir(root());
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().expect("cargo").success(), "cargo build -p interposer -p calibrate failed");
-        let st = Command::new("make").arg("-s").arg("-C").arg(root().join("c-tests")).status().expect("make");
-        assert!(st.success(), "make -C c-tests failed");
-        Path::new(env!("CARGO_BIN_EXE_simulator")).parent().unwrap().to_path_buf()
-    })
-}
+mod common;
+use common::{built, root};
 
 /// Serializes the tests that run MPI jobs: each would slow the other's
 /// measurements on a small machine.

@@ -8,9 +8,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
 use simulator::trace::record::{Op, Params, PROC_NULL};
+
+use crate::common::{built, root};
 
 const PLATFORM: &str = r#"
 name = "otf2-test"
@@ -36,10 +37,6 @@ write_bytes_per_s = 3e8
 cache_bytes = 0
 "#;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).unwrap().to_path_buf()
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -55,23 +52,6 @@ fn missing() -> Option<String> {
     None
 }
 
-/// libinterposer.so (cargo does not build it for the simulator's tests)
-/// and the C tests, built once.
-fn interposer() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--quiet", "-p", "interposer"]).current_dir(root());
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().expect("cargo").success(), "cargo build -p interposer failed");
-        let st = Command::new("make").arg("-s").arg("-C").arg(root().join("c-tests")).status().expect("make");
-        assert!(st.success(), "make -C c-tests failed");
-        Path::new(env!("CARGO_BIN_EXE_simulator")).parent().unwrap().join("libinterposer.so")
-    })
-}
-
 /// Traces jacobi2d at 4 ranks into `<dir>/trace`.
 fn trace_jacobi(dir: &Path) -> PathBuf {
     trace_c_test(dir, "jacobi2d", &["128", "20"])
@@ -79,7 +59,7 @@ fn trace_jacobi(dir: &Path) -> PathBuf {
 
 /// Traces `c-tests/build/<prog> <args>` at 4 ranks into `<dir>/trace`.
 fn trace_c_test(dir: &Path, prog: &str, args: &[&str]) -> PathBuf {
-    let so = interposer();
+    let so = built().join("libinterposer.so");
     let out = dir.join("trace");
     let session = dir.join("ompi");
     std::fs::create_dir_all(&session).unwrap();
@@ -87,7 +67,7 @@ fn trace_c_test(dir: &Path, prog: &str, args: &[&str]) -> PathBuf {
         .args(["--oversubscribe", "-np", "4", "-x", "LD_PRELOAD", "-x", "INTERPOSER_OUT"])
         .arg(root().join("c-tests/build").join(prog))
         .args(args)
-        .env("LD_PRELOAD", so)
+        .env("LD_PRELOAD", &so)
         .env("INTERPOSER_OUT", &out)
         .env("OMPI_MCA_orte_tmpdir_base", &session)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
