@@ -33,6 +33,7 @@ void ipr_on_imrecv(const struct ipr_params *p, int rc);
 void ipr_online_unmodelled(int op);
 void ipr_on_io(int op, const struct ipr_params *p, int rc, const uint64_t *list, uint64_t nlist);
 void ipr_online_request_free(uint64_t req);
+void ipr_online_poll(void);
 void ipr_on_comm_free(uint32_t id);
 MPI_Status *ipr_on_statuses(int count);
 void ipr_online_start(void);
@@ -58,27 +59,32 @@ void ipr_online_ghosts(void);
 
 /* Completions: the handles as they were before the call. */
 #define IPR_ONLINE_MPI_Wait(op, p, rc, request, st) IPR_ON(ipr_on_complete(op, rc, 1, &(p)->request, st))
-#define IPR_ONLINE_MPI_Test(op, p, rc, request, flag, st) IPR_ON(if (*(flag)) ipr_on_complete(op, rc, 1, &(p)->request, st))
+#define IPR_ONLINE_MPI_Test(op, p, rc, request, flag, st) \
+    IPR_ON(if (*(flag)) ipr_on_complete(op, rc, 1, &(p)->request, st); else ipr_online_poll())
 #define IPR_ON_STATUSES(sts, count) IPR_ON(if ((sts) == MPI_STATUSES_IGNORE) (sts) = ipr_on_statuses(count))
 #define IPR_ONLINE_PRE_MPI_Waitall(op, p, count, reqs, sts) IPR_ON_STATUSES(sts, count)
 #define IPR_ONLINE_PRE_MPI_Testall(op, p, count, reqs, flag, sts) IPR_ON_STATUSES(sts, count)
 #define IPR_ONLINE_MPI_Waitall(op, p, rc, count, reqs, sts) IPR_ON(if (nids == (uint64_t)(count)) ipr_on_complete(op, rc, nids, ids, sts))
 #define IPR_ONLINE_MPI_Testall(op, p, rc, count, reqs, flag, sts) \
-    IPR_ON(if (*(flag) && nids == (uint64_t)(count)) ipr_on_complete(op, rc, nids, ids, sts))
+    IPR_ON(if ((p)->root != 1) ipr_online_poll(); else if (nids == (uint64_t)(count)) ipr_on_complete(op, rc, nids, ids, sts))
 #define IPR_ON_ANY(op, rc, index, st) \
     IPR_ON(if (*(index) != MPI_UNDEFINED && *(index) >= 0 && (uint64_t)*(index) < nids) ipr_on_complete(op, rc, 1, &ids[*(index)], st))
 #define IPR_ONLINE_MPI_Waitany(op, p, rc, count, reqs, index, st) IPR_ON_ANY(op, rc, index, st)
-#define IPR_ONLINE_MPI_Testany(op, p, rc, count, reqs, index, flag, st) IPR_ON(if (*(flag)) IPR_ON_ANY(op, rc, index, st))
+#define IPR_ONLINE_MPI_Testany(op, p, rc, count, reqs, index, flag, st) \
+    IPR_ON(if ((p)->root < 0) ipr_online_poll(); else IPR_ON_ANY(op, rc, index, st))
 /* Waitsome/Testsome: the list holds the handles, then the completed indices (p->root of them). */
 #define IPR_ONLINE_PRE_MPI_Waitsome(op, p, count, reqs, outcount, indices, sts) IPR_ON_STATUSES(sts, count)
 #define IPR_ONLINE_PRE_MPI_Testsome(op, p, count, reqs, outcount, indices, sts) IPR_ON_STATUSES(sts, count)
 #define IPR_ON_SOME(op, p, rc, count, reqs, outcount, indices, sts) IPR_ON(ipr_on_some(op, rc, ids, nids, (p)->root, sts))
 #define IPR_ONLINE_MPI_Waitsome IPR_ON_SOME
-#define IPR_ONLINE_MPI_Testsome IPR_ON_SOME
+#define IPR_ONLINE_MPI_Testsome(op, p, rc, count, reqs, outcount, indices, sts) \
+    IPR_ON(if ((p)->root <= 0) ipr_online_poll(); else ipr_on_some(op, rc, ids, nids, (p)->root, sts))
 
 /* Matched probes: the probe remembers the message's communicator, source
  * and tag; MPI_Mrecv takes its companion (MPI_Imrecv as MPI_Irecv does). */
 #define IPR_ONLINE_MPI_Mprobe(op, p, rc, source, tag, comm, message, st) IPR_ON(ipr_on_mprobe(p, rc, st))
+/* A test that completed nothing and an MPI_Iprobe are polls (the clock's [smpi] poll_s). */
+#define IPR_ONLINE_MPI_Iprobe(op, p, rc, source, tag, comm, flag, st) IPR_ON(ipr_online_poll())
 #define IPR_ONLINE_MPI_Improbe(op, p, rc, source, tag, comm, flag, message, st) IPR_ON(if (*(flag)) ipr_on_mprobe(p, rc, st))
 #define IPR_ONLINE_MPI_Mrecv(op, p, rc, buf, count, datatype, message, st) IPR_ON(ipr_on_mrecv(op, p, rc))
 #define IPR_ONLINE_MPI_Imrecv(op, p, rc, buf, count, datatype, message, request) IPR_ON(ipr_on_imrecv(p, rc))

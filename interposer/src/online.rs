@@ -110,6 +110,10 @@ pub struct Online {
     stall_s: f64,
     /// Why online mode stopped predicting, once it did.
     stalled: Option<String>,
+    /// [`pump::Work::progress`] when a virtual `MPI_Wtime` last waited
+    /// [`WTIME_WAIT`] in vain: until the pump applies anything more, later
+    /// calls do not wait again.
+    wtime_stuck: Option<u64>,
 }
 
 /// A request of the application's as the clock knows it.
@@ -260,6 +264,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
         next_id: FIRST_ID,
         stall_s: cfg.stall_s,
         stalled: None,
+        wtime_stuck: None,
     })
 }
 
@@ -350,17 +355,18 @@ impl Online {
     /// during `call`. Returns false, after stopping online mode, when it
     /// goes [`Online::stall_s`] seconds without progress.
     fn drain(&mut self, call: &str) -> bool {
-        if !self.pump_for(Duration::from_secs_f64(self.stall_s)) {
+        if !self.pump_until(Duration::from_secs_f64(self.stall_s), pump::Work::idle) {
             let why = format!("in {call} for {} s, {}", self.stall_s, self.stuck_on());
             self.stall(why);
         }
         self.stalled.is_none()
     }
 
-    /// Runs the pump until it is idle (true) or goes `bound` without progress (false).
-    fn pump_for(&mut self, bound: Duration) -> bool {
+    /// Runs the pump until `done` holds of its work (true) or it goes
+    /// `bound` without progress (false).
+    fn pump_until(&mut self, bound: Duration, done: fn(&pump::Work) -> bool) -> bool {
         let mut last = Instant::now();
-        while self.stalled.is_none() && !self.work.idle() {
+        while self.stalled.is_none() && !done(&self.work) {
             if self.pump() {
                 last = Instant::now();
             } else if last.elapsed() >= bound {
@@ -373,11 +379,18 @@ impl Online {
     }
 
     /// The virtual time now, for a virtual `MPI_Wtime`, seconds: the clock
-    /// once the queue is applied, the pump given at most [`WTIME_WAIT`]
-    /// without progress (a peer may be blocked in MPI until this rank goes
-    /// on); what is still queued then counts its compute blocks only.
+    /// once the queue is applied (sends still in flight do not move it),
+    /// the pump given at most [`WTIME_WAIT`] without progress; what is
+    /// still queued then counts its compute blocks only. A peer blocked in MPI answers only once this rank
+    /// makes its next MPI call (a timing loop of one rank while the others
+    /// wait in a collective), so after a wait in vain the next calls only
+    /// try the pump once, until it applies anything again.
     fn virtual_now(&mut self) -> f64 {
-        self.pump_for(WTIME_WAIT.min(Duration::from_secs_f64(self.stall_s)));
+        let stuck = self.wtime_stuck == Some(self.work.progress);
+        let wait = if stuck { Duration::ZERO } else { WTIME_WAIT.min(Duration::from_secs_f64(self.stall_s)) };
+        if !self.pump_until(wait, pump::Work::applied) {
+            self.wtime_stuck = Some(self.work.progress);
+        }
         let queued: f64 = self.work.queue.iter().map(|e| if let pump::Ev::Compute(s) = e { *s } else { 0.0 }).sum();
         self.clock.now() + queued / self.clock.speed_ratio()
     }

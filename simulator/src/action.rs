@@ -268,6 +268,11 @@ pub enum Action {
         /// Request id.
         req: u64,
     },
+    /// A poll of the MPI library: an `MPI_Test`, `MPI_Testany`,
+    /// `MPI_Testall` or `MPI_Testsome` that completed no request, or an
+    /// `MPI_Iprobe`. The rank is busy `[smpi] poll_s` (one pass of the
+    /// library's progress engine); a polling loop costs its polls.
+    Poll,
     /// A new communicator (`MPI_Comm_dup`/`split`/`create`) this rank is
     /// a member of. `comm` is the rank's own id for it (ids are per rank);
     /// ranks whose member lists are equal, and who created such a list

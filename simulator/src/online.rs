@@ -22,7 +22,7 @@
 //!   whole core.
 //! - **Nonblocking point-to-point costs**: posting an `MPI_Irecv` costs
 //!   `[smpi] irecv_s`, a wait `[smpi] wait_s` per request it completes,
-//!   as in the replay.
+//!   a poll ([`Action::Poll`]) `[smpi] poll_s`, as in the replay.
 //! - **Eager** (`bytes < eager_threshold_bytes` of the pair's
 //!   [`P2pModel`]): the sender is busy `send_overhead(bytes)`; the receive
 //!   completes at `max(send_post + transfer(bytes), recv_post +
@@ -45,7 +45,6 @@
 //! - **Accounting** splits each blocking wait of `w` seconds into
 //!   `min(w, d)` communication and the rest waiting, `d` the longest model
 //!   duration awaited (the rule documented in [`crate::replay`]).
-//!
 //! - **MPI-IO** on the platform's file system ([`crate::io`]) with the
 //!   replay's model code ([`crate::io::client`]), on this rank's own view
 //!   of the servers: independent calls queue behind this rank's earlier
@@ -55,9 +54,9 @@
 //!   accesses see the same servers.
 //!
 //! Not modelled online: link sharing among concurrent transfers
-//! ([`Platform::links`]), which needs a global view; each
-//! transfer gets its model's full bandwidth, as in a TOML platform; and
-//! the servers' queues shared with other ranks' independent I/O.
+//! ([`Platform::links`]), which needs a global view (each transfer gets
+//! its model's full bandwidth, as in a TOML platform), and the servers'
+//! queues shared with other ranks' independent I/O.
 
 use std::collections::HashMap;
 
@@ -90,14 +89,12 @@ pub struct VirtualStats {
     pub messages: u64,
     /// Bytes of those messages.
     pub bytes_sent: u64,
-    /// Time in MPI-IO calls on the platform's file system, seconds (part
-    /// of `comm_s` and `wait_s`).
+    /// Time in MPI-IO calls, seconds (part of `comm_s` and `wait_s`).
     pub io_s: f64,
 }
 
-/// What a send posted: the virtual time the companion message carries,
-/// and whether the model sends it eagerly (else the sender needs the
-/// receiver's post time, [`VirtualRank::send_matched`]).
+/// What a send posted: the virtual time its companion carries, and whether
+/// it is eager (else the sender needs the receiver's post time, [`VirtualRank::send_matched`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SendPost {
     /// Virtual post time of the send, seconds.
@@ -146,8 +143,7 @@ pub struct VirtualRank<'a> {
     rank: u32,
     platform: Platform,
     speed: f64,
-    /// Share of a core a compute block gets, `min(1, cores / ranks)` of
-    /// the rank's host with polling ranks, else 1.
+    /// Share of a core of a compute block: `min(1, cores / ranks)` on a host of polling ranks, else 1.
     share: f64,
     clock: f64,
     stats: VirtualStats,
@@ -274,8 +270,7 @@ impl<'a> VirtualRank<'a> {
         self.stats.bytes_sent += bytes;
         if eager {
             let o = self.stretch(post, o);
-            self.clock += o;
-            self.stats.comm_s += o;
+            self.busy(o);
         }
         SendPost { post_s: post, eager }
     }
@@ -305,9 +300,7 @@ impl<'a> VirtualRank<'a> {
     /// the replay.
     pub fn irecv(&mut self, req: u64) -> f64 {
         let post = self.recv_post(req);
-        let o = self.platform.smpi.irecv_s;
-        self.clock += o;
-        self.stats.comm_s += o;
+        self.busy(self.platform.smpi.irecv_s);
         post
     }
 
@@ -385,9 +378,7 @@ impl<'a> VirtualRank<'a> {
     /// wait it knows (a cancelled one included).
     pub fn wait(&mut self, reqs: &[u64]) {
         self.complete(reqs);
-        let o = reqs.len() as f64 * self.platform.smpi.wait_s;
-        self.clock += o;
-        self.stats.comm_s += o;
+        self.busy(reqs.len() as f64 * self.platform.smpi.wait_s);
     }
 
     /// Requests `reqs` completed in a blocking call (`MPI_Send`,
@@ -462,7 +453,17 @@ impl<'a> VirtualRank<'a> {
     /// replay ([`VirtualRank::rma_move`] and [`VirtualRank::rma_settle`]
     /// include it).
     pub fn rma_call(&mut self) {
-        let s = self.platform.smpi.rma_call_s;
+        self.busy(self.platform.smpi.rma_call_s);
+    }
+
+    /// A poll ([`Action::Poll`]): the rank is busy `[smpi] poll_s`, as in
+    /// the replay.
+    pub fn poll(&mut self) {
+        self.busy(self.platform.smpi.poll_s);
+    }
+
+    /// The rank is busy `s` seconds in MPI (communication time).
+    fn busy(&mut self, s: f64) {
         self.clock += s;
         self.stats.comm_s += s;
     }
@@ -475,8 +476,7 @@ impl<'a> VirtualRank<'a> {
         let peer = RmaPeer::of(self.rank, target, self.platform.host_of(self.rank) == self.platform.host_of(target));
         let cost = kind.cost(self.model(self.rank, target), bytes, peer);
         let done = self.clock + cost.done_after_s;
-        self.clock += cost.busy_s;
-        self.stats.comm_s += cost.busy_s;
+        self.busy(cost.busy_s);
         let sent = u64::from(peer != RmaPeer::Itself);
         self.stats.messages += sent;
         self.stats.bytes_sent += sent * kind.bytes_sent(bytes);

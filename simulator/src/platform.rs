@@ -222,6 +222,15 @@ pub struct Smpi {
     /// model's `rma` table ([`crate::network::rma::RmaCosts`]).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub rma_call_s: f64,
+    /// CPU time of one poll of the MPI library, seconds (default 0):
+    /// an `MPI_Test`, `MPI_Testany`, `MPI_Testall` or `MPI_Testsome` that
+    /// completes no request, or an `MPI_Iprobe` ([`crate::action::Action::Poll`]).
+    /// Measured by `calibrate network` (netbench's `iprobe` samples: an
+    /// `MPI_Iprobe` finding no message, one pass of the progress
+    /// engine); mirrors SimGrid's `smpi/test` and `smpi/iprobe`, without
+    /// their growth over repeated calls (`smpi/grow-injected-times`).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub poll_s: f64,
 }
 
 fn is_zero_f64(v: &f64) -> bool {
@@ -234,7 +243,7 @@ impl Smpi {
     /// # Errors
     /// A message naming the bad field.
     pub fn validate(&self) -> Result<(), crate::error::Invalid> {
-        for (name, v) in [("irecv_s", self.irecv_s), ("wait_s", self.wait_s), ("rma_call_s", self.rma_call_s)] {
+        for (name, v) in [("irecv_s", self.irecv_s), ("wait_s", self.wait_s), ("rma_call_s", self.rma_call_s), ("poll_s", self.poll_s)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{name} must be finite and >= 0, got {v}").into());
             }

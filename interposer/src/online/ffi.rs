@@ -202,6 +202,13 @@ pub unsafe extern "C" fn ipr_online_wait(op: c_int, reqs: *const u64, n: u64) {
     })
 }
 
+/// A poll ([`Action::Poll`]): a test that completed no request, or an
+/// `MPI_Iprobe`; the clock charges `[smpi] poll_s` as the replay does.
+#[no_mangle]
+pub extern "C" fn ipr_online_poll() {
+    with((), |on| on.queue(Ev::Poll))
+}
+
 /// `MPI_Request_free(req)`: a request still pending completes unseen (as
 /// in the replay).
 #[no_mangle]

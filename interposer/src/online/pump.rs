@@ -71,6 +71,8 @@ pub enum Ev {
     /// A one-sided call whose only cost online is its call cost (lock,
     /// lock_all, post, start, wait).
     RmaCall,
+    /// A test that completed no request, or an `MPI_Iprobe` ([`Action::Poll`]).
+    Poll,
 }
 
 /// A shadow message that completes a request, applied out of order.
@@ -119,12 +121,20 @@ pub struct Work {
     pub inputs: Vec<Input>,
     /// Sends in flight (companions, acknowledgements), dropped once complete.
     pub outgoing: Vec<Op>,
+    /// Calls of [`Online::pump`] that applied anything.
+    pub progress: u64,
 }
 
 impl Work {
     /// Nothing queued, awaited or in flight.
     pub fn idle(&self) -> bool {
         self.queue.is_empty() && self.inputs.is_empty() && self.outgoing.is_empty()
+    }
+
+    /// Everything queued is on the clock (inputs for requests not yet
+    /// waited and sends in flight may remain).
+    pub fn applied(&self) -> bool {
+        self.queue.is_empty()
     }
 }
 
@@ -146,6 +156,7 @@ impl Online {
                 progressed = true;
             }
         }
+        self.work.progress += u64::from(progressed);
         progressed
     }
 
@@ -304,6 +315,7 @@ impl Online {
             Ev::RmaMove { target, kind, bytes } => self.clock.rma_move(*target, *kind, *bytes),
             Ev::RmaSettle { target } => self.clock.rma_settle(*target),
             Ev::RmaCall => self.clock.rma_call(),
+            Ev::Poll => self.clock.poll(),
         }
         true
     }

@@ -4,7 +4,7 @@
 
 use super::*;
 
-use simulator::action::ComputeTime;
+use simulator::action::{Action, ComputeTime};
 use simulator::replay::{open_trace_dir, replay};
 
 /// One 16-core host; eager below 4 KiB (jacobi2d's 512-double halo rows at
@@ -19,7 +19,7 @@ pub(super) fn platform_file(dir: &Path, speed_ratio: f64) -> PathBuf {
          {{ intercept_s = 3e-6, bandwidth_bytes_per_s = 5e9 }} ]\n\
          send_overhead = [ {{ intercept_s = 5e-7, bandwidth_bytes_per_s = 1e10 }} ]\n\
          recv_overhead = [ {{ intercept_s = 4e-7, bandwidth_bytes_per_s = 1e10 }} ]\n\
-         [smpi]\nirecv_s = 2e-7\nwait_s = 3e-7\n"
+         [smpi]\nirecv_s = 2e-7\nwait_s = 3e-7\npoll_s = 1e-6\n"
     );
     let path = dir.join("platform.toml");
     std::fs::write(&path, text).unwrap();
@@ -73,6 +73,37 @@ fn online_prediction_agrees_with_offline_replay_of_the_same_run() {
         assert!(meta.contains("\"online\""), "{meta}");
         let plain = mpirun(4, prog, args, &[], false);
         assert_eq!(result_lines(&plain), result_lines(&out), "{prog}: online mode changed the results");
+    }
+}
+
+/// `overhead` polls with `MPI_Iprobe` 4,000 times per rank and `overlap`
+/// completes an `MPI_Ibarrier` by `MPI_Test`: every poll costs `[smpi]
+/// poll_s` (1 µs here) online as offline.
+#[test]
+fn polls_cost_poll_s_online_as_offline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    for (np, prog, args) in [(2, "overhead", &["4000"][..]), (4, "overlap", &["20", "20"][..])] {
+        let (dir, out) = online_run(np, prog, args, &platform, &[]);
+        assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
+        let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+        let offline = offline_makespan(dir.path(), &platform);
+        let rel = (online - offline).abs() / offline;
+        assert!(rel < 0.01, "{prog}: online {online} s vs offline {offline} s ({:.3} %)", rel * 100.0);
+        let polls = open_trace_dir(dir.path(), ComputeTime::Cpu)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.filter(|a| matches!(a, Ok(Action::Poll))).count())
+            .max()
+            .unwrap();
+        assert!(polls > 0, "{prog}: no poll in the trace");
+        let mut free = simulator::platform::Platform::load(&platform).unwrap();
+        free.smpi.poll_s = 0.0;
+        let without = replay(&free, open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap()).unwrap().makespan_s;
+        assert!(offline > without, "{prog}: {polls} polls add nothing ({offline} s vs {without} s)");
+        if prog == "overhead" {
+            assert!(polls >= 4000 && offline - without >= 4000.0 * 1e-6 * 0.99, "{polls} polls: {offline} s vs {without} s");
+        }
     }
 }
 

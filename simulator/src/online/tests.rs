@@ -27,6 +27,7 @@ fn platform() -> Platform {
     p.network.inter = Some(model(1e-5, 1e9));
     p.smpi.irecv_s = 4e-7;
     p.smpi.wait_s = 5e-7;
+    p.smpi.poll_s = 6e-7;
     p
 }
 
@@ -92,6 +93,8 @@ fn nonblocking_exchange_agrees_with_replay() {
             compute(2e-4),
             Action::Irecv { src: 1, tag: 0, bytes: small, comm: 0, req: 1 },
             Action::Isend { dst: 1, tag: 0, bytes: big, comm: 0, req: 2 },
+            Action::Poll,
+            Action::Poll,
             Action::Waitall { reqs: vec![1, 2] },
             Action::Finalize,
         ],
@@ -108,6 +111,8 @@ fn nonblocking_exchange_agrees_with_replay() {
     a.compute(2e-4);
     a.irecv(1);
     let sa = a.isend(2, 1, big);
+    a.poll();
+    a.poll();
     b.compute(5e-5);
     let sb = b.isend(3, 0, small);
     b.compute(1e-4);

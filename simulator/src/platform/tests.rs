@@ -234,14 +234,17 @@ fn waiting_ranks_and_per_call_costs_default_round_trip_and_are_checked() {
     p.waiting_ranks = WaitingRanks::Yield;
     p.smpi.irecv_s = 1.5e-8;
     p.smpi.wait_s = 7e-9;
+    p.smpi.poll_s = 6e-8;
     p.save(&f).unwrap();
     assert_eq!(Platform::load(&f).unwrap(), p);
     let text = std::fs::read_to_string(&f).unwrap();
-    let negative: String =
-        text.lines().map(|l| if l.starts_with("wait_s") { "wait_s = -1.0\n".to_string() } else { format!("{l}\n") }).collect();
-    let bad = write(dir.path(), &negative);
-    let e = Platform::load(&bad).unwrap_err().to_string();
-    assert!(e.contains("p.toml") && e.contains("smpi.wait_s"), "{e}");
+    for field in ["wait_s", "poll_s"] {
+        let negative: String =
+            text.lines().map(|l| if l.starts_with(field) { format!("{field} = -1.0\n") } else { format!("{l}\n") }).collect();
+        let bad = write(dir.path(), &negative);
+        let e = Platform::load(&bad).unwrap_err().to_string();
+        assert!(e.contains("p.toml") && e.contains(&format!("smpi.{field}")), "{e}");
+    }
     let bad = write(dir.path(), &text.replace("\"yield\"", "\"spin\""));
     let e = Platform::load(&bad).unwrap_err().to_string();
     assert!(e.contains("p.toml") && e.contains("waiting_ranks") && e.contains("line"), "{e}");

@@ -237,7 +237,8 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
             COMM_UNKNOWN => return Ok(None),
             comm => Action::CommCreate { comm, members: members.clone() },
         },
-        (CommRank | CommSize | Probe | Iprobe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),
+        (Iprobe, _) => Action::Poll,
+        (CommRank | CommSize | Probe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),
         (CartCreate | CartSub | CommCreateGroup | IntercommCreate | IntercommMerge, _) => return Ok(None),
         (CommIdup | CommSplitType | DistGraphCreateAdjacent | GraphCreate, _) => return Ok(None),
         (_, &Params::P2p { peer, .. }) if peer == PROC_NULL => return Ok(None),
@@ -256,15 +257,16 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Wait, &Params::Wait { request, .. }) => Action::Wait { req: request },
         (Test, &Params::Test { request, completed }) => match completed {
             true => Action::Wait { req: request },
-            false => return Ok(None),
+            false => Action::Poll,
         },
         (Waitall, Params::Waitall { requests }) => Action::Waitall { reqs: requests.clone() },
         (Testall, Params::RequestSet { requests, result }) => match result {
             1 => Action::Waitall { reqs: requests.clone() },
-            _ => return Ok(None),
+            _ => Action::Poll,
         },
         (Waitany | Testany, Params::RequestSet { requests, result }) => match requests.get(*result as usize) {
             Some(&req) if *result >= 0 => Action::Wait { req },
+            _ if rec.op == Testany => Action::Poll,
             _ => return Ok(None),
         },
         (Sendrecv | SendrecvReplace, &Params::Sendrecv { dst, send_tag, send_bytes, src, recv_tag, recv_bytes, comm }) => {
@@ -317,9 +319,10 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         (Cancel, &Params::Request { request }) => Action::Cancel { req: request },
         (Waitsome | Testsome, Params::RequestSome { requests, completed }) => {
             let reqs: Vec<u64> = completed.iter().filter_map(|&i| requests.get(i as usize).copied()).collect();
-            match reqs.is_empty() {
-                true => return Ok(None),
-                false => Action::Waitall { reqs },
+            match (reqs.is_empty(), rec.op) {
+                (true, Testsome) => Action::Poll,
+                (true, _) => return Ok(None),
+                (false, _) => Action::Waitall { reqs },
             }
         }
         (op, &Params::Io { file, offset, bytes, comm, request }) => {

@@ -47,6 +47,7 @@ pub fn mpi_name(a: &Action) -> Option<String> {
         }
         Action::Cancel { .. } => "MPI_Cancel",
         Action::RequestFree { .. } => "MPI_Request_free",
+        Action::Poll => "MPI_Test",
         Action::CommCreate { .. } => "MPI_Comm_create",
         Action::Io { call, .. } => match call {
             IoCall::Open { .. } => "MPI_File_open",

@@ -105,3 +105,24 @@ fn irecv_posts_and_waits_cost_their_platform_times() {
     close(r.ranks[0].end_s, 1e-4 + 1.0 + 2e-4);
     balanced(&r);
 }
+
+#[test]
+fn each_poll_costs_poll_s() {
+    // Rank 0 polls four times for a message that arrives at L: with
+    // poll_s = 0.4 L the polls end at 1.6 L and the wait returns at once;
+    // with poll_s = 0.1 L the wait ends at L (within the transfer's
+    // duration, so communication too).
+    let polling = || {
+        let mut a = vec![Action::Irecv { src: 1, tag: 0, bytes: 8, comm: 0, req: 1 }];
+        a.extend([Action::Poll, Action::Poll, Action::Poll, Action::Poll, Action::Wait { req: 1 }]);
+        vec![a, vec![send(0, 8)]]
+    };
+    let mut p = simple();
+    for (poll, end) in [(0.4 * L, 1.6 * L), (0.1 * L, L)] {
+        p.smpi.poll_s = poll;
+        let r = run(&p, polling()).unwrap();
+        close(r.ranks[0].end_s, end);
+        close(r.ranks[0].comm_s, end);
+        balanced(&r);
+    }
+}

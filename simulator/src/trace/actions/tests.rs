@@ -102,3 +102,28 @@ fn reduce_scatter_block_takes_the_communicator_size() {
     assert_eq!(got[3], Ok(Action::Icoll { req: 7, coll }));
     assert!(got[4].as_ref().unwrap_err().contains("MPI_Reduce_scatter_block"), "{:?}", got[4]);
 }
+
+#[test]
+fn tests_that_complete_nothing_and_iprobes_are_polls() {
+    let set = |result| Params::RequestSet { requests: vec![5, 6], result };
+    let some = |completed| Params::RequestSome { requests: vec![5, 6], completed };
+    let probe = |found| Params::Probe { peer: 1, tag: 0, bytes: 8, comm: 0, found };
+    let cases = [
+        (Op::Test, Params::Test { request: 5, completed: false }, Some(Action::Poll)),
+        (Op::Test, Params::Test { request: 5, completed: true }, Some(Action::Wait { req: 5 })),
+        (Op::Testany, set(-1), Some(Action::Poll)),
+        (Op::Testany, set(1), Some(Action::Wait { req: 6 })),
+        (Op::Waitany, set(-1), None),
+        (Op::Testall, set(0), Some(Action::Poll)),
+        (Op::Testall, set(1), Some(Action::Waitall { reqs: vec![5, 6] })),
+        (Op::Testsome, some(vec![]), Some(Action::Poll)),
+        (Op::Testsome, some(vec![1]), Some(Action::Waitall { reqs: vec![6] })),
+        (Op::Waitsome, some(vec![]), None),
+        (Op::Iprobe, probe(false), Some(Action::Poll)),
+        (Op::Iprobe, probe(true), Some(Action::Poll)),
+    ];
+    for (op, params, want) in cases {
+        let got = op_action(&call(op, 0x10, params.clone()));
+        assert_eq!(got, Ok(want), "{op:?} {params:?}");
+    }
+}

@@ -102,7 +102,7 @@ impl Launcher {
         let mut a: Vec<String> = Vec::new();
         if self.open_mpi {
             a.push("--oversubscribe".into());
-            for (k, _) in env_of(mode) {
+            for (k, _) in env_of(case, mode) {
                 a.extend(["-x".into(), k.into()]);
             }
             for (k, _) in &case.env {
@@ -146,7 +146,7 @@ impl Launcher {
         for k in ["LD_PRELOAD", "INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "INTERPOSER_VIRTUAL_WTIME"] {
             cmd.env_remove(k);
         }
-        cmd.envs(env_of(mode));
+        cmd.envs(env_of(case, mode));
         cmd.envs(case.env.iter().map(|(k, v)| (k, v)));
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
         // Open MPI 4 runs started together race on one session directory.
@@ -230,8 +230,13 @@ fn json_seconds(path: &Path, key: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{}: no valid {key}", path.display()))
 }
 
-/// The interposer's environment for `mode`.
-fn env_of(mode: &Mode) -> Vec<(&'static str, String)> {
+/// The interposer's environment for `case` in `mode`. Online runs get a
+/// virtual `MPI_Wtime` when the program's own output gives the time (so
+/// that it prints its predicted time); a case timed over the
+/// interposer's span is predicted by `online.json` and keeps the real
+/// clock, so that a program which adapts its work to the time it reads
+/// (timing loops, timer-granularity checks) does what its plain runs do.
+fn env_of(case: &Case, mode: &Mode) -> Vec<(&'static str, String)> {
     match mode {
         Mode::Plain => Vec::new(),
         Mode::Time { lib, out } => vec![
@@ -246,13 +251,18 @@ fn env_of(mode: &Mode) -> Vec<(&'static str, String)> {
                 ("INTERPOSER_MODE", "trace".into()),
             ]
         }
-        Mode::Online { lib, out, platform } => vec![
-            ("LD_PRELOAD", lib.display().to_string()),
-            ("INTERPOSER_OUT", out.display().to_string()),
-            ("INTERPOSER_MODE", "online".into()),
-            ("INTERPOSER_PLATFORM", platform.display().to_string()),
-            ("INTERPOSER_VIRTUAL_WTIME", "1".into()),
-        ],
+        Mode::Online { lib, out, platform } => {
+            let mut env = vec![
+                ("LD_PRELOAD", lib.display().to_string()),
+                ("INTERPOSER_OUT", out.display().to_string()),
+                ("INTERPOSER_MODE", "online".into()),
+                ("INTERPOSER_PLATFORM", platform.display().to_string()),
+            ];
+            if !matches!(case.timing, Timing::Span) {
+                env.push(("INTERPOSER_VIRTUAL_WTIME", "1".into()));
+            }
+            env
+        }
     }
 }
 
@@ -299,6 +309,8 @@ mod tests {
             a,
             "--oversubscribe -x LD_PRELOAD -x INTERPOSER_OUT -x INTERPOSER_MODE -x INTERPOSER_PLATFORM -x INTERPOSER_VIRTUAL_WTIME -x OMP_NUM_THREADS -np 4 --hostfile /h --map-by node --bind-to none /b/ring 10"
         );
+        let span = Case { timing: Timing::Span, ..case() };
+        assert!(!l.args(&span, &online).contains(&"INTERPOSER_VIRTUAL_WTIME".to_string()), "a span-timed case keeps the real clock");
         let hydra = Launcher { open_mpi: false, hostfile: None, extra_args: vec![], ..l };
         assert_eq!(hydra.args(&case(), &Mode::Plain).join(" "), "-np 4 --map-by node /b/ring 10");
     }
