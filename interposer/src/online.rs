@@ -73,8 +73,9 @@ use crate::recorder::{self, warn};
 
 /// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`].
 const STATS_LEN: usize = 8;
-/// How long a virtual `MPI_Wtime` lets the pump go without progress.
-const WTIME_WAIT: Duration = Duration::from_millis(200);
+/// How long a virtual `MPI_Wtime` lets the pump go without progress: a
+/// peer that can answer does so within a scheduler time slice or two.
+const WTIME_WAIT: Duration = Duration::from_millis(20);
 /// The clock's request ids start here, above any MPI request handle
 /// (OpenMPI's are user-space addresses, MPICH's 32-bit integers), so a
 /// stray handle never names one.

@@ -550,6 +550,22 @@ pub fn cpu_since_last_call_ns() -> u64 {
     .unwrap_or(0)
 }
 
+/// Moves the start of the compute block running now `wall_ticks` and
+/// `cpu_ns` of thread CPU time later: the interposer's own work inside
+/// the block (a virtual `MPI_Wtime` pumping online mode's queue) is not
+/// the application's compute.
+pub fn exclude_from_block(wall_ticks: u64, cpu_ns: u64) {
+    let _ = REC.try_with(|r| {
+        let Ok(mut slot) = r.try_borrow_mut() else { return };
+        if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
+            rec.last_end.wall += wall_ticks;
+            // Without CPU timing a stamp's `cpu` is its wall time.
+            rec.last_end.cpu += if timing::cpu_time() { cpu_ns } else { clock::ticks_to_ns(wall_ticks) };
+            rec.publish();
+        }
+    });
+}
+
 /// Signal-time flush of the recorder at `target` (see [`signals::arm`]):
 /// only when no append is in progress (a signal that interrupted one
 /// leaves that buffer alone).

@@ -523,12 +523,19 @@ pub extern "C" fn ipr_online_wtime(real: f64) -> f64 {
         return real;
     }
     let running = recorder::cpu_since_last_call_ns() as f64 * 1e-9;
-    guard(None, || {
+    let (wall, cpu) = (crate::clock::now(), thread_cpu_ns());
+    let now = guard(None, || {
         ONLINE.with(|o| {
             let mut slot = o.try_borrow_mut().ok()?;
             let on = slot.as_mut()?;
             Some(on.virtual_now() + running / on.clock.speed_ratio())
         })
-    })
-    .unwrap_or(real)
+    });
+    // The pump's time is online mode's, not the block's.
+    recorder::exclude_from_block(crate::clock::now().saturating_sub(wall), thread_cpu_ns().saturating_sub(cpu));
+    now.unwrap_or(real)
+}
+
+fn thread_cpu_ns() -> u64 {
+    crate::clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }

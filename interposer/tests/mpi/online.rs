@@ -194,6 +194,26 @@ fn virtual_wtime_returns_the_virtual_clock() {
     assert!(virt < real / 5.0, "virtual wall_s {virt} s vs real {real} s");
 }
 
+/// One rank reads the virtual clock 50 times in a loop of its own while
+/// the other waits for it in a real `MPI_Bcast`, its entry times of the
+/// reductions before still to come: the reads wait for the pump once,
+/// not at every read, and the pump's time is not the loop's compute (50 ×
+/// 1000 additions).
+#[test]
+fn a_rank_timing_its_own_loop_neither_waits_at_every_read_nor_charges_the_pump() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let prog = test_program("wtime_loop");
+    let started = std::time::Instant::now();
+    let (dir, out) = online_run(2, prog.to_str().unwrap(), &["50"], &platform, &[("INTERPOSER_VIRTUAL_WTIME", "1")]);
+    let took = started.elapsed().as_secs_f64();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let elapsed: f64 = text.lines().find_map(|l| l.strip_prefix("elapsed_s=")).expect("elapsed_s line").parse().unwrap();
+    let makespan = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    assert!(elapsed > 0.0 && elapsed < 0.05 && elapsed <= makespan, "virtual loop {elapsed} s, makespan {makespan} s");
+    assert!(took < 5.0, "the run took {took} s");
+}
+
 #[test]
 fn online_mode_runs_every_recorded_call_and_sub_communicators() {
     let tmp = tempfile::tempdir().unwrap();
