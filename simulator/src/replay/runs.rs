@@ -6,8 +6,9 @@
 //! position in the rank's action stream, which for runs of the same
 //! program with the same call sequence is the same region and occurrence.
 //! Every other action must be the same in every run: a run whose calls
-//! differ (data- or timing-dependent control flow, such as a polling loop
-//! whose `MPI_Iprobe` count varies) is refused, naming the rank and action.
+//! differ (data- or timing-dependent control flow) is refused, naming the
+//! rank and action. Polls ([`Action::Poll`]) may differ: a polling loop
+//! runs until its message comes, as many times as the run's timing gives.
 
 use std::collections::HashMap;
 
@@ -72,7 +73,8 @@ pub enum RunsError<E: std::error::Error + 'static> {
     Differ {
         /// World rank.
         rank: usize,
-        /// Position in the rank's action stream (0-based).
+        /// Position in the rank's action stream (0-based; a block with
+        /// the polls after it counts once).
         index: u64,
         /// The run that differs from run 0.
         run: usize,
@@ -94,10 +96,62 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// A rank's stream as the merge compares it.
+#[derive(Debug)]
+enum Item {
+    /// A compute block of `region` and, when polls follow it, the polls
+    /// and the blocks between them up to the next other action, `seconds`
+    /// summed: a polling loop runs a timing-dependent number of times, so
+    /// runs agree on where it is, not on its length.
+    Gap { seconds: f64, region: u64, polls: u64 },
+    /// Any other action.
+    Other(Action),
+}
+
+impl Item {
+    fn show(item: Option<&Item>) -> String {
+        match item {
+            None => "the end".to_string(),
+            Some(Item::Gap { region, polls: 0, .. }) => format!("Compute {{ region: {region} }}"),
+            Some(Item::Gap { region, polls, .. }) => format!("Compute {{ region: {region} }} and {polls} polls"),
+            Some(Item::Other(a)) => format!("{a:?}"),
+        }
+    }
+}
+
+/// The [`Item`]s of one stream.
+struct Items<'a, E> {
+    s: std::iter::Peekable<ActionStream<'a, E>>,
+}
+
+impl<E> Iterator for Items<'_, E> {
+    type Item = Result<Item, E>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (mut seconds, region, mut polls) = match self.s.next()? {
+            Err(e) => return Some(Err(e)),
+            Ok(Action::Compute { seconds, region }) => (seconds, region, 0),
+            Ok(Action::Poll) => (0.0, 0, 1),
+            Ok(other) => return Some(Ok(Item::Other(other))),
+        };
+        while let Some(Ok(Action::Poll)) = self.s.peek() {
+            self.s.next();
+            polls += 1;
+            if let Some(Ok(Action::Compute { seconds: s, .. })) = self.s.peek() {
+                seconds += *s;
+                self.s.next();
+            }
+        }
+        Some(Ok(Item::Gap { seconds, region, polls }))
+    }
+}
+
 /// The streams of one replay from `runs` (each the rank-ordered streams of
 /// one traced run, every run with the same ranks): each `Compute` at the
 /// median of its durations across runs, every other action as run 0 has it
-/// once all runs agree.
+/// once all runs agree. A block followed by polls ([`Action::Poll`]) is
+/// matched with its polls and the blocks between them as one: their
+/// summed time at its median, then the median number of polls.
 ///
 /// # Panics
 /// When `runs` is empty or the runs have different rank counts (the
@@ -108,10 +162,10 @@ where
 {
     let ranks = runs.first().map(Vec::len).expect("at least one run");
     assert!(runs.iter().all(|r| r.len() == ranks), "runs of different rank counts");
-    let mut by_rank: Vec<Vec<ActionStream<'a, E>>> = (0..ranks).map(|_| Vec::with_capacity(runs.len())).collect();
+    let mut by_rank: Vec<Vec<Items<'a, E>>> = (0..ranks).map(|_| Vec::with_capacity(runs.len())).collect();
     for run in runs {
         for (r, s) in run.into_iter().enumerate() {
-            by_rank[r].push(s);
+            by_rank[r].push(Items { s: s.peekable() });
         }
     }
     by_rank
@@ -120,13 +174,17 @@ where
         .map(|(rank, mut streams)| {
             let mut index = 0u64;
             let mut names: Vec<Renamer> = (0..streams.len()).map(|_| Renamer::default()).collect();
-            let mut seconds = Vec::with_capacity(streams.len());
+            let (mut seconds, mut polls) = (Vec::with_capacity(streams.len()), Vec::with_capacity(streams.len()));
+            let mut queued = std::collections::VecDeque::new();
             let mut failed = false;
             Box::new(std::iter::from_fn(move || {
+                if let Some(a) = queued.pop_front() {
+                    return Some(Ok(a));
+                }
                 if failed {
                     return None;
                 }
-                let mut next: Vec<Option<Action>> = Vec::with_capacity(streams.len());
+                let mut next: Vec<Option<Item>> = Vec::with_capacity(streams.len());
                 for (run, s) in streams.iter_mut().enumerate() {
                     match s.next() {
                         Some(Err(source)) => {
@@ -137,21 +195,28 @@ where
                         None => next.push(None),
                     }
                 }
-                let differ = |run: usize, ours: &Option<Action>, theirs: &Option<Action>| {
-                    let show = |a: &Option<Action>| a.as_ref().map_or_else(|| "the end".to_string(), |a| format!("{a:?}"));
-                    RunsError::Differ { rank, index, run, ours: show(ours), theirs: show(theirs) }
+                let differ = |run: usize, ours: &Option<Item>, theirs: &Option<Item>| RunsError::Differ {
+                    rank,
+                    index,
+                    run,
+                    ours: Item::show(ours.as_ref()),
+                    theirs: Item::show(theirs.as_ref()),
                 };
                 let out = match &next[0] {
                     None => match next.iter().position(Option::is_some) {
                         None => return None,
                         Some(run) => Err(differ(run, &next[0], &next[run])),
                     },
-                    Some(Action::Compute { region, .. }) => {
+                    Some(Item::Gap { region, .. }) => {
                         seconds.clear();
+                        polls.clear();
                         let mut bad = None;
                         for (run, a) in next.iter().enumerate() {
                             match a {
-                                Some(Action::Compute { seconds: s, region: g }) if g == region => seconds.push(*s),
+                                Some(Item::Gap { seconds: s, region: g, polls: p }) if g == region => {
+                                    seconds.push(*s);
+                                    polls.push(*p as f64);
+                                }
                                 _ => {
                                     bad = Some(run);
                                     break;
@@ -160,12 +225,18 @@ where
                         }
                         match bad {
                             Some(run) => Err(differ(run, &next[0], &next[run])),
-                            None => Ok(Action::Compute { seconds: median(&mut seconds), region: *region }),
+                            None => {
+                                queued.extend(std::iter::repeat_n(Action::Poll, median(&mut polls).round() as usize));
+                                Ok(Action::Compute { seconds: median(&mut seconds), region: *region })
+                            }
                         }
                     }
-                    Some(a) => {
+                    Some(Item::Other(a)) => {
                         let ours = names[0].rename(a);
-                        let other = (1..next.len()).find(|&run| next[run].as_ref().map(|b| names[run].rename(b)) != Some(ours.clone()));
+                        let other = (1..next.len()).find(|&run| match &next[run] {
+                            Some(Item::Other(b)) => names[run].rename(b) != ours,
+                            _ => true,
+                        });
                         match other {
                             Some(run) => Err(differ(run, &next[0], &next[run])),
                             None => Ok(a.clone()),
@@ -205,6 +276,28 @@ mod tests {
         assert_eq!(out, [c(2.0), send, c(5.0)]);
         let even = vec![run(vec![vec![c(1.0)]]), run(vec![vec![c(4.0)]])];
         assert_eq!(median_of_runs(even).remove(0).map(Result::unwrap).collect::<Vec<_>>(), [c(2.5)]);
+    }
+
+    #[test]
+    fn polling_loops_of_other_lengths_merge_at_the_median() {
+        let wait = Action::Wait { req: 1 };
+        let polled = |blocks: &[f64]| {
+            let mut a = vec![c(blocks[0])];
+            for &b in &blocks[1..] {
+                a.extend([Action::Poll, c(b)]);
+            }
+            a.push(wait.clone());
+            run(vec![a])
+        };
+        // No poll (1 s), 2 polls (1 + 1 + 2 = 4 s), 4 polls (8 s): the
+        // median of 4 s and 2 polls.
+        let runs = vec![polled(&[1.0]), polled(&[1.0, 1.0, 2.0]), polled(&[2.0, 1.5, 1.5, 1.5, 1.5])];
+        let out: Vec<Action> = median_of_runs(runs).remove(0).map(Result::unwrap).collect();
+        assert_eq!(out, [c(4.0), Action::Poll, Action::Poll, wait.clone()]);
+        // Polls where another run has a call are still a difference.
+        let runs = vec![polled(&[1.0, 1.0]), run(vec![vec![c(1.0), Action::Send { dst: 0, tag: 0, bytes: 8, comm: 0 }, c(1.0), wait]])];
+        let e = median_of_runs(runs).remove(0).find_map(Result::err).unwrap().to_string();
+        assert!(e.contains("action 1: run 1 has Send"), "{e}");
     }
 
     #[test]
