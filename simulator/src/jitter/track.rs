@@ -435,12 +435,13 @@ impl Track {
     /// left at that index.
     #[inline]
     fn chain_then_compute_at(&self, x: u64, k: usize, k2: &mut usize, w: u64, work: u64) -> After {
-        if w > 0 {
-            let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
-            if x < gap_start || x + w > self.ev[k].start {
-                return After::MET;
-            }
+        let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
+        let in_gap = x >= gap_start && x + w <= self.ev[k].start;
+        if w > 0 && !in_gap {
+            return After::MET;
         }
+        // Quiet cycles between the chain's end and the next event: a later start by at most this much meets the same events.
+        let room = if in_gap { (self.ev[k].start - x - w).min(u32::MAX as u64) as u32 } else { 0 };
         let at = x + w;
         let target = self.compute_before(k, at) + work;
         let from = if *k2 > k && self.ev[*k2 - 1].cb < target { *k2 } else { k.saturating_sub(1) };
@@ -449,7 +450,7 @@ impl Track {
         if end > self.period {
             After::MET
         } else {
-            After { dur: end - at, ahead: (self.ev[*k2].start - end).min(u32::MAX as u64) as u32, k: *k2 as u32 }
+            After { dur: end - at, ahead: (self.ev[*k2].start - end).min(u32::MAX as u64) as u32, k: *k2 as u32, room }
         }
     }
 }
@@ -463,16 +464,34 @@ pub(crate) struct After {
     pub ahead: u32,
     /// Index of that event.
     pub k: u32,
+    /// Cycles from the chain's end to the next event when the chain starts
+    /// in a gap (at most `u32::MAX`), else 0: see [`After::later`].
+    pub room: u32,
 }
 
 impl After {
     /// The chain met an event, or the compute reached the trace's end: the task is stretched block by block.
-    pub const MET: After = After { dur: u64::MAX, ahead: 0, k: 0 };
+    pub const MET: After = After { dur: u64::MAX, ahead: 0, k: 0, room: 0 };
 
     /// Whether this is [`After::MET`].
     #[inline]
     pub fn met(&self) -> bool {
         self.dur == u64::MAX
+    }
+
+    /// The outcome of the same chain and compute started `late` cycles
+    /// later, when that is known without a search of the trace: the chain
+    /// still ends in its gap (`late ≤ room`) and the compute's end moves by
+    /// `late` within its quiet cycles (`late ≤ ahead`), so the compute
+    /// meets the same events, takes as long, and has `ahead − late` quiet
+    /// cycles after its end. `None` otherwise, or for [`After::MET`].
+    #[inline]
+    pub fn later(&self, late: u64) -> Option<After> {
+        if self.met() || late > self.room as u64 || late > self.ahead as u64 {
+            return None;
+        }
+        let late = late as u32;
+        Some(After { ahead: self.ahead - late, room: self.room - late, ..*self })
     }
 }
 
