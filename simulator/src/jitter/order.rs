@@ -270,11 +270,16 @@ impl TreeOrder {
             // chain and compute clear of other events; otherwise the chain is
             // shifted as a whole when it meets no event at its own position
             // (one search of its trace).
-            let late = if in_step { None } else { got.checked_sub(release + self.a[c.lo + j]).and_then(|l| s(j).later(l)) };
+            // A chain that met an event at its on-time position most likely
+            // meets it a little later too: it goes block by block at once.
+            // Searches start from the event index the pass in trace order found.
+            let on = s(j);
+            let late = if in_step { None } else { got.checked_sub(release + self.a[c.lo + j]).and_then(|l| on.later(l)) };
             let (at, o, from_sweep) = match late {
-                _ if in_step => (got, s(j), true),
+                _ if in_step => (got, on, true),
                 Some(o) => (got, o, true),
-                None => (got, env.chain_then_compute(i, got, self.chain(i), work), false),
+                None if swept && on.met() => (got, on, false),
+                None => (got, env.chain_then_compute(i, got, self.chain(i), work, on.kc), false),
             };
             let leaf = kj.is_empty();
             let mut q = if leaf { Quiet::default() } else { h[j] };
@@ -289,6 +294,7 @@ impl TreeOrder {
                 on_time += from_sweep as u64;
                 (x, x + o.dur)
             } else {
+                q = Quiet::hint(o.kc);
                 let mut x = at;
                 if i > 0 {
                     x = env.stretch(i, &mut q, x, recv);
@@ -411,7 +417,9 @@ mod tests {
                     let (a, d) = (ad.0[i as usize], ad.1[i as usize]);
                     // One task alone, late by up to a period: the same outcome as block by block.
                     let late = release + a + r(30 + rep * n + i) % p0;
-                    let one = env.chain_then_compute(i, late, d - a, work);
+                    // Searched from the on-time outcome's event index, or from any other.
+                    let hint = if i % 2 == 0 { all[i as usize].kc } else { (r(50 + rep * n + i) % (tracks[g].events() as u64 + 2)) as u32 };
+                    let one = env.chain_then_compute(i, late, d - a, work, hint);
                     if !one.met() {
                         let mut x = late;
                         if i > 0 {

@@ -422,10 +422,15 @@ impl Track {
     }
 
     /// [`chain_then_compute`](Self::chain_then_compute) for one task at
-    /// trace position `pos` (< period), searched through the bucket index:
-    /// O(1) expected plus O(log events met).
-    pub(crate) fn chain_then_compute_one(&self, pos: u64, chain: u64, work: u64) -> After {
-        let k = self.bucket_seek(pos);
+    /// trace position `pos` (< period), searched from event index `hint`
+    /// when the events before it all start before `pos` (O(log distance)),
+    /// else through the bucket index (O(1) expected); plus O(log events met).
+    pub(crate) fn chain_then_compute_one(&self, pos: u64, hint: usize, chain: u64, work: u64) -> After {
+        let k = if hint > 0 && hint < self.ev.len() && self.ev[hint - 1].start < pos {
+            self.gallop(hint, |e| e.start < pos)
+        } else {
+            self.bucket_seek(pos)
+        };
         self.chain_then_compute_at(pos, k, &mut 0, chain, work)
     }
 
@@ -438,7 +443,7 @@ impl Track {
         let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
         let in_gap = x >= gap_start && x + w <= self.ev[k].start;
         if w > 0 && !in_gap {
-            return After::MET;
+            return After { kc: k as u32, ..After::MET };
         }
         // Quiet cycles between the chain's end and the next event: a later start by at most this much meets the same events.
         let room = if in_gap { (self.ev[k].start - x - w).min(u32::MAX as u64) as u32 } else { 0 };
@@ -448,9 +453,9 @@ impl Track {
         *k2 = self.gallop(from, |e| e.cb < target);
         let end = target + self.jb(*k2);
         if end > self.period {
-            After::MET
+            After { kc: k as u32, ..After::MET }
         } else {
-            After { dur: end - at, ahead: (self.ev[*k2].start - end).min(u32::MAX as u64) as u32, k: *k2 as u32, room }
+            After { dur: end - at, ahead: (self.ev[*k2].start - end).min(u32::MAX as u64) as u32, k: *k2 as u32, room, kc: k as u32 }
         }
     }
 }
@@ -467,11 +472,13 @@ pub(crate) struct After {
     /// Cycles from the chain's end to the next event when the chain starts
     /// in a gap (at most `u32::MAX`), else 0: see [`After::later`].
     pub room: u32,
+    /// Number of events starting before the chain's start (also when the chain met one): where a search near it starts.
+    pub kc: u32,
 }
 
 impl After {
     /// The chain met an event, or the compute reached the trace's end: the task is stretched block by block.
-    pub const MET: After = After { dur: u64::MAX, ahead: 0, k: 0, room: 0 };
+    pub const MET: After = After { dur: u64::MAX, ahead: 0, k: 0, room: 0, kc: 0 };
 
     /// Whether this is [`After::MET`].
     #[inline]
@@ -535,6 +542,12 @@ impl Quiet {
     #[inline]
     pub(crate) fn ahead(t: u64, ahead: u32, k: u32) -> Quiet {
         Quiet { from: t, len: ahead, k }
+    }
+
+    /// An empty span that only carries event index `k` as the start of the next search.
+    #[inline]
+    pub(crate) fn hint(k: u32) -> Quiet {
+        Quiet { from: 0, len: 0, k }
     }
 
     /// First task cycle of the span.
