@@ -12,6 +12,9 @@ use super::par::*;
 use super::JitterError;
 use crate::jitter_trace::JitterTrace;
 
+/// Events [`Track::gallop`] counts before it gallops.
+const NEAR: usize = 8;
+
 /// One event in prepared form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Ev {
@@ -137,14 +140,24 @@ impl Track {
     }
 
     /// First index `i` in `from..=n` (n = events) with `!lt(ev[i])`, or `n`;
-    /// `lt` must hold on a prefix. Gallops, so O(log distance).
+    /// `lt` must hold on a prefix. The first [`NEAR`] events are counted
+    /// without branches (most searches end a few events away), then it
+    /// gallops: O(log distance).
     #[inline]
     fn gallop(&self, from: usize, lt: impl Fn(&Ev) -> bool) -> usize {
         let n = self.ev.len() - 1;
         if from >= n || !lt(&self.ev[from]) {
             return from.min(n);
         }
-        let (mut lo, mut step) = (from, 1);
+        let mut lo = from;
+        if from + NEAR <= n {
+            let near = self.ev[from..from + NEAR].iter().map(|e| lt(e) as usize).sum::<usize>();
+            if near < NEAR {
+                return from + near;
+            }
+            lo = from + NEAR - 1;
+        }
+        let mut step = 1;
         while lo + step < n && lt(&self.ev[lo + step]) {
             lo += step;
             step *= 2;
