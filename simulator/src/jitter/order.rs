@@ -282,19 +282,17 @@ impl TreeOrder {
                 None => (got, env.chain_then_compute(i, got, self.chain(i), work, on.kc), false),
             };
             let leaf = kj.is_empty();
-            let mut q = if leaf { Quiet::default() } else { h[j] };
-            let (exit, c) = if !o.met() {
+            let (exit, c, mut q) = if !o.met() {
                 let mut x = at + recv;
                 for (m, slot) in kj.iter_mut().enumerate() {
                     let l = links.get(i, k * i + 1 + m as u64);
                     x += l.send;
                     *slot = (x + l.wire) | if in_step { IN_STEP } else { 0 };
                 }
-                q = Quiet::ahead(x + o.dur, o.ahead, o.k);
                 on_time += from_sweep as u64;
-                (x, x + o.dur)
+                (x, x + o.dur, Quiet::ahead(x + o.dur, o.ahead, o.k))
             } else {
-                q = Quiet::hint(o.kc);
+                let mut q = Quiet::hint(o.kc);
                 let mut x = at;
                 if i > 0 {
                     x = env.stretch(i, &mut q, x, recv);
@@ -304,7 +302,8 @@ impl TreeOrder {
                     x = env.stretch(i, &mut q, x, l.send);
                     *slot = x + l.wire;
                 }
-                (x, env.stretch(i, &mut q, x, work))
+                let c = env.stretch(i, &mut q, x, work);
+                (x, c, q)
             };
             end = end.max(exit);
             longest = longest.max(c - exit);
