@@ -264,15 +264,15 @@ impl TreeOrder {
                 _ => (arr[j] & !IN_STEP, arr[j] & IN_STEP != 0),
             };
             // A task's own clock is never later than its parent's message
-            // (sent after the parent received this task's message up).
-            // A late message (never earlier than `release + a`) reuses the
+            // (sent after the parent received this task's message up). A
+            // late message (never earlier than `release + a`) reuses the
             // outcome of the pass in trace order when the lateness keeps the
-            // chain and compute clear of other events; otherwise the chain is
+            // chain and compute clear of other events. A chain that met an
+            // event at its on-time position most likely meets it a little
+            // later too, so it goes block by block at once; any other is
             // shifted as a whole when it meets no event at its own position
-            // (one search of its trace).
-            // A chain that met an event at its on-time position most likely
-            // meets it a little later too: it goes block by block at once.
-            // Searches start from the event index the pass in trace order found.
+            // (one search of its trace). Searches start from the event index
+            // the pass in trace order found.
             let on = s(j);
             let late = if in_step { None } else { got.checked_sub(release + self.a[c.lo + j]).and_then(|l| on.later(l)) };
             let (at, o, from_sweep) = match late {
