@@ -121,14 +121,15 @@ impl<'a> Env<'a> {
 
     /// Task `i`, reading its whole trace, starts a chain of short blocks of
     /// `chain` cycles in all at its time `t`, then `work` cycles of compute:
-    /// [`Track::chain_then_compute`] for one task.
+    /// [`Track::chain_then_compute`] for one task, its trace searched from
+    /// event index `hint` when that lies before its position (0: no hint).
     #[inline]
-    pub(crate) fn chain_then_compute(&self, i: u64, t: u64, chain: u64, work: u64) -> After {
+    pub(crate) fn chain_then_compute(&self, i: u64, t: u64, chain: u64, work: u64, hint: u32) -> After {
         let nt = self.tracks.len() as u64;
         let k = if nt.is_power_of_two() { i & (nt - 1) } else { i % nt } as usize;
         let track = &self.tracks[k];
         let pos = (self.offsets[i as usize] + t % track.period()) % track.period();
-        track.chain_then_compute_one(pos, chain, work)
+        track.chain_then_compute_one(pos, hint as usize, chain, work)
     }
 }
 

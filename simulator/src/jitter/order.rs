@@ -15,8 +15,12 @@
 //! meets no event and stretches their next compute, into a buffer the size
 //! of the chunk; the pass down the chunk in task order then takes those
 //! results for every task whose parent's message arrives at `R + a_i` (the
-//! parent marks such a message). Any other task starts its chain when its
-//! parent's message arrives: if the chain meets no event there, it is
+//! parent marks such a message). A task whose parent's message is late by
+//! `δ` (the way down met jitter above it) takes the same results moved by
+//! `δ` when its chain still ends before the next event and its compute's
+//! end stays within the quiet cycles after it (no search: lateness is short
+//! next to the gaps between events). Any other task starts its chain when
+//! its parent's message arrives: if the chain meets no event there, it is
 //! shifted as a whole (one search of the trace), else stretched block by
 //! block. A leaf then sends its message of the next barrier up, which
 //! depends on nothing else. The results are those of
@@ -67,6 +71,8 @@ pub(crate) struct TreeOrder {
     keys: Vec<u64>,
     /// The task of each key, as its index in its chunk.
     idx: Vec<u32>,
+    /// Per task, cycles from the root's release to its parent's message without jitter (`a`).
+    a: Vec<u64>,
     /// Whether the leaves have sent their message up for the current phase
     /// (they do so right after their compute in [`TreeOrder::down`]).
     leaves_sent: bool,
@@ -131,7 +137,7 @@ impl TreeOrder {
                 c.parts.push(keys.len());
             }
         }
-        TreeOrder { k, links, n: n as u64, chunks, level_chunks, keys, idx, leaves_sent: false, skip: 0 }
+        TreeOrder { k, links, n: n as u64, chunks, level_chunks, keys, idx, a, leaves_sent: false, skip: 0 }
     }
 
     /// One barrier over `ts` (see [`collective::run`]): up the tree, then
@@ -216,7 +222,7 @@ impl TreeOrder {
                         self.sweep(tracks, c, release, work, &mut out);
                     }
                     let s = |j: usize| if swept { out[j] } else { After::MET };
-                    self.down_chunk(env, c, work, swept, s, t, h, arr, kids)
+                    self.down_chunk(env, c, release, work, swept, s, t, h, arr, kids)
                 })
             });
             let (e, x, o) = max_max_sum(per_chunk);
@@ -236,6 +242,7 @@ impl TreeOrder {
         &self,
         env: Env<'_>,
         c: &Chunk,
+        release: u64,
         work: u64,
         swept: bool,
         s: impl Fn(usize) -> After,
@@ -257,27 +264,35 @@ impl TreeOrder {
                 _ => (arr[j] & !IN_STEP, arr[j] & IN_STEP != 0),
             };
             // A task's own clock is never later than its parent's message
-            // (sent after the parent received this task's message up).
-            let (at, o) = if in_step {
-                (got, s(j))
-            } else {
-                // Shifted as a whole when the chain meets no event at its
-                // own position: one search of its trace.
-                (got, env.chain_then_compute(i, got, self.chain(i), work))
+            // (sent after the parent received this task's message up). A
+            // late message (never earlier than `release + a`) reuses the
+            // outcome of the pass in trace order when the lateness keeps the
+            // chain and compute clear of other events. A chain that met an
+            // event at its on-time position most likely meets it a little
+            // later too, so it goes block by block at once; any other is
+            // shifted as a whole when it meets no event at its own position
+            // (one search of its trace). Searches start from the event index
+            // the pass in trace order found.
+            let on = s(j);
+            let late = if in_step { None } else { got.checked_sub(release + self.a[c.lo + j]).and_then(|l| on.later(l)) };
+            let (at, o, from_sweep) = match late {
+                _ if in_step => (got, on, true),
+                Some(o) => (got, o, true),
+                None if swept && on.met() => (got, on, false),
+                None => (got, env.chain_then_compute(i, got, self.chain(i), work, on.kc), false),
             };
             let leaf = kj.is_empty();
-            let mut q = if leaf { Quiet::default() } else { h[j] };
-            let (exit, c) = if !o.met() {
+            let (exit, c, mut q) = if !o.met() {
                 let mut x = at + recv;
                 for (m, slot) in kj.iter_mut().enumerate() {
                     let l = links.get(i, k * i + 1 + m as u64);
                     x += l.send;
                     *slot = (x + l.wire) | if in_step { IN_STEP } else { 0 };
                 }
-                q = Quiet::ahead(x + o.dur, o.ahead, o.k);
-                on_time += in_step as u64;
-                (x, x + o.dur)
+                on_time += from_sweep as u64;
+                (x, x + o.dur, Quiet::ahead(x + o.dur, o.ahead, o.k))
             } else {
+                let mut q = Quiet::hint(o.kc);
                 let mut x = at;
                 if i > 0 {
                     x = env.stretch(i, &mut q, x, recv);
@@ -287,7 +302,8 @@ impl TreeOrder {
                     x = env.stretch(i, &mut q, x, l.send);
                     *slot = x + l.wire;
                 }
-                (x, env.stretch(i, &mut q, x, work))
+                let c = env.stretch(i, &mut q, x, work);
+                (x, c, q)
             };
             end = end.max(exit);
             longest = longest.max(c - exit);
@@ -356,7 +372,7 @@ mod tests {
     /// duration it gives, and the quiet cycles it gives after the compute hold no event.
     #[test]
     fn trace_order_equals_block_by_block_stretches() {
-        let (mut on_time, mut met) = (0, 0);
+        let (mut on_time, mut met, mut later) = (0, 0, 0);
         for case in 0..300u64 {
             let seed = splitmix(0x0dd, case);
             let r = |i: u64| splitmix(seed ^ 0x5a, i);
@@ -400,7 +416,9 @@ mod tests {
                     let (a, d) = (ad.0[i as usize], ad.1[i as usize]);
                     // One task alone, late by up to a period: the same outcome as block by block.
                     let late = release + a + r(30 + rep * n + i) % p0;
-                    let one = env.chain_then_compute(i, late, d - a, work);
+                    // Searched from the on-time outcome's event index, or from any other.
+                    let hint = if i % 2 == 0 { all[i as usize].kc } else { (r(50 + rep * n + i) % (tracks[g].events() as u64 + 2)) as u32 };
+                    let one = env.chain_then_compute(i, late, d - a, work, hint);
                     if !one.met() {
                         let mut x = late;
                         if i > 0 {
@@ -433,9 +451,33 @@ mod tests {
                     for w in [1, ahead / 2, ahead].into_iter().filter(|&w| w > 0 && w <= ahead) {
                         assert_eq!(s(end, w), end + w, "{ctx}: {w} quiet cycles");
                     }
+                    // The same chain and compute started later: `later` answers
+                    // exactly when the lateness stays within both quiet spans.
+                    let most = (out.room as u64).min(ahead);
+                    for late in [1, most / 2, most, most + 1, most + 1 + r(40 + rep * n + i) % 64] {
+                        let Some(moved) = out.later(late) else {
+                            assert!(late > most, "{ctx}: {late} late within {most}");
+                            continue;
+                        };
+                        later += 1;
+                        let mut x = release + a + late;
+                        if i > 0 {
+                            x = s(x, links.get(collective::parent(i, k), i).recv);
+                        }
+                        for c in (k * i + 1)..=(k * i + k).min(n - 1) {
+                            x = s(x, links.get(i, c).send);
+                        }
+                        assert_eq!(x, release + d + late, "{ctx}: {late} late");
+                        let end = s(x, work);
+                        assert_eq!((end - x, moved.ahead as u64), (out.dur, ahead - late), "{ctx}: {late} late");
+                        if moved.ahead > 0 {
+                            assert_eq!(s(end, moved.ahead as u64), end + moved.ahead as u64, "{ctx}: {late} late, quiet after");
+                        }
+                    }
                 }
             }
         }
         assert!(on_time > 1000 && met > 1000, "both outcomes are exercised: {on_time} on time, {met} met");
+        assert!(later > 1000, "late starts are exercised: {later}");
     }
 }

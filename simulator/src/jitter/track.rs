@@ -10,7 +10,13 @@
 
 use super::par::*;
 use super::JitterError;
+
+mod chain;
 use crate::jitter_trace::JitterTrace;
+pub(crate) use chain::After;
+
+/// Events [`Track::gallop`] counts before it gallops.
+const NEAR: usize = 8;
 
 /// One event in prepared form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,14 +143,24 @@ impl Track {
     }
 
     /// First index `i` in `from..=n` (n = events) with `!lt(ev[i])`, or `n`;
-    /// `lt` must hold on a prefix. Gallops, so O(log distance).
+    /// `lt` must hold on a prefix. The first [`NEAR`] events are counted
+    /// without branches (most searches end a few events away), then it
+    /// gallops: O(log distance).
     #[inline]
     fn gallop(&self, from: usize, lt: impl Fn(&Ev) -> bool) -> usize {
         let n = self.ev.len() - 1;
         if from >= n || !lt(&self.ev[from]) {
             return from.min(n);
         }
-        let (mut lo, mut step) = (from, 1);
+        let mut lo = from;
+        if from + NEAR <= n {
+            let near = self.ev[from..from + NEAR].iter().map(|e| lt(e) as usize).sum::<usize>();
+            if near < NEAR {
+                return from + near;
+            }
+            lo = from + NEAR - 1;
+        }
+        let mut step = 1;
         while lo + step < n && lt(&self.ev[lo + step]) {
             lo += step;
             step *= 2;
@@ -393,89 +409,6 @@ impl Track {
     }
 }
 
-impl Track {
-    /// For `m` tasks at trace positions `pos(j)` (cycles, each < period,
-    /// ascending over `j` in `0..m`), each doing a chain of short blocks of
-    /// `chain(j)` cycles in all and then `work` (≥ 1) compute cycles,
-    /// reading the whole trace: `out(j, ·)` gets the compute's duration
-    /// and the quiet cycles after its end when the chain meets no event and
-    /// the compute does not reach the trace's end, else [`After::MET`].
-    /// Event pointers move forward only (a bucket lookup for the first
-    /// task): O(tasks + events).
-    pub(crate) fn chain_then_compute(
-        &self,
-        m: usize,
-        pos: impl Fn(usize) -> u64,
-        chain: impl Fn(usize) -> u64,
-        work: u64,
-        mut out: impl FnMut(usize, After),
-    ) {
-        if m == 0 {
-            return;
-        }
-        let (mut k, mut k2) = (self.bucket_seek(pos(0)), 0usize);
-        for j in 0..m {
-            let x = pos(j);
-            k = self.gallop(k, |e| e.start < x);
-            out(j, self.chain_then_compute_at(x, k, &mut k2, chain(j), work));
-        }
-    }
-
-    /// [`chain_then_compute`](Self::chain_then_compute) for one task at
-    /// trace position `pos` (< period), searched through the bucket index:
-    /// O(1) expected plus O(log events met).
-    pub(crate) fn chain_then_compute_one(&self, pos: u64, chain: u64, work: u64) -> After {
-        let k = self.bucket_seek(pos);
-        self.chain_then_compute_at(pos, k, &mut 0, chain, work)
-    }
-
-    /// One task of [`chain_then_compute`](Self::chain_then_compute) at
-    /// position `x` with `k` events starting before it; `k2` is a lower
-    /// bound of the compute end's event index when it exceeds `k`, and is
-    /// left at that index.
-    #[inline]
-    fn chain_then_compute_at(&self, x: u64, k: usize, k2: &mut usize, w: u64, work: u64) -> After {
-        if w > 0 {
-            let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
-            if x < gap_start || x + w > self.ev[k].start {
-                return After::MET;
-            }
-        }
-        let at = x + w;
-        let target = self.compute_before(k, at) + work;
-        let from = if *k2 > k && self.ev[*k2 - 1].cb < target { *k2 } else { k.saturating_sub(1) };
-        *k2 = self.gallop(from, |e| e.cb < target);
-        let end = target + self.jb(*k2);
-        if end > self.period {
-            After::MET
-        } else {
-            After { dur: end - at, ahead: (self.ev[*k2].start - end).min(u32::MAX as u64) as u32, k: *k2 as u32 }
-        }
-    }
-}
-
-/// One task's outcome in [`Track::chain_then_compute`].
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct After {
-    /// Compute duration, cycles.
-    pub dur: u64,
-    /// Cycles from the compute's end to the next event (at most `u32::MAX`).
-    pub ahead: u32,
-    /// Index of that event.
-    pub k: u32,
-}
-
-impl After {
-    /// The chain met an event, or the compute reached the trace's end: the task is stretched block by block.
-    pub const MET: After = After { dur: u64::MAX, ahead: 0, k: 0 };
-
-    /// Whether this is [`After::MET`].
-    #[inline]
-    pub fn met(&self) -> bool {
-        self.dur == u64::MAX
-    }
-}
-
 /// First `j` in `from..hi` with `pos(j) ≥ bound`, or `hi`; `pos` ascends. Gallops.
 #[inline]
 fn first_at_or_after(pos: &impl Fn(usize) -> u64, from: usize, hi: usize, bound: u64) -> usize {
@@ -516,6 +449,12 @@ impl Quiet {
     #[inline]
     pub(crate) fn ahead(t: u64, ahead: u32, k: u32) -> Quiet {
         Quiet { from: t, len: ahead, k }
+    }
+
+    /// An empty span that only carries event index `k` as the start of the next search.
+    #[inline]
+    pub(crate) fn hint(k: u32) -> Quiet {
+        Quiet { from: 0, len: 0, k }
     }
 
     /// First task cycle of the span.
