@@ -36,12 +36,16 @@
 //!   metadata latency, which with the metadata latency is
 //!   `sync_latency_s`.
 //!
-//! The collective cases are not fitted: their residuals check the model's
-//! two-phase I/O on the fitted file system.
+//! The collective cases are not fitted: their residuals check the
+//! collective schedule of the MPI-IO implementation that ran (the
+//! file system's `mpi_io`: ROMIO's two-phase, OMPIO's `individual` or
+//! `vulcan`, [`simulator::io::client::schedule`]) on the fitted file
+//! system.
 
 use std::collections::BTreeMap;
 
-use simulator::io::{two_phase, Disk, FileSystem, FsState, Hints, IoKind, Member};
+use simulator::io::client::schedule;
+use simulator::io::{Disk, FileSystem, FsState, Hints, IoKind, Member, MpiIo};
 
 use super::{Case, IoSample};
 use crate::error::{Error, ErrorKind};
@@ -73,16 +77,16 @@ pub struct IoFit {
 /// Duration of `case` at `size_bytes` per rank on `ranks` ranks of one
 /// host on the file system `fs`, as the simulator times it, seconds;
 /// `exchange(bytes)` is the network's transfer time between two ranks of
-/// the host (two-phase I/O), seconds.
+/// the host (the exchange of collective I/O), seconds.
 pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchange: &dyn Fn(u64) -> f64) -> f64 {
     let mut st = FsState::new(fs.clone());
     let independent =
         |st: &mut FsState, kind| (0..ranks as u64).map(|r| st.request(0.0, 0.0, 0, r * size_bytes, size_bytes, kind)).fold(0.0, f64::max);
-    let collective = |st: &mut FsState, kind| {
+    let collective = |st: &mut FsState, write: bool| {
         let members: Vec<Member> = (0..ranks as u64)
             .map(|r| Member { host: 0, offset: r * size_bytes, bytes: size_bytes, span: size_bytes, entry_s: 0.0 })
             .collect();
-        two_phase(st, 0, &members, kind, &Hints::default(), 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
+        schedule(st, 0, &members, write, &Hints::default(), 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
     };
     match case {
         Case::Write => independent(&mut st, IoKind::Write),
@@ -91,12 +95,12 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
             st.sync(t)
         }
         Case::Read => independent(&mut st, IoKind::Read),
-        Case::WriteAll => collective(&mut st, IoKind::Write),
+        Case::WriteAll => collective(&mut st, true),
         Case::WriteAllSync => {
-            let t = collective(&mut st, IoKind::Write);
+            let t = collective(&mut st, true);
             st.sync(t)
         }
-        Case::ReadAll => collective(&mut st, IoKind::Read),
+        Case::ReadAll => collective(&mut st, false),
         Case::Write16 => {
             // The ranks' writes in the order of time: each rank's next after its last.
             let mut t = vec![0.0; ranks as usize];
@@ -117,13 +121,21 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
     }
 }
 
-/// Fits the file system `name` (stripe unit `stripe_size_bytes`) to the
-/// `samples` of a run on `ranks` ranks; `exchange` as in [`predict`].
+/// Fits the file system `name` (stripe unit `stripe_size_bytes`, MPI-IO
+/// implementation `mpi_io`) to the `samples` of a run on `ranks` ranks;
+/// `exchange` as in [`predict`].
 ///
 /// # Errors
 /// [`ErrorKind::Fit`] when `read` or `write_sync` has fewer than 2 sizes,
 /// a median is not positive, or its largest size took no time (no bandwidth).
-pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u64, exchange: &dyn Fn(u64) -> f64) -> Result<IoFit, Error> {
+pub fn fit_io(
+    samples: &[IoSample],
+    ranks: u32,
+    name: &str,
+    stripe_size_bytes: u64,
+    mpi_io: MpiIo,
+    exchange: &dyn Fn(u64) -> f64,
+) -> Result<IoFit, Error> {
     let n = ranks.max(1) as f64;
     let mut by_case: BTreeMap<Case, Vec<(u64, f64)>> = BTreeMap::new();
     for s in samples {
@@ -212,6 +224,7 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         },
         cb_buffer_bytes: None,
         cb_nodes: None,
+        mpi_io,
     };
     let cache_warning = cache.map(|(bytes, _)| {
         let largest = fast.last().map_or(0, |f| f.0);
@@ -331,6 +344,7 @@ mod tests {
             },
             cb_buffer_bytes: None,
             cb_nodes: None,
+            mpi_io: MpiIo::Romio,
         }
     }
 
@@ -352,9 +366,17 @@ mod tests {
 
     #[test]
     fn recovers_known_parameters_from_synthetic_samples() {
-        for (ranks, cache) in [(2, 0), (2, 2 << 20), (4, 4 << 20)] {
-            let want = truth(cache);
-            let f = fit_io(&synthetic(&want, ranks), ranks, "t", 4096, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+        let runs = [
+            (2, 0, MpiIo::Romio),
+            (2, 2 << 20, MpiIo::Romio),
+            (4, 4 << 20, MpiIo::Romio),
+            (2, 2 << 20, MpiIo::Ompio),
+            (4, 0, MpiIo::Ompio),
+        ];
+        for (ranks, cache, mpi_io) in runs {
+            let want = FileSystem { mpi_io, ..truth(cache) };
+            let f = fit_io(&synthetic(&want, ranks), ranks, "t", 4096, mpi_io, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+            assert_eq!(f.fs.mpi_io, mpi_io);
             let (g, w) = (&f.fs.disk, &want.disk);
             assert!(close(f.fs.metadata_latency_s, want.metadata_latency_s), "{}", f.summary());
             assert!(close(f.fs.sync_latency_s.unwrap(), 1e-3), "{}", f.summary());
@@ -375,10 +397,10 @@ mod tests {
     #[test]
     fn too_few_sizes_are_refused_and_flat_times_take_the_largest_size() {
         let s = [IoSample { case: Case::Read, size_bytes: 4096, seconds: 1e-3 }];
-        assert!(fit_io(&s, 2, "t", 4096, &|_| 0.0).unwrap_err().to_string().starts_with("read: "));
+        assert!(fit_io(&s, 2, "t", 4096, MpiIo::Romio, &|_| 0.0).unwrap_err().to_string().starts_with("read: "));
         let flat = |case: Case| [4096u64, 16384, 65536].map(|b| IoSample { case, size_bytes: b, seconds: 1e-3 });
         let samples: Vec<IoSample> = [flat(Case::Read), flat(Case::WriteSync)].concat();
-        let f = fit_io(&samples, 2, "t", 4096, &|_| 0.0).unwrap();
+        let f = fit_io(&samples, 2, "t", 4096, MpiIo::Romio, &|_| 0.0).unwrap();
         // 2 ranks × 64 KiB in 1 ms, no latency.
         assert!(close(f.fs.disk.read_bytes_per_s, 2.0 * 65536.0 / 1e-3) && f.fs.disk.latency_s == 0.0, "{}", f.summary());
     }

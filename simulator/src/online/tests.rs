@@ -315,7 +315,7 @@ fn a_sync_waits_for_every_members_cached_data() {
     c.io(&io(IoCall::Open { comm: 0 }, 0, 0)).unwrap();
     c.io(&io(IoCall::Write, 0, MIB)).unwrap();
     let sync = io(IoCall::Sync, 0, 0);
-    let part = c.io_part(&sync).expect("a sync with a file system is collective");
+    let part = c.io_part(&sync, 2).expect("a sync with a file system is collective");
     assert_eq!(part, (0, MIB, 0));
     let t = c.now();
     let first = t - 1e-3;

@@ -84,6 +84,7 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
         },
         cb_buffer_bytes: Some(1 << 22),
         cb_nodes: None,
+        mpi_io: crate::io::MpiIo::Ompio,
     }];
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("p.toml");
