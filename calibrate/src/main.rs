@@ -307,6 +307,8 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
             )
         });
         eprintln!("calibrate io: warning: {w}{held}{dirty}");
+        // The residuals of the file system as written.
+        f.update_residuals(&exchange);
     }
     platform.fs.retain(|fs| fs.name != name);
     platform.fs.insert(0, f.fs.clone());

@@ -12,11 +12,11 @@
 //!   the common metadata operations; `sync0` only when there is no
 //!   `openclose` sample, and its residual shows what a sync costs beyond);
 //! - read: the `read` medians (data dropped from the page cache first);
-//! - cache: sizes from the smallest up whose `write` median is more than
-//!   [`CACHE_FACTOR`] times faster than `write_sync` less `sync0` (the
-//!   sync's own cost), and the larger sizes whose `write` stays within
-//!   that factor of the cache's line through them, went to a write-back
-//!   cache; `cache_bytes` = N × the largest of them, and `cache_latency_s`
+//! - cache: the sizes whose `write` median is more than [`CACHE_FACTOR`]
+//!   times faster than `write_sync` less `sync0` (the sync's own cost)
+//!   give the cache's line; from the smallest of them, the sizes whose
+//!   `write` stays within that factor of the line went to a write-back
+//!   cache (and the smaller sizes with them); `cache_bytes` = N × the largest of them, and `cache_latency_s`
 //!   and `cache_bytes_per_s` from `write = cache_latency_s + b /
 //!   cache_bytes_per_s` on them (ranks write into the cache at once);
 //!   when `write16` was measured (the same blocks as 16 writes one after
@@ -152,22 +152,29 @@ pub fn fit_io(
     let read = line(Case::Read, &med(Case::Read).iter().map(|&(b, t)| (ranks as u64 * b, t)).collect::<Vec<_>>())?;
     let read_latency_s = read.pieces[0].intercept_s / n;
 
-    // Cache: the leading run of sizes where write ≪ write_sync less what
-    // a sync of nothing costs.
+    // Cache: the sizes where write ≪ write_sync less what a sync of
+    // nothing costs (at small sizes both syncs cost about the same, so a
+    // noisy sync can hide a cached size: those are not required to pass).
     let (write, write_sync) = (med(Case::Write), med(Case::WriteSync));
     let empty_sync_s = med(Case::Sync0).first().map_or(metadata_latency_s, |p| p.1);
     let fast: Vec<(u64, f64)> = write_sync
         .iter()
-        .map_while(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws - empty_sync_s > CACHE_FACTOR * w.1).copied())
+        .filter_map(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws - empty_sync_s > CACHE_FACTOR * w.1).copied())
         .collect();
-    // The sizes after that run whose writes still went at the cache's speed
-    // (within CACHE_FACTOR of its line) went to the cache too: a write-back
-    // cache hides the disk up to its size, however slow the sync behind it.
-    let fast: Vec<(u64, f64)> = match fast.is_empty() {
-        true => fast,
-        false => {
+    // From the first of them, the sizes whose writes went at the cache's
+    // speed (within CACHE_FACTOR of its line) went to the cache: a
+    // write-back cache hides the disk up to its size, however slow the
+    // sync behind it.
+    let fast: Vec<(u64, f64)> = match fast.first() {
+        None => fast,
+        Some(&(first, _)) => {
             let (lat, bw) = cache_line(&fast);
-            write.iter().copied().take_while(|&(b, t)| t > 0.0 && t <= CACHE_FACTOR * (lat + b as f64 / bw)).collect()
+            write
+                .iter()
+                .copied()
+                .skip_while(|w| w.0 < first)
+                .take_while(|&(b, t)| t > 0.0 && t <= CACHE_FACTOR * (lat + b as f64 / bw))
+                .collect()
         }
     };
     // A stream of writes pays a write's fixed cost as the application's
@@ -232,18 +239,10 @@ pub fn fit_io(
             "the page cache hides the disk: writes without sync were more than {CACHE_FACTOR}× faster than with sync up to {largest} bytes per rank; modelled as a write-back cache of {bytes} bytes, the disk's write bandwidth comes from the synced writes"
         )
     });
-    let mut medians = Vec::new();
-    let mut residuals = Vec::new();
-    for case in Case::ALL {
-        let m = med(case);
-        if m.is_empty() {
-            continue;
-        }
-        let sq: f64 = m.iter().map(|&(b, t)| ((predict(&fs, ranks, case, b, exchange) - t) / t).powi(2)).sum();
-        residuals.push((case, (sq / m.len() as f64).sqrt(), m.len()));
-        medians.extend(m.iter().map(|&(b, t)| (case, b, t)));
-    }
-    Ok(IoFit { fs, ranks, medians, residuals, write_intercept_s, cache_warning })
+    let medians: Vec<(Case, u64, f64)> = Case::ALL.iter().flat_map(|&case| med(case).into_iter().map(move |(b, t)| (case, b, t))).collect();
+    let mut fit = IoFit { fs, ranks, medians, residuals: Vec::new(), write_intercept_s, cache_warning };
+    fit.update_residuals(exchange);
+    Ok(fit)
 }
 
 /// The cache's `(latency_s, bytes_per_s)` from the cached sizes' `write`
@@ -285,6 +284,20 @@ fn line(case: Case, pts: &[(u64, f64)]) -> Result<SegmentedFit, Error> {
 }
 
 impl IoFit {
+    /// Recomputes `residuals` from `medians` and the file system `fs` as
+    /// it is now (after a caller changed it); `exchange` as in [`predict`].
+    pub fn update_residuals(&mut self, exchange: &dyn Fn(u64) -> f64) {
+        self.residuals.clear();
+        for case in Case::ALL {
+            let m: Vec<(u64, f64)> = self.medians.iter().filter(|x| x.0 == case).map(|x| (x.1, x.2)).collect();
+            if m.is_empty() {
+                continue;
+            }
+            let sq: f64 = m.iter().map(|&(b, t)| ((predict(&self.fs, self.ranks, case, b, exchange) - t) / t).powi(2)).sum();
+            self.residuals.push((case, (sq / m.len() as f64).sqrt(), m.len()));
+        }
+    }
+
     /// The fitted parameters and the residual per case, one per line.
     pub fn summary(&self) -> String {
         let (fs, d) = (&self.fs, &self.fs.disk);
@@ -392,6 +405,18 @@ mod tests {
             assert!(f.residuals.iter().all(|r| r.1 < 0.01), "{}", f.summary());
             assert_eq!(f.residuals.len(), Case::ALL.len());
         }
+    }
+
+    #[test]
+    fn a_small_size_whose_sync_costs_no_more_than_an_empty_one_still_is_cached() {
+        let want = truth(2 << 20);
+        let mut s = synthetic(&want, 2);
+        let sync0 = s.iter().find(|x| x.case == Case::Sync0).unwrap().seconds;
+        for x in s.iter_mut().filter(|x| x.case == Case::WriteSync && x.size_bytes == 4096) {
+            x.seconds = sync0;
+        }
+        let f = fit_io(&s, 2, "t", 4096, MpiIo::Romio, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+        assert_eq!(f.fs.disk.cache_bytes, want.disk.cache_bytes, "{}", f.summary());
     }
 
     #[test]
