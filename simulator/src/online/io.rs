@@ -36,9 +36,9 @@ impl VirtualRank<'_> {
     /// An MPI-IO call `action` ([`Action::IoInfo`], or an [`Action::Io`]
     /// other than `MPI_File_sync` with a file system) at the clock: the
     /// clock moves to its completion (a nonblocking one creates its
-    /// request, complete then). A collective access runs here as an
-    /// independent one: the caller gives it here when
-    /// [`VirtualRank::io_part`] says so. Without a file system in the
+    /// request, complete then). A collective access given here runs as an
+    /// independent one (for when [`VirtualRank::io_part`] returns `None`).
+    /// Without a file system in the
     /// platform the call costs its recorded duration, as in the replay.
     /// Returns the clock, seconds.
     ///
