@@ -1,12 +1,16 @@
 /* iobench: MPI-IO samples for `calibrate io`.
  *
- * usage: mpirun -np N iobench <dir> <plan> <out.csv> <warmup>
+ * usage: mpirun -np N iobench <dir> <plan> <out.csv> <warmup> <library.txt>
  *   <dir>      directory on the file system to measure; every entry uses a
  *              file of its own there (iobench-<entry>.dat), deleted after;
  *   <plan>     text file, one "<case> <size_bytes>" per line, in the order
  *              to measure (the caller shuffles and repeats);
  *   <out.csv>  written by rank 0: "case,size_bytes,seconds";
- *   <warmup>   number of leading plan entries measured but not written.
+ *   <warmup>   number of leading plan entries measured but not written;
+ *   <library.txt> written by rank 0: "library=<first line of
+ *              MPI_Get_library_version>" and "ompi_mca_io=<$OMPI_MCA_io>"
+ *              (Open MPI's io component choice; mpirun --mca io passes it
+ *              so), from which the caller tells ROMIO from OMPIO.
  *
  * Every rank accesses its own contiguous block of size_bytes at offset
  * rank * size_bytes. A sample is the longest time any rank spent between
@@ -154,7 +158,7 @@ static double measure(const char *c, long long size, char *buf) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc != 5) usage_error("usage: iobench <dir> <plan> <out.csv> <warmup>");
+    if (argc != 6) usage_error("usage: iobench <dir> <plan> <out.csv> <warmup> <library.txt>");
     const char *dir = argv[1];
     int warmup = atoi(argv[4]);
     FILE *plan = fopen(argv[2], "r");
@@ -184,6 +188,15 @@ int main(int argc, char **argv) {
         out = fopen(argv[3], "w");
         if (!out) usage_error("cannot create the output CSV");
         fprintf(out, "case,size_bytes,seconds\n");
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(version, &len);
+        version[strcspn(version, "\r\n")] = '\0';
+        const char *io = getenv("OMPI_MCA_io");
+        FILE *lib = fopen(argv[5], "w");
+        if (!lib) usage_error("cannot create the library file");
+        fprintf(lib, "library=%s\nompi_mca_io=%s\n", version, io ? io : "");
+        fclose(lib);
     }
     for (int i = 0; i < count; i++) {
         cur_case = cases[i];

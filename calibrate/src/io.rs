@@ -13,6 +13,8 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::Path;
 
+pub use simulator::io::MpiIo;
+
 use crate::bench::{Launcher, SplitMix64};
 use crate::error::{Error, ErrorKind};
 
@@ -164,8 +166,45 @@ impl IoOptions {
 /// Untimed entries run before the plan (first-use costs of MPI-IO).
 const WARMUP: [(Case, u64); 2] = [(Case::OpenClose, 0), (Case::Write, 4096)];
 
+/// What a run of the benchmark measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoRun {
+    /// The samples, in plan order.
+    pub samples: Vec<IoSample>,
+    /// The first line of the MPI library's `MPI_Get_library_version`.
+    pub library: String,
+    /// The MPI-IO implementation that ran ([`detect_mpi_io`]).
+    pub mpi_io: MpiIo,
+}
+
+/// The MPI-IO implementation behind an MPI library: Open MPI from 2.0 on
+/// opens files with OMPIO (its `io` component of highest priority),
+/// unless `OMPI_MCA_io` (what `mpirun --mca io ...` sets) leaves `ompio`
+/// out (`romio321`, `^ompio`);
+/// every other library (MPICH, Intel MPI, MVAPICH, Open MPI 1.x) with
+/// ROMIO. `library` is `MPI_Get_library_version`'s text, `ompi_mca_io`
+/// the variable's value (empty when unset).
+pub fn detect_mpi_io(library: &str, ompi_mca_io: &str) -> MpiIo {
+    let Some(rest) = library.split("Open MPI v").nth(1) else { return MpiIo::Romio };
+    let major: u32 = rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap_or(0);
+    // An MCA list names the components allowed, or with a leading `^` those excluded.
+    let list = ompi_mca_io.trim();
+    let names_ompio = list.split(',').any(|c| c.trim().trim_start_matches('^') == "ompio");
+    let ompio_allowed = match list.strip_prefix('^') {
+        _ if list.is_empty() => true,
+        Some(_) => !names_ompio,
+        None => names_ompio,
+    };
+    if major >= 2 && ompio_allowed {
+        MpiIo::Ompio
+    } else {
+        MpiIo::Romio
+    }
+}
+
 /// Compiles [`IOBENCH_C`] and runs it with `launcher` on `options.ranks`
-/// ranks over [`IoOptions::plan`], its files in `dir`; returns the samples.
+/// ranks over [`IoOptions::plan`], its files in `dir`; returns the samples
+/// and the MPI library that ran.
 ///
 /// # Errors
 /// [`ErrorKind::Io`] naming `dir` when it is not a directory;
@@ -173,7 +212,7 @@ const WARMUP: [(Case, u64); 2] = [(Case::OpenClose, 0), (Case::Write, 4096)];
 /// [`Launcher::compile_source`] and [`Launcher::launch`] (an MPI-IO error
 /// quotes the benchmark's line naming the case and file);
 /// [`ErrorKind::Csv`] for a malformed output.
-pub fn measure(launcher: &Launcher, dir: &Path, options: &IoOptions) -> Result<Vec<IoSample>, Error> {
+pub fn measure(launcher: &Launcher, dir: &Path, options: &IoOptions) -> Result<IoRun, Error> {
     if !dir.is_dir() {
         return Err(Error::new(ErrorKind::Io, format!("--dir {}: not a directory", dir.display())));
     }
@@ -181,11 +220,17 @@ pub fn measure(launcher: &Launcher, dir: &Path, options: &IoOptions) -> Result<V
     let work = tempfile::tempdir().map_err(|e| Error::io(&std::env::temp_dir(), e))?;
     let exe = launcher.compile_source(work.path(), "iobench", IOBENCH_C)?;
     let (plan_path, csv_path) = (work.path().join("plan.txt"), work.path().join("samples.csv"));
+    let lib_path = work.path().join("library.txt");
     let text: String = WARMUP.iter().chain(&plan).map(|(c, s)| format!("{c} {s}\n")).collect();
     std::fs::write(&plan_path, text).map_err(|e| Error::io(&plan_path, e))?;
-    let args: Vec<OsString> = vec![dir.into(), plan_path.into(), csv_path.clone().into(), WARMUP.len().to_string().into()];
+    let args: Vec<OsString> =
+        vec![dir.into(), plan_path.into(), csv_path.clone().into(), WARMUP.len().to_string().into(), lib_path.clone().into()];
     launcher.launch(options.ranks, &exe, &args, &work.path().join("mpirun.log"), "iobench")?;
-    read_csv(&csv_path)
+    let lib = std::fs::read_to_string(&lib_path).map_err(|e| Error::io(&lib_path, e))?;
+    let field = |key: &str| lib.lines().find_map(|l| l.strip_prefix(key)).unwrap_or("").trim().to_string();
+    let library = field("library=");
+    let mpi_io = detect_mpi_io(&library, &field("ompi_mca_io="));
+    Ok(IoRun { samples: read_csv(&csv_path)?, library, mpi_io })
 }
 
 /// Header line of the benchmark's CSV.
@@ -314,6 +359,19 @@ mod tests {
         assert!(read_csv(&f).unwrap_err().to_string().ends_with("s.csv:3: unknown case `append`"));
         std::fs::write(&f, format!("{CSV_HEADER}\nwrite,4096,-1\n")).unwrap();
         assert!(read_csv(&f).unwrap_err().to_string().contains("s.csv:2: seconds `-1`"));
+    }
+
+    #[test]
+    fn open_mpi_from_2_0_runs_ompio_unless_romio_is_chosen() {
+        let ompi = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022";
+        assert_eq!(detect_mpi_io(ompi, ""), MpiIo::Ompio);
+        assert_eq!(detect_mpi_io(ompi, "romio321"), MpiIo::Romio);
+        assert_eq!(detect_mpi_io(ompi, "^ompio"), MpiIo::Romio);
+        assert_eq!(detect_mpi_io(ompi, "ompio,romio321"), MpiIo::Ompio);
+        assert_eq!(detect_mpi_io(ompi, "^romio321"), MpiIo::Ompio);
+        assert_eq!(detect_mpi_io("Open MPI v1.10.7, package: Open MPI", ""), MpiIo::Romio);
+        assert_eq!(detect_mpi_io("MPICH Version:      4.0", ""), MpiIo::Romio);
+        assert_eq!(detect_mpi_io("", ""), MpiIo::Romio);
     }
 
     #[test]

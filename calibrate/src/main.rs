@@ -84,6 +84,13 @@ struct IoArgs {
     /// Kill the benchmark after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout_s: u64,
+    /// The MPI-IO implementation written as the file system's `mpi_io`
+    /// (whose collective algorithm the simulator follows): romio or
+    /// ompio. Default: detected from the library the benchmark ran (Open
+    /// MPI from 2.0 on runs ompio unless `--mca io` leaves it out; other
+    /// libraries run romio).
+    #[arg(long, value_name = "romio|ompio")]
+    mpi_io: Option<simulator::io::MpiIo>,
 }
 
 #[derive(Args)]
@@ -261,14 +268,22 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
     let options = io::IoOptions { ranks: a.ranks, reps: a.reps, min_bytes: a.min_bytes, max_bytes: a.max_bytes, seed: a.seed };
     options.sizes()?;
     let launcher = Launcher { mpirun_args: a.mpirun_args, timeout: Duration::from_secs(a.timeout_s), ..Launcher::from_env() };
-    let samples = io::measure(&launcher, &a.dir, &options).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    let run = io::measure(&launcher, &a.dir, &options).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    let samples = run.samples;
+    let mpi_io = a.mpi_io.unwrap_or(run.mpi_io);
+    eprintln!(
+        "calibrate io: MPI library `{}`: collective I/O modelled as {} ({})",
+        run.library,
+        mpi_io.name(),
+        if a.mpi_io.is_some() { "--mpi-io" } else { "detected" }
+    );
     let name = a.name.unwrap_or_else(|| {
         a.dir.canonicalize().ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "fs".into())
     });
     let intra = platform.network.intra.clone();
     let exchange = |b: u64| intra.transfer.eval(b);
-    let mut f =
-        fit::fit_io(&samples, a.ranks, &name, io::block_size(&a.dir), &exchange).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    let mut f = fit::fit_io(&samples, a.ranks, &name, io::block_size(&a.dir), mpi_io, &exchange)
+        .map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
     if let Some(w) = &f.cache_warning {
         // The page cache holds what was written (clean once written back)
         // as far as the host's available memory goes, and takes writes
@@ -292,6 +307,8 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
             )
         });
         eprintln!("calibrate io: warning: {w}{held}{dirty}");
+        // The residuals of the file system as written.
+        f.update_residuals(&exchange);
     }
     platform.fs.retain(|fs| fs.name != name);
     platform.fs.insert(0, f.fs.clone());

@@ -26,16 +26,25 @@
 //! - open, close, set_size, preallocate and delete pay
 //!   `metadata_latency_s`, a sync `sync_latency_s` after the drain.
 //!
-//! Collective I/O ([`two_phase`]) follows ROMIO's generic two-phase
-//! algorithm (Thakur, Gropp & Lusk, "Data sieving and collective I/O in
-//! ROMIO", Frontiers 1999, §3): one aggregator per host by default
-//! (`cb_nodes`), the accessed range split into contiguous file domains,
-//! one per aggregator, processed in rounds of `cb_buffer_bytes`; each
-//! round exchanges data between ranks and aggregators through the network
-//! model, then the aggregators access the file.
+//! Collective I/O follows the MPI-IO implementation the file system's
+//! `mpi_io` names ([`MpiIo`]):
+//!
+//! - `romio` ([`two_phase`]): ROMIO's generic two-phase algorithm
+//!   (Thakur, Gropp & Lusk, "Data sieving and collective I/O in ROMIO",
+//!   Frontiers 1999, §3): one aggregator per host by default (`cb_nodes`),
+//!   the accessed range split into contiguous file domains, one per
+//!   aggregator, processed in rounds of `cb_buffer_bytes`; each round
+//!   exchanges data between ranks and aggregators through the network
+//!   model, then the aggregators access the file;
+//! - `ompio` ([`ompio`]): Open MPI's OMPIO, whose `fcoll` framework picks
+//!   `individual` (each rank's own independent access, no exchange, no
+//!   synchronisation) for a communicator of at most 2 ranks, and `vulcan`
+//!   (even file domains, cycles of half the aggregator buffer, the write
+//!   of one cycle overlapping the exchange of the next) above.
 
 pub mod client;
 pub mod hints;
+pub mod ompio;
 mod recent;
 mod state;
 pub mod summary;
@@ -56,6 +65,52 @@ use crate::error::Invalid;
 /// ROMIO's default collective buffer (`cb_buffer_size`), bytes.
 pub const DEFAULT_CB_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 
+/// The MPI-IO implementation whose algorithms time collective accesses
+/// and strided independent ones (`[[fs]] mpi_io`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MpiIo {
+    /// ROMIO (MPICH, Intel MPI, MVAPICH, Open MPI's `romio` io
+    /// component): two-phase collective I/O ([`two_phase`]) and data
+    /// sieving of strided accesses.
+    #[default]
+    Romio,
+    /// Open MPI's OMPIO (its default io component since 2.0): the `fcoll`
+    /// components `individual` and `vulcan` ([`ompio`]) and the posix
+    /// `fbtl`'s data sieving of strided accesses.
+    Ompio,
+}
+
+fn is_romio(m: &MpiIo) -> bool {
+    *m == MpiIo::Romio
+}
+
+impl MpiIo {
+    /// Its name in a platform file: `romio` or `ompio`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MpiIo::Romio => "romio",
+            MpiIo::Ompio => "ompio",
+        }
+    }
+}
+
+impl std::str::FromStr for MpiIo {
+    type Err = String;
+
+    /// `romio` or `ompio`.
+    ///
+    /// # Errors
+    /// A message naming the other text.
+    fn from_str(s: &str) -> Result<MpiIo, String> {
+        match s {
+            "romio" => Ok(MpiIo::Romio),
+            "ompio" => Ok(MpiIo::Ompio),
+            _ => Err(format!("`{s}`: expected `romio` or `ompio`")),
+        }
+    }
+}
+
 /// A file system of the platform (`[[fs]]`).
 ///
 /// ```toml
@@ -67,6 +122,7 @@ pub const DEFAULT_CB_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 /// metadata_latency_s = 2e-4    # open, close, set_size, delete
 /// sync_latency_s = 1e-3        # a sync beyond the drain (default metadata_latency_s)
 /// link_bytes_per_s = 1.25e9    # each server's link to the clients (default: unlimited)
+/// mpi_io = "ompio"             # "romio" (default) or "ompio": its collective algorithm
 /// [fs.disk]
 /// latency_s = 1e-4             # per request
 /// read_bytes_per_s = 5e8
@@ -111,14 +167,20 @@ pub struct FileSystem {
     pub link_bytes_per_s: Option<f64>,
     /// Each server's disk.
     pub disk: Disk,
-    /// Collective buffer per aggregator, bytes (ROMIO's `cb_buffer_size`;
-    /// default [`DEFAULT_CB_BUFFER_BYTES`]).
+    /// Collective buffer per aggregator, bytes (the `cb_buffer_size`
+    /// hint; default: ROMIO's [`DEFAULT_CB_BUFFER_BYTES`], OMPIO's
+    /// [`ompio::DEFAULT_BYTES_PER_AGG`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cb_buffer_bytes: Option<u64>,
-    /// Aggregators of a collective access (ROMIO's `cb_nodes`); `None`:
-    /// one per host of the communicator.
+    /// Aggregators of a collective access (the `cb_nodes` hint); `None`:
+    /// ROMIO's one per host of the communicator, OMPIO's
+    /// [`ompio::default_aggregators`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cb_nodes: Option<u32>,
+    /// The MPI-IO implementation the application runs on (default
+    /// `romio`); `calibrate io` sets it from the MPI library it ran.
+    #[serde(default, skip_serializing_if = "is_romio")]
+    pub mpi_io: MpiIo,
 }
 
 /// The disk of each server of a [`FileSystem`].

@@ -48,6 +48,7 @@
 //! name = "scratch"
 //! servers = 4
 //! stripe_size_bytes = 1048576
+//! mpi_io = "ompio"             # collective I/O as "romio" (default) or "ompio" runs it
 //! disk = { latency_s = 1e-4, read_bytes_per_s = 5e8, write_bytes_per_s = 3e8 }
 //! ```
 

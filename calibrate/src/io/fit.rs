@@ -12,11 +12,11 @@
 //!   the common metadata operations; `sync0` only when there is no
 //!   `openclose` sample, and its residual shows what a sync costs beyond);
 //! - read: the `read` medians (data dropped from the page cache first);
-//! - cache: sizes from the smallest up whose `write` median is more than
-//!   [`CACHE_FACTOR`] times faster than `write_sync` less `sync0` (the
-//!   sync's own cost), and the larger sizes whose `write` stays within
-//!   that factor of the cache's line through them, went to a write-back
-//!   cache; `cache_bytes` = N × the largest of them, and `cache_latency_s`
+//! - cache: the sizes whose `write` median is more than [`CACHE_FACTOR`]
+//!   times faster than `write_sync` less `sync0` (the sync's own cost)
+//!   give the cache's line; from the smallest of them, the sizes whose
+//!   `write` stays within that factor of the line went to a write-back
+//!   cache (and the smaller sizes with them); `cache_bytes` = N × the largest of them, and `cache_latency_s`
 //!   and `cache_bytes_per_s` from `write = cache_latency_s + b /
 //!   cache_bytes_per_s` on them (ranks write into the cache at once);
 //!   when `write16` was measured (the same blocks as 16 writes one after
@@ -36,12 +36,16 @@
 //!   metadata latency, which with the metadata latency is
 //!   `sync_latency_s`.
 //!
-//! The collective cases are not fitted: their residuals check the model's
-//! two-phase I/O on the fitted file system.
+//! The collective cases are not fitted: their residuals check the
+//! collective schedule of the MPI-IO implementation that ran (the
+//! file system's `mpi_io`: ROMIO's two-phase, OMPIO's `individual` or
+//! `vulcan`, [`simulator::io::client::schedule`]) on the fitted file
+//! system.
 
 use std::collections::BTreeMap;
 
-use simulator::io::{two_phase, Disk, FileSystem, FsState, Hints, IoKind, Member};
+use simulator::io::client::schedule;
+use simulator::io::{Disk, FileSystem, FsState, Hints, IoKind, Member, MpiIo};
 
 use super::{Case, IoSample};
 use crate::error::{Error, ErrorKind};
@@ -73,16 +77,16 @@ pub struct IoFit {
 /// Duration of `case` at `size_bytes` per rank on `ranks` ranks of one
 /// host on the file system `fs`, as the simulator times it, seconds;
 /// `exchange(bytes)` is the network's transfer time between two ranks of
-/// the host (two-phase I/O), seconds.
+/// the host (the exchange of collective I/O), seconds.
 pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchange: &dyn Fn(u64) -> f64) -> f64 {
     let mut st = FsState::new(fs.clone());
     let independent =
         |st: &mut FsState, kind| (0..ranks as u64).map(|r| st.request(0.0, 0.0, 0, r * size_bytes, size_bytes, kind)).fold(0.0, f64::max);
-    let collective = |st: &mut FsState, kind| {
+    let collective = |st: &mut FsState, write: bool| {
         let members: Vec<Member> = (0..ranks as u64)
             .map(|r| Member { host: 0, offset: r * size_bytes, bytes: size_bytes, span: size_bytes, entry_s: 0.0 })
             .collect();
-        two_phase(st, 0, &members, kind, &Hints::default(), 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
+        schedule(st, 0, &members, write, &Hints::default(), 0.0, |_, _, b| exchange(b)).into_iter().fold(0.0, f64::max)
     };
     match case {
         Case::Write => independent(&mut st, IoKind::Write),
@@ -91,12 +95,12 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
             st.sync(t)
         }
         Case::Read => independent(&mut st, IoKind::Read),
-        Case::WriteAll => collective(&mut st, IoKind::Write),
+        Case::WriteAll => collective(&mut st, true),
         Case::WriteAllSync => {
-            let t = collective(&mut st, IoKind::Write);
+            let t = collective(&mut st, true);
             st.sync(t)
         }
-        Case::ReadAll => collective(&mut st, IoKind::Read),
+        Case::ReadAll => collective(&mut st, false),
         Case::Write16 => {
             // The ranks' writes in the order of time: each rank's next after its last.
             let mut t = vec![0.0; ranks as usize];
@@ -117,13 +121,21 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
     }
 }
 
-/// Fits the file system `name` (stripe unit `stripe_size_bytes`) to the
-/// `samples` of a run on `ranks` ranks; `exchange` as in [`predict`].
+/// Fits the file system `name` (stripe unit `stripe_size_bytes`, MPI-IO
+/// implementation `mpi_io`) to the `samples` of a run on `ranks` ranks;
+/// `exchange` as in [`predict`].
 ///
 /// # Errors
 /// [`ErrorKind::Fit`] when `read` or `write_sync` has fewer than 2 sizes,
 /// a median is not positive, or its largest size took no time (no bandwidth).
-pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u64, exchange: &dyn Fn(u64) -> f64) -> Result<IoFit, Error> {
+pub fn fit_io(
+    samples: &[IoSample],
+    ranks: u32,
+    name: &str,
+    stripe_size_bytes: u64,
+    mpi_io: MpiIo,
+    exchange: &dyn Fn(u64) -> f64,
+) -> Result<IoFit, Error> {
     let n = ranks.max(1) as f64;
     let mut by_case: BTreeMap<Case, Vec<(u64, f64)>> = BTreeMap::new();
     for s in samples {
@@ -140,22 +152,29 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
     let read = line(Case::Read, &med(Case::Read).iter().map(|&(b, t)| (ranks as u64 * b, t)).collect::<Vec<_>>())?;
     let read_latency_s = read.pieces[0].intercept_s / n;
 
-    // Cache: the leading run of sizes where write ≪ write_sync less what
-    // a sync of nothing costs.
+    // Cache: the sizes where write ≪ write_sync less what a sync of
+    // nothing costs (at small sizes both syncs cost about the same, so a
+    // noisy sync can hide a cached size: those are not required to pass).
     let (write, write_sync) = (med(Case::Write), med(Case::WriteSync));
     let empty_sync_s = med(Case::Sync0).first().map_or(metadata_latency_s, |p| p.1);
     let fast: Vec<(u64, f64)> = write_sync
         .iter()
-        .map_while(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws - empty_sync_s > CACHE_FACTOR * w.1).copied())
+        .filter_map(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws - empty_sync_s > CACHE_FACTOR * w.1).copied())
         .collect();
-    // The sizes after that run whose writes still went at the cache's speed
-    // (within CACHE_FACTOR of its line) went to the cache too: a write-back
-    // cache hides the disk up to its size, however slow the sync behind it.
-    let fast: Vec<(u64, f64)> = match fast.is_empty() {
-        true => fast,
-        false => {
+    // From the first of them, the sizes whose writes went at the cache's
+    // speed (within CACHE_FACTOR of its line) went to the cache: a
+    // write-back cache hides the disk up to its size, however slow the
+    // sync behind it.
+    let fast: Vec<(u64, f64)> = match fast.first() {
+        None => fast,
+        Some(&(first, _)) => {
             let (lat, bw) = cache_line(&fast);
-            write.iter().copied().take_while(|&(b, t)| t > 0.0 && t <= CACHE_FACTOR * (lat + b as f64 / bw)).collect()
+            write
+                .iter()
+                .copied()
+                .skip_while(|w| w.0 < first)
+                .take_while(|&(b, t)| t > 0.0 && t <= CACHE_FACTOR * (lat + b as f64 / bw))
+                .collect()
         }
     };
     // A stream of writes pays a write's fixed cost as the application's
@@ -212,6 +231,7 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
         },
         cb_buffer_bytes: None,
         cb_nodes: None,
+        mpi_io,
     };
     let cache_warning = cache.map(|(bytes, _)| {
         let largest = fast.last().map_or(0, |f| f.0);
@@ -219,18 +239,10 @@ pub fn fit_io(samples: &[IoSample], ranks: u32, name: &str, stripe_size_bytes: u
             "the page cache hides the disk: writes without sync were more than {CACHE_FACTOR}× faster than with sync up to {largest} bytes per rank; modelled as a write-back cache of {bytes} bytes, the disk's write bandwidth comes from the synced writes"
         )
     });
-    let mut medians = Vec::new();
-    let mut residuals = Vec::new();
-    for case in Case::ALL {
-        let m = med(case);
-        if m.is_empty() {
-            continue;
-        }
-        let sq: f64 = m.iter().map(|&(b, t)| ((predict(&fs, ranks, case, b, exchange) - t) / t).powi(2)).sum();
-        residuals.push((case, (sq / m.len() as f64).sqrt(), m.len()));
-        medians.extend(m.iter().map(|&(b, t)| (case, b, t)));
-    }
-    Ok(IoFit { fs, ranks, medians, residuals, write_intercept_s, cache_warning })
+    let medians: Vec<(Case, u64, f64)> = Case::ALL.iter().flat_map(|&case| med(case).into_iter().map(move |(b, t)| (case, b, t))).collect();
+    let mut fit = IoFit { fs, ranks, medians, residuals: Vec::new(), write_intercept_s, cache_warning };
+    fit.update_residuals(exchange);
+    Ok(fit)
 }
 
 /// The cache's `(latency_s, bytes_per_s)` from the cached sizes' `write`
@@ -272,6 +284,20 @@ fn line(case: Case, pts: &[(u64, f64)]) -> Result<SegmentedFit, Error> {
 }
 
 impl IoFit {
+    /// Recomputes `residuals` from `medians` and the file system `fs` as
+    /// it is now (after a caller changed it); `exchange` as in [`predict`].
+    pub fn update_residuals(&mut self, exchange: &dyn Fn(u64) -> f64) {
+        self.residuals.clear();
+        for case in Case::ALL {
+            let m: Vec<(u64, f64)> = self.medians.iter().filter(|x| x.0 == case).map(|x| (x.1, x.2)).collect();
+            if m.is_empty() {
+                continue;
+            }
+            let sq: f64 = m.iter().map(|&(b, t)| ((predict(&self.fs, self.ranks, case, b, exchange) - t) / t).powi(2)).sum();
+            self.residuals.push((case, (sq / m.len() as f64).sqrt(), m.len()));
+        }
+    }
+
     /// The fitted parameters and the residual per case, one per line.
     pub fn summary(&self) -> String {
         let (fs, d) = (&self.fs, &self.fs.disk);
@@ -331,6 +357,7 @@ mod tests {
             },
             cb_buffer_bytes: None,
             cb_nodes: None,
+            mpi_io: MpiIo::Romio,
         }
     }
 
@@ -352,9 +379,17 @@ mod tests {
 
     #[test]
     fn recovers_known_parameters_from_synthetic_samples() {
-        for (ranks, cache) in [(2, 0), (2, 2 << 20), (4, 4 << 20)] {
-            let want = truth(cache);
-            let f = fit_io(&synthetic(&want, ranks), ranks, "t", 4096, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+        let runs = [
+            (2, 0, MpiIo::Romio),
+            (2, 2 << 20, MpiIo::Romio),
+            (4, 4 << 20, MpiIo::Romio),
+            (2, 2 << 20, MpiIo::Ompio),
+            (4, 0, MpiIo::Ompio),
+        ];
+        for (ranks, cache, mpi_io) in runs {
+            let want = FileSystem { mpi_io, ..truth(cache) };
+            let f = fit_io(&synthetic(&want, ranks), ranks, "t", 4096, mpi_io, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+            assert_eq!(f.fs.mpi_io, mpi_io);
             let (g, w) = (&f.fs.disk, &want.disk);
             assert!(close(f.fs.metadata_latency_s, want.metadata_latency_s), "{}", f.summary());
             assert!(close(f.fs.sync_latency_s.unwrap(), 1e-3), "{}", f.summary());
@@ -373,12 +408,24 @@ mod tests {
     }
 
     #[test]
+    fn a_small_size_whose_sync_costs_no_more_than_an_empty_one_still_is_cached() {
+        let want = truth(2 << 20);
+        let mut s = synthetic(&want, 2);
+        let sync0 = s.iter().find(|x| x.case == Case::Sync0).unwrap().seconds;
+        for x in s.iter_mut().filter(|x| x.case == Case::WriteSync && x.size_bytes == 4096) {
+            x.seconds = sync0;
+        }
+        let f = fit_io(&s, 2, "t", 4096, MpiIo::Romio, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+        assert_eq!(f.fs.disk.cache_bytes, want.disk.cache_bytes, "{}", f.summary());
+    }
+
+    #[test]
     fn too_few_sizes_are_refused_and_flat_times_take_the_largest_size() {
         let s = [IoSample { case: Case::Read, size_bytes: 4096, seconds: 1e-3 }];
-        assert!(fit_io(&s, 2, "t", 4096, &|_| 0.0).unwrap_err().to_string().starts_with("read: "));
+        assert!(fit_io(&s, 2, "t", 4096, MpiIo::Romio, &|_| 0.0).unwrap_err().to_string().starts_with("read: "));
         let flat = |case: Case| [4096u64, 16384, 65536].map(|b| IoSample { case, size_bytes: b, seconds: 1e-3 });
         let samples: Vec<IoSample> = [flat(Case::Read), flat(Case::WriteSync)].concat();
-        let f = fit_io(&samples, 2, "t", 4096, &|_| 0.0).unwrap();
+        let f = fit_io(&samples, 2, "t", 4096, MpiIo::Romio, &|_| 0.0).unwrap();
         // 2 ranks × 64 KiB in 1 ms, no latency.
         assert!(close(f.fs.disk.read_bytes_per_s, 2.0 * 65536.0 / 1e-3) && f.fs.disk.latency_s == 0.0, "{}", f.summary());
     }

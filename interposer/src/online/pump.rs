@@ -259,15 +259,15 @@ impl Online {
                 }
             }
             Ev::CollIo { call, action, members, slot, gather } => {
-                // Two-phase off (or no file system): an independent access.
-                if gather.is_none() && self.clock.io_part(action).is_none() {
+                // Run as independent accesses (or no file system).
+                if gather.is_none() && self.clock.io_part(action, members.len()).is_none() {
                     if let Err(e) = self.clock.io(action) {
                         unmodelled(&mut self.unmodelled, self.rank, *call, &e);
                     }
                     return true;
                 }
                 let part = || {
-                    let (offset, bytes, span) = self.clock.io_part(action).unwrap_or_default();
+                    let (offset, bytes, span) = self.clock.io_part(action, members.len()).unwrap_or_default();
                     vec![self.clock.now(), offset as f64, bytes as f64, span as f64]
                 };
                 let got = match gathered(gather, *slot, members.len(), 4, part) {

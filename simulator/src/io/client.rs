@@ -8,9 +8,15 @@
 //! (a write: read, then written back, per buffer of `ind_wr_buffer_size`);
 //! without, one request per contiguous block. A collective access whose
 //! `romio_cb_read`/`write` is `disable` is an independent one.
+//!
+//! On a file system whose `mpi_io` is `ompio` ([`MpiIo::Ompio`]), a
+//! strided independent access is one request per contiguous block (the
+//! posix `fbtl` sieves only an aggregator's writes), and collective
+//! accesses follow [`super::ompio`]: independent ones up to
+//! [`super::ompio::INDIVIDUAL_MAX_RANKS`] ranks.
 
 use super::hints::{DEFAULT_IND_RD_BUFFER_BYTES, DEFAULT_IND_WR_BUFFER_BYTES};
-use super::{two_phase, FileInfo, FileView, FsState, Hints, IoKind, Member};
+use super::{ompio, two_phase, FileInfo, FileView, FsState, Hints, IoKind, Member, MpiIo};
 use crate::action::IoCall;
 use crate::platform::Platform;
 
@@ -27,9 +33,10 @@ pub struct OpenFile {
     pub view: Option<FileView>,
     /// The hints given so far (later ones replace earlier ones).
     pub hints: Hints,
-    /// Bytes this rank wrote independently since its last sync of the
-    /// file (the online clock's part of a collective sync: data written
-    /// collectively is in every member's view already).
+    /// Bytes this rank wrote independently (collective writes that ran as
+    /// independent ones included) since its last sync of the file (the
+    /// online clock's part of a collective sync: data written collectively
+    /// is in every member's view already).
     pub unsynced_bytes: u64,
 }
 
@@ -47,11 +54,20 @@ impl OpenFile {
         self.view.map_or(bytes, |v| v.span(bytes))
     }
 
-    /// Whether a collective access of this kind runs as ROMIO's two-phase
-    /// (`romio_cb_read`/`romio_cb_write` not `disable`).
-    pub fn two_phase(&self, write: bool) -> bool {
-        let cb = if write { self.hints.cb_write } else { self.hints.cb_read };
-        cb != Some(false)
+    /// Whether a collective access of this kind by a communicator of
+    /// `ranks` ranks runs collectively under `mpi_io` (its members wait
+    /// for one another, [`collective`]) rather than as each rank's
+    /// independent access ([`independent`]): with ROMIO, unless
+    /// `romio_cb_read`/`romio_cb_write` is `disable`; with OMPIO, above
+    /// [`ompio::INDIVIDUAL_MAX_RANKS`] ranks.
+    pub fn collective(&self, write: bool, mpi_io: MpiIo, ranks: usize) -> bool {
+        match mpi_io {
+            MpiIo::Romio => {
+                let cb = if write { self.hints.cb_write } else { self.hints.cb_read };
+                cb != Some(false)
+            }
+            MpiIo::Ompio => !ompio::individual(ranks),
+        }
     }
 }
 
@@ -83,10 +99,11 @@ pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, a: Acces
     };
     let Some(v) = open.view.filter(|_| bytes > 0) else { return fs.request(t, lat, file, offset, bytes, kind) };
     let h = &open.hints;
-    let sieve = match kind {
-        IoKind::Read => h.ds_read != Some(false),
-        IoKind::Write => h.ds_write != Some(false),
-    };
+    let sieve = fs.fs().mpi_io == MpiIo::Romio
+        && match kind {
+            IoKind::Read => h.ds_read != Some(false),
+            IoKind::Write => h.ds_write != Some(false),
+        };
     if sieve {
         let span = v.span(bytes);
         let buf = match kind {
@@ -115,26 +132,47 @@ pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, a: Acces
 
 /// A collective access (`ReadAll` or `WriteAll`) of `file` by `members`
 /// (in communicator rank order, each with its host, part, span and entry
-/// time) on `platform` with the file's `hints`: ROMIO's two-phase schedule
-/// ([`two_phase`]), the exchange timed by the platform's intra- or
-/// inter-host transfer model. With `romio_cb_write`/`romio_cb_read` left
-/// `automatic` (ROMIO's default) and parts that do not interleave (each
-/// member's contiguous range ends before the next one's starts), ROMIO
-/// skips the two phases: once the last member entered (the offsets are
-/// exchanged), each accesses its own part independently. Returns each
-/// member's completion, seconds.
+/// time) on `platform` with the file's `hints`: [`schedule`] with the
+/// exchange timed by the platform's intra- or inter-host transfer model.
+/// Returns each member's completion, seconds.
 pub fn collective(fs: &mut FsState, platform: &Platform, file: u32, members: &[Member], write: bool, hints: &Hints, lat: f64) -> Vec<f64> {
-    let kind = if write { IoKind::Write } else { IoKind::Read };
-    let automatic = if write { hints.cb_write } else { hints.cb_read }.is_none();
-    if automatic && !interleaved(members) {
-        let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
-        return members.iter().map(|m| fs.request(t0, lat, file, m.offset, m.bytes, kind)).collect();
-    }
     let net = &platform.network;
     let exchange = |a: usize, b: usize, bytes: u64| {
         let model = if members[a].host == members[b].host { &net.intra } else { net.inter.as_ref().unwrap_or(&net.intra) };
         model.transfer.eval(bytes)
     };
+    schedule(fs, file, members, write, hints, lat, exchange)
+}
+
+/// The schedule of a collective access of `file` by `members` under the
+/// file system's `mpi_io`, `exchange(from, to, bytes)` timing a transfer
+/// between two members (seconds), `lat` the one-way latency to the
+/// servers (seconds); returns each member's completion, seconds.
+///
+/// ROMIO: its two-phase schedule ([`two_phase`]); with
+/// `romio_cb_write`/`romio_cb_read` left `automatic` (ROMIO's default)
+/// and parts that do not interleave (each member's contiguous range ends
+/// before the next one's starts), ROMIO skips the two phases: once the
+/// last member entered (the offsets are exchanged), each accesses its own
+/// part independently. OMPIO: [`ompio::collective`].
+pub fn schedule(
+    fs: &mut FsState,
+    file: u32,
+    members: &[Member],
+    write: bool,
+    hints: &Hints,
+    lat: f64,
+    exchange: impl Fn(usize, usize, u64) -> f64,
+) -> Vec<f64> {
+    let kind = if write { IoKind::Write } else { IoKind::Read };
+    if fs.fs().mpi_io == MpiIo::Ompio {
+        return ompio::collective(fs, file, members, kind, hints, lat, exchange);
+    }
+    let automatic = if write { hints.cb_write } else { hints.cb_read }.is_none();
+    if automatic && !interleaved(members) {
+        let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
+        return members.iter().map(|m| fs.request(t0, lat, file, m.offset, m.bytes, kind)).collect();
+    }
     two_phase(fs, file, members, kind, hints, lat, exchange)
 }
 

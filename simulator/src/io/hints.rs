@@ -5,7 +5,7 @@
 use crate::trace::record::hint;
 
 /// The hints given for a file; `None`: not given (the file system's
-/// `[[fs]]` settings and ROMIO's defaults apply).
+/// `[[fs]]` settings and its MPI-IO implementation's defaults apply).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Hints {
     /// `cb_nodes`: aggregators of collective accesses.
@@ -16,13 +16,13 @@ pub struct Hints {
     pub striping_unit: Option<u64>,
     /// `striping_factor`: servers (taken when the file is opened).
     pub striping_factor: Option<u32>,
-    /// `romio_cb_write`: `Some(false)` makes collective writes independent.
+    /// `romio_cb_write` (ROMIO only): `Some(false)` makes collective writes independent.
     pub cb_write: Option<bool>,
-    /// `romio_cb_read`: `Some(false)` makes collective reads independent.
+    /// `romio_cb_read` (ROMIO only): `Some(false)` makes collective reads independent.
     pub cb_read: Option<bool>,
-    /// `romio_ds_write`: `Some(false)` turns data sieving of strided writes off.
+    /// `romio_ds_write` (ROMIO only): `Some(false)` turns data sieving of strided writes off.
     pub ds_write: Option<bool>,
-    /// `romio_ds_read`: `Some(false)` turns data sieving of strided reads off.
+    /// `romio_ds_read` (ROMIO only): `Some(false)` turns data sieving of strided reads off.
     pub ds_read: Option<bool>,
     /// `ind_wr_buffer_size`, bytes.
     pub ind_wr_buffer_bytes: Option<u64>,

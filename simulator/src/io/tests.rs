@@ -19,6 +19,7 @@ pub(crate) fn fs(servers: u32, stripe: u64) -> FileSystem {
         disk: Disk::new(1e-2, 2e8, 1e8),
         cb_buffer_bytes: None,
         cb_nodes: None,
+        mpi_io: MpiIo::Romio,
     }
 }
 

@@ -12,36 +12,41 @@ impl VirtualRank<'_> {
         ReplayError { rank: Some(self.rank), kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why: why.into() } }
     }
 
-    /// The part a collective access `action` brings to its members'
-    /// exchange: `(offset, bytes, span)` (the file bytes its data covers
-    /// through the file's view); `None` when it is not a collective
-    /// access or runs as an independent one (`romio_cb_*` disabled), for
-    /// [`VirtualRank::io`] then.
+    /// The part a collective access `action` of a communicator of `ranks`
+    /// ranks brings to its members' exchange: `(offset, bytes, span)` (the
+    /// file bytes its data covers through the file's view); `None` when it
+    /// is not a collective access or runs as an independent one
+    /// ([`crate::io::client::OpenFile::collective`]: `romio_cb_*`
+    /// disabled, or OMPIO's `individual`), for [`VirtualRank::io`] then.
     ///
     /// `MPI_File_sync`, collective over the file's communicator, brings
     /// `(0, bytes, 0)`: the bytes this rank wrote independently since its
     /// last sync of the file, which only its own view of the caches holds
     /// and the first member's sync writes back for everyone.
-    pub fn io_part(&self, action: &Action) -> Option<(u64, u64, u64)> {
-        if let (&Action::Io { call: IoCall::Sync, file, .. }, Some(_)) = (action, self.fs.as_ref()) {
+    pub fn io_part(&self, action: &Action, ranks: usize) -> Option<(u64, u64, u64)> {
+        let fs = self.fs.as_ref()?;
+        if let &Action::Io { call: IoCall::Sync, file, .. } = action {
             return Some((0, self.open.get(&file).map_or(0, |o| o.unsynced_bytes), 0));
         }
         let Action::Io { call: call @ (IoCall::ReadAll | IoCall::WriteAll), file, offset, bytes, .. } = *action else { return None };
         let open = self.open.get(&file).copied().unwrap_or_default();
-        (self.fs.is_some() && open.two_phase(call == IoCall::WriteAll)).then(|| (offset, bytes, open.span(bytes)))
+        open.collective(call == IoCall::WriteAll, fs.fs().mpi_io, ranks).then(|| (offset, bytes, open.span(bytes)))
     }
 
     /// An MPI-IO call `action` ([`Action::IoInfo`], or an [`Action::Io`]
-    /// that is no collective two-phase access: see
-    /// [`VirtualRank::io_part`]) at the clock: the clock moves to its
-    /// completion (a nonblocking one creates its request, complete then).
-    /// Without a file system in the platform the call costs its recorded
-    /// duration, as in the replay. Returns the clock, seconds.
+    /// other than `MPI_File_sync` with a file system) at the clock: the
+    /// clock moves to its completion (a nonblocking one creates its
+    /// request, complete then). A collective access given here runs as an
+    /// independent one (for when [`VirtualRank::io_part`] returns `None`).
+    /// Without a file system in the
+    /// platform the call costs its recorded duration, as in the replay.
+    /// Returns the clock, seconds.
     ///
     /// # Errors
-    /// [`ReplayError`] for another action, or a two-phase access.
+    /// [`ReplayError`] for another action, or a sync with a file system
+    /// (it needs its members' parts: [`VirtualRank::collective_io`]).
     pub fn io(&mut self, action: &Action) -> Result<f64, ReplayError> {
-        if self.io_part(action).is_some() {
+        if self.fs.is_some() && matches!(action, Action::Io { call: IoCall::Sync, .. }) {
             return Err(self.io_error(action, "a collective access needs its members' parts"));
         }
         let (call, file, offset, bytes, recorded_s) = match action {
@@ -70,7 +75,7 @@ impl VirtualRank<'_> {
                 }
                 let open = self.open.get(&file).copied().unwrap_or_default();
                 let done = client::independent(fs, &open, t, lat, Access { call, file, offset, bytes });
-                if let (IoCall::Write | IoCall::Iwrite { .. }, Some(o)) = (call, self.open.get_mut(&file)) {
+                if let (IoCall::Write | IoCall::Iwrite { .. } | IoCall::WriteAll, Some(o)) = (call, self.open.get_mut(&file)) {
                     o.unsynced_bytes += bytes;
                 }
                 if call == IoCall::Close {
@@ -92,8 +97,9 @@ impl VirtualRank<'_> {
     /// A collective access `action` (`ReadAll`/`WriteAll` with
     /// [`VirtualRank::io_part`]) of the communicator `members` (world
     /// ranks, in communicator rank order), which entered at virtual times
-    /// `entries_s` with parts `(offset, bytes, span)` (same order): ROMIO's
-    /// two-phase schedule on this rank's view of the servers; the clock
+    /// `entries_s` with parts `(offset, bytes, span)` (same order): the
+    /// schedule of the file system's MPI-IO implementation
+    /// ([`crate::io::client::schedule`]) on this rank's view of the servers; the clock
     /// moves to this rank's completion. Without a file system the call
     /// costs its recorded duration. Returns the clock, seconds.
     ///

@@ -320,7 +320,7 @@ fn a_sync_waits_for_every_members_cached_data() {
     c.io(&io(IoCall::Open { comm: 0 }, 0, 0)).unwrap();
     c.io(&io(IoCall::Write, 0, MIB)).unwrap();
     let sync = io(IoCall::Sync, 0, 0);
-    let part = c.io_part(&sync).expect("a sync with a file system is collective");
+    let part = c.io_part(&sync, 2).expect("a sync with a file system is collective");
     assert_eq!(part, (0, MIB, 0));
     let t = c.now();
     let first = t - 1e-3;
@@ -328,4 +328,28 @@ fn a_sync_waits_for_every_members_cached_data() {
     // 4 MiB at 1e8 B/s from the first member's sync, then the sync latency (1 ms).
     let want = first + 4.0 * MIB as f64 / 1e8 + 1e-3;
     assert!((c.now() - want).abs() < 1e-9, "{} vs {want}", c.now());
+}
+
+/// On OMPIO a collective write of two ranks runs as the rank's own write
+/// (nothing to gather) and its bytes join the rank's part of the next
+/// sync; of four ranks it gathers the members' parts.
+#[test]
+fn ompio_collectives_of_two_ranks_run_on_the_ranks_own_clock() {
+    const MIB: u64 = 1 << 20;
+    let mut p = platform();
+    let mut fs = crate::io::tests::fs(1, MIB);
+    fs.mpi_io = crate::io::MpiIo::Ompio;
+    p.fs = vec![fs];
+    let lat = crate::io::client::server_latency_s(&p);
+    let io = |call, offset, bytes| Action::Io { call, file: 7, offset, bytes, recorded_s: 0.5 };
+    let mut c = VirtualRank::new(p, 0);
+    c.io(&io(IoCall::Open { comm: 0 }, 0, 0)).unwrap();
+    let write = io(IoCall::WriteAll, 0, MIB);
+    assert_eq!(c.io_part(&write, 4), Some((0, MIB, MIB)));
+    assert_eq!(c.io_part(&write, 2), None);
+    let t = c.now();
+    c.io(&write).unwrap();
+    // The network's latency to the server, 10 ms + 1 MiB at 1e8 B/s.
+    assert!((c.now() - (t + lat + 1e-2 + MIB as f64 / 1e8)).abs() < 1e-9, "{}", c.now());
+    assert_eq!(c.io_part(&io(IoCall::Sync, 0, 0), 2), Some((0, MIB, 0)));
 }

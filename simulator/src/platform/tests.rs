@@ -84,6 +84,7 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
         },
         cb_buffer_bytes: Some(1 << 22),
         cb_nodes: None,
+        mpi_io: crate::io::MpiIo::Ompio,
     }];
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("p.toml");
@@ -217,6 +218,12 @@ fn a_file_system_on_an_unknown_host_or_with_a_negative_bandwidth_is_refused() {
     );
     let e = Platform::load(&f).unwrap_err().to_string();
     assert!(e.contains("fs[0].disk.write_bytes_per_s") && e.lines().count() == 1, "{e}");
+    let ok = fs.replace("[\"zz\"]", "[\"a\"]");
+    let f = write(dir.path(), &format!("{text}\n{}", ok.replace("stripe_size_bytes", "mpi_io = \"mpich\"\nstripe_size_bytes")));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("p.toml") && e.contains("mpi_io") && e.contains("mpich") && e.lines().count() == 1, "{e}");
+    let f = write(dir.path(), &format!("{text}\n{ok}"));
+    assert_eq!(Platform::load(&f).unwrap().fs[0].mpi_io, crate::io::MpiIo::Romio, "a file system without mpi_io is ROMIO's");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use roxmltree::Node;
 
 use super::{with_unit, BW};
-use crate::io::{Disk, FileSystem};
+use crate::io::{Disk, FileSystem, MpiIo};
 
 /// The file system of `hosts` (the `<host>` elements with disks), named
 /// after the first disk's `mount` property (else `disks`): one server per
@@ -52,5 +52,6 @@ pub(super) fn file_system(hosts: &[Node], line: &dyn Fn(Node) -> u32) -> Result<
         disk: Disk::new(0.0, read_bytes_per_s, write_bytes_per_s),
         cb_buffer_bytes: None,
         cb_nodes: None,
+        mpi_io: MpiIo::Romio,
     }))
 }

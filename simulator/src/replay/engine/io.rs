@@ -2,9 +2,12 @@
 //! system ([`crate::io`]), through the file's view and hints
 //! ([`Action::IoInfo`], [`crate::io::client`]). Independent accesses queue on the servers at the
 //! rank's clock; a collective access waits for every member of the file's
-//! communicator, then runs ROMIO's two-phase schedule
-//! ([`crate::io::two_phase`]) with the members' exchanges timed by the
-//! network model, and releases each member at its completion. Time spent
+//! communicator, then runs the schedule of the file system's MPI-IO
+//! implementation ([`crate::io::client::schedule`]: ROMIO's two-phase,
+//! OMPIO's `vulcan`) with the members' exchanges timed by the network
+//! model, and releases each member at its completion (one that runs as
+//! independent accesses, [`crate::io::client::OpenFile::collective`],
+//! does not wait). Time spent
 //! in I/O counts in the rank's `io_s`, and as communication (waiting, for
 //! a collective access's wait for its last member). Without a file system, a call takes
 //! its recorded duration as compute.
@@ -83,8 +86,9 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             self.io.open.insert(key, OpenFile::default());
         }
         let open = self.io.open.get(&key).copied().unwrap_or_default();
+        let ranks = self.comms.size(self.io.files.get(&key).copied().unwrap_or(0)) as usize;
         let done = match call {
-            IoCall::ReadAll | IoCall::WriteAll if open.two_phase(call == IoCall::WriteAll) => {
+            IoCall::ReadAll | IoCall::WriteAll if open.collective(call == IoCall::WriteAll, fs.fs().mpi_io, ranks) => {
                 let me = Member { host: self.ranks[r].host, offset, bytes, span: open.span(bytes), entry_s: clock };
                 return self.collective_io(r, file, me, call == IoCall::WriteAll, &open.hints, lat);
             }

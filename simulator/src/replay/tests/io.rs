@@ -196,3 +196,27 @@ fn hints_at_open_and_views_shape_the_accesses() {
     let read: u64 = r.io_servers.iter().map(|s| s.bytes_read).sum();
     assert_eq!((s, read), (3 * MIB, 3 * MIB), "{:?}", r.io_servers);
 }
+
+/// On OMPIO (`mpi_io = "ompio"`) a collective write of two ranks is each
+/// rank's own write (`fcoll` `individual`): the early rank does not wait
+/// for the late one; of four ranks it runs `vulcan`, which waits.
+#[test]
+fn ompio_collectives_of_two_ranks_do_not_wait() {
+    let mut p = two_hosts(1);
+    p.fs[0].mpi_io = crate::io::MpiIo::Ompio;
+    let ranks = |n: u64| {
+        (0..n)
+            .map(|r| {
+                let late = if r == n - 1 { vec![Action::Compute { seconds: 0.5, region: 0 }] } else { vec![] };
+                [vec![open()], late, vec![io(IoCall::WriteAll, r * 4 * MIB, 4 * MIB), Action::Finalize]].concat()
+            })
+            .collect::<Vec<_>>()
+    };
+    let two = run(&p, ranks(2)).unwrap();
+    // The two opens (1 ms each on the metadata queue), then 10 ms + 4 MiB
+    // at 1e8 B/s on the one server.
+    close(two.ranks[0].end_s, 2e-3 + 1e-2 + 4.0 * MIB as f64 / 1e8);
+    assert_eq!(two.ranks[0].wait_s, 0.0);
+    let four = run(&p, ranks(4)).unwrap();
+    assert!(four.ranks[0].end_s > 0.5, "rank 0 waits for rank 3: {}", four.ranks[0].end_s);
+}

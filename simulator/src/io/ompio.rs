@@ -1,0 +1,285 @@
+//! Open MPI's OMPIO collective I/O as a timing model (Open MPI 4.1,
+//! `ompi/mca/fcoll/base/fcoll_base_file_select.c`,
+//! `ompi/mca/fcoll/individual`, `ompi/mca/fcoll/vulcan`,
+//! `ompi/mca/common/ompio/common_ompio_aggregators.c`).
+//!
+//! OMPIO's `fcoll` framework picks a component per file:
+//!
+//! - `individual` for a communicator of at most
+//!   [`INDIVIDUAL_MAX_RANKS`] ranks: a collective access is each rank's
+//!   own independent access, with no exchange and no wait for the others;
+//! - `vulcan` above (on file systems other than Lustre): the aggregators
+//!   ([`aggregators`]) each own an even share of the accessed range (its
+//!   file domain); a write runs in cycles of half the aggregator buffer
+//!   (`cb_buffer_size`, [`DEFAULT_BYTES_PER_AGG`]) of data per
+//!   aggregator, every cycle exchanging the members' data with the
+//!   aggregators, then writing; with more than two cycles the write of one
+//!   cycle overlaps the exchange of the next (`fbtl` posix's asynchronous
+//!   writes). A read runs in cycles of the whole buffer: read, then
+//!   exchange. All ranks proceed cycle by cycle together.
+//!
+//! The offsets' allgather before the cycles is not timed.
+
+use super::state::{FsState, IoKind};
+use super::{Hints, Member};
+
+/// OMPIO's default aggregator buffer (`io_ompio_bytes_per_agg`; the
+/// `cb_buffer_size` hint replaces it), bytes.
+pub const DEFAULT_BYTES_PER_AGG: u64 = 32 * 1024 * 1024;
+
+/// Largest communicator whose collective accesses `fcoll` runs as
+/// `individual` (independent accesses), ranks.
+pub const INDIVIDUAL_MAX_RANKS: usize = 2;
+
+/// Ranks per aggregator at least (`io_ompio_max_aggregators_ratio`).
+pub const MAX_AGGREGATORS_RATIO: usize = 8;
+
+/// Whether OMPIO runs a collective access of a communicator of `ranks`
+/// ranks as independent accesses (`fcoll` `individual`).
+pub fn individual(ranks: usize) -> bool {
+    ranks <= INDIVIDUAL_MAX_RANKS
+}
+
+/// OMPIO's number of aggregators for `ranks` ranks without a `cb_nodes`
+/// hint: `⌊ranks / 8⌋`, at least 1. OMPIO's simple grouping adds
+/// aggregators while its communication model (Jha & Gabriel, "Performance
+/// models for communication in collective I/O operations", CCGrid 2017
+/// workshops) still gains, up to this cap; the model takes the cap.
+pub fn default_aggregators(ranks: usize) -> usize {
+    (ranks / MAX_AGGREGATORS_RATIO).max(1)
+}
+
+/// The aggregators among `ranks` members (indices in communicator
+/// order): `cb_nodes` of them (default [`default_aggregators`], at most
+/// `ranks`), the first rank of each of as many consecutive groups, the
+/// first `ranks mod A` groups one rank larger (OMPIO's forced grouping).
+pub fn aggregators(ranks: usize, cb_nodes: Option<u32>) -> Vec<usize> {
+    if ranks == 0 {
+        return Vec::new();
+    }
+    let a = cb_nodes.map_or_else(|| default_aggregators(ranks), |c| c as usize).clamp(1, ranks);
+    let (size, rest) = (ranks / a, ranks % a);
+    let mut first = 0;
+    (0..a)
+        .map(|g| {
+            let at = first;
+            first += size + usize::from(g < rest);
+            at
+        })
+        .collect()
+}
+
+/// Completion time of each member of a collective access of `file` by
+/// `members` (in communicator order), seconds, as OMPIO times it:
+/// [`individual`] accesses (each member's own request at its entry) up to
+/// [`INDIVIDUAL_MAX_RANKS`] members, else `vulcan`'s cycles (see the
+/// module docs) from the last member's entry, every member completing
+/// with the last cycle. `hints` give `cb_nodes` and `cb_buffer_size`
+/// (else the file system's, else OMPIO's defaults); `exchange(from, to,
+/// bytes)` is the transfer time between two members, seconds; `lat` the
+/// one-way latency to the servers, seconds.
+pub fn collective(
+    fs: &mut FsState,
+    file: u32,
+    members: &[Member],
+    kind: IoKind,
+    hints: &Hints,
+    lat: f64,
+    exchange: impl Fn(usize, usize, u64) -> f64,
+) -> Vec<f64> {
+    if individual(members.len()) {
+        return members.iter().map(|m| fs.request(m.entry_s, lat, file, m.offset, m.bytes, kind)).collect();
+    }
+    let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
+    let active: Vec<&Member> = members.iter().filter(|m| m.bytes > 0).collect();
+    let (Some(lo), Some(hi)) =
+        (active.iter().map(|m| m.offset).min(), active.iter().map(|m| m.offset.saturating_add(m.span.max(m.bytes))).max())
+    else {
+        return vec![t0; members.len()];
+    };
+    let aggs = aggregators(members.len(), hints.cb_nodes.or(fs.fs().cb_nodes));
+    let buffer = hints.cb_buffer_bytes.or(fs.fs().cb_buffer_bytes).unwrap_or(DEFAULT_BYTES_PER_AGG).max(2);
+    let cycle = match kind {
+        IoKind::Write => buffer / 2,
+        IoKind::Read => buffer,
+    };
+    let domain = (hi - lo).div_ceil(aggs.len() as u64);
+    let domains: Vec<(u64, u64)> = (0..aggs.len() as u64).map(|a| (lo + a * domain, (lo + (a + 1) * domain).min(hi))).collect();
+    let cycles = domains.iter().map(|&(a, b)| data_in(members, a, b).div_ceil(cycle)).max().unwrap_or(0);
+    // Each aggregator's cycle k: the file window holding its domain's data
+    // from k·cycle to (k+1)·cycle, its data, where it starts, and the
+    // exchange's time (the largest remote contributor's link carrying all
+    // remote data).
+    let step = |k: u64| -> Vec<(u64, u64, f64)> {
+        let mut out = Vec::new();
+        for (ai, &(d_lo, d_hi)) in domains.iter().enumerate() {
+            let (w_lo, w_hi) = (window_end(members, d_lo, d_hi, k * cycle), window_end(members, d_lo, d_hi, (k + 1) * cycle));
+            let parts: Vec<(usize, u64)> =
+                members.iter().enumerate().map(|(i, m)| (i, before(m, w_hi) - before(m, w_lo))).filter(|p| p.1 > 0).collect();
+            let data: u64 = parts.iter().map(|p| p.1).sum();
+            if data == 0 {
+                continue;
+            }
+            let agg = aggs[ai];
+            let first = parts.iter().map(|&(i, _)| members[i].offset.max(w_lo)).min().unwrap_or(w_lo);
+            let remote = parts.iter().filter(|p| p.0 != agg);
+            let moved: u64 = remote.clone().map(|p| p.1).sum();
+            let swap = remote.max_by_key(|p| p.1).map_or(0.0, |&(i, _)| match kind {
+                IoKind::Write => exchange(i, agg, moved),
+                IoKind::Read => exchange(agg, i, moved),
+            });
+            out.push((first, data, swap));
+        }
+        out
+    };
+    let access = |fs: &mut FsState, at: f64, work: &[(u64, u64, f64)]| {
+        work.iter().map(|&(first, data, _)| fs.request(at, lat, file, first, data, kind)).fold(at, f64::max)
+    };
+    let swapped = |at: f64, work: &[(u64, u64, f64)]| at + work.iter().map(|w| w.2).fold(0.0, f64::max);
+    let mut t = t0;
+    match kind {
+        IoKind::Read => {
+            for k in 0..cycles {
+                let work = step(k);
+                let read = access(fs, t, &work);
+                t = swapped(read, &work);
+            }
+        }
+        IoKind::Write if cycles > 0 => {
+            let overlap = cycles > 2;
+            let mut pending = step(0);
+            t = swapped(t, &pending);
+            for k in 1..cycles {
+                let work = step(k);
+                t = if overlap {
+                    access(fs, t, &pending).max(swapped(t, &work))
+                } else {
+                    let written = access(fs, t, &pending);
+                    swapped(written, &work)
+                };
+                pending = work;
+            }
+            t = access(fs, t, &pending);
+        }
+        IoKind::Write => {}
+    }
+    vec![t; members.len()]
+}
+
+/// A member's data before file byte `x`, its data spread evenly over the
+/// range it covers, bytes.
+fn before(m: &Member, x: u64) -> u64 {
+    let span = m.span.max(m.bytes);
+    let covered = x.saturating_sub(m.offset).min(span);
+    (covered as u128 * m.bytes as u128 / span.max(1) as u128) as u64
+}
+
+/// The members' data in the file range `[a, b)`, bytes.
+fn data_in(members: &[Member], a: u64, b: u64) -> u64 {
+    members.iter().map(|m| before(m, b) - before(m, a)).sum()
+}
+
+/// The smallest file byte `x` in `[lo, hi]` with at least `want` bytes of
+/// the members' data in `[lo, x)` (`hi` when the range holds less).
+fn window_end(members: &[Member], lo: u64, hi: u64, want: u64) -> u64 {
+    let (mut a, mut b) = (lo, hi);
+    while a < b {
+        let mid = a + (b - a) / 2;
+        if data_in(members, lo, mid) >= want {
+            b = mid;
+        } else {
+            a = mid + 1;
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::tests::fs;
+    use crate::io::{FileSystem, FsState};
+
+    const MIB: u64 = 1 << 20;
+
+    fn close(a: f64, b: f64) {
+        assert!((a - b).abs() <= 1e-9 * b.abs().max(1e-9), "{a} vs {b}");
+    }
+
+    fn contiguous(n: u64, each: u64, entries: &[f64]) -> Vec<Member> {
+        (0..n).map(|r| Member { host: 0, offset: r * each, bytes: each, span: each, entry_s: entries[r as usize] }).collect()
+    }
+
+    #[test]
+    fn aggregators_head_consecutive_groups() {
+        assert_eq!(aggregators(2, None), [0]);
+        assert_eq!(aggregators(15, None), [0]);
+        assert_eq!(aggregators(16, None), [0, 8]);
+        assert_eq!(aggregators(20, None), [0, 10]);
+        // 10 ranks in 3 groups of 4, 3, 3.
+        assert_eq!(aggregators(10, Some(3)), [0, 4, 7]);
+        assert_eq!(aggregators(3, Some(9)), [0, 1, 2]);
+        assert!(aggregators(0, None).is_empty());
+    }
+
+    #[test]
+    fn two_ranks_write_on_their_own_without_waiting() {
+        // Disk: 10 ms per request, 1e8 B/s write. Rank 1 enters 100 ms
+        // late; rank 0's 4 MiB is on the disk by then and rank 1 does not queue.
+        let mut st = FsState::new(fs(1, 64 * MIB));
+        let members = contiguous(2, 4 * MIB, &[0.0, 0.1]);
+        let done = collective(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, |_, _, _| 1.0);
+        let one = 1e-2 + 4.0 * MIB as f64 / 1e8;
+        close(done[0], one);
+        close(done[1], 0.1 + one);
+    }
+
+    #[test]
+    fn vulcan_writes_after_the_exchange_with_one_aggregator() {
+        // 4 ranks of 2 MiB, entries up to 3 ms: one aggregator (rank 0),
+        // 8 MiB of data, cycles of 16 MiB: one cycle. The exchange moves
+        // the other ranks' 6 MiB at 1e9 B/s, then one 8 MiB write.
+        let mut st = FsState::new(fs(1, 64 * MIB));
+        let members = contiguous(4, 2 * MIB, &[0.0, 1e-3, 2e-3, 3e-3]);
+        let exchange = |_: usize, to: usize, b: u64| {
+            assert_eq!(to, 0);
+            b as f64 / 1e9
+        };
+        let done = collective(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, exchange);
+        let want = 3e-3 + 6.0 * MIB as f64 / 1e9 + 1e-2 + 8.0 * MIB as f64 / 1e8;
+        for d in done {
+            close(d, want);
+        }
+    }
+
+    #[test]
+    fn vulcan_overlaps_writes_and_exchanges_beyond_two_cycles() {
+        // 4 ranks of 3 MiB, cb_buffer_size 2 MiB: cycles of 1 MiB, 12
+        // cycles. The first three hold the aggregator's own data (nothing
+        // to exchange); the others' exchanges take 5 ms, hidden behind the
+        // previous cycle's write of 10 ms + 1 MiB at 1e8 B/s: 12 writes.
+        let mut st = FsState::new(FileSystem { cb_buffer_bytes: Some(2 * MIB), ..fs(1, 64 * MIB) });
+        let members = contiguous(4, 3 * MIB, &[0.0; 4]);
+        let done = collective(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, |_, _, _| 5e-3);
+        let write = 1e-2 + MIB as f64 / 1e8;
+        close(done[0], 12.0 * write);
+        // Two cycles (cb_buffer_size 12 MiB: 6 MiB each) do not overlap:
+        // exchange, write, exchange, write.
+        let mut st = FsState::new(fs(1, 64 * MIB));
+        let hints = Hints { cb_buffer_bytes: Some(12 * MIB), ..Hints::default() };
+        let done = collective(&mut st, 0, &members, IoKind::Write, &hints, 0.0, |_, _, _| 5e-3);
+        close(done[3], 2.0 * (5e-3 + 1e-2 + 6.0 * MIB as f64 / 1e8));
+    }
+
+    #[test]
+    fn vulcan_reads_then_exchanges_in_cycles_of_the_whole_buffer() {
+        // 4 ranks of 4 MiB, cb_nodes 2: domains of 8 MiB, aggregators 0
+        // and 2, cycles of 8 MiB: one. Both read 8 MiB from the one
+        // server (10 ms + 8 MiB at 2e8 B/s each, the second queued), then
+        // send 4 MiB in 2 ms.
+        let mut st = FsState::new(FileSystem { cb_nodes: Some(2), cb_buffer_bytes: Some(8 * MIB), ..fs(1, 64 * MIB) });
+        let members = contiguous(4, 4 * MIB, &[0.0; 4]);
+        let done = collective(&mut st, 0, &members, IoKind::Read, &Hints::default(), 0.0, |_, _, _| 2e-3);
+        close(done[1], 2.0 * (1e-2 + 8.0 * MIB as f64 / 2e8) + 2e-3);
+    }
+}
