@@ -9,8 +9,13 @@
 //! simulation that never schedules into the past needs. Pushing appends
 //! to a bucket; popping empties the lowest non-empty bucket into lower
 //! ones, so every event moves a few times through memory in sequence
-//! instead of along a heap path of cache misses. Keys are unique (`seq`
-//! is), so the pop order is exactly the `(time, seq)` order.
+//! instead of along a heap path of cache misses. Buckets split keys by
+//! 4-bit digits rather than bits: an event is filed by the highest digit
+//! in which its key differs from the last key taken and by its value
+//! there, so each move takes it down at least one digit (at most 32
+//! moves, a few in practice, where one bucket per bit moves an event once
+//! per bit of the spread of the queued keys). Keys are unique
+//! (`seq` is), so the pop order is exactly the `(time, seq)` order.
 
 use super::{ReplayError, ReplayErrorKind};
 
@@ -76,10 +81,20 @@ fn key_time(key: u128) -> f64 {
     f64::from_bits(if b >> 63 == 1 { b & !(1 << 63) } else { !b })
 }
 
+/// Bits of a digit.
+const DIGIT_BITS: u32 = 4;
+
+/// Values of a digit.
+const RADIX: usize = 1 << DIGIT_BITS;
+
 /// Buckets of a radix heap over 128-bit keys: bucket 0 holds keys equal
-/// to the last key taken, bucket i > 0 those whose highest bit differing
-/// from it is bit i − 1.
-const BUCKETS: usize = 129;
+/// to the last key taken; bucket `1 + p · RADIX + v` those whose highest
+/// digit differing from it is digit `p` (bits `4p..4p + 4`), of value `v`.
+/// Every key of a bucket is smaller than every key of a later one.
+const BUCKETS: usize = 1 + (128 / DIGIT_BITS as usize) * RADIX;
+
+/// Words of the bitmap of non-empty buckets.
+const WORDS: usize = BUCKETS.div_ceil(64);
 
 /// Entries of capacity a bucket keeps once emptied.
 const KEEP: usize = 1 << 10;
@@ -88,12 +103,17 @@ const KEEP: usize = 1 << 10;
 #[derive(Debug)]
 pub(crate) struct EventQueue {
     buckets: Vec<Vec<Entry>>,
+    /// Bit `i` set when bucket `i` holds entries.
+    filled: [u64; WORDS],
     /// The last key moved to bucket 0 (no key in the queue is smaller).
     last: u128,
     /// Events queued.
     len: usize,
     /// The smallest key queued and its event's kind, when known.
     min: Option<(u128, Kind)>,
+    /// With `min`, the kind of the event after it when that was found in
+    /// the same look (a hint: a later schedule may come between).
+    second: Option<Kind>,
     seq: u64,
     /// Current simulated time, seconds.
     pub(crate) now: f64,
@@ -103,7 +123,17 @@ pub(crate) struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { buckets: vec![Vec::new(); BUCKETS], last: 0, len: 0, min: None, seq: 0, now: 0.0, popped: 0 }
+        EventQueue {
+            buckets: vec![Vec::new(); BUCKETS],
+            filled: [0; WORDS],
+            last: 0,
+            len: 0,
+            min: None,
+            second: None,
+            seq: 0,
+            now: 0.0,
+            popped: 0,
+        }
     }
 }
 
@@ -121,6 +151,7 @@ impl EventQueue {
         self.len += 1;
         if let Some(m) = self.min.as_mut() {
             if key < m.0 {
+                self.second = Some(m.1);
                 *m = (key, kind);
             }
         }
@@ -128,25 +159,50 @@ impl EventQueue {
     }
 
     fn bucket(&self, key: u128) -> usize {
-        (128 - (key ^ self.last).leading_zeros()) as usize
+        let x = key ^ self.last;
+        if x == 0 {
+            return 0;
+        }
+        let p = (127 - x.leading_zeros()) / DIGIT_BITS;
+        let v = (key >> (p * DIGIT_BITS)) as usize & (RADIX - 1);
+        1 + p as usize * RADIX + v
     }
 
     fn push(&mut self, e: Entry) {
         let b = self.bucket(e.key());
         self.buckets[b].push(e);
+        self.filled[b / 64] |= 1 << (b % 64);
+    }
+
+    /// The first non-empty bucket at or after bucket `i`, if any.
+    fn filled_from(&self, i: usize) -> Option<usize> {
+        let (w, bit) = (i / 64, i % 64);
+        let here = self.filled.get(w).map_or(0, |&x| x & (!0u64 << bit));
+        if here != 0 {
+            return Some(w * 64 + here.trailing_zeros() as usize);
+        }
+        (w + 1..WORDS).find(|&v| self.filled[v] != 0).map(|v| v * 64 + self.filled[v].trailing_zeros() as usize)
+    }
+
+    /// The first non-empty bucket (the queue is not empty).
+    fn first_filled(&self) -> usize {
+        self.filled_from(0).expect("queue not empty")
     }
 
     /// Moves the smallest key into bucket 0 (the queue is not empty).
     fn refill(&mut self) {
-        if !self.buckets[0].is_empty() {
+        let i = self.first_filled();
+        if i == 0 {
             return;
         }
-        let i = (1..BUCKETS).find(|&i| !self.buckets[i].is_empty()).expect("refill of a non-empty queue");
         let mut moved = std::mem::take(&mut self.buckets[i]);
+        self.filled[i / 64] &= !(1 << (i % 64));
         self.last = match self.min {
             Some((m, _)) => m,
             None => moved.iter().map(Entry::key).min().expect("bucket not empty"),
         };
+        // Each key agrees with the new last down to this bucket's digit,
+        // so it lands in a lower bucket.
         for e in moved.drain(..) {
             self.push(e);
         }
@@ -162,6 +218,9 @@ impl EventQueue {
         }
         self.refill();
         let e = self.buckets[0].pop().expect("refilled");
+        if self.buckets[0].is_empty() {
+            self.filled[0] &= !1;
+        }
         self.len -= 1;
         self.min = None;
         let time = key_time(e.key());
@@ -177,11 +236,35 @@ impl EventQueue {
         }
         if self.min.is_none() {
             // Every key of a lower bucket is smaller than every key of a
-            // higher one: the minimum is in the first non-empty bucket.
-            let b = self.buckets.iter().find(|b| !b.is_empty()).expect("queue not empty");
-            self.min = b.iter().min_by_key(|e| e.key()).map(|e| (e.key(), e.kind));
+            // higher one: the minimum is in the first non-empty bucket,
+            // and the next one there too unless it holds one entry.
+            let i = self.first_filled();
+            let b = &self.buckets[i];
+            let (mut lo, mut next) = ((u128::MAX, Kind::Network), None);
+            for e in b {
+                let k = e.key();
+                if k < lo.0 {
+                    next = Some(lo);
+                    lo = (k, e.kind);
+                } else if next.is_none_or(|n| k < n.0) {
+                    next = Some((k, e.kind));
+                }
+            }
+            self.min = Some(lo);
+            self.second = match b.len() {
+                1 => self.after(i),
+                _ => next.map(|n| n.1),
+            };
         }
         self.min
+    }
+
+    /// The kind of the smallest key in the first non-empty bucket after
+    /// bucket `i`, when that bucket is short enough to look through.
+    fn after(&self, i: usize) -> Option<Kind> {
+        const SHORT: usize = 16;
+        let b = &self.buckets[self.filled_from(i + 1)?];
+        (b.len() <= SHORT).then(|| b.iter().min_by_key(|e| e.key()).map(|e| e.kind)).flatten()
     }
 
     /// True when a rank at `time` is still strictly the earliest, so it may
@@ -195,6 +278,14 @@ impl EventQueue {
     /// work the next pop then skips.
     pub(crate) fn peek_kind(&mut self) -> Option<Kind> {
         self.min_entry().map(|(_, kind)| kind)
+    }
+
+    /// The kind of the event after the one [`EventQueue::peek_kind`]
+    /// gives, when the queue knows it without a search; a hint, which
+    /// schedules before that pop may make wrong.
+    pub(crate) fn peek_second(&mut self) -> Option<Kind> {
+        self.min_entry()?;
+        self.second
     }
 }
 
@@ -228,6 +319,32 @@ mod tests {
         }
     }
 
+    /// Between schedules, the second event the queue names is the one
+    /// popped after the next, whenever it names one.
+    #[test]
+    fn the_second_event_named_is_the_one_after_the_next() {
+        let mut q = EventQueue::default();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for r in 0..5_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            q.schedule((x % 997) as f64 * 1e-6, Kind::Rank(r)).unwrap();
+        }
+        let (mut named, mut pops) = (0, 0);
+        while let Some(second) = {
+            let s = q.peek_second();
+            q.pop().map(|_| s)
+        } {
+            pops += 1;
+            if let Some(kind) = second {
+                named += 1;
+                assert_eq!(q.peek_kind(), Some(kind), "after {pops} pops");
+            }
+        }
+        assert!(named > pops / 2, "named {named} of {pops}");
+    }
+
     /// Pops in `(time, seq)` order, against a sorted reference, with
     /// schedules interleaved with pops and peeks as the engine does them.
     #[test]
@@ -250,6 +367,7 @@ mod tests {
                 let dt = match r % 7 {
                     0 => 0.0,
                     1 => ((r >> 8) % 4) as f64 * 0.25,
+                    2 => ((r >> 8) % 50) as f64 * 1e3,
                     _ => ((r >> 8) % 1000) as f64 * 1e-6,
                 };
                 let t = q.now + dt;

@@ -85,7 +85,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let open = self.io.open.get(&key).copied().unwrap_or_default();
         let done = match call {
             IoCall::ReadAll | IoCall::WriteAll if open.two_phase(call == IoCall::WriteAll) => {
-                let me = Member { host: self.ranks[r].host, offset, bytes, span: open.span(bytes), entry_s: clock };
+                let me = Member { host: self.hosts[r] as usize, offset, bytes, span: open.span(bytes), entry_s: clock };
                 return self.collective_io(r, file, me, call == IoCall::WriteAll, &open.hints, lat);
             }
             IoCall::Iread { req } | IoCall::Iwrite { req } => {
