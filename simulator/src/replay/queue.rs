@@ -111,9 +111,6 @@ pub(crate) struct EventQueue {
     len: usize,
     /// The smallest key queued and its event's kind, when known.
     min: Option<(u128, Kind)>,
-    /// With `min`, the kind of the event after it when that was found in
-    /// the same look (a hint: a later schedule may come between).
-    second: Option<Kind>,
     seq: u64,
     /// Current simulated time, seconds.
     pub(crate) now: f64,
@@ -123,17 +120,7 @@ pub(crate) struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue {
-            buckets: vec![Vec::new(); BUCKETS],
-            filled: [0; WORDS],
-            last: 0,
-            len: 0,
-            min: None,
-            second: None,
-            seq: 0,
-            now: 0.0,
-            popped: 0,
-        }
+        EventQueue { buckets: vec![Vec::new(); BUCKETS], filled: [0; WORDS], last: 0, len: 0, min: None, seq: 0, now: 0.0, popped: 0 }
     }
 }
 
@@ -151,7 +138,6 @@ impl EventQueue {
         self.len += 1;
         if let Some(m) = self.min.as_mut() {
             if key < m.0 {
-                self.second = Some(m.1);
                 *m = (key, kind);
             }
         }
@@ -174,19 +160,10 @@ impl EventQueue {
         self.filled[b / 64] |= 1 << (b % 64);
     }
 
-    /// The first non-empty bucket at or after bucket `i`, if any.
-    fn filled_from(&self, i: usize) -> Option<usize> {
-        let (w, bit) = (i / 64, i % 64);
-        let here = self.filled.get(w).map_or(0, |&x| x & (!0u64 << bit));
-        if here != 0 {
-            return Some(w * 64 + here.trailing_zeros() as usize);
-        }
-        (w + 1..WORDS).find(|&v| self.filled[v] != 0).map(|v| v * 64 + self.filled[v].trailing_zeros() as usize)
-    }
-
     /// The first non-empty bucket (the queue is not empty).
     fn first_filled(&self) -> usize {
-        self.filled_from(0).expect("queue not empty")
+        let w = self.filled.iter().position(|&w| w != 0).expect("queue not empty");
+        w * 64 + self.filled[w].trailing_zeros() as usize
     }
 
     /// Moves the smallest key into bucket 0 (the queue is not empty).
@@ -236,35 +213,11 @@ impl EventQueue {
         }
         if self.min.is_none() {
             // Every key of a lower bucket is smaller than every key of a
-            // higher one: the minimum is in the first non-empty bucket,
-            // and the next one there too unless it holds one entry.
-            let i = self.first_filled();
-            let b = &self.buckets[i];
-            let (mut lo, mut next) = ((u128::MAX, Kind::Network), None);
-            for e in b {
-                let k = e.key();
-                if k < lo.0 {
-                    next = Some(lo);
-                    lo = (k, e.kind);
-                } else if next.is_none_or(|n| k < n.0) {
-                    next = Some((k, e.kind));
-                }
-            }
-            self.min = Some(lo);
-            self.second = match b.len() {
-                1 => self.after(i),
-                _ => next.map(|n| n.1),
-            };
+            // higher one: the minimum is in the first non-empty bucket.
+            let b = &self.buckets[self.first_filled()];
+            self.min = b.iter().min_by_key(|e| e.key()).map(|e| (e.key(), e.kind));
         }
         self.min
-    }
-
-    /// The kind of the smallest key in the first non-empty bucket after
-    /// bucket `i`, when that bucket is short enough to look through.
-    fn after(&self, i: usize) -> Option<Kind> {
-        const SHORT: usize = 16;
-        let b = &self.buckets[self.filled_from(i + 1)?];
-        (b.len() <= SHORT).then(|| b.iter().min_by_key(|e| e.key()).map(|e| e.kind)).flatten()
     }
 
     /// True when a rank at `time` is still strictly the earliest, so it may
@@ -278,14 +231,6 @@ impl EventQueue {
     /// work the next pop then skips.
     pub(crate) fn peek_kind(&mut self) -> Option<Kind> {
         self.min_entry().map(|(_, kind)| kind)
-    }
-
-    /// The kind of the event after the one [`EventQueue::peek_kind`]
-    /// gives, when the queue knows it without a search; a hint, which
-    /// schedules before that pop may make wrong.
-    pub(crate) fn peek_second(&mut self) -> Option<Kind> {
-        self.min_entry()?;
-        self.second
     }
 }
 
@@ -317,32 +262,6 @@ mod tests {
                 assert_eq!(time_bits(a).cmp(&time_bits(b)), a.total_cmp(&b), "{a} {b}");
             }
         }
-    }
-
-    /// Between schedules, the second event the queue names is the one
-    /// popped after the next, whenever it names one.
-    #[test]
-    fn the_second_event_named_is_the_one_after_the_next() {
-        let mut q = EventQueue::default();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for r in 0..5_000u32 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            q.schedule((x % 997) as f64 * 1e-6, Kind::Rank(r)).unwrap();
-        }
-        let (mut named, mut pops) = (0, 0);
-        while let Some(second) = {
-            let s = q.peek_second();
-            q.pop().map(|_| s)
-        } {
-            pops += 1;
-            if let Some(kind) = second {
-                named += 1;
-                assert_eq!(q.peek_kind(), Some(kind), "after {pops} pops");
-            }
-        }
-        assert!(named > pops / 2, "named {named} of {pops}");
     }
 
     /// Pops in `(time, seq)` order, against a sorted reference, with

@@ -11,31 +11,19 @@ use super::Kind;
 use super::{Engine, Rank};
 
 impl<E: std::error::Error + Send + Sync + 'static> Engine<'_, '_, E> {
-    /// Prefetches the engine state of the ranks of the next two queued
-    /// events (the second when the queue knows it), if they are ranks'
-    /// events. The second is fetched two events ahead, which gives a miss
-    /// to memory twice the time to complete. A hint only: nothing is read
-    /// or changed.
+    /// Prefetches the engine state of the rank of the next queued event,
+    /// if that event is a rank's. A hint only: nothing is read or changed.
     pub(super) fn prefetch_next(&mut self) {
-        let next = self.queue.peek_kind();
-        if let Some(Kind::Rank(n) | Kind::Nbc(n)) = self.queue.peek_second() {
-            self.prefetch_rank(n);
-        }
-        if let Some(Kind::Rank(n) | Kind::Nbc(n)) = next {
-            self.prefetch_rank(n);
-        }
-    }
-
-    /// Prefetches rank `n`'s state and its stream's.
-    fn prefetch_rank(&self, n: u32) {
-        if let Some(rk) = self.ranks.get(n as usize) {
-            prefetch_lines((rk as *const Rank<'_, E>).cast(), std::mem::size_of::<Rank<'_, E>>());
-        }
-        if let Some(&(at, len)) = self.stream_at.get(n as usize) {
-            // A finished rank's stream was replaced: the address is stale
-            // then, which a prefetch tolerates (and no event of a finished
-            // rank is queued).
-            prefetch_lines(std::ptr::without_provenance(at), len as usize);
+        if let Some(Kind::Rank(n) | Kind::Nbc(n)) = self.queue.peek_kind() {
+            if let Some(rk) = self.ranks.get(n as usize) {
+                prefetch_lines((rk as *const Rank<'_, E>).cast(), std::mem::size_of::<Rank<'_, E>>());
+            }
+            if let Some(&(at, len)) = self.stream_at.get(n as usize) {
+                // A finished rank's stream was replaced: the address is
+                // stale then, which a prefetch tolerates (and no event of
+                // a finished rank is queued).
+                prefetch_lines(std::ptr::without_provenance(at), len as usize);
+            }
         }
     }
 }
