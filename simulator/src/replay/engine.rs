@@ -83,7 +83,6 @@ struct Coll {
 
 struct Rank<'a, E> {
     stream: ActionStream<'a, E>,
-    host: usize,
     speed: f64,
     clock: f64,
     status: Status,
@@ -117,6 +116,10 @@ pub(crate) struct Engine<'a, 'p, E> {
     /// block's stretched duration (jitSim's work-conserving rule).
     pub(crate) jitter: Option<super::Stretch<'a>>,
     ranks: Vec<Rank<'a, E>>,
+    /// Host index of each rank, beside the ranks' state: a message's
+    /// model needs both ends' hosts, and the receiver's state is
+    /// otherwise not in cache yet.
+    hosts: Vec<u32>,
     /// Address and size of each rank's stream state ([`prefetch`]).
     stream_at: Vec<(usize, u32)>,
     /// Communicators and their members.
@@ -154,11 +157,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let oversubscribed = cpu::oversubscribed(&placement, &cores);
         let mut ranks: Vec<Rank<'a, E>> = Vec::with_capacity(streams.len());
         hugepages::advise(ranks.as_ptr() as usize, ranks.capacity() * std::mem::size_of::<Rank<'a, E>>(), false);
-        ranks.extend(streams.into_iter().zip(placement).map(|(stream, host)| {
+        ranks.extend(streams.into_iter().zip(&placement).map(|(stream, &host)| {
             let host = host as usize;
             Rank {
                 stream,
-                host,
                 speed: platform.hosts[host].speed_ratio / platform.hosts[host].pstate_time_scale(),
                 clock: 0.0,
                 status: Status::Runnable,
@@ -190,6 +192,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             net_next: f64::INFINITY,
             timeline: None,
             ranks,
+            hosts: placement,
             stream_at,
             comms,
             mail: Mail::default(),
@@ -268,7 +271,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 other => other.to_string(),
             });
         }
-        let ranks = self.ranks.iter().map(|r| (r.host, r.stats)).collect();
+        let ranks = self.ranks.iter().zip(&self.hosts).map(|(r, &h)| (h as usize, r.stats)).collect();
         let makespan = self.ranks.iter().map(|r| r.stats.end_s).fold(0.0, f64::max);
         let energy_j = self.energy.take().map(|m| m.finish(makespan));
         let io_recorded = self.io.recorded;
@@ -290,7 +293,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// with the placement cached.
     fn model(&self, a: usize, b: usize) -> &'p P2pModel {
         let net = &self.platform.network;
-        if self.ranks[a].host == self.ranks[b].host {
+        if self.hosts[a] == self.hosts[b] {
             &net.intra
         } else {
             net.inter.as_ref().unwrap_or(&net.intra)
@@ -464,15 +467,15 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Action::RequestFree { req } => {
                 let rk = &mut self.ranks[r];
                 if let Some(slot) = rk.reqs.take_user(req) {
-                    match rk.reqs.slots[slot as usize].state {
+                    match rk.reqs.slots[slot as usize].state() {
                         SlotState::Pending => rk.reqs.slots[slot as usize].orphan = true,
                         _ => rk.reqs.release(slot),
                     }
                 }
             }
             Action::Flops { flops } => {
-                let Some(speed) = self.platform.hosts[self.ranks[r].host].running_speed_flops() else {
-                    let host = &self.platform.hosts[self.ranks[r].host].name;
+                let Some(speed) = self.platform.hosts[self.hosts[r] as usize].running_speed_flops() else {
+                    let host = &self.platform.hosts[self.hosts[r] as usize].name;
                     let why = format!("host {host} has no speed_flops to time TI `compute <flops>`");
                     return Err(self.err(r, action, why, false));
                 };
@@ -511,7 +514,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     fn computed(&mut self, r: usize, dt: f64) {
         let rk = &mut self.ranks[r];
         if let Some(m) = self.energy.as_mut() {
-            m.busy(rk.host, rk.clock, dt);
+            m.busy(self.hosts[r] as usize, rk.clock, dt);
         }
         rk.clock += dt;
         rk.stats.compute_s += dt;
@@ -561,7 +564,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         } else if s.orphan {
             rk.reqs.release(slot);
         } else {
-            s.state = SlotState::Done { at, d };
+            s.set_state(SlotState::Done { at, d });
         }
         Ok(())
     }

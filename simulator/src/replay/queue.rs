@@ -9,8 +9,13 @@
 //! simulation that never schedules into the past needs. Pushing appends
 //! to a bucket; popping empties the lowest non-empty bucket into lower
 //! ones, so every event moves a few times through memory in sequence
-//! instead of along a heap path of cache misses. Keys are unique (`seq`
-//! is), so the pop order is exactly the `(time, seq)` order.
+//! instead of along a heap path of cache misses. Buckets split keys by
+//! 4-bit digits rather than bits: an event is filed by the highest digit
+//! in which its key differs from the last key taken and by its value
+//! there, so each move takes it down at least one digit (at most 32
+//! moves, a few in practice, where one bucket per bit moves an event once
+//! per bit of the spread of the queued keys). Keys are unique
+//! (`seq` is), so the pop order is exactly the `(time, seq)` order.
 
 use super::{ReplayError, ReplayErrorKind};
 
@@ -76,10 +81,20 @@ fn key_time(key: u128) -> f64 {
     f64::from_bits(if b >> 63 == 1 { b & !(1 << 63) } else { !b })
 }
 
+/// Bits of a digit.
+const DIGIT_BITS: u32 = 4;
+
+/// Values of a digit.
+const RADIX: usize = 1 << DIGIT_BITS;
+
 /// Buckets of a radix heap over 128-bit keys: bucket 0 holds keys equal
-/// to the last key taken, bucket i > 0 those whose highest bit differing
-/// from it is bit i − 1.
-const BUCKETS: usize = 129;
+/// to the last key taken; bucket `1 + p · RADIX + v` those whose highest
+/// digit differing from it is digit `p` (bits `4p..4p + 4`), of value `v`.
+/// Every key of a bucket is smaller than every key of a later one.
+const BUCKETS: usize = 1 + (128 / DIGIT_BITS as usize) * RADIX;
+
+/// Words of the bitmap of non-empty buckets.
+const WORDS: usize = BUCKETS.div_ceil(64);
 
 /// Entries of capacity a bucket keeps once emptied.
 const KEEP: usize = 1 << 10;
@@ -88,6 +103,8 @@ const KEEP: usize = 1 << 10;
 #[derive(Debug)]
 pub(crate) struct EventQueue {
     buckets: Vec<Vec<Entry>>,
+    /// Bit `i` set when bucket `i` holds entries.
+    filled: [u64; WORDS],
     /// The last key moved to bucket 0 (no key in the queue is smaller).
     last: u128,
     /// Events queued.
@@ -103,7 +120,7 @@ pub(crate) struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { buckets: vec![Vec::new(); BUCKETS], last: 0, len: 0, min: None, seq: 0, now: 0.0, popped: 0 }
+        EventQueue { buckets: vec![Vec::new(); BUCKETS], filled: [0; WORDS], last: 0, len: 0, min: None, seq: 0, now: 0.0, popped: 0 }
     }
 }
 
@@ -128,25 +145,41 @@ impl EventQueue {
     }
 
     fn bucket(&self, key: u128) -> usize {
-        (128 - (key ^ self.last).leading_zeros()) as usize
+        let x = key ^ self.last;
+        if x == 0 {
+            return 0;
+        }
+        let p = (127 - x.leading_zeros()) / DIGIT_BITS;
+        let v = (key >> (p * DIGIT_BITS)) as usize & (RADIX - 1);
+        1 + p as usize * RADIX + v
     }
 
     fn push(&mut self, e: Entry) {
         let b = self.bucket(e.key());
         self.buckets[b].push(e);
+        self.filled[b / 64] |= 1 << (b % 64);
+    }
+
+    /// The first non-empty bucket (the queue is not empty).
+    fn first_filled(&self) -> usize {
+        let w = self.filled.iter().position(|&w| w != 0).expect("queue not empty");
+        w * 64 + self.filled[w].trailing_zeros() as usize
     }
 
     /// Moves the smallest key into bucket 0 (the queue is not empty).
     fn refill(&mut self) {
-        if !self.buckets[0].is_empty() {
+        let i = self.first_filled();
+        if i == 0 {
             return;
         }
-        let i = (1..BUCKETS).find(|&i| !self.buckets[i].is_empty()).expect("refill of a non-empty queue");
         let mut moved = std::mem::take(&mut self.buckets[i]);
+        self.filled[i / 64] &= !(1 << (i % 64));
         self.last = match self.min {
             Some((m, _)) => m,
             None => moved.iter().map(Entry::key).min().expect("bucket not empty"),
         };
+        // Each key agrees with the new last down to this bucket's digit,
+        // so it lands in a lower bucket.
         for e in moved.drain(..) {
             self.push(e);
         }
@@ -162,6 +195,9 @@ impl EventQueue {
         }
         self.refill();
         let e = self.buckets[0].pop().expect("refilled");
+        if self.buckets[0].is_empty() {
+            self.filled[0] &= !1;
+        }
         self.len -= 1;
         self.min = None;
         let time = key_time(e.key());
@@ -178,7 +214,7 @@ impl EventQueue {
         if self.min.is_none() {
             // Every key of a lower bucket is smaller than every key of a
             // higher one: the minimum is in the first non-empty bucket.
-            let b = self.buckets.iter().find(|b| !b.is_empty()).expect("queue not empty");
+            let b = &self.buckets[self.first_filled()];
             self.min = b.iter().min_by_key(|e| e.key()).map(|e| (e.key(), e.kind));
         }
         self.min
@@ -250,6 +286,7 @@ mod tests {
                 let dt = match r % 7 {
                     0 => 0.0,
                     1 => ((r >> 8) % 4) as f64 * 0.25,
+                    2 => ((r >> 8) % 50) as f64 * 1e3,
                     _ => ((r >> 8) % 1000) as f64 * 1e-6,
                 };
                 let t = q.now + dt;

@@ -1,21 +1,32 @@
-//! Extrapolated replay at scale: `jacobi2d 2048 30` traced at 2, 4 and 8
-//! ranks, replayed at 65,536 and 1,048,576 ranks by `simulator replay
-//! --ranks N`, each run a child process timed for wall clock and maximum
-//! resident set size (`wait4`'s rusage).
+//! Extrapolated replay at scale, two workloads traced at 2, 4 and 8 ranks
+//! and replayed at 65,536 and 1,048,576 ranks by `simulator replay
+//! --ranks N` (each rank's actions generated as the replay reads them, no
+//! file per rank), each run a child process timed for wall clock, CPU
+//! and maximum resident set size (`wait4`'s rusage):
+//!
+//! - `ring`: `nbexchange 8 8 2`, a ring exchange (`MPI_Irecv` from both
+//!   neighbours, `MPI_Isend` to both, `MPI_Waitall`) with an
+//!   `MPI_Allreduce` of one double every second iteration: about 100
+//!   actions per rank, the size of a short TI ring + all-reduce trace;
+//! - `jacobi2d`: `jacobi2d 2048 30`, a 2-D halo exchange with an
+//!   all-reduce per iteration: about 1,250 events per rank.
 //!
 //! ```sh
 //! cargo build --release -p interposer        # the tracing library
 //! cargo bench -p simulator-tools --bench million
-//! BENCH_RANKS=65536 BENCH_REPEAT=5 cargo bench -p simulator-tools --bench million
+//! BENCH_RANKS=65536 BENCH_REPEAT=5 BENCH_WORKLOADS=jacobi2d cargo bench -p simulator-tools --bench million
 //! ```
 //!
 //! Inputs go to `target/bench-million` (`BENCH_DIR` to move them): the
 //! traces are taken once with OpenMPI's `mpirun` and the interposer
 //! (`c-tests` built by `make`), the platform is 32,768 hosts of 32 cores.
-//! `BENCH_RANKS` (comma-separated) and `BENCH_REPEAT` (runs per count,
-//! default 3 below a million ranks and 1 above) choose the runs; the
-//! medians of wall time, CPU time and maximum RSS are printed with the
-//! load average, since a shared machine moves the wall time most. Each run's JSON report is kept as `report-<N>.json`.
+//! `BENCH_WORKLOADS` (comma-separated names, default both), `BENCH_RANKS`
+//! (comma-separated) and `BENCH_REPEAT` (runs per count, default 3 below
+//! a million ranks and 1 above) choose the runs; the medians of wall
+//! time, CPU time and maximum RSS are printed with the actions and
+//! events per rank and the load average, since a shared machine moves
+//! the wall time most. Each run's JSON report is kept as
+//! `report-<workload>-<N>.json`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,36 +34,54 @@ use std::process::{Command, Stdio};
 mod common;
 use common::{load, median, timed_child, trace_c_test};
 
+/// The workloads: name, c-test program and its arguments.
+const WORKLOADS: [(&str, &str, &[&str]); 2] = [("ring", "nbexchange", &["8", "8", "2"]), ("jacobi2d", "jacobi2d", &["2048", "30"])];
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = std::env::var_os("BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target/bench-million"));
     std::fs::create_dir_all(&dir).expect("bench directory");
-    let traces = traces(&root, &dir);
     let platform = dir.join("platform.toml");
     std::fs::write(&platform, platform_toml(32_768, 32)).expect("platform");
     let ranks: Vec<u32> = match std::env::var("BENCH_RANKS") {
         Ok(s) => s.split(',').map(|n| n.trim().parse().expect("BENCH_RANKS: comma-separated rank counts")).collect(),
         Err(_) => vec![65_536, 1_048_576],
     };
+    let names: Vec<String> = match std::env::var("BENCH_WORKLOADS") {
+        Ok(s) => s.split(',').map(|w| w.trim().to_string()).collect(),
+        Err(_) => WORKLOADS.iter().map(|w| w.0.to_string()).collect(),
+    };
     let repeat: Option<usize> = std::env::var("BENCH_REPEAT").ok().map(|s| s.parse().expect("BENCH_REPEAT: a count"));
     println!(
-        "{:>9} {:>5} {:>10} {:>10} {:>11} {:>14}  load (1, 5, 15 min)",
-        "ranks", "runs", "wall_s", "cpu_s", "max_rss_mb", "makespan_s"
+        "{:>9} {:>9} {:>5} {:>10} {:>10} {:>11} {:>9} {:>9} {:>14}  load (1, 5, 15 min)",
+        "workload", "ranks", "runs", "wall_s", "cpu_s", "max_rss_mb", "act/rank", "ev/rank", "makespan_s"
     );
-    for n in ranks {
-        let runs = repeat.unwrap_or(if n < 1 << 20 { 3 } else { 1 });
-        let report = dir.join(format!("report-{n}.json"));
-        let (mut walls, mut cpus, mut rss) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..runs {
-            let (wall, cpu, kb) = run(&platform, n, &traces, &report);
-            walls.push(wall);
-            cpus.push(cpu);
-            rss.push(kb as f64 / 1024.0);
+    for name in &names {
+        let Some(&(_, prog, args)) = WORKLOADS.iter().find(|w| w.0 == name) else {
+            panic!("BENCH_WORKLOADS: unknown workload {name} (known: ring, jacobi2d)");
+        };
+        let traces = traces(&root, &dir, prog, args);
+        for &n in &ranks {
+            let runs = repeat.unwrap_or(if n < 1 << 20 { 3 } else { 1 });
+            let report = dir.join(format!("report-{name}-{n}.json"));
+            let (mut walls, mut cpus, mut rss) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let (wall, cpu, kb) = run(&platform, n, &traces, &report);
+                walls.push(wall);
+                cpus.push(cpu);
+                rss.push(kb as f64 / 1024.0);
+            }
+            let text = std::fs::read_to_string(&report).expect("report");
+            let json = serde_json::from_str::<serde_json::Value>(&text).expect("JSON report");
+            let makespan = json["makespan_s"].as_f64().unwrap_or(f64::NAN);
+            let per_rank = |key: &str| json[key].as_f64().unwrap_or(f64::NAN) / n as f64;
+            let (actions, events) = (per_rank("actions"), per_rank("events"));
+            let (wall, cpu, rss) = (median(&mut walls), median(&mut cpus), median(&mut rss));
+            println!(
+                "{name:>9} {n:>9} {runs:>5} {wall:>10.2} {cpu:>10.2} {rss:>11.0} {actions:>9.1} {events:>9.1} {makespan:>14.9}  {}",
+                load()
+            );
         }
-        let text = std::fs::read_to_string(&report).expect("report");
-        let makespan = serde_json::from_str::<serde_json::Value>(&text).expect("JSON report")["makespan_s"].as_f64().unwrap_or(f64::NAN);
-        let (wall, cpu, rss) = (median(&mut walls), median(&mut cpus), median(&mut rss));
-        println!("{n:>9} {runs:>5} {wall:>10.2} {cpu:>10.2} {rss:>11.0} {makespan:>14.9}  {}", load());
     }
 }
 
@@ -64,20 +93,20 @@ fn run(platform: &Path, n: u32, traces: &[PathBuf], report: &Path) -> (f64, f64,
     timed_child(&mut cmd, &format!("replay at {n} ranks"))
 }
 
-/// The trace directories at 2, 4 and 8 ranks, taken when missing.
-fn traces(root: &Path, dir: &Path) -> Vec<PathBuf> {
+/// The trace directories of `prog args` at 2, 4 and 8 ranks, taken when missing.
+fn traces(root: &Path, dir: &Path, prog: &str, args: &[&str]) -> Vec<PathBuf> {
+    let tag = args.join("-");
     [2, 4, 8]
         .iter()
         .map(|&np| {
-            let out = dir.join(format!("jacobi2d-{np}"));
+            let out = dir.join(format!("{prog}-{tag}-{np}"));
             if !out.join("meta.json").exists() {
-                trace_c_test(root, &out, "jacobi2d", &["2048", "30"], np);
+                trace_c_test(root, &out, prog, args, np);
             }
             out
         })
         .collect()
 }
-
 /// `hosts` hosts of `cores` cores, shared memory within a host and a
 /// faster-latency-bound network between hosts (a calibrated shape).
 fn platform_toml(hosts: u32, cores: u32) -> String {

@@ -30,7 +30,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// core of its own, else as an activity sharing its host's cores,
     /// which blocks the rank until the block's end event.
     pub(super) fn compute_block(&mut self, r: usize, seconds: f64, jitter: bool) -> Result<Flow, ReplayError> {
-        let host = self.ranks[r].host;
+        let host = self.hosts[r] as usize;
         if self.cores.get(host).is_none_or(Option::is_none) {
             match jitter {
                 true => self.local_compute(r, seconds),
@@ -82,7 +82,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             let dt = now - start_s;
             let rk = &mut self.ranks[r];
             if let Some(m) = self.energy.as_mut() {
-                m.busy(rk.host, start_s, dt);
+                m.busy(self.hosts[r] as usize, start_s, dt);
             }
             rk.clock = now;
             rk.stats.compute_s += dt;
@@ -97,7 +97,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Rank `r` finalized: with polling ranks, its host's blocks speed up.
     pub(super) fn cpu_rank_done(&mut self, r: usize) -> Result<(), ReplayError> {
-        let h = self.ranks[r].host;
+        let h = self.hosts[r] as usize;
         let now = self.ranks[r].clock;
         let Some(hc) = self.cores.get_mut(h).and_then(Option::as_mut) else { return Ok(()) };
         hc.rank_done(now);

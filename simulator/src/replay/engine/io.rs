@@ -89,7 +89,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let ranks = self.comms.size(self.io.files.get(&key).copied().unwrap_or(0)) as usize;
         let done = match call {
             IoCall::ReadAll | IoCall::WriteAll if open.collective(call == IoCall::WriteAll, fs.fs().mpi_io, ranks) => {
-                let me = Member { host: self.ranks[r].host, offset, bytes, span: open.span(bytes), entry_s: clock };
+                let me = Member { host: self.hosts[r] as usize, offset, bytes, span: open.span(bytes), entry_s: clock };
                 return self.collective_io(r, file, me, call == IoCall::WriteAll, &open.hints, lat);
             }
             IoCall::Iread { req } | IoCall::Iwrite { req } => {

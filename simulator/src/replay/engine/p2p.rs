@@ -70,7 +70,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// The cost uses the sender's size.
     pub(super) fn matched(&mut self, dst: usize, msg: SendMsg, recv: RecvPost) -> Result<(), ReplayError> {
         let model = self.model(msg.src as usize, dst);
-        let (ha, hb) = (self.ranks[msg.src as usize].host, self.ranks[dst].host);
+        let (ha, hb) = (self.hosts[msg.src as usize] as usize, self.hosts[dst] as usize);
         let start = msg.post.max(recv.post);
         let shared_start = match self.platform.smpi.async_small_thresh_bytes {
             Some(th) => !msg.eager || msg.bytes >= th,

@@ -247,7 +247,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         kind: RmaMove,
     ) -> Result<(), ReplayError> {
         let t = self.dst(r, action, target)?;
-        let peer = RmaPeer::of(r as u32, target, self.ranks[r].host == self.ranks[t].host);
+        let peer = RmaPeer::of(r as u32, target, self.hosts[r] == self.hosts[t]);
         let cost = kind.cost(self.model(r, t), bytes, peer);
         let start = self.ranks[r].clock;
         let rk = &mut self.ranks[r];

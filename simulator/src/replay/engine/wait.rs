@@ -34,7 +34,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 
     pub(super) fn wait_add(&mut self, r: usize, slot: u32) {
         let rk = &mut self.ranks[r];
-        match rk.reqs.slots[slot as usize].state {
+        match rk.reqs.slots[slot as usize].state() {
             SlotState::Done { at, d } => {
                 rk.block.resume = rk.block.resume.max(at);
                 rk.block.d = rk.block.d.max(d);
