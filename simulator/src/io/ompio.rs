@@ -90,13 +90,8 @@ pub fn collective(
     if individual(members.len()) {
         return members.iter().map(|m| fs.request(m.entry_s, lat, file, m.offset, m.bytes, kind)).collect();
     }
-    let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
-    let active: Vec<&Member> = members.iter().filter(|m| m.bytes > 0).collect();
-    let (Some(lo), Some(hi)) =
-        (active.iter().map(|m| m.offset).min(), active.iter().map(|m| m.offset.saturating_add(m.span.max(m.bytes))).max())
-    else {
-        return vec![t0; members.len()];
-    };
+    let (t0, range) = Member::extent(members);
+    let Some((lo, hi)) = range else { return vec![t0; members.len()] };
     let aggs = aggregators(members.len(), hints.cb_nodes.or(fs.fs().cb_nodes));
     let buffer = hints.cb_buffer_bytes.or(fs.fs().cb_buffer_bytes).unwrap_or(DEFAULT_BYTES_PER_AGG).max(2);
     let cycle = match kind {

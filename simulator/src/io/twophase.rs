@@ -21,6 +21,19 @@ pub struct Member {
     pub entry_s: f64,
 }
 
+impl Member {
+    /// The last entry among `members`, seconds, and the file range
+    /// `[lo, hi)` that the members moving data cover (their spans); `None`
+    /// for the range when no member moves a byte.
+    pub fn extent(members: &[Member]) -> (f64, Option<(u64, u64)>) {
+        let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
+        let active = || members.iter().filter(|m| m.bytes > 0);
+        let lo = active().map(|m| m.offset).min();
+        let hi = active().map(|m| m.offset.saturating_add(m.span.max(m.bytes))).max();
+        (t0, lo.zip(hi))
+    }
+}
+
 /// The aggregators among `members` (indices): the first member on each
 /// host, in member order, then further members in order until `cb_nodes`
 /// (ROMIO's default `cb_nodes` is the number of hosts).
@@ -71,13 +84,8 @@ pub fn two_phase(
     net_latency_s: f64,
     exchange: impl Fn(usize, usize, u64) -> f64,
 ) -> Vec<f64> {
-    let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
-    let active: Vec<&Member> = members.iter().filter(|m| m.bytes > 0).collect();
-    let (Some(lo), Some(hi)) =
-        (active.iter().map(|m| m.offset).min(), active.iter().map(|m| m.offset.saturating_add(m.span.max(m.bytes))).max())
-    else {
-        return vec![t0; members.len()];
-    };
+    let (t0, range) = Member::extent(members);
+    let Some((lo, hi)) = range else { return vec![t0; members.len()] };
     let aggs = aggregators(members, hints.cb_nodes.or(fs.fs().cb_nodes));
     let cb = hints.cb_buffer_bytes.or(fs.fs().cb_buffer_bytes).unwrap_or(DEFAULT_CB_BUFFER_BYTES).max(1);
     let domain = (hi - lo).div_ceil(aggs.len() as u64);
