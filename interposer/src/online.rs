@@ -382,10 +382,11 @@ impl Online {
     /// The virtual time now, for a virtual `MPI_Wtime`, seconds: the clock
     /// once the queue is applied (sends still in flight do not move it),
     /// the pump given at most [`WTIME_WAIT`] without progress; what is
-    /// still queued then counts its compute blocks only. A peer blocked in MPI answers only once this rank
-    /// makes its next MPI call (a timing loop of one rank while the others
-    /// wait in a collective), so after a wait in vain the next calls only
-    /// try the pump once, until it applies anything again.
+    /// still queued then counts its compute blocks only. A peer blocked in
+    /// MPI may answer only once this rank makes its next MPI call (a
+    /// timing loop of one rank while the others wait in a collective), so
+    /// after a wait in vain the next calls only try the pump once, until
+    /// it applies anything again.
     fn virtual_now(&mut self) -> f64 {
         let stuck = self.wtime_stuck == Some(self.work.progress);
         let wait = if stuck { Duration::ZERO } else { WTIME_WAIT.min(Duration::from_secs_f64(self.stall_s)) };
