@@ -80,11 +80,12 @@ void ipr_online_ghosts(void);
 #define IPR_ONLINE_MPI_Testsome(op, p, rc, count, reqs, outcount, indices, sts) \
     IPR_ON(if ((p)->root <= 0) ipr_online_poll(); else ipr_on_some(op, rc, ids, nids, (p)->root, sts))
 
+/* A test that completed nothing and an MPI_Iprobe are polls (the clock's [smpi] poll_s). */
+#define IPR_ONLINE_MPI_Iprobe(op, p, rc, source, tag, comm, flag, st) IPR_ON(ipr_online_poll())
+
 /* Matched probes: the probe remembers the message's communicator, source
  * and tag; MPI_Mrecv takes its companion (MPI_Imrecv as MPI_Irecv does). */
 #define IPR_ONLINE_MPI_Mprobe(op, p, rc, source, tag, comm, message, st) IPR_ON(ipr_on_mprobe(p, rc, st))
-/* A test that completed nothing and an MPI_Iprobe are polls (the clock's [smpi] poll_s). */
-#define IPR_ONLINE_MPI_Iprobe(op, p, rc, source, tag, comm, flag, st) IPR_ON(ipr_online_poll())
 #define IPR_ONLINE_MPI_Improbe(op, p, rc, source, tag, comm, flag, message, st) IPR_ON(if (*(flag)) ipr_on_mprobe(p, rc, st))
 #define IPR_ONLINE_MPI_Mrecv(op, p, rc, buf, count, datatype, message, st) IPR_ON(ipr_on_mrecv(op, p, rc))
 #define IPR_ONLINE_MPI_Imrecv(op, p, rc, buf, count, datatype, message, request) IPR_ON(ipr_on_imrecv(p, rc))
