@@ -459,11 +459,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             }
             Action::Icoll { req, ref coll } => self.start_icoll(r, req, coll)?,
             Action::Cancel { req } => self.cancel(r, req)?,
-            Action::Poll => {
-                let rk = &mut self.ranks[r];
-                rk.clock += self.platform.smpi.poll_s;
-                rk.stats.comm_s += self.platform.smpi.poll_s;
-            }
+            Action::Poll => self.busy_in_call(r, self.platform.smpi.poll_s),
             Action::RequestFree { req } => {
                 let rk = &mut self.ranks[r];
                 if let Some(slot) = rk.reqs.take_user(req) {

@@ -269,10 +269,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Rank `r` is busy `[smpi] rma_call_s`, the CPU time of a one-sided call.
     fn rma_call_cost(&mut self, r: usize) {
-        let s = self.platform.smpi.rma_call_s;
-        let rk = &mut self.ranks[r];
-        rk.clock += s;
-        rk.stats.comm_s += s;
+        self.busy_in_call(r, self.platform.smpi.rma_call_s);
     }
 
     /// Rank `r` waits for its operations on window `w` to `target` (all

@@ -27,9 +27,15 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 
     /// Rank `r` posted an `MPI_Irecv`: it is busy `[smpi] irecv_s`.
     pub(super) fn irecv_posted(&mut self, r: usize) {
+        self.busy_in_call(r, self.platform.smpi.irecv_s);
+    }
+
+    /// Rank `r` is busy `s` seconds in an MPI call that waits for nothing
+    /// (communication time): an `MPI_Irecv`'s post, a poll, a one-sided call.
+    pub(super) fn busy_in_call(&mut self, r: usize, s: f64) {
         let rk = &mut self.ranks[r];
-        rk.clock += self.platform.smpi.irecv_s;
-        rk.stats.comm_s += self.platform.smpi.irecv_s;
+        rk.clock += s;
+        rk.stats.comm_s += s;
     }
 
     pub(super) fn wait_add(&mut self, r: usize, slot: u32) {
