@@ -14,13 +14,15 @@
 //!   after the network model's latency part, and is then served by the
 //!   disk in `latency_s + b / bandwidth` (read or write bandwidth);
 //! - a write-back cache of `cache_bytes` takes a write in
-//!   `cache_latency_s + b / cache_bytes_per_s` while it has room; once it
+//!   `cache_latency_s + b / cache_bytes_per_s` (or the piecewise-linear
+//!   `cache_write`) while it has room; once it
 //!   holds more than `drain_after_bytes` not yet on the disk it drains
 //!   them at the disk's write bandwidth in the background, and
 //!   `MPI_File_sync` drains the rest and waits for the drain; a read of
 //!   data among the last `read_cache_bytes` (default `cache_bytes`) ×
 //!   servers bytes written comes from the cache in `cache_read_latency_s
-//!   + b / cache_read_bytes_per_s`, without the disk (a page cache);
+//!   + b / cache_read_bytes_per_s` (or the piecewise-linear `cache_read`),
+//!   without the disk (a page cache);
 //! - a client's request completes when its last piece completes (a read
 //!   piece then crosses the link back);
 //! - open, close, set_size, preallocate and delete pay
@@ -61,6 +63,7 @@ pub use summary::{io_summary, IoSummary};
 pub use twophase::{aggregators, two_phase, Member};
 
 use crate::error::Invalid;
+use crate::network::Piecewise;
 
 /// ROMIO's default collective buffer (`cb_buffer_size`), bytes.
 pub const DEFAULT_CB_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
@@ -132,6 +135,11 @@ impl std::str::FromStr for MpiIo {
 /// cache_latency_s = 5e-6       # per write into the cache (default 0)
 /// cache_read_bytes_per_s = 2e10  # read of cached data (default cache_bytes_per_s)
 /// cache_read_latency_s = 2e-6  # per read of cached data (default cache_latency_s)
+/// # Or, in place of a latency and a bandwidth, piecewise-linear costs by
+/// # request size (as the network's `transfer`; the last segment is unbounded):
+/// # cache_write = [{ max_bytes = 65536, intercept_s = 1e-6, bandwidth_bytes_per_s = 8e9 },
+/// #                { intercept_s = 2e-5, bandwidth_bytes_per_s = 2e9 }]
+/// # cache_read = [...]
 /// drain_after_bytes = 0        # dirty bytes held before the write-back starts (default 0)
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -184,7 +192,7 @@ pub struct FileSystem {
 }
 
 /// The disk of each server of a [`FileSystem`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Disk {
     /// Time per request before data moves, seconds.
@@ -217,6 +225,20 @@ pub struct Disk {
     /// `cache_latency_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_latency_s: Option<f64>,
+    /// Time of a write into the cache by request size, seconds: a
+    /// piecewise-linear function (the network's [`Piecewise`], SimGrid's
+    /// `smpi/os` form) that replaces `cache_latency_s + b /
+    /// cache_bytes_per_s` when it has segments. A page cache's cost per
+    /// byte changes with the size (a small write copies from the CPU's
+    /// caches, a large one allocates pages and meets the dirty-page
+    /// throttling): `calibrate io` fits it with automatic breakpoints.
+    #[serde(default, skip_serializing_if = "Piecewise::is_empty")]
+    pub cache_write: Piecewise,
+    /// Time of a read the cache holds by request size, seconds; replaces
+    /// `cache_read_latency_s + b / cache_read_bytes_per_s` when it has
+    /// segments (as `cache_write`).
+    #[serde(default, skip_serializing_if = "Piecewise::is_empty")]
+    pub cache_read: Piecewise,
     /// Cached bytes not yet on the disk the server holds before it starts
     /// writing them back (Linux's `dirty_background_bytes`); below it, data
     /// waits for `MPI_File_sync`. Default 0: the write-back starts as soon
@@ -247,6 +269,8 @@ impl Disk {
             cache_latency_s: 0.0,
             cache_read_bytes_per_s: None,
             cache_read_latency_s: None,
+            cache_write: Piecewise::default(),
+            cache_read: Piecewise::default(),
             drain_after_bytes: 0,
         }
     }
@@ -256,9 +280,26 @@ impl Disk {
         self.cache_bytes_per_s.unwrap_or(10.0 * self.write_bytes_per_s)
     }
 
-    /// Time a read of `b` bytes the cache holds takes, seconds.
+    /// Time a write of `b` bytes into the cache takes, seconds:
+    /// `cache_write` when it has segments, else `cache_latency_s + b /
+    /// cache_bytes_per_s`.
+    pub fn cache_write_s(&self, b: u64) -> f64 {
+        if self.cache_write.is_empty() {
+            self.cache_latency_s + b as f64 / self.cache_write_bw()
+        } else {
+            self.cache_write.eval(b)
+        }
+    }
+
+    /// Time a read of `b` bytes the cache holds takes, seconds:
+    /// `cache_read` when it has segments, else `cache_read_latency_s + b /
+    /// cache_read_bytes_per_s`.
     pub fn cached_read_s(&self, b: u64) -> f64 {
-        self.cache_read_latency_s.unwrap_or(self.cache_latency_s) + b as f64 / self.cache_read_bytes_per_s.unwrap_or(self.cache_write_bw())
+        if self.cache_read.is_empty() {
+            self.cache_read_latency_s.unwrap_or(self.cache_latency_s) + b as f64 / self.cache_read_bytes_per_s.unwrap_or(self.cache_write_bw())
+        } else {
+            self.cache_read.eval(b)
+        }
     }
 }
 
@@ -296,6 +337,9 @@ impl FileSystem {
         self.disk.write_bytes_per_s *= factor;
         self.disk.cache_bytes_per_s = self.disk.cache_bytes_per_s.map(|b| b * factor);
         self.disk.cache_read_bytes_per_s = self.disk.cache_read_bytes_per_s.map(|b| b * factor);
+        for s in self.disk.cache_write.segments.iter_mut().chain(self.disk.cache_read.segments.iter_mut()) {
+            s.bandwidth_bytes_per_s *= factor;
+        }
         self.link_bytes_per_s = self.link_bytes_per_s.map(|b| b * factor);
     }
 
@@ -340,6 +384,8 @@ impl FileSystem {
         if let Some(c) = d.cache_read_latency_s {
             non_negative("disk.cache_read_latency_s", c)?;
         }
+        d.cache_write.validate().map_err(|e| e.within("disk.cache_write: "))?;
+        d.cache_read.validate().map_err(|e| e.within("disk.cache_read: "))?;
         Ok(())
     }
 }

@@ -36,6 +36,11 @@ pub struct Piecewise {
 }
 
 impl Piecewise {
+    /// Whether the function has no segment (it is then 0 everywhere).
+    pub fn is_empty(&self) -> bool {
+        self.segments.is_empty()
+    }
+
     /// Seconds for a message of `bytes` bytes: the first segment whose
     /// `max_bytes` exceeds `bytes` applies (SimGrid's factor lookup rule),
     /// else the last. An empty function is 0.

@@ -16,19 +16,21 @@
 //!   times faster than `write_sync` less `sync0` (the sync's own cost)
 //!   give the cache's line; from the smallest of them, the sizes whose
 //!   `write` stays within that factor of the line went to a write-back
-//!   cache (and the smaller sizes with them); `cache_bytes` = N × the largest of them, and `cache_latency_s`
-//!   and `cache_bytes_per_s` from `write = cache_latency_s + b /
-//!   cache_bytes_per_s` on them (ranks write into the cache at once);
-//!   when `write16` was measured (the same blocks as 16 writes one after
-//!   the other), the line is fitted on its sixteenths instead: a stream of
-//!   writes pays the fixed cost an application's writes pay, where a
-//!   file's first write pays more;
-//! - cached reads: `read_cached = cache_read_latency_s + b /
-//!   cache_read_bytes_per_s` (data just written, read at once by every
+//!   cache (and the smaller sizes with them); `cache_bytes` = N × the
+//!   largest of them. The cost of a write into the cache, `cache_write`,
+//!   is piecewise linear in the request size, fitted on them with
+//!   automatic breakpoints (ranks write into the cache at once): a small
+//!   write copies from the CPU's caches, a large one allocates pages. When
+//!   `write16` was measured (the same blocks as 16 writes one after the
+//!   other), it is fitted on its sixteenths instead: a stream of writes
+//!   pays the fixed cost an application's writes pay, where a file's first
+//!   write pays more;
+//! - cached reads: `cache_read`, piecewise linear in the size, fitted on
+//!   the `read_cached` medians (data just written, read at once by every
 //!   rank from the page cache);
 //! - write: the `write_sync` medians less the sync's metadata latency; on
-//!   cached sizes the model's `write_sync` is `cache_latency_s + b /
-//!   cache_bytes_per_s + N·b / bandwidth` (the drain has no per-request
+//!   cached sizes the model's `write_sync` is `cache_write(b) + N·b /
+//!   bandwidth` (the drain has no per-request
 //!   latency), so those medians are first brought onto the line by
 //!   removing the cache write and adding the read fit's `N·latency_s`;
 //! - disk latency: the read fit's; the write fit's intercept holds it N
@@ -46,6 +48,7 @@ use std::collections::BTreeMap;
 
 use simulator::io::client::schedule;
 use simulator::io::{Disk, FileSystem, FsState, Hints, IoKind, Member, MpiIo};
+use simulator::network::{Piecewise, Segment};
 
 use super::{Case, IoSample};
 use crate::error::{Error, ErrorKind};
@@ -161,19 +164,19 @@ pub fn fit_io(
         .iter()
         .filter_map(|&(b, ws)| write.iter().find(|w| w.0 == b).filter(|w| w.1 > 0.0 && ws - empty_sync_s > CACHE_FACTOR * w.1).copied())
         .collect();
-    // From the first of them, the sizes whose writes went at the cache's
-    // speed (within CACHE_FACTOR of its line) went to the cache: a
+    // From the first of them, they and the sizes whose writes went at the
+    // cache's speed (within CACHE_FACTOR of its cost by size) went to the cache: a
     // write-back cache hides the disk up to its size, however slow the
     // sync behind it.
     let fast: Vec<(u64, f64)> = match fast.first() {
         None => fast,
         Some(&(first, _)) => {
-            let (lat, bw) = cache_line(&fast);
+            let cost = cost_by_size(&fast);
             write
                 .iter()
                 .copied()
                 .skip_while(|w| w.0 < first)
-                .take_while(|&(b, t)| t > 0.0 && t <= CACHE_FACTOR * (lat + b as f64 / bw))
+                .take_while(|&(b, t)| fast.iter().any(|f| f.0 == b) || (t > 0.0 && t <= CACHE_FACTOR * cost.eval(b)))
                 .collect()
         }
     };
@@ -182,15 +185,15 @@ pub fn fit_io(
     // sixteenths of `write16` where it was measured.
     let pieces: Vec<(u64, f64)> =
         med(Case::Write16).iter().filter(|&&(b, _)| fast.iter().any(|f| f.0 == b)).map(|&(b, t)| (b / 16, t / 16.0)).collect();
-    let line_of = |fast: &[(u64, f64)]| if pieces.len() >= 2 { cache_line(&pieces) } else { cache_line(fast) };
-    let cache = fast.last().map(|&(largest, _)| (ranks as u64 * largest, line_of(&fast)));
-    let cached = |b: u64| cache.is_some_and(|(bytes, _)| ranks as u64 * b <= bytes);
+    let cost_of = |fast: &[(u64, f64)]| if pieces.len() >= 2 { cost_by_size(&pieces) } else { cost_by_size(fast) };
+    let cache = fast.last().map(|&(largest, _)| (ranks as u64 * largest, cost_of(&fast)));
+    let cached = |b: u64| cache.as_ref().is_some_and(|(bytes, _)| ranks as u64 * b <= *bytes);
     let adjusted: Vec<(u64, f64)> = write_sync
         .iter()
         .map(|&(b, ws)| {
             let on_disk = ws - metadata_latency_s;
-            let y = match cache {
-                Some((_, (lat, bw))) if cached(b) => on_disk - lat - b as f64 / bw + n * read_latency_s,
+            let y = match &cache {
+                Some((_, cost)) if cached(b) => on_disk - cost.eval(b) + n * read_latency_s,
                 _ => on_disk,
             };
             (ranks as u64 * b, if y > 0.0 { y } else { ws })
@@ -204,10 +207,7 @@ pub fn fit_io(
     // Reads of data just written: each rank's from the cache, at once.
     let cached_read = {
         let m = med(Case::ReadCached);
-        (cache.is_some() && m.len() >= 2)
-            .then(|| line(Case::ReadCached, &m))
-            .transpose()?
-            .map(|f| (f.pieces[0].intercept_s.max(0.0), 1.0 / f.pieces[0].slope_s_per_byte))
+        (cache.is_some() && m.len() >= 2).then(|| cost_by_size(&m))
     };
 
     let fs = FileSystem {
@@ -220,20 +220,19 @@ pub fn fit_io(
         sync_latency_s: Some(metadata_latency_s + sync_extra_s),
         link_bytes_per_s: None,
         disk: Disk {
-            cache_bytes: cache.map_or(0, |c| c.0),
-            cache_bytes_per_s: cache.map(|c| c.1 .1),
-            cache_latency_s: cache.map_or(0.0, |c| c.1 .0),
-            cache_read_bytes_per_s: cached_read.map(|c| c.1),
-            cache_read_latency_s: cached_read.map(|c| c.0),
+            cache_bytes: cache.as_ref().map_or(0, |c| c.0),
             // The cache held every read after write that was measured.
-            read_cache_bytes: cached_read.and(med(Case::ReadCached).last().map(|&(b, _)| ranks as u64 * b)),
+            read_cache_bytes: cached_read.as_ref().and(med(Case::ReadCached).last().map(|&(b, _)| ranks as u64 * b)),
+            cache_write: cache.as_ref().map(|c| c.1.clone()).unwrap_or_default(),
+            // Reads of the cache without a measurement cost what its writes do.
+            cache_read: cached_read.or_else(|| cache.as_ref().map(|c| c.1.clone())).unwrap_or_default(),
             ..Disk::new(read_latency_s, 1.0 / read.pieces[0].slope_s_per_byte, 1.0 / write_fit.pieces[0].slope_s_per_byte)
         },
         cb_buffer_bytes: None,
         cb_nodes: None,
         mpi_io,
     };
-    let cache_warning = cache.map(|(bytes, _)| {
+    let cache_warning = cache.as_ref().map(|&(bytes, _)| {
         let largest = fast.last().map_or(0, |f| f.0);
         format!(
             "the page cache hides the disk: writes without sync were more than {CACHE_FACTOR}× faster than with sync up to {largest} bytes per rank; modelled as a write-back cache of {bytes} bytes, the disk's write bandwidth comes from the synced writes"
@@ -264,6 +263,44 @@ fn cache_line(fast: &[(u64, f64)]) -> (f64, f64) {
     let (s1, s2) = fast.iter().fold((0.0, 0.0), |(a, c), &(b, t)| (a + b as f64 / t, c + (b as f64 / t).powi(2)));
     (0.0, s2 / s1)
 }
+
+/// The cost of a request by its size through the medians `pts` `(bytes,
+/// seconds)`, piecewise linear: up to [`COST_PIECES`] pieces with automatic
+/// breakpoints ([`segmented::fit`], least squares on relative residuals, the
+/// number of pieces by BIC), each with a positive slope; else
+/// [`cache_line`]'s one line.
+fn cost_by_size(pts: &[(u64, f64)]) -> Piecewise {
+    let options = FitOptions { max_segments: COST_PIECES, min_points_per_segment: 3, lines_by_median: true };
+    let fitted = segmented::fit(pts, &options).ok().filter(|f| f.pieces.iter().all(|p| p.slope_s_per_byte > 0.0));
+    match fitted {
+        Some(f) => f.to_piecewise(),
+        None => {
+            let (intercept_s, bandwidth_bytes_per_s) = cache_line(pts);
+            Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] }
+        }
+    }
+}
+
+/// A piecewise cost as text: ` below 65536 B: 1.000e-6 s + b / 8.0000e9 B/s; from 65536 B: ...`.
+fn pieces(cost: &Piecewise) -> String {
+    let mut from = None;
+    let mut s = String::new();
+    for seg in &cost.segments {
+        let range = match (from, seg.max_bytes) {
+            (None, Some(m)) => format!("below {m} B"),
+            (Some(f), Some(m)) => format!("{f}-{m} B"),
+            (Some(f), None) => format!("from {f} B"),
+            (None, None) => "any size".to_string(),
+        };
+        s += &format!(" {range}: {:.3e} s + b / {:.4e} B/s;", seg.intercept_s, seg.bandwidth_bytes_per_s);
+        from = seg.max_bytes;
+    }
+    s.pop();
+    s
+}
+
+/// Most pieces of a fitted cost by size ([`cost_by_size`]).
+pub const COST_PIECES: usize = 2;
 
 /// One least-squares line through `pts` (`(bytes, seconds)`), with a
 /// positive slope.
@@ -305,15 +342,10 @@ impl IoFit {
             "file system {} ({} ranks): servers 1, stripe_size_bytes {}, metadata_latency_s {:.3e}\n  disk: latency_s {:.3e}, read {:.4e} B/s, write {:.4e} B/s",
             fs.name, self.ranks, fs.stripe_size_bytes, fs.metadata_latency_s, d.latency_s, d.read_bytes_per_s, d.write_bytes_per_s
         );
-        match d.cache_bytes_per_s {
-            Some(c) if d.cache_bytes > 0 => {
-                s += &format!(", cache {} bytes at {c:.4e} B/s after {:.3e} s per write", d.cache_bytes, d.cache_latency_s);
-                if let (Some(bw), Some(lat)) = (d.cache_read_bytes_per_s, d.cache_read_latency_s) {
-                    s += &format!(", cached reads at {bw:.4e} B/s after {lat:.3e} s");
-                }
-                s += "\n";
-            }
-            _ => s += ", no cache\n",
+        if d.cache_bytes > 0 {
+            s += &format!(", cache {} bytes\n  cache write:{}\n  cached read:{}\n", d.cache_bytes, pieces(&d.cache_write), pieces(&d.cache_read));
+        } else {
+            s += ", no cache\n";
         }
         s += &format!(
             "  sync_latency_s {:.3e} (write fit's intercept {:.3e} s)\n",
@@ -398,13 +430,38 @@ mod tests {
             assert_eq!(g.cache_bytes, w.cache_bytes, "{}", f.summary());
             assert_eq!(f.cache_warning.is_some(), cache > 0);
             if cache > 0 {
-                assert!(close(g.cache_bytes_per_s.unwrap(), 5e9) && close(g.cache_latency_s, 5e-6), "{}", f.summary());
-                assert!(close(g.cache_read_bytes_per_s.unwrap(), 2e10), "{}", f.summary());
-                assert!(close(g.cache_read_latency_s.unwrap(), 2e-6), "{}", f.summary());
+                for b in [256, 4096, 1 << 20] {
+                    assert!(close(g.cache_write_s(b), w.cache_write_s(b)), "{b}: {}", f.summary());
+                    assert!(close(g.cached_read_s(b), w.cached_read_s(b)), "{b}: {}", f.summary());
+                }
             }
             assert!(f.residuals.iter().all(|r| r.1 < 0.01), "{}", f.summary());
             assert_eq!(f.residuals.len(), Case::ALL.len());
         }
+    }
+
+    #[test]
+    fn a_cache_whose_cost_per_byte_changes_with_size_is_fitted_piecewise() {
+        // Small writes copy at 8 GB/s, writes from 64 KiB on at 1 GB/s;
+        // reads from 256 KiB on at a third of the small ones' speed.
+        let two = |at: u64, small: (f64, f64), large: (f64, f64)| Piecewise {
+            segments: vec![
+                Segment { max_bytes: Some(at), intercept_s: small.0, bandwidth_bytes_per_s: small.1 },
+                Segment { max_bytes: None, intercept_s: large.0, bandwidth_bytes_per_s: large.1 },
+            ],
+        };
+        let mut want = truth(128 << 20);
+        want.disk.cache_write = two(65536, (1e-6, 8e9), (2e-5, 1e9));
+        want.disk.cache_read = two(262144, (5e-7, 3e10), (4e-6, 1e10));
+        let f = fit_io(&synthetic(&want, 2), 2, "t", 4096, MpiIo::Romio, &|b| 1e-6 + b as f64 / 5e9).unwrap();
+        let g = &f.fs.disk;
+        assert_eq!(g.cache_write.segments.len(), 2, "{}", f.summary());
+        assert_eq!(g.cache_read.segments.len(), 2, "{}", f.summary());
+        for b in [4096, 16384, 1 << 20, 64 << 20] {
+            assert!(close(g.cache_write_s(b), want.disk.cache_write_s(b)), "{b}: {}", f.summary());
+            assert!(close(g.cached_read_s(b), want.disk.cached_read_s(b)), "{b}: {}", f.summary());
+        }
+        assert!(f.residuals.iter().all(|r| r.1 < 0.01), "{}", f.summary());
     }
 
     #[test]

@@ -186,7 +186,7 @@ impl FsState {
     /// A read piece of `b` bytes the server's cache still holds: at the
     /// cache's speed, no disk latency, then back over the link.
     fn cached_read(&mut self, s: usize, t: f64, lat: f64, b: u64) -> f64 {
-        let d = self.fs.disk;
+        let d = &self.fs.disk;
         let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
         let from_cache = d.cached_read_s(b);
         let srv = &mut self.servers[s];
@@ -200,7 +200,9 @@ impl FsState {
     }
 
     fn piece(&mut self, s: usize, t: f64, lat: f64, b: u64, kind: IoKind) -> f64 {
-        let d = self.fs.disk;
+        let d = &self.fs.disk;
+        let (latency_s, write_bw, read_bw) = (d.latency_s, d.write_bytes_per_s, d.read_bytes_per_s);
+        let (cache_bytes, drain_after_bytes, cache_write_s) = (d.cache_bytes, d.drain_after_bytes, d.cache_write_s(b));
         let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
         let srv = &mut self.servers[s];
         srv.stats.requests += 1;
@@ -210,35 +212,35 @@ impl FsState {
                 let arrive = (t + lat).max(srv.link_free_s) + on_link;
                 srv.link_free_s = arrive;
                 srv.drained(arrive);
-                let cached = d.cache_bytes > 0 && srv.dirty_bytes + b <= d.cache_bytes;
-                let on_disk = b as f64 / d.write_bytes_per_s;
+                let cached = cache_bytes > 0 && srv.dirty_bytes + b <= cache_bytes;
+                let on_disk = b as f64 / write_bw;
                 srv.stats.bytes_written += b;
                 self.span(s, "link", arrive - on_link, arrive);
                 if !cached {
-                    self.servers[s].stats.disk_busy_s += d.latency_s + on_disk;
+                    self.servers[s].stats.disk_busy_s += latency_s + on_disk;
                     // A full cache writes back what waits before taking more.
                     self.drain(s, arrive);
                 }
                 let disk_from = self.servers[s].disk_free_s;
                 let srv = &mut self.servers[s];
                 if cached {
-                    let done = arrive + d.cache_latency_s + b as f64 / d.cache_write_bw();
+                    let done = arrive + cache_write_s;
                     srv.dirty_bytes += b;
                     srv.waiting += b;
                     self.span(s, "cache write", arrive, done);
-                    if self.servers[s].waiting > d.drain_after_bytes {
+                    if self.servers[s].waiting > drain_after_bytes {
                         self.drain(s, done);
                     }
                     done
                 } else {
-                    let done = arrive.max(disk_from) + d.latency_s + on_disk;
+                    let done = arrive.max(disk_from) + latency_s + on_disk;
                     srv.disk_free_s = done;
-                    self.span(s, "disk write", done - d.latency_s - on_disk, done);
+                    self.span(s, "disk write", done - latency_s - on_disk, done);
                     done
                 }
             }
             IoKind::Read => {
-                let on_disk = d.latency_s + b as f64 / d.read_bytes_per_s;
+                let on_disk = latency_s + b as f64 / read_bw;
                 srv.stats.bytes_read += b;
                 srv.stats.disk_busy_s += on_disk;
                 let read = (t + lat).max(srv.disk_free_s) + on_disk;

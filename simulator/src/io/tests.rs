@@ -1,6 +1,7 @@
 //! Hand-computed cases of the file-system model.
 
 use super::*;
+use crate::network::Piecewise;
 
 const MIB: u64 = 1 << 20;
 
@@ -195,7 +196,7 @@ fn a_page_cache_writes_back_at_the_sync_and_serves_reads_at_its_own_speed() {
         drain_after_bytes: 32 * MIB,
         ..fs(1, MIB).disk
     };
-    let f = FileSystem { disk, ..fs(1, MIB) };
+    let f = FileSystem { disk: disk.clone(), ..fs(1, MIB) };
     let mut st = FsState::new(f.clone());
     let mut t = 0.0;
     for k in 0..16 {
@@ -220,4 +221,22 @@ fn a_page_cache_writes_back_at_the_sync_and_serves_reads_at_its_own_speed() {
     let w = st.request(0.0, 0.0, 0, 0, MIB, IoKind::Write);
     close(st.sync(1.0), 1.0 + 1e-3);
     assert!(w < 1e-3);
+}
+
+#[test]
+fn a_piecewise_cache_cost_prices_each_write_and_read_by_its_size() {
+    let seg = |max_bytes, intercept_s, bandwidth_bytes_per_s| crate::network::Segment { max_bytes, intercept_s, bandwidth_bytes_per_s };
+    let disk = Disk {
+        cache_bytes: 64 * MIB,
+        cache_write: Piecewise { segments: vec![seg(Some(65536), 1e-6, 8e9), seg(None, 2e-5, 1e9)] },
+        cache_read: Piecewise { segments: vec![seg(None, 5e-7, 2e10)] },
+        ..fs(1, MIB).disk
+    };
+    let mut st = FsState::new(FileSystem { disk, ..fs(1, MIB) });
+    // 16 KiB below the break: 1 µs + 16384 / 8e9 s.
+    close(st.request(0.0, 0.0, 0, 0, 16384, IoKind::Write), 1e-6 + 16384.0 / 8e9);
+    // 1 MiB above it: 20 µs + 1 MiB / 1e9 s.
+    close(st.request(1.0, 0.0, 0, MIB, MIB, IoKind::Write), 1.0 + 2e-5 + MIB as f64 / 1e9);
+    // The data just written is read from the cache: 0.5 µs + 16384 / 2e10 s.
+    close(st.request(2.0, 0.0, 0, 0, 16384, IoKind::Read), 2.0 + 5e-7 + 16384.0 / 2e10);
 }

@@ -80,6 +80,12 @@ fn every_part_of_the_schema_round_trips_and_names_are_escaped() {
             cache_read_bytes_per_s: Some(2e10),
             cache_read_latency_s: Some(2e-6),
             drain_after_bytes: 1 << 24,
+            cache_write: crate::network::Piecewise {
+                segments: vec![
+                    crate::network::Segment { max_bytes: Some(65536), intercept_s: 1e-6, bandwidth_bytes_per_s: 8e9 },
+                    crate::network::Segment { max_bytes: None, intercept_s: 2e-5, bandwidth_bytes_per_s: 1e9 },
+                ],
+            },
             ..crate::io::Disk::new(1e-4, 5e8, 3e8)
         },
         cb_buffer_bytes: Some(1 << 22),
@@ -219,6 +225,10 @@ fn a_file_system_on_an_unknown_host_or_with_a_negative_bandwidth_is_refused() {
     let e = Platform::load(&f).unwrap_err().to_string();
     assert!(e.contains("fs[0].disk.write_bytes_per_s") && e.lines().count() == 1, "{e}");
     let ok = fs.replace("[\"zz\"]", "[\"a\"]");
+    let pieces = ", cache_write = [{ max_bytes = 4096, intercept_s = 1e-6, bandwidth_bytes_per_s = 1e9 }, { intercept_s = 1e-6, bandwidth_bytes_per_s = 0 }] }";
+    let f = write(dir.path(), &format!("{text}\n{}", ok.replace(" }", pieces)));
+    let e = Platform::load(&f).unwrap_err().to_string();
+    assert!(e.contains("fs[0].disk.cache_write: segment 1: bandwidth_bytes_per_s") && e.lines().count() == 1, "{e}");
     let f = write(dir.path(), &format!("{text}\n{}", ok.replace("stripe_size_bytes", "mpi_io = \"mpich\"\nstripe_size_bytes")));
     let e = Platform::load(&f).unwrap_err().to_string();
     assert!(e.contains("p.toml") && e.contains("mpi_io") && e.contains("mpich") && e.lines().count() == 1, "{e}");
