@@ -296,7 +296,8 @@ impl Disk {
     /// cache_read_bytes_per_s`.
     pub fn cached_read_s(&self, b: u64) -> f64 {
         if self.cache_read.is_empty() {
-            self.cache_read_latency_s.unwrap_or(self.cache_latency_s) + b as f64 / self.cache_read_bytes_per_s.unwrap_or(self.cache_write_bw())
+            self.cache_read_latency_s.unwrap_or(self.cache_latency_s)
+                + b as f64 / self.cache_read_bytes_per_s.unwrap_or(self.cache_write_bw())
         } else {
             self.cache_read.eval(b)
         }

@@ -41,8 +41,9 @@
 //! (as in SMPI's replay).
 //!
 //! A single file holding every rank's lines (each line starts with its
-//! rank, as SimGrid's replay accepts) replays too: each rank's stream
-//! reads the file and keeps its own lines; the rank count is one more than
+//! rank, as SimGrid's replay accepts) replays too: it is mapped into
+//! memory and indexed once by runs of consecutive lines of one rank, and
+//! each rank's stream reads its own runs; the rank count is one more than
 //! the largest rank in the file.
 //!
 //! Files are read in 64 KiB blocks and parsed as bytes: fields are runs of
@@ -57,14 +58,14 @@
 mod feed;
 pub(crate) mod parse;
 mod read;
+mod shared;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::action::Action;
 
-use parse::Fields;
-use read::{Lines, RankSource};
+use read::RankSource;
+use shared::Layout;
 
 /// SimGrid's `MPI_PROC_NULL` in TI traces.
 pub const TI_PROC_NULL: i32 = -333;
@@ -149,43 +150,13 @@ pub fn read_trace_list(list: &Path) -> Result<Vec<PathBuf>, TiError> {
 /// # Errors
 /// [`TiError`] from [`read_trace_list`] or naming a file that cannot be opened.
 pub fn open_list(list: &Path) -> Result<Vec<TiActions>, TiError> {
-    if let Some(n) = single_file_ranks(list)? {
-        return (0..n).map(|r| TiActions::open_as(list, r, n, true)).collect();
+    if let Layout::Single(file) = shared::index(list)? {
+        let n = file.ranks();
+        return Ok((0..n).map(|r| TiActions::from_source(RankSource::shared(list, file.clone(), r), n)).collect());
     }
     let files = read_trace_list(list)?;
     let n = files.len() as u32;
     files.into_iter().enumerate().map(|(r, f)| TiActions::open(&f, r as u32, n)).collect()
-}
-
-/// The rank count of `path` when it is a single-file TI trace (its first
-/// action line is `<rank> <verb> …`, not a path): one more than the
-/// largest rank on any line; `None` for a trace list.
-///
-/// # Errors
-/// [`TiError`] naming `path` when it cannot be read.
-fn single_file_ranks(path: &Path) -> Result<Option<u32>, TiError> {
-    let err = |what: String| TiError { path: path.to_path_buf(), line: None, what };
-    let file = File::open(path).map_err(|e| err(e.to_string()))?;
-    let mut lines = Lines::new(file, 1 << 16);
-    let first = loop {
-        match lines.next_line().map_err(|e| err(e.to_string()))? {
-            None => return Ok(None),
-            Some(l) => match Fields::new(l).next() {
-                Some(w) if !w.starts_with(b"#") => break l.to_vec(),
-                _ => continue,
-            },
-        }
-    };
-    let mut w = Fields::new(&first);
-    let rank = w.next().and_then(parse::uint);
-    let verb = w.next().is_some_and(|v| v.iter().all(|b| b.is_ascii_alphabetic() || *b == b'_'));
-    let (Some(mut max), true) = (rank, verb) else { return Ok(None) };
-    while let Some(l) = lines.next_line().map_err(|e| err(e.to_string()))? {
-        if let Some(r) = Fields::new(l).next().and_then(parse::uint) {
-            max = max.max(r);
-        }
-    }
-    Ok(Some(max + 1))
 }
 
 /// Above this many ranks, a TI rank file is opened only while its buffer
@@ -234,21 +205,20 @@ impl TiActions {
     /// # Errors
     /// [`TiError`] naming `path` when it cannot be opened.
     pub fn open(path: &Path, rank: u32, ranks: u32) -> Result<TiActions, TiError> {
-        TiActions::open_as(path, rank, ranks, false)
-    }
-
-    /// Opens `path` as rank `rank` of `ranks`; with `shared`, the file
-    /// holds every rank's lines and only rank `rank`'s are kept.
-    fn open_as(path: &Path, rank: u32, ranks: u32, shared: bool) -> Result<TiActions, TiError> {
         // Beyond REOPEN_ABOVE ranks, files are closed between buffer refills
-        // (bounded open files), buffers are smaller (bounded memory) and
-        // parsing stays in the replay's thread (bounded threads).
+        // (bounded open files) and buffers are smaller (bounded memory).
         let reopen = ranks as usize > REOPEN_ABOVE;
         let buffer = if reopen { 1 << 13 } else { 1 << 16 };
-        let src = Box::new(RankSource::open(path, rank, ranks, (buffer, reopen, shared))?);
+        Ok(TiActions::from_source(RankSource::open(path, rank, ranks, (buffer, reopen))?, ranks))
+    }
+
+    /// The stream of `src`, one of `ranks`: beyond [`REOPEN_ABOVE`] ranks
+    /// parsing stays in the replay's thread (bounded threads).
+    fn from_source(src: RankSource, ranks: u32) -> TiActions {
+        let src = Box::new(src);
         let batch = batch_len(ranks);
-        let feed = if reopen { Feed::Inline(src) } else { spawn(src, batch) };
-        Ok(TiActions { batch: Vec::new(), batch_len: batch, end: None, feed })
+        let feed = if ranks as usize > REOPEN_ABOVE { Feed::Inline(src) } else { spawn(src, batch) };
+        TiActions { batch: Vec::new(), batch_len: batch, end: None, feed }
     }
 }
 

@@ -343,7 +343,12 @@ impl IoFit {
             fs.name, self.ranks, fs.stripe_size_bytes, fs.metadata_latency_s, d.latency_s, d.read_bytes_per_s, d.write_bytes_per_s
         );
         if d.cache_bytes > 0 {
-            s += &format!(", cache {} bytes\n  cache write:{}\n  cached read:{}\n", d.cache_bytes, pieces(&d.cache_write), pieces(&d.cache_read));
+            s += &format!(
+                ", cache {} bytes\n  cache write:{}\n  cached read:{}\n",
+                d.cache_bytes,
+                pieces(&d.cache_write),
+                pieces(&d.cache_read)
+            );
         } else {
             s += ", no cache\n";
         }

@@ -4,10 +4,12 @@
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::action::Action;
 
 use super::parse::RankParser;
+use super::shared::{SharedFile, SharedLines};
 use super::TiError;
 
 /// A rank file read sequentially: kept open, or (`file` = `None`)
@@ -98,23 +100,36 @@ impl<R: Read> Lines<R> {
     }
 }
 
+/// Where a rank's lines come from.
+enum Source {
+    /// The rank's own file.
+    Own(Lines<RankFile>),
+    /// Its lines of a single file of every rank's lines.
+    Shared(SharedLines),
+}
+
 /// One rank's action file and parsing state.
 pub(super) struct RankSource {
     pub(super) path: PathBuf,
-    lines: Lines<RankFile>,
+    lines: Source,
     parser: RankParser,
 }
 
 impl RankSource {
     /// Opens `path` for rank `rank` of `ranks`, reading `buffer` bytes at
-    /// a time; with `reopen`, the file is closed between reads; with
-    /// `shared`, lines of other ranks are skipped.
+    /// a time; with `reopen`, the file is closed between reads.
     ///
     /// # Errors
     /// [`TiError`] naming `path` when it cannot be opened.
-    pub(super) fn open(path: &Path, rank: u32, ranks: u32, (buffer, reopen, shared): (usize, bool, bool)) -> Result<RankSource, TiError> {
+    pub(super) fn open(path: &Path, rank: u32, ranks: u32, (buffer, reopen): (usize, bool)) -> Result<RankSource, TiError> {
         let file = RankFile::open(path, reopen).map_err(|e| TiError { path: path.into(), line: None, what: e.to_string() })?;
-        Ok(RankSource { path: path.into(), lines: Lines::new(file, buffer), parser: RankParser::new(rank, ranks, shared) })
+        Ok(RankSource { path: path.into(), lines: Source::Own(Lines::new(file, buffer)), parser: RankParser::new(rank, ranks, false) })
+    }
+
+    /// Rank `rank`'s lines of the single-file trace `file` read from `path`.
+    pub(super) fn shared(path: &Path, file: Arc<SharedFile>, rank: u32) -> RankSource {
+        let ranks = file.ranks();
+        RankSource { path: path.into(), lines: Source::Shared(SharedLines::new(file, rank)), parser: RankParser::new(rank, ranks, true) }
     }
 
     /// Parses lines until `out` holds at least `max` actions or the file
@@ -125,13 +140,27 @@ impl RankSource {
     /// the lines before it are in `out`), or a read error.
     pub(super) fn fill(&mut self, out: &mut Vec<Action>, max: usize) -> Result<bool, TiError> {
         while out.len() < max {
-            let line = match self.lines.next_line() {
+            let (next, line_no) = match &mut self.lines {
+                Source::Own(lines) => {
+                    let n = lines.line + 1;
+                    (lines.next_line(), n)
+                }
+                Source::Shared(lines) => {
+                    let next = lines.next_line();
+                    (Ok(next), 0)
+                }
+            };
+            let line = match next {
                 Ok(Some(l)) => l,
                 Ok(None) => return Ok(true),
-                Err(e) => return Err(TiError { path: self.path.clone(), line: Some(self.lines.line), what: e.to_string() }),
+                Err(e) => return Err(TiError { path: self.path.clone(), line: Some(line_no), what: e.to_string() }),
             };
             if let Err(what) = self.parser.line(line, out) {
-                return Err(TiError { path: self.path.clone(), line: Some(self.lines.line), what });
+                let line = match &self.lines {
+                    Source::Own(l) => l.line,
+                    Source::Shared(l) => l.line,
+                };
+                return Err(TiError { path: self.path.clone(), line: Some(line), what });
             }
         }
         Ok(false)

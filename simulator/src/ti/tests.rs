@@ -138,6 +138,23 @@ fn a_single_file_of_every_rank_replays_as_its_trace_list() {
 }
 
 #[test]
+fn a_bad_line_of_a_single_file_is_named_by_its_line_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("all.txt");
+    let errors = |p: &Path| -> Vec<String> {
+        open_list(p).unwrap().into_iter().filter_map(|s| s.filter_map(Result::err).next().map(|e| e.to_string())).collect()
+    };
+    std::fs::write(&single, "0 init\n1 init\n0 compute 10\n1 send 0 x 8\n0 finalize\n1 finalize\n").unwrap();
+    let e = errors(&single);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(e[0].contains("all.txt:4: "), "{e:?}");
+    // A line that names no rank goes to rank 0, whose parser names it.
+    std::fs::write(&single, "0 init\n1 init\nfoo compute 10\n0 finalize\n1 finalize\n").unwrap();
+    let e = errors(&single);
+    assert!(e.len() == 1 && e[0].contains("all.txt:3: expected rank 0"), "{e:?}");
+}
+
+#[test]
 fn datatype_codes_match_smpi_3_32() {
     // Codes seen in traces of MPI_Send(…, 3, type, …) under SimGrid 3.32.
     for (code, size) in [("0", 8), ("1", 4), ("2", 1), ("3", 2), ("4", 8), ("5", 4), ("6", 1), ("7", 8), ("9", 1)] {
