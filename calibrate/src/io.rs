@@ -246,6 +246,19 @@ pub fn read_csv(path: &Path) -> Result<Vec<IoSample>, Error> {
     parse_csv(&text, path)
 }
 
+/// Writes `samples` as the benchmark's CSV (header [`CSV_HEADER`]), so
+/// that `calibrate io --from-csv` refits them without measuring.
+///
+/// # Errors
+/// [`ErrorKind::Io`] naming `path` when it cannot be written.
+pub fn write_csv(path: &Path, samples: &[IoSample]) -> Result<(), Error> {
+    let mut text = format!("{CSV_HEADER}\n");
+    for s in samples {
+        text += &format!("{},{},{:e}\n", s.case.name(), s.size_bytes, s.seconds);
+    }
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+}
+
 /// [`read_csv`] of the CSV `text` read from `path`: sizes at most 2^53
 /// bytes, times finite and `>= 0`.
 ///
@@ -346,6 +359,18 @@ mod tests {
         let e = IoOptions { min_bytes: 8, max_bytes: 4, ..IoOptions::default() }.sizes().unwrap_err();
         assert!(e.to_string().starts_with("--min-bytes 8 / --max-bytes 4"), "{e}");
         assert_eq!(IoOptions { reps: 0, ..IoOptions::default() }.plan().unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+
+    #[test]
+    fn written_samples_read_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("io.csv");
+        let s = vec![
+            IoSample { case: Case::Write16, size_bytes: 65536, seconds: 1.234_567_890_123e-5 },
+            IoSample { case: Case::OpenClose, size_bytes: 0, seconds: 0.25 },
+        ];
+        write_csv(&f, &s).unwrap();
+        assert_eq!(read_csv(&f).unwrap(), s);
     }
 
     #[test]

@@ -51,9 +51,9 @@ enum Command {
 #[derive(Args)]
 struct IoArgs {
     /// Scratch directory on the file system to model (files are created
-    /// and deleted there).
-    #[arg(long)]
-    dir: PathBuf,
+    /// and deleted there). Not needed with --from-csv.
+    #[arg(long, required_unless_present = "from_csv")]
+    dir: Option<PathBuf>,
     /// Platform TOML to update (it must exist).
     #[arg(long)]
     out: PathBuf,
@@ -91,6 +91,16 @@ struct IoArgs {
     /// libraries run romio).
     #[arg(long, value_name = "romio|ompio")]
     mpi_io: Option<simulator::io::MpiIo>,
+    /// Keep the samples: write them to this CSV (`case,size_bytes,seconds`),
+    /// and the MPI library that ran to <stem>.library.txt beside it.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Measure nothing: refit the samples of an earlier --csv file (its
+    /// <stem>.library.txt, if any, gives the MPI library; the kernel's
+    /// dirty-page limits and available memory are this host's; give
+    /// the --ranks it was measured on).
+    #[arg(long, value_name = "FILE", conflicts_with = "dir")]
+    from_csv: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -256,8 +266,8 @@ fn main() -> anyhow::Result<()> {
 fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
     use calibrate::io::{self, fit};
     let started = Instant::now();
-    if !a.dir.is_dir() {
-        anyhow::bail!("--dir {}: not a directory", a.dir.display());
+    if let Some(dir) = a.dir.as_ref().filter(|d| !d.is_dir()) {
+        anyhow::bail!("--dir {}: not a directory", dir.display());
     }
     if !a.out.exists() {
         anyhow::bail!("--out {}: no such platform; run `calibrate network --out {}` first", a.out.display(), a.out.display());
@@ -265,10 +275,25 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
     let mut platform = simulator::platform::Platform::load(&a.out).map_err(|e| anyhow::anyhow!("--out {e}"))?;
     // Refuse an unwritable platform before measuring.
     std::fs::OpenOptions::new().append(true).open(&a.out).map_err(|e| anyhow::anyhow!("--out {}: not writable ({e})", a.out.display()))?;
-    let options = io::IoOptions { ranks: a.ranks, reps: a.reps, min_bytes: a.min_bytes, max_bytes: a.max_bytes, seed: a.seed };
-    options.sizes()?;
-    let launcher = Launcher { mpirun_args: a.mpirun_args, timeout: Duration::from_secs(a.timeout_s), ..Launcher::from_env() };
-    let run = io::measure(&launcher, &a.dir, &options).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    let run = match (&a.from_csv, &a.dir) {
+        (Some(csv), _) => {
+            let library = std::fs::read_to_string(sibling_txt(csv, "library")).unwrap_or_default().trim().to_string();
+            let mpi_io = io::detect_mpi_io(&library, "");
+            io::IoRun { samples: io::read_csv(csv).map_err(|e| anyhow::anyhow!("--from-csv {e}"))?, library, mpi_io }
+        }
+        (None, Some(dir)) => {
+            let options = io::IoOptions { ranks: a.ranks, reps: a.reps, min_bytes: a.min_bytes, max_bytes: a.max_bytes, seed: a.seed };
+            options.sizes()?;
+            let launcher = Launcher { mpirun_args: a.mpirun_args, timeout: Duration::from_secs(a.timeout_s), ..Launcher::from_env() };
+            io::measure(&launcher, dir, &options).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?
+        }
+        (None, None) => anyhow::bail!("--dir or --from-csv is required"),
+    };
+    if let Some(csv) = &a.csv {
+        io::write_csv(csv, &run.samples)?;
+        let lib = sibling_txt(csv, "library");
+        std::fs::write(&lib, format!("{}\n", run.library)).with_context(|| format!("{}", lib.display()))?;
+    }
     let samples = run.samples;
     let mpi_io = a.mpi_io.unwrap_or(run.mpi_io);
     eprintln!(
@@ -278,11 +303,16 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
         if a.mpi_io.is_some() { "--mpi-io" } else { "detected" }
     );
     let name = a.name.unwrap_or_else(|| {
-        a.dir.canonicalize().ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned())).unwrap_or_else(|| "fs".into())
+        a.dir
+            .as_ref()
+            .and_then(|d| d.canonicalize().ok())
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "fs".into())
     });
+    let block = a.dir.as_deref().map_or(4096, io::block_size);
     let intra = platform.network.intra.clone();
     let exchange = |b: u64| intra.transfer.eval(b);
-    let mut f = fit::fit_io(&samples, a.ranks, &name, io::block_size(&a.dir), mpi_io, &exchange)
+    let mut f = fit::fit_io(&samples, a.ranks, &name, block, mpi_io, &exchange)
         .map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
     if let Some(w) = &f.cache_warning {
         // The page cache holds what was written (clean once written back)
@@ -532,6 +562,11 @@ fn collectives(
     platform.collectives.reduce = fit.cost;
     let table = if fit.points.is_empty() { String::new() } else { format!("\n{}", fit.table()) };
     Ok(format!("collective selector: {name} ({why})\n{}{table}", fit.summary()))
+}
+
+/// `dir/stem.csv` → `dir/stem.<tag>.txt`.
+fn sibling_txt(csv: &Path, tag: &str) -> PathBuf {
+    sibling(csv, tag).with_extension("txt")
 }
 
 /// `dir/stem.csv` → `dir/stem.<tag>.csv`.

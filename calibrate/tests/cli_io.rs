@@ -46,10 +46,27 @@ fn calibrate_io_adds_a_loadable_fs_and_keeps_the_rest() {
         .arg(&out)
         .arg("--plot")
         .arg(&plots)
+        .arg("--csv")
+        .arg(dir.path().join("io.csv"))
         .output()
         .unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
     assert!(run.status.success(), "calibrate io failed:\n{stdout}\n{stderr}");
+    // The kept samples refit to the same file system without measuring.
+    let refit_out = dir.path().join("refit.toml");
+    before.save(&refit_out).unwrap();
+    let refit = Command::new(env!("CARGO_BIN_EXE_calibrate"))
+        .args(["io", "--ranks", "2", "--name", "scratch", "--from-csv"])
+        .arg(dir.path().join("io.csv"))
+        .arg("--out")
+        .arg(&refit_out)
+        .output()
+        .unwrap();
+    assert!(refit.status.success(), "{}", String::from_utf8_lossy(&refit.stderr));
+    // All but the cache's size, the kernel's dirty limit read at each run.
+    let fitted = |s: &str| s.lines().filter(|l| !l.contains("disk:")).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(fitted(&String::from_utf8_lossy(&refit.stdout)), fitted(&stdout));
+    assert!(std::fs::read_to_string(dir.path().join("io.library.txt")).unwrap().trim().len() > 3);
     assert!(stdout.contains("file system scratch (2 ranks)") && stdout.contains("read_all"), "{stdout}");
     let after = Platform::load(&out).unwrap();
     assert_eq!(after.fs.len(), 1, "{}", std::fs::read_to_string(&out).unwrap());
@@ -85,6 +102,10 @@ fn calibrate_io_refuses_bad_input_in_one_line() {
     platform().save(&out).unwrap();
     let e = run(&["--dir", d, "--out", o, "--min-bytes", "0"]);
     assert!(e.starts_with("Error: --min-bytes 0") && !e.contains('\n'), "{e}");
+    let csv = dir.path().join("s.csv");
+    std::fs::write(&csv, "case,size_bytes,seconds\nwrite,4096,1e-5\nwrite,x,1e-5\n").unwrap();
+    let e = run(&["--from-csv", csv.to_str().unwrap(), "--out", o]);
+    assert!(e.contains("s.csv:3: bad size_bytes `x`") && !e.contains('\n'), "{e}");
     std::fs::write(&out, "hosts = 3\n").unwrap();
     let e = run(&["--dir", d, "--out", o]);
     assert!(e.starts_with(&format!("Error: --out {o}:")) && !e.contains('\n'), "{e}");
