@@ -44,8 +44,9 @@
 //! selector = "ompi"            # as --coll-selector (default "mpich")
 //! reduce_intercept_s = 2e-7    # per reduction step (default 0)
 //! reduce_s_per_byte = 1.5e-10  # γ (default 0)
-//! shm_flag_s = 1.2e-7          # optional: MPICH's shared-memory collectives ([`crate::collectives::shm`])
-//! shm_s_per_byte = 8e-11       # optional (both or neither)
+//! shm_call_s = 6e-7            # optional: MPICH's shared-memory collectives ([`crate::collectives::shm`]),
+//! shm_flag_s = 1.2e-7          # all three or none
+//! shm_s_per_byte = 8e-11
 //! [[fs]]                       # optional: file systems for MPI-IO ([`crate::io::FileSystem`])
 //! name = "scratch"
 //! servers = 4

@@ -20,10 +20,12 @@
 //! a flag-only gather and release (`MPIDI_POSIX_mpi_barrier_release_gather`)
 //! followed by a 1-byte release-gather broadcast from rank 0.
 //!
-//! The cost model ([`ShmCost`]): a rank sees a flag `flag_s` after both
-//! the flag's store and the start of its poll (the poll's load of a line
-//! another core wrote); a copy into or out of a cell, and the combination
-//! of a child's cell into the rank's, cost `s_per_byte` per byte.
+//! The cost model ([`ShmCost`]): each release-gather call first costs its
+//! rank `call_s` (the call's own work: algorithm selection, datatype and
+//! buffer checks); a rank sees a flag `flag_s` after both the flag's store
+//! and the start of its poll (the poll's load of a line another core
+//! wrote); a copy into or out of a cell, and the combination of a child's
+//! cell into the rank's, cost `s_per_byte` per byte.
 //!
 //! MPICH uses these algorithms only from the
 //! `MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD`-th (5th) `MPI_Bcast`,
@@ -58,9 +60,13 @@ pub const BCAST_TREE_K: u32 = 64;
 
 /// Costs of the release-gather collectives on one node, fitted by
 /// `calibrate network` under MPICH on its `MPI_Allreduce` samples
-/// (platform TOML: `[collectives] shm_flag_s`, `shm_s_per_byte`).
+/// (platform TOML: `[collectives] shm_call_s`, `shm_flag_s`,
+/// `shm_s_per_byte`).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct ShmCost {
+    /// Time a rank spends in each release-gather call before its first
+    /// copy or flag, seconds (`shm_call_s`).
+    pub call_s: f64,
     /// Time from a flag's store (or the start of the poll, if later) to
     /// the poller seeing it, seconds (`shm_flag_s`).
     pub flag_s: f64,
@@ -74,9 +80,9 @@ impl ShmCost {
     /// Checks that both terms are finite and `>= 0`.
     ///
     /// # Errors
-    /// The name of the first bad field (`shm_flag_s`, `shm_s_per_byte`).
+    /// The name of the first bad field (`shm_call_s`, `shm_flag_s`, `shm_s_per_byte`).
     pub fn validate(&self) -> Result<(), crate::error::Invalid> {
-        for (name, v) in [("shm_flag_s", self.flag_s), ("shm_s_per_byte", self.s_per_byte)] {
+        for (name, v) in [("shm_call_s", self.call_s), ("shm_flag_s", self.flag_s), ("shm_s_per_byte", self.s_per_byte)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!("{name} must be finite and >= 0, got {v}").into());
             }
@@ -175,6 +181,7 @@ pub fn exits(coll: ShmColl, bytes: u64, elem: u64, entries: &[f64], cost: &ShmCo
     }
     let mut flag = vec![0.0; n as usize];
     let seen = |store: f64, poll: f64| store.max(poll) + cost.flag_s;
+    exits.iter_mut().for_each(|t| *t += cost.call_s);
     match coll {
         ShmColl::Allreduce => {
             for chunk in chunks(bytes, elem) {
@@ -203,7 +210,8 @@ pub fn exits(coll: ShmColl, bytes: u64, elem: u64, entries: &[f64], cost: &ShmCo
                 flag[r as usize] = t;
             }
             release(n, &mut flag, cost.flag_s);
-            // The 1-byte bcast: a second release from rank 0.
+            // The 1-byte bcast, a second call: a release from rank 0.
+            flag.iter_mut().for_each(|t| *t += cost.call_s);
             let polls = flag.clone();
             for r in 1..n {
                 let p = parent(r, BCAST_TREE_K) as usize;
@@ -229,7 +237,7 @@ mod tests {
     use super::super::Coll;
     use super::*;
 
-    const COST: ShmCost = ShmCost { flag_s: 1e-7, s_per_byte: 1e-10 };
+    const COST: ShmCost = ShmCost { call_s: 0.0, flag_s: 1e-7, s_per_byte: 1e-10 };
 
     fn close(a: &[f64], b: &[f64]) {
         assert_eq!(a.len(), b.len());
@@ -273,21 +281,32 @@ mod tests {
     #[test]
     fn allreduce_waits_for_the_children_in_order() {
         let mut out = Vec::new();
-        let c = ShmCost { flag_s: 1.0, s_per_byte: 0.0 };
+        let c = ShmCost { call_s: 0.0, flag_s: 1.0, s_per_byte: 0.0 };
         exits(ShmColl::Allreduce, 8, 8, &[0.0, 0.0, 0.0, 10.0, 0.0], &c, &mut out);
         // Rank 0 sees rank 1's flag at 1, 2's at 2 (each poll costs a
         // flag time), 3's at 11, 4's at 12; it releases at 12; the others see it at 13.
         close(&out, &[12.0, 13.0, 13.0, 13.0, 13.0]);
     }
 
-    /// A barrier of two ranks: rank 1's flag seen by rank 0 at 1 (flag
-    /// 1); rank 1 sees the release at 2 and the bcast's at 3.
+    /// A barrier of two ranks (call 0.5, flag 1): rank 1's flag, stored
+    /// at 0.5, seen by rank 0 at 1.5; rank 1 sees the release at 2.5;
+    /// the bcast call: rank 0 stores its flag at 2, out; rank 1 polls
+    /// from 3 and sees it at 4.
     #[test]
     fn two_rank_barrier() {
         let mut out = Vec::new();
-        let c = ShmCost { flag_s: 1.0, s_per_byte: 5.0 };
+        let c = ShmCost { call_s: 0.5, flag_s: 1.0, s_per_byte: 5.0 };
         exits(ShmColl::Barrier, 0, 1, &[0.0, 0.0], &c, &mut out);
-        close(&out, &[1.0, 3.0]);
+        close(&out, &[2.0, 4.0]);
+    }
+
+    /// The call's own time delays everything after it: 8 KiB on two
+    /// ranks with 0.3 µs per call is the example above 0.3 µs later.
+    #[test]
+    fn the_call_time_comes_first() {
+        let mut out = Vec::new();
+        exits(ShmColl::Allreduce, 8192, 8, &[0.0, 0.0], &ShmCost { call_s: 3e-7, ..COST }, &mut out);
+        close(&out, &[2.8576e-6, 2.9576e-6]);
     }
 
     #[test]

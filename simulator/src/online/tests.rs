@@ -365,7 +365,7 @@ fn ompio_collectives_of_two_ranks_run_on_the_ranks_own_clock() {
 fn shared_memory_collectives_agree_with_replay() {
     let mut x = platform();
     x.mapping = Mapping::Explicit { hosts: vec![0; 3] };
-    x.collectives.shm = Some(crate::collectives::ShmCost { flag_s: 2e-7, s_per_byte: 1e-10 });
+    x.collectives.shm = Some(crate::collectives::ShmCost { call_s: 3e-7, flag_s: 2e-7, s_per_byte: 1e-10 });
     let work = |k: usize, r: usize| 1e-5 * ((k * 7 + r * 3) % 5) as f64;
     let seq: Vec<Action> =
         (0..10).map(|k| if k % 3 == 2 { Action::Barrier { comm: 0 } } else { Action::Allreduce { bytes: 12288, comm: 0 } }).collect();

@@ -5,7 +5,7 @@
 use super::*;
 use crate::collectives::ShmCost;
 
-const SHM: ShmCost = ShmCost { flag_s: 1e-6, s_per_byte: 1e-9 };
+const SHM: ShmCost = ShmCost { call_s: 0.0, flag_s: 1e-6, s_per_byte: 1e-9 };
 
 fn mpich_shm() -> Platform {
     let mut p = simple();
