@@ -13,7 +13,7 @@ use crate::collectives::{shm, Coll as C, ShmColl, ShmCounter};
 #[derive(Debug)]
 pub(super) struct ShmComm {
     /// Every member on one host (else MPICH runs no release-gather
-    /// collective on it, and nothing here is used).
+    /// collective on it, and the vectors below are empty).
     single_host: bool,
     /// Per member (communicator rank), MPICH's count of its calls.
     counters: Vec<ShmCounter>,
@@ -49,7 +49,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             let host = |i: u32| self.hosts[self.comms.world_rank(g, i) as usize];
             let single_host = (1..n).all(|i| host(i) == host(0));
             let seed = if g == comms::WORLD { self.shm.seed } else { ShmCounter::default() };
-            let st = ShmComm { single_host, counters: vec![seed; n as usize], entered: vec![None; n as usize], count: 0 };
+            // Only a communicator on one host needs per-member state.
+            let members = if single_host { n as usize } else { 0 };
+            let st = ShmComm { single_host, counters: vec![seed; members], entered: vec![None; members], count: 0 };
             self.shm.comms.insert(g, st);
         }
         let st = self.shm.comms.get_mut(&g).expect("inserted above");
