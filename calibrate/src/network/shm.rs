@@ -162,12 +162,11 @@ fn gauss(mut ab: Vec<Vec<f64>>) -> Option<Vec<f64>> {
         if ab[i][i].abs() <= 1e-12 * scale {
             return None;
         }
-        for r in 0..m {
-            if r != i {
-                let f = ab[r][i] / ab[i][i];
-                for c in i..=m {
-                    ab[r][c] -= f * ab[i][c];
-                }
+        let pivot = ab[i].clone();
+        for (_, row) in ab.iter_mut().enumerate().filter(|(r, _)| *r != i) {
+            let f = row[i] / pivot[i];
+            for (x, p) in row[i..].iter_mut().zip(&pivot[i..]) {
+                *x -= f * p;
             }
         }
     }
