@@ -537,9 +537,11 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
 }
 
 /// The `[collectives]` table: the selector (`--coll-selector`, else the
-/// MPI library's from `mpirun --version`, else MPICH's with a warning) and
-/// the reduction cost fitted on the one-node allreduce samples; with the
-/// log lines saying both; set in `platform`.
+/// MPI library's from `mpirun --version`, else MPICH's with a warning),
+/// the reduction cost fitted on the one-node allreduce samples and, with
+/// the `mpich` selector, the costs of MPICH's shared-memory collectives
+/// fitted on the same samples; with the log lines saying them; set in
+/// `platform`.
 fn collectives(
     platform: &mut simulator::platform::Platform,
     cal: &NetworkCalibration,
@@ -561,7 +563,14 @@ fn collectives(
     let fit = network::gamma::fit_reduce_cost(&cal.allreduce_samples, platform)?;
     platform.collectives.reduce = fit.cost;
     let table = if fit.points.is_empty() { String::new() } else { format!("\n{}", fit.table()) };
-    Ok(format!("collective selector: {name} ({why})\n{}{table}", fit.summary()))
+    // Under MPICH the samples are its shared-memory all-reduces.
+    let shm = match platform.collectives.algs.selector {
+        simulator::collectives::Selector::Mpich => network::shm::fit_shm_cost(&cal.allreduce_samples, platform)?,
+        _ => None,
+    };
+    platform.collectives.shm = shm.as_ref().map(|f| f.cost);
+    let shm = shm.map_or_else(String::new, |f| format!("\n{}", f.summary()));
+    Ok(format!("collective selector: {name} ({why})\n{}{table}{shm}", fit.summary()))
 }
 
 /// `dir/stem.csv` → `dir/stem.<tag>.txt`.

@@ -32,6 +32,7 @@ use simulator::network::loggp::LogGps;
 pub mod gamma;
 mod hosts;
 pub mod rma;
+pub mod shm;
 mod validation;
 
 pub use hosts::{cluster_platform, host_platform, hostfile_hosts};

@@ -29,7 +29,9 @@
 //!
 //! Which algorithm runs is decided per call by [`CollAlgs`]: a selector
 //! (`smpi`, `mpich`, `ompi`, or SimGrid's reading of the OpenMPI tables)
-//! and per-collective overrides.
+//! and per-collective overrides. MPICH's intra-node shared-memory
+//! all-reduce and barrier are not point-to-point schedules: [`shm`]
+//! models them, when the platform gives their costs ([`Collectives::shm`]).
 
 mod config;
 mod exchange;
@@ -38,6 +40,7 @@ mod lazy;
 mod ompi;
 mod schedule;
 mod select;
+pub mod shm;
 mod trees;
 
 pub use config::Collectives;
@@ -50,6 +53,7 @@ pub use gamma::ReduceCost;
 pub use lazy::Lazy;
 pub use schedule::{elem_size, schedule, CollCall};
 pub use select::{alg_names, parse_alg, Alg, Coll, CollAlgs, Selector, SELECTORS};
+pub use shm::{ShmColl, ShmCost, ShmCounter};
 pub use trees::{
     barrier, bcast, binary_bcast, binary_reduce, binomial_gather, binomial_scatter, chain_bcast, chain_reduce, knomial_bcast,
     linear_barrier, linear_gather, linear_scatter, recursive_doubling_barrier, reduce, scatter_allgather_bcast,

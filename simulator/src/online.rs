@@ -22,7 +22,7 @@
 //!   whole core.
 //! - **Nonblocking point-to-point costs**: posting an `MPI_Irecv` costs
 //!   `[smpi] irecv_s`, a wait `[smpi] wait_s` per request it completes,
-//!   a poll ([`Action::Poll`]) `[smpi] poll_s`, as in the replay.
+//!   a poll ([`Action::Poll`](crate::action::Action::Poll)) `[smpi] poll_s`, as in the replay.
 //! - **Eager** (`bytes < eager_threshold_bytes` of the pair's
 //!   [`P2pModel`]): the sender is busy `send_overhead(bytes)`; the receive
 //!   completes at `max(send_post + transfer(bytes), recv_post +
@@ -37,7 +37,7 @@
 //! - **Nonblocking collectives** cost nothing at their post
 //!   ([`VirtualRank::icoll`]); once the members' post times are known
 //!   ([`VirtualRank::icoll_matched`]) the replay engine runs the same
-//!   synthetic set with the collective as [`Action::Icoll`] followed by
+//!   synthetic set with the collective as [`Action::Icoll`](crate::action::Action::Icoll) followed by
 //!   its wait, which gives the request's completion `c` under the replay's
 //!   asynchronous progress; the wait that completes the request then
 //!   moves the clock to `max(clock, c)`, communication up to the
@@ -62,13 +62,13 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::action::Action;
 use crate::io::FsState;
 use crate::network::rma::{RmaMove, RmaPeer};
 use crate::network::P2pModel;
-use crate::platform::{Mapping, Platform, WaitingRanks};
-use crate::replay::{self, ActionStream, ReplayError, ReplayErrorKind, Stretch};
+use crate::platform::{Platform, WaitingRanks};
+use crate::replay::Stretch;
 
+mod coll;
 mod io;
 #[cfg(test)]
 mod tests;
@@ -156,6 +156,9 @@ pub struct VirtualRank<'a> {
     /// One-sided operations: per target world rank, when this rank's
     /// operations issued since its last synchronization complete, seconds.
     rma_pending: HashMap<u32, f64>,
+    /// MPICH's count of shared-memory eligible collectives per
+    /// communicator (this rank's ids), as the replay keeps it.
+    shm_counts: HashMap<u32, crate::collectives::ShmCounter>,
 }
 
 impl std::fmt::Debug for VirtualRank<'_> {
@@ -186,6 +189,7 @@ impl<'a> VirtualRank<'a> {
             fs,
             open: HashMap::new(),
             rma_pending: HashMap::new(),
+            shm_counts: HashMap::new(),
         }
     }
 
@@ -261,7 +265,7 @@ impl<'a> VirtualRank<'a> {
     }
 
     /// [`VirtualRank::send`]; `buffered` (`MPI_Bsend`): eager at any size,
-    /// as the replay's [`Action::Buffered`].
+    /// as the replay's [`Action::Buffered`](crate::action::Action::Buffered).
     fn send_with(&mut self, dst: u32, bytes: u64, buffered: bool) -> SendPost {
         let model = self.model(self.rank, dst);
         let (eager, o) = (buffered || model.is_eager(bytes), model.send_overhead.eval(bytes));
@@ -430,25 +434,6 @@ impl<'a> VirtualRank<'a> {
         self.resolve(b);
     }
 
-    /// A collective `action` (its root as a world rank, per-rank sizes in
-    /// communicator rank order, its communicator ignored) over `members` (world ranks, in communicator
-    /// rank order), which entered at virtual times `entries_s` (same
-    /// order). Moves the clock to this rank's exit time and returns it.
-    ///
-    /// # Errors
-    /// [`ReplayError`]: this rank or the root is not a member, the lengths
-    /// differ, or the replay rejects the action.
-    pub fn collective(&mut self, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<f64, ReplayError> {
-        let (exit, comm, reduce_s) = self.run_collective(action, members, entries_s, false)?;
-        let resume = exit.max(self.clock);
-        // The reduction steps are local compute, as in the replay.
-        let reduce_s = reduce_s.min(resume - self.clock);
-        self.stats.compute_s += reduce_s;
-        let b = Block { since: self.clock + reduce_s, resume, d: comm };
-        self.resolve(b);
-        Ok(self.clock)
-    }
-
     /// A one-sided call: the rank is busy `[smpi] rma_call_s`, as in the
     /// replay ([`VirtualRank::rma_move`] and [`VirtualRank::rma_settle`]
     /// include it).
@@ -456,7 +441,7 @@ impl<'a> VirtualRank<'a> {
         self.busy(self.platform.smpi.rma_call_s);
     }
 
-    /// A poll ([`Action::Poll`]): the rank is busy `[smpi] poll_s`, as in
+    /// A poll ([`Action::Poll`](crate::action::Action::Poll)): the rank is busy `[smpi] poll_s`, as in
     /// the replay.
     pub fn poll(&mut self) {
         self.busy(self.platform.smpi.poll_s);
@@ -497,104 +482,5 @@ impl<'a> VirtualRank<'a> {
             self.stats.comm_s += until - self.clock;
             self.clock = until;
         }
-    }
-
-    /// Posts a nonblocking collective creating request `req` at the clock
-    /// (posting costs nothing, as in the replay); returns its virtual post
-    /// time, which the members exchange for [`VirtualRank::icoll_matched`].
-    pub fn icoll(&mut self, req: u64) -> f64 {
-        self.reqs.insert(req, Req::Coll { post: self.clock });
-        self.clock
-    }
-
-    /// Request `req`, a nonblocking collective `action` (the blocking
-    /// collective it stands for, as [`VirtualRank::collective`] takes it)
-    /// over `members`, which posted it at virtual times `entries_s`:
-    /// fixes the request's completion, which the replay engine gives for
-    /// [`Action::Icoll`] (the blocking schedule under asynchronous
-    /// progress, see [`crate::replay`]), with the collective's span as
-    /// its model duration. Returns the completion, seconds; `Ok(None)`
-    /// for an unknown request.
-    ///
-    /// # Errors
-    /// As [`VirtualRank::collective`].
-    pub fn icoll_matched(&mut self, req: u64, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<Option<f64>, ReplayError> {
-        let Some(&Req::Coll { post }) = self.reqs.get(&req) else { return Ok(None) };
-        let (at, span, _) = self.run_collective(action, members, entries_s, true)?;
-        self.reqs.insert(req, Req::Done { at, d: span });
-        Ok(Some(at.max(post)))
-    }
-
-    /// Runs `action` on `members` entering at `entries_s` in the replay
-    /// engine; returns this rank's exit time (the request's completion
-    /// when `nonblocking`) and its model duration (communication time of
-    /// the blocking collective; the span from post to completion of the
-    /// nonblocking one) and the reduction steps' local compute, seconds
-    /// ([`crate::collectives::Collectives::reduce`]; 0 for a nonblocking one, whose progress engine
-    /// reduces off the rank's CPU).
-    fn run_collective(
-        &self,
-        action: &Action,
-        members: &[u32],
-        entries_s: &[f64],
-        nonblocking: bool,
-    ) -> Result<(f64, f64, f64), ReplayError> {
-        let bad =
-            |why: String| ReplayError { rank: Some(self.rank), kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why } };
-        if members.len() != entries_s.len() {
-            return Err(bad(format!("{} members but {} entry times", members.len(), entries_s.len())));
-        }
-        let me = members.iter().position(|&m| m == self.rank).ok_or_else(|| bad("this rank is not a member".into()))?;
-        let local = |w: u32| members.iter().position(|&m| m == w).map(|i| i as u32);
-        let mut act = action.clone();
-        match &mut act {
-            Action::Bcast { root, comm, .. }
-            | Action::Reduce { root, comm, .. }
-            | Action::Gather { root, comm, .. }
-            | Action::Scatter { root, comm, .. }
-            | Action::Scatterv { root, comm, .. } => {
-                *root = local(*root).ok_or_else(|| bad(format!("root {root} is not a member")))?;
-                *comm = 0;
-            }
-            Action::Barrier { comm }
-            | Action::Allreduce { comm, .. }
-            | Action::Alltoall { comm, .. }
-            | Action::Alltoallv { comm, .. }
-            | Action::Allgather { comm, .. }
-            | Action::Allgatherv { comm, .. }
-            | Action::ReduceScatter { comm, .. }
-            | Action::Scan { comm, .. } => *comm = 0,
-            other => return Err(bad(format!("{other:?} is not a collective"))),
-        }
-        let ops = match nonblocking {
-            false => vec![act],
-            true => vec![Action::Icoll { req: 1, coll: Box::new(act) }, Action::Wait { req: 1 }],
-        };
-        let hosts = members.iter().map(|&m| self.platform.host_of(m) as u32).collect();
-        let mut platform = Platform { mapping: Mapping::Explicit { hosts }, ..self.platform.clone() };
-        // The entry blocks stand for time already elapsed, not CPU work
-        // to share; the wait's per-request cost is the caller's.
-        platform.hosts.iter_mut().for_each(|h| h.cores = h.cores.max(members.len() as u32));
-        platform.smpi.wait_s = 0.0;
-        let base = entries_s.iter().copied().fold(f64::INFINITY, f64::min);
-        let streams: Vec<ActionStream<'_, std::convert::Infallible>> = members
-            .iter()
-            .zip(entries_s)
-            .map(|(&m, &t)| {
-                let speed = platform.hosts[self.platform.host_of(m)].speed_ratio;
-                let start = Action::Compute { seconds: (t - base) * speed, region: 0 };
-                let all = std::iter::once(start).chain(ops.iter().cloned()).chain([Action::Finalize]);
-                Box::new(all.map(Ok)) as ActionStream<'_, _>
-            })
-            .collect();
-        let report = replay::replay(&platform, streams)?;
-        let mine = &report.ranks[me];
-        let exit = base + mine.end_s;
-        // Compute beyond the synthetic entry block: the reduction steps.
-        let reduce_s = if self.platform.collectives.reduce.is_zero() { 0.0 } else { (mine.compute_s - (entries_s[me] - base)).max(0.0) };
-        Ok(match nonblocking {
-            false => (exit, mine.comm_s, reduce_s),
-            true => (exit, (exit - entries_s[me]).max(0.0), 0.0),
-        })
     }
 }

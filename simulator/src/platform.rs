@@ -44,6 +44,9 @@
 //! selector = "ompi"            # as --coll-selector (default "mpich")
 //! reduce_intercept_s = 2e-7    # per reduction step (default 0)
 //! reduce_s_per_byte = 1.5e-10  # γ (default 0)
+//! shm_call_s = 6e-7            # optional: MPICH's shared-memory collectives ([`crate::collectives::shm`]),
+//! shm_flag_s = 1.2e-7          # all three or none
+//! shm_s_per_byte = 8e-11
 //! [[fs]]                       # optional: file systems for MPI-IO ([`crate::io::FileSystem`])
 //! name = "scratch"
 //! servers = 4
@@ -471,6 +474,9 @@ impl Platform {
         }
         if let Some(l) = &self.links {
             l.validate(self.hosts.len()).map_err(|w| format!("links.{w}"))?;
+        }
+        if let Some(shm) = &self.collectives.shm {
+            shm.validate().map_err(|w| w.within("collectives."))?;
         }
         self.collectives.reduce.validate().map_err(|w| w.within("collectives."))
     }

@@ -121,6 +121,7 @@ pub use report::{HostReport, Oversubscribed, RankReport, RatioStats, ReplayRepor
 pub use timeline::{Marks, Timeline};
 
 use crate::action::{Action, ComputeTime, TraceActions};
+use crate::collectives::ShmCounter;
 use crate::limits;
 use crate::platform::{Mapping, Platform};
 use crate::ti::{self, TiError};
@@ -170,12 +171,22 @@ pub struct Replay<'p, 'a> {
     jitter: Option<Stretch<'a>>,
     salvage: bool,
     log: Option<ActionLog<'a>>,
+    shm_counter: ShmCounter,
 }
 
 impl<'p, 'a> Replay<'p, 'a> {
     /// A replay on `platform` without timeline or jitter.
     pub fn new(platform: &'p Platform) -> Self {
-        Replay { platform, timeline: None, jitter: None, salvage: false, log: None }
+        Replay { platform, timeline: None, jitter: None, salvage: false, log: None, shm_counter: ShmCounter::default() }
+    }
+
+    /// Starts every world rank's count of MPICH's shared-memory eligible
+    /// collectives at `counter` (default: none made yet;
+    /// [`crate::collectives::shm`]): online mode replays one collective
+    /// of a communicator that has had earlier ones.
+    pub fn shm_counter(mut self, counter: ShmCounter) -> Self {
+        self.shm_counter = counter;
+        self
     }
 
     /// Hands every action and its simulated span to `log` ([`ActionLog`]),
@@ -229,18 +240,22 @@ impl<'p, 'a> Replay<'p, 'a> {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        run(self.platform, streams, self.timeline, self.jitter, self.salvage, self.log)
+        let extras =
+            Extras { timeline: self.timeline, jitter: self.jitter, salvage: self.salvage, log: self.log, shm_counter: self.shm_counter };
+        run(self.platform, streams, extras)
     }
 }
 
-fn run<'a, E>(
-    platform: &Platform,
-    streams: Vec<ActionStream<'a, E>>,
+/// What a [`Replay`] adds to the platform and streams.
+struct Extras<'a> {
     timeline: Option<Timeline>,
     jitter: Option<Stretch<'a>>,
     salvage: bool,
     log: Option<ActionLog<'a>>,
-) -> Result<ReplayReport, ReplayError>
+    shm_counter: ShmCounter,
+}
+
+fn run<'a, E>(platform: &Platform, streams: Vec<ActionStream<'a, E>>, extras: Extras<'a>) -> Result<ReplayReport, ReplayError>
 where
     E: std::error::Error + Send + Sync + 'static,
 {
@@ -259,10 +274,11 @@ where
     let trimmed = platform.used_by(streams.len());
     let platform = trimmed.as_ref().unwrap_or(platform);
     let mut engine = engine::Engine::new(platform, streams);
-    engine.timeline = timeline;
-    engine.jitter = jitter;
-    engine.salvage = salvage;
-    engine.log = log;
+    engine.timeline = extras.timeline;
+    engine.jitter = extras.jitter;
+    engine.salvage = extras.salvage;
+    engine.log = extras.log;
+    engine.shm.seed = extras.shm_counter;
     let mut out = engine.run()?;
     if let Some(t) = out.timeline.take() {
         t.finish().map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Timeline(e.to_string()) })?;

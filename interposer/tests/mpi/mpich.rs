@@ -150,6 +150,36 @@ fn online_mode_works_under_mpich() {
     }
 }
 
+/// Online mode under MPICH with MPICH's shared-memory collectives in the
+/// platform: the all-reduces past the threshold run the release-gather
+/// model online as in the replay of the recorded trace, which differs
+/// from the replay without the model.
+#[test]
+fn shared_memory_collectives_online_agree_with_replay_under_mpich() {
+    if !mpich_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = platform_file(tmp.path(), 1.0);
+    let text = std::fs::read_to_string(&plain).unwrap()
+        + "[collectives]\nselector = \"mpich\"\nshm_call_s = 1.5e-6\nshm_flag_s = 2e-7\nshm_s_per_byte = 1e-10\n";
+    let platform = tmp.path().join("shm.toml");
+    std::fs::write(&platform, text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("INTERPOSER_OUT", dir.path().to_str().unwrap()),
+        ("INTERPOSER_MODE", "online"),
+        ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
+    ];
+    let out = mpich_run(2, "allreduce_loop", &["200", "1024"], &env, true);
+    assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let offline = offline_makespan(dir.path(), &platform);
+    assert!(online > 0.0 && (online - offline).abs() / offline < 0.01, "online {online} s vs offline {offline} s");
+    let without = offline_makespan(dir.path(), &plain);
+    assert!((without - offline).abs() / offline > 0.01, "with the model {offline} s, without {without} s");
+}
+
 /// A third MPI (SimGrid's SMPI, run without privatization so that the
 /// program's MPI calls go through the global scope): one warning naming
 /// its library, no trace, and the program's output as without the

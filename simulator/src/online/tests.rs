@@ -5,9 +5,10 @@
 use std::convert::Infallible;
 
 use super::*;
-use crate::action::IoCall;
+use crate::action::{Action, IoCall};
 use crate::network::{Piecewise, Segment};
-use crate::platform::Host;
+use crate::platform::{Host, Mapping};
+use crate::replay::{self, ActionStream};
 
 fn pw(intercept_s: f64, bandwidth_bytes_per_s: f64) -> Piecewise {
     Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] }
@@ -352,4 +353,51 @@ fn ompio_collectives_of_two_ranks_run_on_the_ranks_own_clock() {
     // The network's latency to the server, 10 ms + 1 MiB at 1e8 B/s.
     assert!((c.now() - (t + lat + 1e-2 + MIB as f64 / 1e8)).abs() < 1e-9, "{}", c.now());
     assert_eq!(c.io_part(&io(IoCall::Sync, 0, 0), 2), Some((0, MIB, 0)));
+}
+
+/// MPICH's shared-memory all-reduce and barrier ([`crate::collectives::shm`]):
+/// three ranks on one host make seven all-reduces of 12 KiB (two cells)
+/// and three barriers with compute of different lengths between them;
+/// the online clocks, each counting the calls per communicator, end
+/// where the replay ends them, and the model is in use (without it the
+/// figures differ).
+#[test]
+fn shared_memory_collectives_agree_with_replay() {
+    let mut x = platform();
+    x.mapping = Mapping::Explicit { hosts: vec![0; 3] };
+    x.collectives.shm = Some(crate::collectives::ShmCost { call_s: 3e-7, flag_s: 2e-7, s_per_byte: 1e-10 });
+    let work = |k: usize, r: usize| 1e-5 * ((k * 7 + r * 3) % 5) as f64;
+    let seq: Vec<Action> =
+        (0..10).map(|k| if k % 3 == 2 { Action::Barrier { comm: 0 } } else { Action::Allreduce { bytes: 12288, comm: 0 } }).collect();
+    let streams = |p: &Platform| {
+        let s: Vec<ActionStream<'static, Infallible>> = (0..3)
+            .map(|r| {
+                let acts: Vec<Action> =
+                    seq.iter().enumerate().flat_map(|(k, a)| [compute(work(k, r)), a.clone()]).chain([Action::Finalize]).collect();
+                Box::new(acts.into_iter().map(Ok)) as ActionStream<'static, Infallible>
+            })
+            .collect();
+        replay::replay(p, s).unwrap()
+    };
+    let off = streams(&x);
+    let mut plain = x.clone();
+    plain.collectives.shm = None;
+    assert!((streams(&plain).makespan_s - off.makespan_s).abs() > 1e-7);
+    let mut v: Vec<VirtualRank> = (0..3).map(|r| VirtualRank::new(x.clone(), r)).collect();
+    for (k, a) in seq.iter().enumerate() {
+        for (r, vr) in v.iter_mut().enumerate() {
+            vr.compute(work(k, r));
+        }
+        let entries: Vec<f64> = v.iter().map(|vr| vr.now()).collect();
+        for vr in v.iter_mut() {
+            vr.collective(a, &[0, 1, 2], &entries).unwrap();
+        }
+    }
+    for (r, vr) in v.iter().enumerate() {
+        let o = &off.ranks[r];
+        assert_close(
+            vr.stats(),
+            VirtualStats { end_s: o.end_s, compute_s: o.compute_s, comm_s: o.comm_s, wait_s: o.wait_s, ..Default::default() },
+        );
+    }
 }

@@ -56,6 +56,7 @@ mod net;
 mod p2p;
 mod prefetch;
 mod rma;
+mod shm;
 
 mod doing;
 use doing::Doing;
@@ -147,6 +148,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     /// Cores of each oversubscribed host (`None` for others; empty if none is).
     cores: Vec<Option<super::cores::HostCores>>,
     oversubscribed: Vec<cpu::Oversubscribed>,
+    /// MPICH's shared-memory collectives: call counts and the ones in progress.
+    pub(crate) shm: shm::ShmState,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
@@ -207,6 +210,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             oversubscribed,
             round: Vec::new(),
             round_slots: Vec::new(),
+            shm: shm::ShmState::default(),
         }
     }
 

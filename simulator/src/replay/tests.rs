@@ -592,3 +592,4 @@ mod io;
 mod limits;
 mod log;
 mod rma;
+mod shm;

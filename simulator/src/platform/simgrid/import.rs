@@ -248,7 +248,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         waiting_ranks: WaitingRanks::Yield,
         smpi: Smpi { async_small_thresh_bytes: Some(async_small), ..Smpi::default() },
         links: flows,
-        collectives: Collectives { algs: coll, reduce: Default::default() },
+        collectives: Collectives { algs: coll, reduce: Default::default(), shm: None },
         no_oversubscription: true,
         fs: super::disks::file_system(&storage, &line).map_err(e)?.into_iter().collect(),
     };

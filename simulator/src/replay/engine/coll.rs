@@ -3,24 +3,35 @@
 //! of the collective's communicator.
 
 use super::*;
-use crate::collectives::{Coll as C, CollCall};
+use crate::collectives::{Coll as C, CollCall, ShmColl};
 
 /// Steps of capacity a rank keeps between its collectives.
 const KEEP_STEPS: usize = 16;
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn start_coll(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
-        self.coll_setup(r, action, true)?;
+        if let Some((g, me, coll, bytes)) = self.coll_setup(r, action, true)? {
+            return self.shm_enter(r, g, me, coll, bytes);
+        }
         self.coll_round(r)
     }
 
     /// Fills rank `r`'s collective state (schedule among the communicator's
     /// members, context, tag) for `action` and marks it active; nothing is
-    /// posted yet. With `lazy`, a schedule that can be generated round by
-    /// round ([`collectives::Lazy`]) is, and `steps` stays empty.
-    pub(super) fn coll_setup(&mut self, r: usize, action: &Action, lazy: bool) -> Result<(), ReplayError> {
+    /// posted yet. A `blocking` collective's schedule is generated round
+    /// by round where it can be ([`collectives::Lazy`]; `steps` stays
+    /// empty), and one MPICH runs in shared memory
+    /// ([`crate::collectives::shm`]) has none: it is returned as (global
+    /// communicator, communicator rank, collective, bytes) for
+    /// [`Self::shm_enter`], and the state stays inactive.
+    pub(super) fn coll_setup(
+        &mut self,
+        r: usize,
+        action: &Action,
+        blocking: bool,
+    ) -> Result<Option<(u32, u32, ShmColl, u64)>, ReplayError> {
         if let Action::Neighbor { sends, srcs, comm } = action {
-            return self.neighbor_setup(r, action, sends, srcs, *comm);
+            return self.neighbor_setup(r, action, sends, srcs, *comm).map(|()| None);
         }
         let empty: &[u64] = &[];
         let (name, coll, comm, root, bytes, sizes) = match action {
@@ -76,10 +87,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         let call = CollCall { coll, root, bytes, sizes, vector: !sizes.is_empty() || matches!(action, Action::Scatterv { .. }) };
         let tag = self.comms.next_tag(r, g);
+        if let Some(shm) = blocking.then(|| self.shm_note(g, me, n, coll, bytes)).flatten() {
+            self.ranks[r].coll.active = false;
+            return Ok(Some((g, me, shm, bytes)));
+        }
         let c = &mut self.ranks[r].coll;
         c.steps.clear();
         let algs = &self.platform.collectives.algs;
-        c.lazy = if lazy { collectives::Lazy::plan(algs, &call, me, n) } else { None };
+        c.lazy = if blocking { collectives::Lazy::plan(algs, &call, me, n) } else { None };
         if c.lazy.is_none() {
             collectives::schedule(algs, &call, me, n, &mut c.steps);
         }
@@ -91,7 +106,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         c.comm = g;
         c.ctx = coll_ctx(g);
         c.tag = tag;
-        Ok(())
+        Ok(None)
     }
 
     /// A neighbourhood collective as one round: every send and receive
