@@ -312,8 +312,7 @@ fn io_cmd(a: IoArgs) -> anyhow::Result<()> {
     let block = a.dir.as_deref().map_or(4096, io::block_size);
     let intra = platform.network.intra.clone();
     let exchange = |b: u64| intra.transfer.eval(b);
-    let mut f = fit::fit_io(&samples, a.ranks, &name, block, mpi_io, &exchange)
-        .map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
+    let mut f = fit::fit_io(&samples, a.ranks, &name, block, mpi_io, &exchange).map_err(|e| anyhow::anyhow!("calibrate io: {e}"))?;
     if let Some(w) = &f.cache_warning {
         // The page cache holds what was written (clean once written back)
         // as far as the host's available memory goes, and takes writes
