@@ -20,9 +20,9 @@
 //!   them at the disk's write bandwidth in the background, and
 //!   `MPI_File_sync` drains the rest and waits for the drain; a read of
 //!   data among the last `read_cache_bytes` (default `cache_bytes`) ×
-//!   servers bytes written comes from the cache in `cache_read_latency_s
-//!   + b / cache_read_bytes_per_s` (or the piecewise-linear `cache_read`),
-//!   without the disk (a page cache);
+//!   servers bytes written comes from the cache in
+//!   `cache_read_latency_s + b / cache_read_bytes_per_s` (or the
+//!   piecewise-linear `cache_read`), without the disk (a page cache);
 //! - a client's request completes when its last piece completes (a read
 //!   piece then crosses the link back);
 //! - open, close, set_size, preallocate and delete pay
