@@ -299,7 +299,7 @@ fn pieces(cost: &Piecewise) -> String {
     s
 }
 
-/// Most pieces of a fitted cost by size ([`cost_by_size`]).
+/// Most pieces of a fitted cost by size (`cache_write`, `cache_read`).
 pub const COST_PIECES: usize = 2;
 
 /// One least-squares line through `pts` (`(bytes, seconds)`), with a
