@@ -4,6 +4,8 @@
 
 use crate::network::FlowSharing;
 
+mod maxmin;
+
 /// What to do when a transfer ends: complete these request slots.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Done {
@@ -80,20 +82,10 @@ pub(crate) struct Net {
     last: f64,
     /// Capacity of each directed link, bytes/s.
     base: Vec<f64>,
-    // Scratch, one entry per link.
-    cap: Vec<f64>,
-    tight: Vec<bool>,
+    solver: maxmin::Solver,
     // Link lists of ended flows, for reuse; and a route.
     pool: Vec<Vec<(u32, f64)>>,
     route: Vec<u32>,
-    load: Vec<f64>,
-    // Scratch: flow indices.
-    open: Vec<usize>,
-    still: Vec<usize>,
-    // Scratch: links whose `load` is current (stamp == epoch).
-    stamp: Vec<u64>,
-    epoch: u64,
-    touched: Vec<u32>,
     /// The next time a flow ends its latency or its transfer (∞: none), seconds.
     next_t: f64,
 }
@@ -116,14 +108,7 @@ impl Net {
             model,
             flows: Vec::new(),
             last: 0.0,
-            cap: vec![0.0; links],
-            tight: vec![false; links],
-            load: vec![0.0; links],
-            open: Vec::new(),
-            still: Vec::new(),
-            stamp: vec![0; links],
-            epoch: 0,
-            touched: Vec::new(),
+            solver: Default::default(),
             next_t: f64::INFINITY,
         }
     }
@@ -173,93 +158,11 @@ impl Net {
         lat_end
     }
 
-    /// Max-min fair rates (progressive filling, equal rates per level) of
-    /// the flows in their bandwidth phase at `now`.
+    /// Max-min fair rates of the flows in their bandwidth phase at `now`
+    /// ([`maxmin::Solver::share`]), and the next event.
     fn share(&mut self, now: f64) {
-        let mut open = std::mem::take(&mut self.open);
-        let mut still = std::mem::take(&mut self.still);
-        open.clear();
-        self.epoch += 1;
-        let ep = self.epoch;
-        let mut next_t = f64::INFINITY;
-        // Fast path: every flow at its own bound fits on every link.
-        for (i, f) in self.flows.iter_mut().enumerate() {
-            f.rate = 0.0;
-            open.push(i);
-            for &(l, w) in &f.links {
-                let li = l as usize;
-                if self.stamp[li] != ep {
-                    self.stamp[li] = ep;
-                    self.load[li] = 0.0;
-                    self.cap[li] = self.base[li];
-                    self.touched.push(l);
-                }
-                self.load[li] += w * f.bound;
-            }
-        }
-        let fits = self.touched.iter().all(|&l| self.load[l as usize] <= self.base[l as usize] * (1.0 + 1e-12));
-        self.uncontended = fits;
-        let touched = std::mem::take(&mut self.touched);
-        if fits {
-            for &i in &open {
-                let f = &mut self.flows[i];
-                f.rate = f.bound;
-                next_t = next_t.min(now + f.remaining.max(0.0) / f.rate);
-            }
-            open.clear();
-        }
-        // Otherwise (contended): progressive filling, then `next_t` below.
-        let slow = !open.is_empty();
-        while !open.is_empty() {
-            // Per link (each once): the open flows' weights, then whether it
-            // saturates at the level.
-            for &l in &touched {
-                self.load[l as usize] = 0.0;
-            }
-            for &i in &open {
-                for &(l, w) in &self.flows[i].links {
-                    self.load[l as usize] += w;
-                }
-            }
-            // The level at which the first link saturates or the first bound binds.
-            let mut level = open.iter().map(|&i| self.flows[i].bound).fold(f64::INFINITY, f64::min);
-            for &l in &touched {
-                let load = self.load[l as usize];
-                if load > 0.0 {
-                    level = level.min(self.cap[l as usize].max(0.0) / load);
-                }
-            }
-            for &l in &touched {
-                let (cap, load) = (self.cap[l as usize], self.load[l as usize]);
-                self.tight[l as usize] = load > 0.0 && cap / load <= level * (1.0 + 1e-12);
-            }
-            still.clear();
-            for &i in &open {
-                let f = &self.flows[i];
-                let fixed = f.bound <= level * (1.0 + 1e-12) || f.links.iter().any(|&(l, w)| w > 0.0 && self.tight[l as usize]);
-                if fixed {
-                    self.flows[i].rate = level;
-                } else {
-                    still.push(i);
-                }
-            }
-            for &i in &open {
-                if self.flows[i].rate > 0.0 {
-                    for &(l, w) in &self.flows[i].links {
-                        self.cap[l as usize] -= w * level;
-                    }
-                }
-            }
-            if still.len() == open.len() {
-                break; // cannot happen with positive bounds; avoids a loop on NaN
-            }
-            std::mem::swap(&mut open, &mut still);
-        }
-        self.open = open;
-        self.still = still;
-        self.touched = touched;
-        self.touched.clear();
-        self.next_t = if slow { self.next_end(now) } else { next_t.min(self.next_lat_end()) };
+        self.uncontended = self.solver.share(&self.base, &mut self.flows);
+        self.next_t = self.next_end(now);
     }
 
     /// End of the earliest latency phase, seconds (∞: none).
