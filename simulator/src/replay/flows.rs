@@ -33,6 +33,8 @@ struct Flow {
     done: Done,
     /// Start order.
     seq: u64,
+    /// Id in the solver (in the bandwidth phase).
+    id: u32,
 }
 
 /// A flow in its latency phase: `(lat_end, seq)` and its slot in
@@ -108,7 +110,7 @@ impl Net {
             model,
             flows: Vec::new(),
             last: 0.0,
-            solver: Default::default(),
+            solver: maxmin::Solver::new(links),
             next_t: f64::INFINITY,
         }
     }
@@ -143,7 +145,7 @@ impl Net {
         self.seq += 1;
         let seq = self.seq;
         let lat_end = now + lat_s;
-        let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq };
+        let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq, id: 0 };
         let slot = match self.parked_free.pop() {
             Some(i) => {
                 self.parked[i as usize] = f;
@@ -161,8 +163,15 @@ impl Net {
     /// Max-min fair rates of the flows in their bandwidth phase at `now`
     /// ([`maxmin::Solver::share`]), and the next event.
     fn share(&mut self, now: f64) {
-        self.uncontended = self.solver.share(&self.base, &mut self.flows);
-        self.next_t = self.next_end(now);
+        self.uncontended = self.solver.share(&self.base);
+        let mut t = self.next_lat_end();
+        for f in &mut self.flows {
+            f.rate = self.solver.rate(f.id);
+            if f.rate > 0.0 {
+                t = maxmin::least(t, now + f.remaining.max(0.0) / f.rate);
+            }
+        }
+        self.next_t = t;
     }
 
     /// End of the earliest latency phase, seconds (∞: none).
@@ -173,8 +182,13 @@ impl Net {
     /// The next time a flow ends its latency or (at its current rate) its
     /// transfer, seconds (∞: none).
     fn next_end(&self, now: f64) -> f64 {
-        let ends = self.flows.iter().filter(|f| f.rate > 0.0).map(|f| now + f.remaining.max(0.0) / f.rate);
-        ends.fold(self.next_lat_end(), f64::min)
+        let mut t = self.next_lat_end();
+        for f in &self.flows {
+            if f.rate > 0.0 {
+                t = maxmin::least(t, now + f.remaining.max(0.0) / f.rate);
+            }
+        }
+        t
     }
 
     /// The next time a flow ends its latency or its transfer, if any
@@ -193,29 +207,28 @@ impl Net {
         // not fit at its bound; otherwise every flow keeps its bound.
         let mut reshare = false;
         let mut changed = false;
-        let mut kept = 0;
         self.ended.clear();
-        for i in 0..self.flows.len() {
-            let f = &mut self.flows[i];
+        let Net { flows, ended: gone, demand, pool, solver, uncontended, .. } = self;
+        flows.retain_mut(|f| {
             let from = last.max(f.lat_end);
             if now > from {
                 f.remaining -= f.rate * (now - from);
             }
             let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
             if f.remaining <= 1e-9 || left_s <= eps {
-                self.ended.push((f.seq, f.done));
+                gone.push((f.seq, f.done));
                 for &(l, w) in &f.links {
-                    self.demand[l as usize] -= w * f.bound;
+                    demand[l as usize] -= w * f.bound;
                 }
-                self.pool.push(std::mem::take(&mut f.links));
+                pool.push(std::mem::take(&mut f.links));
+                solver.remove(f.id);
                 changed = true;
-                reshare |= !self.uncontended;
+                reshare |= !*uncontended;
+                false
             } else {
-                self.flows.swap(kept, i);
-                kept += 1;
+                true
             }
-        }
-        self.flows.truncate(kept);
+        });
         // Flows whose latency is over start using bandwidth (kept in start order).
         while self.pending.peek().is_some_and(|p| p.0 <= now) {
             let Pending(_, _, slot) = self.pending.pop().expect("peeked");
@@ -234,6 +247,7 @@ impl Net {
                 }
                 reshare |= !self.uncontended;
                 f.rate = f.bound;
+                f.id = self.solver.add(f.seq, &f.links, f.bound);
                 let at = self.flows.partition_point(|g| g.seq < f.seq);
                 self.flows.insert(at, f);
             }

@@ -1,7 +1,6 @@
 //! Max-min fair rates of the flows in their bandwidth phase, by
 //! progressive filling with equal rates per level (Bertsekas & Gallager,
-//! "Data Networks", 2nd ed., §6.5.2; SimGrid 3.32 `lmm::System::solve`
-//! without its lazy update).
+//! "Data Networks", 2nd ed., §6.5.2; SimGrid 3.32 `lmm::System::solve`).
 //!
 //! Every level raises the open flows' rate together until a link
 //! saturates (its remaining capacity over the weights of its open flows)
@@ -10,203 +9,354 @@
 //! their links give up weight × level. Values within 1e-12 relative of the
 //! level count as reaching it.
 //!
-//! The work per level is kept to what the level changes: a link none of
-//! whose flows was fixed keeps its open weight and remaining capacity, so
-//! only the links of the flows just fixed have their weight summed again
-//! (over their open flows, in start order) and their ratio divided again.
-//! The arithmetic is otherwise the plain algorithm's, operation for
-//! operation: sums in start order, capacities reduced in start order, so
-//! the rates are the same to the bit.
-
-use super::Flow;
+//! The solver keeps, between calls, each link's flows in start order and
+//! the sums the first level needs (Σ weight × bound for the fit test, Σ
+//! weight, capacity / Σ weight); a flow that starts or ends makes only its
+//! own links sum again (as SimGrid's selective update re-solves only the
+//! constraints of modified variables). Within a call, a level re-sums only
+//! the links of the flows it fixed. Every sum runs over a link's flows in
+//! start order, and capacities are reduced in start order, so the rates
+//! are those of the plain algorithm (all sums from scratch at every level,
+//! kept in the tests as the reference) to the bit.
 
 /// Relative tolerance under which a link counts as saturated and a flow
 /// as at its bound.
 const TOL: f64 = 1e-12;
 
-/// Scratch space of [`Solver::share`], kept between calls so that sharing
-/// allocates nothing once the largest flow set has been seen.
-#[derive(Debug, Default)]
-pub(super) struct Solver {
-    /// Per link of the network: `epoch` when it got a dense index this call.
-    stamp: Vec<u64>,
-    /// Per link of the network: its dense index (valid when stamped).
-    dense: Vec<u32>,
-    epoch: u64,
-    /// Per dense link: the network's link.
-    links: Vec<u32>,
-    /// Per dense link: remaining capacity, bytes/s.
-    cap: Vec<f64>,
-    /// Per dense link: Σ weight × bound of all flows (the fit test), then
-    /// Σ weight of the open flows.
-    load: Vec<f64>,
-    /// Per dense link: `cap / load` when `load > 0`.
-    ratio: Vec<f64>,
-    tight: Vec<bool>,
-    /// Per dense link: crossed by a flow fixed at the current level.
-    touched: Vec<bool>,
-    /// Flow incidence lists in start order: `(dense link, weight)` per
-    /// flow, from `by_flow_at[i]`.
-    by_flow: Vec<(u32, f64)>,
-    by_flow_at: Vec<u32>,
-    /// Link incidence lists, in start order within a link: `(flow, weight)`
-    /// per dense link, from `by_link_at[l]`.
-    by_link: Vec<(u32, f64)>,
-    by_link_at: Vec<u32>,
-    /// Per dense link: where its next incidence goes while `by_link` fills.
-    fill_at: Vec<u32>,
-    /// Per flow: not fixed yet.
-    open_flag: Vec<bool>,
-    open: Vec<u32>,
-    still: Vec<u32>,
+/// A flow on a link: start order, the flow's id, its weight there and
+/// weight × bound.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    seq: u64,
+    id: u32,
+    w: f64,
+    wb: f64,
 }
 
+/// The flows in their bandwidth phase, per link, and the max-min solver's
+/// scratch space (nothing is allocated once the largest flow set has been
+/// seen).
+#[derive(Debug, Default)]
+pub(super) struct Solver {
+    // Per flow id.
+    /// (link, weight) pairs.
+    links: Vec<Vec<(u32, f64)>>,
+    /// Upper bound of the rate, bytes/s.
+    bound: Vec<f64>,
+    /// Max-min fair rate as of the last [`Solver::share`], bytes/s.
+    rate: Vec<f64>,
+    /// Level count at which the flow was last fixed (levels are counted
+    /// over all calls).
+    fixed_at: Vec<u64>,
+    /// Ids of ended flows, for reuse.
+    free: Vec<u32>,
+    /// Ids of the flows in their bandwidth phase (in no particular order)
+    /// and each id's place there.
+    live: Vec<u32>,
+    live_at: Vec<u32>,
+
+    // Per link of the network.
+    /// Its flows, in start order.
+    members: Vec<Vec<Member>>,
+    /// Place in `active` (`NONE`: the link has no flow).
+    active_at: Vec<u32>,
+    /// Members changed since the sums below were taken.
+    dirty: Vec<bool>,
+    /// Σ weight × bound over the members, bytes/s.
+    fit: Vec<f64>,
+    /// Σ weight over the members, and capacity / that sum (∞ when it is 0).
+    load0: Vec<f64>,
+    ratio0: Vec<f64>,
+    /// `fit` exceeds the capacity (within the tolerance).
+    over: Vec<bool>,
+    /// Links with at least one flow (in no particular order).
+    active: Vec<u32>,
+    dirty_list: Vec<u32>,
+    over_count: usize,
+
+    // Per link, within a call: remaining capacity, Σ weight of the open
+    // members and capacity / that sum (∞ when it is 0).
+    cap: Vec<f64>,
+    load: Vec<f64>,
+    ratio: Vec<f64>,
+    /// Level count at which the link was last queued in `affected`.
+    queued: Vec<u64>,
+    /// Levels filled so far, over all calls.
+    levels: u64,
+    open: Vec<u32>,
+    still: Vec<u32>,
+    affected: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
 impl Solver {
-    /// Sets `rate` of every flow in `flows` (in start order) to its max-min
-    /// fair rate on links of capacity `base` (bytes/s, indexed by link),
-    /// and returns whether every flow got its bound because every link fits
-    /// the flows at their bounds.
-    pub(super) fn share(&mut self, base: &[f64], flows: &mut [Flow]) -> bool {
-        if self.stamp.len() < base.len() {
-            self.stamp.resize(base.len(), 0);
-            self.dense.resize(base.len(), 0);
+    /// A solver for a network of `links` links.
+    pub(super) fn new(links: usize) -> Solver {
+        Solver {
+            members: vec![Vec::new(); links],
+            active_at: vec![NONE; links],
+            dirty: vec![false; links],
+            fit: vec![0.0; links],
+            load0: vec![0.0; links],
+            ratio0: vec![0.0; links],
+            over: vec![false; links],
+            cap: vec![0.0; links],
+            load: vec![0.0; links],
+            ratio: vec![0.0; links],
+            queued: vec![0; links],
+            ..Default::default()
         }
-        self.epoch += 1;
-        let ep = self.epoch;
-        self.links.clear();
-        self.cap.clear();
-        self.load.clear();
-        self.by_flow.clear();
-        self.by_flow_at.clear();
-        // Dense link indices, incidence lists, and each link's demand at
-        // the flows' bounds.
-        for f in flows.iter() {
-            self.by_flow_at.push(self.by_flow.len() as u32);
-            for &(l, w) in &f.links {
-                let li = l as usize;
-                let d = if self.stamp[li] == ep {
-                    self.dense[li]
+    }
+
+    /// Adds a flow in its bandwidth phase, started `seq`-th, crossing
+    /// `links` ((link, weight) pairs) with rate bound `bound` bytes/s;
+    /// returns its id.
+    pub(super) fn add(&mut self, seq: u64, links: &[(u32, f64)], bound: f64) -> u32 {
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.links.push(Vec::new());
+                self.bound.push(0.0);
+                self.rate.push(0.0);
+                self.fixed_at.push(0);
+                self.live_at.push(NONE);
+                (self.links.len() - 1) as u32
+            }
+        };
+        let i = id as usize;
+        self.links[i].clear();
+        self.links[i].extend_from_slice(links);
+        self.bound[i] = bound;
+        self.rate[i] = bound;
+        self.live_at[i] = self.live.len() as u32;
+        self.live.push(id);
+        for &(l, w) in links {
+            let li = l as usize;
+            let m = &mut self.members[li];
+            // After the members started no later: a link the flow crosses
+            // twice keeps the flow's own order.
+            let at = m.partition_point(|x| x.seq <= seq);
+            m.insert(at, Member { seq, id, w, wb: w * bound });
+            self.touch(li);
+        }
+        id
+    }
+
+    /// Removes flow `id`.
+    pub(super) fn remove(&mut self, id: u32) {
+        let i = id as usize;
+        let links = std::mem::take(&mut self.links[i]);
+        for &(l, _) in &links {
+            self.members[l as usize].retain(|x| x.id != id);
+            self.touch(l as usize);
+        }
+        self.links[i] = links;
+        let at = self.live_at[i] as usize;
+        self.live.swap_remove(at);
+        if let Some(&moved) = self.live.get(at) {
+            self.live_at[moved as usize] = at as u32;
+        }
+        self.live_at[i] = NONE;
+        self.free.push(id);
+    }
+
+    /// Rate of flow `id` as of the last [`Solver::share`], bytes/s.
+    pub(super) fn rate(&self, id: u32) -> f64 {
+        self.rate[id as usize]
+    }
+
+    fn touch(&mut self, l: usize) {
+        if !self.dirty[l] {
+            self.dirty[l] = true;
+            self.dirty_list.push(l as u32);
+        }
+    }
+
+    /// Takes again the sums of the links whose members changed.
+    #[inline(never)]
+    fn refresh(&mut self, base: &[f64]) {
+        for k in 0..self.dirty_list.len() {
+            let l = self.dirty_list[k] as usize;
+            self.dirty[l] = false;
+            let m = &self.members[l];
+            let over = if m.is_empty() {
+                let at = self.active_at[l];
+                if at != NONE {
+                    self.active.swap_remove(at as usize);
+                    if let Some(&moved) = self.active.get(at as usize) {
+                        self.active_at[moved as usize] = at;
+                    }
+                    self.active_at[l] = NONE;
+                }
+                false
+            } else {
+                if self.active_at[l] == NONE {
+                    self.active_at[l] = self.active.len() as u32;
+                    self.active.push(l as u32);
+                }
+                let (mut fit, mut load) = (0.0, 0.0);
+                for x in m {
+                    fit += x.wb;
+                    load += x.w;
+                }
+                self.fit[l] = fit;
+                self.load0[l] = load;
+                self.ratio0[l] = if load > 0.0 { base[l] / load } else { f64::INFINITY };
+                fit > base[l] * (1.0 + TOL)
+            };
+            if over != self.over[l] {
+                self.over[l] = over;
+                if over {
+                    self.over_count += 1;
                 } else {
-                    self.stamp[li] = ep;
-                    let d = self.links.len() as u32;
-                    self.dense[li] = d;
-                    self.links.push(l);
-                    self.cap.push(base[li]);
-                    self.load.push(0.0);
-                    d
-                };
-                self.load[d as usize] += w * f.bound;
-                self.by_flow.push((d, w));
+                    self.over_count -= 1;
+                }
             }
         }
-        self.by_flow_at.push(self.by_flow.len() as u32);
-        let fits = self.load.iter().zip(&self.cap).all(|(&load, &cap)| load <= cap * (1.0 + TOL));
-        if fits {
-            for f in flows.iter_mut() {
-                f.rate = f.bound;
+        self.dirty_list.clear();
+    }
+
+    /// Sets every flow's max-min fair rate on links of capacity `base`
+    /// (bytes/s, indexed by link), and returns whether every flow got its
+    /// bound because every link fits the flows at their bounds.
+    pub(super) fn share(&mut self, base: &[f64]) -> bool {
+        self.refresh(base);
+        if self.over_count == 0 {
+            for &id in &self.live {
+                self.rate[id as usize] = self.bound[id as usize];
             }
             return true;
         }
-        self.fill(flows);
+        self.fill(base);
         false
     }
 
-    /// Progressive filling of `flows`, whose incidence lists and dense
-    /// links `share` has set up.
-    fn fill(&mut self, flows: &mut [Flow]) {
-        let (n, m) = (flows.len(), self.links.len());
-        // Link incidence lists (counting sort of the flow lists by link).
-        self.by_link_at.clear();
-        self.by_link_at.resize(m + 1, 0);
-        for &(d, _) in &self.by_flow {
-            self.by_link_at[d as usize + 1] += 1;
+    /// Progressive filling.
+    #[inline(never)]
+    fn fill(&mut self, base: &[f64]) {
+        let Solver {
+            links,
+            bound,
+            rate,
+            fixed_at,
+            live,
+            members,
+            active,
+            load0,
+            ratio0,
+            cap,
+            load,
+            ratio,
+            queued,
+            levels,
+            open,
+            still,
+            affected,
+            ..
+        } = self;
+        open.clear();
+        open.extend_from_slice(live);
+        // Flows fixed in this call have `fixed_at >= first`.
+        let first = *levels + 1;
+        let mut least_bound = f64::INFINITY;
+        for &id in open.iter() {
+            rate[id as usize] = 0.0;
+            least_bound = least(least_bound, bound[id as usize]);
         }
-        for d in 0..m {
-            self.by_link_at[d + 1] += self.by_link_at[d];
+        for &l in active.iter() {
+            let l = l as usize;
+            (cap[l], load[l], ratio[l]) = (base[l], load0[l], ratio0[l]);
         }
-        self.by_link.clear();
-        self.by_link.resize(self.by_flow.len(), (0, 0.0));
-        self.fill_at.clear();
-        self.fill_at.extend_from_slice(&self.by_link_at[..m]);
-        for i in 0..n {
-            let (a, b) = (self.by_flow_at[i] as usize, self.by_flow_at[i + 1] as usize);
-            for &(d, w) in &self.by_flow[a..b] {
-                let k = &mut self.fill_at[d as usize];
-                self.by_link[*k as usize] = (i as u32, w);
-                *k += 1;
-            }
-        }
-        self.open_flag.clear();
-        self.open_flag.resize(n, true);
-        self.open.clear();
-        self.open.extend(0..n as u32);
-        for f in flows.iter_mut() {
-            f.rate = 0.0;
-        }
-        self.ratio.clear();
-        self.ratio.resize(m, 0.0);
-        self.tight.clear();
-        self.tight.resize(m, false);
-        self.touched.clear();
-        self.touched.resize(m, true);
-        let mut open = std::mem::take(&mut self.open);
-        let mut still = std::mem::take(&mut self.still);
         while !open.is_empty() {
-            // Open weight and ratio of the links whose open flows or
-            // capacity changed.
-            for d in 0..m {
-                if self.touched[d] {
-                    self.touched[d] = false;
-                    let (a, b) = (self.by_link_at[d] as usize, self.by_link_at[d + 1] as usize);
-                    let mut load = 0.0;
-                    for &(i, w) in &self.by_link[a..b] {
-                        if self.open_flag[i as usize] {
-                            load += w;
-                        }
-                    }
-                    self.load[d] = load;
-                    if load > 0.0 {
-                        self.ratio[d] = self.cap[d] / load;
-                    }
-                }
-            }
+            *levels += 1;
+            let lv = *levels;
             // The level at which the first link saturates or the first
             // bound binds (a negative capacity left by rounding counts as 0).
-            let mut level = open.iter().map(|&i| flows[i as usize].bound).fold(f64::INFINITY, f64::min);
-            for d in 0..m {
-                if self.load[d] > 0.0 {
-                    level = level.min(self.ratio[d].max(0.0));
-                }
-            }
+            let level = least_ratio(least_bound, active, ratio);
             let at_level = level * (1.0 + TOL);
-            for d in 0..m {
-                self.tight[d] = self.load[d] > 0.0 && self.ratio[d] <= at_level;
-            }
+            let tight = |l: u32| load[l as usize] > 0.0 && ratio[l as usize] <= at_level;
             still.clear();
-            for &i in &open {
-                let f = &mut flows[i as usize];
-                let (a, b) = (self.by_flow_at[i as usize] as usize, self.by_flow_at[i as usize + 1] as usize);
-                let on = &self.by_flow[a..b];
-                if f.bound <= at_level || on.iter().any(|&(d, w)| w > 0.0 && self.tight[d as usize]) {
-                    f.rate = level;
-                    self.open_flag[i as usize] = false;
-                    for &(d, w) in on {
-                        if level > 0.0 {
-                            self.cap[d as usize] -= w * level;
+            affected.clear();
+            least_bound = f64::INFINITY;
+            for &id in open.iter() {
+                let i = id as usize;
+                let on = &links[i];
+                if bound[i] <= at_level || on.iter().any(|&(l, w)| w > 0.0 && tight(l)) {
+                    rate[i] = level;
+                    fixed_at[i] = lv;
+                    for &(l, _) in on {
+                        if queued[l as usize] != lv {
+                            queued[l as usize] = lv;
+                            affected.push(l);
                         }
-                        self.touched[d as usize] = true;
                     }
                 } else {
-                    still.push(i);
+                    still.push(id);
+                    least_bound = least(least_bound, bound[i]);
                 }
             }
             if still.len() == open.len() {
                 break; // cannot happen with positive bounds; avoids a loop on NaN
             }
-            std::mem::swap(&mut open, &mut still);
+            // The fixed flows' links: open weight, then (when some flow is
+            // still open there) remaining capacity and ratio.
+            for &l in affected.iter() {
+                let l = l as usize;
+                let m = &members[l];
+                let mut sum = 0.0;
+                for x in m {
+                    if fixed_at[x.id as usize] < first {
+                        sum += x.w;
+                    }
+                }
+                load[l] = sum;
+                if sum > 0.0 {
+                    if level > 0.0 {
+                        let mut c = cap[l];
+                        for x in m {
+                            if fixed_at[x.id as usize] == lv {
+                                c -= x.w * level;
+                            }
+                        }
+                        cap[l] = c;
+                    }
+                    ratio[l] = cap[l] / sum;
+                } else {
+                    ratio[l] = f64::INFINITY;
+                }
+            }
+            std::mem::swap(open, still);
         }
-        self.open = open;
-        self.still = still;
+    }
+}
+
+/// The least of `level` and the ratios of the `active` links (∞ where
+/// no open flow weighs), a negative ratio counting as 0; two running
+/// minima, as the order does not change a minimum.
+#[inline(never)]
+fn least_ratio(level: f64, active: &[u32], ratio: &[f64]) -> f64 {
+    let at_least_0 = |r: f64| if r > 0.0 { r } else { 0.0 };
+    let (mut a, mut b) = (level, f64::INFINITY);
+    let mut pairs = active.chunks_exact(2);
+    for p in &mut pairs {
+        a = least(a, at_least_0(ratio[p[0] as usize]));
+        b = least(b, at_least_0(ratio[p[1] as usize]));
+    }
+    for &l in pairs.remainder() {
+        a = least(a, at_least_0(ratio[l as usize]));
+    }
+    least(a, b)
+}
+
+/// The lesser of `a` and `b`, `a` when `b` is NaN (as `f64::min` for the
+/// values met here, without its NaN handling on `a`).
+#[inline]
+pub(super) fn least(a: f64, b: f64) -> f64 {
+    if b < a {
+        b
+    } else {
+        a
     }
 }
 

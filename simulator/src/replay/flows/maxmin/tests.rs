@@ -74,7 +74,7 @@ fn reference(base: &[f64], flows: &[Flow]) -> (Vec<f64>, bool) {
 
 fn flow(links: Vec<(u32, f64)>, bound: f64) -> Flow {
     let done = Done { dst: 0, recv_slot: 0, recv_ready: 0.0, src: 0, send_slot: 0, start: 0.0 };
-    Flow { links, bound, lat_end: 0.0, remaining: 1.0, rate: -1.0, done, seq: 0 }
+    Flow { links, bound, lat_end: 0.0, remaining: 1.0, rate: -1.0, done, seq: 0, id: 0 }
 }
 
 /// A random flow set on `m` links: weights and bounds mostly from small
@@ -105,17 +105,27 @@ fn random_case(rng: &mut Rng) -> (Vec<f64>, Vec<Flow>) {
     (base, flows)
 }
 
+/// The solver's rates of `flows` (in start order) and its fit answer,
+/// adding them to a fresh solver.
+fn solve(base: &[f64], flows: &[Flow]) -> (Vec<f64>, bool) {
+    let mut s = Solver::new(base.len());
+    let ids: Vec<u32> = flows.iter().enumerate().map(|(k, f)| s.add(k as u64, &f.links, f.bound)).collect();
+    let fits = s.share(base);
+    (ids.iter().map(|&id| s.rate(id)).collect(), fits)
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 #[test]
 fn rates_are_the_reference_ones_to_the_bit() {
     let mut rng = Rng::new(11);
-    let mut solver = Solver::default();
     let (mut fitting, mut filled) = (0, 0);
     for case in 0..20_000 {
-        let (base, mut flows) = random_case(&mut rng);
+        let (base, flows) = random_case(&mut rng);
         let (want, want_fits) = reference(&base, &flows);
-        let fits = solver.share(&base, &mut flows);
-        let got: Vec<f64> = flows.iter().map(|f| f.rate).collect();
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (got, fits) = solve(&base, &flows);
         assert_eq!((bits(&got), fits), (bits(&want), want_fits), "case {case}: {base:?} {flows:?}");
         if fits {
             fitting += 1;
@@ -126,39 +136,57 @@ fn rates_are_the_reference_ones_to_the_bit() {
     assert!(fitting > 1000 && filled > 1000, "{fitting} fitting, {filled} filled");
 }
 
+/// Flows come and go one or a few at a time, as in a replay; after each
+/// change the solver's rates are the reference's on the flows present.
+#[test]
+fn kept_sums_give_the_rates_of_a_full_recompute() {
+    let mut rng = Rng::new(3);
+    for run in 0..300 {
+        let (base, pool) = random_case(&mut rng);
+        let mut s = Solver::new(base.len());
+        // Present flows: (start order, index in `pool`, solver id).
+        let mut present: Vec<(u64, usize, u32)> = Vec::new();
+        let mut seq = 0;
+        let mut used = std::collections::HashSet::new();
+        for step in 0..60 {
+            for _ in 0..1 + rng.below(3) {
+                if !present.is_empty() && rng.below(2) == 0 {
+                    let (_, _, id) = present.remove(rng.below(present.len()));
+                    s.remove(id);
+                } else {
+                    let k = rng.below(pool.len());
+                    // Mostly in start order, sometimes an earlier start
+                    // (a flow whose latency phase was shorter).
+                    seq += 8;
+                    let back = if rng.below(4) == 0 { 1 + 8 * rng.below(3) as u64 } else { 0 };
+                    let at = if back < seq && !used.contains(&(seq - back)) { seq - back } else { seq };
+                    used.insert(at);
+                    let id = s.add(at, &pool[k].links, pool[k].bound);
+                    let pos = present.partition_point(|p| p.0 <= at);
+                    present.insert(pos, (at, k, id));
+                }
+            }
+            let flows: Vec<Flow> = present.iter().map(|p| pool[p.1].clone()).collect();
+            let (want, want_fits) = reference(&base, &flows);
+            let fits = s.share(&base);
+            let got: Vec<f64> = present.iter().map(|p| s.rate(p.2)).collect();
+            assert_eq!((bits(&got), fits), (bits(&want), want_fits), "run {run} step {step}");
+        }
+    }
+}
+
 #[test]
 fn one_saturated_link_splits_by_weight_and_frees_the_rest() {
     // Links 0 and 1 of 10 bytes/s; flows a, b on link 0, c on links 0 and 1
     // with weight 2 on link 1 and bound 100; d on link 1 alone.
     let base = [10.0, 10.0];
-    let mut flows =
+    let flows =
         vec![flow(vec![(0, 1.0)], 100.0), flow(vec![(0, 1.0)], 100.0), flow(vec![(0, 1.0), (1, 2.0)], 100.0), flow(vec![(1, 1.0)], 100.0)];
-    let fits = Solver::default().share(&base, &mut flows);
-    let rates: Vec<f64> = flows.iter().map(|f| f.rate).collect();
+    let (rates, fits) = solve(&base, &flows);
     // Link 1 saturates first (10 / 3), fixing c and d; a and b share the
     // 10 - 10/3 left on link 0.
     assert!(!fits);
     let third = 10.0 / 3.0;
     assert_eq!(rates[2..], [third, third]);
     assert!(rates[..2].iter().all(|r| (r - (10.0 - third) / 2.0).abs() < 1e-12), "{rates:?}");
-}
-
-#[test]
-fn scratch_space_carries_nothing_between_calls() {
-    let mut rng = Rng::new(5);
-    let mut solver = Solver::default();
-    let cases: Vec<_> = (0..200).map(|_| random_case(&mut rng)).collect();
-    let first: Vec<Vec<u64>> = cases
-        .iter()
-        .map(|(base, flows)| {
-            let mut flows = flows.clone();
-            solver.share(base, &mut flows);
-            flows.iter().map(|f| f.rate.to_bits()).collect()
-        })
-        .collect();
-    for ((base, flows), want) in cases.iter().zip(&first).rev() {
-        let mut flows = flows.clone();
-        Solver::default().share(base, &mut flows);
-        assert_eq!(&flows.iter().map(|f| f.rate.to_bits()).collect::<Vec<_>>(), want);
-    }
 }
