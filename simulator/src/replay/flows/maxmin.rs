@@ -275,25 +275,43 @@ impl Solver {
             // bound binds (a negative capacity left by rounding counts as 0).
             let level = least_ratio(least_bound, active, ratio);
             let at_level = level * (1.0 + TOL);
-            let tight = |l: u32| load[l as usize] > 0.0 && ratio[l as usize] <= at_level;
-            still.clear();
+            // Fixed: the open flows at their bound, and those crossing a
+            // saturated link with a positive weight.
             affected.clear();
-            least_bound = f64::INFINITY;
-            for &id in open.iter() {
-                let i = id as usize;
-                let on = &links[i];
-                if bound[i] <= at_level || on.iter().any(|&(l, w)| w > 0.0 && tight(l)) {
-                    rate[i] = level;
-                    fixed_at[i] = lv;
-                    for &(l, _) in on {
-                        if queued[l as usize] != lv {
-                            queued[l as usize] = lv;
-                            affected.push(l);
+            // Fixes flow `i` at the level and queues its links.
+            let fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], queued: &mut [u64], affected: &mut Vec<u32>| {
+                rate[i] = level;
+                fixed_at[i] = lv;
+                for &(l, _) in &links[i] {
+                    if queued[l as usize] != lv {
+                        queued[l as usize] = lv;
+                        affected.push(l);
+                    }
+                }
+            };
+            if least_bound <= at_level {
+                for &id in open.iter() {
+                    if bound[id as usize] <= at_level {
+                        fix(id as usize, rate, fixed_at, queued, affected);
+                    }
+                }
+            }
+            for &l in active.iter() {
+                let l = l as usize;
+                if load[l] > 0.0 && ratio[l] <= at_level {
+                    for x in &members[l] {
+                        if x.w > 0.0 && fixed_at[x.id as usize] < first {
+                            fix(x.id as usize, rate, fixed_at, queued, affected);
                         }
                     }
-                } else {
+                }
+            }
+            still.clear();
+            least_bound = f64::INFINITY;
+            for &id in open.iter() {
+                if fixed_at[id as usize] < first {
                     still.push(id);
-                    least_bound = least(least_bound, bound[i]);
+                    least_bound = least(least_bound, bound[id as usize]);
                 }
             }
             if still.len() == open.len() {
