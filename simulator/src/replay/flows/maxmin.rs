@@ -1,6 +1,7 @@
 //! Max-min fair rates of the flows in their bandwidth phase, by
 //! progressive filling with equal rates per level (Bertsekas & Gallager,
-//! "Data Networks", 2nd ed., §6.5.2; SimGrid 3.32 `lmm::System::solve`).
+//! "Data Networks", 2nd ed., §6.5.2; SimGrid's `lmm::MaxMin` solver,
+//! `src/kernel/lmm/maxmin.cpp`).
 //!
 //! Every level raises the open flows' rate together until a link
 //! saturates (its remaining capacity over the weights of its open flows)
@@ -10,14 +11,14 @@
 //! level count as reaching it.
 //!
 //! The solver keeps, between calls, each link's flows in start order and
-//! the sums the first level needs (Σ weight × bound for the fit test, Σ
-//! weight, capacity / Σ weight); a flow that starts or ends makes only its
-//! own links sum again (as SimGrid's selective update re-solves only the
-//! constraints of modified variables). Within a call, a level re-sums only
-//! the links of the flows it fixed. Every sum runs over a link's flows in
+//! what the first level needs (whether Σ weight × bound exceeds the
+//! capacity, Σ weight, capacity / Σ weight); a flow that starts or ends
+//! makes only its own links sum again. Within a call, a level re-sums
+//! only the links of the flows it fixed, and finds the flows to fix from
+//! the saturated links' flows. Every sum runs over a link's flows in
 //! start order, and capacities are reduced in start order, so the rates
-//! are those of the plain algorithm (all sums from scratch at every level,
-//! kept in the tests as the reference) to the bit.
+//! are those of the plain algorithm (all sums from scratch at every
+//! level, kept in the tests as the reference) to the bit.
 
 /// Relative tolerance under which a link counts as saturated and a flow
 /// as at its bound.
@@ -34,8 +35,7 @@ struct Member {
 }
 
 /// The flows in their bandwidth phase, per link, and the max-min solver's
-/// scratch space (nothing is allocated once the largest flow set has been
-/// seen).
+/// scratch space (reused between calls).
 #[derive(Debug, Default)]
 pub(super) struct Solver {
     // Per flow id.
@@ -62,12 +62,11 @@ pub(super) struct Solver {
     active_at: Vec<u32>,
     /// Members changed since the sums below were taken.
     dirty: Vec<bool>,
-    /// Σ weight × bound over the members, bytes/s.
-    fit: Vec<f64>,
     /// Σ weight over the members, and capacity / that sum (∞ when it is 0).
     load0: Vec<f64>,
     ratio0: Vec<f64>,
-    /// `fit` exceeds the capacity (within the tolerance).
+    /// Σ weight × bound over the members exceeds the capacity (beyond
+    /// the tolerance).
     over: Vec<bool>,
     /// Links with at least one flow (in no particular order).
     active: Vec<u32>,
@@ -97,7 +96,6 @@ impl Solver {
             members: vec![Vec::new(); links],
             active_at: vec![NONE; links],
             dirty: vec![false; links],
-            fit: vec![0.0; links],
             load0: vec![0.0; links],
             ratio0: vec![0.0; links],
             over: vec![false; links],
@@ -200,10 +198,11 @@ impl Solver {
                     fit += x.wb;
                     load += x.w;
                 }
-                self.fit[l] = fit;
                 self.load0[l] = load;
                 self.ratio0[l] = if load > 0.0 { base[l] / load } else { f64::INFINITY };
-                fit > base[l] * (1.0 + TOL)
+                // A NaN sum does not fit.
+                let fits = fit <= base[l] * (1.0 + TOL);
+                !fits
             };
             if over != self.over[l] {
                 self.over[l] = over;
