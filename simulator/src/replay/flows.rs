@@ -85,6 +85,10 @@ pub(crate) struct Net {
     /// Capacity of each directed link, bytes/s.
     base: Vec<f64>,
     solver: maxmin::Solver,
+    /// The solver holds the flows in their bandwidth phase (it is
+    /// emptied while at most one flow is there and the links need no
+    /// sharing, and filled again, in start order, when they do).
+    synced: bool,
     // Link lists of ended flows, for reuse; and a route.
     pool: Vec<Vec<(u32, f64)>>,
     route: Vec<u32>,
@@ -111,6 +115,7 @@ impl Net {
             flows: Vec::new(),
             last: 0.0,
             solver: maxmin::Solver::new(links),
+            synced: true,
             next_t: f64::INFINITY,
         }
     }
@@ -163,6 +168,12 @@ impl Net {
     /// Max-min fair rates of the flows in their bandwidth phase at `now`
     /// ([`maxmin::Solver::share`]), and the next event.
     fn share(&mut self, now: f64) {
+        if !self.synced {
+            for f in &mut self.flows {
+                f.id = self.solver.add(f.seq, &f.links, f.bound);
+            }
+            self.synced = true;
+        }
         self.uncontended = self.solver.share(&self.base);
         let mut t = self.next_lat_end();
         for f in &mut self.flows {
@@ -208,7 +219,7 @@ impl Net {
         let mut reshare = false;
         let mut changed = false;
         self.ended.clear();
-        let Net { flows, ended: gone, demand, pool, solver, uncontended, .. } = self;
+        let Net { flows, ended: gone, demand, pool, solver, uncontended, synced, .. } = self;
         flows.retain_mut(|f| {
             let from = last.max(f.lat_end);
             if now > from {
@@ -221,7 +232,9 @@ impl Net {
                     demand[l as usize] -= w * f.bound;
                 }
                 pool.push(std::mem::take(&mut f.links));
-                solver.remove(f.id);
+                if *synced {
+                    solver.remove(f.id);
+                }
                 changed = true;
                 reshare |= !*uncontended;
                 false
@@ -247,7 +260,9 @@ impl Net {
                 }
                 reshare |= !self.uncontended;
                 f.rate = f.bound;
-                f.id = self.solver.add(f.seq, &f.links, f.bound);
+                if self.synced {
+                    f.id = self.solver.add(f.seq, &f.links, f.bound);
+                }
                 let at = self.flows.partition_point(|g| g.seq < f.seq);
                 self.flows.insert(at, f);
             }
@@ -262,6 +277,10 @@ impl Net {
         } else {
             // No flow is short of its bound: rates are the bounds.
             self.next_t = self.next_end(now);
+            if self.synced && self.flows.len() <= 1 {
+                self.solver.clear();
+                self.synced = false;
+            }
         }
     }
 }

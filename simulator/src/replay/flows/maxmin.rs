@@ -159,6 +159,22 @@ impl Solver {
         self.free.push(id);
     }
 
+    /// Removes every flow.
+    pub(super) fn clear(&mut self) {
+        for k in 0..self.active.len() + self.dirty_list.len() {
+            let l = if k < self.active.len() { self.active[k] } else { self.dirty_list[k - self.active.len()] } as usize;
+            self.members[l].clear();
+            (self.active_at[l], self.dirty[l], self.over[l]) = (NONE, false, false);
+        }
+        self.active.clear();
+        self.dirty_list.clear();
+        self.over_count = 0;
+        for &id in &self.live {
+            self.live_at[id as usize] = NONE;
+        }
+        self.free.append(&mut self.live);
+    }
+
     /// Rate of flow `id` as of the last [`Solver::share`], bytes/s.
     pub(super) fn rate(&self, id: u32) -> f64 {
         self.rate[id as usize]

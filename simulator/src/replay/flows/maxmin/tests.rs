@@ -136,8 +136,9 @@ fn rates_are_the_reference_ones_to_the_bit() {
     assert!(fitting > 1000 && filled > 1000, "{fitting} fitting, {filled} filled");
 }
 
-/// Flows come and go one or a few at a time, as in a replay; after each
-/// change the solver's rates are the reference's on the flows present.
+/// Flows come and go one or a few at a time, as in a replay, and the
+/// solver is sometimes emptied and refilled; after each change its rates
+/// are the reference's on the flows present.
 #[test]
 fn kept_sums_give_the_rates_of_a_full_recompute() {
     let mut rng = Rng::new(3);
@@ -164,6 +165,13 @@ fn kept_sums_give_the_rates_of_a_full_recompute() {
                     let id = s.add(at, &pool[k].links, pool[k].bound);
                     let pos = present.partition_point(|p| p.0 <= at);
                     present.insert(pos, (at, k, id));
+                }
+            }
+            // Sometimes emptied and filled again in start order.
+            if rng.below(10) == 0 {
+                s.clear();
+                for p in &mut present {
+                    p.2 = s.add(p.0, &pool[p.1].links, pool[p.1].bound);
                 }
             }
             let flows: Vec<Flow> = present.iter().map(|p| pool[p.1].clone()).collect();
