@@ -4,6 +4,8 @@
 
 use crate::network::FlowSharing;
 
+mod maxmin;
+
 /// What to do when a transfer ends: complete these request slots.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Done {
@@ -31,6 +33,8 @@ struct Flow {
     done: Done,
     /// Start order.
     seq: u64,
+    /// Id in the solver (in the bandwidth phase).
+    id: u32,
 }
 
 /// A flow in its latency phase: `(lat_end, seq)` and its slot in
@@ -80,20 +84,14 @@ pub(crate) struct Net {
     last: f64,
     /// Capacity of each directed link, bytes/s.
     base: Vec<f64>,
-    // Scratch, one entry per link.
-    cap: Vec<f64>,
-    tight: Vec<bool>,
+    solver: maxmin::Solver,
+    /// The solver holds the flows in their bandwidth phase (it is
+    /// emptied while at most one flow is there and the links need no
+    /// sharing, and filled again, in start order, when they do).
+    synced: bool,
     // Link lists of ended flows, for reuse; and a route.
     pool: Vec<Vec<(u32, f64)>>,
     route: Vec<u32>,
-    load: Vec<f64>,
-    // Scratch: flow indices.
-    open: Vec<usize>,
-    still: Vec<usize>,
-    // Scratch: links whose `load` is current (stamp == epoch).
-    stamp: Vec<u64>,
-    epoch: u64,
-    touched: Vec<u32>,
     /// The next time a flow ends its latency or its transfer (∞: none), seconds.
     next_t: f64,
 }
@@ -116,14 +114,8 @@ impl Net {
             model,
             flows: Vec::new(),
             last: 0.0,
-            cap: vec![0.0; links],
-            tight: vec![false; links],
-            load: vec![0.0; links],
-            open: Vec::new(),
-            still: Vec::new(),
-            stamp: vec![0; links],
-            epoch: 0,
-            touched: Vec::new(),
+            solver: maxmin::Solver::new(links),
+            synced: true,
             next_t: f64::INFINITY,
         }
     }
@@ -158,7 +150,7 @@ impl Net {
         self.seq += 1;
         let seq = self.seq;
         let lat_end = now + lat_s;
-        let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq };
+        let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq, id: 0 };
         let slot = match self.parked_free.pop() {
             Some(i) => {
                 self.parked[i as usize] = f;
@@ -173,93 +165,24 @@ impl Net {
         lat_end
     }
 
-    /// Max-min fair rates (progressive filling, equal rates per level) of
-    /// the flows in their bandwidth phase at `now`.
+    /// Max-min fair rates of the flows in their bandwidth phase at `now`
+    /// ([`maxmin::Solver::share`]), and the next event.
     fn share(&mut self, now: f64) {
-        let mut open = std::mem::take(&mut self.open);
-        let mut still = std::mem::take(&mut self.still);
-        open.clear();
-        self.epoch += 1;
-        let ep = self.epoch;
-        let mut next_t = f64::INFINITY;
-        // Fast path: every flow at its own bound fits on every link.
-        for (i, f) in self.flows.iter_mut().enumerate() {
-            f.rate = 0.0;
-            open.push(i);
-            for &(l, w) in &f.links {
-                let li = l as usize;
-                if self.stamp[li] != ep {
-                    self.stamp[li] = ep;
-                    self.load[li] = 0.0;
-                    self.cap[li] = self.base[li];
-                    self.touched.push(l);
-                }
-                self.load[li] += w * f.bound;
+        if !self.synced {
+            for f in &mut self.flows {
+                f.id = self.solver.add(f.seq, &f.links, f.bound);
+            }
+            self.synced = true;
+        }
+        self.uncontended = self.solver.share(&self.base);
+        let mut t = self.next_lat_end();
+        for f in &mut self.flows {
+            f.rate = self.solver.rate(f.id);
+            if f.rate > 0.0 {
+                t = maxmin::least(t, now + f.remaining.max(0.0) / f.rate);
             }
         }
-        let fits = self.touched.iter().all(|&l| self.load[l as usize] <= self.base[l as usize] * (1.0 + 1e-12));
-        self.uncontended = fits;
-        let touched = std::mem::take(&mut self.touched);
-        if fits {
-            for &i in &open {
-                let f = &mut self.flows[i];
-                f.rate = f.bound;
-                next_t = next_t.min(now + f.remaining.max(0.0) / f.rate);
-            }
-            open.clear();
-        }
-        // Otherwise (contended): progressive filling, then `next_t` below.
-        let slow = !open.is_empty();
-        while !open.is_empty() {
-            // Per link (each once): the open flows' weights, then whether it
-            // saturates at the level.
-            for &l in &touched {
-                self.load[l as usize] = 0.0;
-            }
-            for &i in &open {
-                for &(l, w) in &self.flows[i].links {
-                    self.load[l as usize] += w;
-                }
-            }
-            // The level at which the first link saturates or the first bound binds.
-            let mut level = open.iter().map(|&i| self.flows[i].bound).fold(f64::INFINITY, f64::min);
-            for &l in &touched {
-                let load = self.load[l as usize];
-                if load > 0.0 {
-                    level = level.min(self.cap[l as usize].max(0.0) / load);
-                }
-            }
-            for &l in &touched {
-                let (cap, load) = (self.cap[l as usize], self.load[l as usize]);
-                self.tight[l as usize] = load > 0.0 && cap / load <= level * (1.0 + 1e-12);
-            }
-            still.clear();
-            for &i in &open {
-                let f = &self.flows[i];
-                let fixed = f.bound <= level * (1.0 + 1e-12) || f.links.iter().any(|&(l, w)| w > 0.0 && self.tight[l as usize]);
-                if fixed {
-                    self.flows[i].rate = level;
-                } else {
-                    still.push(i);
-                }
-            }
-            for &i in &open {
-                if self.flows[i].rate > 0.0 {
-                    for &(l, w) in &self.flows[i].links {
-                        self.cap[l as usize] -= w * level;
-                    }
-                }
-            }
-            if still.len() == open.len() {
-                break; // cannot happen with positive bounds; avoids a loop on NaN
-            }
-            std::mem::swap(&mut open, &mut still);
-        }
-        self.open = open;
-        self.still = still;
-        self.touched = touched;
-        self.touched.clear();
-        self.next_t = if slow { self.next_end(now) } else { next_t.min(self.next_lat_end()) };
+        self.next_t = t;
     }
 
     /// End of the earliest latency phase, seconds (∞: none).
@@ -270,8 +193,13 @@ impl Net {
     /// The next time a flow ends its latency or (at its current rate) its
     /// transfer, seconds (∞: none).
     fn next_end(&self, now: f64) -> f64 {
-        let ends = self.flows.iter().filter(|f| f.rate > 0.0).map(|f| now + f.remaining.max(0.0) / f.rate);
-        ends.fold(self.next_lat_end(), f64::min)
+        let mut t = self.next_lat_end();
+        for f in &self.flows {
+            if f.rate > 0.0 {
+                t = maxmin::least(t, now + f.remaining.max(0.0) / f.rate);
+            }
+        }
+        t
     }
 
     /// The next time a flow ends its latency or its transfer, if any
@@ -290,29 +218,30 @@ impl Net {
         // not fit at its bound; otherwise every flow keeps its bound.
         let mut reshare = false;
         let mut changed = false;
-        let mut kept = 0;
         self.ended.clear();
-        for i in 0..self.flows.len() {
-            let f = &mut self.flows[i];
+        let Net { flows, ended: gone, demand, pool, solver, uncontended, synced, .. } = self;
+        flows.retain_mut(|f| {
             let from = last.max(f.lat_end);
             if now > from {
                 f.remaining -= f.rate * (now - from);
             }
             let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
             if f.remaining <= 1e-9 || left_s <= eps {
-                self.ended.push((f.seq, f.done));
+                gone.push((f.seq, f.done));
                 for &(l, w) in &f.links {
-                    self.demand[l as usize] -= w * f.bound;
+                    demand[l as usize] -= w * f.bound;
                 }
-                self.pool.push(std::mem::take(&mut f.links));
+                pool.push(std::mem::take(&mut f.links));
+                if *synced {
+                    solver.remove(f.id);
+                }
                 changed = true;
-                reshare |= !self.uncontended;
+                reshare |= !*uncontended;
+                false
             } else {
-                self.flows.swap(kept, i);
-                kept += 1;
+                true
             }
-        }
-        self.flows.truncate(kept);
+        });
         // Flows whose latency is over start using bandwidth (kept in start order).
         while self.pending.peek().is_some_and(|p| p.0 <= now) {
             let Pending(_, _, slot) = self.pending.pop().expect("peeked");
@@ -331,6 +260,9 @@ impl Net {
                 }
                 reshare |= !self.uncontended;
                 f.rate = f.bound;
+                if self.synced {
+                    f.id = self.solver.add(f.seq, &f.links, f.bound);
+                }
                 let at = self.flows.partition_point(|g| g.seq < f.seq);
                 self.flows.insert(at, f);
             }
@@ -345,6 +277,10 @@ impl Net {
         } else {
             // No flow is short of its bound: rates are the bounds.
             self.next_t = self.next_end(now);
+            if self.synced && self.flows.len() <= 1 {
+                self.solver.clear();
+                self.synced = false;
+            }
         }
     }
 }
