@@ -200,13 +200,14 @@ fn least_squares(points: &[AllreducePoint]) -> (ReduceCost, &'static str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::network::host_platform;
     use simulator::collectives::CollAlgs;
     use simulator::network::{P2pModel, Piecewise, Segment};
 
-    fn platform() -> Platform {
+    /// One host of 2 cores with a simple intra-node model (0.5 µs + b / 5 GB/s).
+    pub(crate) fn platform() -> Platform {
         let pw = |l: f64, bw: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: l, bandwidth_bytes_per_s: bw }] };
         let m = P2pModel {
             eager_threshold_bytes: 4096,

@@ -176,21 +176,8 @@ fn gauss(mut ab: Vec<Vec<f64>>) -> Option<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::gamma::tests::platform;
     use crate::network::gamma::ALLREDUCE_SIZES;
-    use crate::network::host_platform;
-    use simulator::network::{P2pModel, Piecewise, Segment};
-
-    fn platform() -> Platform {
-        let pw = |l: f64, bw: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: l, bandwidth_bytes_per_s: bw }] };
-        let m = P2pModel {
-            eager_threshold_bytes: 4096,
-            transfer: pw(5e-7, 5e9),
-            send_overhead: pw(1e-7, f64::INFINITY),
-            recv_overhead: pw(1e-7, 2e10),
-            rma: None,
-        };
-        host_platform("node0", 2, m)
-    }
 
     /// Samples made by the replay itself with known costs give them back.
     #[test]
