@@ -206,6 +206,23 @@ pub(crate) mod tests {
     use simulator::collectives::CollAlgs;
     use simulator::network::{P2pModel, Piecewise, Segment};
 
+    /// Three `MPI_Allreduce` samples per size of [`ALLREDUCE_SIZES`], at
+    /// 0.99, 1 and 1.01 times `time(size)` seconds.
+    pub(crate) fn allreduce_samples(time: impl Fn(u64) -> f64) -> Vec<Sample> {
+        ALLREDUCE_SIZES
+            .iter()
+            .flat_map(|&s| {
+                let t = time(s);
+                (0..3).map(move |k| Sample {
+                    op: Op::Allreduce,
+                    size_bytes: s,
+                    start_s: k as f64,
+                    duration_s: t * (1.0 + 0.01 * (k as f64 - 1.0)),
+                })
+            })
+            .collect()
+    }
+
     /// One host of 2 cores with a simple intra-node model (0.5 µs + b / 5 GB/s).
     pub(crate) fn platform() -> Platform {
         let pw = |l: f64, bw: f64| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s: l, bandwidth_bytes_per_s: bw }] };
@@ -236,18 +253,7 @@ pub(crate) mod tests {
             x.collectives.algs = CollAlgs::preset(sel).unwrap();
             let mut paid = x.clone();
             paid.collectives.reduce = truth;
-            let samples: Vec<Sample> = ALLREDUCE_SIZES
-                .iter()
-                .flat_map(|&s| {
-                    let t = predict(&paid, s).unwrap();
-                    (0..3).map(move |k| Sample {
-                        op: Op::Allreduce,
-                        size_bytes: s,
-                        start_s: k as f64,
-                        duration_s: t * (1.0 + 0.01 * (k as f64 - 1.0)),
-                    })
-                })
-                .collect();
+            let samples = allreduce_samples(|s| predict(&paid, s).unwrap());
             let f = fit_reduce_cost(&samples, &x).unwrap();
             assert!((f.cost.intercept_s / truth.intercept_s - 1.0).abs() < 1e-6, "{sel}: {}", f.summary());
             assert!((f.cost.s_per_byte / truth.s_per_byte - 1.0).abs() < 1e-6, "{sel}: {}", f.summary());

@@ -176,7 +176,7 @@ fn gauss(mut ab: Vec<Vec<f64>>) -> Option<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::gamma::tests::platform;
+    use crate::network::gamma::tests::{allreduce_samples, platform};
     use crate::network::gamma::ALLREDUCE_SIZES;
 
     /// Samples made by the replay itself with known costs give them back.
@@ -184,18 +184,7 @@ mod tests {
     fn known_costs_are_recovered() {
         let truth = ShmCost { call_s: 1.2e-6, flag_s: 2e-7, s_per_byte: 1.1e-10 };
         let x = platform();
-        let samples: Vec<Sample> = ALLREDUCE_SIZES
-            .iter()
-            .flat_map(|&s| {
-                let t = predict(&x, truth, s).unwrap();
-                (0..3).map(move |k| Sample {
-                    op: Op::Allreduce,
-                    size_bytes: s,
-                    start_s: k as f64,
-                    duration_s: t * (1.0 + 0.01 * (k as f64 - 1.0)),
-                })
-            })
-            .collect();
+        let samples = allreduce_samples(|s| predict(&x, truth, s).unwrap());
         let f = fit_shm_cost(&samples, &x).unwrap().unwrap();
         for (got, want) in [(f.cost.call_s, truth.call_s), (f.cost.flag_s, truth.flag_s), (f.cost.s_per_byte, truth.s_per_byte)] {
             assert!((got / want - 1.0).abs() < 1e-6, "{}", f.summary());
