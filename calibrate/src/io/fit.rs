@@ -22,9 +22,9 @@
 //!   automatic breakpoints (ranks write into the cache at once): a small
 //!   write copies from the CPU's caches, a large one allocates pages. When
 //!   `write16` was measured (the same blocks as 16 writes one after the
-//!   other), it is fitted on its sixteenths instead: a stream of writes
-//!   pays the fixed cost an application's writes pay, where a file's first
-//!   write pays more;
+//!   other, timed without the first), it is fitted on its sixteenths
+//!   instead: a stream of writes pays the fixed cost an application's
+//!   writes pay, where a new file's first write pays more;
 //! - cached reads: `cache_read`, piecewise linear in the size, fitted on
 //!   the `read_cached` medians (data just written, read at once by every
 //!   rank from the page cache);
@@ -181,8 +181,8 @@ pub fn fit_io(
         }
     };
     // A stream of writes pays a write's fixed cost as the application's
-    // writes do (a file's first write pays more): the line comes from the
-    // sixteenths of `write16` where it was measured.
+    // writes do (a new file's first write pays more): the cost comes from
+    // the sixteenths of `write16` where it was measured.
     let pieces: Vec<(u64, f64)> =
         med(Case::Write16).iter().filter(|&&(b, _)| fast.iter().any(|f| f.0 == b)).map(|&(b, t)| (b / 16, t / 16.0)).collect();
     let cost_of = |fast: &[(u64, f64)]| if pieces.len() >= 2 { cost_by_size(&pieces) } else { cost_by_size(fast) };
