@@ -537,13 +537,14 @@ pub fn charge_compute(ns: u64) {
     });
 }
 
-/// Outside MPI calls on this thread: thread CPU time since the last
-/// recorded call returned, ns (0 inside a call or when not recording).
-pub fn cpu_since_last_call_ns() -> u64 {
+/// Outside MPI calls on this thread: thread CPU time from the last
+/// recorded call's return to `cpu_now_ns` ([`timing::thread_cpu_ns`]),
+/// ns (0 inside a call, when not recording or without CPU timing).
+pub fn cpu_since_last_call_ns(cpu_now_ns: Option<u64>) -> u64 {
     REC.try_with(|r| {
         let slot = r.try_borrow().ok()?;
         let rec = slot.as_ref().filter(|rec| !rec.in_call)?;
-        timing::cpu_time().then(|| clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(rec.last_end.cpu))
+        cpu_now_ns.map(|c| c.saturating_sub(rec.last_end.cpu))
     })
     .ok()
     .flatten()
@@ -551,16 +552,16 @@ pub fn cpu_since_last_call_ns() -> u64 {
 }
 
 /// Moves the start of the compute block running now `wall_ticks` and
-/// `cpu_ns` of thread CPU time later: the interposer's own work inside
+/// `cpu_ns` of thread CPU time later (`None` without CPU timing: a
+/// stamp's `cpu` is then its wall time): the interposer's own work inside
 /// the block (a virtual `MPI_Wtime` pumping online mode's queue) is not
 /// the application's compute.
-pub fn exclude_from_block(wall_ticks: u64, cpu_ns: u64) {
+pub fn exclude_from_block(wall_ticks: u64, cpu_ns: Option<u64>) {
     let _ = REC.try_with(|r| {
         let Ok(mut slot) = r.try_borrow_mut() else { return };
         if let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) {
             rec.last_end.wall += wall_ticks;
-            // Without CPU timing a stamp's `cpu` is its wall time.
-            rec.last_end.cpu += if timing::cpu_time() { cpu_ns } else { clock::ticks_to_ns(wall_ticks) };
+            rec.last_end.cpu += cpu_ns.unwrap_or_else(|| clock::ticks_to_ns(wall_ticks));
             rec.publish();
         }
     });

@@ -52,6 +52,12 @@ pub fn cpu_time() -> bool {
     CPU_TIME.load(Ordering::Relaxed)
 }
 
+/// This thread's CPU time now, ns (`CLOCK_THREAD_CPUTIME_ID`); `None`
+/// when blocks are timed without CPU time ([`cpu_time`]).
+pub fn thread_cpu_ns() -> Option<u64> {
+    cpu_time().then(|| clock_ns(libc::CLOCK_THREAD_CPUTIME_ID))
+}
+
 /// One end of a compute block.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Stamp {

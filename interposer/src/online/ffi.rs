@@ -522,8 +522,8 @@ pub extern "C" fn ipr_online_wtime(real: f64) -> f64 {
     if !VIRTUAL_WTIME.load(Ordering::Relaxed) {
         return real;
     }
-    let running = recorder::cpu_since_last_call_ns() as f64 * 1e-9;
-    let (wall, cpu) = (crate::clock::now(), thread_cpu_ns());
+    let (wall, cpu) = (crate::clock::now(), crate::timing::thread_cpu_ns());
+    let running = recorder::cpu_since_last_call_ns(cpu) as f64 * 1e-9;
     let now = guard(None, || {
         ONLINE.with(|o| {
             let mut slot = o.try_borrow_mut().ok()?;
@@ -532,10 +532,7 @@ pub extern "C" fn ipr_online_wtime(real: f64) -> f64 {
         })
     });
     // The pump's time is online mode's, not the block's.
-    recorder::exclude_from_block(crate::clock::now().saturating_sub(wall), thread_cpu_ns().saturating_sub(cpu));
+    let pump_cpu = cpu.map(|c| crate::timing::thread_cpu_ns().unwrap_or(c).saturating_sub(c));
+    recorder::exclude_from_block(crate::clock::now().saturating_sub(wall), pump_cpu);
     now.unwrap_or(real)
-}
-
-fn thread_cpu_ns() -> u64 {
-    crate::clock::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
