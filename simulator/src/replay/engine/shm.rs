@@ -31,8 +31,10 @@ pub(super) struct ShmComm {
 pub(crate) struct ShmState {
     comms: HashMap<u32, ShmComm>,
     pub(crate) seed: ShmCounter,
+    /// Scratch of the collective being completed: exit times, entry times, request slots.
     exits: Vec<f64>,
     entries: Vec<f64>,
+    slots: Vec<u32>,
 }
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
@@ -85,14 +87,17 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             entries.extend(st.entered.iter().map(|e| e.expect("every member entered").0));
             shm::exits(coll, bytes, collectives::elem_size(bytes), &entries, &cost, &mut exits);
             let last = entries.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let slots: Vec<u32> = st.entered.iter_mut().map(|e| e.take().expect("every member entered").1).collect();
+            let mut slots = std::mem::take(&mut self.shm.slots);
+            slots.clear();
+            slots.extend(st.entered.iter_mut().map(|e| e.take().expect("every member entered").1));
             let mut done = Ok(());
-            for (i, (&at, slot)) in exits.iter().zip(slots).enumerate() {
+            for (i, (&at, &slot)) in exits.iter().zip(&slots).enumerate() {
                 let w = self.comms.world_rank(g, i as u32) as usize;
                 done = done.and_then(|_| self.complete(w, slot, at, at - last));
             }
             self.shm.entries = entries;
             self.shm.exits = exits;
+            self.shm.slots = slots;
             done?;
         }
         self.wait_begin(r);
