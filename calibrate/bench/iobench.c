@@ -13,15 +13,18 @@
  *              so), from which the caller tells ROMIO from OMPIO.
  *
  * Every rank accesses its own contiguous block of size_bytes at offset
- * rank * size_bytes. A sample is the longest time any rank spent between
- * a barrier and the end of the timed calls (MPI_Wtime, reduced by MAX):
+ * rank * size_bytes (write16, read16: 2 × size_bytes at 2 × that offset). A
+ * sample is the longest time any rank spent between a barrier (write16,
+ * read16: its untimed calls) and the end of the timed calls (MPI_Wtime,
+ * reduced by MAX):
  *   write           MPI_File_write_at
  *   write_sync      MPI_File_write_at, MPI_File_sync
- *   write16         the same block as 16 MPI_File_write_at of size_bytes / 16
- *                   one after the other (a stream of writes), timed from
- *                   the end of the first and scaled by 16/15: a stream's
- *                   steady cost, without the first write of a new file's
- *                   extra cost
+ *   write16         a stream of 32 MPI_File_write_at of size_bytes / 16,
+ *                   one after the other at consecutive offsets, of which
+ *                   the last 16 are timed: a running stream's steady cost,
+ *                   without a new file's first write or the state the
+ *                   previous cases left (writes just after a large write
+ *                   cost more)
  *   read            MPI_File_read_at of data written, synced and dropped
  *                   from the page cache (posix_fadvise DONTNEED) before
  *   write_all       MPI_File_write_at_all
@@ -29,6 +32,11 @@
  *   read_all        MPI_File_read_at_all, prepared as read
  *   read_cached     MPI_File_read_at of data just written (no sync), which
  *                   the page cache still holds
+ *   read16          a stream of 32 MPI_File_read_at of size_bytes / 16 into
+ *                   one buffer, of 2 × size_bytes written before (no sync)
+ *                   and since out of the CPU's private caches, of which the
+ *                   last 16 are timed: a running stream of reads of data the
+ *                   page cache holds
  *   openclose       MPI_File_open (create) and MPI_File_close, size 0
  *   sync0           MPI_File_sync of an empty file, size 0
  * Exit status 0 on success, 2 on bad usage or input, with a one-line
@@ -44,6 +52,9 @@
 #include <unistd.h>
 
 static int rank;
+/* Memory written over before a read16 stream, bytes (16 × a 4 MiB L2). */
+#define FLUSH_BYTES (64u << 20)
+static char *flush;
 static const char *cur_case = "";
 static char cur_file[4096];
 
@@ -121,14 +132,38 @@ static double measure(const char *c, long long size, char *buf) {
         t = MPI_Wtime() - t0;
         check(MPI_File_close(&f));
     } else if (!strcmp(c, "write16")) {
+        /* This rank's stream covers 2 × size_bytes from 2 × off: the first
+         * 16 writes are not timed (the stream is already running when the
+         * timed 16 start, so neither a new file's first write nor what the
+         * cases before left in the kernel weighs on them). */
         f = open_file(wr);
         MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Offset at = 2 * off;
         t0 = 0.0;
-        for (int i = 0; i < 16; i++) {
-            check(MPI_File_write_at(f, off + (MPI_Offset)i * (n / 16), buf + (size_t)i * (n / 16), n / 16, MPI_BYTE, MPI_STATUS_IGNORE));
-            if (i == 0) t0 = MPI_Wtime();
+        for (int i = 0; i < 32; i++) {
+            if (i == 16) t0 = MPI_Wtime();
+            check(MPI_File_write_at(f, at + (MPI_Offset)i * (n / 16), buf + (size_t)(i % 16) * (n / 16), n / 16, MPI_BYTE, MPI_STATUS_IGNORE));
         }
-        t = (MPI_Wtime() - t0) * 16.0 / 15.0;
+        t = MPI_Wtime() - t0;
+        check(MPI_File_close(&f));
+    } else if (!strcmp(c, "read16")) {
+        /* This rank writes 2 × size_bytes from 2 × off, then writes over
+         * FLUSH_BYTES of memory (the data leave the CPU's private caches, as
+         * an application's data written long before have), then reads the
+         * 2 × size_bytes back in 32 reads of a sixteenth into one buffer;
+         * the last 16 are timed. */
+        f = open_file(MPI_MODE_CREATE | MPI_MODE_RDWR);
+        MPI_Offset at = 2 * off;
+        check(MPI_File_write_at(f, at, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
+        check(MPI_File_write_at(f, at + n, buf, n, MPI_BYTE, MPI_STATUS_IGNORE));
+        memset(flush, rank + 1, FLUSH_BYTES);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = 0.0;
+        for (int i = 0; i < 32; i++) {
+            if (i == 16) t0 = MPI_Wtime();
+            check(MPI_File_read_at(f, at + (MPI_Offset)i * (n / 16), buf, n / 16, MPI_BYTE, MPI_STATUS_IGNORE));
+        }
+        t = MPI_Wtime() - t0;
         check(MPI_File_close(&f));
     } else if (!strcmp(c, "read_cached")) {
         f = open_file(MPI_MODE_CREATE | MPI_MODE_RDWR);
@@ -186,7 +221,8 @@ int main(int argc, char **argv) {
     }
     fclose(plan);
     char *buf = malloc(max > 0 ? max : 1);
-    if (!buf) usage_error("cannot allocate the buffer");
+    flush = malloc(FLUSH_BYTES);
+    if (!buf || !flush) usage_error("cannot allocate the buffers");
     for (long long i = 0; i < max; i++) buf[i] = (char)(i * 131 + rank);
     FILE *out = NULL;
     if (rank == 0) {
@@ -212,6 +248,7 @@ int main(int argc, char **argv) {
     }
     if (rank == 0) fclose(out);
     free(buf);
+    free(flush);
     MPI_Finalize();
     return 0;
 }

@@ -38,8 +38,12 @@ pub enum Case {
     ReadAll,
     /// `MPI_File_read_at` of data just written (still in the page cache).
     ReadCached,
-    /// The block of `Write` as 16 writes of a sixteenth, one after the other.
+    /// 16 writes of a sixteenth of `Write`'s block, timed in a running stream (after 16 untimed ones).
     Write16,
+    /// 16 reads of a sixteenth of `Write`'s block from the page cache into one buffer, timed in a
+    /// running stream (after 16 untimed ones), of data written before and since out of the CPU's
+    /// private caches.
+    Read16,
     /// `MPI_File_open` (create) and `MPI_File_close` (size 0).
     OpenClose,
     /// `MPI_File_sync` of an empty file (size 0).
@@ -48,7 +52,7 @@ pub enum Case {
 
 impl Case {
     /// All cases, in report order.
-    pub const ALL: [Case; 10] = [
+    pub const ALL: [Case; 11] = [
         Case::Write,
         Case::WriteSync,
         Case::Read,
@@ -57,13 +61,23 @@ impl Case {
         Case::ReadAll,
         Case::ReadCached,
         Case::Write16,
+        Case::Read16,
         Case::OpenClose,
         Case::Sync0,
     ];
 
     /// The cases measured at every size (the others at size 0).
-    pub const DATA: [Case; 8] =
-        [Case::Write, Case::WriteSync, Case::Read, Case::WriteAll, Case::WriteAllSync, Case::ReadAll, Case::ReadCached, Case::Write16];
+    pub const DATA: [Case; 9] = [
+        Case::Write,
+        Case::WriteSync,
+        Case::Read,
+        Case::WriteAll,
+        Case::WriteAllSync,
+        Case::ReadAll,
+        Case::ReadCached,
+        Case::Write16,
+        Case::Read16,
+    ];
 
     /// The name used by the benchmark and in its CSV.
     pub fn name(self) -> &'static str {
@@ -76,6 +90,7 @@ impl Case {
             Case::ReadAll => "read_all",
             Case::ReadCached => "read_cached",
             Case::Write16 => "write16",
+            Case::Read16 => "read16",
             Case::OpenClose => "openclose",
             Case::Sync0 => "sync0",
         }

@@ -231,7 +231,7 @@ pub struct Disk {
     /// cache_bytes_per_s` when it has segments. A page cache's cost per
     /// byte changes with the size (a small write copies from the CPU's
     /// caches, a large one allocates pages and meets the dirty-page
-    /// throttling): `calibrate io` fits it with automatic breakpoints.
+    /// throttling): `calibrate io` interpolates it between the sizes it measures.
     #[serde(default, skip_serializing_if = "Piecewise::is_empty")]
     pub cache_write: Piecewise,
     /// Time of a read the cache holds by request size, seconds; replaces

@@ -18,16 +18,21 @@
 //!   `write` stays within that factor of the line went to a write-back
 //!   cache (and the smaller sizes with them); `cache_bytes` = N × the
 //!   largest of them. The cost of a write into the cache, `cache_write`,
-//!   is piecewise linear in the request size, fitted on them with
-//!   automatic breakpoints (ranks write into the cache at once): a small
-//!   write copies from the CPU's caches, a large one allocates pages. When
-//!   `write16` was measured (the same blocks as 16 writes one after the
-//!   other, timed without the first), it is fitted on its sixteenths
-//!   instead: a stream of writes pays the fixed cost an application's
-//!   writes pay, where a new file's first write pays more;
-//! - cached reads: `cache_read`, piecewise linear in the size, fitted on
-//!   the `read_cached` medians (data just written, read at once by every
-//!   rank from the page cache);
+//!   is piecewise linear in the request size, interpolated between their
+//!   medians (ranks write into the cache at once): a small write copies
+//!   from the CPU's caches, a large one allocates pages. When `write16`
+//!   was measured (16 writes of a sixteenth of the block, timed in a
+//!   stream already running), it is interpolated between its sixteenths
+//!   instead (and at sizes the stream did not reach, or where a single
+//!   write cost less, on the `write` medians): a running stream of writes
+//!   pays the cost an application's writes pay, where a new file's first
+//!   write, or a write just after a large one, pays more;
+//! - cached reads: `cache_read`, piecewise linear in the size,
+//!   interpolated between the sixteenths of `read16` (a running stream of
+//!   reads of data written before, no longer in the CPU's private caches)
+//!   where it was measured, else and beyond them (or where a single read
+//!   cost less) the `read_cached` medians (data just written, read at once
+//!   by every rank from the page cache);
 //! - write: the `write_sync` medians less the sync's metadata latency; on
 //!   cached sizes the model's `write_sync` is `cache_write(b) + N·b /
 //!   bandwidth` (the drain has no per-request
@@ -104,16 +109,27 @@ pub fn predict(fs: &FileSystem, ranks: u32, case: Case, size_bytes: u64, exchang
             st.sync(t)
         }
         Case::ReadAll => collective(&mut st, false),
-        Case::Write16 => {
-            // The ranks' writes in the order of time: each rank's next after its last.
+        Case::Write16 | Case::Read16 => {
+            // Each rank's stream of 32 requests of a sixteenth over twice its
+            // block, in the order of time (each rank's next after its last),
+            // the last 16 timed; a read stream's data written first.
+            let (piece, kind) = (size_bytes / 16, if case == Case::Write16 { IoKind::Write } else { IoKind::Read });
             let mut t = vec![0.0; ranks as usize];
-            for i in 0..16 {
+            if kind == IoKind::Read {
                 for (r, tr) in t.iter_mut().enumerate() {
-                    let at = r as u64 * size_bytes + i * (size_bytes / 16);
-                    *tr = st.request(*tr, 0.0, 0, at, size_bytes / 16, IoKind::Write);
+                    *tr = st.request(0.0, 0.0, 0, 2 * r as u64 * size_bytes, 2 * size_bytes, IoKind::Write);
                 }
             }
-            t.into_iter().fold(0.0, f64::max)
+            let mut start = t.clone();
+            for i in 0..32 {
+                for (r, tr) in t.iter_mut().enumerate() {
+                    if i == 16 {
+                        start[r] = *tr;
+                    }
+                    *tr = st.request(*tr, 0.0, 0, 2 * r as u64 * size_bytes + i * piece, piece, kind);
+                }
+            }
+            t.iter().zip(&start).map(|(e, s)| e - s).fold(0.0, f64::max)
         }
         Case::ReadCached => {
             let t = independent(&mut st, IoKind::Write);
@@ -180,11 +196,16 @@ pub fn fit_io(
                 .collect()
         }
     };
-    // A stream of writes pays a write's fixed cost as the application's
-    // writes do (a new file's first write pays more): the cost comes from
-    // the sixteenths of `write16` where it was measured.
+    // A running stream of writes pays a write's cost as the application's
+    // writes do (a new file's first write, or one just after a large write,
+    // pays more): the cost comes from the sixteenths of `write16` where it
+    // was measured, and from the single writes at the sizes a stream did
+    // not reach or where the single write cost less (a stream of 4 MiB
+    // writes after as many untimed ones has written 128 MiB per rank and
+    // meets the page reclaim a single write of that size does not).
     let pieces: Vec<(u64, f64)> =
         med(Case::Write16).iter().filter(|&&(b, _)| fast.iter().any(|f| f.0 == b)).map(|&(b, t)| (b / 16, t / 16.0)).collect();
+    let pieces = stream_and_single(&pieces, &fast);
     let cost_of = |fast: &[(u64, f64)]| if pieces.len() >= 2 { cost_by_size(&pieces) } else { cost_by_size(fast) };
     let cache = fast.last().map(|&(largest, _)| (ranks as u64 * largest, cost_of(&fast)));
     let cached = |b: u64| cache.as_ref().is_some_and(|(bytes, _)| ranks as u64 * b <= *bytes);
@@ -204,9 +225,13 @@ pub fn fit_io(
     // What the synced writes' line holds beyond each rank's disk request
     // is the sync's own fixed cost.
     let sync_extra_s = (write_intercept_s - n * read_latency_s).max(0.0);
-    // Reads of data just written: each rank's from the cache, at once.
+    // Reads of data written before: a running stream's from the sixteenths
+    // of `read16` where it was measured, with the single reads of data just
+    // written (`read_cached`) beyond them or where they cost less.
     let cached_read = {
-        let m = med(Case::ReadCached);
+        let single = med(Case::ReadCached);
+        let stream: Vec<(u64, f64)> = med(Case::Read16).iter().map(|&(b, t)| (b / 16, t / 16.0)).collect();
+        let m = if stream.len() >= 2 { stream_and_single(&stream, &single) } else { single };
         (cache.is_some() && m.len() >= 2).then(|| cost_by_size(&m))
     };
 
@@ -222,7 +247,14 @@ pub fn fit_io(
         disk: Disk {
             cache_bytes: cache.as_ref().map_or(0, |c| c.0),
             // The cache held every read after write that was measured.
-            read_cache_bytes: cached_read.as_ref().and(med(Case::ReadCached).last().map(|&(b, _)| ranks as u64 * b)),
+            // The most data the cached reads read back (a read16 stream reads twice its block).
+            read_cache_bytes: cached_read.as_ref().and(
+                [med(Case::ReadCached).last().map(|&(b, _)| b), med(Case::Read16).last().map(|&(b, _)| 2 * b)]
+                    .into_iter()
+                    .flatten()
+                    .max()
+                    .map(|b| ranks as u64 * b),
+            ),
             cache_write: cache.as_ref().map(|c| c.1.clone()).unwrap_or_default(),
             // Reads of the cache without a measurement cost what its writes do.
             cache_read: cached_read.or_else(|| cache.as_ref().map(|c| c.1.clone())).unwrap_or_default(),
@@ -265,20 +297,55 @@ fn cache_line(fast: &[(u64, f64)]) -> (f64, f64) {
 }
 
 /// The cost of a request by its size through the medians `pts` `(bytes,
-/// seconds)`, piecewise linear: up to [`COST_PIECES`] pieces with automatic
-/// breakpoints ([`segmented::fit`], least squares on relative residuals, the
-/// number of pieces by BIC), each with a positive slope; else
-/// [`cache_line`]'s one line.
+/// seconds)`, sorted by size: the piecewise-linear interpolant of the
+/// medians, each made at least its predecessor (a larger request never
+/// costs less). Below the second size the line of the first two holds, down
+/// to 0 bytes when it stays ≥ 0 there, else a flat first segment at the
+/// smallest size's cost; beyond the largest size the last two sizes' line.
+/// A page cache's cost changes regime several times between 256 B and 4
+/// MiB (copies from the CPU's caches, page allocation, reclaim), more than
+/// a few lines follow; each median is already the estimate at its size.
+/// Fewer than 2 sizes: [`cache_line`]'s one line.
 fn cost_by_size(pts: &[(u64, f64)]) -> Piecewise {
-    let options = FitOptions { max_segments: COST_PIECES, min_points_per_segment: 3, lines_by_median: true };
-    let fitted = segmented::fit(pts, &options).ok().filter(|f| f.pieces.iter().all(|p| p.slope_s_per_byte > 0.0));
-    match fitted {
-        Some(f) => f.to_piecewise(),
-        None => {
-            let (intercept_s, bandwidth_bytes_per_s) = cache_line(pts);
-            Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] }
+    let mut mono: Vec<(u64, f64)> = Vec::with_capacity(pts.len());
+    for &(b, t) in pts {
+        let floor = mono.last().map_or(0.0, |p: &(u64, f64)| p.1);
+        if t.is_finite() && mono.last().is_none_or(|p| p.0 < b) {
+            mono.push((b, t.max(floor)));
         }
     }
+    if mono.len() < 2 {
+        let (intercept_s, bandwidth_bytes_per_s) = cache_line(pts);
+        return Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] };
+    }
+    // The segment through (b0, t0) and (b1, t1), up to `max_bytes`.
+    let through = |(b0, t0): (u64, f64), (b1, t1): (u64, f64), max_bytes: Option<u64>| {
+        let slope = (t1 - t0) / (b1 - b0) as f64;
+        let bandwidth_bytes_per_s = if slope > 0.0 { 1.0 / slope } else { f64::INFINITY };
+        Segment { max_bytes, intercept_s: t0 - b0 as f64 * slope.max(0.0), bandwidth_bytes_per_s }
+    };
+    let mut segments = Vec::with_capacity(mono.len());
+    let first = through(mono[0], mono[1], None);
+    if first.intercept_s < 0.0 {
+        segments.push(Segment { max_bytes: Some(mono[0].0), intercept_s: mono[0].1, bandwidth_bytes_per_s: f64::INFINITY });
+    }
+    for (i, w) in mono.windows(2).enumerate() {
+        let max_bytes = (i + 2 < mono.len()).then_some(w[1].0);
+        segments.push(through(w[0], w[1], max_bytes));
+    }
+    Piecewise { segments }
+}
+
+/// The cost of a request by size from a stream's `pieces` and the `single`
+/// requests' medians, both `(bytes, seconds)` sorted by size: the pieces,
+/// the single requests larger than the largest piece, and at a size both
+/// have, the cheaper. No pieces: none (the caller falls back on the single
+/// requests).
+fn stream_and_single(pieces: &[(u64, f64)], single: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    let Some(&(largest, _)) = pieces.last() else { return Vec::new() };
+    let mut out: Vec<(u64, f64)> = pieces.iter().map(|&(b, t)| (b, single.iter().find(|s| s.0 == b).map_or(t, |s| t.min(s.1)))).collect();
+    out.extend(single.iter().filter(|s| s.0 > largest));
+    out
 }
 
 /// A piecewise cost as text: ` below 65536 B: 1.000e-6 s + b / 8.0000e9 B/s; from 65536 B: ...`.
@@ -298,9 +365,6 @@ fn pieces(cost: &Piecewise) -> String {
     s.pop();
     s
 }
-
-/// Most pieces of a fitted cost by size (`cache_write`, `cache_read`).
-pub const COST_PIECES: usize = 2;
 
 /// One least-squares line through `pts` (`(bytes, seconds)`), with a
 /// positive slope.
@@ -446,7 +510,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cache_whose_cost_per_byte_changes_with_size_is_fitted_piecewise() {
+    fn a_cache_whose_cost_per_byte_changes_with_size_is_interpolated_between_the_sizes() {
         // Small writes copy at 8 GB/s, writes from 64 KiB on at 1 GB/s;
         // reads from 256 KiB on at a third of the small ones' speed.
         let two = |at: u64, small: (f64, f64), large: (f64, f64)| Piecewise {
@@ -460,13 +524,50 @@ mod tests {
         want.disk.cache_read = two(262144, (5e-7, 3e10), (4e-6, 1e10));
         let f = fit_io(&synthetic(&want, 2), 2, "t", 4096, MpiIo::Romio, &|b| 1e-6 + b as f64 / 5e9).unwrap();
         let g = &f.fs.disk;
-        assert_eq!(g.cache_write.segments.len(), 2, "{}", f.summary());
-        assert_eq!(g.cache_read.segments.len(), 2, "{}", f.summary());
-        for b in [4096, 16384, 1 << 20, 64 << 20] {
-            assert!(close(g.cache_write_s(b), want.disk.cache_write_s(b)), "{b}: {}", f.summary());
-            assert!(close(g.cached_read_s(b), want.disk.cached_read_s(b)), "{b}: {}", f.summary());
+        let exact = |got: f64, want: f64| (got - want).abs() <= 1e-9 * want;
+        // write16's sixteenths are 256 B .. 4 MiB, read_cached's sizes 4 KiB .. 64 MiB.
+        for b in (0..8).map(|k| 256u64 << (2 * k)) {
+            assert!(exact(g.cache_write_s(b), want.disk.cache_write_s(b)), "{b}: {}", f.summary());
         }
+        for b in (0..8).map(|k| 4096u64 << (2 * k)) {
+            assert!(exact(g.cached_read_s(b), want.disk.cached_read_s(b)), "{b}: {}", f.summary());
+        }
+        // Between two sizes of one regime the interpolant is that regime's
+        // line; across a regime change it is the chord, and beyond the
+        // largest size the last regime's line.
+        for b in [100, 2048, 3 << 20, 64 << 20] {
+            assert!(exact(g.cache_write_s(b), want.disk.cache_write_s(b)), "{b}: {}", f.summary());
+        }
+        let chord = want.disk.cache_write_s(16384) + 0.5 * (want.disk.cache_write_s(65536) - want.disk.cache_write_s(16384));
+        assert!(exact(g.cache_write_s(40960), chord), "{}", f.summary());
         assert!(f.residuals.iter().all(|r| r.1 < 0.01), "{}", f.summary());
+    }
+
+    #[test]
+    fn single_writes_extend_the_stream_and_replace_its_dearer_sizes() {
+        let pieces = [(256, 1e-6), (4096, 5e-6), (1 << 20, 1e-2)];
+        let single = [(4096, 9e-6), (1 << 20, 6e-4), (4 << 20, 2.4e-3)];
+        let got = stream_and_single(&pieces, &single);
+        assert_eq!(got, vec![(256, 1e-6), (4096, 5e-6), (1 << 20, 6e-4), (4 << 20, 2.4e-3)]);
+        assert!(stream_and_single(&[], &single).is_empty());
+    }
+
+    #[test]
+    fn interpolated_costs_never_fall_with_size_nor_below_zero() {
+        // A median below its predecessor is lifted to it; a steep first
+        // pair would cross zero below the smallest size, so a flat segment
+        // holds the smallest size's cost there.
+        let cost = cost_by_size(&[(1000, 5e-6), (2000, 4e-6), (3000, 9e-6), (5000, 1e-5)]);
+        cost.validate().unwrap();
+        let at = |b: u64| cost.eval(b);
+        assert_eq!((at(1000), at(1500), at(2000)), (5e-6, 5e-6, 5e-6));
+        assert!((at(2500) - 7e-6).abs() < 1e-15 && (at(3000) - 9e-6).abs() < 1e-15);
+        assert!((at(7000) - 1.1e-5).abs() < 1e-15, "the last pair's line beyond: {}", at(7000));
+        assert_eq!(at(0), 5e-6);
+        let steep = cost_by_size(&[(1000, 1e-6), (2000, 1e-5)]);
+        steep.validate().unwrap();
+        assert_eq!((steep.eval(10), steep.eval(999)), (1e-6, 1e-6));
+        assert!((steep.eval(1500) - 5.5e-6).abs() < 1e-15);
     }
 
     #[test]
