@@ -78,7 +78,11 @@ fn online_prediction_agrees_with_offline_replay_of_the_same_run() {
 
 /// `overhead` polls with `MPI_Iprobe` 4,000 times per rank and `overlap`
 /// completes an `MPI_Ibarrier` by `MPI_Test`: every poll costs `[smpi]
-/// poll_s` (1 µs here) online as offline.
+/// poll_s` (1 µs here) online as offline. `overhead`'s polls are on its
+/// critical path, so they lengthen the makespan by their count × poll_s;
+/// `overlap`'s are made by the ranks that reach the barrier first, while
+/// they wait for the last, which may poll not at all: there they can only
+/// not shorten it.
 #[test]
 fn polls_cost_poll_s_online_as_offline() {
     let tmp = tempfile::tempdir().unwrap();
@@ -100,9 +104,10 @@ fn polls_cost_poll_s_online_as_offline() {
         let mut free = simulator::platform::Platform::load(&platform).unwrap();
         free.smpi.poll_s = 0.0;
         let without = replay(&free, open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap()).unwrap().makespan_s;
-        assert!(offline > without, "{prog}: {polls} polls add nothing ({offline} s vs {without} s)");
         if prog == "overhead" {
             assert!(polls >= 4000 && offline - without >= 4000.0 * 1e-6 * 0.99, "{polls} polls: {offline} s vs {without} s");
+        } else {
+            assert!(offline >= without, "{prog}: {polls} polls shorten the run ({offline} s vs {without} s)");
         }
     }
 }
