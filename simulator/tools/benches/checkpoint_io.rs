@@ -86,6 +86,11 @@ fn io(file: u32, offset: u64, bytes: u64) -> Params {
     Params::Io { file, offset, bytes, comm: 0, request: 0 }
 }
 
+/// `MPI_File_open` of `file` on `MPI_COMM_WORLD`, no hints.
+fn open(file: u32) -> Params {
+    Params::IoInfo { file, comm: 0, amode: 0, disp: 0, etype_bytes: 0, view_bytes: 0, view_extent: 0, block_bytes: 0, hints: Vec::new() }
+}
+
 /// `ranks` rank files of `steps` checkpoints each (file ids 1, 2, ...).
 fn write_trace(dir: &Path, ranks: u32, steps: u32) {
     std::fs::create_dir_all(dir).expect("trace directory");
@@ -114,7 +119,7 @@ fn write_trace(dir: &Path, ranks: u32, steps: u32) {
         w.push(&rec(Op::Init, 0, Params::None)).expect("write");
         for s in 0..steps {
             let file = s + 1;
-            w.push(&rec(Op::FileOpen, 10, io(file, 0, 0))).expect("write");
+            w.push(&rec(Op::FileOpen, 10, open(file))).expect("write");
             w.push(&rec(Op::FileWriteAtAll, 0, io(file, u64::from(r) * BLOCK, BLOCK))).expect("write");
             w.push(&rec(Op::FileSync, 0, io(file, 0, 0))).expect("write");
             w.push(&rec(Op::FileClose, 0, io(file, 0, 0))).expect("write");
