@@ -116,7 +116,7 @@ pub struct IoSample {
 pub struct IoOptions {
     /// Ranks of the benchmark; default 2.
     pub ranks: u32,
-    /// Repetitions of every case and size; default 3.
+    /// Repetitions of every case and size; default 5.
     pub reps: usize,
     /// Smallest size per rank, bytes; default 4 KiB.
     pub min_bytes: u64,
@@ -128,7 +128,7 @@ pub struct IoOptions {
 
 impl Default for IoOptions {
     fn default() -> IoOptions {
-        IoOptions { ranks: 2, reps: 3, min_bytes: 4096, max_bytes: 64 << 20, seed: 1 }
+        IoOptions { ranks: 2, reps: 5, min_bytes: 4096, max_bytes: 64 << 20, seed: 1 }
     }
 }
 

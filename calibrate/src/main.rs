@@ -63,8 +63,9 @@ struct IoArgs {
     /// Ranks of the benchmark (on this host).
     #[arg(long, default_value_t = 2)]
     ranks: u32,
-    /// Repetitions of every case and size.
-    #[arg(long, default_value_t = 3)]
+    /// Repetitions of every case and size (the fit takes each one's median:
+    /// of 5, a page cache's slow moments must be 3 to move it).
+    #[arg(long, default_value_t = 5)]
     reps: usize,
     /// Smallest size per rank, bytes (then ×4 up to --max-bytes).
     #[arg(long, default_value_t = 4096)]
