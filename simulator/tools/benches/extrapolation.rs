@@ -183,7 +183,7 @@ fn platform(root: &Path, dir: &Path) -> toml::Table {
         None => {
             let path = dir.join("calibrated.toml");
             if !path.exists() {
-                let exe = root.join("target/release/calibrate");
+                let exe = common::release_dir(root).join("calibrate");
                 assert!(exe.exists(), "{} missing: cargo build --release -p calibrate", exe.display());
                 let ok = Command::new(&exe)
                     .args(["network", "--out"])

@@ -2,7 +2,7 @@
 //! and maximum resident set size, medians, the load average, and traces
 //! of the c-tests taken with the interposer.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -40,12 +40,18 @@ pub fn load() -> String {
     std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
 }
 
+/// The release build directory: `$CARGO_TARGET_DIR/release` (relative to
+/// the repository at `root` when relative), else `<root>/target/release`.
+pub fn release_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d)).join("release")
+}
+
 /// Traces `c-tests/build/<prog> <args>` at `np` ranks into `out` with
-/// Open MPI's `mpirun` and the release interposer of the repository at
-/// `root` (building the c-tests when missing). Panics naming the program
-/// and rank count when tracing fails.
+/// Open MPI's `mpirun` and the release interposer ([`release_dir`]) of the
+/// repository at `root` (building the c-tests when missing). Panics naming
+/// the program and rank count when tracing fails.
 pub fn trace_c_test(root: &Path, out: &Path, prog: &str, args: &[&str], np: u32) {
-    let lib = root.join("target/release/libinterposer.so");
+    let lib = release_dir(root).join("libinterposer.so");
     let exe = root.join("c-tests/build").join(prog);
     assert!(lib.exists(), "{} missing: cargo build --release -p interposer", lib.display());
     if !exe.exists() {
