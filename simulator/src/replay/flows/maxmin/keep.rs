@@ -117,7 +117,7 @@ impl Solver {
                 r = super::least(r, (base[l as usize] - self.used[l as usize]) / w);
             }
         }
-        if !(r > 0.0) {
+        if r.is_nan() || r <= 0.0 {
             return None;
         }
         if r < self.bound[i] * (1.0 - TOL) {
