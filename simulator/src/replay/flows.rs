@@ -216,8 +216,9 @@ impl Net {
     /// that the change leaves the other flows' rates as they are
     /// ([`maxmin::Solver::keeps_rates_without`],
     /// [`maxmin::Solver::fit_alone`]). Those rates then differ from a new
-    /// filling's by rounding, and the transfers' ends by about 1e-12 of
-    /// their durations.
+    /// filling's by rounding and the filling's tolerance (the tests bound
+    /// the difference by 1e-9 relative), and so may the transfers' ends
+    /// and the makespan.
     pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
         let eps = 1e-12 * now.abs().max(1.0);
         let last = self.last;
