@@ -303,7 +303,15 @@ impl Net {
             self.share(now);
         } else if keep {
             // The other flows keep their rates; the new ones got theirs.
+            // With every flow at its bound, no link is short.
             self.next_t = self.next_end(now);
+            if self.flows.iter().all(|f| f.rate >= f.bound * (1.0 - 1e-12)) {
+                self.uncontended = true;
+                if self.flows.len() <= 1 {
+                    self.solver.clear();
+                    self.synced = false;
+                }
+            }
         } else {
             // No flow is short of its bound: rates are the bounds.
             self.next_t = self.next_end(now);
