@@ -73,8 +73,9 @@ pub(crate) struct Net {
     parked_free: Vec<u32>,
     /// Flows started so far.
     seq: u64,
-    // Scratch: ended flows with their start order.
+    // Scratch: ended flows with their start order, and their solver ids.
     ended: Vec<(u64, Done)>,
+    gone: Vec<u32>,
     /// Per directed link, Σ weight × bound of the flows in their bandwidth
     /// phase (kept up to date as flows come and go), bytes/s.
     demand: Vec<f64>,
@@ -106,6 +107,7 @@ impl Net {
             parked_free: Vec::new(),
             seq: 0,
             ended: Vec::new(),
+            gone: Vec::new(),
             demand: vec![0.0; links],
             uncontended: true,
             base,
@@ -210,7 +212,13 @@ impl Net {
 
     /// Advances to `now`, removes the flows that have ended (appending
     /// them to `ended`, in start order) and re-shares the links when a
-    /// flow entered or left its bandwidth phase.
+    /// flow entered or left its bandwidth phase, unless the solver finds
+    /// that the change leaves the other flows' rates as they are
+    /// ([`maxmin::Solver::keeps_rates_without`],
+    /// [`maxmin::Solver::fit_alone`]). Those rates then differ from a new
+    /// filling's by rounding and the filling's tolerance (the tests bound
+    /// the difference by 1e-9 relative), and so may the transfers' ends
+    /// and the makespan.
     pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
         let eps = 1e-12 * now.abs().max(1.0);
         let last = self.last;
@@ -218,8 +226,12 @@ impl Net {
         // not fit at its bound; otherwise every flow keeps its bound.
         let mut reshare = false;
         let mut changed = false;
+        // The rates came from a filling, and the solver can tell whether a
+        // change keeps them.
+        let mut keep = self.synced && !self.uncontended;
         self.ended.clear();
-        let Net { flows, ended: gone, demand, pool, solver, uncontended, synced, .. } = self;
+        self.gone.clear();
+        let Net { flows, ended: gone, gone: gone_ids, demand, pool, uncontended, synced, .. } = self;
         flows.retain_mut(|f| {
             let from = last.max(f.lat_end);
             if now > from {
@@ -233,7 +245,7 @@ impl Net {
                 }
                 pool.push(std::mem::take(&mut f.links));
                 if *synced {
-                    solver.remove(f.id);
+                    gone_ids.push(f.id);
                 }
                 changed = true;
                 reshare |= !*uncontended;
@@ -242,6 +254,15 @@ impl Net {
                 true
             }
         });
+        if !self.gone.is_empty() {
+            keep = keep && self.solver.keeps_rates_without(&self.gone, &self.base);
+            for &id in &self.gone {
+                self.solver.remove(id);
+            }
+            if keep {
+                self.solver.settle(&self.gone);
+            }
+        }
         // Flows whose latency is over start using bandwidth (kept in start order).
         while self.pending.peek().is_some_and(|p| p.0 <= now) {
             let Pending(_, _, slot) = self.pending.pop().expect("peeked");
@@ -262,6 +283,12 @@ impl Net {
                 f.rate = f.bound;
                 if self.synced {
                     f.id = self.solver.add(f.seq, &f.links, f.bound);
+                    if keep {
+                        match self.solver.fit_alone(f.id, &self.base) {
+                            Some(r) => f.rate = r,
+                            None => keep = false,
+                        }
+                    }
                 }
                 let at = self.flows.partition_point(|g| g.seq < f.seq);
                 self.flows.insert(at, f);
@@ -272,8 +299,19 @@ impl Net {
             ended.extend(self.ended.iter().map(|e| e.1));
         }
         self.last = last.max(now);
-        if changed && reshare {
+        if changed && reshare && !keep {
             self.share(now);
+        } else if keep {
+            // The other flows keep their rates; the new ones got theirs.
+            // With every flow at its bound, no link is short.
+            self.next_t = self.next_end(now);
+            if self.flows.iter().all(|f| f.rate >= f.bound * (1.0 - 1e-12)) {
+                self.uncontended = true;
+                if self.flows.len() <= 1 {
+                    self.solver.clear();
+                    self.synced = false;
+                }
+            }
         } else {
             // No flow is short of its bound: rates are the bounds.
             self.next_t = self.next_end(now);

@@ -14,7 +14,8 @@
 //! Environment:
 //! - `TI_BENCH_BASELINE=/path/to/simulator`: also time another build of
 //!   our replay (e.g. the previous commit's) and check that its makespan
-//!   is bit-identical to this build's.
+//!   agrees with this build's to 1e-9 relative (link sharing may keep
+//!   rates between fillings, which changes rounding only).
 //! - `TI_BENCH_CASES=jacobi2d,allreduce_loop,ring`: the traces to make.
 //! - `TI_BENCH_SCALE=1.0`: multiplies every trace's iteration count
 //!   (1.0: about 4.1M lines for jacobi2d, 2M for the others).
@@ -235,8 +236,16 @@ fn main() {
         }
         if let (Some(b), Some(o)) = (res.iter().find(|t| t.name == "baseline"), res.iter().find(|t| t.name == "ours")) {
             let same = b.makespan.map(f64::to_bits) == o.makespan.map(f64::to_bits);
-            println!("{:<36} baseline and ours: makespan {}", "", if same { "bit-identical" } else { "DIFFERS" });
-            assert!(same, "{trace}: makespan differs from the baseline");
+            let close = matches!((b.makespan, o.makespan), (Some(b), Some(o)) if (b - o).abs() <= 1e-9 * b.abs());
+            let verdict = if same {
+                "bit-identical"
+            } else if close {
+                "within 1e-9"
+            } else {
+                "DIFFERS"
+            };
+            println!("{:<36} baseline and ours: makespan {verdict}", "");
+            assert!(same || close, "{trace}: makespan differs from the baseline by more than 1e-9 relative");
         }
     }
 }

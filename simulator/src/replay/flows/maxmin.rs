@@ -19,6 +19,11 @@
 //! start order, and capacities are reduced in start order, so the rates
 //! are those of the plain algorithm (all sums from scratch at every
 //! level, kept in the tests as the reference) to the bit.
+//!
+//! Between fillings, [`Solver::keeps_rates_without`] and
+//! [`Solver::fit_alone`] tell when a flow that ends or starts leaves
+//! every other flow's rate as it is (module `keep`), so that the caller
+//! need not fill again.
 
 /// Relative tolerance under which a link counts as saturated and a flow
 /// as at its bound.
@@ -48,6 +53,8 @@ pub(super) struct Solver {
     /// Level count at which the flow was last fixed (levels are counted
     /// over all calls).
     fixed_at: Vec<u64>,
+    /// Stamp of the last [`Solver::keeps_rates_without`] that removes the flow.
+    gone_at: Vec<u64>,
     /// Ids of ended flows, for reuse.
     free: Vec<u32>,
     /// Ids of the flows in their bandwidth phase (in no particular order)
@@ -68,6 +75,17 @@ pub(super) struct Solver {
     /// Σ weight × bound over the members exceeds the capacity (beyond
     /// the tolerance).
     over: Vec<bool>,
+    /// Σ weight × rate over the members (bytes/s of the link used) and
+    /// the largest rate of a member with a positive weight (0: none),
+    /// bytes/s, as of the last [`Solver::share`] that filled, kept up to
+    /// date by [`Solver::keeps_rates_without`] and [`Solver::fit_alone`].
+    used: Vec<f64>,
+    top: Vec<f64>,
+    /// Stamp of the last [`Solver::keeps_rates_without`] whose removed
+    /// flows cross the link.
+    touched_at: Vec<u64>,
+    /// Calls of [`Solver::keeps_rates_without`] so far.
+    stamp: u64,
     /// Links with at least one flow (in no particular order).
     active: Vec<u32>,
     dirty_list: Vec<u32>,
@@ -103,6 +121,9 @@ impl Solver {
             load: vec![0.0; links],
             ratio: vec![0.0; links],
             queued: vec![0; links],
+            used: vec![0.0; links],
+            top: vec![0.0; links],
+            touched_at: vec![0; links],
             ..Default::default()
         }
     }
@@ -118,6 +139,7 @@ impl Solver {
                 self.bound.push(0.0);
                 self.rate.push(0.0);
                 self.fixed_at.push(0);
+                self.gone_at.push(0);
                 self.live_at.push(NONE);
                 (self.links.len() - 1) as u32
             }
@@ -165,6 +187,7 @@ impl Solver {
             let l = if k < self.active.len() { self.active[k] } else { self.dirty_list[k - self.active.len()] } as usize;
             self.members[l].clear();
             (self.active_at[l], self.dirty[l], self.over[l]) = (NONE, false, false);
+            (self.used[l], self.top[l]) = (0.0, 0.0);
         }
         self.active.clear();
         self.dirty_list.clear();
@@ -203,6 +226,7 @@ impl Solver {
                     }
                     self.active_at[l] = NONE;
                 }
+                (self.used[l], self.top[l]) = (0.0, 0.0);
                 false
             } else {
                 if self.active_at[l] == NONE {
@@ -265,6 +289,8 @@ impl Solver {
             ratio,
             queued,
             levels,
+            used,
+            top,
             open,
             still,
             affected,
@@ -282,6 +308,7 @@ impl Solver {
         for &l in active.iter() {
             let l = l as usize;
             (cap[l], load[l], ratio[l]) = (base[l], load0[l], ratio0[l]);
+            (used[l], top[l]) = (0.0, 0.0);
         }
         while !open.is_empty() {
             *levels += 1;
@@ -294,10 +321,14 @@ impl Solver {
             // saturated link with a positive weight.
             affected.clear();
             // Fixes flow `i` at the level and queues its links.
-            let fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], queued: &mut [u64], affected: &mut Vec<u32>| {
+            let mut fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], queued: &mut [u64], affected: &mut Vec<u32>| {
                 rate[i] = level;
                 fixed_at[i] = lv;
-                for &(l, _) in &links[i] {
+                for &(l, w) in &links[i] {
+                    used[l as usize] += w * level;
+                    if w > 0.0 && level > top[l as usize] {
+                        top[l as usize] = level;
+                    }
                     if queued[l as usize] != lv {
                         queued[l as usize] = lv;
                         affected.push(l);
@@ -393,5 +424,6 @@ pub(super) fn least(a: f64, b: f64) -> f64 {
     }
 }
 
+mod keep;
 #[cfg(test)]
 mod tests;

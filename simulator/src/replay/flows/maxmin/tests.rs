@@ -198,3 +198,54 @@ fn one_saturated_link_splits_by_weight_and_frees_the_rest() {
     assert_eq!(rates[2..], [third, third]);
     assert!(rates[..2].iter().all(|r| (r - (10.0 - third) / 2.0).abs() < 1e-12), "{rates:?}");
 }
+
+/// Flows come and go after a filling; whenever the solver says a change
+/// keeps the other flows' rates, the rates it keeps (and gives the new
+/// flows) are the reference's on the flows present, to 1e-9 relative.
+#[test]
+fn kept_rates_are_those_of_a_new_filling() {
+    let mut rng = Rng::new(5);
+    let (mut kept, mut refused) = (0, 0);
+    for run in 0..300 {
+        let (base, pool) = random_case(&mut rng);
+        let mut s = Solver::new(base.len());
+        let mut present: Vec<(usize, u32)> = Vec::new();
+        let mut seq = 0;
+        let mut filled = false;
+        for step in 0..60 {
+            let mut gone = Vec::new();
+            while !present.is_empty() && rng.below(2) == 0 {
+                gone.push(present.remove(rng.below(present.len())).1);
+            }
+            let mut keep = filled && (gone.is_empty() || s.keeps_rates_without(&gone, &base));
+            for &id in &gone {
+                s.remove(id);
+            }
+            if keep {
+                s.settle(&gone);
+            }
+            for _ in 0..rng.below(3) {
+                let k = rng.below(pool.len());
+                seq += 1;
+                let id = s.add(seq, &pool[k].links, pool[k].bound);
+                present.push((k, id));
+                keep = keep && s.fit_alone(id, &base).is_some();
+            }
+            let flows: Vec<Flow> = present.iter().map(|p| pool[p.0].clone()).collect();
+            let (want, _) = reference(&base, &flows);
+            if keep {
+                kept += 1;
+                for (p, w) in present.iter().zip(&want) {
+                    let got = s.rate(p.1);
+                    assert!((got - w).abs() <= 1e-9 * w.abs(), "run {run} step {step}: kept {got}, reference {w}");
+                }
+            } else {
+                refused += 1;
+                filled = !s.share(&base);
+                let got: Vec<f64> = present.iter().map(|p| s.rate(p.1)).collect();
+                assert_eq!(bits(&got), bits(&want), "run {run} step {step}");
+            }
+        }
+    }
+    assert!(kept > 500 && refused > 500, "{kept} kept, {refused} refused");
+}
