@@ -167,7 +167,7 @@ pub fn collective(
 
 /// Bytes of one file piece in `vulcan`'s set-up (a `struct iovec`:
 /// offset and length).
-const PIECE_BYTES: u64 = 16;
+pub const PIECE_BYTES: u64 = 16;
 
 /// Time of `vulcan`'s set-up before its cycles over the file `domains` of
 /// its aggregators, seconds: two allreduces of one 8-byte value (the
