@@ -202,7 +202,7 @@ impl FsState {
     fn piece(&mut self, s: usize, t: f64, lat: f64, b: u64, kind: IoKind) -> f64 {
         let d = &self.fs.disk;
         let (latency_s, write_bw, read_bw) = (d.latency_s, d.write_bytes_per_s, d.read_bytes_per_s);
-        let (cache_bytes, drain_after_bytes, cache_write_s) = (d.cache_bytes, d.drain_after_bytes, d.cache_write_s(b));
+        let (cache_bytes, drain_after_bytes) = (d.cache_bytes, d.drain_after_bytes);
         let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
         let srv = &mut self.servers[s];
         srv.stats.requests += 1;
@@ -224,7 +224,7 @@ impl FsState {
                 let disk_from = self.servers[s].disk_free_s;
                 let srv = &mut self.servers[s];
                 if cached {
-                    let done = arrive + cache_write_s;
+                    let done = arrive + self.fs.disk.cache_write_s(b);
                     srv.dirty_bytes += b;
                     srv.waiting += b;
                     self.span(s, "cache write", arrive, done);
