@@ -108,6 +108,24 @@ enum Source {
     Shared(SharedLines),
 }
 
+impl Source {
+    /// The next line, without its `\n`; `None` at the end.
+    fn next_line(&mut self) -> std::io::Result<Option<&[u8]>> {
+        match self {
+            Source::Own(lines) => lines.next_line(),
+            Source::Shared(lines) => Ok(lines.next_line()),
+        }
+    }
+
+    /// The 1-based line number, in its file, of the line last returned.
+    fn line(&self) -> usize {
+        match self {
+            Source::Own(l) => l.line,
+            Source::Shared(l) => l.line,
+        }
+    }
+}
+
 /// One rank's action file and parsing state.
 pub(super) struct RankSource {
     pub(super) path: PathBuf,
@@ -140,27 +158,15 @@ impl RankSource {
     /// the lines before it are in `out`), or a read error.
     pub(super) fn fill(&mut self, out: &mut Vec<Action>, max: usize) -> Result<bool, TiError> {
         while out.len() < max {
-            let (next, line_no) = match &mut self.lines {
-                Source::Own(lines) => {
-                    let n = lines.line + 1;
-                    (lines.next_line(), n)
-                }
-                Source::Shared(lines) => {
-                    let next = lines.next_line();
-                    (Ok(next), 0)
-                }
-            };
-            let line = match next {
+            // A read error is on the line after the last one returned.
+            let line_no = self.lines.line() + 1;
+            let line = match self.lines.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => return Ok(true),
                 Err(e) => return Err(TiError { path: self.path.clone(), line: Some(line_no), what: e.to_string() }),
             };
             if let Err(what) = self.parser.line(line, out) {
-                let line = match &self.lines {
-                    Source::Own(l) => l.line,
-                    Source::Shared(l) => l.line,
-                };
-                return Err(TiError { path: self.path.clone(), line: Some(line), what });
+                return Err(TiError { path: self.path.clone(), line: Some(self.lines.line()), what });
             }
         }
         Ok(false)

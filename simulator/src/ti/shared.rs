@@ -127,8 +127,7 @@ pub(super) struct SharedLines {
 impl SharedLines {
     /// Rank `rank`'s lines of `file` (none when the file has no such rank).
     pub(super) fn new(file: Arc<SharedFile>, rank: u32) -> SharedLines {
-        let at = file.runs.get(rank as usize).and_then(|r| r.first()).map_or(0, |r| r.start);
-        let line = file.runs.get(rank as usize).and_then(|r| r.first()).map_or(0, |r| r.first_line as usize - 1);
+        let (at, line) = file.runs.get(rank as usize).and_then(|r| r.first()).map_or((0, 0), |r| (r.start, r.first_line as usize - 1));
         SharedLines { file, rank: rank as usize, run: 0, at, line }
     }
 
@@ -145,10 +144,9 @@ impl SharedLines {
         let end = (run.start + run.len as u64) as usize;
         let bytes = &self.file.map[self.at as usize..end];
         let n = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |i| i + 1);
-        let start = self.at as usize;
         self.at += n as u64;
         self.line += 1;
-        let l = &self.file.map[start..start + n];
+        let l = &bytes[..n];
         Some(l.strip_suffix(b"\n").unwrap_or(l))
     }
 }
