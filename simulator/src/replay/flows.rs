@@ -177,14 +177,10 @@ impl Net {
             self.synced = true;
         }
         self.uncontended = self.solver.share(&self.base);
-        let mut t = self.next_lat_end();
         for f in &mut self.flows {
             f.rate = self.solver.rate(f.id);
-            if f.rate > 0.0 {
-                t = maxmin::least(t, now + f.remaining.max(0.0) / f.rate);
-            }
         }
-        self.next_t = t;
+        self.next_t = self.next_end(now);
     }
 
     /// End of the earliest latency phase, seconds (∞: none).
@@ -301,24 +297,18 @@ impl Net {
         self.last = last.max(now);
         if changed && reshare && !keep {
             self.share(now);
-        } else if keep {
-            // The other flows keep their rates; the new ones got theirs.
-            // With every flow at its bound, no link is short.
-            self.next_t = self.next_end(now);
-            if self.flows.iter().all(|f| f.rate >= f.bound * (1.0 - 1e-12)) {
-                self.uncontended = true;
-                if self.flows.len() <= 1 {
-                    self.solver.clear();
-                    self.synced = false;
-                }
-            }
-        } else {
-            // No flow is short of its bound: rates are the bounds.
-            self.next_t = self.next_end(now);
-            if self.synced && self.flows.len() <= 1 {
-                self.solver.clear();
-                self.synced = false;
-            }
+            return;
+        }
+        // Either the other flows keep their rates and the new ones got
+        // theirs (`keep`; with every flow at its bound, no link is short),
+        // or no flow is short of its bound: rates are the bounds.
+        self.next_t = self.next_end(now);
+        if keep && self.flows.iter().all(|f| f.rate >= f.bound * (1.0 - 1e-12)) {
+            self.uncontended = true;
+        }
+        if self.synced && self.flows.len() <= 1 && (!keep || self.uncontended) {
+            self.solver.clear();
+            self.synced = false;
         }
     }
 }

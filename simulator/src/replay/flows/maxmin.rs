@@ -325,10 +325,7 @@ impl Solver {
                 rate[i] = level;
                 fixed_at[i] = lv;
                 for &(l, w) in &links[i] {
-                    used[l as usize] += w * level;
-                    if w > 0.0 && level > top[l as usize] {
-                        top[l as usize] = level;
-                    }
+                    credit(used, top, l as usize, w, level);
                     if queued[l as usize] != lv {
                         queued[l as usize] = lv;
                         affected.push(l);
@@ -392,6 +389,15 @@ impl Solver {
             }
             std::mem::swap(open, still);
         }
+    }
+}
+
+/// A flow of weight `w` at `rate` on link `l`: adds `w × rate` to the
+/// link's `used` bandwidth and raises its `top` rate (positive weights).
+fn credit(used: &mut [f64], top: &mut [f64], l: usize, w: f64, rate: f64) {
+    used[l] += w * rate;
+    if w > 0.0 && rate > top[l] {
+        top[l] = rate;
     }
 }
 

@@ -132,11 +132,7 @@ impl Solver {
         }
         self.rate[i] = r;
         for &(l, w) in &self.links[i] {
-            let l = l as usize;
-            self.used[l] += w * r;
-            if w > 0.0 && r > self.top[l] {
-                self.top[l] = r;
-            }
+            super::credit(&mut self.used, &mut self.top, l as usize, w, r);
         }
         Some(r)
     }
