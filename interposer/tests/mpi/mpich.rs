@@ -122,6 +122,24 @@ fn regions_are_the_same_under_both_mpis() {
     assert!(differ <= 2 && ra.len() >= 10, "Open MPI {ra:?}\nMPICH {rb:?}");
 }
 
+/// Runs `prog args` on `np` ranks under MPICH in online mode on
+/// `platform`, asserting it warned of nothing; returns the run's output
+/// directory, its output, the online prediction and the offline replay
+/// of the trace it recorded, seconds.
+fn online_under_mpich(np: u32, prog: &str, args: &[&str], platform: &Path) -> (tempfile::TempDir, Output, f64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("INTERPOSER_OUT", dir.path().to_str().unwrap()),
+        ("INTERPOSER_MODE", "online"),
+        ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
+    ];
+    let out = mpich_run(np, prog, args, &env, true);
+    assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{prog}: {:?}", warnings(&out));
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let offline = offline_makespan(dir.path(), platform);
+    (dir, out, online, offline)
+}
+
 /// Online mode under MPICH: the shadow communicators (PMPI calls of the
 /// MPICH build) carry the prediction, which agrees with the offline
 /// replay of the trace the same run recorded; results are unchanged.
@@ -133,16 +151,7 @@ fn online_mode_works_under_mpich() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
     for (prog, args) in [("jacobi2d", &["512", "40"][..]), ("ring", &["200", "100000"][..])] {
-        let dir = tempfile::tempdir().unwrap();
-        let env = [
-            ("INTERPOSER_OUT", dir.path().to_str().unwrap()),
-            ("INTERPOSER_MODE", "online"),
-            ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
-        ];
-        let out = mpich_run(4, prog, args, &env, true);
-        assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
-        let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
-        let offline = offline_makespan(dir.path(), &platform);
+        let (_dir, out, online, offline) = online_under_mpich(4, prog, args, &platform);
         let rel = (online - offline).abs() / offline;
         assert!(online > 0.0 && rel < 0.01, "{prog}: online {online} s vs offline {offline} s");
         let plain = mpich_run(4, prog, args, &[], false);
@@ -165,16 +174,7 @@ fn shared_memory_collectives_online_agree_with_replay_under_mpich() {
         + "[collectives]\nselector = \"mpich\"\nshm_call_s = 1.5e-6\nshm_flag_s = 2e-7\nshm_s_per_byte = 1e-10\n";
     let platform = tmp.path().join("shm.toml");
     std::fs::write(&platform, text).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let env = [
-        ("INTERPOSER_OUT", dir.path().to_str().unwrap()),
-        ("INTERPOSER_MODE", "online"),
-        ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
-    ];
-    let out = mpich_run(2, "allreduce_loop", &["200", "1024"], &env, true);
-    assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
-    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
-    let offline = offline_makespan(dir.path(), &platform);
+    let (dir, _, online, offline) = online_under_mpich(2, "allreduce_loop", &["200", "1024"], &platform);
     assert!(online > 0.0 && (online - offline).abs() / offline < 0.01, "online {online} s vs offline {offline} s");
     let without = offline_makespan(dir.path(), &plain);
     assert!((without - offline).abs() / offline > 0.01, "with the model {offline} s, without {without} s");
