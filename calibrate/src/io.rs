@@ -347,6 +347,27 @@ pub fn mem_available_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// The blocks a virtual machine hands back to its host when they are
+/// free (Linux's free page reporting, `/sys/module/page_reporting`), bytes:
+/// `Some` when the kernel says it has reported memory (`reported_kib`, a
+/// parameter some hypervisors' guest kernels add), `None` on other
+/// machines or when unreadable. Memory reported to the host is taken back
+/// by it, so the first touch of each of its pages faults in the host: a
+/// page-cache write whose large folios come from such blocks runs many
+/// times slower than one into memory the guest used recently.
+pub fn free_page_reporting_bytes() -> Option<u64> {
+    let read = |name: &str| std::fs::read_to_string(format!("/sys/module/page_reporting/parameters/{name}")).ok();
+    page_reporting_block(&read("page_reporting_order")?, &read("reported_kib")?)
+}
+
+/// The block of 2^`order` pages of 4 KiB, bytes, when `reported_kib` is
+/// above 0 (the two parameters' text as sysfs gives it).
+fn page_reporting_block(order: &str, reported_kib: &str) -> Option<u64> {
+    let order: u32 = order.trim().parse().ok()?;
+    let kib: u64 = reported_kib.trim().parse().ok()?;
+    (kib > 0 && order < 32).then(|| 4096u64 << order)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,5 +436,14 @@ mod tests {
     fn a_missing_directory_is_refused_before_compiling() {
         let e = measure(&Launcher::from_env(), Path::new("/nonexistent/scratch"), &IoOptions::default()).unwrap_err();
         assert_eq!(e.to_string(), "--dir /nonexistent/scratch: not a directory");
+    }
+
+    #[test]
+    fn free_page_reporting_is_its_block_size_once_memory_was_reported() {
+        assert_eq!(page_reporting_block("9\n", "98110344\n"), Some(2 << 20));
+        assert_eq!(page_reporting_block("11", "1"), Some(8 << 20));
+        assert_eq!(page_reporting_block("9", "0"), None);
+        assert_eq!(page_reporting_block("nine", "5"), None);
+        assert_eq!(page_reporting_block("9", ""), None);
     }
 }
