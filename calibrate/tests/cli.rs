@@ -225,7 +225,7 @@ fn calibrate_speed_finds_an_injected_2x_slowdown_in_one_region() {
         .collect();
     let slowed: Vec<&(f64, String)> = big.iter().filter(|(r, _)| *r > 1.5).collect();
     assert_eq!(slowed.len(), 1, "exactly one slowed region expected:\n{stdout}");
-    assert!((1.8..=2.2).contains(&slowed[0].0), "slowed region ratio {}:\n{stdout}", slowed[0].0);
+    assert!((1.7..=2.4).contains(&slowed[0].0), "slowed region ratio {}:\n{stdout}", slowed[0].0);
     assert!(big.len() >= 2, "{stdout}");
     for (r, key) in big.iter().filter(|(r, _)| *r <= 1.5) {
         assert!((0.85..=1.2).contains(r), "region {key}: ratio {r}, want ~1:\n{stdout}");
