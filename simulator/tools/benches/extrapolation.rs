@@ -7,6 +7,7 @@
 //! make -C c-tests && cargo build --release -p interposer -p calibrate
 //! cargo bench -p simulator-tools --bench extrapolation
 //! BENCH_RUNS=5 BENCH_PROGS=jacobi2d,ring BENCH_REGIONS=1 cargo bench -p simulator-tools --bench extrapolation
+//! BENCH_ISOLATE=1 cargo bench -p simulator-tools --bench extrapolation
 //! ```
 //!
 //! Inputs go to `target/bench-extrapolation` (`BENCH_DIR` to move them) and
@@ -29,7 +30,11 @@
 //! fit residual, weighted by the region's share of the compute.
 //! `BENCH_REGIONS=1` adds each region's compute total, real and
 //! extrapolated, at every target count. The load average is printed with
-//! each program.
+//! each program. `BENCH_ISOLATE=1` traces every run in online mode on the
+//! bench's platform with the interposer's default isolation (one rank of
+//! the node computes at a time once the ranks outnumber the cores, so no
+//! block's CPU time is measured beside another rank's), into
+//! `<prog>-<N>-<run>-isolated`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -42,7 +47,7 @@ use simulator::replay::{replay, ReplayReport};
 
 #[allow(dead_code, reason = "each benchmark uses part of the shared helpers")]
 mod common;
-use common::{load, median, trace_c_test};
+use common::{load, median, trace_c_test_env};
 
 /// Programs and their arguments: a strong-scaling stencil, a ring, a
 /// collective loop and sub-communicators.
@@ -58,7 +63,9 @@ fn main() {
     let runs: usize = std::env::var("BENCH_RUNS").map(|s| s.parse().expect("BENCH_RUNS: a count")).unwrap_or(3);
     let wanted: Option<Vec<String>> = std::env::var("BENCH_PROGS").ok().map(|s| s.split(',').map(str::to_string).collect());
     let regions = std::env::var_os("BENCH_REGIONS").is_some();
-    let base = platform(&root, &dir);
+    let base_path = platform_path(&root, &dir);
+    let base = platform(&base_path);
+    let isolate = std::env::var_os("BENCH_ISOLATE").is_some().then_some(base_path.as_path());
     let platforms = [("cores", with_host(&base, 32)), ("shared", with_host(&base, 2))];
     println!(
         "{:<15} {:>3} {:<7} {:>10} {:>8} {:>10} {:>8} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7}",
@@ -68,7 +75,7 @@ fn main() {
         if wanted.as_ref().is_some_and(|w| !w.iter().any(|p| p == prog)) {
             continue;
         }
-        let traced = |n: u32| -> Vec<PathBuf> { (0..runs).map(|k| trace(&root, &dir, prog, args, n, k)).collect() };
+        let traced = |n: u32| -> Vec<PathBuf> { (0..runs).map(|k| trace(&root, &dir, prog, args, n, k, isolate)).collect() };
         let small: Vec<PathBuf> = SMALL.iter().flat_map(|&n| traced(n)).collect();
         let samples = small.iter().map(|d| Sample::open(d).expect("trace")).collect();
         let model = Model::build(samples).unwrap_or_else(|e| panic!("{prog}: {e}"));
@@ -165,20 +172,31 @@ fn region_table(model: &Model, real_dirs: &[PathBuf], n: u32) {
     }
 }
 
-/// The trace of run `k` of `prog` at `n` ranks, taken when missing.
-fn trace(root: &Path, dir: &Path, prog: &str, args: &[&str], n: u32, k: usize) -> PathBuf {
-    let out = dir.join(format!("{prog}-{n}-{k}"));
+/// The trace of run `k` of `prog` at `n` ranks, taken when missing. With
+/// `isolate` (the platform file given) the run is made in online mode
+/// with the interposer's default isolation (`INTERPOSER_ISOLATE=auto`: one
+/// rank of the node computes at a time when the ranks outnumber the
+/// cores), into `<prog>-<n>-<k>-isolated`.
+fn trace(root: &Path, dir: &Path, prog: &str, args: &[&str], n: u32, k: usize, isolate: Option<&Path>) -> PathBuf {
+    let suffix = if isolate.is_some() { "-isolated" } else { "" };
+    let out = dir.join(format!("{prog}-{n}-{k}{suffix}"));
     if out.join("meta.json").exists() {
         return out;
     }
-    trace_c_test(root, &out, prog, args, n);
+    let env: Vec<(&str, &std::ffi::OsStr)> = match isolate {
+        Some(p) => {
+            vec![("INTERPOSER_MODE", "online".as_ref()), ("INTERPOSER_ISOLATE", "auto".as_ref()), ("INTERPOSER_PLATFORM", p.as_os_str())]
+        }
+        None => Vec::new(),
+    };
+    trace_c_test_env(root, &out, prog, args, n, &env);
     out
 }
 
-/// The calibrated platform: `BENCH_PLATFORM`, else `calibrate network`'s
-/// output, made once.
-fn platform(root: &Path, dir: &Path) -> toml::Table {
-    let path = match std::env::var_os("BENCH_PLATFORM") {
+/// The calibrated platform's file: `BENCH_PLATFORM`, else `calibrate
+/// network`'s output, made once.
+fn platform_path(root: &Path, dir: &Path) -> PathBuf {
+    match std::env::var_os("BENCH_PLATFORM") {
         Some(p) => PathBuf::from(p),
         None => {
             let path = dir.join("calibrated.toml");
@@ -196,8 +214,12 @@ fn platform(root: &Path, dir: &Path) -> toml::Table {
             }
             path
         }
-    };
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// The platform in `path`, as a TOML table.
+fn platform(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

@@ -51,6 +51,12 @@ pub fn release_dir(root: &Path) -> PathBuf {
 /// repository at `root` (building the c-tests when missing). Panics naming
 /// the program and rank count when tracing fails.
 pub fn trace_c_test(root: &Path, out: &Path, prog: &str, args: &[&str], np: u32) {
+    trace_c_test_env(root, out, prog, args, np, &[]);
+}
+
+/// [`trace_c_test`] with more environment variables for the interposer
+/// (name, value), each passed to the ranks with `mpirun -x`.
+pub fn trace_c_test_env(root: &Path, out: &Path, prog: &str, args: &[&str], np: u32, env: &[(&str, &std::ffi::OsStr)]) {
     let lib = release_dir(root).join("libinterposer.so");
     let exe = root.join("c-tests/build").join(prog);
     assert!(lib.exists(), "{} missing: cargo build --release -p interposer", lib.display());
@@ -59,8 +65,13 @@ pub fn trace_c_test(root: &Path, out: &Path, prog: &str, args: &[&str], np: u32)
         assert!(ok, "make -C c-tests failed (needs mpicc)");
     }
     let _ = std::fs::remove_dir_all(out);
-    let ok = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD", "-np", &np.to_string()])
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD"]);
+    for (name, value) in env {
+        cmd.args(["-x", name]).env(name, value);
+    }
+    let ok = cmd
+        .args(["-np", &np.to_string()])
         .arg(&exe)
         .args(args)
         .env("INTERPOSER_OUT", out)
