@@ -352,9 +352,9 @@ pub fn mem_available_bytes() -> Option<u64> {
 /// `Some` when the kernel says it has reported memory (`reported_kib`, a
 /// parameter some hypervisors' guest kernels add), `None` on other
 /// machines or when unreadable. Memory reported to the host is taken back
-/// by it, so the first touch of each of its pages faults in the host: a
-/// page-cache write whose large folios come from such blocks runs many
-/// times slower than one into memory the guest used recently.
+/// by it, and touching it again faults in the host: page-cache writes of
+/// a few MiB, whose large folios may come from such blocks, then run many
+/// times slower, at random.
 pub fn free_page_reporting_bytes() -> Option<u64> {
     let read = |name: &str| std::fs::read_to_string(format!("/sys/module/page_reporting/parameters/{name}")).ok();
     page_reporting_block(&read("page_reporting_order")?, &read("reported_kib")?)
