@@ -371,6 +371,127 @@ mod tests {
         assert!(ends.iter().all(|t| (t - want).abs() < 1e-9), "{ends:?} vs {want}");
     }
 
+    /// A transfer for [`plain_ends`] and the network: start (seconds),
+    /// hosts, payload bytes, latency (seconds), bound (bytes/s).
+    type Transfer = (f64, (usize, usize), u64, f64, f64);
+
+    /// Each transfer's end as an event loop that advances every flow's
+    /// bytes left at every event and fills from scratch at every event
+    /// (with a fresh solver, whose rates are the plain progressive
+    /// filling's to the bit: `maxmin::tests`).
+    fn plain_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
+        let base = Net::new(model.clone(), hosts).base;
+        let links = |a: usize, b: usize, bound: f64| {
+            let inv_f = model.nominal_rate_bytes_per_s / bound;
+            let (mut there, mut back) = (Vec::new(), Vec::new());
+            model.topology.route(a, b, &mut there);
+            model.topology.route(b, a, &mut back);
+            let mut l: Vec<(u32, f64)> = there.iter().map(|&l| (l, inv_f)).collect();
+            l.extend(back.iter().map(|&l| (l, model.crosstraffic * inv_f)));
+            l
+        };
+        // (transfer, bytes left) in their bandwidth phase, in start order.
+        let mut live: Vec<(usize, f64)> = Vec::new();
+        let mut ends = vec![f64::NAN; ts.len()];
+        let lat_end = |k: usize| ts[k].0 + ts[k].3;
+        let mut entered = vec![false; ts.len()];
+        let (mut now, mut rates) = (0.0, Vec::new());
+        loop {
+            let mut next = (0..ts.len()).filter(|&k| !entered[k]).map(lat_end).fold(f64::INFINITY, f64::min);
+            for (&(_, left), &r) in live.iter().zip(&rates) {
+                if r > 0.0 {
+                    next = next.min(now + left / r);
+                }
+            }
+            if !next.is_finite() {
+                return ends;
+            }
+            let eps = 1e-12 * next.abs().max(1.0);
+            for ((k, left), &r) in live.iter_mut().zip(&rates) {
+                *left -= r * (next - now);
+                if *left <= 1e-9 || *left / r <= eps {
+                    ends[*k] = next;
+                }
+            }
+            now = next;
+            live.retain(|&(k, _)| ends[k].is_nan());
+            let mut enter: Vec<usize> = (0..ts.len()).filter(|&k| !entered[k] && lat_end(k) <= now).collect();
+            enter.sort_by(|&a, &b| lat_end(a).total_cmp(&lat_end(b)).then(a.cmp(&b)));
+            for k in enter {
+                entered[k] = true;
+                live.push((k, ts[k].2 as f64));
+            }
+            live.sort_by_key(|&(k, _)| k);
+            let mut s = maxmin::Solver::new(base.len());
+            let ids: Vec<u32> = live.iter().map(|&(k, _)| s.add(k as u64, &links(ts[k].1 .0, ts[k].1 .1, ts[k].4), ts[k].4)).collect();
+            s.share(&base);
+            rates = ids.iter().map(|&id| s.rate(id)).collect();
+        }
+    }
+
+    /// The network's transfer ends, replayed as the engine drives it.
+    fn net_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
+        let mut n = Net::new(model.clone(), hosts);
+        let mut ends = vec![f64::NAN; ts.len()];
+        let (mut k, mut wake) = (0, f64::INFINITY);
+        loop {
+            let t = wake.min(n.next_event().unwrap_or(f64::INFINITY));
+            if k < ts.len() && ts[k].0 <= t {
+                let (start, hosts, bytes, lat, bound) = ts[k];
+                let d = Done { dst: k as u32, ..done(start) };
+                wake = wake.min(n.start(start, hosts, bytes, (lat, bound), d));
+                k += 1;
+                continue;
+            }
+            if !t.is_finite() {
+                return ends;
+            }
+            let mut ended = Vec::new();
+            n.finish_until(t, &mut ended);
+            wake = f64::INFINITY;
+            for d in ended {
+                ends[d.dst as usize] = t;
+            }
+        }
+    }
+
+    /// Random transfers (starts, hosts, sizes, latencies and bounds often
+    /// tied) end where the plain event loop ends them, to 1e-9 relative:
+    /// the network keeps rates without a filling when a change cannot
+    /// move them, and keeps its per-link sums between fillings.
+    #[test]
+    fn transfer_ends_are_those_of_the_plain_event_loop() {
+        let mut rng = crate::fuzz::Rng::new(7);
+        // Transfers of about a second, so that the 1e-12 s under which a
+        // flow counts as over is far below 1e-9 of their times.
+        let model = net().model;
+        let (mut worst, mut n_ends) = (0.0f64, 0);
+        for run in 0..200 {
+            let hosts = 2 + rng.below(6);
+            let mut ts: Vec<Transfer> = (0..1 + rng.below(60))
+                .map(|_| {
+                    let start = rng.below(40) as f64 * 0.1;
+                    let a = rng.below(hosts);
+                    let b = (a + 1 + rng.below(hosts - 1)) % hosts;
+                    let bytes = [1u64 << 20, 65536, 1 + rng.below(1 << 21) as u64][rng.below(3)];
+                    let lat = [0.0, 0.002, rng.below(100) as f64 * 1e-3][rng.below(3)];
+                    let bound = [1e6, 0.94e6, 1e5 + rng.below(1000) as f64 * 1e3][rng.below(3)];
+                    (start, (a, b), bytes, lat, bound)
+                })
+                .collect();
+            ts.sort_by(|x, y| x.0.total_cmp(&y.0));
+            let want = plain_ends(&model, hosts, &ts);
+            let got = net_ends(&model, hosts, &ts);
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                let rel = (g - w).abs() / w;
+                assert!(rel <= 1e-9, "run {run} transfer {k}: {g} vs {w} ({rel:e} relative)");
+                worst = worst.max(rel);
+                n_ends += 1;
+            }
+        }
+        assert!(n_ends > 3000, "{n_ends} transfers, worst {worst:e}");
+    }
+
     #[test]
     fn latency_phase_uses_no_bandwidth() {
         let mut n = net();
