@@ -393,13 +393,14 @@ impl Platform {
     }
 
     /// The platform cut to the hosts `ranks` ranks are placed on, when the
-    /// others cannot change the prediction: a crossbar (or no link
-    /// sharing), block or round-robin placement, no power model and no
+    /// others cannot change the prediction: a crossbar or a backbone (or no
+    /// link sharing), block or round-robin placement, no power model and no
     /// file system. `None` when every host is used or the cut is not exact.
     /// Keeps the replay's memory in proportion to the trace, not to a
     /// cluster's `radical`.
     pub fn used_by(&self, ranks: usize) -> Option<Platform> {
-        let crossbar = self.links.as_ref().is_none_or(|l| l.topology == crate::network::topology::Topology::Crossbar);
+        use crate::network::topology::Topology;
+        let crossbar = self.links.as_ref().is_none_or(|l| matches!(l.topology, Topology::Crossbar | Topology::Backbone { .. }));
         let watts = self.hosts.iter().any(|h| h.pstates.iter().any(|p| p.watts.is_some()));
         if !crossbar || watts || !self.fs.is_empty() {
             return None;

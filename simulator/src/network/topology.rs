@@ -6,6 +6,11 @@
 //! (`crosstraffic`) take the route from b back to a, as in SimGrid.
 //! - **Crossbar** (SimGrid's `FLAT` cluster): host h has one private link
 //!   h to a non-blocking switch; a → b crosses 2a (a's up) and 2b + 1 (b's down).
+//! - **Backbone** (SimGrid's `FLAT` cluster with `bb_bw`): the crossbar's
+//!   private links, numbered from 1, and link 0, the backbone, which every
+//!   route between two hosts crosses in both directions on one id (SimGrid's
+//!   default `bb_sharing_policy`, `SHARED`): a → b crosses 2(a + 1), 0 and
+//!   2(b + 1) + 1.
 //! - **Torus** (SimGrid's `TORUS`, `topo_parameters="d0,d1,…"`): hosts are
 //!   the torus nodes, numbered with coordinate 0 fastest; node n has one
 //!   link per dimension i to its +1 neighbour (wrapping). Routes are
@@ -36,12 +41,19 @@ use serde::{Deserialize, Serialize};
 mod fat_tree;
 
 /// The network topology between hosts.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Topology {
     /// One private link per host to a non-blocking switch.
     #[default]
     Crossbar,
+    /// One private link per host to a switch, and one backbone that every
+    /// route between two hosts crosses, both directions sharing it.
+    Backbone {
+        /// The backbone's capacity as a multiple of a private link's
+        /// (SimGrid's `bb_bw` ÷ `bw`), > 0.
+        ratio: f64,
+    },
     /// A torus of `dims` (∏ dims = hosts).
     Torus {
         /// Nodes per dimension, ≥ 1 each.
@@ -97,6 +109,12 @@ impl Topology {
         let prod = |v: &[u32]| v.iter().map(|&x| x as u64).product::<u64>();
         match self {
             Topology::Crossbar => Ok(()),
+            Topology::Backbone { ratio } => {
+                if !(ratio.is_finite() && *ratio > 0.0) {
+                    return Err(format!("backbone ratio {ratio}: must be a positive number").into());
+                }
+                Ok(())
+            }
             Topology::Torus { dims } => {
                 if dims.is_empty() || dims.contains(&0) || prod(dims) != hosts as u64 {
                     return Err(format!("torus dims {dims:?} do not give the {hosts} hosts").into());
@@ -121,6 +139,7 @@ impl Topology {
     pub fn link_weights(&self, hosts: usize) -> Vec<f64> {
         match self {
             Topology::Crossbar => vec![1.0; hosts],
+            Topology::Backbone { ratio } => std::iter::once(*ratio).chain(std::iter::repeat_n(1.0, hosts)).collect(),
             Topology::Torus { dims } => vec![1.0; hosts * dims.len()],
             Topology::FatTree { down, up, count } => vec![1.0; fat_tree::Shape { down, up, count }.links()],
         }
@@ -130,6 +149,7 @@ impl Topology {
     pub fn route(&self, a: usize, b: usize, out: &mut Vec<u32>) {
         match self {
             Topology::Crossbar => out.extend([2 * a as u32, 2 * b as u32 + 1]),
+            Topology::Backbone { .. } => out.extend([2 * (a as u32 + 1), 0, 2 * (b as u32 + 1) + 1]),
             Topology::Torus { dims } => {
                 let nd = dims.len();
                 let mut cur = a;
@@ -176,6 +196,18 @@ mod tests {
         assert_eq!(route(&t, 1, 6), [2 * 2, 2 * 5]); // x+ to 2, then y+ from 2
         assert_eq!(t.link_weights(8).len(), 16);
         assert!(t.validate(9).is_err());
+    }
+
+    #[test]
+    fn backbone_routes_cross_both_private_links_and_the_one_backbone() {
+        let t = Topology::Backbone { ratio: 8.0 };
+        t.validate(3).unwrap();
+        assert_eq!(t.link_weights(3), [8.0, 1.0, 1.0, 1.0]);
+        assert_eq!(route(&t, 0, 2), [2, 0, 7]);
+        // The way back shares the backbone's id, not its own direction.
+        assert_eq!(route(&t, 2, 0), [6, 0, 3]);
+        assert!(Topology::Backbone { ratio: 0.0 }.validate(3).is_err());
+        assert!(Topology::Backbone { ratio: f64::NAN }.validate(3).is_err());
     }
 
     #[test]

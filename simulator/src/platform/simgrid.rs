@@ -48,8 +48,9 @@
 //!   `smpi/send-is-detached-thresh` (default 65536) → eager threshold;
 //!   `smpi/async-small-thresh` (default 0) → [`super::Smpi::async_small_thresh_bytes`].
 //! - **Link sharing** → [`Platform::links`]: each host's link is
-//!   `SPLITDUPLEX` (SimGrid's cluster default), flows share max-min
-//!   fairly, with `network/crosstraffic` (default yes: 0.05 of each flow on
+//!   `SPLITDUPLEX` (SimGrid's cluster default), a backbone (`bb_bw`) one
+//!   `SHARED` link that every route between two hosts crosses, flows share
+//!   max-min fairly, with `network/crosstraffic` (default yes: 0.05 of each flow on
 //!   the reverse links). Checked against `smpirun -replay` of two opposite
 //!   1 MB transfers (1.05 × one).
 //! - **Collectives** → [`Platform::collectives`]: SimGrid's `default` selector
@@ -61,11 +62,12 @@
 //!   `alltoall(v)`, `reduce_scatter`, `scan`, `exscan`) overrides one
 //!   collective (e.g. `rdb`, `ompi_bruck`); an unknown name is an error
 //!   listing the valid ones.
-//! - **Not modelled** (accepted, then ignored): `sharing_policy` and
-//!   `bb_sharing_policy` (always SPLITDUPLEX), `router_id` (a name), `network/weight-S` (equal for all routes of a flat
-//!   cluster), `smpi/ois`, `wattage_off` and other host properties;
-//!   with a backbone (`bb_bw`), link sharing is off (the backbone only
-//!   adds latency and bounds bandwidth). Other topologies, several
+//! - **Not modelled** (accepted, then ignored): `sharing_policy` (always
+//!   SPLITDUPLEX) and `bb_sharing_policy` (always SHARED: both directions
+//!   share the backbone, [`crate::network::topology::Topology::Backbone`]),
+//!   `router_id` (a name), `network/weight-S` (equal for all routes of a flat
+//!   cluster), `smpi/ois`, `wattage_off` and other host properties.
+//!   Other topologies, several
 //!   clusters, host/link/route-based platforms, `limiter_link` and any
 //!   other `<cluster>` attribute are errors.
 

@@ -362,6 +362,24 @@ mod tests {
     }
 
     #[test]
+    fn transfers_between_other_hosts_share_a_backbone() {
+        let m = FlowSharing { topology: crate::network::topology::Topology::Backbone { ratio: 1.0 }, ..net().model };
+        // One transfer: the backbone also carries its acknowledgements'
+        // 0.05 (both directions share it), so it runs at 1 / 1.05.
+        let mut alone = Net::new(m.clone(), 4);
+        alone.start(0.0, (0, 1), 1_000_000, (0.0, 1e6), done(0.0));
+        let t = run(&mut alone)[0];
+        assert!((t - 1.05).abs() < 1e-9, "{t}");
+        // Two transfers on disjoint private links: the backbone carries
+        // both and their acknowledgements, so each runs at 1 / 2.1.
+        let mut two = Net::new(m, 4);
+        two.start(0.0, (0, 1), 1_000_000, (0.0, 1e6), done(0.0));
+        two.start(0.0, (2, 3), 1_000_000, (0.0, 1e6), done(0.0));
+        let ends = run(&mut two);
+        assert!(ends.len() == 2 && ends.iter().all(|t| (t - 2.1).abs() < 1e-9), "{ends:?}");
+    }
+
+    #[test]
     fn opposite_flows_slow_each_other_by_the_crosstraffic() {
         let mut n = net();
         n.start(0.0, (0, 1), 1_000_000, (0.0, 0.94e6), done(0.0));

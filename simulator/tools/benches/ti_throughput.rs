@@ -23,7 +23,7 @@
 //! - `TI_BENCH_PLATFORMS=flat,backbone`: the platforms each trace replays
 //!   on: `flat`, a cluster whose transfers share the hosts' links (our
 //!   flow-level sharing), and `backbone`, the same with a 10 GBps
-//!   backbone (`bb_bw`; we model no sharing there).
+//!   backbone (`bb_bw`) that every transfer between two hosts shares.
 //!
 //! Skips (exit 0) when `smpicc`, `smpirun` or `/usr/bin/time` is missing.
 

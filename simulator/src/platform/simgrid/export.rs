@@ -243,6 +243,8 @@ pub fn to_xml(platform: &Platform) -> Result<String, String> {
         let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         topo = match &l.topology {
             Topology::Crossbar => String::new(),
+            // The route's whole latency is on the private links (`lat`).
+            Topology::Backbone { ratio } => format!(" bb_bw=\"{}\" bb_lat=\"0s\"", bandwidth_attr(ratio * smpi.link_bandwidth_bytes_per_s)),
             Topology::Torus { dims } => format!(" topology=\"TORUS\" topo_parameters=\"{}\"", list(dims)),
             Topology::FatTree { down, up, count } => {
                 format!(" topology=\"FAT_TREE\" topo_parameters=\"{};{};{};{}\"", down.len(), list(down), list(up), list(count))

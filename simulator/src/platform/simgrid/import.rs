@@ -148,9 +148,12 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
     let bw = unit("bw", req("bw")?, BW)?;
     let lat = time("lat", req("lat")?)?;
     let (mut route_lat, mut route_bw) = (2.0 * lat, bw);
+    let mut backbone = None;
     if let Some(v) = c.attribute("bb_bw") {
-        route_bw = route_bw.min(unit("bb_bw", v, BW)?);
+        let bb = unit("bb_bw", v, BW)?;
+        route_bw = route_bw.min(bb);
         route_lat += time("bb_lat", c.attribute("bb_lat").unwrap_or("0"))?;
+        backbone = Some(Topology::Backbone { ratio: bb / bw });
     }
     let lb_bw = unit("loopback_bw", c.attribute("loopback_bw").or(cfg.get("network/loopback-bw")).unwrap_or("10GBps"), BW)?;
     let lb_lat = time("loopback_lat", c.attribute("loopback_lat").or(cfg.get("network/loopback-lat")).unwrap_or("0"))?;
@@ -215,13 +218,16 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         "yes" | "1" | "on" | "true" => 0.05,
         _ => 0.0,
     };
-    let flows = (c.attribute("bb_bw").is_none()).then(|| FlowSharing {
+    // A backbone route always crosses three links, and the model's
+    // latency is already the route's (2 lat + bb_lat).
+    let latency_per_link = backbone.is_none();
+    let flows = Some(FlowSharing {
         link_bw_bytes_per_s: bw,
-        nominal_rate_bytes_per_s: if gamma > 0.0 && route_lat > 0.0 { bw.min(gamma / (2.0 * route_lat)) } else { bw },
+        nominal_rate_bytes_per_s: if gamma > 0.0 && route_lat > 0.0 { route_bw.min(gamma / (2.0 * route_lat)) } else { route_bw },
         crosstraffic,
         header_bytes: hdr,
-        topology: topology.clone(),
-        latency_per_link: true,
+        topology: backbone.unwrap_or_else(|| topology.clone()),
+        latency_per_link,
     });
     // SimGrid's `ompi` selector is its own port of OpenMPI's tables.
     let selector = match cfg.get("smpi/coll-selector").unwrap_or("default") {

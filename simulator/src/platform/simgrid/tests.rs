@@ -140,6 +140,19 @@ fn torus_and_fat_tree_clusters_give_their_topology() {
 }
 
 #[test]
+fn a_backbone_cluster_shares_its_private_links_and_its_backbone() {
+    let bb = SLOW.replace("0-1", "0-3") + r#" bb_bw="4MBps" bb_lat="1ms""#;
+    let p = load(&xml(&bb, ""), &[]).unwrap();
+    let links = p.links.clone().unwrap();
+    let Topology::Backbone { ratio } = links.topology else { panic!("{:?}", links.topology) };
+    assert!((ratio * links.link_bw_bytes_per_s - 4e6).abs() < 1e-3, "{ratio}");
+    // The model's latency is the whole route's (2 lat + bb_lat).
+    assert!(!links.latency_per_link);
+    let flat = load(&xml(&SLOW.replace("0-1", "0-3"), ""), &[]).unwrap();
+    assert!(p.network.inter.as_ref().unwrap().transfer.eval(0) > flat.network.inter.as_ref().unwrap().transfer.eval(0) + 0.9e-3);
+}
+
+#[test]
 fn sharing_policy_and_router_id_are_accepted_and_ignored() {
     let attrs = format!("{SLOW} sharing_policy=\"SPLITDUPLEX\" bb_sharing_policy=\"SHARED\" router_id=\"r\"");
     assert_eq!(load(&xml(&attrs, ""), &[]).unwrap(), load(&xml(SLOW, ""), &[]).unwrap());
