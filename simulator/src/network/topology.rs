@@ -206,6 +206,8 @@ mod tests {
         assert_eq!(route(&t, 0, 2), [2, 0, 7]);
         // The way back shares the backbone's id, not its own direction.
         assert_eq!(route(&t, 2, 0), [6, 0, 3]);
+        let toml: Topology = toml::from_str("kind = \"backbone\"\nratio = 8").unwrap();
+        assert_eq!(toml, Topology::Backbone { ratio: 8.0 });
         assert!(Topology::Backbone { ratio: 0.0 }.validate(3).is_err());
         assert!(Topology::Backbone { ratio: f64::NAN }.validate(3).is_err());
     }
