@@ -161,3 +161,17 @@ fn what_simgrid_cannot_express_is_an_error() {
     p.links.as_mut().unwrap().crosstraffic = 0.5;
     assert!(to_xml(&p).unwrap_err().contains("crosstraffic 0.5"));
 }
+
+#[test]
+fn a_backbone_is_written_as_bb_bw_and_reads_back() {
+    let mut p = platform();
+    p.links.as_mut().unwrap().topology = Topology::Backbone { ratio: 4.0 };
+    let text = to_xml(&p).unwrap();
+    assert!(text.contains(" bb_bw=\"") && text.contains(" bb_lat=\"0s\""), "{text}");
+    let back = super::super::parse(&text, Path::new("rt.xml"), &[]).unwrap();
+    assert_eq!(back.links.unwrap().topology, Topology::Backbone { ratio: 4.0 });
+    for s in sizes() {
+        let (w, g) = (p.network.inter.as_ref().unwrap().transfer.eval(s), back.network.inter.as_ref().unwrap().transfer.eval(s));
+        assert!(close(w, g), "transfer {s} B: {g} vs {w}\n{text}");
+    }
+}
