@@ -47,6 +47,7 @@
 pub mod client;
 pub mod hints;
 pub mod ompio;
+pub mod plan;
 mod recent;
 mod state;
 pub mod summary;
@@ -58,9 +59,10 @@ pub(crate) mod tests;
 use serde::{Deserialize, Serialize};
 
 pub use hints::{FileInfo, FileView, Hints};
+pub use plan::{Plan, Step};
 pub use state::{FsState, IoKind, ServerStats};
 pub use summary::{io_summary, IoSummary};
-pub use twophase::{aggregators, two_phase, Member};
+pub use twophase::{aggregators, two_phase, two_phase_plan, Member};
 
 use crate::error::Invalid;
 use crate::network::Piecewise;

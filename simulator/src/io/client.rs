@@ -16,7 +16,8 @@
 //! [`super::ompio::INDIVIDUAL_MAX_RANKS`] ranks.
 
 use super::hints::{DEFAULT_IND_RD_BUFFER_BYTES, DEFAULT_IND_WR_BUFFER_BYTES};
-use super::{ompio, two_phase, FileInfo, FileView, FsState, Hints, IoKind, Member, MpiIo};
+use super::plan::{Plan, Step};
+use super::{ompio, two_phase_plan, FileInfo, FileView, FsState, Hints, IoKind, Member, MpiIo};
 use crate::action::IoCall;
 use crate::platform::Platform;
 
@@ -86,24 +87,34 @@ pub struct Access {
 
 /// When the independent call `a` (with the rank's state of its file,
 /// `open`), issued at `t` seconds over a network of `lat` one-way
-/// latency, completes (for `Iread`/`Iwrite`: when its request does); a
-/// collective access (`ReadAll`/`WriteAll`) runs as independent here (for
-/// one whose two-phase is off).
+/// latency, completes (for `Iread`/`Iwrite`: when its request does);
+/// [`independent_plan`] run on the servers' FIFO links.
 pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, a: Access) -> f64 {
+    independent_plan(fs, open, t, a).run(fs, lat)[0]
+}
+
+/// The schedule of the independent call `a` issued at `t` seconds (a
+/// collective access runs as independent here, for one whose two-phase
+/// is off), one party: a metadata step, a sync, or its requests one after
+/// another (a strided view's blocks, or its sieved buffers: each read,
+/// then written back for a write).
+pub fn independent_plan(fs: &FsState, open: &OpenFile, t: f64, a: Access) -> Plan {
     let Access { call, file, offset, bytes } = a;
     let kind = match call {
-        IoCall::Open { .. } | IoCall::Close | IoCall::Meta => return fs.metadata(t),
-        IoCall::Sync => return fs.sync(t),
+        IoCall::Open { .. } | IoCall::Close | IoCall::Meta => return Plan::single(Step::Metadata, t),
+        IoCall::Sync => return Plan::single(Step::Sync, t),
         IoCall::Read | IoCall::Iread { .. } | IoCall::ReadAll => IoKind::Read,
         IoCall::Write | IoCall::Iwrite { .. } | IoCall::WriteAll => IoKind::Write,
     };
-    let Some(v) = open.view.filter(|_| bytes > 0) else { return fs.request(t, lat, file, offset, bytes, kind) };
+    let Some(v) = open.view.filter(|_| bytes > 0) else { return Plan::single(Step::Request { file, offset, bytes, kind }, t) };
     let h = &open.hints;
     let sieve = fs.fs().mpi_io == MpiIo::Romio
         && match kind {
             IoKind::Read => h.ds_read != Some(false),
             IoKind::Write => h.ds_write != Some(false),
         };
+    let mut p = Plan::default();
+    let mut last = p.add(Step::Join, t, &[]);
     if sieve {
         let span = v.span(bytes);
         let buf = match kind {
@@ -111,23 +122,22 @@ pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, a: Acces
             IoKind::Write => h.ind_wr_buffer_bytes.unwrap_or(DEFAULT_IND_WR_BUFFER_BYTES),
         }
         .max(1);
-        let mut done = t;
         for k in 0..span.div_ceil(buf) {
             let (at, len) = (offset + k * buf, buf.min(span - k * buf));
-            done = fs.request(done, lat, file, at, len, IoKind::Read);
+            last = p.request(t, &[last], file, at, len, IoKind::Read);
             if kind == IoKind::Write {
-                done = fs.request(done, lat, file, at, len, IoKind::Write);
+                last = p.request(t, &[last], file, at, len, IoKind::Write);
             }
         }
-        return done;
+    } else {
+        let (block, stride) = (v.block_bytes, v.stride());
+        for j in 0..bytes.div_ceil(block) {
+            let len = block.min(bytes - j * block);
+            last = p.request(t, &[last], file, offset + j * stride, len, kind);
+        }
     }
-    let (block, stride) = (v.block_bytes, v.stride());
-    let mut done = t;
-    for j in 0..bytes.div_ceil(block) {
-        let len = block.min(bytes - j * block);
-        done = fs.request(done, lat, file, offset + j * stride, len, kind);
-    }
-    done
+    p.outputs.push(last);
+    p
 }
 
 /// A collective access (`ReadAll` or `WriteAll`) of `file` by `members`
@@ -136,25 +146,22 @@ pub fn independent(fs: &mut FsState, open: &OpenFile, t: f64, lat: f64, a: Acces
 /// exchange timed by the platform's intra- or inter-host transfer model.
 /// Returns each member's completion, seconds.
 pub fn collective(fs: &mut FsState, platform: &Platform, file: u32, members: &[Member], write: bool, hints: &Hints, lat: f64) -> Vec<f64> {
+    collective_plan(fs, platform, file, members, write, hints).run(fs, lat)
+}
+
+/// The schedule of [`collective`], one party per member.
+pub fn collective_plan(fs: &FsState, platform: &Platform, file: u32, members: &[Member], write: bool, hints: &Hints) -> Plan {
     let net = &platform.network;
     let exchange = |a: usize, b: usize, bytes: u64| {
         let model = if members[a].host == members[b].host { &net.intra } else { net.inter.as_ref().unwrap_or(&net.intra) };
         model.transfer.eval(bytes)
     };
-    schedule(fs, file, members, write, hints, lat, exchange)
+    schedule_plan(fs, file, members, write, hints, exchange)
 }
 
-/// The schedule of a collective access of `file` by `members` under the
-/// file system's `mpi_io`, `exchange(from, to, bytes)` timing a transfer
-/// between two members (seconds), `lat` the one-way latency to the
-/// servers (seconds); returns each member's completion, seconds.
-///
-/// ROMIO: its two-phase schedule ([`two_phase`]); with
-/// `romio_cb_write`/`romio_cb_read` left `automatic` (ROMIO's default)
-/// and parts that do not interleave (each member's contiguous range ends
-/// before the next one's starts), ROMIO skips the two phases: once the
-/// last member entered (the offsets are exchanged), each accesses its own
-/// part independently. OMPIO: [`ompio::collective`].
+/// Each member's completion of a collective access of `file` by
+/// `members` (seconds): [`schedule_plan`] run on the servers' FIFO links
+/// over a network of `lat` one-way latency (seconds).
 pub fn schedule(
     fs: &mut FsState,
     file: u32,
@@ -164,16 +171,42 @@ pub fn schedule(
     lat: f64,
     exchange: impl Fn(usize, usize, u64) -> f64,
 ) -> Vec<f64> {
+    schedule_plan(fs, file, members, write, hints, exchange).run(fs, lat)
+}
+
+/// The schedule of a collective access of `file` by `members` under the
+/// file system's `mpi_io`, one party per member, `exchange(from, to,
+/// bytes)` timing a transfer between two members (seconds).
+///
+/// ROMIO: its two-phase schedule ([`super::two_phase_plan`]); with
+/// `romio_cb_write`/`romio_cb_read` left `automatic` (ROMIO's default)
+/// and parts that do not interleave (each member's contiguous range ends
+/// before the next one's starts), ROMIO skips the two phases: once the
+/// last member entered (the offsets are exchanged), each accesses its own
+/// part independently. OMPIO: [`ompio::plan`].
+pub fn schedule_plan(
+    fs: &FsState,
+    file: u32,
+    members: &[Member],
+    write: bool,
+    hints: &Hints,
+    exchange: impl Fn(usize, usize, u64) -> f64,
+) -> Plan {
     let kind = if write { IoKind::Write } else { IoKind::Read };
     if fs.fs().mpi_io == MpiIo::Ompio {
-        return ompio::collective(fs, file, members, kind, hints, lat, exchange);
+        return ompio::plan(fs, file, members, kind, hints, exchange);
     }
     let automatic = if write { hints.cb_write } else { hints.cb_read }.is_none();
     if automatic && !interleaved(members) {
         let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
-        return members.iter().map(|m| fs.request(t0, lat, file, m.offset, m.bytes, kind)).collect();
+        let mut p = Plan::default();
+        for m in members {
+            let s = p.request(t0, &[], file, m.offset, m.bytes, kind);
+            p.outputs.push(s);
+        }
+        return p;
     }
-    two_phase(fs, file, members, kind, hints, lat, exchange)
+    two_phase_plan(fs, file, members, kind, hints, exchange)
 }
 
 /// Whether the members' parts interleave (ROMIO's test before choosing

@@ -23,6 +23,7 @@
 //!   aggregator and, per aggregator, an allgatherv of those pieces
 //!   (offset and length, 16 bytes each).
 
+use super::plan::{Plan, Step};
 use super::state::{FsState, IoKind};
 use super::{Hints, Member};
 
@@ -73,14 +74,8 @@ pub fn aggregators(ranks: usize, cb_nodes: Option<u32>) -> Vec<usize> {
 }
 
 /// Completion time of each member of a collective access of `file` by
-/// `members` (in communicator order), seconds, as OMPIO times it:
-/// [`individual`] accesses (each member's own request at its entry) up to
-/// [`INDIVIDUAL_MAX_RANKS`] members, else `vulcan`'s cycles (see the
-/// module docs) from the last member's entry, every member completing
-/// with the last cycle. `hints` give `cb_nodes` and `cb_buffer_size`
-/// (else the file system's, else OMPIO's defaults); `exchange(from, to,
-/// bytes)` is the transfer time between two members, seconds; `lat` the
-/// one-way latency to the servers, seconds.
+/// `members` (in communicator order), seconds, as OMPIO times it
+/// ([`plan`] run on the servers' FIFO links).
 pub fn collective(
     fs: &mut FsState,
     file: u32,
@@ -90,11 +85,32 @@ pub fn collective(
     lat: f64,
     exchange: impl Fn(usize, usize, u64) -> f64,
 ) -> Vec<f64> {
+    plan(fs, file, members, kind, hints, exchange).run(fs, lat)
+}
+
+/// The schedule of a collective access of `file` by `members` (in
+/// communicator order) as OMPIO runs it, one party per member:
+/// [`individual`] accesses (each member's own request at its entry) up to
+/// [`INDIVIDUAL_MAX_RANKS`] members, else `vulcan`'s cycles (see the
+/// module docs) from the last member's entry, every member completing
+/// with the last cycle. `hints` give `cb_nodes` and `cb_buffer_size`
+/// (else the file system's, else OMPIO's defaults); `exchange(from, to,
+/// bytes)` is the transfer time between two members, seconds.
+pub fn plan(fs: &FsState, file: u32, members: &[Member], kind: IoKind, hints: &Hints, exchange: impl Fn(usize, usize, u64) -> f64) -> Plan {
+    let mut p = Plan::default();
     if individual(members.len()) {
-        return members.iter().map(|m| fs.request(m.entry_s, lat, file, m.offset, m.bytes, kind)).collect();
+        for m in members {
+            let s = p.request(m.entry_s, &[], file, m.offset, m.bytes, kind);
+            p.outputs.push(s);
+        }
+        return p;
     }
     let (t0, range) = Member::extent(members);
-    let Some((lo, hi)) = range else { return vec![t0; members.len()] };
+    let Some((lo, hi)) = range else {
+        let s = p.add(Step::Join, t0, &[]);
+        p.outputs = vec![s; members.len()];
+        return p;
+    };
     let aggs = aggregators(members.len(), hints.cb_nodes.or(fs.fs().cb_nodes));
     let buffer = hints.cb_buffer_bytes.or(fs.fs().cb_buffer_bytes).unwrap_or(DEFAULT_BYTES_PER_AGG).max(2);
     let cycle = match kind {
@@ -104,7 +120,8 @@ pub fn collective(
     let domain = (hi - lo).div_ceil(aggs.len() as u64);
     let domains: Vec<(u64, u64)> = (0..aggs.len() as u64).map(|a| (lo + a * domain, (lo + (a + 1) * domain).min(hi))).collect();
     let cycles = domains.iter().map(|&(a, b)| data_in(members, a, b).div_ceil(cycle)).max().unwrap_or(0);
-    let t0 = t0 + setup_s(members, &domains, &exchange);
+    let setup = p.add(Step::Join, t0, &[]);
+    let setup = p.add(Step::Delay(setup_s(members, &domains, &exchange)), t0, &[setup]);
     // Each aggregator's cycle k: the file window holding its domain's data
     // from k·cycle to (k+1)·cycle, its data, where it starts, and the
     // exchange's time (the largest remote contributor's link carrying all
@@ -131,38 +148,46 @@ pub fn collective(
         }
         out
     };
-    let access = |fs: &mut FsState, at: f64, work: &[(u64, u64, f64)]| {
-        work.iter().map(|&(first, data, _)| fs.request(at, lat, file, first, data, kind)).fold(at, f64::max)
+    // The aggregators' accesses of one cycle from step `at`, and the step
+    // ending with the last of them.
+    let access = |p: &mut Plan, at: u32, work: &[(u64, u64, f64)]| {
+        let mut ends = vec![at];
+        ends.extend(work.iter().map(|&(first, data, _)| p.request(t0, &[at], file, first, data, kind)));
+        p.add(Step::Join, t0, &ends)
     };
-    let swapped = |at: f64, work: &[(u64, u64, f64)]| at + work.iter().map(|w| w.2).fold(0.0, f64::max);
-    let mut t = t0;
+    let swapped =
+        |p: &mut Plan, at: u32, work: &[(u64, u64, f64)]| p.add(Step::Delay(work.iter().map(|w| w.2).fold(0.0, f64::max)), t0, &[at]);
+    let mut t = setup;
     match kind {
         IoKind::Read => {
             for k in 0..cycles {
                 let work = step(k);
-                let read = access(fs, t, &work);
-                t = swapped(read, &work);
+                let read = access(&mut p, t, &work);
+                t = swapped(&mut p, read, &work);
             }
         }
         IoKind::Write if cycles > 0 => {
             let overlap = cycles > 2;
             let mut pending = step(0);
-            t = swapped(t, &pending);
+            t = swapped(&mut p, t, &pending);
             for k in 1..cycles {
                 let work = step(k);
                 t = if overlap {
-                    access(fs, t, &pending).max(swapped(t, &work))
+                    let written = access(&mut p, t, &pending);
+                    let moved = swapped(&mut p, t, &work);
+                    p.add(Step::Join, t0, &[written, moved])
                 } else {
-                    let written = access(fs, t, &pending);
-                    swapped(written, &work)
+                    let written = access(&mut p, t, &pending);
+                    swapped(&mut p, written, &work)
                 };
                 pending = work;
             }
-            t = access(fs, t, &pending);
+            t = access(&mut p, t, &pending);
         }
         IoKind::Write => {}
     }
-    vec![t; members.len()]
+    p.outputs = vec![t; members.len()];
+    p
 }
 
 /// Bytes of one file piece in `vulcan`'s set-up (a `struct iovec`:

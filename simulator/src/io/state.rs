@@ -166,92 +166,122 @@ impl FsState {
 
     /// A client's access of `bytes` at `offset` of `file`, issued at `t`
     /// seconds over a network of `net_latency_s` one-way latency; returns
-    /// when it completes, seconds.
+    /// when it completes, seconds. Each piece crosses its server's FIFO
+    /// link ([`FsState::over_link`]): a write's before the server takes it
+    /// ([`FsState::write_arrived`]), a read's after the server serves it
+    /// ([`FsState::read_served`]).
     pub fn request(&mut self, t: f64, net_latency_s: f64, file: u32, offset: u64, bytes: u64, kind: IoKind) -> f64 {
         if bytes == 0 {
             return t;
         }
-        let end = offset.saturating_add(bytes);
-        let hit = kind == IoKind::Read && self.recent.covers(file, offset, end);
-        if kind == IoKind::Write {
-            self.recent.remember(file, offset, end);
-        }
+        let hit = self.begin(file, offset, bytes, kind);
+        let lat = net_latency_s;
         let mut done = t;
         for (s, b) in self.pieces(file, offset, bytes) {
-            done = done.max(if hit { self.cached_read(s, t, net_latency_s, b) } else { self.piece(s, t, net_latency_s, b, kind) });
+            done = done.max(match kind {
+                IoKind::Write => {
+                    let arrive = self.over_link(s, t + lat, b);
+                    self.write_arrived(s, arrive, b)
+                }
+                IoKind::Read => {
+                    let served = self.read_served(s, t + lat, b, hit);
+                    self.over_link(s, served, b) + lat
+                }
+            });
         }
         done
     }
 
-    /// A read piece of `b` bytes the server's cache still holds: at the
-    /// cache's speed, no disk latency, then back over the link.
-    fn cached_read(&mut self, s: usize, t: f64, lat: f64, b: u64) -> f64 {
-        let d = &self.fs.disk;
+    /// Starts a client's access of `bytes` at `offset` of `file`: whether
+    /// a read finds its data in the servers' caches; a write's range is
+    /// remembered for later reads. Its pieces are [`FsState::pieces`].
+    pub fn begin(&mut self, file: u32, offset: u64, bytes: u64, kind: IoKind) -> bool {
+        let end = offset.saturating_add(bytes);
+        if kind == IoKind::Write {
+            self.recent.remember(file, offset, end);
+            return false;
+        }
+        self.recent.covers(file, offset, end)
+    }
+
+    /// A piece of `b` bytes ready at `t` crosses server `s`'s link (first
+    /// in, first out, at `link_bytes_per_s`); returns when it has crossed,
+    /// seconds.
+    fn over_link(&mut self, s: usize, t: f64, b: u64) -> f64 {
         let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
-        let from_cache = d.cached_read_s(b);
+        let srv = &mut self.servers[s];
+        srv.stats.link_busy_s += on_link;
+        let end = t.max(srv.link_free_s) + on_link;
+        srv.link_free_s = end;
+        self.span(s, "link", end - on_link, end);
+        end
+    }
+
+    /// Server `s`'s traffic with the clients carried elsewhere (a flow of
+    /// the platform's network) from `start_s` to `end_s`: counted in its
+    /// link's busy time and kept as a `link` span.
+    pub fn link_used(&mut self, s: usize, start_s: f64, end_s: f64) {
+        self.servers[s].stats.link_busy_s += end_s - start_s;
+        self.span(s, "link", start_s, end_s);
+    }
+
+    /// A write piece of `b` bytes that reached server `s` at `arrive`:
+    /// into the cache while it has room, else onto the disk after what
+    /// the disk already has to do; returns when the server holds it,
+    /// seconds.
+    pub fn write_arrived(&mut self, s: usize, arrive: f64, b: u64) -> f64 {
+        let d = &self.fs.disk;
+        let (latency_s, write_bw) = (d.latency_s, d.write_bytes_per_s);
+        let (cache_bytes, drain_after_bytes) = (d.cache_bytes, d.drain_after_bytes);
+        let srv = &mut self.servers[s];
+        srv.stats.requests += 1;
+        srv.drained(arrive);
+        let cached = cache_bytes > 0 && srv.dirty_bytes + b <= cache_bytes;
+        let on_disk = b as f64 / write_bw;
+        srv.stats.bytes_written += b;
+        if !cached {
+            self.servers[s].stats.disk_busy_s += latency_s + on_disk;
+            // A full cache writes back what waits before taking more.
+            self.drain(s, arrive);
+        }
+        let disk_from = self.servers[s].disk_free_s;
+        let srv = &mut self.servers[s];
+        if cached {
+            let done = arrive + self.fs.disk.cache_write_s(b);
+            srv.dirty_bytes += b;
+            srv.waiting += b;
+            self.span(s, "cache write", arrive, done);
+            if self.servers[s].waiting > drain_after_bytes {
+                self.drain(s, done);
+            }
+            done
+        } else {
+            let done = arrive.max(disk_from) + latency_s + on_disk;
+            srv.disk_free_s = done;
+            self.span(s, "disk write", done - latency_s - on_disk, done);
+            done
+        }
+    }
+
+    /// A read piece of `b` bytes whose request reached server `s` at `at`:
+    /// from the cache when `cached` ([`FsState::begin`]), else from the
+    /// disk after what it already has to do; returns when the data leaves
+    /// the server, seconds.
+    pub fn read_served(&mut self, s: usize, at: f64, b: u64, cached: bool) -> f64 {
+        let d = &self.fs.disk;
+        let (from_cache, on_disk) = (d.cached_read_s(b), d.latency_s + b as f64 / d.read_bytes_per_s);
         let srv = &mut self.servers[s];
         srv.stats.requests += 1;
         srv.stats.bytes_read += b;
-        srv.stats.link_busy_s += on_link;
-        let back = (t + lat + from_cache).max(srv.link_free_s) + on_link;
-        srv.link_free_s = back;
-        self.span(s, "cache read", t + lat, t + lat + from_cache);
-        back + lat
-    }
-
-    fn piece(&mut self, s: usize, t: f64, lat: f64, b: u64, kind: IoKind) -> f64 {
-        let d = &self.fs.disk;
-        let (latency_s, write_bw, read_bw) = (d.latency_s, d.write_bytes_per_s, d.read_bytes_per_s);
-        let (cache_bytes, drain_after_bytes) = (d.cache_bytes, d.drain_after_bytes);
-        let on_link = self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
-        let srv = &mut self.servers[s];
-        srv.stats.requests += 1;
-        srv.stats.link_busy_s += on_link;
-        match kind {
-            IoKind::Write => {
-                let arrive = (t + lat).max(srv.link_free_s) + on_link;
-                srv.link_free_s = arrive;
-                srv.drained(arrive);
-                let cached = cache_bytes > 0 && srv.dirty_bytes + b <= cache_bytes;
-                let on_disk = b as f64 / write_bw;
-                srv.stats.bytes_written += b;
-                self.span(s, "link", arrive - on_link, arrive);
-                if !cached {
-                    self.servers[s].stats.disk_busy_s += latency_s + on_disk;
-                    // A full cache writes back what waits before taking more.
-                    self.drain(s, arrive);
-                }
-                let disk_from = self.servers[s].disk_free_s;
-                let srv = &mut self.servers[s];
-                if cached {
-                    let done = arrive + self.fs.disk.cache_write_s(b);
-                    srv.dirty_bytes += b;
-                    srv.waiting += b;
-                    self.span(s, "cache write", arrive, done);
-                    if self.servers[s].waiting > drain_after_bytes {
-                        self.drain(s, done);
-                    }
-                    done
-                } else {
-                    let done = arrive.max(disk_from) + latency_s + on_disk;
-                    srv.disk_free_s = done;
-                    self.span(s, "disk write", done - latency_s - on_disk, done);
-                    done
-                }
-            }
-            IoKind::Read => {
-                let on_disk = latency_s + b as f64 / read_bw;
-                srv.stats.bytes_read += b;
-                srv.stats.disk_busy_s += on_disk;
-                let read = (t + lat).max(srv.disk_free_s) + on_disk;
-                srv.disk_free_s = read;
-                let back = read.max(srv.link_free_s) + on_link;
-                srv.link_free_s = back;
-                self.span(s, "disk read", read - on_disk, read);
-                self.span(s, "link", back - on_link, back);
-                back + lat
-            }
+        if cached {
+            self.span(s, "cache read", at, at + from_cache);
+            return at + from_cache;
         }
+        srv.stats.disk_busy_s += on_disk;
+        let read = at.max(srv.disk_free_s) + on_disk;
+        srv.disk_free_s = read;
+        self.span(s, "disk read", read - on_disk, read);
+        read
     }
 
     /// Starts writing back server `s`'s waiting cached bytes at `t` (after

@@ -2,6 +2,7 @@
 //! sieving and collective I/O in ROMIO", Frontiers 1999, §3;
 //! `ad_write_coll.c`, `ad_aggregate.c`), as a timing model.
 
+use super::plan::{Plan, Step};
 use super::state::{FsState, IoKind};
 use super::{Hints, DEFAULT_CB_BUFFER_BYTES};
 
@@ -64,17 +65,8 @@ pub fn aggregators(members: &[Member], cb_nodes: Option<u32>) -> Vec<usize> {
 }
 
 /// Completion time of each member of a collective access of `file`, in
-/// member order, seconds, with the file's `hints` (`cb_nodes`,
-/// `cb_buffer_size`; else the file system's, else ROMIO's defaults).
-/// The access starts when the last member enters.
-/// The accessed range `[lo, hi)` is split into one contiguous file domain
-/// per aggregator (`⌈(hi − lo) / A⌉` bytes each), each domain processed in
-/// rounds of the collective buffer; in each round every aggregator
-/// receives (write) or sends (read) the members' bytes in its window,
-/// `exchange(from, to, bytes)` seconds for the largest contributor's link
-/// carrying the round's total, and accesses the file through `fs` (after
-/// the exchange for a write, before it for a read). Rounds follow one
-/// another; every member completes with the last round.
+/// member order, seconds ([`two_phase_plan`] run on the servers' FIFO
+/// links over a network of `net_latency_s` one-way latency).
 pub fn two_phase(
     fs: &mut FsState,
     file: u32,
@@ -84,8 +76,34 @@ pub fn two_phase(
     net_latency_s: f64,
     exchange: impl Fn(usize, usize, u64) -> f64,
 ) -> Vec<f64> {
+    two_phase_plan(fs, file, members, kind, hints, exchange).run(fs, net_latency_s)
+}
+
+/// The schedule of ROMIO's two-phase access of `file` by `members`, one
+/// party per member, with the file's `hints` (`cb_nodes`,
+/// `cb_buffer_size`; else the file system's, else ROMIO's defaults).
+/// The access starts when the last member enters.
+/// The accessed range `[lo, hi)` is split into one contiguous file domain
+/// per aggregator (`⌈(hi − lo) / A⌉` bytes each), each domain processed in
+/// rounds of the collective buffer; in each round every aggregator
+/// receives (write) or sends (read) the members' bytes in its window,
+/// `exchange(from, to, bytes)` seconds for the largest contributor's link
+/// carrying the round's total, and accesses the file (after the exchange
+/// for a write, before it for a read). Rounds follow one another; every
+/// member completes with the last round.
+pub fn two_phase_plan(
+    fs: &FsState,
+    file: u32,
+    members: &[Member],
+    kind: IoKind,
+    hints: &Hints,
+    exchange: impl Fn(usize, usize, u64) -> f64,
+) -> Plan {
     let (t0, range) = Member::extent(members);
-    let Some((lo, hi)) = range else { return vec![t0; members.len()] };
+    let mut p = Plan::default();
+    let mut start = p.add(Step::Join, t0, &[]);
+    p.outputs = vec![start; members.len()];
+    let Some((lo, hi)) = range else { return p };
     let aggs = aggregators(members, hints.cb_nodes.or(fs.fs().cb_nodes));
     let cb = hints.cb_buffer_bytes.or(fs.fs().cb_buffer_bytes).unwrap_or(DEFAULT_CB_BUFFER_BYTES).max(1);
     let domain = (hi - lo).div_ceil(aggs.len() as u64);
@@ -99,9 +117,8 @@ pub fn two_phase(
         (covered as u128 * m.bytes as u128 / span.max(1) as u128) as u64
     };
     let overlap = |m: &Member, a: u64, b: u64| before(m, b) - before(m, a);
-    let mut start = t0;
     for k in 0..rounds {
-        let mut end = start;
+        let mut ends = vec![start];
         for (ai, &agg) in aggs.iter().enumerate() {
             let d_lo = lo + ai as u64 * domain;
             let (w_lo, w_hi) = (d_lo + k * cb, (d_lo + (k + 1) * cb).min(d_lo + domain).min(hi));
@@ -122,19 +139,20 @@ pub fn two_phase(
                 IoKind::Write => exchange(from_member, agg, moved),
                 IoKind::Read => exchange(agg, from_member, moved),
             };
-            let done = match (kind, widest) {
-                (IoKind::Write, w) => {
-                    let ready = start + w.map_or(0.0, swap);
-                    fs.request(ready, net_latency_s, file, first, data, IoKind::Write)
+            let done = match kind {
+                IoKind::Write => {
+                    let ready = p.add(Step::Delay(widest.map_or(0.0, swap)), t0, &[start]);
+                    p.request(t0, &[ready], file, first, data, IoKind::Write)
                 }
-                (IoKind::Read, w) => {
-                    let read = fs.request(start, net_latency_s, file, first, data, IoKind::Read);
-                    read + w.map_or(0.0, swap)
+                IoKind::Read => {
+                    let read = p.request(t0, &[start], file, first, data, IoKind::Read);
+                    p.add(Step::Delay(widest.map_or(0.0, swap)), t0, &[read])
                 }
             };
-            end = end.max(done);
+            ends.push(done);
         }
-        start = end;
+        start = p.add(Step::Join, t0, &ends);
     }
-    vec![start; members.len()]
+    p.outputs = vec![start; members.len()];
+    p
 }
