@@ -28,6 +28,19 @@
 //! - open, close, set_size, preallocate and delete pay
 //!   `metadata_latency_s`, a sync `sync_latency_s` after the drain.
 //!
+//! With link sharing (a platform's `[links]`, [`crate::network::FlowSharing`])
+//! the replay moves the pieces as flows of the platform's network instead
+//! of through the FIFO links: each call's schedule ([`Plan`]) runs step by
+//! step, a write piece flowing from its client's host to its server, a
+//! read's request flowing there and its data back once the server served
+//! it, so I/O shares the links with MPI messages and many clients share a
+//! server's link max-min fairly. A server named in `server_hosts` is
+//! reached by the topology's route (a client on its host moves no data);
+//! a dedicated server through the client host's first link toward the
+//! other hosts, then its own link of `link_bytes_per_s` (no link of its
+//! own without). Online mode, which has no link sharing, keeps the FIFO
+//! links.
+//!
 //! Collective I/O follows the MPI-IO implementation the file system's
 //! `mpi_io` names ([`MpiIo`]):
 //!
@@ -150,7 +163,8 @@ pub struct FileSystem {
     /// Name, for messages and reports.
     pub name: String,
     /// Number of dedicated servers (not hosts of the platform); added to
-    /// `server_hosts`.
+    /// `server_hosts`. Servers are numbered `server_hosts` first, then the
+    /// dedicated ones.
     #[serde(default)]
     pub servers: u32,
     /// Hosts of the platform that also serve this file system, by name.
@@ -172,7 +186,8 @@ pub struct FileSystem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_latency_s: Option<f64>,
     /// Each server's link to the clients, bytes/s; `None`: the link never
-    /// limits (only the disk does).
+    /// limits (only the disk does). With link sharing, the link of each
+    /// dedicated server (a server on a host uses the host's links).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_bytes_per_s: Option<f64>,
     /// Each server's disk.

@@ -106,7 +106,7 @@ pub fn independent_plan(fs: &FsState, open: &OpenFile, t: f64, a: Access) -> Pla
         IoCall::Read | IoCall::Iread { .. } | IoCall::ReadAll => IoKind::Read,
         IoCall::Write | IoCall::Iwrite { .. } | IoCall::WriteAll => IoKind::Write,
     };
-    let Some(v) = open.view.filter(|_| bytes > 0) else { return Plan::single(Step::Request { file, offset, bytes, kind }, t) };
+    let Some(v) = open.view.filter(|_| bytes > 0) else { return Plan::single(Step::Request { by: 0, file, offset, bytes, kind }, t) };
     let h = &open.hints;
     let sieve = fs.fs().mpi_io == MpiIo::Romio
         && match kind {
@@ -124,16 +124,16 @@ pub fn independent_plan(fs: &FsState, open: &OpenFile, t: f64, a: Access) -> Pla
         .max(1);
         for k in 0..span.div_ceil(buf) {
             let (at, len) = (offset + k * buf, buf.min(span - k * buf));
-            last = p.request(t, &[last], file, at, len, IoKind::Read);
+            last = p.request((t, 0), &[last], file, at, len, IoKind::Read);
             if kind == IoKind::Write {
-                last = p.request(t, &[last], file, at, len, IoKind::Write);
+                last = p.request((t, 0), &[last], file, at, len, IoKind::Write);
             }
         }
     } else {
         let (block, stride) = (v.block_bytes, v.stride());
         for j in 0..bytes.div_ceil(block) {
             let len = block.min(bytes - j * block);
-            last = p.request(t, &[last], file, offset + j * stride, len, kind);
+            last = p.request((t, 0), &[last], file, offset + j * stride, len, kind);
         }
     }
     p.outputs.push(last);
@@ -200,8 +200,8 @@ pub fn schedule_plan(
     if automatic && !interleaved(members) {
         let t0 = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
         let mut p = Plan::default();
-        for m in members {
-            let s = p.request(t0, &[], file, m.offset, m.bytes, kind);
+        for (i, m) in members.iter().enumerate() {
+            let s = p.request((t0, i as u32), &[], file, m.offset, m.bytes, kind);
             p.outputs.push(s);
         }
         return p;

@@ -99,8 +99,8 @@ pub fn collective(
 pub fn plan(fs: &FsState, file: u32, members: &[Member], kind: IoKind, hints: &Hints, exchange: impl Fn(usize, usize, u64) -> f64) -> Plan {
     let mut p = Plan::default();
     if individual(members.len()) {
-        for m in members {
-            let s = p.request(m.entry_s, &[], file, m.offset, m.bytes, kind);
+        for (i, m) in members.iter().enumerate() {
+            let s = p.request((m.entry_s, i as u32), &[], file, m.offset, m.bytes, kind);
             p.outputs.push(s);
         }
         return p;
@@ -126,7 +126,7 @@ pub fn plan(fs: &FsState, file: u32, members: &[Member], kind: IoKind, hints: &H
     // from k·cycle to (k+1)·cycle, its data, where it starts, and the
     // exchange's time (the largest remote contributor's link carrying all
     // remote data).
-    let step = |k: u64| -> Vec<(u64, u64, f64)> {
+    let step = |k: u64| -> Vec<(u64, u64, f64, u32)> {
         let mut out = Vec::new();
         for (ai, &(d_lo, d_hi)) in domains.iter().enumerate() {
             let (w_lo, w_hi) = (window_end(members, d_lo, d_hi, k * cycle), window_end(members, d_lo, d_hi, (k + 1) * cycle));
@@ -144,19 +144,19 @@ pub fn plan(fs: &FsState, file: u32, members: &[Member], kind: IoKind, hints: &H
                 IoKind::Write => exchange(i, agg, moved),
                 IoKind::Read => exchange(agg, i, moved),
             });
-            out.push((first, data, swap));
+            out.push((first, data, swap, agg as u32));
         }
         out
     };
     // The aggregators' accesses of one cycle from step `at`, and the step
     // ending with the last of them.
-    let access = |p: &mut Plan, at: u32, work: &[(u64, u64, f64)]| {
+    let access = |p: &mut Plan, at: u32, work: &[(u64, u64, f64, u32)]| {
         let mut ends = vec![at];
-        ends.extend(work.iter().map(|&(first, data, _)| p.request(t0, &[at], file, first, data, kind)));
+        ends.extend(work.iter().map(|&(first, data, _, agg)| p.request((t0, agg), &[at], file, first, data, kind)));
         p.add(Step::Join, t0, &ends)
     };
     let swapped =
-        |p: &mut Plan, at: u32, work: &[(u64, u64, f64)]| p.add(Step::Delay(work.iter().map(|w| w.2).fold(0.0, f64::max)), t0, &[at]);
+        |p: &mut Plan, at: u32, work: &[(u64, u64, f64, u32)]| p.add(Step::Delay(work.iter().map(|w| w.2).fold(0.0, f64::max)), t0, &[at]);
     let mut t = setup;
     match kind {
         IoKind::Read => {

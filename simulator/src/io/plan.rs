@@ -18,6 +18,8 @@ pub enum Step {
     /// A request of `bytes` at `offset` of `file` to the servers holding
     /// those stripes ([`FsState::request`]).
     Request {
+        /// The party (member) issuing it.
+        by: u32,
         /// The rank's file id.
         file: u32,
         /// First byte, from the start of the file.
@@ -69,9 +71,10 @@ impl Plan {
         (self.steps.len() - 1) as u32
     }
 
-    /// Adds a request of `bytes` at `offset` of `file`; returns its index.
-    pub fn request(&mut self, not_before: f64, after: &[u32], file: u32, offset: u64, bytes: u64, kind: IoKind) -> u32 {
-        self.add(Step::Request { file, offset, bytes, kind }, not_before, after)
+    /// Adds party `by`'s request of `bytes` at `offset` of `file`;
+    /// returns its index.
+    pub fn request(&mut self, (not_before, by): (f64, u32), after: &[u32], file: u32, offset: u64, bytes: u64, kind: IoKind) -> u32 {
+        self.add(Step::Request { by, file, offset, bytes, kind }, not_before, after)
     }
 
     /// A plan of one step at `t` whose end completes the one party.
@@ -96,7 +99,7 @@ impl Plan {
         for (i, n) in self.steps.iter().enumerate() {
             let t = self.start_of(i, &ends);
             ends.push(match n.step {
-                Step::Request { file, offset, bytes, kind } => fs.request(t, lat, file, offset, bytes, kind),
+                Step::Request { file, offset, bytes, kind, .. } => fs.request(t, lat, file, offset, bytes, kind),
                 Step::Delay(d) => t + d,
                 Step::Join => t,
                 Step::Sync => fs.sync(t),

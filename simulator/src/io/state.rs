@@ -166,8 +166,8 @@ impl FsState {
 
     /// A client's access of `bytes` at `offset` of `file`, issued at `t`
     /// seconds over a network of `net_latency_s` one-way latency; returns
-    /// when it completes, seconds. Each piece crosses its server's FIFO
-    /// link ([`FsState::over_link`]): a write's before the server takes it
+    /// when it completes, seconds. Each piece crosses its server's
+    /// link (first in, first out): a write's before the server takes it
     /// ([`FsState::write_arrived`]), a read's after the server serves it
     /// ([`FsState::read_served`]).
     pub fn request(&mut self, t: f64, net_latency_s: f64, file: u32, offset: u64, bytes: u64, kind: IoKind) -> f64 {
@@ -218,10 +218,11 @@ impl FsState {
     }
 
     /// Server `s`'s traffic with the clients carried elsewhere (a flow of
-    /// the platform's network) from `start_s` to `end_s`: counted in its
-    /// link's busy time and kept as a `link` span.
-    pub fn link_used(&mut self, s: usize, start_s: f64, end_s: f64) {
-        self.servers[s].stats.link_busy_s += end_s - start_s;
+    /// the platform's network): `b` bytes, counted in its link's busy time
+    /// at `link_bytes_per_s` (none without), and a `link` span from
+    /// `start_s` to `end_s` (the flow's transfer).
+    pub fn link_used(&mut self, s: usize, b: u64, (start_s, end_s): (f64, f64)) {
+        self.servers[s].stats.link_busy_s += self.fs.link_bytes_per_s.map_or(0.0, |bw| b as f64 / bw);
         self.span(s, "link", start_s, end_s);
     }
 

@@ -142,10 +142,10 @@ pub fn two_phase_plan(
             let done = match kind {
                 IoKind::Write => {
                     let ready = p.add(Step::Delay(widest.map_or(0.0, swap)), t0, &[start]);
-                    p.request(t0, &[ready], file, first, data, IoKind::Write)
+                    p.request((t0, agg as u32), &[ready], file, first, data, IoKind::Write)
                 }
                 IoKind::Read => {
-                    let read = p.request(t0, &[start], file, first, data, IoKind::Read);
+                    let read = p.request((t0, agg as u32), &[start], file, first, data, IoKind::Read);
                     p.add(Step::Delay(widest.map_or(0.0, swap)), t0, &[read])
                 }
             };

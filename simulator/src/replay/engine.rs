@@ -51,6 +51,7 @@ mod wait;
 
 use wait::resolve;
 mod io;
+mod io_jobs;
 mod nbc;
 mod net;
 mod p2p;
@@ -182,7 +183,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             hugepages::advise(start, bytes, true);
         }
         let n_ranks = ranks.len();
-        let net = platform.links.clone().map(|m| Net::new(m, platform.hosts.len()));
+        let net = platform.links.clone().map(|m| Net::with_links(m, platform.hosts.len(), &io::IoState::server_links(platform)));
         let watts = |h: usize| platform.hosts[h].watts();
         let energy = (0..platform.hosts.len())
             .any(|h| watts(h).is_some())
@@ -232,6 +233,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
                 Kind::Cpu(h) => {
                     self.cpu_event(h as usize, ev.time)?;
+                    continue;
+                }
+                Kind::Io(j) => {
+                    self.io_event(j, ev.time)?;
                     continue;
                 }
                 Kind::Rank(r) => r as usize,

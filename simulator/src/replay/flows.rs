@@ -98,8 +98,17 @@ pub(crate) struct Net {
 }
 
 impl Net {
+    #[cfg(test)]
     pub(crate) fn new(model: FlowSharing, hosts: usize) -> Net {
-        let base: Vec<f64> = model.topology.link_weights(hosts).iter().flat_map(|w| [w * model.link_bw_bytes_per_s; 2]).collect();
+        Net::with_links(model, hosts, &[])
+    }
+
+    /// The network of `hosts` hosts with `extra` more links after the
+    /// topology's (their capacities, bytes/s, each way): the links of a
+    /// file system's dedicated servers ([`Net::extra_link`]).
+    pub(crate) fn with_links(model: FlowSharing, hosts: usize, extra: &[f64]) -> Net {
+        let mut base: Vec<f64> = model.topology.link_weights(hosts).iter().flat_map(|w| [w * model.link_bw_bytes_per_s; 2]).collect();
+        base.extend(extra.iter().flat_map(|&c| [c; 2]));
         let links = base.len();
         Net {
             pending: Default::default(),
@@ -142,16 +151,58 @@ impl Net {
         self.route.clear();
         self.model.topology.route(a, b, &mut self.route);
         links.extend(self.route.iter().map(|&l| (l, inv_f)));
-        let lat_s = if self.model.latency_per_link { lat_s * self.route.len() as f64 / 2.0 } else { lat_s };
+        let lat_s = self.route_latency(lat_s, self.route.len());
         if x > 0.0 {
             self.route.clear();
             self.model.topology.route(b, a, &mut self.route);
             links.extend(self.route.iter().map(|&l| (l, x)));
         }
+        self.park(now + lat_s, bytes, bound, links, done)
+    }
+
+    /// Appends the directed link ids from host `a` to host `b` (a ≠ b) to `out`.
+    pub(crate) fn route(&self, a: usize, b: usize, out: &mut Vec<u32>) {
+        self.model.topology.route(a, b, out);
+    }
+
+    /// The directed ids of extra link `k` ([`Net::with_links`]): toward
+    /// its far end, and back, after `hosts` hosts' topology links.
+    pub(crate) fn extra_link(&self, hosts: usize, k: usize) -> (u32, u32) {
+        let l = self.model.topology.link_weights(hosts).len() + k;
+        (2 * l as u32, 2 * l as u32 + 1)
+    }
+
+    /// Starts a transfer of `bytes` payload over the directed links
+    /// `route` (and `back` for the acknowledgements, weighted by the
+    /// crosstraffic), bound `bound` bytes/s, whose latency phase ends at
+    /// `lat_end` (≥ now), seconds; returns `lat_end` (as [`Net::start`]).
+    pub(crate) fn start_on(&mut self, lat_end: f64, (route, back): (&[u32], &[u32]), bytes: u64, bound: f64, done: Done) -> f64 {
+        let nominal = self.model.nominal_rate_bytes_per_s;
+        let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
+        let x = self.model.crosstraffic * inv_f;
+        let mut links = self.pool.pop().unwrap_or_default();
+        links.clear();
+        links.extend(route.iter().map(|&l| (l, inv_f)));
+        if x > 0.0 {
+            links.extend(back.iter().map(|&l| (l, x)));
+        }
+        self.park(lat_end, bytes, bound, links, done)
+    }
+
+    /// The latency of a transfer over `hops` links whose model latency is
+    /// `lat_s` (scaled by hops / 2 when latencies add up per link), seconds.
+    pub(crate) fn route_latency(&self, lat_s: f64, hops: usize) -> f64 {
+        if self.model.latency_per_link {
+            lat_s * hops as f64 / 2.0
+        } else {
+            lat_s
+        }
+    }
+
+    fn park(&mut self, lat_end: f64, bytes: u64, bound: f64, links: Vec<(u32, f64)>, done: Done) -> f64 {
         let remaining = bytes as f64 + self.model.header_bytes as f64;
         self.seq += 1;
         let seq = self.seq;
-        let lat_end = now + lat_s;
         let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq, id: 0 };
         let slot = match self.parked_free.pop() {
             Some(i) => {

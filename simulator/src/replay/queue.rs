@@ -30,6 +30,8 @@ pub(crate) enum Kind {
     Nbc(u32),
     /// A compute block on oversubscribed host h may have ended.
     Cpu(u32),
+    /// Requests of I/O call j under way may start.
+    Io(u32),
 }
 
 impl Kind {
@@ -37,7 +39,7 @@ impl Kind {
     fn rank(self) -> Option<u32> {
         match self {
             Kind::Rank(r) | Kind::Nbc(r) => Some(r),
-            Kind::Network | Kind::Cpu(_) => None,
+            Kind::Network | Kind::Cpu(_) | Kind::Io(_) => None,
         }
     }
 }

@@ -589,6 +589,7 @@ mod nbc;
 
 mod gamma;
 mod io;
+mod io_flows;
 mod limits;
 mod log;
 mod rma;

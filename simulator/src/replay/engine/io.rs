@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 
-use super::{Engine, Flow, Kind, Status};
+use super::io_jobs::Party;
+use super::{Engine, Flow, Kind, Net, Status};
 use crate::action::{Action, IoCall};
 use crate::io::client::{self, Access, OpenFile};
 use crate::io::{FsState, Hints, Member};
@@ -35,12 +36,66 @@ pub(crate) struct IoState {
     seq: HashMap<(u32, u32), u64>,
     /// I/O calls replayed as their recorded duration (no file system).
     pub(crate) recorded: u64,
+    /// Calls under way over the shared network ([`super::io_jobs`]).
+    pub(super) jobs: super::io_jobs::Jobs,
+    /// Host of each server on a host of the platform (`None`: a dedicated server).
+    server_host: Vec<Option<usize>>,
+    /// Hosts of the platform.
+    hosts: usize,
 }
 
 impl IoState {
     /// The state for `platform`'s first file system, if any.
     pub(crate) fn new(platform: &crate::platform::Platform) -> IoState {
-        IoState { fs: platform.fs.first().cloned().map(FsState::new), ..IoState::default() }
+        let fs = platform.fs.first();
+        let server_host = fs.map_or_else(Vec::new, |fs| {
+            let on_hosts = fs.server_hosts.iter().map(|n| platform.hosts.iter().position(|h| &h.name == n));
+            on_hosts.chain(std::iter::repeat_n(None, fs.servers as usize)).collect()
+        });
+        IoState { fs: fs.cloned().map(FsState::new), server_host, hosts: platform.hosts.len(), ..IoState::default() }
+    }
+
+    /// Capacities of the dedicated servers' links (bytes/s), one per
+    /// dedicated server with a `link_bytes_per_s`: the extra links of the
+    /// shared network ([`Net::with_links`]).
+    pub(crate) fn server_links(platform: &crate::platform::Platform) -> Vec<f64> {
+        platform.fs.first().and_then(|fs| fs.link_bytes_per_s.map(|bw| vec![bw; fs.servers as usize])).unwrap_or_default()
+    }
+
+    pub(super) fn fs_mut(&mut self) -> &mut FsState {
+        self.fs.as_mut().expect("I/O plans run with a file system")
+    }
+
+    /// The directed links from host `client` to server `s` and back, on
+    /// `net`; `None` when the server runs on the client's host. A server
+    /// on a host: the topology's routes. A dedicated server: the client
+    /// host's first link toward another host (its way out) and the
+    /// server's own link, if it has one.
+    pub(super) fn route(&self, net: &Net, client: usize, s: usize) -> Option<(Vec<u32>, Vec<u32>)> {
+        let (mut there, mut back) = (Vec::new(), Vec::new());
+        match self.server_host.get(s).copied().flatten() {
+            Some(h) if h == client => return None,
+            Some(h) => {
+                net.route(client, h, &mut there);
+                net.route(h, client, &mut back);
+            }
+            None => {
+                if self.hosts > 1 {
+                    let other = (client + 1) % self.hosts;
+                    net.route(client, other, &mut there);
+                    there.truncate(1);
+                    net.route(other, client, &mut back);
+                    back.drain(..back.len().saturating_sub(1));
+                }
+                let dedicated = s - self.server_host.iter().filter(|h| h.is_some()).count();
+                if self.fs.as_ref().is_some_and(|f| f.fs().link_bytes_per_s.is_some()) {
+                    let (to, from) = net.extra_link(self.hosts, dedicated);
+                    there.push(to);
+                    back.insert(0, from);
+                }
+            }
+        }
+        Some((there, back))
     }
 
     /// Each server's bytes and busy times; empty without a file system.
@@ -87,19 +142,41 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         }
         let open = self.io.open.get(&key).copied().unwrap_or_default();
         let ranks = self.comms.size(self.io.files.get(&key).copied().unwrap_or(0)) as usize;
+        let access = Access { call, file, offset, bytes };
         let done = match call {
             IoCall::ReadAll | IoCall::WriteAll if open.collective(call == IoCall::WriteAll, fs.fs().mpi_io, ranks) => {
                 let me = Member { host: self.hosts[r] as usize, offset, bytes, span: open.span(bytes), entry_s: clock };
                 return self.collective_io(r, file, me, call == IoCall::WriteAll, &open.hints, lat);
             }
+            _ if self.net.is_some()
+                && matches!(
+                    call,
+                    IoCall::Read | IoCall::Write | IoCall::ReadAll | IoCall::WriteAll | IoCall::Iread { .. } | IoCall::Iwrite { .. }
+                ) =>
+            {
+                let plan = client::independent_plan(fs, &open, clock, access);
+                let party = match call {
+                    IoCall::Iread { req } | IoCall::Iwrite { req } => {
+                        Party::Request { rank: r, slot: self.ranks[r].reqs.alloc_user(req), since: clock }
+                    }
+                    _ => Party::Blocking { rank: r, since: clock },
+                };
+                // A blocking call's rank waits until the job wakes it (at its end, maybe now).
+                let blocking = matches!(party, Party::Blocking { .. });
+                if blocking {
+                    self.ranks[r].status = Status::Blocked;
+                }
+                self.io_job(plan, vec![self.hosts[r] as usize], vec![party])?;
+                return Ok(if blocking { Flow::Blocked } else { Flow::Continue });
+            }
             IoCall::Iread { req } | IoCall::Iwrite { req } => {
-                let done = client::independent(fs, &open, clock, lat, Access { call, file, offset, bytes });
+                let done = client::independent(fs, &open, clock, lat, access);
                 self.server_spans();
                 let slot = self.ranks[r].reqs.alloc_user(req);
                 self.complete(r, slot, done, done - clock)?;
                 return Ok(Flow::Continue);
             }
-            _ => client::independent(fs, &open, clock, lat, Access { call, file, offset, bytes }),
+            _ => client::independent(fs, &open, clock, lat, access),
         };
         if call == IoCall::Close {
             self.io.open.remove(&key);
@@ -118,7 +195,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
     }
 
     /// Moves the file system's busy spans to the timeline's server lanes.
-    fn server_spans(&mut self) {
+    pub(super) fn server_spans(&mut self) {
         let (Some(fs), Some(tl)) = (self.io.fs.as_mut(), self.timeline.as_mut()) else { return };
         for s in fs.take_spans() {
             tl.server_span(s.server, s.what, s.start_s, s.end_s);
@@ -145,10 +222,17 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let members: Vec<Member> = arrived.iter().map(|a| a.1).collect();
         let ranks: Vec<usize> = arrived.iter().map(|a| a.0).collect();
         let fs = self.io.fs.as_mut().expect("collective I/O runs with a file system");
+        let last = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
+        if self.net.is_some() {
+            let plan = client::collective_plan(fs, self.platform, file, &members, write, hints);
+            let parties = ranks.iter().zip(&members).map(|(&w, m)| Party::Member { rank: w, since: m.entry_s, last }).collect();
+            self.ranks[r].status = Status::Blocked;
+            self.io_job(plan, members.iter().map(|m| m.host).collect(), parties)?;
+            return Ok(Flow::Blocked);
+        }
         let done = client::collective(fs, self.platform, file, &members, write, hints, lat);
         self.server_spans();
         // Waiting for the last member is waiting; the schedule after it, communication.
-        let last = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
         for (i, &w) in ranks.iter().enumerate() {
             let rk = &mut self.ranks[w];
             rk.stats.io_s += done[i] - members[i].entry_s;

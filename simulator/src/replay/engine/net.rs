@@ -25,6 +25,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             net.finish_until(now, &mut ended);
         }
         for d in ended {
+            if d.src == super::io_jobs::IO_FLOW {
+                self.io_piece_done(d.recv_slot, now)?;
+                continue;
+            }
             let took = now - d.start;
             self.complete(d.dst as usize, d.recv_slot, now.max(d.recv_ready), took)?;
             if d.send_slot != NO_SLOT {
