@@ -12,6 +12,9 @@
 //! BENCH_RANKS=4096 BENCH_STEPS=4 cargo bench -p simulator-tools --bench checkpoint_io
 //! ```
 //!
+//! `BENCH_LINKS=1` adds link sharing (`[links]`, 12.5 GB/s per host link):
+//! the file system's traffic then moves as flows of the network.
+//!
 //! The trace and platform go to `target/bench-checkpoint` (`BENCH_DIR`).
 
 use std::fs::File;
@@ -39,7 +42,11 @@ fn main() {
         write_trace(&trace, ranks, steps);
     }
     let platform = dir.join("platform.toml");
-    std::fs::write(&platform, platform_toml(ranks.div_ceil(32), 32)).expect("platform");
+    let mut toml = platform_toml(ranks.div_ceil(32), 32);
+    if std::env::var("BENCH_LINKS").is_ok_and(|v| v == "1") {
+        toml += "[links]\nbw_bytes_per_s = 1.25e10\n";
+    }
+    std::fs::write(&platform, toml).expect("platform");
     let report = dir.join(format!("report-{ranks}x{steps}.json"));
     let (mut walls, mut cpus, mut rss) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..repeat {
