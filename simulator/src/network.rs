@@ -191,8 +191,11 @@ impl P2pModel {
 /// and shares links: on a's up and b's down link it consumes r / f, and
 /// on b's up and a's down link `crosstraffic` · r / f (the acknowledgement
 /// traffic, SimGrid's `network/crosstraffic`), where the bandwidth factor f
-/// = bound / `nominal_rate_bytes_per_s`. Rates are max-min fair and are
-/// recomputed whenever a transfer enters or leaves its bandwidth phase.
+/// = bound / `nominal_rate_bytes_per_s`. The uses r / f (SimGrid's
+/// max-min variables) are max-min fair, so on a common bottleneck two
+/// transfers of different factors get the same use and different rates;
+/// they are recomputed whenever a transfer enters or leaves its bandwidth
+/// phase.
 ///
 /// In a platform TOML this is the `[links]` table: `bw_bytes_per_s`,
 /// `crosstraffic` (default 0), `topology` (default crossbar); the other

@@ -24,8 +24,9 @@ pub(crate) struct Done {
 
 #[derive(Debug, Clone)]
 struct Flow {
-    /// (link, weight) pairs: forward links weigh 1/f, reverse ones crosstraffic/f.
+    /// (link, weight) pairs: forward links weigh 1, reverse ones the crosstraffic.
     links: Vec<(u32, f64)>,
+    /// Bound, bytes left and rate in the sharing's units ([`Net::park`]).
     bound: f64,
     lat_end: f64,
     remaining: f64,
@@ -142,16 +143,14 @@ impl Net {
     /// [`Net::finish_until`] then at the latest (once for all the
     /// transfers whose latency ends at the same time).
     pub(crate) fn start(&mut self, now: f64, (a, b): (usize, usize), bytes: u64, (lat_s, bound): (f64, f64), done: Done) -> f64 {
-        let nominal = self.model.nominal_rate_bytes_per_s;
-        let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
-        let x = self.model.crosstraffic * inv_f;
         let mut links = self.pool.pop().unwrap_or_default();
         links.clear();
         // The route, then the route back for the acknowledgements.
         self.route.clear();
         self.model.topology.route(a, b, &mut self.route);
-        links.extend(self.route.iter().map(|&l| (l, inv_f)));
+        links.extend(self.route.iter().map(|&l| (l, 1.0)));
         let lat_s = self.route_latency(lat_s, self.route.len());
+        let x = self.model.crosstraffic;
         if x > 0.0 {
             self.route.clear();
             self.model.topology.route(b, a, &mut self.route);
@@ -177,12 +176,10 @@ impl Net {
     /// crosstraffic), bound `bound` bytes/s, whose latency phase ends at
     /// `lat_end` (≥ now), seconds; returns `lat_end` (as [`Net::start`]).
     pub(crate) fn start_on(&mut self, lat_end: f64, (route, back): (&[u32], &[u32]), bytes: u64, bound: f64, done: Done) -> f64 {
-        let nominal = self.model.nominal_rate_bytes_per_s;
-        let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
-        let x = self.model.crosstraffic * inv_f;
         let mut links = self.pool.pop().unwrap_or_default();
         links.clear();
-        links.extend(route.iter().map(|&l| (l, inv_f)));
+        links.extend(route.iter().map(|&l| (l, 1.0)));
+        let x = self.model.crosstraffic;
         if x > 0.0 {
             links.extend(back.iter().map(|&l| (l, x)));
         }
@@ -199,8 +196,18 @@ impl Net {
         }
     }
 
+    /// Parks a flow of `bytes` payload and data-rate bound `bound` (bytes/s)
+    /// on `links` until `lat_end`. Rates are shared max-min fairly in
+    /// SimGrid's variable: the flow's use of each link (at most the nominal
+    /// rate), whose data rate is f times it, f = bound / nominal the
+    /// bandwidth factor. The flow's bytes and bound count in those units
+    /// (÷ f), so flows of different factors get equal use of a bottleneck,
+    /// not equal data rates.
     fn park(&mut self, lat_end: f64, bytes: u64, bound: f64, links: Vec<(u32, f64)>, done: Done) -> f64 {
-        let remaining = bytes as f64 + self.model.header_bytes as f64;
+        let nominal = self.model.nominal_rate_bytes_per_s;
+        let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
+        let bound = bound * inv_f;
+        let remaining = (bytes as f64 + self.model.header_bytes as f64) * inv_f;
         self.seq += 1;
         let seq = self.seq;
         let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq, id: 0 };
@@ -440,6 +447,22 @@ mod tests {
         assert!(ends.iter().all(|t| (t - want).abs() < 1e-9), "{ends:?} vs {want}");
     }
 
+    #[test]
+    fn flows_of_different_factors_get_equal_use_of_a_bottleneck() {
+        // Host 0's up link (1e6 B/s) carries a flow of factor 0.5 (bound
+        // 0.5e6) and one of factor 1: each uses half the link, so they
+        // move 0.25e6 and 0.5e6 B/s (SimGrid's max-min over the variables,
+        // not over the data rates). The second ends at 2 s; the first,
+        // alone then, moves its last 0.5e6 bytes at 0.5e6 B/s.
+        let mut m = net().model;
+        m.crosstraffic = 0.0;
+        let mut n = Net::new(m, 4);
+        n.start(0.0, (0, 1), 1_000_000, (0.0, 0.5e6), done(0.0));
+        n.start(0.0, (0, 2), 1_000_000, (0.0, 1e6), done(0.0));
+        let ends = run(&mut n);
+        assert!(ends.len() == 2 && (ends[0] - 2.0).abs() < 1e-9 && (ends[1] - 3.0).abs() < 1e-9, "{ends:?}");
+    }
+
     /// A transfer for [`plain_ends`] and the network: start (seconds),
     /// hosts, payload bytes, latency (seconds), bound (bytes/s).
     type Transfer = (f64, (usize, usize), u64, f64, f64);
@@ -450,13 +473,14 @@ mod tests {
     /// filling's to the bit: `maxmin::tests`).
     fn plain_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
         let base = Net::new(model.clone(), hosts).base;
-        let links = |a: usize, b: usize, bound: f64| {
-            let inv_f = model.nominal_rate_bytes_per_s / bound;
+        // In the sharing's variable units: bytes and bounds ÷ f.
+        let inv_f = |bound: f64| model.nominal_rate_bytes_per_s / bound;
+        let links = |a: usize, b: usize| {
             let (mut there, mut back) = (Vec::new(), Vec::new());
             model.topology.route(a, b, &mut there);
             model.topology.route(b, a, &mut back);
-            let mut l: Vec<(u32, f64)> = there.iter().map(|&l| (l, inv_f)).collect();
-            l.extend(back.iter().map(|&l| (l, model.crosstraffic * inv_f)));
+            let mut l: Vec<(u32, f64)> = there.iter().map(|&l| (l, 1.0)).collect();
+            l.extend(back.iter().map(|&l| (l, model.crosstraffic)));
             l
         };
         // (transfer, bytes left) in their bandwidth phase, in start order.
@@ -488,11 +512,12 @@ mod tests {
             enter.sort_by(|&a, &b| lat_end(a).total_cmp(&lat_end(b)).then(a.cmp(&b)));
             for k in enter {
                 entered[k] = true;
-                live.push((k, ts[k].2 as f64));
+                live.push((k, ts[k].2 as f64 * inv_f(ts[k].4)));
             }
             live.sort_by_key(|&(k, _)| k);
             let mut s = maxmin::Solver::new(base.len());
-            let ids: Vec<u32> = live.iter().map(|&(k, _)| s.add(k as u64, &links(ts[k].1 .0, ts[k].1 .1, ts[k].4), ts[k].4)).collect();
+            let ids: Vec<u32> =
+                live.iter().map(|&(k, _)| s.add(k as u64, &links(ts[k].1 .0, ts[k].1 .1), ts[k].4 * inv_f(ts[k].4))).collect();
             s.share(&base);
             rates = ids.iter().map(|&id| s.rate(id)).collect();
         }
