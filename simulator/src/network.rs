@@ -225,8 +225,10 @@ pub struct FlowSharing {
     pub topology: topology::Topology,
     /// The model's latency is that of a two-link route (a crossbar's) and
     /// a route of k links gets k/2 of it, as SimGrid sums link latencies
-    /// (set for SimGrid XML imports). `false`: every route gets the
-    /// model's latency.
+    /// (set for SimGrid XML imports); a transfer's share of a bottleneck
+    /// is then weighted by its route's latency too, as SimGrid's CM02
+    /// sharing penalty (a route of twice the links gets half the use).
+    /// `false`: every route gets the model's latency and the same weight.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency_per_link: bool,
 }

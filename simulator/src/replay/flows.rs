@@ -149,14 +149,15 @@ impl Net {
         self.route.clear();
         self.model.topology.route(a, b, &mut self.route);
         links.extend(self.route.iter().map(|&l| (l, 1.0)));
-        let lat_s = self.route_latency(lat_s, self.route.len());
+        let hops = self.route.len();
+        let lat_s = self.route_latency(lat_s, hops);
         let x = self.model.crosstraffic;
         if x > 0.0 {
             self.route.clear();
             self.model.topology.route(b, a, &mut self.route);
             links.extend(self.route.iter().map(|&l| (l, x)));
         }
-        self.park(now + lat_s, bytes, bound, links, done)
+        self.park(now + lat_s, bytes, (bound, hops), links, done)
     }
 
     /// Appends the directed link ids from host `a` to host `b` (a ≠ b) to `out`.
@@ -183,7 +184,7 @@ impl Net {
         if x > 0.0 {
             links.extend(back.iter().map(|&l| (l, x)));
         }
-        self.park(lat_end, bytes, bound, links, done)
+        self.park(lat_end, bytes, (bound, route.len()), links, done)
     }
 
     /// The latency of a transfer over `hops` links whose model latency is
@@ -197,17 +198,25 @@ impl Net {
     }
 
     /// Parks a flow of `bytes` payload and data-rate bound `bound` (bytes/s)
-    /// on `links` until `lat_end`. Rates are shared max-min fairly in
-    /// SimGrid's variable: the flow's use of each link (at most the nominal
-    /// rate), whose data rate is f times it, f = bound / nominal the
-    /// bandwidth factor. The flow's bytes and bound count in those units
-    /// (÷ f), so flows of different factors get equal use of a bottleneck,
-    /// not equal data rates.
-    fn park(&mut self, lat_end: f64, bytes: u64, bound: f64, links: Vec<(u32, f64)>, done: Done) -> f64 {
+    /// over `hops` links (its route) on `links` until `lat_end`. Rates are
+    /// shared as SimGrid's max-min solver shares them: over its variables
+    /// (the flow's use of each link, at most the nominal rate, whose data
+    /// rate is f times it, f = bound / nominal the bandwidth factor), and,
+    /// when latencies add up per link, weighted by each flow's sharing
+    /// penalty, its route's latency (SimGrid's CM02 model; with links of
+    /// one latency, the hop count): on a common bottleneck a flow of twice
+    /// the hops gets half the use. The flow's bytes, bound and weights
+    /// count in those units (bytes and bound ÷ f × penalty, weights ÷
+    /// penalty), so the solver's plain max-min gives that sharing.
+    fn park(&mut self, lat_end: f64, bytes: u64, (bound, hops): (f64, usize), mut links: Vec<(u32, f64)>, done: Done) -> f64 {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
-        let bound = bound * inv_f;
-        let remaining = (bytes as f64 + self.model.header_bytes as f64) * inv_f;
+        let penalty = if self.model.latency_per_link { hops.max(1) as f64 } else { 1.0 };
+        if penalty != 1.0 {
+            links.iter_mut().for_each(|l| l.1 /= penalty);
+        }
+        let bound = bound * inv_f * penalty;
+        let remaining = (bytes as f64 + self.model.header_bytes as f64) * inv_f * penalty;
         self.seq += 1;
         let seq = self.seq;
         let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq, id: 0 };
@@ -461,6 +470,34 @@ mod tests {
         n.start(0.0, (0, 2), 1_000_000, (0.0, 1e6), done(0.0));
         let ends = run(&mut n);
         assert!(ends.len() == 2 && (ends[0] - 2.0).abs() < 1e-9 && (ends[1] - 3.0).abs() < 1e-9, "{ends:?}");
+    }
+
+    #[test]
+    fn with_latencies_per_link_a_longer_route_gets_a_smaller_share() {
+        // Ring of 4: 0 → 2 crosses links (0,1) and (1,2), 1 → 2 only (1,2).
+        // SimGrid weights each flow by its route's latency (here its hops):
+        // on (1,2) the 2-hop flow gets half the 1-hop one's use, 1/3 and 2/3
+        // of the link. The short one ends at 1.5 s; the long one has moved
+        // 0.5e6 bytes by then and the rest alone takes 0.5 s.
+        let m = FlowSharing {
+            link_bw_bytes_per_s: 1e6,
+            nominal_rate_bytes_per_s: 0.0,
+            crosstraffic: 0.0,
+            header_bytes: 0,
+            topology: crate::network::topology::Topology::Torus { dims: vec![4] },
+            latency_per_link: true,
+        };
+        let mut n = Net::new(m.clone(), 4);
+        n.start(0.0, (0, 2), 1_000_000, (0.0, 1e6), done(0.0));
+        n.start(0.0, (1, 2), 1_000_000, (0.0, 1e6), done(0.0));
+        let ends = run(&mut n);
+        assert!(ends.len() == 2 && (ends[0] - 1.5).abs() < 1e-9 && (ends[1] - 2.0).abs() < 1e-9, "{ends:?}");
+        // Without latencies per link every flow weighs the same.
+        let mut n = Net::new(FlowSharing { latency_per_link: false, ..m }, 4);
+        n.start(0.0, (0, 2), 1_000_000, (0.0, 1e6), done(0.0));
+        n.start(0.0, (1, 2), 1_000_000, (0.0, 1e6), done(0.0));
+        let ends = run(&mut n);
+        assert!(ends.len() == 2 && ends.iter().all(|t| (t - 2.0).abs() < 1e-9), "{ends:?}");
     }
 
     /// A transfer for [`plain_ends`] and the network: start (seconds),

@@ -56,6 +56,8 @@ pub(super) struct Job {
     due: Vec<(f64, u32)>,
     /// Parties not yet complete.
     open: usize,
+    /// Steps not yet ended.
+    unended: usize,
 }
 
 /// A piece of a request in flight: its job and step, its client's host
@@ -124,6 +126,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             latest: vec![0.0; n],
             due: Vec::new(),
             open,
+            unended: n,
         };
         let id = match self.io.jobs.free.pop() {
             Some(i) => {
@@ -155,7 +158,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
     /// Frees job `id` once every party completed and no piece is in flight.
     fn io_release(&mut self, id: u32) {
         let j = self.job(id);
-        if j.open == 0 && j.ends.iter().all(|e| !e.is_nan()) {
+        if j.open == 0 && j.unended == 0 {
             self.io.jobs.jobs[id as usize] = None;
             self.io.jobs.free.push(id);
         }
@@ -314,6 +317,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         while let Some((i, end)) = ended.pop() {
             let j = self.job_mut(id);
             j.ends[i as usize] = end;
+            j.unended -= 1;
             let next = std::mem::take(&mut j.next[i as usize]);
             for &n in &next {
                 let j = self.job_mut(id);
