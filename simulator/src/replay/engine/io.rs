@@ -10,7 +10,9 @@
 //! does not wait). Time spent
 //! in I/O counts in the rank's `io_s`, and as communication (waiting, for
 //! a collective access's wait for its last member). Without a file system, a call takes
-//! its recorded duration as compute.
+//! its recorded duration as compute. With link sharing the same schedules
+//! run step by step, their server traffic as flows ([`super::io_jobs`]);
+//! a rank waits in a blocking call until its schedule ends.
 
 use std::collections::HashMap;
 
