@@ -10,7 +10,8 @@
 //!
 //! Environment (DESIGN.md, "Interfaces others rely on"):
 //! - `INTERPOSER_OUT=<dir>`: trace directory, created if missing;
-//! - `INTERPOSER_MODE=trace|online|off` (default `trace`);
+//! - `INTERPOSER_MODE=trace|online|time|regions|off` (default `trace`;
+//!   `regions`: per-region block sums only, see [`config::Mode::Regions`]);
 //! - `INTERPOSER_PLATFORM=<file>`: platform for online mode;
 //! - `INTERPOSER_COUNTERS=auto|hw|sw|off`: block timing (see [`counters`]);
 //! - online mode ([`online`]): `INTERPOSER_VIRTUAL_WTIME=1`, `INTERPOSER_JITTER=<trace>`,

@@ -42,6 +42,7 @@ impl Recorder {
             main: false,
             isolated: false,
             ring: Ring::new(),
+            regions: super::regions::enabled().then(|| Box::new(super::regions::RegionSums::new())),
         }
     }
 
@@ -55,6 +56,7 @@ impl Recorder {
         self.ring.enable(on.then(timing::min_ticks));
         // Counters are read by the recorder, at its own block ends.
         self.ring.set_tsc(clock::is_tsc() && !self.timer.has_counters());
+        self.ring.state().lean = self.regions.is_some() as u32;
         self.ring.attach();
         self.publish();
     }
@@ -112,7 +114,10 @@ impl Recorder {
             Some(cal) => {
                 cal.wall.push(block_ticks);
                 cal.hw.push(hw);
-                let _ = cal.sink.push(record);
+                match self.regions {
+                    Some(_) => cal.regions.add(self.prev_caller, record.caller, record.compute_cpu_ns, record.compute_wall_ns),
+                    None => drop(cal.sink.push(record)),
+                }
             }
             None => {
                 self.write(record);
@@ -171,7 +176,8 @@ impl Recorder {
             // Not from the first: its gap holds the recorder's own work
             // since the call before (a drain, a slow call), which every
             // copy of a run would repeat.
-            let run = if self.calibration.is_none() && i > 0 { fast::poll_run(&pending[i..n]) } else { 1 };
+            // Regions mode sums every block as it was.
+            let run = if self.calibration.is_none() && self.regions.is_none() && i > 0 { fast::poll_run(&pending[i..n]) } else { 1 };
             let (start, end) = if run > 1 { fast::mean_call(prev, &pending[i..i + run]) } else { (raw.start, raw.end) };
             let run_end = pending[i + run - 1].end;
             i += run;
@@ -255,6 +261,13 @@ impl Recorder {
     /// Appends a record read `1 + copies` times; the caller holds the
     /// busy flag.
     pub(super) fn write_repeated(&mut self, record: &CallRecord, copies: u64) {
+        if let Some(sums) = self.regions.as_deref_mut() {
+            let (cpu, wall) = (record.compute_cpu_ns, record.compute_wall_ns);
+            sums.add(self.prev_caller, record.caller, cpu, wall);
+            (0..copies).for_each(|_| sums.add(record.caller, record.caller, cpu, wall));
+            self.prev_caller = record.caller;
+            return;
+        }
         let result = self.writer.push_repeated(std::slice::from_ref(record), copies);
         self.prev_caller = record.caller;
         self.io_result(result);
@@ -262,6 +275,10 @@ impl Recorder {
 
     /// Appends a record; the caller holds the busy flag.
     pub(super) fn write(&mut self, record: &CallRecord) {
+        if let Some(sums) = self.regions.as_deref_mut() {
+            sums.add(self.prev_caller, record.caller, record.compute_cpu_ns, record.compute_wall_ns);
+            return;
+        }
         let result = self.writer.push(record);
         self.io_result(result);
     }
@@ -284,6 +301,9 @@ impl Drop for Recorder {
         self.drain();
         Ring::detach();
         self.disarm();
+        if let Some(sums) = self.regions.take() {
+            super::regions::thread_ended(*sums);
+        }
         let _ = self.writer.flush();
     }
 }
