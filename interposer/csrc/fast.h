@@ -117,16 +117,19 @@ static inline void ipr_end(int op, int rc, const struct ipr_params *p) {
             r->start = f->start;
             r->end = now;
             /* Field by field: a struct copy loads 16 bytes at a time right
-             * after the wrapper's narrow stores, a store-forwarding stall. */
-            r->params.peer = p->peer;
-            r->params.tag = p->tag;
-            r->params.bytes = p->bytes;
-            r->params.comm = p->comm;
-            r->params.root = p->root;
-            r->params.request = p->request;
-            r->params.peer2 = p->peer2;
-            r->params.tag2 = p->tag2;
-            r->params.bytes2 = p->bytes2;
+             * after the wrapper's narrow stores, a store-forwarding stall.
+             * Regions mode reads no parameters (the ring's stay zero). */
+            if (!f->lean) {
+                r->params.peer = p->peer;
+                r->params.tag = p->tag;
+                r->params.bytes = p->bytes;
+                r->params.comm = p->comm;
+                r->params.root = p->root;
+                r->params.request = p->request;
+                r->params.peer2 = p->peer2;
+                r->params.tag2 = p->tag2;
+                r->params.bytes2 = p->bytes2;
+            }
             f->last_end = now;
             /* After the record's stores: a signal handler on another
              * thread reads the records below len. */

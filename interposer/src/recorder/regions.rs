@@ -83,20 +83,43 @@ pub(super) struct Sums {
 /// the calls before and after them (0: `MPI_Init`).
 #[derive(Debug, Default)]
 pub(super) struct RegionSums {
-    map: HashMap<(u64, u64), Sums, BuildHasherDefault<PairHasher>>,
+    /// Each region's index in `sums`.
+    index: HashMap<(u64, u64), usize, BuildHasherDefault<PairHasher>>,
+    sums: Vec<((u64, u64), Sums)>,
+    /// The region added to last and its index: a loop of one call (a
+    /// polling loop) adds to the same region again and again.
+    last: Option<((u64, u64), usize)>,
 }
 
 impl RegionSums {
     /// An empty table with room for a typical program's regions.
     pub(super) fn new() -> RegionSums {
-        RegionSums { map: HashMap::with_capacity_and_hasher(64, Default::default()) }
+        RegionSums { index: HashMap::with_capacity_and_hasher(64, Default::default()), sums: Vec::with_capacity(64), last: None }
+    }
+
+    /// The sums of region `key`, created empty if new.
+    #[inline]
+    fn slot(&mut self, key: (u64, u64)) -> &mut Sums {
+        let i = match self.last {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let next = self.sums.len();
+                let i = *self.index.entry(key).or_insert(next);
+                if i == next {
+                    self.sums.push((key, Sums::default()));
+                }
+                self.last = Some((key, i));
+                i
+            }
+        };
+        &mut self.sums[i].1
     }
 
     /// Adds a block of `cpu_ns` thread CPU and `wall_ns` wall nanoseconds
     /// between the calls returning to `prev` and `next`.
     #[inline]
     pub(super) fn add(&mut self, prev: u64, next: u64, cpu_ns: u64, wall_ns: u64) {
-        let s = self.map.entry((prev, next)).or_default();
+        let s = self.slot((prev, next));
         s.cpu_min_ns = if s.count == 0 { cpu_ns } else { s.cpu_min_ns.min(cpu_ns) };
         s.cpu_max_ns = s.cpu_max_ns.max(cpu_ns);
         s.count += 1;
@@ -108,8 +131,8 @@ impl RegionSums {
 
     /// Adds every region of `other`.
     pub(super) fn merge(&mut self, other: &RegionSums) {
-        for (k, o) in &other.map {
-            let s = self.map.entry(*k).or_default();
+        for (k, o) in &other.sums {
+            let s = self.slot(*k);
             s.cpu_min_ns = if s.count == 0 { o.cpu_min_ns } else { s.cpu_min_ns.min(o.cpu_min_ns) };
             s.cpu_max_ns = s.cpu_max_ns.max(o.cpu_max_ns);
             s.count += o.count;
@@ -123,9 +146,9 @@ impl RegionSums {
     /// The table in the file's units (seconds), ordered by address pair.
     pub(super) fn blocks(&self) -> Vec<RegionBlocks> {
         let mut out: Vec<RegionBlocks> = self
-            .map
+            .sums
             .iter()
-            .map(|(&(prev, next), s)| RegionBlocks {
+            .map(|&((prev, next), ref s)| RegionBlocks {
                 prev,
                 next,
                 sums: BlockSums {

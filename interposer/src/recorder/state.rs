@@ -170,6 +170,19 @@ impl Recorder {
         let mut prev = self.last_end.wall;
         let mut no_list = Vec::new();
         let mut i = 0;
+        if let (Some(sums), None) = (self.regions.as_deref_mut(), &self.calibration) {
+            // Regions mode: each block straight into its region's sums, as
+            // the loop below would pass it through `write`.
+            for raw in &self.ring.pending()[..n] {
+                if Op::from_code(raw.op as u8).is_some() {
+                    let wall_ns = ticks_to_ns(raw.start.wrapping_sub(prev).saturating_sub(over)) + std::mem::take(&mut self.charged_ns);
+                    sums.add(self.prev_caller, raw.caller, wall_ns, wall_ns);
+                    self.prev_caller = raw.caller;
+                }
+                prev = raw.end;
+            }
+            i = n;
+        }
         while i < n {
             let pending = self.ring.pending();
             let raw = pending[i];
