@@ -29,7 +29,7 @@ use crate::action::ComputeTime;
 use crate::speed::SpeedRatios;
 use crate::trace::region_times::{BlockSums, RegionTimes, RegionTimesError};
 use crate::trace::symbols::{RegionNames, Symbolizer};
-use crate::trace::{open_dir, TraceError};
+use crate::trace::{open_dir, Op, TraceError};
 
 mod report;
 
@@ -44,7 +44,8 @@ pub struct RunRegions {
 
 impl RunRegions {
     /// The blocks of the trace directory `dir` (every record stream of
-    /// every rank), keyed as the replay keys them.
+    /// every rank, from the call after `MPI_Init`), keyed as the replay
+    /// keys them.
     ///
     /// # Errors
     /// The trace's error, naming the file.
@@ -58,6 +59,10 @@ impl RunRegions {
                 let mut prev = 0;
                 for rec in t.records_of(stream)? {
                     let rec = rec?;
+                    // `MPI_Init`'s record starts the trace: no block before it.
+                    if matches!(rec.op, Op::Init | Op::InitThread) && prev == 0 {
+                        continue;
+                    }
                     let (key, _) = names.region(t, prev, rec.caller);
                     prev = rec.caller;
                     map.entry(key.to_string()).or_default().add(rec.compute_cpu_ns as f64 * 1e-9, rec.compute_wall_ns as f64 * 1e-9);
