@@ -3,10 +3,10 @@
 use super::Perturbation;
 
 /// Region rows shown at most by [`format_table`] (the largest `|delta_s|`).
-pub const TABLE_ROWS: usize = 15;
+pub(crate) const TABLE_ROWS: usize = 15;
 
 /// A summary line, then the regions with the largest difference
-/// (at most [`TABLE_ROWS`]): blocks per run, mean block in each kind
+/// (at most 15): blocks per run, mean block in each kind
 /// (microseconds), ratio, what tracing adds per run (milliseconds), and
 /// whether the difference is systematic.
 pub fn format_table(p: &Perturbation) -> String {

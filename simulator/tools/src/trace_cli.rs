@@ -193,7 +193,7 @@ fn perturbation(
     rule: &simulator::perturbation::Rule,
 ) -> anyhow::Result<()> {
     use simulator::perturbation::{compare, format_table, RunRegions};
-    if rule.min_runs == 0 || !(rule.min_effect >= 0.0) {
+    if rule.min_runs == 0 || rule.min_effect.is_nan() || rule.min_effect < 0.0 {
         anyhow::bail!("--min-runs must be >= 1 and --min-effect >= 0");
     }
     let (mut traced, mut untraced) = (Vec::new(), Vec::new());
