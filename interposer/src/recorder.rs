@@ -21,7 +21,7 @@ use simulator::trace::{rank_file_name, CallRecord, Op, Params, RankHeader, RankW
 
 use crate::clock::{self, ticks_to_ns, WallClock};
 use crate::config::{self, Config, Mode};
-use crate::counters::{self, Counters};
+use crate::counters;
 use crate::fast::Ring;
 use crate::modules;
 use crate::signals;
@@ -218,26 +218,8 @@ fn hostname() -> String {
     }
 }
 
-/// Resolves `INTERPOSER_COUNTERS`: the timing source, a note for the
-/// footer, and a warning for rank 0 when `hw` cannot be honoured.
-fn counters(requested: Counters) -> (TimingSource, String, Option<String>) {
-    match requested {
-        Counters::Off => return (TimingSource::WallOnly, "off".into(), None),
-        Counters::Sw => return (TimingSource::ClockGettime, "sw".into(), None),
-        Counters::Auto | Counters::Hw => {}
-    }
-    match counters::probe_hw() {
-        Ok(()) => (TimingSource::PerfCounters, "hw (cycles, instructions)".into(), None),
-        Err(e) => {
-            let warning =
-                (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters unavailable: {e}; using sw"));
-            (TimingSource::ClockGettime, format!("sw (hardware counters unavailable: {e})"), warning)
-        }
-    }
-}
-
 fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Result<Recorder, String> {
-    let (timing_source, counters_note, warning) = counters(cfg.counters);
+    let (timing_source, counters_note, warning) = counters::resolve(cfg.counters);
     if let (0, Some(w)) = (rank, &warning) {
         warn(None, w);
     }

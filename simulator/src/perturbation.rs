@@ -11,7 +11,8 @@
 //! untraced per-run means (or all below); every rank holding the region
 //! in both kinds agrees in direction; and the region's ratio (total
 //! traced over total untraced block time) differs from 1 by at least
-//! [`Rule::min_effect`]. With fewer runs than that nothing is systematic:
+//! [`Rule::min_effect`]; and no block of the region borders a polling
+//! call ([`RunRegions::polls`]). With fewer runs than that nothing is systematic:
 //! one run of each kind says nothing about the spread. With three runs of
 //! each kind and two ranks, a region whose blocks do not change sides
 //! only by chance one time in 200.
@@ -20,7 +21,7 @@
 //! traced` ([`Perturbation::corrections`]): a [`SpeedRatios`] table, the
 //! same per-region scaling `simulator replay --speed-ratios` applies.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::Serialize;
@@ -40,6 +41,17 @@ pub use report::format_table;
 pub struct RunRegions {
     /// Per rank, the sums of each region's blocks.
     pub ranks: Vec<BTreeMap<String, BlockSums>>,
+    /// Regions before or after a polling call (`MPI_Iprobe`, `MPI_Improbe`,
+    /// `MPI_Test*`), as far as a trace tells: a trace stores a run of
+    /// failed polls as one call with the run's mean block, and the replay
+    /// of several runs merges a polling loop's blocks into the block
+    /// before it, so these regions' traced blocks are not comparable.
+    pub polls: BTreeSet<String>,
+}
+
+/// Whether `op` polls (its failures are stored as runs, see [`RunRegions::polls`]).
+fn polls(op: Op) -> bool {
+    matches!(op, Op::Iprobe | Op::Improbe | Op::Test | Op::Testall | Op::Testany | Op::Testsome)
 }
 
 impl RunRegions {
@@ -52,11 +64,12 @@ impl RunRegions {
     pub fn from_trace(dir: &Path) -> Result<RunRegions, TraceError> {
         let (_, traces) = open_dir(dir)?;
         let mut ranks = Vec::with_capacity(traces.len());
+        let mut poll_keys = BTreeSet::new();
         for t in &traces {
             let mut names = RegionNames::new();
             let mut map: BTreeMap<String, BlockSums> = BTreeMap::new();
             for stream in t.streams() {
-                let mut prev = 0;
+                let (mut prev, mut after_poll) = (0, false);
                 for rec in t.records_of(stream)? {
                     let rec = rec?;
                     // `MPI_Init`'s record starts the trace: no block before it.
@@ -64,13 +77,16 @@ impl RunRegions {
                         continue;
                     }
                     let (key, _) = names.region(t, prev, rec.caller);
-                    prev = rec.caller;
+                    if after_poll || polls(rec.op) {
+                        poll_keys.insert(key.to_string());
+                    }
+                    (prev, after_poll) = (rec.caller, polls(rec.op));
                     map.entry(key.to_string()).or_default().add(rec.compute_cpu_ns as f64 * 1e-9, rec.compute_wall_ns as f64 * 1e-9);
                 }
             }
             ranks.push(map);
         }
-        Ok(RunRegions { ranks })
+        Ok(RunRegions { ranks, polls: poll_keys })
     }
 
     /// The sums of an `INTERPOSER_MODE=regions` directory.
@@ -79,7 +95,8 @@ impl RunRegions {
     /// [`RegionTimesError`] naming the file or directory at fault.
     pub fn from_regions(dir: &Path) -> Result<RunRegions, RegionTimesError> {
         let mut sym = Symbolizer::new();
-        Ok(RunRegions { ranks: RegionTimes::load_dir(dir)?.iter().map(|t| t.by_key(&mut sym)).collect() })
+        let ranks = RegionTimes::load_dir(dir)?.iter().map(|t| t.by_key(&mut sym)).collect();
+        Ok(RunRegions { ranks, polls: BTreeSet::new() })
     }
 }
 
@@ -200,6 +217,7 @@ pub fn compare(traced: &[RunRegions], untraced: &[RunRegions], compute: ComputeT
             }
         }
     }
+    let poll_keys: BTreeSet<&str> = traced.iter().chain(untraced).flat_map(|r| r.polls.iter().map(String::as_str)).collect();
     let mut regions = Vec::new();
     for (key, ranks) in by {
         let both: Vec<&RankRuns> = ranks.values().filter(|r| !r.traced.is_empty() && !r.untraced.is_empty()).collect();
@@ -229,7 +247,9 @@ pub fn compare(traced: &[RunRegions], untraced: &[RunRegions], compute: ComputeT
             });
         }
         let ratio = if u_sum > 0.0 { t_sum / u_sum } else { f64::NAN };
-        let why_not = if few_runs {
+        let why_not = if poll_keys.contains(key) {
+            Some("next to a polling call (stored as runs of mean blocks)".into())
+        } else if few_runs {
             Some(format!("fewer than {} runs of each kind", rule.min_runs))
         } else if sides.iter().any(Option::is_none) {
             Some("within the run-to-run spread on some rank".into())

@@ -170,14 +170,25 @@ impl Recorder {
         let mut prev = self.last_end.wall;
         let mut no_list = Vec::new();
         let mut i = 0;
-        if let (Some(sums), None) = (self.regions.as_deref_mut(), &self.calibration) {
-            // Regions mode: each block straight into its region's sums, as
-            // the loop below would pass it through `write`.
+        if let Some(sums) = self.regions.as_deref_mut() {
+            // Regions mode: each block straight into its region's sums (or,
+            // while the overhead is measured, into the measurement's), as
+            // the loop below would pass it through `emit`.
             for raw in &self.ring.pending()[..n] {
                 if Op::from_code(raw.op as u8).is_some() {
-                    let wall_ns = ticks_to_ns(raw.start.wrapping_sub(prev).saturating_sub(over)) + std::mem::take(&mut self.charged_ns);
-                    sums.add(self.prev_caller, raw.caller, wall_ns, wall_ns);
-                    self.prev_caller = raw.caller;
+                    let block = raw.start.wrapping_sub(prev);
+                    let wall_ns = ticks_to_ns(block.saturating_sub(over)) + std::mem::take(&mut self.charged_ns);
+                    match self.calibration.as_mut() {
+                        Some(cal) => {
+                            cal.wall.push(block);
+                            cal.hw.push((0, 0));
+                            cal.regions.add(self.prev_caller, raw.caller, wall_ns, wall_ns);
+                        }
+                        None => {
+                            sums.add(self.prev_caller, raw.caller, wall_ns, wall_ns);
+                            self.prev_caller = raw.caller;
+                        }
+                    }
                 }
                 prev = raw.end;
             }
@@ -189,8 +200,7 @@ impl Recorder {
             // Not from the first: its gap holds the recorder's own work
             // since the call before (a drain, a slow call), which every
             // copy of a run would repeat.
-            // Regions mode sums every block as it was.
-            let run = if self.calibration.is_none() && self.regions.is_none() && i > 0 { fast::poll_run(&pending[i..n]) } else { 1 };
+            let run = if self.calibration.is_none() && i > 0 { fast::poll_run(&pending[i..n]) } else { 1 };
             let (start, end) = if run > 1 { fast::mean_call(prev, &pending[i..i + run]) } else { (raw.start, raw.end) };
             let run_end = pending[i + run - 1].end;
             i += run;

@@ -4,7 +4,7 @@ use super::*;
 /// `mean_s` each (CPU and wall), per rank `means[rank]`.
 fn run(regions: &[(&str, u64, &[f64])]) -> RunRegions {
     let ranks = regions.iter().map(|r| r.2.len()).max().unwrap_or(0);
-    let mut out = RunRegions { ranks: vec![BTreeMap::new(); ranks] };
+    let mut out = RunRegions { ranks: vec![BTreeMap::new(); ranks], polls: BTreeSet::new() };
     for (key, count, means) in regions {
         for (rank, mean) in means.iter().enumerate() {
             let s = out.ranks[rank].entry(key.to_string()).or_default();
@@ -59,6 +59,11 @@ fn one_run_of_a_kind_or_ranks_disagreeing_is_not_systematic() {
     let tiny = compare(&[u(1.011), u(1.012)], &[u(1.0), u(1.001)], ComputeTime::Cpu, &Rule::default());
     assert_eq!(tiny.regions[0].why_not.as_deref(), Some("smaller than 2 %"));
     assert!(tiny.corrections().is_empty());
+    // A region bordering a polling loop is never systematic.
+    let mut polled = t(1.2);
+    polled.polls.insert("a".into());
+    let p = compare(&[polled, t(1.21)], &[t(1.0), t(1.01)], ComputeTime::Cpu, &Rule::default());
+    assert_eq!(p.regions[0].why_not.as_deref(), Some("next to a polling call (stored as runs of mean blocks)"));
     let strict = Rule { min_runs: 3, ..Rule::default() };
     let few = compare(&[t(1.2), t(1.21)], &[u(1.0), u(1.01)], ComputeTime::Cpu, &strict);
     assert_eq!(few.regions[0].why_not.as_deref(), Some("fewer than 3 runs of each kind"));
