@@ -19,7 +19,9 @@
 //!
 //! An unset or bad value prints one warning and the application runs
 //! unchanged. Output: `<dir>/meta.json` and `<dir>/rank-<r>.trace`, in the
-//! format of [`simulator::trace`], and in online mode `<dir>/online.json`.
+//! format of [`simulator::trace`], and in online mode `<dir>/online.json`;
+//! in regions mode only `<dir>/rank-<r>.regions.json`
+//! ([`simulator::trace::region_times`]).
 #![deny(missing_docs)]
 
 pub mod clock;
