@@ -57,7 +57,11 @@ pub(super) fn perturbation(
         return;
     }
     let _ = ratios.save(&dir.join("perturbation-ratios.csv"));
-    match predict::replay_scaled(platform, traces, ctx.compute, ratios) {
+    // As the uncorrected prediction: runs whose calls differ cannot be
+    // merged, and the first is replayed alone.
+    let scaled = predict::replay_scaled(platform, traces, ctx.compute, ratios.clone())
+        .or_else(|_| predict::replay_scaled(platform, &traces[..1], ctx.compute, ratios));
+    match scaled {
         Ok(pred) => row.corrected_s = Some(predicted_s(case, &pred)),
         Err(e) => row.note(format!("corrected replay: {e}")),
     }
