@@ -62,7 +62,7 @@ static inline int ipr_begin_slow_entry(int op, const void *caller, uint64_t tick
     return on;
 }
 
-/* A call the recorder begun on its slow path: 2 in regions mode (the
+/* A call the recorder began on its slow path: 2 in regions mode (the
  * thread's ring, which that call may have attached, says so), else 1. */
 static inline int ipr_began_slow(int on) {
     struct ipr_fast *f = ipr_fast_tls;
