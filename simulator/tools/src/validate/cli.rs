@@ -14,7 +14,7 @@ mod timing;
 
 use calibration::{calibrate_quietly, check_state, quiet_probe, Calibration};
 use sweep_runs::{run_sweep, MEASURED_BW};
-use timing::{own_line, plain_mode, predicted_s, resolve_timing};
+use timing::{own_line, plain_mode, predicted_s, read_online, resolve_timing};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
@@ -127,15 +127,6 @@ pub enum ComputeArg {
     Cpu,
     /// Wall time between the calls.
     Wall,
-}
-
-impl From<ComputeArg> for ComputeTime {
-    fn from(c: ComputeArg) -> ComputeTime {
-        match c {
-            ComputeArg::Cpu => ComputeTime::Cpu,
-            ComputeArg::Wall => ComputeTime::Wall,
-        }
-    }
 }
 
 /// A file beside the running binary (`target/release/<name>`).
@@ -387,16 +378,6 @@ fn checked_run_flag(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut R
         }
     }
     (out, kept_disturbed)
-}
-
-/// `makespan_s` of an `online.json`.
-fn read_online(path: &Path) -> Result<f64, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    v.get("makespan_s")
-        .and_then(serde_json::Value::as_f64)
-        .filter(|m| m.is_finite() && *m >= 0.0)
-        .ok_or_else(|| format!("{}: no valid makespan_s", path.display()))
 }
 
 /// What every case needs.
