@@ -4,7 +4,8 @@
 //!    `c-tests/overhead` run plainly and under the interposer with
 //!    `INTERPOSER_COUNTERS=off` (wall time from the TSC only), `=sw` (plus
 //!    thread CPU time) and `=auto` (hardware counters where they exist),
-//!    in one run, medians of 5 runs each taken round-robin, 10^6 iterations
+//!    and in `INTERPOSER_MODE=regions` (per-region block sums only), in
+//!    one run, medians of 5 runs each taken round-robin, 10^6 iterations
 //!    (`OVERHEAD_ITERS`).
 //! 2. Trace size: bytes per recorded call (whole rank files: header, records,
 //!    module table and footer) of each C and Fortran c-test traced at
@@ -91,7 +92,8 @@ fn main() {
     let prog = root.join("c-tests/build/overhead");
     let iters = std::env::var("OVERHEAD_ITERS").unwrap_or_else(|_| "1000000".into());
     let dir = tempfile::tempdir().unwrap();
-    let modes: [(&str, Vec<(&str, String)>); 4] = [
+    let regions_dir = tempfile::tempdir().unwrap();
+    let modes: [(&str, Vec<(&str, String)>); 5] = [
         ("plain", vec![]),
         (
             "counters=off",
@@ -115,6 +117,14 @@ fn main() {
                 ("LD_PRELOAD", lib.display().to_string()),
                 ("INTERPOSER_OUT", dir.path().display().to_string()),
                 ("INTERPOSER_COUNTERS", "auto".into()),
+            ],
+        ),
+        (
+            "mode=regions",
+            vec![
+                ("LD_PRELOAD", lib.display().to_string()),
+                ("INTERPOSER_OUT", regions_dir.path().display().to_string()),
+                ("INTERPOSER_MODE", "regions".into()),
             ],
         ),
     ];

@@ -92,7 +92,8 @@ fn core(e: &Entry) -> String {
     if has_status {
         c += "    MPI_Status ipr_local, *st = status;\n";
     }
-    c += "    if (on) {\n        memset(&p, 0, sizeof p);\n";
+    // on == 2 (regions mode): the call is timed, its parameters unused.
+    c += "    if (on) memset(&p, 0, sizeof p);\n    if (on == 1) {\n";
     if has_status {
         c += "        if (st == MPI_STATUS_IGNORE) st = &ipr_local;\n";
     }
@@ -100,7 +101,7 @@ fn core(e: &Entry) -> String {
         c += &format!("        {s}\n");
     }
     c += &online_hook(&format!("PRE_{}", e.name), &format!("{}, &p", e.code), &args);
-    c += &format!("    }}\n    int rc = P{}({});\n    if (on) {{\n", e.name, args.join(", "));
+    c += &format!("    }}\n    int rc = P{}({});\n    if (on == 1) {{\n", e.name, args.join(", "));
     for s in &e.post {
         c += &format!("        {s}\n");
     }
@@ -110,7 +111,7 @@ fn core(e: &Entry) -> String {
     } else {
         c += &format!("        ipr_end({}, rc, &p);\n", e.code);
     }
-    c += "    }\n    return rc;\n}\n";
+    c += &format!("    }} else if (on) {{\n        ipr_end({}, rc, &p);\n    }}\n    return rc;\n}}\n", e.code);
     c
 }
 

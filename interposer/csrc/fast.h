@@ -62,25 +62,34 @@ static inline int ipr_begin_slow_entry(int op, const void *caller, uint64_t tick
     return on;
 }
 
-/* Starts a call; returns 1 when the wrapper must end it with ipr_end or
- * ipr_end_list. */
+/* A call the recorder began on its slow path: 2 in regions mode (the
+ * thread's ring, which that call may have attached, says so), else 1. */
+static inline int ipr_began_slow(int on) {
+    struct ipr_fast *f = ipr_fast_tls;
+    return on && f != NULL && f->lean ? 2 : on;
+}
+
+/* Starts a call; returns 0 when the wrapper must not record it, 1 when it
+ * must collect the call's parameters and end it with ipr_end or
+ * ipr_end_list, 2 (regions mode) when it must end it with ipr_end and
+ * parameters all zero. */
 static inline int ipr_begin(int op, const void *caller) {
 #ifdef IPR_FAST
     struct ipr_fast *f = ipr_fast_tls;
     if (f != NULL) {
         if (f->in_call) return 0; /* nested: an MPI call made inside one */
-        if (!f->on) return ipr_begin_slow_entry(op, caller, f->tsc ? __rdtsc() : 0);
+        if (!f->on) return ipr_began_slow(ipr_begin_slow_entry(op, caller, f->tsc ? __rdtsc() : 0));
         uint64_t now = __rdtsc();
-        if (now - f->last_end >= f->min_ticks) return ipr_begin_slow_entry(op, caller, now);
+        if (now - f->last_end >= f->min_ticks) return ipr_began_slow(ipr_begin_slow_entry(op, caller, now));
         f->op = op;
         f->caller = (uint64_t)(uintptr_t)caller;
         f->start = now;
         f->in_call = 1;
         if (ipr_waits(op) && f->len != f->skip) ipr_drain_some();
-        return 1;
+        return 1 + (int)f->lean;
     }
 #endif
-    return ipr_begin_slow_entry(op, caller, 0);
+    return ipr_began_slow(ipr_begin_slow_entry(op, caller, 0));
 }
 
 /* After the recorder's slow end: the next compute block starts now, when
@@ -108,16 +117,19 @@ static inline void ipr_end(int op, int rc, const struct ipr_params *p) {
             r->start = f->start;
             r->end = now;
             /* Field by field: a struct copy loads 16 bytes at a time right
-             * after the wrapper's narrow stores, a store-forwarding stall. */
-            r->params.peer = p->peer;
-            r->params.tag = p->tag;
-            r->params.bytes = p->bytes;
-            r->params.comm = p->comm;
-            r->params.root = p->root;
-            r->params.request = p->request;
-            r->params.peer2 = p->peer2;
-            r->params.tag2 = p->tag2;
-            r->params.bytes2 = p->bytes2;
+             * after the wrapper's narrow stores, a store-forwarding stall.
+             * Regions mode reads no parameters (the ring's stay zero). */
+            if (!f->lean) {
+                r->params.peer = p->peer;
+                r->params.tag = p->tag;
+                r->params.bytes = p->bytes;
+                r->params.comm = p->comm;
+                r->params.root = p->root;
+                r->params.request = p->request;
+                r->params.peer2 = p->peer2;
+                r->params.tag2 = p->tag2;
+                r->params.bytes2 = p->bytes2;
+            }
             f->last_end = now;
             /* After the record's stores: a signal handler on another
              * thread reads the records below len. */

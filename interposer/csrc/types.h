@@ -83,8 +83,9 @@ struct ipr_fast {
      * also takes its block ends here, around the recorder's own code
      * (ipr_begin_slow's tick, and slow_end). */
     uint32_t tsc;
-    /** Padding. */
-    uint32_t pad;
+    /** 1 in regions mode (set by the Rust recorder): the recorder uses no
+     * call parameters, so the wrappers collect none (ipr_begin returns 2). */
+    uint32_t lean;
     /** The TSC after the last slow end returned to the C side (0: none),
      * which the recorder takes as the next block's start. */
     uint64_t slow_end;

@@ -1,5 +1,6 @@
 //! The interposer's environment: `INTERPOSER_OUT`, `INTERPOSER_MODE`,
-//! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on"), and
+//! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on";
+//! `INTERPOSER_MODE` also takes `regions`, [`Mode::Regions`]), and
 //! for online mode `INTERPOSER_VIRTUAL_WTIME`, `INTERPOSER_JITTER`,
 //! `INTERPOSER_SPEED_RATIOS`, `INTERPOSER_ONLINE_STALL_S`,
 //! `INTERPOSER_GHOST_RANKS` and `INTERPOSER_GHOST_TRACES`.
@@ -20,6 +21,15 @@ pub enum Mode {
     /// to the start of `MPI_Finalize`, each after a barrier
     /// ([`crate::span`]).
     Time,
+    /// Per call-site region, the count and the summed thread CPU and wall
+    /// time of the compute blocks, kept in memory and written at
+    /// `MPI_Finalize` as `rank-<r>.regions.json` (no trace): the blocks of
+    /// a run whose calls cost only the timer and a table update, to set
+    /// against a traced run's (`simulator trace perturbation`). Intercepts
+    /// the same calls, and names the same regions, as [`Mode::Trace`];
+    /// times blocks as `INTERPOSER_COUNTERS=sw` (or `off`), never with
+    /// hardware counters.
+    Regions,
 }
 
 /// Parsed configuration of a traced run.
@@ -72,9 +82,10 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
         None | Some("") | Some("trace") => Mode::Trace,
         Some("online") => Mode::Online,
         Some("time") => Mode::Time,
+        Some("regions") => Mode::Regions,
         Some("off") => return (None, warnings),
         Some(other) => {
-            warnings.push(format!("INTERPOSER_MODE={other:?} is not one of trace|online|time|off; recording disabled"));
+            warnings.push(format!("INTERPOSER_MODE={other:?} is not one of trace|online|time|regions|off; recording disabled"));
             return (None, warnings);
         }
     };
@@ -92,6 +103,16 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
             warnings.push(format!("INTERPOSER_COUNTERS={v:?} is not one of auto|hw|sw|off; using auto"));
             Counters::Auto
         }),
+    };
+    // Hardware counters are read at every block end, on the recorder's
+    // slow path: regions mode keeps to the TSC and the thread CPU clock.
+    let counters = match (mode, counters) {
+        (Mode::Regions, Counters::Hw) => {
+            warnings.push("INTERPOSER_COUNTERS=hw does not apply to INTERPOSER_MODE=regions; using sw".into());
+            Counters::Sw
+        }
+        (Mode::Regions, Counters::Auto) => Counters::Sw,
+        (_, c) => c,
     };
     let mut mode = mode;
     if mode == Mode::Online && platform.is_none() {
@@ -154,6 +175,18 @@ mod tests {
         assert!(w.is_empty());
         let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", " time ")]));
         assert!(c.unwrap().mode == Mode::Time && w.is_empty());
+    }
+
+    #[test]
+    fn regions_mode_times_blocks_without_hardware_counters() {
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "regions")]));
+        let c = c.unwrap();
+        assert!(c.mode == Mode::Regions && c.counters == Counters::Sw && w.is_empty(), "{w:?}");
+        let (c, w) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "regions"), ("INTERPOSER_COUNTERS", "hw")]));
+        assert_eq!(c.unwrap().counters, Counters::Sw);
+        assert!(w.len() == 1 && w[0].contains("INTERPOSER_COUNTERS=hw"), "{w:?}");
+        let (c, _) = from_env(env(&[("INTERPOSER_OUT", "/tmp/x"), ("INTERPOSER_MODE", "regions"), ("INTERPOSER_COUNTERS", "off")]));
+        assert_eq!(c.unwrap().counters, Counters::Off);
     }
 
     #[test]

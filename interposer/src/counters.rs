@@ -15,6 +15,7 @@ use std::os::fd::AsRawFd;
 
 use perf_event::events::{Event, Hardware};
 use perf_event::{Builder, Counter, ReadFormat};
+use simulator::trace::TimingSource;
 
 /// The requested counter mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,6 +217,25 @@ impl Drop for PerfGroup {
         for &p in self.pages.iter().filter(|p| !p.is_null()) {
             // SAFETY: unmapping our own page, once.
             unsafe { libc::munmap(p.cast(), 4096) };
+        }
+    }
+}
+
+/// Resolves `INTERPOSER_COUNTERS`: the timing source, a note for the
+/// trace's footer, and a warning for rank 0 when `hw` cannot be honoured
+/// (hardware counters are then replaced by the thread CPU clock).
+pub fn resolve(requested: Counters) -> (TimingSource, String, Option<String>) {
+    match requested {
+        Counters::Off => return (TimingSource::WallOnly, "off".into(), None),
+        Counters::Sw => return (TimingSource::ClockGettime, "sw".into(), None),
+        Counters::Auto | Counters::Hw => {}
+    }
+    match probe_hw() {
+        Ok(()) => (TimingSource::PerfCounters, "hw (cycles, instructions)".into(), None),
+        Err(e) => {
+            let warning =
+                (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters unavailable: {e}; using sw"));
+            (TimingSource::ClockGettime, format!("sw (hardware counters unavailable: {e})"), warning)
         }
     }
 }

@@ -75,7 +75,7 @@ impl Ring {
             cap: RING_RECORDS as u32,
             skip: 0,
             tsc: 0,
-            pad: 0,
+            lean: 0,
             slow_end: 0,
             ring: records.as_mut_ptr(),
         });

@@ -10,7 +10,8 @@
 //!
 //! Environment (DESIGN.md, "Interfaces others rely on"):
 //! - `INTERPOSER_OUT=<dir>`: trace directory, created if missing;
-//! - `INTERPOSER_MODE=trace|online|off` (default `trace`);
+//! - `INTERPOSER_MODE=trace|online|time|regions|off` (default `trace`;
+//!   `regions`: per-region block sums only, see [`config::Mode::Regions`]);
 //! - `INTERPOSER_PLATFORM=<file>`: platform for online mode;
 //! - `INTERPOSER_COUNTERS=auto|hw|sw|off`: block timing (see [`counters`]);
 //! - online mode ([`online`]): `INTERPOSER_VIRTUAL_WTIME=1`, `INTERPOSER_JITTER=<trace>`,
@@ -18,7 +19,9 @@
 //!
 //! An unset or bad value prints one warning and the application runs
 //! unchanged. Output: `<dir>/meta.json` and `<dir>/rank-<r>.trace`, in the
-//! format of [`simulator::trace`], and in online mode `<dir>/online.json`.
+//! format of [`simulator::trace`], and in online mode `<dir>/online.json`;
+//! in regions mode only `<dir>/rank-<r>.regions.json`
+//! ([`simulator::trace::region_times`]).
 #![deny(missing_docs)]
 
 pub mod clock;

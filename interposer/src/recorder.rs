@@ -21,12 +21,13 @@ use simulator::trace::{rank_file_name, CallRecord, Op, Params, RankHeader, RankW
 
 use crate::clock::{self, ticks_to_ns, WallClock};
 use crate::config::{self, Config, Mode};
-use crate::counters::{self, Counters};
+use crate::counters;
 use crate::fast::Ring;
 use crate::modules;
 use crate::signals;
 use crate::timing::{self, Stamp, Timer};
 
+mod regions;
 mod state;
 
 const UNINIT: u8 = 0;
@@ -55,9 +56,10 @@ struct Calibration {
     /// Raw block wall times (ticks) and counter deltas of empty blocks.
     wall: Vec<u64>,
     hw: Vec<(u64, u64)>,
-    /// The records are encoded as usual, into nowhere, so that their cost
-    /// is part of what is measured.
+    /// The records are encoded as usual, into nowhere (in regions mode,
+    /// summed into a table of their own), so that their cost is measured.
     sink: RankWriter<std::io::Sink>,
+    regions: regions::RegionSums,
 }
 
 /// Recording state of the thread that called `MPI_Init`.
@@ -93,6 +95,8 @@ struct Recorder {
     isolated: bool,
     /// The calls the C wrappers kept on the fast path ([`crate::fast`]).
     ring: Ring,
+    /// Regions mode: the per-region sums that take the place of records.
+    regions: Option<Box<regions::RegionSums>>,
 }
 
 /// What other threads need to open their streams: set at `MPI_Init`.
@@ -166,7 +170,7 @@ pub fn init(rank: u32, size: u32, library: &str) {
     };
     let online = match cfg.mode {
         Mode::Online => crate::online::prepare(&cfg, rank, size),
-        Mode::Trace => None,
+        Mode::Trace | Mode::Regions => None,
         Mode::Time => {
             STATE.store(DISABLED, Ordering::SeqCst);
             crate::span::arm(&cfg, rank);
@@ -214,26 +218,8 @@ fn hostname() -> String {
     }
 }
 
-/// Resolves `INTERPOSER_COUNTERS`: the timing source, a note for the
-/// footer, and a warning for rank 0 when `hw` cannot be honoured.
-fn counters(requested: Counters) -> (TimingSource, String, Option<String>) {
-    match requested {
-        Counters::Off => return (TimingSource::WallOnly, "off".into(), None),
-        Counters::Sw => return (TimingSource::ClockGettime, "sw".into(), None),
-        Counters::Auto | Counters::Hw => {}
-    }
-    match counters::probe_hw() {
-        Ok(()) => (TimingSource::PerfCounters, "hw (cycles, instructions)".into(), None),
-        Err(e) => {
-            let warning =
-                (requested == Counters::Hw).then(|| format!("INTERPOSER_COUNTERS=hw: hardware counters unavailable: {e}; using sw"));
-            (TimingSource::ClockGettime, format!("sw (hardware counters unavailable: {e})"), warning)
-        }
-    }
-}
-
 fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Result<Recorder, String> {
-    let (timing_source, counters_note, warning) = counters(cfg.counters);
+    let (timing_source, counters_note, warning) = counters::resolve(cfg.counters);
     if let (0, Some(w)) = (rank, &warning) {
         warn(None, w);
     }
@@ -249,7 +235,13 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
     };
     let dir = &cfg.out;
     std::fs::create_dir_all(dir).map_err(|e| format!("INTERPOSER_OUT={}: cannot create: {e}", dir.display()))?;
-    let path = dir.join(rank_file_name(rank));
+    let regions = cfg.mode == Mode::Regions;
+    if regions {
+        regions::enable(dir.clone(), size, hostname(), timing_source);
+    }
+    // Regions mode writes no trace: its records, which never reach the
+    // writer beyond the header and the MPI_Init record, go nowhere.
+    let path = if regions { Path::new("/dev/null").to_path_buf() } else { dir.join(rank_file_name(rank)) };
     // Created empty, then written in append mode: other threads' streams
     // append whole chunks to the same file with single writes.
     let file = File::create(&path)
@@ -266,7 +258,7 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
         writer = writer.rewind_with(f);
     }
     writer.set_counters(&counters_note);
-    if rank == 0 {
+    if rank == 0 && !regions {
         let meta = TraceMeta {
             format_version: 1,
             ranks: size,
@@ -326,7 +318,8 @@ pub fn calibration(on: bool) -> bool {
         rec.drain();
         if on {
             let sink = RankWriter::stream(std::io::sink(), 0);
-            rec.calibration = Some(Calibration { wall: Vec::with_capacity(CALIBRATION_CALLS), hw: Vec::new(), sink });
+            let (wall, regions) = (Vec::with_capacity(CALIBRATION_CALLS), regions::RegionSums::new());
+            rec.calibration = Some(Calibration { wall, hw: Vec::new(), sink, regions });
             return true;
         }
         let Some(mut cal) = rec.calibration.take() else { return false };
@@ -592,7 +585,12 @@ pub fn finalize() {
     REC.with(|r| {
         if let Some(mut rec) = r.borrow_mut().take() {
             rec.disarm();
-            if let Err(e) = rec.writer.finish(&modules::current()) {
+            if let Some(sums) = rec.regions.take() {
+                let wall_s = ticks_to_ns(clock::now().saturating_sub(rec.epoch_wall)) as f64 * 1e-9;
+                if let Err(e) = regions::write(rec.rank, *sums, wall_s) {
+                    warn(Some(rec.rank), &e);
+                }
+            } else if let Err(e) = rec.writer.finish(&modules::current()) {
                 warn(Some(rec.rank), &format!("cannot complete the trace: {e}"));
             }
         }

@@ -31,7 +31,7 @@ static SPAN: Mutex<Option<Span>> = Mutex::new(None);
 pub struct TimeReport {
     /// Seconds from the end of `MPI_Init` to the start of `MPI_Finalize`.
     pub wall_s: f64,
-    /// `time` (after barriers), `trace` or `online` (rank 0's own span).
+    /// `time` (after barriers), `trace`, `online` or `regions` (rank 0's own span).
     pub mode: &'static str,
 }
 
@@ -75,6 +75,7 @@ pub extern "C" fn ipr_span_end(rank: c_int) {
             Mode::Time => "time",
             Mode::Trace => "trace",
             Mode::Online => "online",
+            Mode::Regions => "regions",
         };
         let report = TimeReport { wall_s: started.elapsed().as_secs_f64(), mode };
         let path = span.out.join("time.json");

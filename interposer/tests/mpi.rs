@@ -23,6 +23,8 @@ mod matrix;
 mod mpich;
 #[path = "mpi/online.rs"]
 mod online;
+#[path = "mpi/regions.rs"]
+mod regions;
 #[path = "mpi/rma.rs"]
 mod rma;
 #[path = "mpi/vcoll.rs"]

@@ -21,6 +21,7 @@ pub mod jitter_trace;
 pub mod limits;
 pub mod network;
 pub mod online;
+pub mod perturbation;
 pub mod platform;
 pub mod regions;
 pub mod replay;

@@ -17,6 +17,7 @@ pub mod chunk;
 pub mod codec;
 pub mod fields;
 pub mod record;
+pub mod region_times;
 pub mod symbols;
 pub mod ti_export;
 pub mod timeline;

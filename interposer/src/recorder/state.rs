@@ -42,6 +42,7 @@ impl Recorder {
             main: false,
             isolated: false,
             ring: Ring::new(),
+            regions: super::regions::enabled().then(|| Box::new(super::regions::RegionSums::new())),
         }
     }
 
@@ -55,6 +56,7 @@ impl Recorder {
         self.ring.enable(on.then(timing::min_ticks));
         // Counters are read by the recorder, at its own block ends.
         self.ring.set_tsc(clock::is_tsc() && !self.timer.has_counters());
+        self.ring.state().lean = self.regions.is_some() as u32;
         self.ring.attach();
         self.publish();
     }
@@ -112,7 +114,10 @@ impl Recorder {
             Some(cal) => {
                 cal.wall.push(block_ticks);
                 cal.hw.push(hw);
-                let _ = cal.sink.push(record);
+                match self.regions {
+                    Some(_) => cal.regions.add(self.prev_caller, record.caller, record.compute_cpu_ns, record.compute_wall_ns),
+                    None => drop(cal.sink.push(record)),
+                }
             }
             None => {
                 self.write(record);
@@ -165,6 +170,30 @@ impl Recorder {
         let mut prev = self.last_end.wall;
         let mut no_list = Vec::new();
         let mut i = 0;
+        if let Some(sums) = self.regions.as_deref_mut() {
+            // Regions mode: each block straight into its region's sums (or,
+            // while the overhead is measured, into the measurement's), as
+            // the loop below would pass it through `emit`.
+            for raw in &self.ring.pending()[..n] {
+                if Op::from_code(raw.op as u8).is_some() {
+                    let block = raw.start.wrapping_sub(prev);
+                    let wall_ns = ticks_to_ns(block.saturating_sub(over)) + std::mem::take(&mut self.charged_ns);
+                    match self.calibration.as_mut() {
+                        Some(cal) => {
+                            cal.wall.push(block);
+                            cal.hw.push((0, 0));
+                            cal.regions.add(self.prev_caller, raw.caller, wall_ns, wall_ns);
+                        }
+                        None => {
+                            sums.add(self.prev_caller, raw.caller, wall_ns, wall_ns);
+                            self.prev_caller = raw.caller;
+                        }
+                    }
+                }
+                prev = raw.end;
+            }
+            i = n;
+        }
         while i < n {
             let pending = self.ring.pending();
             let raw = pending[i];
@@ -255,6 +284,13 @@ impl Recorder {
     /// Appends a record read `1 + copies` times; the caller holds the
     /// busy flag.
     pub(super) fn write_repeated(&mut self, record: &CallRecord, copies: u64) {
+        if let Some(sums) = self.regions.as_deref_mut() {
+            let (cpu, wall) = (record.compute_cpu_ns, record.compute_wall_ns);
+            sums.add(self.prev_caller, record.caller, cpu, wall);
+            (0..copies).for_each(|_| sums.add(record.caller, record.caller, cpu, wall));
+            self.prev_caller = record.caller;
+            return;
+        }
         let result = self.writer.push_repeated(std::slice::from_ref(record), copies);
         self.prev_caller = record.caller;
         self.io_result(result);
@@ -262,6 +298,10 @@ impl Recorder {
 
     /// Appends a record; the caller holds the busy flag.
     pub(super) fn write(&mut self, record: &CallRecord) {
+        if let Some(sums) = self.regions.as_deref_mut() {
+            sums.add(self.prev_caller, record.caller, record.compute_cpu_ns, record.compute_wall_ns);
+            return;
+        }
         let result = self.writer.push(record);
         self.io_result(result);
     }
@@ -284,6 +324,9 @@ impl Drop for Recorder {
         self.drain();
         Ring::detach();
         self.disarm();
+        if let Some(sums) = self.regions.take() {
+            super::regions::thread_ended(*sums);
+        }
         let _ = self.writer.flush();
     }
 }

@@ -81,6 +81,34 @@ enum TraceCommand {
         /// Trace directory (INTERPOSER_OUT).
         trace: PathBuf,
     },
+    /// Tracing's perturbation of compute blocks: per call-site region, the
+    /// mean block of traced runs against that of INTERPOSER_MODE=regions
+    /// runs of the same program (matched by region and rank), and which
+    /// differences are systematic (beyond the run-to-run spread, the same
+    /// way on every rank).
+    Perturbation {
+        /// Run directories, in any order: trace directories
+        /// (INTERPOSER_MODE=trace) and regions directories (INTERPOSER_MODE=regions).
+        #[arg(required = true, num_args = 2..)]
+        runs: Vec<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Write the systematic regions' corrections (untraced ÷ traced) as
+        /// a speed-ratio CSV for `simulator replay --speed-ratios`.
+        #[arg(long, value_name = "CSV")]
+        ratios_out: Option<PathBuf>,
+        /// Which block time to compare: thread CPU time (the replay's
+        /// default) or wall time.
+        #[arg(long, value_enum, default_value_t = crate::validate::cli::ComputeArg::Cpu)]
+        compute_time: crate::validate::cli::ComputeArg,
+        /// Runs of each kind a rank needs for a difference to count as systematic.
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        min_runs: usize,
+        /// Smallest |traced/untraced − 1| counted as systematic.
+        #[arg(long, value_name = "F", default_value_t = 0.02)]
+        min_effect: f64,
+    },
 }
 
 /// Runs `simulator trace …`.
@@ -96,6 +124,10 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
         | TraceCommand::Dump { trace } => trace,
         // Reads cut files too, which open_dir refuses.
         TraceCommand::Check { trace, json } => return check(trace, *json),
+        TraceCommand::Perturbation { runs, json, ratios_out, compute_time, min_runs, min_effect } => {
+            let rule = simulator::perturbation::Rule { min_runs: *min_runs, min_effect: *min_effect };
+            return perturbation(runs, *json, ratios_out.as_deref(), (*compute_time).into(), &rule);
+        }
         TraceCommand::ExportOtf2 { trace, out } => {
             let e = crate::otf2_export::export(trace, out)?;
             let anchor = out.join("traces.otf2");
@@ -137,7 +169,7 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
             let n = timeline::write_chrome(&ranks, file)?;
             writeln!(out, "wrote {} ({n} events)", file.display())?;
         }
-        TraceCommand::Check { .. } | TraceCommand::ExportOtf2 { .. } => unreachable!("handled above"),
+        TraceCommand::Check { .. } | TraceCommand::ExportOtf2 { .. } | TraceCommand::Perturbation { .. } => unreachable!("handled above"),
         TraceCommand::Dump { .. } => {
             let written = dump(&ranks, &mut out);
             // `simulator trace dump … | head` closes the pipe early: not an error.
@@ -147,6 +179,48 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// `simulator trace perturbation`: each directory read as a trace
+/// (`meta.json`) or a regions run (`rank-0.regions.json`).
+fn perturbation(
+    runs: &[PathBuf],
+    json: bool,
+    ratios_out: Option<&std::path::Path>,
+    compute: simulator::action::ComputeTime,
+    rule: &simulator::perturbation::Rule,
+) -> anyhow::Result<()> {
+    use simulator::perturbation::{compare, format_table, RunRegions};
+    if rule.min_runs == 0 || rule.min_effect.is_nan() || rule.min_effect < 0.0 {
+        anyhow::bail!("--min-runs must be >= 1 and --min-effect >= 0");
+    }
+    let (mut traced, mut untraced) = (Vec::new(), Vec::new());
+    for dir in runs {
+        if dir.join(simulator::trace::META_FILE).is_file() {
+            traced.push(RunRegions::from_trace(dir)?);
+        } else {
+            untraced.push(RunRegions::from_regions(dir)?);
+        }
+    }
+    if traced.is_empty() || untraced.is_empty() {
+        anyhow::bail!(
+            "need at least one trace directory and one INTERPOSER_MODE=regions directory ({} and {} given)",
+            traced.len(),
+            untraced.len()
+        );
+    }
+    let p = compare(&traced, &untraced, compute, rule);
+    if let Some(path) = ratios_out {
+        p.corrections().save(path)?;
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, &p)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", format_table(&p))?;
     }
     Ok(())
 }

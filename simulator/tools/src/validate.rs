@@ -20,6 +20,7 @@
 pub mod cli;
 pub mod launch;
 pub mod modes;
+pub mod perturb;
 pub mod predict;
 pub mod quiet;
 pub mod report;

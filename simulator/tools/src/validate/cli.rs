@@ -8,12 +8,13 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod calibration;
+mod perturb_runs;
 mod sweep_runs;
 mod timing;
 
 use calibration::{calibrate_quietly, check_state, quiet_probe, Calibration};
 use sweep_runs::{run_sweep, MEASURED_BW};
-use timing::{own_line, plain_mode, predicted_s, resolve_timing};
+use timing::{own_line, plain_mode, predicted_s, read_online, resolve_timing};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
@@ -85,6 +86,17 @@ pub struct ValidateArgs {
     /// runs replayed alone give its band (`offline_lo_s`, `offline_hi_s`).
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub traced_runs: u32,
+    /// Runs per case in INTERPOSER_MODE=regions (per-region block sums
+    /// only), interleaved with the traced runs: tracing's perturbation of
+    /// the compute blocks, region by region (perturbation.{txt,json} per
+    /// case, and a table). A difference is systematic only with at least 2
+    /// runs of each kind (--traced-runs >= 2).
+    #[arg(long, value_name = "M", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub regions_runs: u32,
+    /// Also predict with each systematically perturbed region's replayed
+    /// blocks scaled by untraced ÷ traced (needs --regions-runs).
+    #[arg(long, requires = "regions_runs")]
+    pub correct_perturbation: bool,
     /// Read the time of every case without its own `time_regex` from the
     /// first capture group of REGEX on the last output line it matches,
     /// seconds (default: the program's `wall_s=` line, else the
@@ -224,8 +236,16 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
     bar.inc(1);
     let traced = match result {
         Ok(w) => {
-            let (mut walls, mut runs) = (vec![w], vec![trace.clone()]);
-            for k in 2..=ctx.traced_runs {
+            let (mut walls, mut runs, mut regions) = (vec![w], vec![trace.clone()], Vec::new());
+            // Traced and regions-mode runs alternate: both meet the machine
+            // in the same states.
+            for k in 1..=ctx.traced_runs.max(ctx.regions_runs) {
+                if k <= ctx.regions_runs {
+                    perturb_runs::regions_run(case, ctx, dir, k, row, bar, &mut regions);
+                }
+                if k < 2 || k > ctx.traced_runs {
+                    continue;
+                }
                 let more = dir.join(format!("trace-{k}"));
                 let mode = Mode::Trace { lib: ctx.interposer.clone(), out: more.clone() };
                 bar.set_message(format!("{} traced {k}/{}", case.name, ctx.traced_runs));
@@ -264,6 +284,9 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                             .collect();
                         let lo = alone.iter().copied().fold(f64::INFINITY, f64::min);
                         row.offline_band = (!alone.is_empty()).then(|| (lo, alone.iter().copied().fold(0.0, f64::max)));
+                    }
+                    if !regions.is_empty() {
+                        perturb_runs::perturbation(case, ctx, dir, row, (&runs, &regions), &platform);
                     }
                     let _ = std::fs::write(dir.join("placement.txt"), how + "\n");
                     Some(Traced { trace: trace.clone(), platform })
@@ -357,16 +380,6 @@ fn checked_run_flag(case: &Case, mode: &Mode, log: &Path, ctx: &Ctx, row: &mut R
     (out, kept_disturbed)
 }
 
-/// `makespan_s` of an `online.json`.
-fn read_online(path: &Path) -> Result<f64, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    v.get("makespan_s")
-        .and_then(serde_json::Value::as_f64)
-        .filter(|m| m.is_finite() && *m >= 0.0)
-        .ok_or_else(|| format!("{}: no valid makespan_s", path.display()))
-}
-
 /// What every case needs.
 struct Ctx {
     out: PathBuf,
@@ -380,6 +393,10 @@ struct Ctx {
     quiet: Quiet,
     /// `--traced-runs`.
     traced_runs: u32,
+    /// `--regions-runs`.
+    regions_runs: u32,
+    /// `--correct-perturbation`.
+    correct_perturbation: bool,
     /// Attempts discarded for CPU contention so far.
     repeated: std::cell::Cell<usize>,
 }
@@ -439,7 +456,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let mut calibration_note = String::new();
 
     let sweep_runs = if args.sweep_hook.is_some() { MEASURED_BW.len() * args.reps } else { 0 };
-    let bar = ProgressBar::new((cases.len() * (args.reps + 1 + args.traced_runs as usize + sweep_runs)) as u64);
+    let bar = ProgressBar::new((cases.len() * (args.reps + 1 + (args.traced_runs + args.regions_runs) as usize + sweep_runs)) as u64);
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").expect("template").progress_chars("=> "));
     bar.enable_steady_tick(Duration::from_millis(250));
     let platform_path = match &args.platform {
@@ -453,10 +470,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let platform = Platform::load(&platform_path).context("cannot load platform")?;
     let platform_is_xml = std::fs::read_to_string(&platform_path).is_ok_and(|t| t.trim_start().starts_with('<'));
     let platform_path = platform_path.canonicalize().with_context(|| platform_path.display().to_string())?;
-    let compute = match args.compute_time {
-        ComputeArg::Cpu => ComputeTime::Cpu,
-        ComputeArg::Wall => ComputeTime::Wall,
-    };
+    let compute = args.compute_time.into();
     let mut ctx = Ctx {
         out: out.clone(),
         reps: args.reps,
@@ -468,6 +482,8 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         compute,
         quiet,
         traced_runs: args.traced_runs,
+        regions_runs: args.regions_runs,
+        correct_perturbation: args.correct_perturbation,
         repeated: Default::default(),
     };
     // The latency-state probe (state.rs): our TOML platform, one host.
@@ -550,6 +566,11 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     write("validate.json", report::json(&rows))?;
     report::plot_svg(&out.join("validate.svg"), "predicted vs measured run time", &rows).map_err(anyhow::Error::msg)?;
     print!("{}", report::table(&rows));
+    if rows.iter().any(|r| r.perturbation.is_some()) {
+        let t = super::perturb::table(&rows);
+        write("perturbation.md", format!("# Tracing's perturbation of compute blocks\n\n{preamble}\n\n```\n{t}```\n"))?;
+        print!("\n{t}");
+    }
     for r in rows.iter().filter(|r| !r.note.is_empty()) {
         eprintln!("{}: {}", r.name, r.note);
     }

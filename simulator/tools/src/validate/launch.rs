@@ -31,6 +31,14 @@ pub enum Mode {
         /// Trace directory.
         out: PathBuf,
     },
+    /// `INTERPOSER_MODE=regions`: per-region block sums only, for the
+    /// perturbation tracing causes (`simulator::perturbation`).
+    Regions {
+        /// The interposer library.
+        lib: PathBuf,
+        /// Where `rank-<r>.regions.json` go.
+        out: PathBuf,
+    },
     /// `INTERPOSER_MODE=online INTERPOSER_PLATFORM=<platform>` as well, and
     /// `INTERPOSER_VIRTUAL_WTIME=1`: the program's own `wall_s` is then its
     /// timed region in the online model's virtual time.
@@ -51,6 +59,7 @@ impl Mode {
             Mode::Plain => "plain",
             Mode::Time { .. } => "timed",
             Mode::Trace { .. } => "trace",
+            Mode::Regions { .. } => "regions",
             Mode::Online { .. } => "online",
         }
     }
@@ -169,7 +178,7 @@ impl Launcher {
             (Timing::Auto | Timing::WallLine, _) => wall_s(&text).ok_or_else(|| fail(NO_WALL_S.into())),
             (Timing::Regex(re), _) => regex_seconds(re, &text).ok_or_else(|| fail(format!("no line of its output matches `{re}`"))),
             (Timing::Span, Mode::Online { out, .. }) => json_seconds(&out.join("online.json"), "makespan_s").map_err(fail),
-            (Timing::Span, Mode::Time { out, .. } | Mode::Trace { out, .. }) => {
+            (Timing::Span, Mode::Time { out, .. } | Mode::Trace { out, .. } | Mode::Regions { out, .. }) => {
                 json_seconds(&out.join("time.json"), "wall_s").map_err(fail)
             }
             (Timing::Span, Mode::Plain) => Err(fail("a plain run has no interposer to time it".into())),
@@ -244,11 +253,11 @@ fn env_of(case: &Case, mode: &Mode) -> Vec<(&'static str, String)> {
             ("INTERPOSER_OUT", out.display().to_string()),
             ("INTERPOSER_MODE", "time".into()),
         ],
-        Mode::Trace { lib, out } => {
+        Mode::Trace { lib, out } | Mode::Regions { lib, out } => {
             vec![
                 ("LD_PRELOAD", lib.display().to_string()),
                 ("INTERPOSER_OUT", out.display().to_string()),
-                ("INTERPOSER_MODE", "trace".into()),
+                ("INTERPOSER_MODE", mode.name().into()),
             ]
         }
         Mode::Online { lib, out, platform } => {

@@ -8,6 +8,7 @@ use simulator::action::ComputeTime;
 use simulator::network::P2pModel;
 use simulator::platform::{Mapping, Platform};
 use simulator::replay::{self, TraceInput};
+use simulator::speed::SpeedRatios;
 
 /// `platform` with the rank placement of the run traced in `trace`: when
 /// every rank's recorded host name names a host of the platform (as when
@@ -86,6 +87,33 @@ pub fn replay_predicted_runs(platform: &Platform, traces: &[PathBuf], compute: C
         })
         .collect();
     predicted_of(platform, streams, &traces[0])
+}
+
+/// [`replay_predicted`] of one traced run, or [`replay_predicted_runs`]
+/// of several, with each compute block of a region in `ratios` scaled by
+/// its ratio ([`replay::apply_speed_ratios`], as `simulator replay
+/// --speed-ratios`).
+///
+/// # Errors
+/// As [`replay_predicted_runs`].
+pub fn replay_scaled(platform: &Platform, traces: &[PathBuf], compute: ComputeTime, ratios: SpeedRatios) -> Result<Predicted, String> {
+    let first = traces.first().ok_or("no traced run")?;
+    let streams = match traces.len() {
+        1 => TraceInput::detect(first).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?,
+        _ => {
+            let runs =
+                traces.iter().map(|t| replay::open_trace_dir(t, compute).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+            replay::runs::median_of_runs(runs)
+                .into_iter()
+                .map(|s| {
+                    Box::new(s.map(|a| a.map_err(|e| replay::InputError::Runs(Box::new(e)))))
+                        as replay::ActionStream<'static, replay::InputError>
+                })
+                .collect()
+        }
+    };
+    let (streams, _) = replay::apply_speed_ratios(streams, ratios);
+    predicted_of(platform, streams, first)
 }
 
 fn predicted_of(

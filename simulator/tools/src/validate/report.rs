@@ -30,6 +30,11 @@ pub struct Row {
     /// With several traced runs: the lowest and highest offline prediction
     /// of the runs replayed alone, seconds.
     pub offline_band: Option<(f64, f64)>,
+    /// Tracing's perturbation of the compute blocks, with `--regions-runs`.
+    pub perturbation: Option<super::perturb::PerturbSummary>,
+    /// The offline prediction with the systematic perturbation corrected
+    /// (`--correct-perturbation`), seconds.
+    pub corrected_s: Option<f64>,
     /// Failures and missing values, `; `-separated (empty when all went well).
     pub note: String,
 }
@@ -68,6 +73,11 @@ impl Row {
     /// Offline error, percent of measured.
     pub fn offline_error_pct(&self) -> Option<f64> {
         error_pct(self.offline_s, self.measured_s())
+    }
+
+    /// Error of the corrected offline prediction, percent of measured.
+    pub fn corrected_error_pct(&self) -> Option<f64> {
+        error_pct(self.corrected_s, self.measured_s())
     }
 
     /// Online error, percent of measured.
@@ -274,6 +284,10 @@ struct JsonRow<'a> {
     traced_runs_s: &'a [f64],
     offline_lo_s: Option<f64>,
     offline_hi_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    perturbation: Option<&'a super::perturb::PerturbSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    corrected_s: Option<f64>,
     note: &'a str,
 }
 
@@ -297,6 +311,8 @@ pub fn json(rows: &[Row]) -> String {
             traced_runs_s: &r.traced,
             offline_lo_s: r.offline_band.map(|b| b.0),
             offline_hi_s: r.offline_band.map(|b| b.1),
+            perturbation: r.perturbation.as_ref(),
+            corrected_s: r.corrected_s,
             note: &r.note,
         })
         .collect();
@@ -386,6 +402,7 @@ mod tests {
                 online_s: None,
                 offline_band: None,
                 note: String::new(),
+                ..Row::default()
             },
             Row {
                 name: "jacobi2d".into(),
@@ -397,6 +414,7 @@ mod tests {
                 online_s: Some(5.5),
                 offline_band: Some((4.4, 4.7)),
                 note: "x".into(),
+                ..Row::default()
             },
             Row { name: "broken".into(), ranks: 2, note: "plain run failed".into(), ..Row::default() },
         ]

@@ -5,7 +5,8 @@ use std::path::Path;
 use super::super::launch::{Launcher, Mode};
 use super::super::predict;
 use super::super::suite::{Case, Timing};
-use super::Ctx;
+use super::{ComputeArg, Ctx};
+use simulator::action::ComputeTime;
 
 /// True when `case` is timed by the program's `wall_s=` line, whose span
 /// the replay's barrier-to-barrier region matches.
@@ -50,4 +51,23 @@ pub(super) fn resolve_timing(case: &mut Case, launcher: &Launcher, out: &Path) -
             None
         }
     }
+}
+
+impl From<ComputeArg> for ComputeTime {
+    fn from(c: ComputeArg) -> ComputeTime {
+        match c {
+            ComputeArg::Cpu => ComputeTime::Cpu,
+            ComputeArg::Wall => ComputeTime::Wall,
+        }
+    }
+}
+
+/// `makespan_s` of an `online.json`.
+pub(super) fn read_online(path: &Path) -> Result<f64, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    v.get("makespan_s")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|m| m.is_finite() && *m >= 0.0)
+        .ok_or_else(|| format!("{}: no valid makespan_s", path.display()))
 }
