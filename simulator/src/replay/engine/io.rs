@@ -68,6 +68,12 @@ impl IoState {
         self.fs.as_mut().expect("I/O plans run with a file system")
     }
 
+    /// Whether server `s` runs on host `client` (its pieces move no data
+    /// over the network).
+    pub(super) fn local(&self, client: usize, s: usize) -> bool {
+        self.server_host.get(s).copied().flatten() == Some(client)
+    }
+
     /// The directed links from host `client` to server `s` and back, on
     /// `net`; `None` when the server runs on the client's host. A server
     /// on a host: the topology's routes. A dedicated server: the client
@@ -75,8 +81,10 @@ impl IoState {
     /// server's own link, if it has one.
     pub(super) fn route(&self, net: &Net, client: usize, s: usize) -> Option<(Vec<u32>, Vec<u32>)> {
         let (mut there, mut back) = (Vec::new(), Vec::new());
+        if self.local(client, s) {
+            return None;
+        }
         match self.server_host.get(s).copied().flatten() {
-            Some(h) if h == client => return None,
             Some(h) => {
                 net.route(client, h, &mut there);
                 net.route(h, client, &mut back);

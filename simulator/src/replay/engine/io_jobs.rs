@@ -54,6 +54,8 @@ pub(super) struct Job {
     latest: Vec<f64>,
     /// Request steps due later: (start, step).
     due: Vec<(f64, u32)>,
+    /// Per step: the parties its end completes.
+    completes: Vec<Vec<u32>>,
     /// Parties not yet complete.
     open: usize,
     /// Steps not yet ended.
@@ -114,6 +116,10 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
                 next[a as usize].push(i as u32);
             }
         }
+        let mut completes = vec![Vec::new(); n];
+        for (p, &o) in plan.outputs.iter().enumerate() {
+            completes[o as usize].push(p as u32);
+        }
         let open = parties.len();
         let job = Job {
             plan,
@@ -125,6 +131,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             left: vec![0; n],
             latest: vec![0.0; n],
             due: Vec::new(),
+            completes,
             open,
             unended: n,
         };
@@ -167,19 +174,29 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
     /// Step `i` of job `id` may start at `t`: a request starts when the
     /// clock reaches `t` (its flows start then); other steps end at once.
     fn io_ready(&mut self, id: u32, i: u32, t: f64) -> Result<(), ReplayError> {
-        let step = self.job(id).plan.steps[i as usize].step;
-        let end = match step {
+        match self.job(id).plan.steps[i as usize].step {
             Step::Request { .. } if t > self.queue.now => {
                 self.job_mut(id).due.push((t, i));
-                return self.queue.schedule(t, Kind::Io(id));
+                self.queue.schedule(t, Kind::Io(id))
             }
-            Step::Request { by, file, offset, bytes, kind } => return self.io_request(id, i, t, (by, file, offset, bytes, kind)),
+            Step::Request { by, file, offset, bytes, kind } => self.io_request(id, i, t, (by, file, offset, bytes, kind)),
+            step => {
+                let end = self.io_end_at_once(step, t);
+                self.io_step_end(id, i, end)
+            }
+        }
+    }
+
+    /// The end of a step that is not a request, started at `t`, seconds
+    /// (as [`crate::io::Plan::run`] times it).
+    fn io_end_at_once(&mut self, step: Step, t: f64) -> f64 {
+        match step {
             Step::Delay(d) => t + d,
             Step::Join => t,
             Step::Sync => self.io.fs_mut().sync(t),
             Step::Metadata => self.io.fs_mut().metadata(t),
-        };
-        self.io_step_end(id, i, end)
+            Step::Request { .. } => unreachable!("requests start on the clock"),
+        }
     }
 
     /// Runs the requests of job `id` due by now.
@@ -225,7 +242,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let mut end = t;
         let mut left = 0;
         for (s, b) in pieces {
-            if self.io.route(self.net.as_ref().expect("flows run with link sharing"), client, s).is_none() {
+            if self.io.local(client, s) {
                 let fs = self.io.fs_mut();
                 end = end.max(match kind {
                     IoKind::Write => fs.write_arrived(s, t, b),
@@ -323,24 +340,19 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
                 let j = self.job_mut(id);
                 j.waiting[n as usize] -= 1;
                 if j.waiting[n as usize] == 0 {
-                    let t = j.plan.start_of(n as usize, &j.ends);
-                    if matches!(j.plan.steps[n as usize].step, Step::Request { .. }) {
+                    let (t, step) = (j.plan.start_of(n as usize, &j.ends), j.plan.steps[n as usize].step);
+                    if matches!(step, Step::Request { .. }) {
                         self.io_ready(id, n, t)?;
                     } else {
                         // Timed at once, as `io_ready` would; walked here to keep the stack flat.
-                        let end = match j.plan.steps[n as usize].step {
-                            Step::Delay(d) => t + d,
-                            Step::Sync => self.io.fs_mut().sync(t),
-                            Step::Metadata => self.io.fs_mut().metadata(t),
-                            _ => t,
-                        };
+                        let end = self.io_end_at_once(step, t);
                         ended.push((n, end));
                     }
                 }
             }
-            let parties: Vec<usize> = (0..self.job(id).parties.len()).filter(|&p| self.job(id).plan.outputs[p] == i).collect();
-            for p in parties {
-                let party = self.job(id).parties[p];
+            let completed = std::mem::take(&mut self.job_mut(id).completes[i as usize]);
+            for p in completed {
+                let party = self.job(id).parties[p as usize];
                 self.job_mut(id).open -= 1;
                 self.io_party_done(party, end)?;
             }
