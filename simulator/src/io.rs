@@ -44,7 +44,7 @@
 //! Collective I/O follows the MPI-IO implementation the file system's
 //! `mpi_io` names ([`MpiIo`]):
 //!
-//! - `romio` ([`two_phase`]): ROMIO's generic two-phase algorithm
+//! - `romio` ([`two_phase_plan`]): ROMIO's generic two-phase algorithm
 //!   (Thakur, Gropp & Lusk, "Data sieving and collective I/O in ROMIO",
 //!   Frontiers 1999, §3): one aggregator per host by default (`cb_nodes`),
 //!   the accessed range split into contiguous file domains, one per
@@ -75,7 +75,7 @@ pub use hints::{FileInfo, FileView, Hints};
 pub use plan::{Plan, Step};
 pub use state::{FsState, IoKind, ServerStats};
 pub use summary::{io_summary, IoSummary};
-pub use twophase::{aggregators, two_phase, two_phase_plan, Member};
+pub use twophase::{aggregators, two_phase_plan, Member};
 
 use crate::error::Invalid;
 use crate::network::Piecewise;
@@ -89,7 +89,7 @@ pub const DEFAULT_CB_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 #[serde(rename_all = "lowercase")]
 pub enum MpiIo {
     /// ROMIO (MPICH, Intel MPI, MVAPICH, Open MPI's `romio` io
-    /// component): two-phase collective I/O ([`two_phase`]) and data
+    /// component): two-phase collective I/O ([`two_phase_plan`]) and data
     /// sieving of strided accesses.
     #[default]
     Romio,

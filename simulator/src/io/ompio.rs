@@ -73,21 +73,6 @@ pub fn aggregators(ranks: usize, cb_nodes: Option<u32>) -> Vec<usize> {
         .collect()
 }
 
-/// Completion time of each member of a collective access of `file` by
-/// `members` (in communicator order), seconds, as OMPIO times it
-/// ([`plan`] run on the servers' FIFO links).
-pub fn collective(
-    fs: &mut FsState,
-    file: u32,
-    members: &[Member],
-    kind: IoKind,
-    hints: &Hints,
-    lat: f64,
-    exchange: impl Fn(usize, usize, u64) -> f64,
-) -> Vec<f64> {
-    plan(fs, file, members, kind, hints, exchange).run(fs, lat)
-}
-
 /// The schedule of a collective access of `file` by `members` (in
 /// communicator order) as OMPIO runs it, one party per member:
 /// [`individual`] accesses (each member's own request at its entry) up to
@@ -296,7 +281,7 @@ mod tests {
         // late; rank 0's 4 MiB is on the disk by then and rank 1 does not queue.
         let mut st = FsState::new(fs(1, 64 * MIB));
         let members = contiguous(2, 4 * MIB, &[0.0, 0.1]);
-        let done = collective(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, |_, _, _| 1.0);
+        let done = plan(&st, 0, &members, IoKind::Write, &Hints::default(), |_, _, _| 1.0).run(&mut st, 0.0);
         let one = 1e-2 + 4.0 * MIB as f64 / 1e8;
         close(done[0], one);
         close(done[1], 0.1 + one);
@@ -316,7 +301,7 @@ mod tests {
             assert!(b <= 32 || to == 0, "{b} bytes to {to}");
             b as f64 / 1e9
         };
-        let done = collective(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, exchange);
+        let done = plan(&st, 0, &members, IoKind::Write, &Hints::default(), exchange).run(&mut st, 0.0);
         let want = 3e-3 + 108.0 / 1e9 + 6.0 * MIB as f64 / 1e9 + 1e-2 + 8.0 * MIB as f64 / 1e8;
         for d in done {
             close(d, want);
@@ -334,14 +319,14 @@ mod tests {
         let setup = 10.0 * 5e-3;
         let mut st = FsState::new(FileSystem { cb_buffer_bytes: Some(2 * MIB), ..fs(1, 64 * MIB) });
         let members = contiguous(4, 3 * MIB, &[0.0; 4]);
-        let done = collective(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, |_, _, _| 5e-3);
+        let done = plan(&st, 0, &members, IoKind::Write, &Hints::default(), |_, _, _| 5e-3).run(&mut st, 0.0);
         let write = 1e-2 + MIB as f64 / 1e8;
         close(done[0], setup + 12.0 * write);
         // Two cycles (cb_buffer_size 12 MiB: 6 MiB each) do not overlap:
         // exchange, write, exchange, write.
         let mut st = FsState::new(fs(1, 64 * MIB));
         let hints = Hints { cb_buffer_bytes: Some(12 * MIB), ..Hints::default() };
-        let done = collective(&mut st, 0, &members, IoKind::Write, &hints, 0.0, |_, _, _| 5e-3);
+        let done = plan(&st, 0, &members, IoKind::Write, &hints, |_, _, _| 5e-3).run(&mut st, 0.0);
         close(done[3], setup + 2.0 * (5e-3 + 1e-2 + 6.0 * MIB as f64 / 1e8));
     }
 
@@ -371,7 +356,7 @@ mod tests {
         // the second queued), then send 4 MiB in 2 ms.
         let mut st = FsState::new(FileSystem { cb_nodes: Some(2), cb_buffer_bytes: Some(8 * MIB), ..fs(1, 64 * MIB) });
         let members = contiguous(4, 4 * MIB, &[0.0; 4]);
-        let done = collective(&mut st, 0, &members, IoKind::Read, &Hints::default(), 0.0, |_, _, _| 2e-3);
+        let done = plan(&st, 0, &members, IoKind::Read, &Hints::default(), |_, _, _| 2e-3).run(&mut st, 0.0);
         close(done[1], 12.0 * 2e-3 + 2.0 * (1e-2 + 8.0 * MIB as f64 / 2e8) + 2e-3);
     }
 }

@@ -1,7 +1,7 @@
 //! An MPI-IO call's schedule as a graph of steps, independent of who times
 //! the client–server transfers.
 //!
-//! The MPI-IO algorithms ([`super::client`], [`super::two_phase`],
+//! The MPI-IO algorithms ([`super::client`], [`super::two_phase_plan`],
 //! [`super::ompio`]) build a [`Plan`]: server requests, fixed delays (an
 //! exchange between members timed by the network model), synchronisation
 //! points, and for each step the steps it waits for. [`Plan::run`] times a

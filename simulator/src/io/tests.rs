@@ -83,7 +83,7 @@ fn a_collective_write_of_four_ranks_with_two_aggregators() {
     assert_eq!(aggregators(&members, None), [0, 2]);
     let mut st = FsState::new(fs(2, MIB));
     let exchange = |_: usize, _: usize, b: u64| 1e-6 + b as f64 / 1e9;
-    let done = two_phase(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, exchange);
+    let done = two_phase_plan(&st, 0, &members, IoKind::Write, &Hints::default(), exchange).run(&mut st, 0.0);
     // Last entry 3 ms; exchange of 4 MiB; then each aggregator's 8 MiB is
     // 4 MiB per server, the second aggregator's queued behind the first's.
     let t_x = 3e-3 + 1e-6 + 4.0 * MIB as f64 / 1e9;
@@ -94,7 +94,7 @@ fn a_collective_write_of_four_ranks_with_two_aggregators() {
     // cb_nodes = 1: one aggregator, 12 MiB exchanged to it.
     let mut st = FsState::new(FileSystem { cb_nodes: Some(1), ..fs(2, MIB) });
     assert_eq!(aggregators(&members, Some(1)), [0]);
-    let done = two_phase(&mut st, 0, &members, IoKind::Write, &Hints::default(), 0.0, exchange);
+    let done = two_phase_plan(&st, 0, &members, IoKind::Write, &Hints::default(), exchange).run(&mut st, 0.0);
     close(done[0], 3e-3 + 1e-6 + 12.0 * MIB as f64 / 1e9 + 1e-2 + 8.0 * MIB as f64 / 1e8);
 }
 
@@ -108,7 +108,7 @@ fn collective_rounds_follow_the_buffer_and_reads_exchange_after_the_disk() {
     let exchange = |_: usize, _: usize, _: u64| 0.5;
     // Each aggregator reads its own 8 MiB in two rounds of 4 MiB; nothing
     // to exchange (each member's data is in its own domain).
-    let done = two_phase(&mut st, 0, &members, IoKind::Read, &Hints::default(), 0.0, exchange);
+    let done = two_phase_plan(&st, 0, &members, IoKind::Read, &Hints::default(), exchange).run(&mut st, 0.0);
     let read = 1e-2 + 4.0 * MIB as f64 / 2e8;
     close(done[1], 4.0 * read);
 }

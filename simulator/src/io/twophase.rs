@@ -64,21 +64,6 @@ pub fn aggregators(members: &[Member], cb_nodes: Option<u32>) -> Vec<usize> {
     picked
 }
 
-/// Completion time of each member of a collective access of `file`, in
-/// member order, seconds ([`two_phase_plan`] run on the servers' FIFO
-/// links over a network of `net_latency_s` one-way latency).
-pub fn two_phase(
-    fs: &mut FsState,
-    file: u32,
-    members: &[Member],
-    kind: IoKind,
-    hints: &Hints,
-    net_latency_s: f64,
-    exchange: impl Fn(usize, usize, u64) -> f64,
-) -> Vec<f64> {
-    two_phase_plan(fs, file, members, kind, hints, exchange).run(fs, net_latency_s)
-}
-
 /// The schedule of ROMIO's two-phase access of `file` by `members`, one
 /// party per member, with the file's `hints` (`cb_nodes`,
 /// `cb_buffer_size`; else the file system's, else ROMIO's defaults).
