@@ -67,25 +67,13 @@ impl Hasher for PairHasher {
     }
 }
 
-/// One region's sums in nanoseconds, as the hot path adds them.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(super) struct Sums {
-    count: u64,
-    cpu_ns: u64,
-    wall_ns: u64,
-    cpu_sq_ns2: f64,
-    wall_sq_ns2: f64,
-    cpu_min_ns: u64,
-    cpu_max_ns: u64,
-}
-
 /// Per-region sums of compute blocks, keyed by the return addresses of
 /// the calls before and after them (0: `MPI_Init`).
 #[derive(Debug, Default)]
 pub(super) struct RegionSums {
     /// Each region's index in `sums`.
     index: HashMap<(u64, u64), usize, BuildHasherDefault<PairHasher>>,
-    sums: Vec<((u64, u64), Sums)>,
+    sums: Vec<((u64, u64), BlockSums)>,
     /// The region added to last and its index: a loop of one call (a
     /// polling loop) adds to the same region again and again.
     last: Option<((u64, u64), usize)>,
@@ -99,14 +87,14 @@ impl RegionSums {
 
     /// The sums of region `key`, created empty if new.
     #[inline]
-    fn slot(&mut self, key: (u64, u64)) -> &mut Sums {
+    fn slot(&mut self, key: (u64, u64)) -> &mut BlockSums {
         let i = match self.last {
             Some((k, i)) if k == key => i,
             _ => {
                 let next = self.sums.len();
                 let i = *self.index.entry(key).or_insert(next);
                 if i == next {
-                    self.sums.push((key, Sums::default()));
+                    self.sums.push((key, BlockSums::default()));
                 }
                 self.last = Some((key, i));
                 i
@@ -119,49 +107,19 @@ impl RegionSums {
     /// between the calls returning to `prev` and `next`.
     #[inline]
     pub(super) fn add(&mut self, prev: u64, next: u64, cpu_ns: u64, wall_ns: u64) {
-        let s = self.slot((prev, next));
-        s.cpu_min_ns = if s.count == 0 { cpu_ns } else { s.cpu_min_ns.min(cpu_ns) };
-        s.cpu_max_ns = s.cpu_max_ns.max(cpu_ns);
-        s.count += 1;
-        s.cpu_ns += cpu_ns;
-        s.wall_ns += wall_ns;
-        s.cpu_sq_ns2 += (cpu_ns as f64) * (cpu_ns as f64);
-        s.wall_sq_ns2 += (wall_ns as f64) * (wall_ns as f64);
+        self.slot((prev, next)).add(cpu_ns as f64 * 1e-9, wall_ns as f64 * 1e-9);
     }
 
     /// Adds every region of `other`.
     pub(super) fn merge(&mut self, other: &RegionSums) {
         for (k, o) in &other.sums {
-            let s = self.slot(*k);
-            s.cpu_min_ns = if s.count == 0 { o.cpu_min_ns } else { s.cpu_min_ns.min(o.cpu_min_ns) };
-            s.cpu_max_ns = s.cpu_max_ns.max(o.cpu_max_ns);
-            s.count += o.count;
-            s.cpu_ns += o.cpu_ns;
-            s.wall_ns += o.wall_ns;
-            s.cpu_sq_ns2 += o.cpu_sq_ns2;
-            s.wall_sq_ns2 += o.wall_sq_ns2;
+            self.slot(*k).merge(o);
         }
     }
 
-    /// The table in the file's units (seconds), ordered by address pair.
+    /// The table, ordered by address pair.
     pub(super) fn blocks(&self) -> Vec<RegionBlocks> {
-        let mut out: Vec<RegionBlocks> = self
-            .sums
-            .iter()
-            .map(|&((prev, next), ref s)| RegionBlocks {
-                prev,
-                next,
-                sums: BlockSums {
-                    count: s.count,
-                    cpu_s: s.cpu_ns as f64 * 1e-9,
-                    cpu_sq_s2: s.cpu_sq_ns2 * 1e-18,
-                    cpu_min_s: s.cpu_min_ns as f64 * 1e-9,
-                    cpu_max_s: s.cpu_max_ns as f64 * 1e-9,
-                    wall_s: s.wall_ns as f64 * 1e-9,
-                    wall_sq_s2: s.wall_sq_ns2 * 1e-18,
-                },
-            })
-            .collect();
+        let mut out: Vec<RegionBlocks> = self.sums.iter().map(|&((prev, next), sums)| RegionBlocks { prev, next, sums }).collect();
         out.sort_by_key(|r| (r.prev, r.next));
         out
     }

@@ -45,6 +45,7 @@ pub struct BlockSums {
 
 impl BlockSums {
     /// Adds one block of `cpu_s` thread CPU and `wall_s` wall seconds.
+    #[inline]
     pub fn add(&mut self, cpu_s: f64, wall_s: f64) {
         self.cpu_min_s = if self.count == 0 { cpu_s } else { self.cpu_min_s.min(cpu_s) };
         self.cpu_max_s = self.cpu_max_s.max(cpu_s);
