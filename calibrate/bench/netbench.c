@@ -20,7 +20,7 @@
  *              mean (rank 0), as a loop of allreduces pays them. The
  *              reduction cost is fitted from these (calibrate/src/network/gamma.rs).
  *
- * For every plan entry of `size` bytes, three samples:
+ * For every plan entry of `size` bytes, these samples:
  *   pingpong  Barrier; rank 0 spins SYNC_SETTLE_S so that rank 1's Recv is
  *             surely posted; untimed round trips, then timed round trips
  *             back to back (rank 0 Send, rank 1 Recv then Send back, rank 0
@@ -42,6 +42,14 @@
  *             0.169-0.178 us median over 16 timed round trips after 16
  *             untimed, 0.163 over 256, 0.161-0.162 in a loop of 100000 in
  *             the same run; a ring of 8-byte messages: 0.163 us per hop).
+ *   exchange  Barrier; both ranks call MPI_Sendrecv of `size` bytes to and
+ *             from the other at once, each sending what it received in the
+ *             previous exchange (as pingpong sends back what it received:
+ *             data its own core wrote, as a program sends what it
+ *             computed), with the same untimed and timed loop lengths as
+ *             pingpong; duration = the timed loop's mean per exchange (rank
+ *             0): each direction's transfer while the other one runs, which
+ *             on shared memory share the host's copy rate.
  *   send      Barrier; rank 1 posts its blocking Recv; rank 0 spins
  *             SYNC_SETTLE_S so the Recv is surely posted, then times one
  *             blocking MPI_Send (measured on rank 0).
@@ -96,7 +104,7 @@
 #define PP_BURST_LONG 256 /* timed round trips up to PP_LONG_MAX_BYTES */
 #define CALL_BURST 32
 #define RMA_BURST_LARGE 4
-#define REC 22 /* doubles per plan entry in rec[] */
+#define REC 24 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
 #define AR_WARM 8
 #define AR_BURST 64
@@ -264,8 +272,8 @@ int main(int argc, char **argv)
         if (plan[i] > max)
             max = plan[i];
     char *buf = malloc((size_t)max);
-    /* Allreduce mode: a second buffer for the result. */
-    char *buf2 = malloc(ar_mode ? (size_t)max : 1);
+    /* A second buffer: the allreduce's result, the exchange's receive. */
+    char *buf2 = malloc((size_t)max);
     /* Per entry, rank 0: start/duration of pingpong, send, isend, wtime,
      * iprobe (PRTT mode: start, prtt1, prttn, prttd); rank 1: recv
      * start/duration packed two per entry. */
@@ -342,6 +350,24 @@ int main(int argc, char **argv)
                 MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
             }
+        }
+
+        /* exchange: both directions at once; each rank sends what it
+         * received last, as pingpong does (data its own core wrote) */
+        {
+            char *from = buf, *into = buf2, *swap;
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int k = -warm; k < burst; k++) {
+                if (k == 0) {
+                    t = MPI_Wtime();
+                    r[22] = t - t0;
+                }
+                MPI_Sendrecv(from, s, MPI_BYTE, peer, 10, into, s, MPI_BYTE, peer, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                swap = from;
+                from = into;
+                into = swap;
+            }
+            r[23] = (MPI_Wtime() - t) / burst;
         }
 
         /* send: the receiver is already waiting */
@@ -491,6 +517,7 @@ int main(int argc, char **argv)
         for (long i = warmup; i < n; i++) {
             double *r = &rec[REC * i];
             fprintf(out, "pingpong,%ld,%.9f,%.9e\n", plan[i], r[0], r[1]);
+            fprintf(out, "exchange,%ld,%.9f,%.9e\n", plan[i], r[22], r[23]);
             fprintf(out, "send,%ld,%.9f,%.9e\n", plan[i], r[2], r[3]);
             fprintf(out, "recv,%ld,%.9f,%.9e\n", plan[i], recv1[2 * i], recv1[2 * i + 1]);
             fprintf(out, "isend,%ld,%.9f,%.9e\n", plan[i], r[4], r[5]);

@@ -62,11 +62,15 @@ pub enum Op {
     /// The mean of a burst of back-to-back `MPI_Allreduce` of size / 8
     /// doubles (`MPI_SUM`, 2 ranks; allreduce mode).
     Allreduce,
+    /// One `MPI_Sendrecv` of the size on both ranks at once: two one-way
+    /// transfers in opposite directions at the same time (rank 0's mean
+    /// over a burst, as for `pingpong`).
+    Exchange,
 }
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 16] = [
+    pub const ALL: [Op; 17] = [
         Op::Pingpong,
         Op::Send,
         Op::Recv,
@@ -83,6 +87,7 @@ impl Op {
         Op::PrttN,
         Op::PrttD,
         Op::Allreduce,
+        Op::Exchange,
     ];
 
     /// The name used in the CSV.
@@ -104,6 +109,7 @@ impl Op {
             Op::PrttN => "prttn",
             Op::PrttD => "prttd",
             Op::Allreduce => "allreduce",
+            Op::Exchange => "exchange",
         }
     }
 }

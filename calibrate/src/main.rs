@@ -192,6 +192,14 @@ struct NetworkArgs {
     /// `mpirun --version` (Open MPI: ompi; MPICH: mpich).
     #[arg(long, value_name = "NAME")]
     coll_selector: Option<String>,
+    /// Write the host's copy rate that concurrent transfers share (fitted
+    /// on the exchange samples, always printed) to the platform as
+    /// `[network] host_copy_bytes_per_s`, for the offline replay. Off by
+    /// default: the benchmark's buffers are ones each core just wrote,
+    /// and programs that send data their cores have not touched since
+    /// (bandwidth benchmarks) copy about twice as fast.
+    #[arg(long)]
+    host_copy: bool,
     /// Measure nothing: refit the samples of an earlier --csv file (no
     /// refinement of the eager threshold, no LogGP; the reduction cost
     /// from its <stem>.allreduce.csv, if any) and print the fit and its
@@ -366,6 +374,9 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     platform.smpi.wait_s = cal.fit.wait_s.unwrap_or(0.0);
     platform.smpi.rma_call_s = cal.fit.rma_call_s.unwrap_or(0.0);
     platform.smpi.poll_s = cal.fit.iprobe_s.unwrap_or(0.0);
+    if a.host_copy {
+        platform.network.host_copy_bytes_per_s = cal.fit.host_copy_bytes_per_s;
+    }
     platform.save(&a.out)?;
     println!("one node (shared memory):");
     report(&cal);

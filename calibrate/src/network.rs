@@ -29,6 +29,7 @@ use crate::modes::{self, Bimodal, SlowState};
 use crate::segmented::{self, FitOptions, SegmentedFit};
 use simulator::network::loggp::LogGps;
 
+pub mod copy;
 pub mod gamma;
 mod hosts;
 pub mod rma;
@@ -132,6 +133,10 @@ pub struct NetworkFit {
     pub rma_call_s: Option<f64>,
     /// One-sided movements, when measured (the model's `rma` table).
     pub rma: Option<rma::RmaFit>,
+    /// The host's copy rate shared by concurrent transfers, bytes/s, when
+    /// the `exchange` samples show one ([`copy::fit_host_copy`]; the
+    /// platform's `[network] host_copy_bytes_per_s`).
+    pub host_copy_bytes_per_s: Option<f64>,
     /// Messages strictly smaller than this are eager, bytes.
     pub eager_threshold_bytes: u64,
     /// How the threshold was found, one line for humans.
@@ -189,6 +194,10 @@ impl NetworkFit {
         if let Some(r) = self.rma_call_s {
             out.push_str(&format!("one-sided call (half a lock, unlock epoch) {:.1} ns\n", r * 1e9));
         }
+        match self.host_copy_bytes_per_s {
+            Some(c) => out.push_str(&format!("host copy rate shared by concurrent transfers {:.3} GB/s\n", c * 1e-9)),
+            None => out.push_str("host copy rate: no sharing seen in the exchange samples\n"),
+        }
         out
     }
 }
@@ -235,7 +244,7 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
     };
     let rma_call_s = median(Op::Rma);
     let rma = rma::fit_rma(samples, rma_call_s.unwrap_or(0.0), fit)?;
-    Ok(NetworkFit {
+    let mut fit = NetworkFit {
         transfer,
         send,
         recv,
@@ -246,9 +255,12 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         wait_s: median(Op::Wait),
         rma_call_s,
         rma,
+        host_copy_bytes_per_s: None,
         eager_threshold_bytes,
         threshold_note,
-    })
+    };
+    fit.host_copy_bytes_per_s = copy::fit_host_copy(samples, &fit.p2p_model());
+    Ok(fit)
 }
 
 /// The piece index `k ≥ 1` where the `recv` fit jumps most at its start,

@@ -120,6 +120,7 @@ mod tests {
             wait_s: None,
             rma_call_s: None,
             rma: None,
+            host_copy_bytes_per_s: None,
             eager_threshold_bytes: 5000,
             threshold_note: String::new(),
         }

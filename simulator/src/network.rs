@@ -234,6 +234,20 @@ pub struct FlowSharing {
 }
 
 impl FlowSharing {
+    /// Links between hosts that never limit a transfer (infinite
+    /// capacity, no bandwidth factor, no crosstraffic): the base of a
+    /// network whose only shared resources are added links.
+    pub fn unshared() -> FlowSharing {
+        FlowSharing {
+            link_bw_bytes_per_s: f64::INFINITY,
+            nominal_rate_bytes_per_s: 0.0,
+            crosstraffic: 0.0,
+            header_bytes: 0,
+            topology: topology::Topology::default(),
+            latency_per_link: false,
+        }
+    }
+
     /// Checks the link capacity, the crosstraffic weight and the topology
     /// against `hosts` hosts.
     ///

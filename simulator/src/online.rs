@@ -54,9 +54,11 @@
 //!   accesses see the same servers.
 //!
 //! Not modelled online: link sharing among concurrent transfers
-//! ([`Platform::links`]), which needs a global view (each transfer gets
-//! its model's full bandwidth, as in a TOML platform), and the servers'
-//! queues shared with other ranks' independent I/O.
+//! ([`Platform::links`]) and a host's copy rate shared by its concurrent
+//! transfers ([`crate::platform::Network::host_copy_bytes_per_s`]), which
+//! need a global view (each transfer gets its model's full bandwidth, as
+//! in a TOML platform without them), and the servers' queues shared with
+//! other ranks' independent I/O.
 
 use std::collections::HashMap;
 
@@ -169,12 +171,14 @@ impl std::fmt::Debug for VirtualRank<'_> {
 
 impl<'a> VirtualRank<'a> {
     /// World rank `rank` at virtual time 0 on `platform`. Link sharing
-    /// (`platform.links`) is dropped: see the module docs.
+    /// (`platform.links`) and the hosts' shared copy rate are dropped: see
+    /// the module docs.
     ///
     /// # Panics
     /// With an explicit mapping that does not place `rank`.
     pub fn new(mut platform: Platform, rank: u32) -> Self {
         platform.links = None;
+        platform.network.host_copy_bytes_per_s = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
         let fs = platform.fs.first().cloned().map(FsState::new);
         VirtualRank {

@@ -20,6 +20,8 @@
 //!             { speed_flops = 1e9, watts = "93:110:150" } ]
 //! [mapping]
 //! kind = "block"               # or "round-robin", or "explicit" with hosts = [...]
+//! [network]
+//! host_copy_bytes_per_s = 1.2e10 # optional: concurrent transfers within a host share this
 //! [network.intra]              # shared memory, within a host
 //! eager_threshold_bytes = 4096
 //! transfer = [ { max_bytes = 4096, intercept_s = 4e-7, bandwidth_bytes_per_s = 3e9 },
@@ -191,6 +193,19 @@ pub struct Network {
     /// Model for ranks on different hosts; `None` uses `intra`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inter: Option<P2pModel>,
+    /// Aggregate rate at which one host moves the data of the rendezvous
+    /// transfers between its own ranks that are in progress at once,
+    /// bytes/s. Concurrent transfers on a host share it max-min fairly,
+    /// each also at most its `intra` transfer segment's bandwidth: two
+    /// ranks exchanging large messages both ways at once (`MPI_Sendrecv`,
+    /// a halo exchange) copy through the same memory system, and each
+    /// direction is slower than a one-way transfer. Measured by
+    /// `calibrate network` (its `exchange` samples); `None`: each
+    /// transfer at its own bandwidth, as if alone. The offline replay
+    /// models it; online mode, which sees no other rank's transfers, does
+    /// not (as for [`Platform::links`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_copy_bytes_per_s: Option<f64>,
 }
 
 /// SMPI settings that have no other place in the schema (`[smpi]`).
@@ -334,7 +349,7 @@ impl Platform {
             name: name.into(),
             hosts,
             mapping: Mapping::Block,
-            network: Network { intra, inter: None },
+            network: Network { intra, inter: None, host_copy_bytes_per_s: None },
             waiting_ranks: WaitingRanks::default(),
             smpi: Smpi::default(),
             links: None,
@@ -467,6 +482,9 @@ impl Platform {
         self.network.intra.validate().map_err(|e| format!("network.intra.{e}"))?;
         if let Some(inter) = &self.network.inter {
             inter.validate().map_err(|e| format!("network.inter.{e}"))?;
+        }
+        if let Some(c) = self.network.host_copy_bytes_per_s.filter(|c| !(c.is_finite() && *c > 0.0)) {
+            return Err(format!("network.host_copy_bytes_per_s: must be finite and > 0, got {c}").into());
         }
         self.smpi.validate().map_err(|w| format!("smpi.{w}"))?;
         let names: Vec<&str> = self.hosts.iter().map(|h| h.name.as_str()).collect();

@@ -15,7 +15,7 @@ use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};
 use crate::action::Action;
 use crate::collectives::{self, Step};
-use crate::network::P2pModel;
+use crate::network::{FlowSharing, P2pModel};
 use crate::platform::Platform;
 use crate::trace::record::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 
@@ -108,8 +108,16 @@ enum Flow {
 /// The replay state of all ranks.
 pub(crate) struct Engine<'a, 'p, E> {
     platform: &'p Platform,
-    /// Transfers in flight when links are shared ([`Platform::links`]).
+    /// Transfers in flight when links are shared ([`Platform::links`]) or
+    /// a host's concurrent transfers share its copy rate
+    /// ([`crate::platform::Network::host_copy_bytes_per_s`]).
     net: Option<Net>,
+    /// Links between hosts are shared ([`Platform::links`]): inter-host
+    /// transfers and I/O traffic are flows of `net`.
+    links: bool,
+    /// Index among `net`'s extra links of host 0's copy link (host h's is
+    /// this + h), when hosts share a copy rate.
+    copy_links: Option<usize>,
     /// Earliest network event already in the queue, seconds.
     net_next: f64,
     /// Where spans go, if a timeline is asked for.
@@ -183,7 +191,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             hugepages::advise(start, bytes, true);
         }
         let n_ranks = ranks.len();
-        let net = platform.links.clone().map(|m| Net::with_links(m, platform.hosts.len(), &io::IoState::server_links(platform)));
+        let mut extra = io::IoState::server_links(platform);
+        let copy = platform.network.host_copy_bytes_per_s;
+        let copy_links = copy.map(|_| extra.len());
+        extra.extend(copy.into_iter().flat_map(|c| std::iter::repeat_n(c, platform.hosts.len())));
+        let model = platform.links.clone().or_else(|| copy.map(|_| FlowSharing::unshared()));
+        let net = model.map(|m| Net::with_links(m, platform.hosts.len(), &extra));
         let watts = |h: usize| platform.hosts[h].watts();
         let energy = (0..platform.hosts.len())
             .any(|h| watts(h).is_some())
@@ -193,6 +206,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             platform,
             jitter: None,
             net,
+            links: platform.links.is_some(),
+            copy_links,
             net_next: f64::INFINITY,
             timeline: None,
             ranks,

@@ -187,6 +187,21 @@ impl Net {
         self.park(lat_end, bytes, (bound, route.len()), links, done)
     }
 
+    /// Starts a transfer of `bytes` between two ranks of one host over
+    /// that host's copy link (directed id `link`, an extra link of
+    /// [`Net::with_links`]), bound `bound` bytes/s, whose latency phase
+    /// ends at `lat_end` (≥ now), seconds; returns `lat_end`. The link's
+    /// capacity caps the sum of its flows' data rates, whatever the
+    /// model's bandwidth factor.
+    pub(crate) fn start_local(&mut self, lat_end: f64, link: u32, bytes: u64, bound: f64, done: Done) -> f64 {
+        let nominal = self.model.nominal_rate_bytes_per_s;
+        let f = if nominal > 0.0 { bound / nominal } else { 1.0 };
+        let mut links = self.pool.pop().unwrap_or_default();
+        links.clear();
+        links.push((link, f));
+        self.park(lat_end, bytes, (bound, 1), links, done)
+    }
+
     /// The latency of a transfer over `hops` links whose model latency is
     /// `lat_s` (scaled by hops / 2 when latencies add up per link), seconds.
     pub(crate) fn route_latency(&self, lat_s: f64, hops: usize) -> f64 {

@@ -588,6 +588,7 @@ mod modes;
 mod nbc;
 
 mod gamma;
+mod host_copy;
 mod io;
 mod io_flows;
 mod limits;

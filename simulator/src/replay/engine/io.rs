@@ -158,7 +158,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
                 let me = Member { host: self.hosts[r] as usize, offset, bytes, span: open.span(bytes), entry_s: clock };
                 return self.collective_io(r, file, me, call == IoCall::WriteAll, &open.hints, lat);
             }
-            _ if self.net.is_some()
+            _ if self.links
                 && matches!(
                     call,
                     IoCall::Read | IoCall::Write | IoCall::ReadAll | IoCall::WriteAll | IoCall::Iread { .. } | IoCall::Iwrite { .. }
@@ -233,7 +233,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let ranks: Vec<usize> = arrived.iter().map(|a| a.0).collect();
         let fs = self.io.fs.as_mut().expect("collective I/O runs with a file system");
         let last = members.iter().map(|m| m.entry_s).fold(0.0, f64::max);
-        if self.net.is_some() {
+        if self.links {
             let plan = client::collective_plan(fs, self.platform, file, &members, write, hints);
             let parties = ranks.iter().zip(&members).map(|(&w, m)| Party::Member { rank: w, since: m.entry_s, last }).collect();
             self.ranks[r].status = Status::Blocked;

@@ -14,6 +14,16 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         Ok(())
     }
 
+    /// Queues a network event at `t` (a flow's end of latency) unless an
+    /// earlier one is queued.
+    pub(super) fn net_wake(&mut self, t: f64) -> Result<(), ReplayError> {
+        if t < self.net_next {
+            self.net_next = t;
+            self.queue.schedule(t, Kind::Network)?;
+        }
+        Ok(())
+    }
+
     /// Ends the transfers done by `now` and completes their requests.
     pub(super) fn net_event(&mut self, now: f64) -> Result<(), ReplayError> {
         if now != self.net_next {

@@ -76,7 +76,16 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Some(th) => !msg.eager || msg.bytes >= th,
             None => !msg.eager,
         };
-        if ha != hb && shared_start && start >= self.queue.now && self.net.is_some() {
+        if ha == hb && !msg.eager && start >= self.queue.now {
+            if let (Some(k0), Some(seg)) = (self.copy_links, model.transfer.segment(msg.bytes)) {
+                let net = self.net.as_mut().expect("copy links are links of the net");
+                let link = net.extra_link(self.platform.hosts.len(), k0 + ha).0;
+                let done = Done { dst: dst as u32, recv_slot: recv.slot, recv_ready: 0.0, src: msg.src, send_slot: msg.slot, start };
+                let lat_end = net.start_local(start + seg.intercept_s, link, msg.bytes, seg.bandwidth_bytes_per_s, done);
+                return self.net_wake(lat_end);
+            }
+        }
+        if ha != hb && shared_start && start >= self.queue.now && self.links {
             if let Some(seg) = model.transfer.segment(msg.bytes) {
                 let recv_ready = if msg.eager { recv.post + self.recv_overhead(dst, recv.post, model, msg.bytes) } else { 0.0 };
                 let net = self.net.as_mut().expect("checked above");
@@ -86,11 +95,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 // The transfer needs the network's attention when its
                 // latency is over (it uses no bandwidth before).
                 let lat_end = net.start(start, (ha, hb), msg.bytes, (lat, bound), done);
-                if lat_end < self.net_next {
-                    self.net_next = lat_end;
-                    self.queue.schedule(lat_end, Kind::Network)?;
-                }
-                return Ok(());
+                return self.net_wake(lat_end);
             }
         }
         let t = model.transfer.eval(msg.bytes);
