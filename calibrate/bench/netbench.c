@@ -1,6 +1,6 @@
 /* netbench: point-to-point samples for `calibrate network`.
  *
- * usage: mpirun -np 2 netbench <plan> <out.csv> <warmup> [<n> <d_s> | allreduce]
+ * usage: mpirun -np 2 netbench <plan> <out.csv> <warmup> [<n> <d_s> | allreduce | clean]
  *   <plan>     text file, one message size in bytes per line, in the order
  *              to measure (the caller shuffles and repeats sizes);
  *   <out.csv>  written by rank 0: "op,size_bytes,start_s,duration_s";
@@ -19,6 +19,11 @@
  *              AR_SMALL_MAX_BYTES) timed back to back; duration = their
  *              mean (rank 0), as a loop of allreduces pays them. The
  *              reduction cost is fitted from these (calibrate/src/network/gamma.rs).
+ *   clean      the samples below, but pingpong and exchange send from a
+ *              buffer no rank writes after start-up and receive into
+ *              another (as OSU's osu_latency and most bandwidth benchmarks
+ *              do) instead of sending back what was received: the sender's
+ *              data is in no core's cache as modified lines.
  *
  * For every plan entry of `size` bytes, these samples:
  *   pingpong  Barrier; rank 0 spins SYNC_SETTLE_S so that rank 1's Recv is
@@ -218,10 +223,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (argc < 4 || argc > 6)
-        die(rank, "usage: netbench <plan> <out.csv> <warmup> [<n> <d_s> | allreduce]", NULL);
+        die(rank, "usage: netbench <plan> <out.csv> <warmup> [<n> <d_s> | allreduce | clean]", NULL);
     int ar_mode = argc == 5 && strcmp(argv[4], "allreduce") == 0;
-    if (argc == 5 && !ar_mode)
-        die(rank, "bad mode (allreduce)", argv[4]);
+    int clean = argc == 5 && strcmp(argv[4], "clean") == 0;
+    if (argc == 5 && !ar_mode && !clean)
+        die(rank, "bad mode (allreduce or clean)", argv[4]);
     if (nranks != 2)
         die(rank, "needs exactly 2 ranks", NULL);
     char *end = NULL;
@@ -327,7 +333,9 @@ int main(int argc, char **argv)
         double *r = &rec[REC * i];
         double t;
 
-        /* pingpong: rank 1 is already waiting in its Recv */
+        /* pingpong: rank 1 is already waiting in its Recv; each rank
+         * sends back what it received unless the buffers are clean */
+        char *back = clean ? buf2 : buf;
         int small = s <= PP_LONG_MAX_BYTES;
         int warm = small ? PP_WARM_LONG : s <= PP_WARM_MAX_BYTES ? PP_WARM : 1;
         int burst = small ? PP_BURST_LONG : PP_BURST;
@@ -336,24 +344,25 @@ int main(int argc, char **argv)
             spin(SYNC_SETTLE_S);
             for (int w = 0; w < warm; w++) {
                 MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Recv(back, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
             t = MPI_Wtime();
             r[0] = t - t0;
             for (int k = 0; k < burst; k++) {
                 MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Recv(back, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             }
             r[1] = (MPI_Wtime() - t) / (2.0 * burst);
         } else {
             for (int k = 0; k < burst + warm; k++) {
-                MPI_Recv(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Recv(back, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(buf, s, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
             }
         }
 
         /* exchange: both directions at once; each rank sends what it
-         * received last, as pingpong does (data its own core wrote) */
+         * received last, as pingpong does (data its own core wrote),
+         * unless the buffers are clean */
         {
             char *from = buf, *into = buf2, *swap;
             MPI_Barrier(MPI_COMM_WORLD);
@@ -363,9 +372,11 @@ int main(int argc, char **argv)
                     r[22] = t - t0;
                 }
                 MPI_Sendrecv(from, s, MPI_BYTE, peer, 10, into, s, MPI_BYTE, peer, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                swap = from;
-                from = into;
-                into = swap;
+                if (!clean) {
+                    swap = from;
+                    from = into;
+                    into = swap;
+                }
             }
             r[23] = (MPI_Wtime() - t) / burst;
         }

@@ -194,8 +194,11 @@ impl Launcher {
 
     /// Runs the compiled benchmark `exe` on 2 ranks over `plan` (sizes in
     /// measurement order; the first `warmup` entries are discarded), with
-    /// files in `dir`; returns the samples, 6 per kept plan entry (`pingpong`,
-    /// `send`, `recv`, `isend`, `wtime`, `iprobe`).
+    /// files in `dir`; returns the samples of every kept plan entry
+    /// (`pingpong`, `exchange`, `send`, `recv`, `isend`, the per-call
+    /// costs and, where the MPI has a one-sided component, `rma*`).
+    /// `clean`: netbench's `clean` mode (ping-pongs and exchanges send
+    /// from a buffer no rank writes).
     ///
     /// Sets `OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1`, which only Open MPI reads,
     /// so that calibration also runs as root (containers).
@@ -204,8 +207,9 @@ impl Launcher {
     /// [`ErrorKind::LauncherMissing`] when `mpirun` cannot be started;
     /// [`ErrorKind::BenchFailed`] on a nonzero exit or timeout, quoting the
     /// benchmark's message; [`ErrorKind::Csv`] / [`ErrorKind::Io`] for its output.
-    pub fn run(&self, exe: &Path, plan: &[u64], warmup: usize, dir: &Path) -> Result<Vec<Sample>, Error> {
-        self.run_mode(exe, plan, warmup, &[], dir)
+    pub fn run(&self, exe: &Path, plan: &[u64], warmup: usize, clean: bool, dir: &Path) -> Result<Vec<Sample>, Error> {
+        let mode = if clean { vec!["clean".to_string()] } else { Vec::new() };
+        self.run_mode(exe, plan, warmup, &mode, dir)
     }
 
     /// Like [`Launcher::run`] in PRTT mode: 3 samples (`prtt1`, `prttn`,

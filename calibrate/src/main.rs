@@ -195,11 +195,18 @@ struct NetworkArgs {
     /// Write the host's copy rate that concurrent transfers share (fitted
     /// on the exchange samples, always printed) to the platform as
     /// `[network] host_copy_bytes_per_s`, for the offline replay. Off by
-    /// default: the benchmark's buffers are ones each core just wrote,
-    /// and programs that send data their cores have not touched since
-    /// (bandwidth benchmarks) copy about twice as fast.
+    /// default: how fast a host copies depends on where the sent data
+    /// is cached (see --clean-buffers), and the rate fits only programs
+    /// whose buffers are like the benchmark's
     #[arg(long)]
     host_copy: bool,
+    /// Ping-pongs and exchanges send from a buffer no rank writes and
+    /// receive into another, as OSU's and most bandwidth benchmarks do
+    /// (by default each rank sends back what it received: data its own
+    /// core just wrote, as a program sends what it computed; large
+    /// messages then copy about half as fast on shared memory)
+    #[arg(long)]
+    clean_buffers: bool,
     /// Measure nothing: refit the samples of an earlier --csv file (no
     /// refinement of the eager threshold, no LogGP; the reduction cost
     /// from its <stem>.allreduce.csv, if any) and print the fit and its
@@ -293,6 +300,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
         holdout_fraction: a.holdout,
         loggp_n: a.loggp_n,
         allreduce_reps: a.allreduce_reps,
+        clean_buffers: a.clean_buffers,
         stable_rel: a.stable,
         max_extra_passes: a.max_extra_passes,
         budget: Duration::from_secs(a.budget_s),

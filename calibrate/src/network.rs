@@ -74,6 +74,11 @@ pub struct NetworkOptions {
     /// ([`gamma::ALLREDUCE_SIZES`]) the reduction cost is fitted on;
     /// default 10, 0 skips them.
     pub allreduce_reps: usize,
+    /// Ping-pongs and exchanges send from a buffer no rank writes and
+    /// receive into another (netbench's `clean` mode, as OSU's and most
+    /// bandwidth benchmarks do) instead of sending back what was
+    /// received; default false.
+    pub clean_buffers: bool,
     /// Grid passes are added (each `reps` more per size) while the
     /// per-size ping-pong medians of the fast state are less stable than
     /// this ([`median_ci`], dimensionless); default 0.025.
@@ -100,6 +105,7 @@ impl Default for NetworkOptions {
             loggp_n: 8,
             loggp_reps: 10,
             allreduce_reps: 10,
+            clean_buffers: false,
             stable_rel: 0.025,
             max_extra_passes: 3,
             budget: std::time::Duration::from_secs(120),
@@ -397,7 +403,7 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
     let exe = launcher.compile(dir.path())?;
     let grid = bench::size_grid(options.sizes, options.max_bytes, options.seed)?;
     let started = std::time::Instant::now();
-    let mut samples = run_warm(launcher, &exe, &grid, options.reps, options.seed, dir.path())?;
+    let mut samples = run_warm(launcher, &exe, &grid, (options.reps, options.seed), options.clean_buffers, dir.path())?;
     let mut passes = 1u32;
     while passes as usize <= options.max_extra_passes && started.elapsed() * (passes + 1) / passes <= options.budget {
         let fast = SlowState::locate(&samples).map_or_else(|| samples.clone(), |st| st.keep_fast(&samples));
@@ -405,7 +411,7 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
             break;
         }
         let seed = options.seed.wrapping_add(1000 * passes as u64);
-        let more = run_warm(launcher, &exe, &grid, options.reps, seed, dir.path())?;
+        let more = run_warm(launcher, &exe, &grid, (options.reps, seed), options.clean_buffers, dir.path())?;
         // Later passes on the clock after the earlier ones (state labels go by time).
         let offset = samples.iter().map(|s| s.start_s).fold(0.0, f64::max) + 1.0;
         samples.extend(more.into_iter().map(|s| Sample { start_s: s.start_s + offset, ..s }));
@@ -420,7 +426,7 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
         while rounds < options.refine_rounds && hi - lo > 1 && options.refine_sizes > 0 && options.refine_reps > 0 {
             let sizes = between(lo, hi, options.refine_sizes);
             let seed = options.seed.wrapping_add(1 + rounds as u64);
-            let round = run_warm(launcher, &exe, &sizes, options.refine_reps, seed, dir.path())?;
+            let round = run_warm(launcher, &exe, &sizes, (options.refine_reps, seed), options.clean_buffers, dir.path())?;
             let medians = segmented::median_by_size(&points(&round, Op::Recv));
             // Rendezvous-like: closer (in log) to the rendezvous piece.
             let is_rndv = |&(s, y): &(u64, f64)| y * y > eager.eval(s) * rndv.eval(s);
@@ -458,11 +464,19 @@ pub fn calibrate(launcher: &Launcher, options: &NetworkOptions) -> Result<Networ
     Ok(NetworkCalibration { bimodal, slow_state, validation, samples, refine_samples, fit, prtt_samples, loggp, allreduce_samples })
 }
 
-/// Runs `sizes` once unrecorded (warm-up), then `reps` times shuffled.
-fn run_warm(launcher: &Launcher, exe: &Path, sizes: &[u64], reps: usize, seed: u64, dir: &Path) -> Result<Vec<Sample>, Error> {
+/// Runs `sizes` once unrecorded (warm-up), then `reps` times shuffled
+/// by `seed`, with clean buffers or not ([`NetworkOptions::clean_buffers`]).
+fn run_warm(
+    launcher: &Launcher,
+    exe: &Path,
+    sizes: &[u64],
+    (reps, seed): (usize, u64),
+    clean: bool,
+    dir: &Path,
+) -> Result<Vec<Sample>, Error> {
     let mut plan = sizes.to_vec();
     plan.extend(bench::shuffled_plan(sizes, reps, seed));
-    launcher.run(exe, &plan, sizes.len(), dir)
+    launcher.run(exe, &plan, sizes.len(), clean, dir)
 }
 
 /// The PRTT runs of the LogGP assessment over `sizes`, warmed up.

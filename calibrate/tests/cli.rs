@@ -411,3 +411,36 @@ fn calibrate_blocks_compresses_ring_and_jacobi2d_traces_keeping_the_makespan() {
         assert!((after / before - 1.0).abs() <= 0.02, "{prog}: makespan {before} s -> {after} s");
     }
 }
+
+#[test]
+fn clean_buffers_and_host_copy_reach_the_benchmark_and_the_platform() {
+    if let Some(why) = mpi_missing() {
+        eprintln!("SKIPPED clean_buffers_and_host_copy_reach_the_benchmark_and_the_platform: {why}");
+        return;
+    }
+    let _mpi = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("platform.toml");
+    let csv = dir.path().join("samples.csv");
+    let quick =
+        ["--reps", "5", "--sizes", "12", "--refine-rounds", "0", "--loggp-n", "0", "--allreduce-reps", "0", "--max-extra-passes", "0"];
+    let run = Command::new(env!("CARGO_BIN_EXE_calibrate"))
+        .args(["network", "--clean-buffers", "--host-copy"])
+        .args(quick)
+        .arg("--out")
+        .arg(&out)
+        .arg("--csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "calibrate network failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows.lines().filter(|l| l.starts_with("exchange,")).count(), 5 * 12, "one exchange sample per plan entry");
+    // The rate is written exactly when the fit saw sharing.
+    let p = Platform::load(&out).unwrap();
+    match p.network.host_copy_bytes_per_s {
+        Some(c) => assert!(c.is_finite() && c > 0.0 && stdout.contains("shared by concurrent transfers"), "{c}\n{stdout}"),
+        None => assert!(stdout.contains("no sharing seen"), "{stdout}"),
+    }
+}

@@ -81,7 +81,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 let net = self.net.as_mut().expect("copy links are links of the net");
                 let link = net.extra_link(self.platform.hosts.len(), k0 + ha).0;
                 let done = Done { dst: dst as u32, recv_slot: recv.slot, recv_ready: 0.0, src: msg.src, send_slot: msg.slot, start };
-                let lat_end = net.start_local(start + seg.intercept_s, link, msg.bytes, seg.bandwidth_bytes_per_s, done);
+                let (lat, bound) = local_phases(seg.intercept_s, seg.bandwidth_bytes_per_s, msg.bytes);
+                let lat_end = net.start_local(start + lat, link, msg.bytes, bound, done);
                 return self.net_wake(lat_end);
             }
         }
@@ -129,4 +130,17 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             _ => o_r,
         }
     }
+}
+
+/// The latency phase, seconds, and the bound, bytes/s, of a transfer of
+/// `bytes` whose segment is `intercept + bytes / bandwidth`: the segment's
+/// own, except that a negative intercept (a fitted line through large
+/// sizes) becomes no latency and the bound that keeps the transfer's time
+/// alone.
+fn local_phases(intercept: f64, bandwidth: f64, bytes: u64) -> (f64, f64) {
+    if intercept >= 0.0 {
+        return (intercept, bandwidth);
+    }
+    let alone = (intercept + bytes as f64 / bandwidth).max(f64::MIN_POSITIVE);
+    (0.0, bytes as f64 / alone)
 }

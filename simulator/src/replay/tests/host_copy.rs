@@ -74,6 +74,19 @@ fn transfers_on_other_hosts_and_between_hosts_do_not_share_a_copy_rate() {
 }
 
 #[test]
+fn a_negative_intercept_keeps_a_lone_transfers_time() {
+    // A line fitted through large sizes may cross zero below them.
+    let mut p = hosts(1, Some(C));
+    p.network.intra = model(-5e-6, B, 0.0, 0.0);
+    let one_way = vec![vec![send(1, MB)], vec![recv(0)]];
+    close(run(&p, one_way).unwrap().makespan_s, -5e-6 + MB as f64 / B);
+    // Two at once: no latency, and the bound that gives that time alone
+    // (MB / 95 µs > C / 2), so each moves at C / 2.
+    let r = run(&p, vec![vec![exchange(1)], vec![exchange(0)]]).unwrap();
+    close(r.makespan_s, MB as f64 / (C / 2.0));
+}
+
+#[test]
 fn a_bad_copy_rate_is_refused_by_name() {
     for bad in [0.0, -1.0, f64::INFINITY, f64::NAN] {
         let e = hosts(1, Some(bad)).validate().unwrap_err().to_string();
