@@ -50,7 +50,7 @@ pub use exchange::{
     ring_reduce_scatter, split_blocks,
 };
 pub use gamma::ReduceCost;
-pub use lazy::Lazy;
+pub use lazy::{Aligned, Lazy};
 pub use schedule::{elem_size, schedule, CollCall};
 pub use select::{alg_names, parse_alg, Alg, Coll, CollAlgs, Selector, SELECTORS};
 pub use shm::{ShmColl, ShmCost, ShmCounter};

@@ -172,12 +172,21 @@ pub struct Replay<'p, 'a> {
     salvage: bool,
     log: Option<ActionLog<'a>>,
     shm_counter: ShmCounter,
+    bulk: bool,
 }
 
 impl<'p, 'a> Replay<'p, 'a> {
     /// A replay on `platform` without timeline or jitter.
     pub fn new(platform: &'p Platform) -> Self {
-        Replay { platform, timeline: None, jitter: None, salvage: false, log: None, shm_counter: ShmCounter::default() }
+        Replay { platform, timeline: None, jitter: None, salvage: false, log: None, shm_counter: ShmCounter::default(), bulk: true }
+    }
+
+    /// Runs every collective as events, round by round, never in bulk
+    /// (the reference the bulk evaluation is tested against).
+    #[cfg(test)]
+    pub(crate) fn events_only(mut self) -> Self {
+        self.bulk = false;
+        self
     }
 
     /// Starts every world rank's count of MPICH's shared-memory eligible
@@ -240,8 +249,14 @@ impl<'p, 'a> Replay<'p, 'a> {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        let extras =
-            Extras { timeline: self.timeline, jitter: self.jitter, salvage: self.salvage, log: self.log, shm_counter: self.shm_counter };
+        let extras = Extras {
+            timeline: self.timeline,
+            jitter: self.jitter,
+            salvage: self.salvage,
+            log: self.log,
+            shm_counter: self.shm_counter,
+            bulk: self.bulk,
+        };
         run(self.platform, streams, extras)
     }
 }
@@ -253,6 +268,7 @@ struct Extras<'a> {
     salvage: bool,
     log: Option<ActionLog<'a>>,
     shm_counter: ShmCounter,
+    bulk: bool,
 }
 
 fn run<'a, E>(platform: &Platform, streams: Vec<ActionStream<'a, E>>, extras: Extras<'a>) -> Result<ReplayReport, ReplayError>
@@ -279,6 +295,7 @@ where
     engine.salvage = extras.salvage;
     engine.log = extras.log;
     engine.shm.seed = extras.shm_counter;
+    engine.allow_bulk = extras.bulk;
     let mut out = engine.run()?;
     if let Some(t) = out.timeline.take() {
         t.finish().map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Timeline(e.to_string()) })?;

@@ -67,6 +67,55 @@ impl Lazy {
     }
 }
 
+/// A lazy schedule whose rounds line up on every member: in round k each
+/// rank sends one message to one member and receives one from one member
+/// (recursive doubling on a power-of-two communicator, the dissemination
+/// barrier), so all members' rounds can be evaluated together, round by
+/// round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Aligned {
+    /// Communicator size.
+    pub n: u32,
+    /// Rounds (each rank sends and receives once per round).
+    pub rounds: u32,
+    /// Bytes of every message.
+    pub bytes: u64,
+    /// Bytes each received message adds to the reduction (0: none).
+    pub reduce_bytes: u64,
+    dissemination: bool,
+}
+
+impl Aligned {
+    /// Round `k`'s peers of member `me`: (the member it sends to, the
+    /// member it receives from).
+    pub fn peers(&self, me: u32, k: u32) -> (u32, u32) {
+        if self.dissemination {
+            let (me, n, dist) = (me as u64, self.n as u64, 1u64 << k);
+            (((me + dist) % n) as u32, ((me + n - dist) % n) as u32)
+        } else {
+            let p = me ^ (1 << k);
+            (p, p)
+        }
+    }
+}
+
+impl Lazy {
+    /// The aligned form of this schedule (from its first round), if it
+    /// has one.
+    pub fn aligned(&self) -> Option<Aligned> {
+        match self.alg {
+            LazyAlg::RdbAllreduce { n, bytes, .. } if n.is_power_of_two() => {
+                Some(Aligned { n, rounds: n.trailing_zeros(), bytes, reduce_bytes: bytes, dissemination: false })
+            }
+            LazyAlg::Dissemination { n, .. } => {
+                let rounds = (0..32).take_while(|&k| (1u64 << k) < n as u64).count() as u32;
+                Some(Aligned { n, rounds, bytes: 0, reduce_bytes: 0, dissemination: true })
+            }
+            LazyAlg::RdbAllreduce { .. } => None,
+        }
+    }
+}
+
 fn step(peer: u32, send: bool, bytes: u64, end_round: bool, reduce_bytes: u64) -> Step {
     Step { peer, bytes: if send { bytes } else { 0 }, send, end_round, reduce_bytes }
 }
@@ -135,6 +184,39 @@ mod tests {
                 assert_eq!(rounds(l), want, "rank {me} of {n}");
             }
         }
+    }
+
+    #[test]
+    fn aligned_rounds_are_the_lazy_rounds() {
+        let mut seen = 0;
+        for n in (1..70).chain([1000, 1 << 16]) {
+            let plans = [
+                Lazy { alg: LazyAlg::RdbAllreduce { me: 0, n, bytes: 24 }, next: 0 },
+                Lazy { alg: LazyAlg::Dissemination { me: 0, n }, next: 0 },
+            ];
+            for plan in plans {
+                let Some(a) = plan.aligned() else {
+                    assert!(!n.is_power_of_two(), "{plan:?}");
+                    continue;
+                };
+                seen += 1;
+                for me in [0, 1, n / 2, n - 1].into_iter().filter(|&m| m < n) {
+                    let mut l = plan;
+                    l.alg = match l.alg {
+                        LazyAlg::RdbAllreduce { n, bytes, .. } => LazyAlg::RdbAllreduce { me, n, bytes },
+                        LazyAlg::Dissemination { n, .. } => LazyAlg::Dissemination { me, n },
+                    };
+                    let mut want = Vec::new();
+                    for k in 0..a.rounds {
+                        let (to, from) = a.peers(me, k);
+                        want.push(step(to, true, a.bytes, false, 0));
+                        want.push(step(from, false, a.bytes, true, a.reduce_bytes));
+                    }
+                    assert_eq!(rounds(l), want, "{plan:?} rank {me}");
+                }
+            }
+        }
+        assert!(seen > 70, "{seen}");
     }
 
     #[test]

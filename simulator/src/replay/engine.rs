@@ -43,6 +43,7 @@ enum Status {
 /// `MPI_PROC_NULL` as a destination (`Action` stores destinations as `u32`).
 const NULL_DST: u32 = PROC_NULL as u32;
 
+mod bulk;
 mod coll;
 mod comms;
 mod cpu;
@@ -138,6 +139,12 @@ pub(crate) struct Engine<'a, 'p, E> {
     mail: Mail,
     queue: EventQueue,
     actions: u64,
+    /// Collectives evaluated for all members at once ([`bulk`]), when
+    /// nothing watches single transfers (set by [`Engine::run`]; `None`:
+    /// every collective runs as events).
+    bulk: Option<bulk::Bulk>,
+    /// [`Engine::run`] may evaluate collectives in bulk.
+    pub(crate) allow_bulk: bool,
     /// Scratch: the steps of the collective round being posted.
     round: Vec<Step>,
     /// Scratch: their request slots.
@@ -224,6 +231,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             logged: Vec::new(),
             cores: Self::cores_for(platform, &oversubscribed),
             oversubscribed,
+            bulk: None,
+            allow_bulk: true,
             round: Vec::new(),
             round_slots: Vec::new(),
             shm: shm::ShmState::default(),
@@ -232,6 +241,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Runs every rank to its end.
     pub(crate) fn run(mut self) -> Result<Outcome, ReplayError> {
+        let watched = self.net.is_some() || self.jitter.is_some() || self.timeline.is_some() || self.log.is_some() || self.energy.is_some();
+        if self.allow_bulk && !watched {
+            self.bulk = Some(bulk::Bulk::default());
+        }
         for r in 0..self.ranks.len() {
             self.queue.schedule(0.0, Kind::Rank(r as u32))?;
         }

@@ -587,6 +587,7 @@ mod cores;
 mod modes;
 mod nbc;
 
+mod bulk;
 mod gamma;
 mod host_copy;
 mod io;

@@ -13,6 +13,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if let Some((g, me, coll, bytes)) = self.coll_setup(r, action, true)? {
             return self.shm_enter(r, g, me, coll, bytes);
         }
+        if self.bulk_eligible(r) {
+            return self.bulk_enter(r);
+        }
         self.coll_round(r)
     }
 

@@ -1,0 +1,121 @@
+//! Collectives evaluated in bulk against the same replay run as events:
+//! random workloads of all-reduces, barriers, sub-communicators and
+//! point-to-point traffic between them give bit-identical reports.
+
+use super::*;
+use crate::collectives::ReduceCost;
+
+/// A small deterministic generator (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn lat_model(latency: f64, bw: f64, os: f64, or: f64, eager: u64) -> P2pModel {
+    P2pModel { eager_threshold_bytes: eager, ..model(latency, bw, os, or) }
+}
+
+/// Hosts of `cores` cores (block mapping: some pairs within a host, some
+/// between), a reduction cost, and SMPI's async-small-thresh or not.
+fn bulk_platform(rng: &mut Rng, cores: u32, hosts: usize) -> Platform {
+    let hs = (0..hosts).map(|i| Host::new(format!("h{i}"), cores)).collect();
+    let mut p = Platform::new("t", hs, lat_model(3e-7, 5e9, 1e-7, 2e-7, 1024));
+    p.network.inter = Some(lat_model(2e-6, 1e9, 5e-7, 4e-7, 4096));
+    if rng.below(2) == 0 {
+        p.collectives.reduce = ReduceCost { intercept_s: 1e-7, s_per_byte: 2e-10, min_bytes: 16 };
+    }
+    p.smpi.async_small_thresh_bytes = [None, Some(0), Some(64)][rng.below(3) as usize];
+    p
+}
+
+/// Per rank: computes of random length around all-reduces (of eager and
+/// rendezvous sizes) and barriers on WORLD and on halves, and ring
+/// exchanges between them.
+fn workload(rng: &mut Rng, n: u32) -> Vec<Vec<Action>> {
+    let mut ranks: Vec<Vec<Action>> = (0..n)
+        .map(|r| {
+            let half: Vec<u32> = if r < n / 2 { (0..n / 2).collect() } else { (n / 2..n).collect() };
+            vec![Action::CommCreate { comm: 1, members: half }]
+        })
+        .collect();
+    for _ in 0..6 {
+        let kind = rng.below(5);
+        let bytes = [8, 512, 2048, 65536][rng.below(4) as usize];
+        for (r, acts) in ranks.iter_mut().enumerate() {
+            acts.push(compute(rng.unit() * 1e-5));
+            let r = r as u32;
+            acts.push(match kind {
+                0 | 1 => Action::Allreduce { bytes, comm: 0 },
+                2 => Action::Barrier { comm: 0 },
+                3 => Action::Allreduce { bytes, comm: 1 },
+                _ => Action::Sendrecv {
+                    dst: (r + 1) % n,
+                    send_tag: 0,
+                    send_bytes: bytes,
+                    src: ((r + n - 1) % n) as i32,
+                    recv_tag: 0,
+                    recv_bytes: bytes,
+                    comm: 0,
+                },
+            });
+        }
+    }
+    ranks
+}
+
+fn replayed(p: &Platform, ranks: Vec<Vec<Action>>, bulk: bool) -> ReplayReport {
+    let streams: Vec<ActionStream<'static, std::convert::Infallible>> =
+        ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, std::convert::Infallible>).collect();
+    let replay = Replay::new(p);
+    let replay = if bulk { replay } else { replay.events_only() };
+    replay.run(streams).unwrap()
+}
+
+#[test]
+fn bulk_collectives_equal_the_event_replay_bit_for_bit() {
+    let mut rng = Rng(7);
+    let mut fewer_events = 0;
+    for case in 0..120 {
+        let n = [1, 2, 3, 4, 5, 6, 8, 12, 16, 32][case % 10];
+        let cores = [1, 2, 4][rng.below(3) as usize];
+        let p = bulk_platform(&mut rng, cores, 32);
+        let ranks = workload(&mut rng, n);
+        let (bulk, events) = (replayed(&p, ranks.clone(), true), replayed(&p, ranks, false));
+        assert_eq!(bulk.makespan_s.to_bits(), events.makespan_s.to_bits(), "case {case}: {n} ranks");
+        for (a, b) in bulk.ranks.iter().zip(&events.ranks) {
+            let bits = |k: &RankReport| {
+                (k.end_s.to_bits(), k.compute_s.to_bits(), k.comm_s.to_bits(), k.wait_s.to_bits(), k.messages, k.bytes_sent, k.actions)
+            };
+            assert_eq!(bits(a), bits(b), "case {case}: {n} ranks\n{a:?}\n{b:?}");
+        }
+        fewer_events += usize::from(bulk.events < events.events);
+    }
+    assert!(fewer_events > 80, "bulk evaluation ran in {fewer_events} of 120 cases");
+}
+
+#[test]
+fn a_collective_some_member_never_enters_is_a_deadlock_naming_it() {
+    let ranks = vec![vec![Action::Allreduce { bytes: 8, comm: 0 }], vec![Action::Allreduce { bytes: 8, comm: 0 }], vec![], vec![]];
+    let e = run(&simple(), ranks).unwrap_err().to_string();
+    assert!(e.contains("MPI_Allreduce"), "{e}");
+}
+
+#[test]
+fn members_in_different_collectives_are_refused() {
+    let ranks = vec![vec![Action::Allreduce { bytes: 8, comm: 0 }], vec![Action::Allreduce { bytes: 16, comm: 0 }]];
+    let e = run(&simple(), ranks).unwrap_err().to_string();
+    assert!(e.contains("MPI_Allreduce") && e.contains("rank 1"), "{e}");
+}
