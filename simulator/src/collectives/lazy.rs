@@ -67,51 +67,66 @@ impl Lazy {
     }
 }
 
-/// A lazy schedule whose rounds line up on every member: in round k each
-/// rank sends one message to one member and receives one from one member
-/// (recursive doubling on a power-of-two communicator, the dissemination
-/// barrier), so all members' rounds can be evaluated together, round by
-/// round.
+/// A lazy schedule whose rounds line up: in round k each of its round
+/// members sends one message to one round member and receives one from
+/// one (the dissemination barrier; recursive doubling among the p =
+/// 2^⌊log₂ n⌋ "new" ranks of MPICH's fold), so all members' rounds can be
+/// evaluated together, round by round. With a fold, the first `2 · rem`
+/// ranks pair up around the rounds: the even one of each pair sends its
+/// buffer to the odd one before them (the odd one reduces it) and gets the
+/// result back after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Aligned {
     /// Communicator size.
     pub n: u32,
-    /// Rounds (each rank sends and receives once per round).
+    /// Rounds (each round member sends and receives once per round).
     pub rounds: u32,
+    /// Pairs folded around the rounds (0: none).
+    pub rem: u32,
     /// Bytes of every message.
     pub bytes: u64,
-    /// Bytes each received message adds to the reduction (0: none).
+    /// Bytes each received message of the rounds and of a pair's first
+    /// message adds to the reduction (0: none).
     pub reduce_bytes: u64,
     dissemination: bool,
 }
 
 impl Aligned {
-    /// Round `k`'s peers of member `me`: (the member it sends to, the
-    /// member it receives from).
-    pub fn peers(&self, me: u32, k: u32) -> (u32, u32) {
+    /// How many members take part in the rounds (`n − rem`).
+    pub fn round_members(&self) -> u32 {
+        self.n - self.rem
+    }
+
+    /// The communicator rank of round member `nu`.
+    pub fn member(&self, nu: u32) -> u32 {
+        unfold(nu, self.rem)
+    }
+
+    /// Round `k`'s peers of round member `nu`, as round members: (the one
+    /// it sends to, the one it receives from).
+    pub fn peers(&self, nu: u32, k: u32) -> (u32, u32) {
         if self.dissemination {
-            let (me, n, dist) = (me as u64, self.n as u64, 1u64 << k);
+            let (me, n, dist) = (nu as u64, self.n as u64, 1u64 << k);
             (((me + dist) % n) as u32, ((me + n - dist) % n) as u32)
         } else {
-            let p = me ^ (1 << k);
+            let p = nu ^ (1 << k);
             (p, p)
         }
     }
 }
 
 impl Lazy {
-    /// The aligned form of this schedule (from its first round), if it
-    /// has one.
+    /// The aligned form of this schedule, if it has one.
     pub fn aligned(&self) -> Option<Aligned> {
         match self.alg {
-            LazyAlg::RdbAllreduce { n, bytes, .. } if n.is_power_of_two() => {
-                Some(Aligned { n, rounds: n.trailing_zeros(), bytes, reduce_bytes: bytes, dissemination: false })
+            LazyAlg::RdbAllreduce { n, bytes, .. } => {
+                let (p, rem, _) = fold(0, n);
+                Some(Aligned { n, rounds: p.trailing_zeros(), rem, bytes, reduce_bytes: bytes, dissemination: false })
             }
             LazyAlg::Dissemination { n, .. } => {
                 let rounds = (0..32).take_while(|&k| (1u64 << k) < n as u64).count() as u32;
-                Some(Aligned { n, rounds, bytes: 0, reduce_bytes: 0, dissemination: true })
+                Some(Aligned { n, rounds, rem: 0, bytes: 0, reduce_bytes: 0, dissemination: true })
             }
-            LazyAlg::RdbAllreduce { .. } => None,
         }
     }
 }
@@ -186,37 +201,44 @@ mod tests {
         }
     }
 
+    /// A member's steps from its aligned form: the fold's first message,
+    /// the rounds, the fold's last message.
+    fn aligned_steps(a: &Aligned, me: u32) -> Vec<Step> {
+        let mut want = Vec::new();
+        if me < 2 * a.rem && me % 2 == 0 {
+            want.push(step(me + 1, true, a.bytes, true, 0));
+            want.push(step(me + 1, false, a.bytes, true, 0));
+            return want;
+        }
+        let nu = (0..a.round_members()).find(|&nu| a.member(nu) == me).expect("a round member");
+        let paired = me < 2 * a.rem;
+        if paired {
+            want.push(step(me - 1, false, a.bytes, true, a.reduce_bytes));
+        }
+        for k in 0..a.rounds {
+            let (to, from) = a.peers(nu, k);
+            want.push(step(a.member(to), true, a.bytes, false, 0));
+            want.push(step(a.member(from), false, a.bytes, true, a.reduce_bytes));
+        }
+        if paired {
+            want.push(step(me - 1, true, a.bytes, true, 0));
+        }
+        want
+    }
+
     #[test]
     fn aligned_rounds_are_the_lazy_rounds() {
-        let mut seen = 0;
-        for n in (1..70).chain([1000, 1 << 16]) {
-            let plans = [
-                Lazy { alg: LazyAlg::RdbAllreduce { me: 0, n, bytes: 24 }, next: 0 },
-                Lazy { alg: LazyAlg::Dissemination { me: 0, n }, next: 0 },
-            ];
-            for plan in plans {
-                let Some(a) = plan.aligned() else {
-                    assert!(!n.is_power_of_two(), "{plan:?}");
-                    continue;
-                };
-                seen += 1;
-                for me in [0, 1, n / 2, n - 1].into_iter().filter(|&m| m < n) {
-                    let mut l = plan;
-                    l.alg = match l.alg {
-                        LazyAlg::RdbAllreduce { n, bytes, .. } => LazyAlg::RdbAllreduce { me, n, bytes },
-                        LazyAlg::Dissemination { n, .. } => LazyAlg::Dissemination { me, n },
-                    };
-                    let mut want = Vec::new();
-                    for k in 0..a.rounds {
-                        let (to, from) = a.peers(me, k);
-                        want.push(step(to, true, a.bytes, false, 0));
-                        want.push(step(from, false, a.bytes, true, a.reduce_bytes));
-                    }
-                    assert_eq!(rounds(l), want, "{plan:?} rank {me}");
+        for n in (1..70).chain([1000, 1 << 16, (1 << 16) + 5]) {
+            for me in (0..n).filter(|&m| n < 100 || m < 12 || m > n - 4 || m == n / 2) {
+                for l in [
+                    Lazy { alg: LazyAlg::RdbAllreduce { me, n, bytes: 24 }, next: 0 },
+                    Lazy { alg: LazyAlg::Dissemination { me, n }, next: 0 },
+                ] {
+                    let a = l.aligned().expect("aligned");
+                    assert_eq!(rounds(l), aligned_steps(&a, me), "{l:?}");
                 }
             }
         }
-        assert!(seen > 70, "{seen}");
     }
 
     #[test]
