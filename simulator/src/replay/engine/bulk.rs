@@ -1,9 +1,10 @@
 //! Blocking collectives evaluated for all members at once. A collective
 //! whose rounds line up ([`collectives::Aligned`]: the recursive-doubling
 //! all-reduce, with MPICH's fold on a communicator that is not a power of
-//! two, and the dissemination barrier) parks each member as it enters; when the last
-//! one enters, every member's rounds are evaluated together, round by
-//! round over arrays, with the point-to-point rules of the event path
+//! two, and the dissemination barrier) parks each member as it enters;
+//! when the last one enters, every member's rounds are evaluated together, round by
+//! round over a compact copy of their clocks and counters, with the
+//! point-to-point rules of the event path
 //! ([`crate::network::P2pModel`]'s semantics, as `post_send`, `irecv`,
 //! `matched` and the wait apply them), and each member is woken at its
 //! exit. No member can leave before the last one enters (every member's
@@ -22,12 +23,114 @@ use crate::collectives::Aligned;
 #[derive(Default)]
 pub(super) struct Bulk {
     entered: HashMap<u32, u32>,
-    /// Per member: send post time, receive post time (= wait start),
-    /// whether its send is eager.
+    members: Vec<Member>,
+    /// Per round member: send post time, receive post time (= wait
+    /// start), whether its send is eager.
     post: Vec<f64>,
     recv_post: Vec<f64>,
     eager: Vec<bool>,
 }
+
+/// A member's host, clock and the counters a collective changes (a
+/// copy of its rank's, written back at the end).
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    host: u32,
+    clock: f64,
+    compute_s: f64,
+    comm_s: f64,
+    wait_s: f64,
+    messages: u64,
+    bytes_sent: u64,
+}
+
+/// The point-to-point rules of the event path, for the members' copies.
+struct Rules<'p> {
+    intra: &'p P2pModel,
+    inter: &'p P2pModel,
+    async_small_thresh: Option<u64>,
+    /// The reduction after each round that receives data, seconds.
+    reduce: f64,
+    bytes: u64,
+}
+
+impl Rules<'_> {
+    fn model(&self, a: &Member, b: &Member) -> &P2pModel {
+        if a.host == b.host {
+            self.intra
+        } else {
+            self.inter
+        }
+    }
+
+    /// A reduction as local compute.
+    fn reduced(&self, m: &mut Member) {
+        if self.reduce > 0.0 {
+            m.clock += self.reduce;
+            m.compute_s += self.reduce;
+        }
+    }
+
+    /// `post_send` of a message from `m` to `to` at `m`'s clock: its post
+    /// time and whether it is eager (its overhead then moves the clock).
+    fn send(&self, m: &mut Member, to: &Member) -> (f64, bool) {
+        let model = self.model(m, to);
+        let eager = model.is_eager(self.bytes);
+        m.messages += 1;
+        m.bytes_sent = m.bytes_sent.saturating_add(self.bytes);
+        let post = m.clock;
+        if eager {
+            let o = model.send_overhead.eval(self.bytes);
+            m.clock += o;
+            m.comm_s += o;
+        }
+        (post, eager)
+    }
+
+    /// `matched`'s completion of the receive on `to` (posted at
+    /// `recv_post`) of a message from `from` sent as `sent`, and its
+    /// transfer part.
+    fn arrival(&self, from: &Member, to: &Member, (post, eager): (f64, bool), recv_post: f64) -> (f64, f64) {
+        let model = self.model(from, to);
+        let t = model.transfer.eval(self.bytes);
+        if !eager {
+            return (post.max(recv_post) + t, t);
+        }
+        let o_r = model.recv_overhead.eval(self.bytes);
+        let start = match self.async_small_thresh {
+            Some(th) if self.bytes >= th => post.max(recv_post),
+            _ => post,
+        };
+        ((start + t).max(recv_post + o_r), t.max(o_r))
+    }
+
+    /// The completion of the send from `from` (posted as `sent`; its
+    /// clock after posting `since`) to `to`, whose receive was posted at
+    /// `recv_post`, and its transfer part.
+    fn sent(&self, from: &Member, to: &Member, (post, eager): (f64, bool), since: f64, recv_post: f64) -> (f64, f64) {
+        if eager {
+            return (since, 0.0);
+        }
+        let t = self.model(from, to).transfer.eval(self.bytes);
+        (post.max(recv_post) + t, t)
+    }
+}
+
+/// `resolve` of a wait begun at `since` that ends at the latest of `ends`
+/// (completion times and their transfer parts).
+fn resolved(m: &mut Member, since: f64, ends: [(f64, f64); 2]) {
+    let resume = ends.iter().fold(since, |r, e| r.max(e.0));
+    let d = ends.iter().fold(0.0f64, |d, e| d.max(e.1));
+    let w = resume - since;
+    let comm = w.min(d).max(0.0);
+    m.comm_s += comm;
+    m.wait_s += w - comm;
+    m.comm_s += 0.0;
+    m.clock = resume + 0.0;
+}
+
+/// No completion: an entry of `ends` that never binds.
+const NONE: (f64, f64) = (f64::NEG_INFINITY, 0.0);
 
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Whether rank `r`'s collective, just set up, is evaluated in bulk.
@@ -57,168 +160,125 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// member has entered, and wakes each member at its exit.
     fn bulk_run(&mut self, g: u32) -> Result<(), ReplayError> {
         let n = self.comms.size(g);
-        let members: Vec<usize> = (0..n).map(|i| self.comms.world_rank(g, i) as usize).collect();
-        let first = &self.ranks[members[0]].coll;
+        let world: Vec<usize> = (0..n).map(|i| self.comms.world_rank(g, i) as usize).collect();
+        let first = &self.ranks[world[0]].coll;
         let plan = first.lazy.and_then(|l| l.aligned()).expect("eligible");
-        if let Some(&w) = members.iter().find(|&&w| self.ranks[w].coll.lazy.and_then(|l| l.aligned()) != Some(plan)) {
+        if let Some(&w) = world.iter().find(|&&w| self.ranks[w].coll.lazy.and_then(|l| l.aligned()) != Some(plan)) {
             let (a, b) = (first.name, self.ranks[w].coll.name);
-            let why = format!("entered {b} while rank {} entered {a} on the same communicator, with other sizes or algorithms", members[0]);
+            let why = format!("entered {b} while rank {} entered {a} on the same communicator, with other sizes or algorithms", world[0]);
             return Err(ReplayError { rank: Some(w as u32), kind: ReplayErrorKind::Invalid { action: b.to_string(), why } });
         }
+        let net = &self.platform.network;
+        let rules = Rules {
+            intra: &net.intra,
+            inter: net.inter.as_ref().unwrap_or(&net.intra),
+            async_small_thresh: self.platform.smpi.async_small_thresh_bytes,
+            reduce: self.platform.collectives.reduce.eval(plan.reduce_bytes),
+            bytes: plan.bytes,
+        };
         let mut bulk = self.bulk.take().expect("eligible");
-        let reduce = self.platform.collectives.reduce.eval(plan.reduce_bytes);
-        // Round member ν is world rank round[ν]; the pairs of the fold are
-        // (even, odd) = (pairs[j], round[j]).
-        let round: Vec<usize> = (0..plan.round_members()).map(|nu| members[plan.member(nu) as usize]).collect();
-        let pairs: Vec<usize> = (0..plan.rem as usize).map(|j| members[2 * j]).collect();
-        let folded = self.bulk_fold_in(&pairs, &round, &plan);
-        for k in 0..plan.rounds {
-            self.bulk_posts(&round, &plan, k, reduce, &mut bulk);
-            self.bulk_waits(&round, &plan, k, &bulk);
-        }
-        self.bulk_fold_out(&pairs, &round, &folded, reduce, &plan);
-        self.bulk = Some(bulk);
-        for (nu, &w) in round.iter().enumerate() {
-            if plan.rounds > 0 && reduce > 0.0 && nu >= pairs.len() {
-                self.computed(w, reduce);
+        bulk.members.clear();
+        bulk.members.extend(world.iter().map(|&w| {
+            let rk = &self.ranks[w];
+            let s = &rk.stats;
+            Member {
+                host: self.hosts[w],
+                clock: rk.clock,
+                compute_s: s.compute_s,
+                comm_s: s.comm_s,
+                wait_s: s.wait_s,
+                messages: s.messages,
+                bytes_sent: s.bytes_sent,
             }
-        }
-        for &w in &members {
+        }));
+        evaluate(&rules, &plan, &mut bulk);
+        for (m, &w) in bulk.members.iter().zip(&world) {
             let rk = &mut self.ranks[w];
+            rk.clock = m.clock;
+            let s = &mut rk.stats;
+            (s.compute_s, s.comm_s, s.wait_s, s.messages, s.bytes_sent) = (m.compute_s, m.comm_s, m.wait_s, m.messages, m.bytes_sent);
             rk.coll.active = false;
             rk.coll.lazy = None;
             rk.status = Status::Runnable;
-            let t = rk.clock;
-            self.queue.schedule(t, Kind::Rank(w as u32))?;
+        }
+        self.bulk = Some(bulk);
+        for &w in &world {
+            self.queue.schedule(self.ranks[w].clock, Kind::Rank(w as u32))?;
         }
         Ok(())
     }
+}
 
-    /// Posts a send of `bytes` from `w` to `to` at `w`'s clock; returns
-    /// its post time and whether it is eager (its overhead then moves the
-    /// clock).
-    fn bulk_send(&mut self, w: usize, to: usize, bytes: u64) -> (f64, bool) {
-        let model = self.model(w, to);
-        let eager = model.is_eager(bytes);
-        let rk = &mut self.ranks[w];
-        rk.stats.messages += 1;
-        rk.stats.bytes_sent = rk.stats.bytes_sent.saturating_add(bytes);
-        let post = rk.clock;
-        if eager {
-            let o = model.send_overhead.eval(bytes);
-            rk.clock += o;
-            rk.stats.comm_s += o;
-        }
-        (post, eager)
+/// Every member's part of the collective, on `bulk.members` (by
+/// communicator rank): the fold's first messages, the rounds, the fold's
+/// last messages, and the reduction of the last round.
+fn evaluate(rules: &Rules, plan: &Aligned, bulk: &mut Bulk) {
+    let rem = plan.rem as usize;
+    let Bulk { members, post, recv_post, eager, .. } = bulk;
+    let index = |nu: u32| plan.member(nu) as usize;
+    // The fold's first messages: the even rank of each pair sends its
+    // buffer to the odd one, then posts its receive of the result.
+    let mut result_posts = Vec::with_capacity(rem);
+    for j in 0..rem {
+        let (e, o) = (2 * j, 2 * j + 1);
+        let (mut me, mut mo) = (members[e], members[o]);
+        let sent = rules.send(&mut me, &mo);
+        let since = me.clock;
+        let send_end = rules.sent(&me, &mo, sent, since, mo.clock);
+        resolved(&mut me, since, [send_end, NONE]);
+        let recv_post_o = mo.clock;
+        let arrival = rules.arrival(&members[e], &mo, sent, recv_post_o);
+        resolved(&mut mo, recv_post_o, [arrival, NONE]);
+        result_posts.push(me.clock);
+        (members[e], members[o]) = (me, mo);
     }
-
-    /// When a message of `bytes` from `from` (posted at `post`, eager or
-    /// not) to `w`, whose receive was posted at `recv_post`, completes the
-    /// receive, and its transfer part (`matched`'s rules).
-    fn bulk_arrival(&self, from: usize, w: usize, bytes: u64, (post, eager): (f64, bool), recv_post: f64) -> (f64, f64) {
-        let model = self.model(from, w);
-        let t = model.transfer.eval(bytes);
-        if !eager {
-            return (post.max(recv_post) + t, t);
-        }
-        let o_r = model.recv_overhead.eval(bytes);
-        let start = match self.platform.smpi.async_small_thresh_bytes {
-            Some(th) if bytes >= th => post.max(recv_post),
-            _ => post,
-        };
-        ((start + t).max(recv_post + o_r), t.max(o_r))
-    }
-
-    /// When a send of `bytes` from `w` to `to` (posted at `post`, eager or
-    /// not; `since`: `w`'s clock after posting) completes, given the
-    /// receive's post time, and its transfer part.
-    fn bulk_sent(&self, w: usize, to: usize, bytes: u64, (post, eager): (f64, bool), since: f64, recv_post: f64) -> (f64, f64) {
-        if eager {
-            return (since, 0.0);
-        }
-        let t = self.model(w, to).transfer.eval(bytes);
-        (post.max(recv_post) + t, t)
-    }
-
-    /// Ends `w`'s wait, begun at `since`, at the latest of `ends` (each a
-    /// completion time and its transfer part), as the event path's wait.
-    fn bulk_resolve(&mut self, w: usize, since: f64, ends: &[(f64, f64)]) {
-        let resume = ends.iter().fold(since, |r, e| r.max(e.0));
-        let d = ends.iter().fold(0.0f64, |d, e| d.max(e.1));
-        let rk = &mut self.ranks[w];
-        rk.block = Block { since, resume, d, pending: 0, extra: 0.0 };
-        resolve(rk);
-    }
-
-    /// The fold's first messages: the even rank of each pair sends its
-    /// buffer to the odd one, which receives it. Returns, per pair, the
-    /// even rank's send and the post time of its receive of the result
-    /// (posted as soon as its send completed).
-    fn bulk_fold_in(&mut self, pairs: &[usize], round: &[usize], plan: &Aligned) -> Vec<f64> {
-        let bytes = plan.bytes;
-        let mut result_posts = Vec::with_capacity(pairs.len());
-        for (&e, &o) in pairs.iter().zip(round) {
-            let sent = self.bulk_send(e, o, bytes);
-            let since = self.ranks[e].clock;
-            let recv_post = self.ranks[o].clock;
-            let send_end = self.bulk_sent(e, o, bytes, sent, since, recv_post);
-            self.bulk_resolve(e, since, &[send_end]);
-            let arrival = self.bulk_arrival(e, o, bytes, sent, recv_post);
-            self.bulk_resolve(o, recv_post, &[arrival]);
-            result_posts.push(self.ranks[e].clock);
-        }
-        result_posts
-    }
-
-    /// The fold's last messages: the odd rank of each pair, after the
-    /// reduction of its last round, sends the result to the even one,
-    /// whose receive was posted at `result_posts`.
-    fn bulk_fold_out(&mut self, pairs: &[usize], round: &[usize], result_posts: &[f64], reduce: f64, plan: &Aligned) {
-        let bytes = plan.bytes;
-        for ((&e, &o), &recv_post) in pairs.iter().zip(round).zip(result_posts) {
-            if reduce > 0.0 {
-                self.computed(o, reduce);
+    // The rounds, among the round members (the odd rank of a pair
+    // reduces the pair's first message before its first round).
+    let count = plan.round_members();
+    for k in 0..plan.rounds {
+        post.clear();
+        recv_post.clear();
+        eager.clear();
+        for nu in 0..count {
+            let i = index(nu);
+            if k > 0 || (nu as usize) < rem {
+                rules.reduced(&mut members[i]);
             }
-            let sent = self.bulk_send(o, e, bytes);
-            let since = self.ranks[o].clock;
-            let send_end = self.bulk_sent(o, e, bytes, sent, since, recv_post);
-            self.bulk_resolve(o, since, &[send_end]);
-            let arrival = self.bulk_arrival(o, e, bytes, sent, recv_post);
-            self.bulk_resolve(e, recv_post, &[arrival]);
+            let to = members[index(plan.peers(nu, k).0)];
+            let (p, e) = rules.send(&mut members[i], &to);
+            post.push(p);
+            recv_post.push(members[i].clock);
+            eager.push(e);
+        }
+        for nu in 0..count {
+            let (to, from) = plan.peers(nu, k);
+            let (to, from, i) = (to as usize, from as usize, index(nu));
+            let since = recv_post[nu as usize];
+            let (mt, mf) = (members[index(to as u32)], members[index(from as u32)]);
+            let me = members[i];
+            let send_end = rules.sent(&me, &mt, (post[nu as usize], eager[nu as usize]), since, recv_post[to]);
+            let arrival = rules.arrival(&mf, &me, (post[from], eager[from]), since);
+            resolved(&mut members[i], since, [send_end, arrival]);
         }
     }
-
-    /// Round `k`'s posts: each round member charges the reduction of its
-    /// previous round (the first round's too for the odd rank of a pair),
-    /// posts its send (an eager send's overhead moves its clock) and then
-    /// its receive.
-    fn bulk_posts(&mut self, round: &[usize], plan: &Aligned, k: u32, reduce: f64, bulk: &mut Bulk) {
-        bulk.post.clear();
-        bulk.recv_post.clear();
-        bulk.eager.clear();
-        for (nu, &w) in round.iter().enumerate() {
-            if (k > 0 || nu < plan.rem as usize) && reduce > 0.0 {
-                self.computed(w, reduce);
-            }
-            let to = round[plan.peers(nu as u32, k).0 as usize];
-            let (post, eager) = self.bulk_send(w, to, plan.bytes);
-            bulk.post.push(post);
-            bulk.recv_post.push(self.ranks[w].clock);
-            bulk.eager.push(eager);
-        }
+    // The fold's last messages: the odd rank, after its last reduction,
+    // sends the result to the even one.
+    for (j, &recv_post_e) in result_posts.iter().enumerate() {
+        let (e, o) = (2 * j, 2 * j + 1);
+        let (mut me, mut mo) = (members[e], members[o]);
+        rules.reduced(&mut mo);
+        let sent = rules.send(&mut mo, &me);
+        let since = mo.clock;
+        let send_end = rules.sent(&mo, &me, sent, since, recv_post_e);
+        resolved(&mut mo, since, [send_end, NONE]);
+        let arrival = rules.arrival(&members[o], &me, sent, recv_post_e);
+        resolved(&mut me, recv_post_e, [arrival, NONE]);
+        (members[e], members[o]) = (me, mo);
     }
-
-    /// Round `k`'s completions: each round member's send and receive end
-    /// as `matched` ends them, and its wait resolves as the event path's.
-    fn bulk_waits(&mut self, round: &[usize], plan: &Aligned, k: u32, bulk: &Bulk) {
-        let bytes = plan.bytes;
-        for (nu, &w) in round.iter().enumerate() {
-            let (to, from) = plan.peers(nu as u32, k);
-            let (to, from) = (to as usize, from as usize);
-            let since = bulk.recv_post[nu];
-            let send_end = self.bulk_sent(w, round[to], bytes, (bulk.post[nu], bulk.eager[nu]), since, bulk.recv_post[to]);
-            let arrival = self.bulk_arrival(round[from], w, bytes, (bulk.post[from], bulk.eager[from]), since);
-            self.bulk_resolve(w, since, &[send_end, arrival]);
+    // The reduction of the last round, on members that received in it.
+    if plan.rounds > 0 {
+        for nu in rem as u32..count {
+            rules.reduced(&mut members[index(nu)]);
         }
     }
 }
