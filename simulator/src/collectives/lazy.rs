@@ -205,7 +205,7 @@ mod tests {
     /// the rounds, the fold's last message.
     fn aligned_steps(a: &Aligned, me: u32) -> Vec<Step> {
         let mut want = Vec::new();
-        if me < 2 * a.rem && me % 2 == 0 {
+        if me < 2 * a.rem && me.is_multiple_of(2) {
             want.push(step(me + 1, true, a.bytes, true, 0));
             want.push(step(me + 1, false, a.bytes, true, 0));
             return want;
