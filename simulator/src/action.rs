@@ -299,6 +299,23 @@ pub enum Action {
     },
 }
 
+impl Action {
+    /// Whether the action's outcome can depend on the order in which the
+    /// replay takes ranks whose clocks are close, rather than on the
+    /// ranks' times alone: an `MPI_ANY_SOURCE` receive (which message it
+    /// takes), `MPI_Cancel` (whether the receive was matched yet), a
+    /// nonblocking collective, one-sided communication and MPI-IO (queues
+    /// shared with other ranks). See [`crate::replay::Replay::order_free`].
+    pub fn order_sensitive(&self) -> bool {
+        match self {
+            Action::Recv { src, .. } | Action::Irecv { src, .. } | Action::Sendrecv { src, .. } => *src == crate::trace::record::ANY_SOURCE,
+            Action::Buffered(a) => a.order_sensitive(),
+            Action::Cancel { .. } | Action::Icoll { .. } | Action::Rma { .. } | Action::Io { .. } | Action::IoInfo { .. } => true,
+            _ => false,
+        }
+    }
+}
+
 /// What an [`Action::Rma`] does. Targets and group members are world ranks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RmaCall {

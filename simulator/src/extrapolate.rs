@@ -42,10 +42,13 @@ use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
 mod blocks;
 mod fields;
 pub mod fit;
+mod records;
 pub mod rules;
 mod runs;
 
-use fields::{set_fields, Fields};
+pub use records::RankRecords;
+
+use fields::Fields;
 use fit::Law;
 use rules::{MemberRule, PeerRule, PeerSeen};
 
@@ -287,6 +290,26 @@ impl Model {
         RankRecords { class, rank, n, next: 0, comms: HashMap::new(), factors }
     }
 
+    /// Whether every call of every class replays the same whatever the
+    /// order the replay takes ranks in ([`crate::action::Action::order_sensitive`]), so
+    /// that its streams may be replayed with
+    /// [`crate::replay::Replay::order_free`]. Peers keep their kind
+    /// across rank counts (an `MPI_ANY_SOURCE` stays one), so the
+    /// template ranks' calls decide.
+    pub fn order_free(&self) -> bool {
+        self.classes.iter().all(|class| {
+            let mut conv = RecordConverter::new(self.template_n);
+            class.slots.iter().all(|slot| {
+                let first = conv.convert(&slot.rec, 0.0, slot.region);
+                let mut ok = first.as_ref().is_ok_and(|a| !a.order_sensitive());
+                while let Some(a) = conv.pop() {
+                    ok &= !a.order_sensitive();
+                }
+                ok
+            })
+        })
+    }
+
     /// Replay streams of the `n` ranks (rank order), each generated as
     /// the replay reads it.
     pub fn streams(&self, n: u32) -> Vec<ActionStream<'_, ExtrapolateError>> {
@@ -516,59 +539,6 @@ fn size_law(pts: &[(u32, f64)]) -> Result<Law, String> {
         }
     }
     Ok(fit::fit_size(&per_n).0)
-}
-
-/// The records of one target rank ([`Model::records`]).
-#[derive(Debug)]
-pub struct RankRecords<'m> {
-    class: &'m Class,
-    rank: u32,
-    n: u32,
-    next: usize,
-    /// The rank's communicators so far (id → world ranks).
-    comms: HashMap<u32, Vec<u32>>,
-    /// Compute scale of each of the class's region laws at `n` (shared
-    /// by the class's ranks).
-    factors: Arc<[f64]>,
-}
-
-impl RankRecords<'_> {
-    /// The next record and its call-site region id.
-    pub fn next_with_region(&mut self) -> Option<(CallRecord, u64)> {
-        let slot = self.class.slots.get(self.next)?;
-        self.next += 1;
-        let mut rec = slot.rec.clone();
-        let f = self.factors[slot.law];
-        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
-        rec.compute_cpu_ns = (cpu * f).round() as u64;
-        rec.compute_wall_ns = (wall * f).round() as u64;
-        if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {
-            *members = rule.eval(self.rank, self.n);
-            self.comms.insert(*comm, members.clone());
-        }
-        let comm = Fields::of(&rec.params).comm;
-        let world: Vec<u32>;
-        let members = match comm.and_then(|c| self.comms.get(&c)) {
-            Some(m) => m.as_slice(),
-            None if slot.peers.iter().any(|p| matches!(p, Some(PeerRule::Member(_)))) => {
-                world = (0..self.n).collect();
-                &world
-            }
-            None => &[],
-        };
-        let peers = slot.peers.map(|p| p.map(|rule| rule.eval(self.rank, self.n, members)));
-        let sizes = slot.sizes.map(|l| l.map(|l| l.eval(self.n).round() as u64));
-        set_fields(&mut rec.params, peers, sizes);
-        Some((rec, slot.region))
-    }
-}
-
-impl Iterator for RankRecords<'_> {
-    type Item = CallRecord;
-
-    fn next(&mut self) -> Option<CallRecord> {
-        self.next_with_region().map(|(r, _)| r)
-    }
 }
 
 impl Class {

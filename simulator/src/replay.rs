@@ -108,24 +108,26 @@
 mod cores;
 mod engine;
 mod flows;
+mod input;
 mod matching;
 mod queue;
 pub mod report;
 pub mod runs;
 pub mod timeline;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
+pub use input::{apply_speed_ratios, open_trace_dir, open_trace_dir_salvage, InputError, RatioTally, TraceInput};
 pub use report::{HostReport, Oversubscribed, RankReport, RatioStats, ReplayReport};
 pub use timeline::{Marks, Timeline};
 
-use crate::action::{Action, ComputeTime, TraceActions};
+use crate::action::Action;
 use crate::collectives::ShmCounter;
 use crate::limits;
 use crate::platform::{Mapping, Platform};
-use crate::ti::{self, TiError};
-use crate::trace::{self, TraceError, TraceErrorKind};
+use crate::ti::TiError;
+use crate::trace::TraceError;
 
 /// A rank's actions, streamed: rank r of a replay is the r-th stream.
 pub type ActionStream<'a, E> = Box<dyn Iterator<Item = Result<Action, E>> + 'a>;
@@ -173,12 +175,43 @@ pub struct Replay<'p, 'a> {
     log: Option<ActionLog<'a>>,
     shm_counter: ShmCounter,
     bulk: bool,
+    order_free: bool,
 }
 
 impl<'p, 'a> Replay<'p, 'a> {
     /// A replay on `platform` without timeline or jitter.
     pub fn new(platform: &'p Platform) -> Self {
-        Replay { platform, timeline: None, jitter: None, salvage: false, log: None, shm_counter: ShmCounter::default(), bulk: true }
+        Replay {
+            platform,
+            timeline: None,
+            jitter: None,
+            salvage: false,
+            log: None,
+            shm_counter: ShmCounter::default(),
+            bulk: true,
+            order_free: false,
+        }
+    }
+
+    /// Declares that the streams make no call whose outcome depends on the
+    /// order in which the replay takes ranks at equal or nearby times: no
+    /// `MPI_ANY_SOURCE` receive or probe, no `MPI_Test*`, `MPI_Iprobe`,
+    /// `MPI_Waitany` or `MPI_Waitsome`, no one-sided communication, MPI-IO
+    /// or nonblocking collective. Every other outcome is a function of
+    /// the ranks' own times (a message is matched by source and tag in
+    /// program order and ends from both post times), so a rank may then go
+    /// on past the queue's next event, as long as it does not block,
+    /// instead of waiting for its turn: one rank's consecutive actions run
+    /// together, with its state in cache. The report is the same as
+    /// without; only the events counted differ. The replay applies it
+    /// only when nothing watches single transfers or times (no shared
+    /// links or copy rate, jitter, timeline, action log, energy meter,
+    /// oversubscribed host, file system or MPICH shared-memory
+    /// collectives). Streams that break the promise replay in an
+    /// unspecified valid order.
+    pub fn order_free(mut self) -> Self {
+        self.order_free = true;
+        self
     }
 
     /// Runs every collective as events, round by round, never in bulk
@@ -256,6 +289,7 @@ impl<'p, 'a> Replay<'p, 'a> {
             log: self.log,
             shm_counter: self.shm_counter,
             bulk: self.bulk,
+            order_free: self.order_free,
         };
         run(self.platform, streams, extras)
     }
@@ -269,6 +303,7 @@ struct Extras<'a> {
     log: Option<ActionLog<'a>>,
     shm_counter: ShmCounter,
     bulk: bool,
+    order_free: bool,
 }
 
 fn run<'a, E>(platform: &Platform, streams: Vec<ActionStream<'a, E>>, extras: Extras<'a>) -> Result<ReplayReport, ReplayError>
@@ -296,6 +331,7 @@ where
     engine.log = extras.log;
     engine.shm.seed = extras.shm_counter;
     engine.allow_bulk = extras.bulk;
+    engine.order_free = extras.order_free;
     let mut out = engine.run()?;
     if let Some(t) = out.timeline.take() {
         t.finish().map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Timeline(e.to_string()) })?;
@@ -361,160 +397,6 @@ where
             })
             .collect(),
     })
-}
-
-/// What the `<trace>` argument of `simulator replay` names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TraceInput {
-    /// A trace directory written by the interposer (`meta.json` + `rank-<r>.trace`).
-    InterposerDir(PathBuf),
-    /// A SimGrid time-independent trace list: a file naming one action
-    /// file per rank ([`crate::ti`]).
-    TiList(PathBuf),
-}
-
-impl TraceInput {
-    /// Classifies `path`: a directory is an interposer trace, a regular
-    /// file a SimGrid TI trace list.
-    ///
-    /// # Errors
-    /// [`TraceError`] naming `path` when it does not exist or cannot be read.
-    pub fn detect(path: &Path) -> Result<TraceInput, TraceError> {
-        let meta = std::fs::metadata(path).map_err(|e| TraceError { path: path.into(), kind: e.into() })?;
-        Ok(if meta.is_dir() { TraceInput::InterposerDir(path.into()) } else { TraceInput::TiList(path.into()) })
-    }
-
-    /// Opens and validates every rank's trace, then returns their action
-    /// streams in rank order. `compute` applies to interposer traces only.
-    ///
-    /// # Errors
-    /// [`ReplayError`] naming the first missing, truncated or corrupt file
-    /// ([`ReplayErrorKind::Trace`]), or a TI trace list that cannot be read
-    /// or names a missing file ([`ReplayErrorKind::Ti`]).
-    pub fn open(&self, compute: ComputeTime) -> Result<Vec<ActionStream<'static, InputError>>, ReplayError> {
-        match self {
-            TraceInput::InterposerDir(dir) => {
-                let streams = open_trace_dir(dir, compute).map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Trace(e) })?;
-                Ok(streams
-                    .into_iter()
-                    .map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>)
-                    .collect())
-            }
-            TraceInput::TiList(path) => {
-                let ranks = ti::open_list(path).map_err(|e| ReplayError { rank: None, kind: ReplayErrorKind::Ti(e) })?;
-                Ok(ranks.into_iter().map(|s| Box::new(s.map(|a| a.map_err(InputError::Ti))) as ActionStream<'static, InputError>).collect())
-            }
-        }
-    }
-}
-
-/// An error of a trace stream of either input kind; its message names the
-/// file (and, for TI, the line).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InputError {
-    /// From an interposer trace.
-    #[error("{0}")]
-    Trace(TraceError),
-    /// From a SimGrid TI trace.
-    #[error("{0}")]
-    Ti(TiError),
-    /// From an extrapolated run ([`crate::extrapolate`]).
-    #[error("{0}")]
-    Extrapolate(crate::extrapolate::ExtrapolateError),
-    /// From several traced runs replayed as one ([`runs`]).
-    #[error("{0}")]
-    Runs(Box<runs::RunsError<TraceError>>),
-}
-
-/// Opens an interposer trace directory: reads `meta.json`, checks every
-/// rank file's whole structure and header before any replay starts, and
-/// returns each rank's action stream.
-///
-/// # Errors
-/// [`TraceError`] naming the first missing, truncated or corrupt file, or
-/// a rank file whose header does not match its name and `meta.json`.
-pub fn open_trace_dir(dir: &Path, compute: ComputeTime) -> Result<Vec<ActionStream<'static, TraceError>>, TraceError> {
-    let (meta, ranks) = trace::open_dir(dir)?;
-    streams_of(meta, ranks, compute)
-}
-
-/// [`open_trace_dir`] that also takes incomplete rank files, each up to
-/// its last whole chunk; returns one line per incomplete rank file saying
-/// what was lost (for [`Replay::salvage`]).
-///
-/// # Errors
-/// As [`open_trace_dir`], but for incomplete files.
-pub fn open_trace_dir_salvage(
-    dir: &Path,
-    compute: ComputeTime,
-) -> Result<(Vec<ActionStream<'static, TraceError>>, Vec<String>), TraceError> {
-    let (meta, ranks, lost) = trace::open_dir_salvage(dir)?;
-    let lines =
-        lost.iter().map(|(r, s)| format!("rank {r}: {} ({} bytes kept, {} dropped)", s.reason, s.kept_bytes, s.dropped_bytes)).collect();
-    Ok((streams_of(meta, ranks, compute)?, lines))
-}
-
-fn streams_of(
-    meta: trace::TraceMeta,
-    ranks: Vec<trace::RankTrace>,
-    compute: ComputeTime,
-) -> Result<Vec<ActionStream<'static, TraceError>>, TraceError> {
-    let mut streams: Vec<ActionStream<'static, TraceError>> = Vec::with_capacity(ranks.len());
-    for (r, t) in ranks.into_iter().enumerate() {
-        if t.header.rank != r as u32 || t.header.ranks != meta.ranks {
-            let what = format!("header says rank {} of {}, expected rank {r} of {} (meta.json)", t.header.rank, t.header.ranks, meta.ranks);
-            return Err(TraceError { path: t.path.clone(), kind: TraceErrorKind::Corrupt { at: 8, what } });
-        }
-        streams.push(Box::new(TraceActions::new(t, compute)?));
-    }
-    Ok(streams)
-}
-
-/// Scales every `Compute { seconds, region }` of `streams` by the
-/// region's ratio in `ratios` (1 when absent), as SimGrid's
-/// `smpi/comp-adjustment-file` does. Returns the streams and a handle
-/// whose [`RatioTally::stats`] counts blocks and misses once they ran.
-pub fn apply_speed_ratios<'a, E: 'a>(
-    streams: Vec<ActionStream<'a, E>>,
-    ratios: crate::speed::SpeedRatios,
-) -> (Vec<ActionStream<'a, E>>, RatioTally) {
-    let tally = RatioTally(std::rc::Rc::new(std::cell::RefCell::new(Default::default())));
-    let ratios = std::rc::Rc::new(ratios);
-    let out = streams
-        .into_iter()
-        .map(|s| {
-            let (t, r) = (tally.clone(), ratios.clone());
-            Box::new(s.map(move |a| {
-                a.map(|a| match a {
-                    Action::Compute { seconds, region } => {
-                        let mut t = t.0.borrow_mut();
-                        t.0.blocks += 1;
-                        let ratio = r.get(region).unwrap_or_else(|| {
-                            t.0.missing_blocks += 1;
-                            t.1.insert(region);
-                            1.0
-                        });
-                        Action::Compute { seconds: seconds * ratio, region }
-                    }
-                    other => other,
-                })
-            })) as ActionStream<'a, E>
-        })
-        .collect();
-    (out, tally)
-}
-
-/// Counts of [`apply_speed_ratios`], shared with its streams.
-#[derive(Clone)]
-pub struct RatioTally(std::rc::Rc<std::cell::RefCell<(RatioStats, std::collections::HashSet<u64>)>>);
-
-impl RatioTally {
-    /// Blocks seen so far, and misses.
-    pub fn stats(&self) -> RatioStats {
-        let t = self.0.borrow();
-        RatioStats { missing_regions: t.1.len() as u64, ..t.0.clone() }
-    }
 }
 
 /// Why a replay failed; one line, starting with the rank when one is at fault.

@@ -22,7 +22,7 @@ pub const MIN_BANDWIDTH_SHARE: f64 = 3.0;
 
 /// An exchange this much slower than a one-way transfer, or less, shows
 /// no sharing (the samples' noise).
-const NO_SHARING: f64 = 1.05;
+pub const NO_SHARING: f64 = 1.05;
 
 /// The host's copy rate, bytes/s: the median over the counted sizes of
 /// each size's estimate from its median exchange time (∞ where the

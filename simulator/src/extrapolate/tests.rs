@@ -374,3 +374,51 @@ fn generated_streams_replay_as_their_written_trace() {
         }
     }
 }
+
+#[test]
+fn order_free_models_replay_as_the_event_order_and_wildcards_are_not() {
+    use crate::network::{P2pModel, Piecewise, Segment};
+    use crate::platform::{Host, Platform};
+    use crate::replay::Replay;
+    let model = Model::build(vec![halo_sample(2), halo_sample(4), halo_sample(8)]).unwrap();
+    assert!(model.order_free());
+    let pw =
+        |intercept_s, bandwidth_bytes_per_s| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] };
+    let m = P2pModel {
+        eager_threshold_bytes: 512,
+        transfer: pw(2e-6, 1e9),
+        send_overhead: pw(1e-7, 1e10),
+        recv_overhead: pw(2e-7, 1e10),
+        rma: None,
+    };
+    let platform = Platform::new("test", (0..8).map(|h| Host::new(format!("n{h}"), 4)).collect(), m);
+    for n in [8, 32, 100] {
+        let events = Replay::new(&platform).run(model.streams(n)).unwrap();
+        let ahead = Replay::new(&platform).order_free().run(model.streams(n)).unwrap();
+        // 100 ranks oversubscribe the 32 cores: their shared cores keep the event order.
+        let fewer = if n <= 32 { ahead.events < events.events } else { ahead.events == events.events };
+        assert!(fewer, "{n} ranks: {} events against {}", ahead.events, events.events);
+        assert_eq!(ahead.makespan_s.to_bits(), events.makespan_s.to_bits(), "{n} ranks");
+        for (a, b) in ahead.ranks.iter().zip(&events.ranks) {
+            let bits = |k: &crate::replay::RankReport| {
+                (k.end_s.to_bits(), k.compute_s.to_bits(), k.comm_s.to_bits(), k.wait_s.to_bits(), k.messages)
+            };
+            assert_eq!(bits(a), bits(b), "{n} ranks");
+        }
+    }
+    // A receive from MPI_ANY_SOURCE takes whichever message came first.
+    let wild = |n: u32| {
+        let mut s = ring_sample(n, 0.1);
+        for (_, _, recs) in &mut s.ranks {
+            for (rec, _) in recs.iter_mut().filter(|(r, _)| r.op == Op::Recv) {
+                if let Params::P2p { peer, .. } = &mut rec.params {
+                    *peer = crate::trace::record::ANY_SOURCE;
+                }
+            }
+        }
+        s
+    };
+    let model = Model::build(vec![wild(2), wild(4)]).unwrap();
+    assert!(!model.order_free());
+    assert!(Model::build(vec![ring_sample(2, 0.1), ring_sample(4, 0.1)]).unwrap().order_free());
+}

@@ -50,7 +50,6 @@ mod cpu;
 mod deadlock;
 mod wait;
 
-use wait::resolve;
 mod io;
 mod io_jobs;
 mod nbc;
@@ -145,6 +144,13 @@ pub(crate) struct Engine<'a, 'p, E> {
     bulk: Option<bulk::Bulk>,
     /// [`Engine::run`] may evaluate collectives in bulk.
     pub(crate) allow_bulk: bool,
+    /// The streams make no call whose outcome depends on the order in
+    /// which ranks are replayed ([`super::Replay::order_free`]): a rank
+    /// then goes on past the queue's next event instead of waiting for
+    /// its turn, where nothing else watches single transfers either.
+    pub(crate) order_free: bool,
+    /// Ranks go on past the queue's next event (set by [`Engine::run`]).
+    run_ahead: bool,
     /// Scratch: the steps of the collective round being posted.
     round: Vec<Step>,
     /// Scratch: their request slots.
@@ -233,6 +239,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             oversubscribed,
             bulk: None,
             allow_bulk: true,
+            order_free: false,
+            run_ahead: false,
             round: Vec::new(),
             round_slots: Vec::new(),
             shm: shm::ShmState::default(),
@@ -245,6 +253,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if self.allow_bulk && !watched {
             self.bulk = Some(bulk::Bulk::default());
         }
+        let shared = !self.oversubscribed.is_empty() || self.platform.collectives.shm.is_some() || !self.platform.fs.is_empty();
+        self.run_ahead = self.order_free && !watched && !shared;
         for r in 0..self.ranks.len() {
             self.queue.schedule(0.0, Kind::Rank(r as u32))?;
         }
@@ -276,7 +286,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                         let t = self.ranks[r].clock;
                         if self.queue.is_next(t) {
                             self.queue.now = t;
-                        } else {
+                        } else if !self.run_ahead {
                             self.queue.schedule(t, Kind::Rank(r as u32))?;
                             break;
                         }
@@ -378,6 +388,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         self.actions += 1;
         self.ranks[r].stats.actions += 1;
+        if self.run_ahead && action.order_sensitive() {
+            let why = "the streams were declared free of calls that depend on the replay's order (Replay::order_free)";
+            return Err(self.err(r, &action, why, false));
+        }
         self.act(r, &action)
     }
 
@@ -570,36 +584,6 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.stream = Box::new(std::iter::empty());
         self.cpu_rank_done(r)?;
         Ok(Flow::Done)
-    }
-
-    /// Slot `slot` of rank `r` completes at `at` with model duration `d`;
-    /// wakes `r` if that was the last thing its wait needed.
-    fn complete(&mut self, r: usize, slot: u32, at: f64, d: f64) -> Result<(), ReplayError> {
-        if self.ranks[r].reqs.slots[slot as usize].nbc {
-            return self.nbc_step_done(r, slot, at);
-        }
-        let rk = &mut self.ranks[r];
-        let s = &mut rk.reqs.slots[slot as usize];
-        if s.waited {
-            rk.reqs.release(slot);
-            let b = &mut rk.block;
-            b.resume = b.resume.max(at);
-            b.d = b.d.max(d);
-            b.pending -= 1;
-            if b.pending == 0 {
-                resolve(rk);
-                let t = rk.clock;
-                if let Some(tl) = self.timeline.as_mut() {
-                    tl.span(r, rk.doing.name(), rk.block.since, t);
-                }
-                return self.queue.schedule(t, Kind::Rank(r as u32));
-            }
-        } else if s.orphan {
-            rk.reqs.release(slot);
-        } else {
-            s.set_state(SlotState::Done { at, d });
-        }
-        Ok(())
     }
 }
 

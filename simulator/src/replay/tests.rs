@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 
 use super::*;
+use crate::action::ComputeTime;
 use crate::collectives::CollAlgs;
 use crate::network::{P2pModel, Piecewise, Segment};
 use crate::platform::Host;

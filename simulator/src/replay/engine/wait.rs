@@ -1,7 +1,7 @@
 //! A rank's blocking waits: the requests it waits for, and the split of
 //! the time blocked into communication and waiting (rule on [`Block`]).
 
-use super::{Block, Engine, Flow, Rank, Status};
+use super::{Block, Engine, Flow, Kind, Rank, ReplayError, Status};
 use crate::replay::matching::{SlotState, NO_SLOT};
 
 impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
@@ -66,6 +66,36 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             rk.status = Status::Blocked;
             Flow::Blocked
         }
+    }
+
+    /// Slot `slot` of rank `r` completes at `at` with model duration `d`;
+    /// wakes `r` if that was the last thing its wait needed.
+    pub(super) fn complete(&mut self, r: usize, slot: u32, at: f64, d: f64) -> Result<(), ReplayError> {
+        if self.ranks[r].reqs.slots[slot as usize].nbc {
+            return self.nbc_step_done(r, slot, at);
+        }
+        let rk = &mut self.ranks[r];
+        let s = &mut rk.reqs.slots[slot as usize];
+        if s.waited {
+            rk.reqs.release(slot);
+            let b = &mut rk.block;
+            b.resume = b.resume.max(at);
+            b.d = b.d.max(d);
+            b.pending -= 1;
+            if b.pending == 0 {
+                resolve(rk);
+                let t = rk.clock;
+                if let Some(tl) = self.timeline.as_mut() {
+                    tl.span(r, rk.doing.name(), rk.block.since, t);
+                }
+                return self.queue.schedule(t, Kind::Rank(r as u32));
+            }
+        } else if s.orphan {
+            rk.reqs.release(slot);
+        } else {
+            s.set_state(SlotState::Done { at, d });
+        }
+        Ok(())
     }
 }
 

@@ -120,3 +120,69 @@ fn members_in_different_collectives_are_refused() {
     let e = run(&simple(), ranks).unwrap_err().to_string();
     assert!(e.contains("MPI_Allreduce") && e.contains("rank 1"), "{e}");
 }
+
+/// Per rank: computes, nonblocking exchanges with both ring neighbours,
+/// blocking sends and receives, and the collectives of [`workload`].
+fn exchanges(rng: &mut Rng, n: u32) -> Vec<Vec<Action>> {
+    let mut ranks = workload(rng, n);
+    for _ in 0..8 {
+        let bytes = [8, 512, 8192][rng.below(3) as usize];
+        let kind = rng.below(3);
+        for (r, acts) in ranks.iter_mut().enumerate() {
+            let r = r as u32;
+            let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+            acts.push(compute(rng.unit() * 2e-6));
+            match kind {
+                0 => {
+                    acts.push(Action::Irecv { src: left as i32, tag: 1, bytes, comm: 0, req: 1 });
+                    acts.push(Action::Irecv { src: right as i32, tag: 2, bytes, comm: 0, req: 2 });
+                    acts.push(Action::Isend { dst: right, tag: 1, bytes, comm: 0, req: 3 });
+                    acts.push(compute(rng.unit() * 1e-6));
+                    acts.push(Action::Isend { dst: left, tag: 2, bytes, comm: 0, req: 4 });
+                    acts.push(Action::Waitall { reqs: vec![1, 2, 3, 4] });
+                }
+                1 if n > 1 => {
+                    // Even ranks send first, odd ones receive first.
+                    let (s, v) =
+                        (Action::Send { dst: right, tag: 3, bytes, comm: 0 }, Action::Recv { src: left as i32, tag: 3, bytes, comm: 0 });
+                    acts.extend(if r.is_multiple_of(2) { [s, v] } else { [v, s] });
+                }
+                _ => acts.push(Action::Barrier { comm: 0 }),
+            }
+        }
+    }
+    ranks
+}
+
+#[test]
+fn order_free_replays_equal_the_event_order_bit_for_bit() {
+    let mut rng = Rng(11);
+    for case in 0..240 {
+        let n = [2, 3, 4, 5, 8, 12, 16, 32][case % 8];
+        let cores = [1, 2, 4][rng.below(3) as usize];
+        let p = bulk_platform(&mut rng, cores, 32);
+        let ranks = exchanges(&mut rng, n);
+        let streams = |ranks: Vec<Vec<Action>>| -> Vec<ActionStream<'static, std::convert::Infallible>> {
+            ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, std::convert::Infallible>).collect()
+        };
+        let events = Replay::new(&p).run(streams(ranks.clone())).unwrap();
+        let ahead = Replay::new(&p).order_free().run(streams(ranks)).unwrap();
+        assert_eq!(ahead.makespan_s.to_bits(), events.makespan_s.to_bits(), "case {case}: {n} ranks");
+        for (a, b) in ahead.ranks.iter().zip(&events.ranks) {
+            let bits = |k: &RankReport| {
+                (k.end_s.to_bits(), k.compute_s.to_bits(), k.comm_s.to_bits(), k.wait_s.to_bits(), k.messages, k.bytes_sent)
+            };
+            assert_eq!(bits(a), bits(b), "case {case}: {n} ranks\n{a:?}\n{b:?}");
+        }
+        assert!(ahead.events <= events.events, "case {case}");
+    }
+}
+
+#[test]
+fn an_order_sensitive_call_in_streams_declared_order_free_is_an_error() {
+    let ranks = vec![vec![compute(1e-3), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 0 }], vec![recv(-1)]];
+    let streams: Vec<ActionStream<'static, std::convert::Infallible>> =
+        ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, std::convert::Infallible>).collect();
+    let e = Replay::new(&simple()).order_free().run(streams).unwrap_err().to_string();
+    assert!(e.contains("order_free") && e.contains("rank 1"), "{e}");
+}

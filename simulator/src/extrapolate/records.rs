@@ -1,0 +1,63 @@
+//! The call records of one target rank, generated call by call from its
+//! class's slots.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::fields::{set_fields, Fields};
+use super::rules::PeerRule;
+use super::Class;
+use crate::trace::record::{CallRecord, Params};
+
+/// The records of one target rank ([`super::Model::records`]).
+#[derive(Debug)]
+pub struct RankRecords<'m> {
+    pub(super) class: &'m Class,
+    pub(super) rank: u32,
+    pub(super) n: u32,
+    pub(super) next: usize,
+    /// The rank's communicators so far (id → world ranks).
+    pub(super) comms: HashMap<u32, Vec<u32>>,
+    /// Compute scale of each of the class's region laws at `n` (shared
+    /// by the class's ranks).
+    pub(super) factors: Arc<[f64]>,
+}
+
+impl RankRecords<'_> {
+    /// The next record and its call-site region id.
+    pub fn next_with_region(&mut self) -> Option<(CallRecord, u64)> {
+        let slot = self.class.slots.get(self.next)?;
+        self.next += 1;
+        let mut rec = slot.rec.clone();
+        let f = self.factors[slot.law];
+        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
+        rec.compute_cpu_ns = (cpu * f).round() as u64;
+        rec.compute_wall_ns = (wall * f).round() as u64;
+        if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {
+            *members = rule.eval(self.rank, self.n);
+            self.comms.insert(*comm, members.clone());
+        }
+        let comm = Fields::of(&rec.params).comm;
+        let world: Vec<u32>;
+        let members = match comm.and_then(|c| self.comms.get(&c)) {
+            Some(m) => m.as_slice(),
+            None if slot.peers.iter().any(|p| matches!(p, Some(PeerRule::Member(_)))) => {
+                world = (0..self.n).collect();
+                &world
+            }
+            None => &[],
+        };
+        let peers = slot.peers.map(|p| p.map(|rule| rule.eval(self.rank, self.n, members)));
+        let sizes = slot.sizes.map(|l| l.map(|l| l.eval(self.n).round() as u64));
+        set_fields(&mut rec.params, peers, sizes);
+        Some((rec, slot.region))
+    }
+}
+
+impl Iterator for RankRecords<'_> {
+    type Item = CallRecord;
+
+    fn next(&mut self) -> Option<CallRecord> {
+        self.next_with_region().map(|(r, _)| r)
+    }
+}
