@@ -140,7 +140,12 @@ fn run(job: &Job, report: &mut GhostReport) -> Result<(), String> {
     let model = Model::build(samples).map_err(|e| e.to_string())?;
     report.sample_ranks = model.sample_ranks.clone();
     let platform = Platform::load(&job.platform).map_err(|e| e.to_string())?;
-    let replay = |sigma: f64| simulator::replay::replay(&platform, model.streams_band(job.ranks, sigma)).map_err(|e| e.to_string());
+    let order_free = model.order_free();
+    let replay = |sigma: f64| {
+        let replay = simulator::replay::Replay::new(&platform);
+        let replay = if order_free { replay.order_free() } else { replay };
+        replay.run(model.streams_band(job.ranks, sigma)).map_err(|e| e.to_string())
+    };
     let mid = replay(0.0)?;
     let (low, high) = (replay(-1.0)?, replay(1.0)?);
     let k = mid.ranks.len().max(1) as f64;
