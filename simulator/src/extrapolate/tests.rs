@@ -338,14 +338,10 @@ fn halo_sample(n: u32) -> Sample {
     s
 }
 
-/// The streams generated on the fly and the same run written as an
-/// ordinary trace directory replay to the same report.
-#[test]
-fn generated_streams_replay_as_their_written_trace() {
+/// 8 hosts of 4 cores; transfers 2 µs + bytes / 1 GB/s, eager below 512 B.
+fn eight_hosts() -> crate::platform::Platform {
     use crate::network::{P2pModel, Piecewise, Segment};
     use crate::platform::{Host, Platform};
-    use crate::trace::actions::ComputeTime;
-    let model = Model::build(vec![halo_sample(2), halo_sample(4), halo_sample(8)]).unwrap();
     let pw =
         |intercept_s, bandwidth_bytes_per_s| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] };
     let m = P2pModel {
@@ -355,8 +351,16 @@ fn generated_streams_replay_as_their_written_trace() {
         recv_overhead: pw(2e-7, 1e10),
         rma: None,
     };
-    let hosts = (0..8).map(|h| Host::new(format!("n{h}"), 4)).collect();
-    let platform = Platform::new("test", hosts, m);
+    Platform::new("test", (0..8).map(|h| Host::new(format!("n{h}"), 4)).collect(), m)
+}
+
+/// The streams generated on the fly and the same run written as an
+/// ordinary trace directory replay to the same report.
+#[test]
+fn generated_streams_replay_as_their_written_trace() {
+    use crate::trace::actions::ComputeTime;
+    let model = Model::build(vec![halo_sample(2), halo_sample(4), halo_sample(8)]).unwrap();
+    let platform = eight_hosts();
     let dir = tempfile::tempdir().unwrap();
     for n in [8, 32] {
         let generated = crate::replay::replay(&platform, model.streams(n)).unwrap();
@@ -377,21 +381,10 @@ fn generated_streams_replay_as_their_written_trace() {
 
 #[test]
 fn order_free_models_replay_as_the_event_order_and_wildcards_are_not() {
-    use crate::network::{P2pModel, Piecewise, Segment};
-    use crate::platform::{Host, Platform};
     use crate::replay::Replay;
     let model = Model::build(vec![halo_sample(2), halo_sample(4), halo_sample(8)]).unwrap();
     assert!(model.order_free());
-    let pw =
-        |intercept_s, bandwidth_bytes_per_s| Piecewise { segments: vec![Segment { max_bytes: None, intercept_s, bandwidth_bytes_per_s }] };
-    let m = P2pModel {
-        eager_threshold_bytes: 512,
-        transfer: pw(2e-6, 1e9),
-        send_overhead: pw(1e-7, 1e10),
-        recv_overhead: pw(2e-7, 1e10),
-        rma: None,
-    };
-    let platform = Platform::new("test", (0..8).map(|h| Host::new(format!("n{h}"), 4)).collect(), m);
+    let platform = eight_hosts();
     for n in [8, 32, 100] {
         let events = Replay::new(&platform).run(model.streams(n)).unwrap();
         let ahead = Replay::new(&platform).order_free().run(model.streams(n)).unwrap();
