@@ -206,7 +206,7 @@ impl<'p, 'a> Replay<'p, 'a> {
     /// without; only the events counted differ. The replay applies it
     /// only when nothing watches single transfers or times (no shared
     /// links or copy rate, jitter, timeline, action log, energy meter,
-    /// oversubscribed host, file system or MPICH shared-memory
+    /// salvage, oversubscribed host, file system or MPICH shared-memory
     /// collectives). Streams that break the promise replay in an
     /// unspecified valid order.
     pub fn order_free(mut self) -> Self {

@@ -249,7 +249,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Runs every rank to its end.
     pub(crate) fn run(mut self) -> Result<Outcome, ReplayError> {
-        let watched = self.net.is_some() || self.jitter.is_some() || self.timeline.is_some() || self.log.is_some() || self.energy.is_some();
+        // A salvaged replay reports where ranks wait: in the rounds the
+        // event order reaches, not at a parked collective's entry.
+        let watched = self.net.is_some()
+            || self.jitter.is_some()
+            || self.timeline.is_some()
+            || self.log.is_some()
+            || self.energy.is_some()
+            || self.salvage;
         if self.allow_bulk && !watched {
             self.bulk = Some(bulk::Bulk::default());
         }

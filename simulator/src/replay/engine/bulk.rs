@@ -12,7 +12,8 @@
 //! waiting; the events of the rounds are not queued at all.
 //!
 //! Only when nothing else watches a transfer or a rank's time: no shared
-//! links or copy rates, OS jitter, timeline, action log or energy meter.
+//! links or copy rates, OS jitter, timeline, action log or energy meter,
+//! and not in a salvaged replay (whose ranks end where they wait).
 
 use std::collections::HashMap;
 
