@@ -93,7 +93,17 @@ fn bulk_collectives_equal_the_event_replay_bit_for_bit() {
         let n = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32][case % 12];
         let cores = [1, 2, 4][rng.below(3) as usize];
         let p = bulk_platform(&mut rng, cores, 32);
-        let ranks = workload(&mut rng, n);
+        let mut ranks = workload(&mut rng, n);
+        if case % 3 == 0 {
+            // A nonblocking all-reduce in flight across blocking ones (at
+            // the same place on every rank: collectives come in one order).
+            let at = 1 + rng.below(ranks[0].len() as u64 - 1) as usize;
+            for acts in &mut ranks {
+                acts.insert(at, Action::Icoll { req: 9, coll: Box::new(Action::Allreduce { bytes: 64, comm: 0 }) });
+                acts.push(Action::Allreduce { bytes: 8, comm: 0 });
+                acts.push(Action::Wait { req: 9 });
+            }
+        }
         let (bulk, events) = (replayed(&p, ranks.clone(), true), replayed(&p, ranks, false));
         assert_eq!(bulk.makespan_s.to_bits(), events.makespan_s.to_bits(), "case {case}: {n} ranks");
         for (a, b) in bulk.ranks.iter().zip(&events.ranks) {
