@@ -111,8 +111,11 @@ fn main() {
         .status();
     assert!(ok.expect("cargo").success());
     assert!(Command::new("make").args(["-s", "-C"]).arg(root.join("c-tests")).status().expect("make").success());
+    // Where the build above put them: `$CARGO_TARGET_DIR` (relative to
+    // the workspace root, or absolute), else `target`.
+    let release = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d)).join("release");
     let bench = Bench {
-        lib: root.join("target/release/libinterposer.so"),
+        lib: release.join("libinterposer.so"),
         progs: root.join("c-tests/build"),
         tmp: tempfile::tempdir().unwrap(),
         runs: std::env::var("ONLINE_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(3),
@@ -121,7 +124,7 @@ fn main() {
         Some(p) => PathBuf::from(p),
         None => {
             let p = bench.tmp.path().join("calibrated.toml");
-            let st = Command::new(root.join("target/release/calibrate")).arg("network").arg("--out").arg(&p).status().expect("calibrate");
+            let st = Command::new(release.join("calibrate")).arg("network").arg("--out").arg(&p).status().expect("calibrate");
             assert!(st.success(), "calibrate network failed");
             p
         }
