@@ -93,16 +93,8 @@ impl Rules<'_> {
     /// transfer part.
     fn arrival(&self, from: &Member, to: &Member, (post, eager): (f64, bool), recv_post: f64) -> (f64, f64) {
         let model = self.model(from, to);
-        let t = model.transfer.eval(self.bytes);
-        if !eager {
-            return (post.max(recv_post) + t, t);
-        }
-        let o_r = model.recv_overhead.eval(self.bytes);
-        let start = match self.async_small_thresh {
-            Some(th) if self.bytes >= th => post.max(recv_post),
-            _ => post,
-        };
-        ((start + t).max(recv_post + o_r), t.max(o_r))
+        let o_r = if eager { model.recv_overhead.eval(self.bytes) } else { 0.0 };
+        p2p::arrival(model, self.async_small_thresh, (self.bytes, post, eager), recv_post, o_r)
     }
 
     /// The completion of the send from `from` (posted as `sent`; its
@@ -112,8 +104,7 @@ impl Rules<'_> {
         if eager {
             return (since, 0.0);
         }
-        let t = self.model(from, to).transfer.eval(self.bytes);
-        (post.max(recv_post) + t, t)
+        p2p::arrival(self.model(from, to), None, (self.bytes, post, false), recv_post, 0.0)
     }
 }
 
@@ -122,12 +113,8 @@ impl Rules<'_> {
 fn resolved(m: &mut Member, since: f64, ends: [(f64, f64); 2]) {
     let resume = ends.iter().fold(since, |r, e| r.max(e.0));
     let d = ends.iter().fold(0.0f64, |d, e| d.max(e.1));
-    let w = resume - since;
-    let comm = w.min(d).max(0.0);
-    m.comm_s += comm;
-    m.wait_s += w - comm;
-    m.comm_s += 0.0;
-    m.clock = resume + 0.0;
+    let block = Block { since, resume, d, pending: 0, extra: 0.0 };
+    wait::settle(&block, &mut m.clock, &mut m.comm_s, &mut m.wait_s);
 }
 
 /// No completion: an entry of `ends` that never binds.

@@ -284,11 +284,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let done = Done { dst: p.job, recv_slot: piece, recv_ready: 0.0, src: IO_FLOW, send_slot: 0, start: t };
         let net = self.net.as_mut().expect("checked above");
         net.start_on(lat_end, (&route, &back), payload, bound, done);
-        if lat_end < self.net_next {
-            self.net_next = lat_end;
-            self.queue.schedule(lat_end, Kind::Network)?;
-        }
-        Ok(())
+        self.net_wake(lat_end)
     }
 
     /// A piece's flow ended at `now`: a write reaches its server; a read's

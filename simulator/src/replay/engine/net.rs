@@ -5,17 +5,14 @@ use super::*;
 impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Queues the network's next event unless an earlier one is queued.
     pub(super) fn net_schedule(&mut self) -> Result<(), ReplayError> {
-        if let Some(t) = self.net.as_ref().and_then(Net::next_event) {
-            if t < self.net_next {
-                self.net_next = t;
-                self.queue.schedule(t, Kind::Network)?;
-            }
+        match self.net.as_ref().and_then(Net::next_event) {
+            Some(t) => self.net_wake(t),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Queues a network event at `t` (a flow's end of latency) unless an
-    /// earlier one is queued.
+    /// Queues a network event at `t` (a flow's end of latency or of its
+    /// transfer) unless an earlier one is queued.
     pub(super) fn net_wake(&mut self, t: f64) -> Result<(), ReplayError> {
         if t < self.net_next {
             self.net_next = t;

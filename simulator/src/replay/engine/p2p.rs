@@ -99,20 +99,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 return self.net_wake(lat_end);
             }
         }
-        let t = model.transfer.eval(msg.bytes);
+        let o_r = if msg.eager { self.recv_overhead(dst, recv.post, model, msg.bytes) } else { 0.0 };
+        let (done, d) = arrival(model, self.platform.smpi.async_small_thresh_bytes, (msg.bytes, msg.post, msg.eager), recv.post, o_r);
+        self.complete(dst, recv.slot, done, d)?;
         if msg.eager {
-            let o_r = self.recv_overhead(dst, recv.post, model, msg.bytes);
-            // SMPI's async-small-thresh: larger messages start when both sides posted.
-            let start = match self.platform.smpi.async_small_thresh_bytes {
-                Some(th) if msg.bytes >= th => msg.post.max(recv.post),
-                _ => msg.post,
-            };
-            let done = (start + t).max(recv.post + o_r);
-            self.complete(dst, recv.slot, done, t.max(o_r))
+            Ok(())
         } else {
-            let done = msg.post.max(recv.post) + t;
-            self.complete(dst, recv.slot, done, t)?;
-            self.complete(msg.src as usize, msg.slot, done, t)
+            self.complete(msg.src as usize, msg.slot, done, d)
         }
     }
 
@@ -143,4 +136,29 @@ fn local_phases(intercept: f64, bandwidth: f64, bytes: u64) -> (f64, f64) {
     }
     let alone = (intercept + bytes as f64 / bandwidth).max(f64::MIN_POSITIVE);
     (0.0, bytes as f64 / alone)
+}
+
+/// When a message of `bytes` posted at `post` (eager or not) completes
+/// the receive posted at `recv_post`, on a network without shared links,
+/// and its transfer part, seconds ([`P2pModel`]'s semantics): eager,
+/// `max(start + transfer, recv_post + o_r)` with `o_r` the receiver's
+/// overhead and `start` the send (or, at or above SMPI's
+/// async-small-thresh `async_th`, when both sides have posted);
+/// rendezvous, both sides end at `max(post, recv_post) + transfer`.
+pub(super) fn arrival(
+    model: &P2pModel,
+    async_th: Option<u64>,
+    (bytes, post, eager): (u64, f64, bool),
+    recv_post: f64,
+    o_r: f64,
+) -> (f64, f64) {
+    let t = model.transfer.eval(bytes);
+    if !eager {
+        return (post.max(recv_post) + t, t);
+    }
+    let start = match async_th {
+        Some(th) if bytes >= th => post.max(recv_post),
+        _ => post,
+    };
+    ((start + t).max(recv_post + o_r), t.max(o_r))
 }

@@ -103,12 +103,16 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 /// `comm_s` and `wait_s` (rule documented on [`Block`]); then the rank is
 /// busy `block.extra` (communication).
 pub(super) fn resolve<E>(rk: &mut Rank<'_, E>) {
-    let b = rk.block;
+    settle(&rk.block, &mut rk.clock, &mut rk.stats.comm_s, &mut rk.stats.wait_s);
+    rk.status = Status::Runnable;
+}
+
+/// [`resolve`]'s arithmetic on a clock and two counters, seconds.
+pub(super) fn settle(b: &Block, clock: &mut f64, comm_s: &mut f64, wait_s: &mut f64) {
     let w = b.resume - b.since;
     let comm = w.min(b.d).max(0.0);
-    rk.stats.comm_s += comm;
-    rk.stats.wait_s += w - comm;
-    rk.stats.comm_s += b.extra;
-    rk.clock = b.resume + b.extra;
-    rk.status = Status::Runnable;
+    *comm_s += comm;
+    *wait_s += w - comm;
+    *comm_s += b.extra;
+    *clock = b.resume + b.extra;
 }
