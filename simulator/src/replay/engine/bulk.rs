@@ -97,6 +97,18 @@ impl Rules<'_> {
         p2p::arrival(model, self.async_small_thresh, (self.bytes, post, eager), recv_post, o_r)
     }
 
+    /// One message from `a` to `b`, whose receive was posted at
+    /// `recv_post`, as the only step of a round on both: `a` waits for its
+    /// send, `b` for the message.
+    fn one_message(&self, a: &mut Member, b: &mut Member, recv_post: f64) {
+        let sent = self.send(a, b);
+        let since = a.clock;
+        let send_end = self.sent(a, b, sent, since, recv_post);
+        resolved(a, since, [send_end, NONE]);
+        let arrival = self.arrival(a, b, sent, recv_post);
+        resolved(b, recv_post, [arrival, NONE]);
+    }
+
     /// The completion of the send from `from` (posted as `sent`; its
     /// clock after posting `since`) to `to`, whose receive was posted at
     /// `recv_post`, and its transfer part.
@@ -210,13 +222,8 @@ fn evaluate(rules: &Rules, plan: &Aligned, bulk: &mut Bulk) {
     for j in 0..rem {
         let (e, o) = (2 * j, 2 * j + 1);
         let (mut me, mut mo) = (members[e], members[o]);
-        let sent = rules.send(&mut me, &mo);
-        let since = me.clock;
-        let send_end = rules.sent(&me, &mo, sent, since, mo.clock);
-        resolved(&mut me, since, [send_end, NONE]);
-        let recv_post_o = mo.clock;
-        let arrival = rules.arrival(&members[e], &mo, sent, recv_post_o);
-        resolved(&mut mo, recv_post_o, [arrival, NONE]);
+        let recv_post = mo.clock;
+        rules.one_message(&mut me, &mut mo, recv_post);
         result_posts.push(me.clock);
         (members[e], members[o]) = (me, mo);
     }
@@ -240,11 +247,11 @@ fn evaluate(rules: &Rules, plan: &Aligned, bulk: &mut Bulk) {
         }
         for nu in 0..count {
             let (to, from) = plan.peers(nu, k);
-            let (to, from, i) = (to as usize, from as usize, index(nu));
-            let since = recv_post[nu as usize];
-            let (mt, mf) = (members[index(to as u32)], members[index(from as u32)]);
-            let me = members[i];
-            let send_end = rules.sent(&me, &mt, (post[nu as usize], eager[nu as usize]), since, recv_post[to]);
+            let i = index(nu);
+            let (me, mt, mf) = (members[i], members[index(to)], members[index(from)]);
+            let (nu, to, from) = (nu as usize, to as usize, from as usize);
+            let since = recv_post[nu];
+            let send_end = rules.sent(&me, &mt, (post[nu], eager[nu]), since, recv_post[to]);
             let arrival = rules.arrival(&mf, &me, (post[from], eager[from]), since);
             resolved(&mut members[i], since, [send_end, arrival]);
         }
@@ -255,12 +262,7 @@ fn evaluate(rules: &Rules, plan: &Aligned, bulk: &mut Bulk) {
         let (e, o) = (2 * j, 2 * j + 1);
         let (mut me, mut mo) = (members[e], members[o]);
         rules.reduced(&mut mo);
-        let sent = rules.send(&mut mo, &me);
-        let since = mo.clock;
-        let send_end = rules.sent(&mo, &me, sent, since, recv_post_e);
-        resolved(&mut mo, since, [send_end, NONE]);
-        let arrival = rules.arrival(&members[o], &me, sent, recv_post_e);
-        resolved(&mut me, recv_post_e, [arrival, NONE]);
+        rules.one_message(&mut mo, &mut me, recv_post_e);
         (members[e], members[o]) = (me, mo);
     }
     // The reduction of the last round, on members that received in it.
