@@ -593,7 +593,3 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         Ok(Flow::Done)
     }
 }
-
-fn net_header(net: &Net) -> u64 {
-    net.header_bytes()
-}

@@ -132,9 +132,12 @@ impl Net {
         }
     }
 
-    /// Bytes added to each payload.
-    pub(crate) fn header_bytes(&self) -> u64 {
-        self.model.header_bytes
+    /// The latency, seconds, and bound, bytes/s, of a flow whose model
+    /// segment is `seg`: the segment's intercept less the time of the
+    /// header bytes added to the payload (at least 0), and its bandwidth.
+    pub(crate) fn phases(&self, seg: &crate::network::Segment) -> (f64, f64) {
+        let bound = seg.bandwidth_bytes_per_s;
+        ((seg.intercept_s - self.model.header_bytes as f64 / bound).max(0.0), bound)
     }
 
     /// Starts a transfer of `bytes` payload from host `a` to host `b` at

@@ -273,9 +273,8 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let (route, back) = self.io.route(net, p.client as usize, p.server as usize).expect("a piece in flight has a route");
         let payload = if p.kind == IoKind::Write || p.back { p.bytes } else { 0 };
         let model = self.platform.network.inter.as_ref().unwrap_or(&self.platform.network.intra);
-        let header = net.header_bytes() as f64;
         let (lat, bound) = match model.transfer.segment(payload) {
-            Some(seg) => ((seg.intercept_s - header / seg.bandwidth_bytes_per_s).max(0.0), seg.bandwidth_bytes_per_s),
+            Some(seg) => net.phases(seg),
             None => (model.transfer.eval(payload), f64::INFINITY),
         };
         let lat_end = t + net.route_latency(lat, route.len());

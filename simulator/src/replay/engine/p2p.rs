@@ -90,8 +90,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             if let Some(seg) = model.transfer.segment(msg.bytes) {
                 let recv_ready = if msg.eager { recv.post + self.recv_overhead(dst, recv.post, model, msg.bytes) } else { 0.0 };
                 let net = self.net.as_mut().expect("checked above");
-                let bound = seg.bandwidth_bytes_per_s;
-                let lat = (seg.intercept_s - net_header(net) as f64 / bound).max(0.0);
+                let (lat, bound) = net.phases(seg);
                 let done = Done { dst: dst as u32, recv_slot: recv.slot, recv_ready, src: msg.src, send_slot: msg.slot, start };
                 // The transfer needs the network's attention when its
                 // latency is over (it uses no bandwidth before).
