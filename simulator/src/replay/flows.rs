@@ -91,9 +91,9 @@ pub(crate) struct Net {
     /// emptied while at most one flow is there and the links need no
     /// sharing, and filled again, in start order, when they do).
     synced: bool,
-    // Link lists of ended flows, for reuse; and a route.
+    // Link lists of ended flows, for reuse; and a route and its way back.
     pool: Vec<Vec<(u32, f64)>>,
-    route: Vec<u32>,
+    route: (Vec<u32>, Vec<u32>),
     /// The next time a flow ends its latency or its transfer (∞: none), seconds.
     next_t: f64,
 }
@@ -122,7 +122,7 @@ impl Net {
             uncontended: true,
             base,
             pool: Vec::new(),
-            route: Vec::new(),
+            route: Default::default(),
             model,
             flows: Vec::new(),
             last: 0.0,
@@ -146,21 +146,18 @@ impl Net {
     /// [`Net::finish_until`] then at the latest (once for all the
     /// transfers whose latency ends at the same time).
     pub(crate) fn start(&mut self, now: f64, (a, b): (usize, usize), bytes: u64, (lat_s, bound): (f64, f64), done: Done) -> f64 {
-        let mut links = self.pool.pop().unwrap_or_default();
-        links.clear();
         // The route, then the route back for the acknowledgements.
-        self.route.clear();
-        self.model.topology.route(a, b, &mut self.route);
-        links.extend(self.route.iter().map(|&l| (l, 1.0)));
-        let hops = self.route.len();
-        let lat_s = self.route_latency(lat_s, hops);
-        let x = self.model.crosstraffic;
-        if x > 0.0 {
-            self.route.clear();
-            self.model.topology.route(b, a, &mut self.route);
-            links.extend(self.route.iter().map(|&l| (l, x)));
+        let (mut route, mut back) = std::mem::take(&mut self.route);
+        route.clear();
+        back.clear();
+        self.model.topology.route(a, b, &mut route);
+        if self.model.crosstraffic > 0.0 {
+            self.model.topology.route(b, a, &mut back);
         }
-        self.park(now + lat_s, bytes, (bound, hops), links, done)
+        let lat_end = now + self.route_latency(lat_s, route.len());
+        self.start_on(lat_end, (&route, &back), bytes, bound, done);
+        self.route = (route, back);
+        lat_end
     }
 
     /// Appends the directed link ids from host `a` to host `b` (a ≠ b) to `out`.
