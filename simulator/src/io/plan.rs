@@ -39,6 +39,20 @@ pub enum Step {
     Metadata,
 }
 
+impl Step {
+    /// The end of this step started at `t` on `fs`, seconds, when it is
+    /// not a request (whose end depends on how its transfers are timed).
+    pub fn end_at_once(self, fs: &mut FsState, t: f64) -> Option<f64> {
+        match self {
+            Step::Request { .. } => None,
+            Step::Delay(d) => Some(t + d),
+            Step::Join => Some(t),
+            Step::Sync => Some(fs.sync(t)),
+            Step::Metadata => Some(fs.metadata(t)),
+        }
+    }
+}
+
 /// One step: what it does, the earliest time it may start (seconds) and
 /// the steps it waits for (indices into [`Plan::steps`], all lower).
 #[derive(Debug, Clone, PartialEq)]
@@ -100,10 +114,7 @@ impl Plan {
             let t = self.start_of(i, &ends);
             ends.push(match n.step {
                 Step::Request { file, offset, bytes, kind, .. } => fs.request(t, lat, file, offset, bytes, kind),
-                Step::Delay(d) => t + d,
-                Step::Join => t,
-                Step::Sync => fs.sync(t),
-                Step::Metadata => fs.metadata(t),
+                step => step.end_at_once(fs, t).expect("not a request"),
             });
         }
         self.outputs.iter().map(|&o| ends[o as usize]).collect()

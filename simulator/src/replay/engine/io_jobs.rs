@@ -190,13 +190,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
     /// The end of a step that is not a request, started at `t`, seconds
     /// (as [`crate::io::Plan::run`] times it).
     fn io_end_at_once(&mut self, step: Step, t: f64) -> f64 {
-        match step {
-            Step::Delay(d) => t + d,
-            Step::Join => t,
-            Step::Sync => self.io.fs_mut().sync(t),
-            Step::Metadata => self.io.fs_mut().metadata(t),
-            Step::Request { .. } => unreachable!("requests start on the clock"),
-        }
+        step.end_at_once(self.io.fs_mut(), t).expect("requests start on the clock")
     }
 
     /// Runs the requests of job `id` due by now.
