@@ -78,6 +78,9 @@ fn validate_runs_every_case_and_writes_every_output() {
     extra.extend(["--sweep".into(), "--sweep-hook".into(), format!("sh {}", hook.display())]);
     // A smoke run on a shared machine: a short wait for quiet, one repeat.
     extra.extend(["--quiet-wait-s=2".into(), "--retries=1".into()]);
+    // Two traced runs, merged: the sweep must replay the merged runs as the
+    // base prediction does (a slower network then never predicts faster).
+    extra.push("--traced-runs=2".into());
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = validate(dir.path(), &suite, &extra);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

@@ -26,6 +26,7 @@ use super::suite::{self, Case, Timing};
 use super::sweep;
 use simulator::action::ComputeTime;
 use simulator::platform::Platform;
+use simulator::speed::SpeedRatios;
 
 /// Options of `simulator validate`.
 #[derive(clap::Args, Debug)]
@@ -149,8 +150,12 @@ const MAX_CASE_REPEATS: usize = 1;
 
 /// What one case's traced run gave: the trace and its placed platform.
 struct Traced {
-    trace: PathBuf,
+    /// The traced runs the offline prediction replays (several merged,
+    /// or the first alone when their calls differ).
+    replayed: Vec<PathBuf>,
     platform: Platform,
+    /// With `--correct-perturbation`: the corrections it applies.
+    ratios: Option<SpeedRatios>,
 }
 
 /// Runs one case: plain runs with the traced and online runs in the middle.
@@ -259,14 +264,14 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
             match predict::placed(&ctx.platform, &trace) {
                 Ok((platform, how)) => {
                     bar.set_message(format!("{} replay", case.name));
-                    let predicted = match runs.len() {
-                        1 => predict::replay_predicted(&platform, &trace, ctx.compute),
+                    let (predicted, replayed) = match predict::replay_predicted_runs(&platform, &runs, ctx.compute) {
                         // Runs whose calls differ (timing-dependent tests,
                         // polling loops) cannot be merged: the first alone.
-                        _ => predict::replay_predicted_runs(&platform, &runs, ctx.compute).or_else(|e| {
+                        Err(e) if runs.len() > 1 => {
                             row.note(format!("{e}: the first traced run is replayed alone"));
-                            predict::replay_predicted(&platform, &trace, ctx.compute)
-                        }),
+                            (predict::replay_predicted(&platform, &trace, ctx.compute), vec![trace.clone()])
+                        }
+                        p => (p, runs.clone()),
                     };
                     match predicted {
                         Ok(p) => {
@@ -285,11 +290,13 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                         let lo = alone.iter().copied().fold(f64::INFINITY, f64::min);
                         row.offline_band = (!alone.is_empty()).then(|| (lo, alone.iter().copied().fold(0.0, f64::max)));
                     }
-                    if !regions.is_empty() {
-                        perturb_runs::perturbation(case, ctx, dir, row, (&runs, &regions), &platform);
-                    }
+                    let ratios = if regions.is_empty() {
+                        None
+                    } else {
+                        perturb_runs::perturbation(case, ctx, dir, row, (&runs, &replayed, &regions), &platform)
+                    };
                     let _ = std::fs::write(dir.join("placement.txt"), how + "\n");
-                    Some(Traced { trace: trace.clone(), platform })
+                    Some(Traced { replayed, platform, ratios })
                 }
                 Err(e) => {
                     row.note(e);

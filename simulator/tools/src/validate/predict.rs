@@ -67,8 +67,28 @@ impl Predicted {
 /// # Errors
 /// The trace's or the replay's error, one line naming the file.
 pub fn replay_predicted(platform: &Platform, trace: &Path, compute: ComputeTime) -> Result<Predicted, String> {
-    let streams = TraceInput::detect(trace).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?;
-    predicted_of(platform, streams, trace)
+    predicted_of(platform, open_runs(std::slice::from_ref(&trace.to_path_buf()), compute)?, trace)
+}
+
+/// The action streams of one traced run (any trace format), or of several
+/// runs of the same case replayed as one, each compute block at the
+/// median of its durations ([`replay::runs`]).
+fn open_runs(traces: &[PathBuf], compute: ComputeTime) -> Result<Vec<replay::ActionStream<'static, replay::InputError>>, String> {
+    match traces {
+        [] => Err("no traced run".into()),
+        [one] => TraceInput::detect(one).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string()),
+        _ => {
+            let runs =
+                traces.iter().map(|t| replay::open_trace_dir(t, compute).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
+            Ok(replay::runs::median_of_runs(runs)
+                .into_iter()
+                .map(|s| {
+                    Box::new(s.map(|a| a.map_err(|e| replay::InputError::Runs(Box::new(e)))))
+                        as replay::ActionStream<'static, replay::InputError>
+                })
+                .collect())
+        }
+    }
 }
 
 /// [`replay_predicted`] of several traced runs of the same case replayed
@@ -79,14 +99,8 @@ pub fn replay_predicted(platform: &Platform, trace: &Path, compute: ComputeTime)
 /// A trace's error, runs that differ, or the replay's error, one line
 /// naming the first trace.
 pub fn replay_predicted_runs(platform: &Platform, traces: &[PathBuf], compute: ComputeTime) -> Result<Predicted, String> {
-    let runs = traces.iter().map(|t| replay::open_trace_dir(t, compute).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
-    let streams = replay::runs::median_of_runs(runs)
-        .into_iter()
-        .map(|s| {
-            Box::new(s.map(|a| a.map_err(|e| replay::InputError::Runs(Box::new(e))))) as replay::ActionStream<'static, replay::InputError>
-        })
-        .collect();
-    predicted_of(platform, streams, &traces[0])
+    let first = traces.first().ok_or("no traced run")?;
+    predicted_of(platform, open_runs(traces, compute)?, first)
 }
 
 /// [`replay_predicted`] of one traced run, or [`replay_predicted_runs`]
@@ -98,21 +112,7 @@ pub fn replay_predicted_runs(platform: &Platform, traces: &[PathBuf], compute: C
 /// As [`replay_predicted_runs`].
 pub fn replay_scaled(platform: &Platform, traces: &[PathBuf], compute: ComputeTime, ratios: SpeedRatios) -> Result<Predicted, String> {
     let first = traces.first().ok_or("no traced run")?;
-    let streams = match traces.len() {
-        1 => TraceInput::detect(first).map_err(|e| e.to_string())?.open(compute).map_err(|e| e.to_string())?,
-        _ => {
-            let runs =
-                traces.iter().map(|t| replay::open_trace_dir(t, compute).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
-            replay::runs::median_of_runs(runs)
-                .into_iter()
-                .map(|s| {
-                    Box::new(s.map(|a| a.map_err(|e| replay::InputError::Runs(Box::new(e)))))
-                        as replay::ActionStream<'static, replay::InputError>
-                })
-                .collect()
-        }
-    };
-    let (streams, _) = replay::apply_speed_ratios(streams, ratios);
+    let (streams, _) = replay::apply_speed_ratios(open_runs(traces, compute)?, ratios);
     predicted_of(platform, streams, first)
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use indicatif::ProgressBar;
 
 use simulator::platform::Platform;
+use simulator::speed::SpeedRatios;
 
 use super::timing::predicted_s;
 use super::{checked_run, Ctx};
@@ -31,38 +32,44 @@ pub(super) fn regions_run(case: &Case, ctx: &Ctx, dir: &Path, k: u32, row: &mut 
 
 /// The case's perturbation (`row.perturbation`) from its traced runs
 /// `traces` and regions-mode runs `regions`, and with
-/// `--correct-perturbation` the offline prediction with its systematic
-/// regions corrected (`row.corrected_s`: the uncorrected prediction when
-/// no region is systematic).
+/// `--correct-perturbation` the offline prediction of the runs `replayed`
+/// (what the uncorrected one replays) with its systematic regions
+/// corrected (`row.corrected_s`: the uncorrected prediction when no
+/// region is systematic). Returns the corrections applied.
 pub(super) fn perturbation(
     case: &Case,
     ctx: &Ctx,
     dir: &Path,
     row: &mut Row,
-    (traces, regions): (&[PathBuf], &[(PathBuf, f64)]),
+    (traces, replayed, regions): (&[PathBuf], &[PathBuf], &[(PathBuf, f64)]),
     platform: &Platform,
-) {
+) -> Option<SpeedRatios> {
     let dirs: Vec<PathBuf> = regions.iter().map(|r| r.0.clone()).collect();
     let p = match perturb::measure(traces, &dirs, ctx.compute, dir) {
         Ok(p) => p,
-        Err(e) => return row.note(format!("perturbation n/a: {e}")),
+        Err(e) => {
+            row.note(format!("perturbation n/a: {e}"));
+            return None;
+        }
     };
     row.perturbation = Some(PerturbSummary::of(&p, regions.iter().map(|r| r.1).collect()));
     if !ctx.correct_perturbation {
-        return;
+        return None;
     }
     let ratios = p.corrections();
     if ratios.is_empty() {
         row.corrected_s = row.offline_s;
-        return;
+        return Some(ratios);
     }
     let _ = ratios.save(&dir.join("perturbation-ratios.csv"));
-    // As the uncorrected prediction: runs whose calls differ cannot be
-    // merged, and the first is replayed alone.
-    let scaled = predict::replay_scaled(platform, traces, ctx.compute, ratios.clone())
-        .or_else(|_| predict::replay_scaled(platform, &traces[..1], ctx.compute, ratios));
-    match scaled {
-        Ok(pred) => row.corrected_s = Some(predicted_s(case, &pred)),
-        Err(e) => row.note(format!("corrected replay: {e}")),
+    match predict::replay_scaled(platform, replayed, ctx.compute, ratios.clone()) {
+        Ok(pred) => {
+            row.corrected_s = Some(predicted_s(case, &pred));
+            Some(ratios)
+        }
+        Err(e) => {
+            row.note(format!("corrected replay: {e}"));
+            None
+        }
     }
 }

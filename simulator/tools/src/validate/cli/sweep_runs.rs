@@ -51,13 +51,19 @@ pub(super) fn run_sweep(
     }
     let mut rows = Vec::new();
     for (c, (row, traced)) in results.iter().enumerate() {
-        let (Some(t), Some(base)) = (traced, row.offline_s) else { continue };
+        // The sweep replays what the base prediction replays, corrected
+        // as it is.
+        let Some(t) = traced else { continue };
+        let Some(base) = (if t.ratios.is_some() { row.corrected_s } else { row.offline_s }) else { continue };
         let base_measured_s = if args.sweep_hook.is_some() { report::median(&runs[c][0]) } else { row.measured_s() };
         for &(lat, bw) in &FACTORS {
             bar.set_message(format!("{} replay at latency x{lat}, bandwidth x{bw}", row.name));
             let scaled = predict::scale_network(&t.platform, lat, bw);
-            let predicted_s =
-                predicted_s(&cases[c], &predict::replay_predicted(&scaled, &t.trace, ctx.compute).map_err(anyhow::Error::msg)?);
+            let predicted = match &t.ratios {
+                Some(r) => predict::replay_scaled(&scaled, &t.replayed, ctx.compute, r.clone()),
+                None => predict::replay_predicted_runs(&scaled, &t.replayed, ctx.compute),
+            };
+            let predicted_s = predicted_s(&cases[c], &predicted.map_err(anyhow::Error::msg)?);
             let measured_s = match MEASURED_BW.iter().position(|&f| f == bw) {
                 Some(k) if lat == 1.0 && bw != 1.0 => report::median(&runs[c][k]),
                 _ => None,
