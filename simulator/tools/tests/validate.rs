@@ -81,6 +81,8 @@ fn validate_runs_every_case_and_writes_every_output() {
     // Two traced runs, merged: the sweep must replay the merged runs as the
     // base prediction does (a slower network then never predicts faster).
     extra.push("--traced-runs=2".into());
+    // A second calibration: each case is also predicted on it.
+    extra.push("--calibrations=2".into());
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = validate(dir.path(), &suite, &extra);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -93,8 +95,14 @@ fn validate_runs_every_case_and_writes_every_output() {
     let timed = o.join("cases/overhead-np2/timed-0/time.json");
     assert!(std::fs::read_to_string(&timed).is_ok_and(|t| t.contains("\"mode\": \"time\"")), "{}", timed.display());
     assert!(csv.lines().nth(4).is_some_and(|l| l.contains("timed by the interposer")), "{csv}");
+    assert!(o.join("calibration-1/platform.toml").is_file(), "no second calibration");
+    let calib = csv.lines().next().unwrap().split(',').position(|h| h == "calibrated_s").expect("calibrated_s column");
     for r in &rows {
         let num = |i: usize| r[i].parse::<f64>().unwrap_or_else(|_| panic!("column {i} of {r:?} is not a number\n{csv}"));
+        // The prediction on each calibration; the offline one is their
+        // median, the lower of two.
+        let calibrated: Vec<f64> = r[calib].split(';').map(|x| x.parse().unwrap()).collect();
+        assert_eq!((calibrated.len(), calibrated.iter().copied().fold(f64::INFINITY, f64::min)), (2, num(4)), "{r:?}");
         let (measured, traced, offline) = (num(2), num(3), num(4));
         assert!(measured > 0.0 && traced > 0.0 && offline > 0.0, "{r:?}");
         // Sane, not accurate: tiny runs on a shared machine.

@@ -8,13 +8,15 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod calibration;
+mod online;
 mod perturb_runs;
 mod sweep_runs;
 mod timing;
 
-use calibration::{calibrate_quietly, check_state, quiet_probe, Calibration};
+use calibration::{calibrate_quietly, check_state, median_calibration, more_calibrations, quiet_probe, Calibration};
+use online::online_case;
 use sweep_runs::{run_sweep, MEASURED_BW};
-use timing::{own_line, plain_mode, predicted_s, read_online, resolve_timing};
+use timing::{own_line, plain_mode, predicted_s, resolve_timing};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
@@ -98,6 +100,14 @@ pub struct ValidateArgs {
     /// blocks scaled by untraced ÷ traced (needs --regions-runs).
     #[arg(long, requires = "regions_runs")]
     pub correct_perturbation: bool,
+    /// Calibrations of the network (K): with K > 1, K − 1 more
+    /// `calibrate network` runs follow the first (`calibration-<k>/`), each
+    /// case is replayed on each and predicted on the one whose prediction
+    /// is the median, and the predictions' spread (`calibration_spread_pct`)
+    /// shows how far the calibration's own run-to-run variation moves the
+    /// prediction.
+    #[arg(long, value_name = "K", default_value_t = 1, conflicts_with = "platform", value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub calibrations: u32,
     /// Read the time of every case without its own `time_regex` from the
     /// first capture group of REGEX on the last output line it matches,
     /// seconds (default: the program's `wall_s=` line, else the
@@ -273,6 +283,10 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
                         }
                         p => (p, runs.clone()),
                     };
+                    let (platform, predicted) = match median_calibration(case, ctx, row, (&trace, &replayed), predicted.as_ref().ok()) {
+                        Some((p, pred)) => (p, Ok(pred)),
+                        None => (platform, predicted),
+                    };
                     match predicted {
                         Ok(p) => {
                             if own_line(case) && p.region_s.is_none() {
@@ -310,32 +324,6 @@ fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressB
         }
     };
     traced
-}
-
-/// The online run (`row.online_s`), on the traced run's placed platform.
-fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar, traced: Option<&Traced>) {
-    // Online mode models on the same placed platform (ours only: an XML
-    // platform goes as it is).
-    let online_platform = match traced {
-        Some(t) if !ctx.platform_is_xml => {
-            let p = dir.join("platform.toml");
-            t.platform.save(&p).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
-        }
-        _ => ctx.platform_path.clone(),
-    };
-    let online = dir.join("online");
-    bar.set_message(format!("{} online", case.name));
-    let mode = Mode::Online { lib: ctx.interposer.clone(), out: online.clone(), platform: online_platform };
-    // With INTERPOSER_VIRTUAL_WTIME=1 the program's wall_s is its own timed
-    // region in virtual time: the online prediction of what it measures.
-    match checked_run(case, &mode, &dir.join("online.log"), ctx, row) {
-        Ok(virtual_wall_s) => match read_online(&online.join("online.json")) {
-            Ok(_) => row.online_s = Some(virtual_wall_s),
-            Err(e) => row.note(format!("online n/a: {e}")),
-        },
-        Err(e) => row.note(e),
-    }
-    bar.inc(1);
 }
 
 /// One run of `case` in `mode` on a quiet machine ([`Quiet::run`]): a
@@ -404,6 +392,9 @@ struct Ctx {
     regions_runs: u32,
     /// `--correct-perturbation`.
     correct_perturbation: bool,
+    /// `--calibrations`: the platforms of the calibrations after the first
+    /// (or after the case's latency state's).
+    more_platforms: Vec<Platform>,
     /// Attempts discarded for CPU contention so far.
     repeated: std::cell::Cell<usize>,
 }
@@ -477,6 +468,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let platform = Platform::load(&platform_path).context("cannot load platform")?;
     let platform_is_xml = std::fs::read_to_string(&platform_path).is_ok_and(|t| t.trim_start().starts_with('<'));
     let platform_path = platform_path.canonicalize().with_context(|| platform_path.display().to_string())?;
+    let more_platforms = more_calibrations(args, &launcher, &quiet, &out, &bar)?;
     let compute = args.compute_time.into();
     let mut ctx = Ctx {
         out: out.clone(),
@@ -491,6 +483,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         traced_runs: args.traced_runs,
         regions_runs: args.regions_runs,
         correct_perturbation: args.correct_perturbation,
+        more_platforms,
         repeated: Default::default(),
     };
     // The latency-state probe (state.rs): our TOML platform, one host.

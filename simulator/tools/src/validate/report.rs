@@ -35,6 +35,9 @@ pub struct Row {
     /// The offline prediction with the systematic perturbation corrected
     /// (`--correct-perturbation`), seconds.
     pub corrected_s: Option<f64>,
+    /// With `--calibrations K`: the offline prediction on each of the K
+    /// calibrations, the case's own first, seconds.
+    pub calibrated: Vec<f64>,
     /// Failures and missing values, `; `-separated (empty when all went well).
     pub note: String,
 }
@@ -95,6 +98,12 @@ impl Row {
         spread_pct(&self.traced)
     }
 
+    /// [`spread_pct`] of the offline predictions on the calibrations: how
+    /// far the calibration's own run-to-run variation moves the prediction.
+    pub fn calibration_spread_pct(&self) -> Option<f64> {
+        spread_pct(&self.calibrated)
+    }
+
     /// Appends `what` to the note.
     pub fn note(&mut self, what: impl AsRef<str>) {
         if !self.note.is_empty() {
@@ -151,16 +160,27 @@ fn summary_lines(rows: &[Row]) -> String {
 
 /// The table for the terminal, with the error summary below: per case the
 /// errors and, beside them, the spread of the plain and the traced runs
-/// ([`spread_pct`]; `n/a` for a single run).
+/// and of the predictions on several calibrations ([`spread_pct`]; `n/a`
+/// for a single one).
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>15} {:>16}\n",
-        "program", "ranks", "measured_s", "traced_s", "offline_s", "online_s", "offline_%", "online_%", "plain_spread_%", "traced_spread_%"
+        "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>15} {:>16} {:>15}\n",
+        "program",
+        "ranks",
+        "measured_s",
+        "traced_s",
+        "offline_s",
+        "online_s",
+        "offline_%",
+        "online_%",
+        "plain_spread_%",
+        "traced_spread_%",
+        "calib_spread_%"
     );
     for r in rows {
         writeln!(
             out,
-            "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>15} {:>16}",
+            "{:<16} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10} {:>10} {:>15} {:>16} {:>15}",
             r.name,
             r.ranks,
             secs(r.measured_s()),
@@ -170,7 +190,8 @@ pub fn table(rows: &[Row]) -> String {
             pct(r.offline_error_pct()),
             pct(r.online_error_pct()),
             spread(r.plain_spread_pct()),
-            spread(r.traced_spread_pct())
+            spread(r.traced_spread_pct()),
+            spread(r.calibration_spread_pct())
         )
         .expect("write to String");
     }
@@ -181,13 +202,13 @@ pub fn table(rows: &[Row]) -> String {
 pub fn markdown(rows: &[Row], preamble: &str) -> String {
     let mut out = format!("# Validation: measured against predicted\n\n{preamble}\n\n");
     out.push_str(
-        "| program | ranks | runs | measured (s) | traced (s) | offline (s) | online (s) | offline error % | online error % | plain spread % | traced spread % |\n",
+        "| program | ranks | runs | measured (s) | traced (s) | offline (s) | online (s) | offline error % | online error % | plain spread % | traced spread % | calibration spread % |\n",
     );
-    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in rows {
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.name,
             r.ranks,
             r.measured.len(),
@@ -198,7 +219,8 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
             pct(r.offline_error_pct()),
             pct(r.online_error_pct()),
             spread(r.plain_spread_pct()),
-            spread(r.traced_spread_pct())
+            spread(r.traced_spread_pct()),
+            spread(r.calibration_spread_pct())
         )
         .expect("write to String");
     }
@@ -214,7 +236,7 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
 
 /// Header of [`csv()`].
 pub const CSV_HEADER: &str =
-    "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,offline_lo_s,offline_hi_s,plain_spread_pct,traced_spread_pct,traced_runs_s,note";
+    "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,offline_lo_s,offline_hi_s,plain_spread_pct,traced_spread_pct,traced_runs_s,calibration_spread_pct,calibrated_s,note";
 
 /// One line of [`csv()`], in [`CSV_HEADER`] order.
 #[derive(serde::Serialize)]
@@ -233,6 +255,8 @@ struct CsvRow<'a> {
     plain_spread_pct: Option<String>,
     traced_spread_pct: Option<String>,
     traced_runs_s: String,
+    calibration_spread_pct: Option<String>,
+    calibrated_s: String,
     note: &'a str,
 }
 
@@ -240,8 +264,9 @@ struct CsvRow<'a> {
 /// and percents in `{:e}` notation, empty fields for missing values, the
 /// plain runs' `wall_s` `;`-separated in `runs_s` and the traced runs' in
 /// `traced_runs_s`, their spreads ([`spread_pct`]) in `plain_spread_pct`
-/// and `traced_spread_pct`; fields holding a comma
-/// or quote are quoted.
+/// and `traced_spread_pct`, the predictions on each calibration in
+/// `calibrated_s` and their spread in `calibration_spread_pct`; fields
+/// holding a comma or quote are quoted.
 pub fn csv(rows: &[Row]) -> String {
     let f = |v: Option<f64>| v.map(|x| format!("{x:e}"));
     to_csv(
@@ -261,6 +286,8 @@ pub fn csv(rows: &[Row]) -> String {
             plain_spread_pct: f(r.plain_spread_pct()),
             traced_spread_pct: f(r.traced_spread_pct()),
             traced_runs_s: r.traced.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
+            calibration_spread_pct: f(r.calibration_spread_pct()),
+            calibrated_s: r.calibrated.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
             note: &r.note,
         }),
     )
@@ -284,6 +311,8 @@ struct JsonRow<'a> {
     traced_runs_s: &'a [f64],
     offline_lo_s: Option<f64>,
     offline_hi_s: Option<f64>,
+    calibration_spread_pct: Option<f64>,
+    calibrated_s: &'a [f64],
     #[serde(skip_serializing_if = "Option::is_none")]
     perturbation: Option<&'a super::perturb::PerturbSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -292,7 +321,8 @@ struct JsonRow<'a> {
 }
 
 /// The table as a JSON array, one object per case with the fields of
-/// [`CSV_HEADER`] (`runs_s` and `traced_runs_s` as arrays of seconds).
+/// [`CSV_HEADER`] (`runs_s`, `traced_runs_s` and `calibrated_s` as arrays
+/// of seconds).
 pub fn json(rows: &[Row]) -> String {
     let v: Vec<JsonRow> = rows
         .iter()
@@ -311,6 +341,8 @@ pub fn json(rows: &[Row]) -> String {
             traced_runs_s: &r.traced,
             offline_lo_s: r.offline_band.map(|b| b.0),
             offline_hi_s: r.offline_band.map(|b| b.1),
+            calibration_spread_pct: r.calibration_spread_pct(),
+            calibrated_s: &r.calibrated,
             perturbation: r.perturbation.as_ref(),
             corrected_s: r.corrected_s,
             note: &r.note,
@@ -413,6 +445,7 @@ mod tests {
                 offline_s: Some(4.5),
                 online_s: Some(5.5),
                 offline_band: Some((4.4, 4.7)),
+                calibrated: vec![4.5, 4.0, 5.0],
                 note: "x".into(),
                 ..Row::default()
             },
@@ -446,13 +479,14 @@ mod tests {
         let c = csv(&r);
         assert_eq!(c.lines().count(), 4);
         let ring = c.lines().nth(1).unwrap();
-        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,,,1e2,,2.1e0,"), "{c}");
-        assert!(c.lines().nth(2).unwrap().ends_with(",4.4e0,4.7e0,4e1,2e1,5.5e0;4.5e0;5e0,x"), "{c}");
+        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,,,1e2,,2.1e0,,,"), "{c}");
+        let jacobi = c.lines().nth(2).unwrap();
+        assert!(jacobi.contains(",4.4e0,4.7e0,4e1,2e1,5.5e0;4.5e0;5e0,") && jacobi.ends_with(",4.5e0;4e0;5e0,x"), "{c}");
         let mut noted = r[0].clone();
         noted.note = "plain run failed: \"x\", then y".into();
         let c = csv(&[noted]);
         let back: Vec<csv::StringRecord> = csv::Reader::from_reader(c.as_bytes()).records().collect::<Result<_, _>>().unwrap();
-        assert_eq!((back.len(), &back[0][14]), (1, "plain run failed: \"x\", then y"), "{c}");
+        assert_eq!((back.len(), &back[0][16]), (1, "plain run failed: \"x\", then y"), "{c}");
     }
 
     #[test]
@@ -468,13 +502,14 @@ mod tests {
         assert_eq!(r[0].traced_spread_pct(), None, "one traced run has no spread");
         let t = table(&r);
         let head: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
-        assert_eq!(head[8..], ["plain_spread_%", "traced_spread_%"], "{t}");
+        assert_eq!(head[8..], ["plain_spread_%", "traced_spread_%", "calib_spread_%"], "{t}");
         let jacobi: Vec<&str> = t.lines().nth(2).unwrap().split_whitespace().collect();
-        assert_eq!((jacobi[0], jacobi[8], jacobi[9]), ("jacobi2d", "40.0", "20.0"), "{t}");
+        assert_eq!((jacobi[0], jacobi[8], jacobi[9], jacobi[10]), ("jacobi2d", "40.0", "20.0", "22.2"), "{t}");
         let ring: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!((ring[8], ring[9]), ("100.0", "n/a"), "{t}");
+        assert_eq!((ring[8], ring[9], ring[10]), ("100.0", "n/a", "n/a"), "{t}");
         let md = markdown(&r, "pre");
-        assert!(md.contains("| plain spread % | traced spread % |") && md.contains("| -10.0 | +10.0 | 40.0 | 20.0 |"), "{md}");
+        assert!(md.contains("| plain spread % | traced spread % | calibration spread % |"), "{md}");
+        assert!(md.contains("| -10.0 | +10.0 | 40.0 | 20.0 | 22.2 |"), "{md}");
         let c = csv(&r);
         let mut reader = csv::Reader::from_reader(c.as_bytes());
         let head = reader.headers().unwrap().clone();
@@ -484,11 +519,15 @@ mod tests {
         assert_eq!((num(1, "plain_spread_pct"), num(1, "traced_spread_pct")), (Some(40.0), Some(20.0)), "{c}");
         assert_eq!((num(0, "plain_spread_pct"), num(0, "traced_spread_pct")), (Some(100.0), None), "{c}");
         assert_eq!(&back[1][col("traced_runs_s")], "5.5e0;4.5e0;5e0");
+        assert!((num(1, "calibration_spread_pct").unwrap() - 100.0 / 4.5).abs() < 1e-9, "{c}");
+        assert_eq!((num(0, "calibration_spread_pct"), &back[1][col("calibrated_s")]), (None, "4.5e0;4e0;5e0"), "{c}");
         assert_eq!((num(2, "plain_spread_pct"), num(2, "traced_spread_pct")), (None, None), "{c}");
         let j: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
         assert_eq!(j[1]["plain_spread_pct"].as_f64(), Some(40.0));
         assert_eq!(j[1]["traced_spread_pct"].as_f64(), Some(20.0));
         assert_eq!(j[1]["traced_runs_s"], serde_json::json!([5.5, 4.5, 5.0]));
+        assert_eq!(j[1]["calibrated_s"], serde_json::json!([4.5, 4.0, 5.0]));
+        assert!((j[1]["calibration_spread_pct"].as_f64().unwrap() - 100.0 / 4.5).abs() < 1e-9);
         assert!(j[0]["traced_spread_pct"].is_null() && j[2]["measured_s"].is_null(), "{j}");
     }
 

@@ -8,10 +8,14 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context};
 use indicatif::ProgressBar;
 
+use super::timing::predicted_s;
 use super::{beside_exe, Ctx, ValidateArgs};
 use crate::validate::launch::Launcher;
+use crate::validate::predict;
 use crate::validate::quiet::Quiet;
+use crate::validate::report::Row;
 use crate::validate::state::{self, State};
+use crate::validate::suite::Case;
 use simulator::platform::Platform;
 
 /// Runs `calibrate network` into `out`; returns the platform path.
@@ -73,6 +77,71 @@ pub(super) fn calibrate_quietly(
         format!("calibration: CPU stall {:.1} % of {:.1} s{kept}", 100.0 * c.share(), c.elapsed_s)
     });
     (platform, note)
+}
+
+/// With `--calibrations K > 1`: K − 1 more calibrations after the first,
+/// each on a quiet machine, into `<out>/calibration-<k>/`; returns their
+/// platforms.
+///
+/// # Errors
+/// A calibration's failure or a platform that does not load.
+pub(super) fn more_calibrations(
+    args: &ValidateArgs,
+    launcher: &Launcher,
+    quiet: &Quiet,
+    out: &Path,
+    bar: &ProgressBar,
+) -> anyhow::Result<Vec<Platform>> {
+    (1..args.calibrations)
+        .map(|k| {
+            let dir = out.join(format!("calibration-{k}"));
+            std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+            let path = calibrate_quietly(args, launcher, quiet, &dir, bar).0?;
+            Platform::load(&path).with_context(|| format!("cannot load platform {}", path.display()))
+        })
+        .collect()
+}
+
+/// With several calibrations (`--calibrations`): the offline prediction
+/// `own` of the case on its platform, and that of the runs `replayed`
+/// of `trace` on each of `ctx.more_platforms` (placed as the case's own),
+/// go to `row.calibrated`, and the case is predicted on the calibration
+/// whose prediction is their median (the lower middle one of an even
+/// count): that platform, placed, and its prediction, when it is not the
+/// case's own (`None` then, and without more calibrations). A replay that
+/// fails is noted and left out.
+pub(super) fn median_calibration(
+    case: &Case,
+    ctx: &Ctx,
+    row: &mut Row,
+    (trace, replayed): (&Path, &[PathBuf]),
+    own: Option<&predict::Predicted>,
+) -> Option<(Platform, predict::Predicted)> {
+    let own = own.filter(|_| !ctx.more_platforms.is_empty())?;
+    row.calibrated = vec![predicted_s(case, own)];
+    let mut others = Vec::new();
+    for (k, p) in ctx.more_platforms.iter().enumerate() {
+        let predicted = predict::placed(p, trace).and_then(|(placed, _)| {
+            let pred = predict::replay_predicted_runs(&placed, replayed, ctx.compute)?;
+            Ok((placed, pred))
+        });
+        match predicted {
+            Ok((placed, pred)) => {
+                row.calibrated.push(predicted_s(case, &pred));
+                others.push((k + 1, placed, pred));
+            }
+            Err(e) => row.note(format!("calibration {}: {e}", k + 1)),
+        }
+    }
+    let mut order: Vec<usize> = (0..row.calibrated.len()).collect();
+    order.sort_by(|&a, &b| row.calibrated[a].total_cmp(&row.calibrated[b]));
+    let median = order[(order.len() - 1) / 2];
+    if median == 0 {
+        return None;
+    }
+    let (k, placed, pred) = others.swap_remove(median - 1);
+    row.note(format!("predicted on calibration {k} (calibration-{k}/), the median of {} calibrations' predictions", row.calibrated.len()));
+    Some((placed, pred))
 }
 
 /// A calibration of the machine in one latency state.
