@@ -392,9 +392,11 @@ struct Ctx {
     regions_runs: u32,
     /// `--correct-perturbation`.
     correct_perturbation: bool,
-    /// `--calibrations`: the platforms of the calibrations after the first
-    /// (or after the case's latency state's).
+    /// `--calibrations`: the platforms of the calibrations after the
+    /// first, all of the machine's first latency state (state.rs).
     more_platforms: Vec<Platform>,
+    /// The case is predicted on the first calibration's latency state.
+    first_state: bool,
     /// Attempts discarded for CPU contention so far.
     repeated: std::cell::Cell<usize>,
 }
@@ -484,6 +486,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         regions_runs: args.regions_runs,
         correct_perturbation: args.correct_perturbation,
         more_platforms,
+        first_state: true,
         repeated: Default::default(),
     };
     // The latency-state probe (state.rs): our TOML platform, one host.

@@ -108,8 +108,9 @@ pub(super) fn more_calibrations(
 /// go to `row.calibrated`, and the case is predicted on the calibration
 /// whose prediction is their median (the lower middle one of an even
 /// count): that platform, placed, and its prediction, when it is not the
-/// case's own (`None` then, and without more calibrations). A replay that
-/// fails is noted and left out.
+/// case's own (`None` then, and without more calibrations, or when the
+/// case is predicted on another latency state's calibration than theirs).
+/// A replay that fails is noted and left out.
 pub(super) fn median_calibration(
     case: &Case,
     ctx: &Ctx,
@@ -118,6 +119,10 @@ pub(super) fn median_calibration(
     own: Option<&predict::Predicted>,
 ) -> Option<(Platform, predict::Predicted)> {
     let own = own.filter(|_| !ctx.more_platforms.is_empty())?;
+    if !ctx.first_state {
+        row.note("the other calibrations are of another latency state of the machine: not used");
+        return None;
+    }
     row.calibrated = vec![predicted_s(case, own)];
     let mut others = Vec::new();
     for (k, p) in ctx.more_platforms.iter().enumerate() {
@@ -224,6 +229,7 @@ pub(super) fn check_state(
         ));
     }
     (ctx.platform, ctx.platform_path) = (c.platform.clone(), c.path.clone());
+    ctx.first_state = k == 0;
     Ok(notes)
 }
 
