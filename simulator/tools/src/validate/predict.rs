@@ -91,13 +91,13 @@ fn open_runs(traces: &[PathBuf], compute: ComputeTime) -> Result<Vec<replay::Act
     }
 }
 
-/// [`replay_predicted`] of several traced runs of the same case replayed
-/// as one, each compute block at the median of its durations
-/// ([`replay::runs`]).
+/// [`replay_predicted`] of one traced run, or of several runs of the same
+/// case replayed as one, each compute block at the median of its
+/// durations ([`replay::runs`]).
 ///
 /// # Errors
-/// A trace's error, runs that differ, or the replay's error, one line
-/// naming the first trace.
+/// No run, a trace's error, runs that differ, or the replay's error, one
+/// line naming the first trace.
 pub fn replay_predicted_runs(platform: &Platform, traces: &[PathBuf], compute: ComputeTime) -> Result<Predicted, String> {
     let first = traces.first().ok_or("no traced run")?;
     predicted_of(platform, open_runs(traces, compute)?, first)
