@@ -100,9 +100,14 @@ fn validate_runs_every_case_and_writes_every_output() {
     for r in &rows {
         let num = |i: usize| r[i].parse::<f64>().unwrap_or_else(|_| panic!("column {i} of {r:?} is not a number\n{csv}"));
         // The prediction on each calibration; the offline one is their
-        // median, the lower of two.
-        let calibrated: Vec<f64> = r[calib].split(';').map(|x| x.parse().unwrap()).collect();
-        assert_eq!((calibrated.len(), calibrated.iter().copied().fold(f64::INFINITY, f64::min)), (2, num(4)), "{r:?}");
+        // median, the lower of two. A case predicted on the calibration of
+        // another latency state of the machine (state.rs) has none.
+        if r[calib].is_empty() {
+            assert!(r.join(",").contains("of another latency state of the machine: not used"), "{r:?}\n{csv}");
+        } else {
+            let calibrated: Vec<f64> = r[calib].split(';').map(|x| x.parse().unwrap()).collect();
+            assert_eq!((calibrated.len(), calibrated.iter().copied().fold(f64::INFINITY, f64::min)), (2, num(4)), "{r:?}");
+        }
         let (measured, traced, offline) = (num(2), num(3), num(4));
         assert!(measured > 0.0 && traced > 0.0 && offline > 0.0, "{r:?}");
         // Sane, not accurate: tiny runs on a shared machine.
