@@ -193,24 +193,25 @@ impl<'p, 'a> Replay<'p, 'a> {
         }
     }
 
-    /// Declares that the streams make no call whose outcome depends on the
-    /// order in which the replay takes ranks at equal or nearby times: no
-    /// `MPI_ANY_SOURCE` receive or probe, no `MPI_Test*`, `MPI_Iprobe`,
-    /// `MPI_Waitany` or `MPI_Waitsome`, no one-sided communication, MPI-IO
-    /// or nonblocking collective. Every other outcome is a function of
-    /// the ranks' own times (a message is matched by source and tag in
-    /// program order and ends from both post times), so a rank may then go
-    /// on past the queue's next event, as long as it does not block,
-    /// instead of waiting for its turn: one rank's consecutive actions run
-    /// together, with its state in cache. The report is the same as
-    /// without; only the events counted differ. The replay applies it
-    /// only when nothing watches single transfers or times (no shared
-    /// links or copy rate, jitter, timeline, action log, energy meter,
-    /// salvage, oversubscribed host, file system or MPICH shared-memory
-    /// collectives). Streams that break the promise replay in an
-    /// unspecified valid order.
-    pub fn order_free(mut self) -> Self {
-        self.order_free = true;
+    /// With `free`, declares that the streams make no call whose outcome
+    /// depends on the order in which the replay takes ranks at equal or
+    /// nearby times ([`Action::order_sensitive`]: no `MPI_ANY_SOURCE`
+    /// receive, `MPI_Cancel`, one-sided communication, MPI-IO or
+    /// nonblocking collective; tests, probes and waits on a set replay
+    /// their recorded outcome, as polls and waits on one request). Every
+    /// other outcome is a function of the ranks' own times (a message is
+    /// matched by source and tag in program order and ends from both post
+    /// times), so a rank may then go on past the queue's next event, as
+    /// long as it does not block, instead of waiting for its turn: one
+    /// rank's consecutive actions run together, with its state in cache.
+    /// The report is the same as without; only the events counted differ.
+    /// The replay applies it only when nothing watches single transfers
+    /// or times (no shared links or copy rate, jitter, timeline, action
+    /// log, energy meter, salvage, oversubscribed host, file system or
+    /// MPICH shared-memory collectives); a stream that then breaks the
+    /// promise ends the replay with an error naming its rank and call.
+    pub fn order_free(mut self, free: bool) -> Self {
+        self.order_free = free;
         self
     }
 

@@ -142,9 +142,10 @@ fn run(job: &Job, report: &mut GhostReport) -> Result<(), String> {
     let platform = Platform::load(&job.platform).map_err(|e| e.to_string())?;
     let order_free = model.order_free();
     let replay = |sigma: f64| {
-        let replay = simulator::replay::Replay::new(&platform);
-        let replay = if order_free { replay.order_free() } else { replay };
-        replay.run(model.streams_band(job.ranks, sigma)).map_err(|e| e.to_string())
+        simulator::replay::Replay::new(&platform)
+            .order_free(order_free)
+            .run(model.streams_band(job.ranks, sigma))
+            .map_err(|e| e.to_string())
     };
     let mid = replay(0.0)?;
     let (low, high) = (replay(-1.0)?, replay(1.0)?);

@@ -164,9 +164,10 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
     let mut points: Vec<Point> = Vec::new();
     for &n in &args.ranks {
         let run = |sigma: f64| {
-            let replay = simulator::replay::Replay::new(&platform);
-            let replay = if order_free { replay.order_free() } else { replay };
-            replay.run(streams(&model, n, sigma)).with_context(|| format!("replay of the extrapolated {n}-rank run failed"))
+            simulator::replay::Replay::new(&platform)
+                .order_free(order_free)
+                .run(streams(&model, n, sigma))
+                .with_context(|| format!("replay of the extrapolated {n}-rank run failed"))
         };
         let (mid, low, high) = (run(0.0)?, run(-1.0)?, run(1.0)?);
         let k = mid.ranks.len().max(1) as f64;

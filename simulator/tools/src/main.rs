@@ -301,10 +301,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     };
     let (streams, progress) = progress::with_progress(streams);
     let stretch = tracks.as_ref().map(|(t, hz, mode)| simulator::jitter::compute_stretch(t, *hz, *mode, streams.len(), args.jitter_seed));
-    let mut run = replay::Replay::new(&platform);
-    if model.as_ref().is_some_and(|m| args.ranks.is_some() && m.order_free()) {
-        run = run.order_free();
-    }
+    let mut run = replay::Replay::new(&platform).order_free(model.as_ref().is_some_and(|m| args.ranks.is_some() && m.order_free()));
     if args.salvage {
         run = run.salvage();
     }

@@ -176,7 +176,7 @@ fn order_free_replays_equal_the_event_order_bit_for_bit() {
             ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, std::convert::Infallible>).collect()
         };
         let events = Replay::new(&p).run(streams(ranks.clone())).unwrap();
-        let ahead = Replay::new(&p).order_free().run(streams(ranks)).unwrap();
+        let ahead = Replay::new(&p).order_free(true).run(streams(ranks)).unwrap();
         assert_eq!(ahead.makespan_s.to_bits(), events.makespan_s.to_bits(), "case {case}: {n} ranks");
         for (a, b) in ahead.ranks.iter().zip(&events.ranks) {
             let bits = |k: &RankReport| {
@@ -193,6 +193,6 @@ fn an_order_sensitive_call_in_streams_declared_order_free_is_an_error() {
     let ranks = vec![vec![compute(1e-3), Action::Send { dst: 1, tag: 0, bytes: 8, comm: 0 }], vec![recv(-1)]];
     let streams: Vec<ActionStream<'static, std::convert::Infallible>> =
         ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, std::convert::Infallible>).collect();
-    let e = Replay::new(&simple()).order_free().run(streams).unwrap_err().to_string();
+    let e = Replay::new(&simple()).order_free(true).run(streams).unwrap_err().to_string();
     assert!(e.contains("order_free") && e.contains("rank 1"), "{e}");
 }
