@@ -269,6 +269,7 @@ struct CsvRow<'a> {
 /// holding a comma or quote are quoted.
 pub fn csv(rows: &[Row]) -> String {
     let f = |v: Option<f64>| v.map(|x| format!("{x:e}"));
+    let list = |v: &[f64]| v.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";");
     to_csv(
         CSV_HEADER,
         rows.iter().map(|r| CsvRow {
@@ -280,14 +281,14 @@ pub fn csv(rows: &[Row]) -> String {
             online_s: f(r.online_s),
             offline_error_pct: f(r.offline_error_pct()),
             online_error_pct: f(r.online_error_pct()),
-            runs_s: r.measured.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
+            runs_s: list(&r.measured),
             offline_lo_s: f(r.offline_band.map(|b| b.0)),
             offline_hi_s: f(r.offline_band.map(|b| b.1)),
             plain_spread_pct: f(r.plain_spread_pct()),
             traced_spread_pct: f(r.traced_spread_pct()),
-            traced_runs_s: r.traced.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
+            traced_runs_s: list(&r.traced),
             calibration_spread_pct: f(r.calibration_spread_pct()),
-            calibrated_s: r.calibrated.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(";"),
+            calibrated_s: list(&r.calibrated),
             note: &r.note,
         }),
     )
