@@ -23,6 +23,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 use simulator::action::ComputeTime;
 use statrs::statistics::{Data, Median};
 
@@ -111,9 +113,7 @@ fn main() {
         .status();
     assert!(ok.expect("cargo").success());
     assert!(Command::new("make").args(["-s", "-C"]).arg(root.join("c-tests")).status().expect("make").success());
-    // Where the build above put them: `$CARGO_TARGET_DIR` (relative to
-    // the workspace root, or absolute), else `target`.
-    let release = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d)).join("release");
+    let release = common::release_dir(&root);
     let bench = Bench {
         lib: release.join("libinterposer.so"),
         progs: root.join("c-tests/build"),

@@ -14,6 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 use statrs::statistics::{Data, Median, Statistics};
 
 fn root() -> PathBuf {
@@ -85,10 +87,7 @@ fn main() {
     let ok = Command::new(env!("CARGO")).args(["build", "--release", "--quiet", "-p", "interposer"]).current_dir(&root).status();
     assert!(ok.expect("cargo").success());
     assert!(Command::new("make").args(["-s", "-C"]).arg(root.join("c-tests")).status().expect("make").success());
-    // Where the build above put it: `$CARGO_TARGET_DIR` (relative to the
-    // workspace root, or absolute), else `target`.
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
-    let lib = target.join("release/libinterposer.so");
+    let lib = common::release_dir(&root).join("libinterposer.so");
     if std::env::var("OVERHEAD_SECTIONS").is_ok_and(|v| v.trim() == "2") {
         return sizes(&root, &lib);
     }
