@@ -143,7 +143,8 @@ fn interposer_lib() -> Result<PathBuf, String> {
         return Ok(PathBuf::from(p));
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    // A relative CARGO_TARGET_DIR is relative to the workspace root, as cargo reads it.
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
     ["release", "debug"]
         .iter()
         .map(|p| target.join(p).join("libinterposer.so"))

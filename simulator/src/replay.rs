@@ -383,6 +383,7 @@ where
         wall_clock_s: started.elapsed().as_secs_f64(),
         speed_ratios: None,
         runs_makespan_s: None,
+        median_run: None,
         io_s,
         io_servers: out.io_servers,
         io_recorded_calls: out.io_recorded,

@@ -69,6 +69,11 @@ pub struct ReplayReport {
     /// given; their range is the prediction's band.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runs_makespan_s: Option<Vec<f64>>,
+    /// With several runs predicted by the median one alone (`simulator
+    /// replay --merge runs`): its index in [`Self::runs_makespan_s`]; the
+    /// report is that run's replay. `None`: the runs were replayed as one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_run: Option<usize>,
     /// Time in MPI-IO calls on the file system, summed over ranks, seconds.
     pub io_s: f64,
     /// Per server of the platform's file system, in server order: bytes
@@ -214,7 +219,12 @@ impl ReplayReport {
         }
         if let Some(m) = &self.runs_makespan_s {
             let (lo, hi) = (m.iter().copied().fold(f64::INFINITY, f64::min), m.iter().copied().fold(0.0, f64::max));
-            writeln!(w, "blocks at the median of {} traced runs; the runs alone: {lo:.6} to {hi:.6} s", m.len())?;
+            match self.median_run {
+                Some(k) => {
+                    writeln!(w, "traced run {} of {}, the median of their replays; the runs alone: {lo:.6} to {hi:.6} s", k + 1, m.len())?
+                }
+                None => writeln!(w, "blocks at the median of {} traced runs; the runs alone: {lo:.6} to {hi:.6} s", m.len())?,
+            }
         }
         if let Some(t) = &self.speed_ratios {
             writeln!(
@@ -261,6 +271,7 @@ mod tests {
             wall_clock_s: 0.5,
             speed_ratios: None,
             runs_makespan_s: None,
+            median_run: None,
             io_s: 0.0,
             io_servers: Vec::new(),
             io_recorded_calls: 0,

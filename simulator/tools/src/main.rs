@@ -84,13 +84,20 @@ struct ReplayArgs {
     /// Trace directory written by the interposer (INTERPOSER_OUT), a
     /// SimGrid TI trace-list file (smpirun -trace-ti), or an OTF2 archive
     /// (its .otf2 anchor file, or a directory holding one). Several trace
-    /// directories of one program on the same ranks: replayed as one, each
-    /// compute block at the median of its durations, each run's own
-    /// makespan reported as the band. With --ranks N, trace directories of
-    /// the same program at two or more other rank counts, extrapolated to
-    /// N in memory.
+    /// directories of one program on the same ranks: made into one
+    /// prediction as --merge says, each run's own makespan reported as the
+    /// band. With --ranks N, trace directories of the same program at two
+    /// or more other rank counts, extrapolated to N in memory.
     #[arg(value_name = "TRACE", required = true, num_args = 1..)]
     trace: Vec<PathBuf>,
+    /// How several trace directories of one program make one prediction:
+    /// `blocks`, replayed as one, each compute block at the median of its
+    /// durations; or `runs`, the run whose replay alone is the median (the
+    /// lower middle one of an even count). `blocks` predicts a quieter
+    /// machine than the runs met (noise on one rank in one run and on
+    /// another in the next cancels out); `simulator validate` uses `runs`.
+    #[arg(long, value_enum, default_value_t = validate::cli::Merge::Blocks)]
+    merge: validate::cli::Merge,
     /// Predict this many ranks (see TRACE).
     #[arg(long, value_name = "N")]
     ranks: Option<u32>,
@@ -222,6 +229,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let mut runs_makespan_s = None;
+    let mut median_run = None;
     let mut region_names = None;
     let streams = match (&model, args.ranks, input) {
         (Some(m), Some(n), _) => extrapolate_cmd::streams(m, n, 0.0),
@@ -232,12 +240,26 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 let r = replay::replay(&platform, open(dir)?).with_context(|| format!("replay of {} alone failed", dir.display()))?;
                 alone.push(r.makespan_s);
             }
+            let mut order: Vec<usize> = (0..alone.len()).collect();
+            order.sort_by(|&a, &b| alone[a].total_cmp(&alone[b]));
             runs_makespan_s = Some(alone);
-            let runs = args.trace.iter().map(open).collect::<anyhow::Result<Vec<_>>>()?;
-            replay::runs::median_of_runs(runs)
-                .into_iter()
-                .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
-                .collect()
+            match args.merge {
+                validate::cli::Merge::Runs => {
+                    let median = order[(order.len() - 1) / 2];
+                    median_run = Some(median);
+                    open(&args.trace[median])?
+                        .into_iter()
+                        .map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>)
+                        .collect()
+                }
+                validate::cli::Merge::Blocks => {
+                    let runs = args.trace.iter().map(open).collect::<anyhow::Result<Vec<_>>>()?;
+                    replay::runs::median_of_runs(runs)
+                        .into_iter()
+                        .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
+                        .collect()
+                }
+            }
         }
         _ if otf2_import::is_archive(&args.trace[0]) => {
             let imported = otf2_import::load(&args.trace[0]).context("cannot open trace")?;
@@ -324,6 +346,7 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut report = report.with_context(|| format!("replay of {trace_name} on {} failed", args.platform.display()))?;
     report.speed_ratios = tally.map(|t| t.stats());
     report.runs_makespan_s = runs_makespan_s;
+    report.median_run = median_run;
     for o in &report.oversubscribed {
         eprintln!("simulator: {}", o.warning());
     }

@@ -395,3 +395,58 @@ fn a_host_with_more_ranks_than_cores_shares_them_and_says_so() {
 mod io;
 #[path = "replay/otf2.rs"]
 mod otf2;
+
+/// Three runs of an exchange whose compute before it is `(rank 0, rank 1)`
+/// ms: one rank late in the first run, the other in the second, neither
+/// in the third.
+fn noisy_runs(dir: &Path) -> Vec<PathBuf> {
+    [(10, 2), (2, 10), (3, 3)]
+        .iter()
+        .enumerate()
+        .map(|(k, &(a, b))| {
+            let run = dir.join(format!("run{k}"));
+            let ranks = [
+                vec![
+                    rec(Op::Init, 0, 0, Params::None),
+                    rec(Op::Send, a, a, p2p(1)),
+                    rec(Op::Recv, 0, 0, p2p(1)),
+                    rec(Op::Finalize, 0, 0, Params::None),
+                ],
+                vec![
+                    rec(Op::Init, 0, 0, Params::None),
+                    rec(Op::Recv, b, b, p2p(0)),
+                    rec(Op::Send, 0, 0, p2p(0)),
+                    rec(Op::Finalize, 0, 0, Params::None),
+                ],
+            ];
+            write_ranks(&run, &ranks);
+            run
+        })
+        .collect()
+}
+
+#[test]
+fn several_runs_merge_by_blocks_or_by_the_median_run() {
+    let c = case();
+    let runs = noisy_runs(c.trace.parent().unwrap());
+    let replay = |merge: &str| {
+        let mut args = vec!["replay", "--platform", s(&c.platform), "--json", "--merge", merge];
+        args.extend(runs.iter().map(|r| s(r)));
+        let out = simulator(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    // Each run alone: rank 1 answers once it has computed and the message
+    // (sent eagerly after rank 0's compute) has come.
+    let alone = [10e-3 + 2.0 * T, 10e-3 + T, 3e-3 + 2.0 * T];
+    let runs_v = replay("runs");
+    let band: Vec<f64> = runs_v["runs_makespan_s"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    alone.iter().zip(&band).for_each(|(a, b)| close(*a, *b));
+    // The median run, replayed alone.
+    assert_eq!(runs_v["median_run"], 1);
+    close(runs_v["makespan_s"].as_f64().unwrap(), alone[1]);
+    // Blocks at their medians (3 ms on each rank): a run quieter than any of the three.
+    let blocks_v = replay("blocks");
+    assert!(blocks_v.get("median_run").is_none(), "{blocks_v}");
+    close(blocks_v["makespan_s"].as_f64().unwrap(), 3e-3 + 2.0 * T);
+}

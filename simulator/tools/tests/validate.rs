@@ -78,8 +78,9 @@ fn validate_runs_every_case_and_writes_every_output() {
     extra.extend(["--sweep".into(), "--sweep-hook".into(), format!("sh {}", hook.display())]);
     // A smoke run on a shared machine: a short wait for quiet, one repeat.
     extra.extend(["--quiet-wait-s=2".into(), "--retries=1".into()]);
-    // Two traced runs, merged: the sweep must replay the merged runs as the
-    // base prediction does (a slower network then never predicts faster).
+    // Two traced runs: the prediction is the one whose replay is the
+    // median (`--merge runs`), and the sweep must replay what the base
+    // prediction replays (a slower network then never predicts faster).
     extra.push("--traced-runs=2".into());
     // A second calibration: each case is also predicted on it.
     extra.push("--calibrations=2".into());
@@ -110,6 +111,10 @@ fn validate_runs_every_case_and_writes_every_output() {
         }
         let (measured, traced, offline) = (num(2), num(3), num(4));
         assert!(measured > 0.0 && traced > 0.0 && offline > 0.0, "{r:?}");
+        // One of the traced runs replayed alone: inside the band they give.
+        let (lo, hi) = (num(9), num(10));
+        assert!(lo <= offline * (1.0 + 1e-9) && offline <= hi * (1.0 + 1e-9), "offline {offline} outside [{lo}, {hi}]: {r:?}");
+        assert!(r.join(",").contains("the median of 2 runs' replays"), "{r:?}");
         // Sane, not accurate: tiny runs on a shared machine.
         assert!(offline / measured > 0.01 && offline / measured < 100.0, "{r:?}");
         assert_eq!(r[1], "2");

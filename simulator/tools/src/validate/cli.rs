@@ -12,15 +12,16 @@ mod online;
 mod perturb_runs;
 mod sweep_runs;
 mod timing;
+mod traced;
 
-use calibration::{calibrate_quietly, check_state, median_calibration, more_calibrations, quiet_probe, Calibration};
-use online::online_case;
+use calibration::{calibrate_quietly, check_state, more_calibrations, quiet_probe, Calibration};
 use sweep_runs::{run_sweep, MEASURED_BW};
-use timing::{own_line, plain_mode, predicted_s, resolve_timing};
+use timing::{plain_mode, predicted_s, resolve_timing};
+pub use traced::Merge;
+use traced::{trace_and_predict, trace_case, Traced};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
-use super::predict;
 use super::quiet::{self, Contention, Quiet};
 use super::report::{self, Row};
 use super::state::{self, State};
@@ -28,7 +29,6 @@ use super::suite::{self, Case, Timing};
 use super::sweep;
 use simulator::action::ComputeTime;
 use simulator::platform::Platform;
-use simulator::speed::SpeedRatios;
 
 /// Options of `simulator validate`.
 #[derive(clap::Args, Debug)]
@@ -84,11 +84,18 @@ pub struct ValidateArgs {
     /// wall time (what it took in the traced run, other load included).
     #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
     pub compute_time: ComputeArg,
-    /// Traced runs per case: with K > 1 the offline prediction replays
-    /// their compute blocks at the median of their K durations, and the K
-    /// runs replayed alone give its band (`offline_lo_s`, `offline_hi_s`).
+    /// Traced runs per case: with K > 1 the offline prediction is made of
+    /// the K runs as --merge says, and the K runs replayed alone give its
+    /// band (`offline_lo_s`, `offline_hi_s`).
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub traced_runs: u32,
+    /// How K > 1 traced runs make the offline prediction: `runs`, the run
+    /// whose replay alone is the median; or `blocks`, one replay of all
+    /// runs, each compute block at the median of its K durations (noise
+    /// that met one rank in one run and another in the next cancels out,
+    /// so it predicts a quieter machine than the plain runs met).
+    #[arg(long, value_enum, default_value_t = Merge::Runs)]
+    pub merge: Merge,
     /// Runs per case in INTERPOSER_MODE=regions (per-region block sums
     /// only), interleaved with the traced runs: tracing's perturbation of
     /// the compute blocks, region by region (perturbation.{txt,json} per
@@ -158,16 +165,6 @@ const MAX_RETRACES: usize = 2;
 /// latency state during it (state.rs).
 const MAX_CASE_REPEATS: usize = 1;
 
-/// What one case's traced run gave: the trace and its placed platform.
-struct Traced {
-    /// The traced runs the offline prediction replays (several merged,
-    /// or the first alone when their calls differ).
-    replayed: Vec<PathBuf>,
-    platform: Platform,
-    /// With `--correct-perturbation`: the corrections it applies.
-    ratios: Option<SpeedRatios>,
-}
-
 /// Runs one case: plain runs with the traced and online runs in the middle.
 fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) {
     let mut row = Row { name: case.name.clone(), ranks: case.ranks, ..Row::default() };
@@ -235,97 +232,6 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
     (row, traced)
 }
 
-/// The traced run, its replay, and the online run.
-fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
-    let traced = trace_case(case, ctx, dir, row, bar);
-    online_case(case, ctx, dir, row, bar, traced.as_ref());
-    traced
-}
-
-/// The traced run and its replay (`row.traced_s`, `row.offline_s`).
-fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
-    let trace = dir.join("trace");
-    bar.set_message(format!("{} traced", case.name));
-    let mode = Mode::Trace { lib: ctx.interposer.clone(), out: trace.clone() };
-    let result = checked_run(case, &mode, &dir.join("trace.log"), ctx, row);
-    bar.inc(1);
-    let traced = match result {
-        Ok(w) => {
-            let (mut walls, mut runs, mut regions) = (vec![w], vec![trace.clone()], Vec::new());
-            // Traced and regions-mode runs alternate: both meet the machine
-            // in the same states.
-            for k in 1..=ctx.traced_runs.max(ctx.regions_runs) {
-                if k <= ctx.regions_runs {
-                    perturb_runs::regions_run(case, ctx, dir, k, row, bar, &mut regions);
-                }
-                if k < 2 || k > ctx.traced_runs {
-                    continue;
-                }
-                let more = dir.join(format!("trace-{k}"));
-                let mode = Mode::Trace { lib: ctx.interposer.clone(), out: more.clone() };
-                bar.set_message(format!("{} traced {k}/{}", case.name, ctx.traced_runs));
-                match checked_run(case, &mode, &dir.join(format!("trace-{k}.log")), ctx, row) {
-                    Ok(w) => (walls.push(w), runs.push(more)),
-                    Err(e) => (row.note(e), ()),
-                };
-            }
-            row.traced_s = report::median(&walls);
-            row.traced = walls;
-            match predict::placed(&ctx.platform, &trace) {
-                Ok((platform, how)) => {
-                    bar.set_message(format!("{} replay", case.name));
-                    let (predicted, replayed) = match predict::replay_predicted_runs(&platform, &runs, ctx.compute) {
-                        // Runs whose calls differ (timing-dependent tests,
-                        // polling loops) cannot be merged: the first alone.
-                        Err(e) if runs.len() > 1 => {
-                            row.note(format!("{e}: the first traced run is replayed alone"));
-                            (predict::replay_predicted(&platform, &trace, ctx.compute), vec![trace.clone()])
-                        }
-                        p => (p, runs.clone()),
-                    };
-                    let (platform, predicted) = match median_calibration(case, ctx, row, (&trace, &replayed), predicted.as_ref().ok()) {
-                        Some((p, pred)) => (p, Ok(pred)),
-                        None => (platform, predicted),
-                    };
-                    match predicted {
-                        Ok(p) => {
-                            if own_line(case) && p.region_s.is_none() {
-                                row.note("offline: fewer than two MPI_Barrier calls on rank 0, the makespan is the prediction");
-                            }
-                            row.offline_s = Some(predicted_s(case, &p));
-                        }
-                        Err(e) => row.note(e),
-                    }
-                    if runs.len() > 1 {
-                        let alone: Vec<f64> = runs
-                            .iter()
-                            .filter_map(|t| predict::replay_predicted(&platform, t, ctx.compute).ok().map(|p| predicted_s(case, &p)))
-                            .collect();
-                        let lo = alone.iter().copied().fold(f64::INFINITY, f64::min);
-                        row.offline_band = (!alone.is_empty()).then(|| (lo, alone.iter().copied().fold(0.0, f64::max)));
-                    }
-                    let ratios = if regions.is_empty() {
-                        None
-                    } else {
-                        perturb_runs::perturbation(case, ctx, dir, row, (&runs, &replayed, &regions), &platform)
-                    };
-                    let _ = std::fs::write(dir.join("placement.txt"), how + "\n");
-                    Some(Traced { replayed, platform, ratios })
-                }
-                Err(e) => {
-                    row.note(e);
-                    None
-                }
-            }
-        }
-        Err(e) => {
-            row.note(e);
-            None
-        }
-    };
-    traced
-}
-
 /// One run of `case` in `mode` on a quiet machine ([`Quiet::run`]): a
 /// disturbed attempt keeps its log as `<log stem>.disturbed-<k>.log` and
 /// is named in the row's note with its `wall_s` (never in the median);
@@ -388,6 +294,8 @@ struct Ctx {
     quiet: Quiet,
     /// `--traced-runs`.
     traced_runs: u32,
+    /// `--merge`.
+    merge: Merge,
     /// `--regions-runs`.
     regions_runs: u32,
     /// `--correct-perturbation`.
@@ -463,14 +371,17 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         Some(p) => p.clone(),
         None => {
             let (platform, note) = calibrate_quietly(args, &launcher, &quiet, &out, &bar);
-            calibration_note = note;
+            if !note.is_empty() {
+                calibration_note = format!("calibration: {note}");
+            }
             platform?
         }
     };
     let platform = Platform::load(&platform_path).context("cannot load platform")?;
     let platform_is_xml = std::fs::read_to_string(&platform_path).is_ok_and(|t| t.trim_start().starts_with('<'));
     let platform_path = platform_path.canonicalize().with_context(|| platform_path.display().to_string())?;
-    let more_platforms = more_calibrations(args, &launcher, &quiet, &out, &bar)?;
+    let (more_platforms, more_notes) = more_calibrations(args, &launcher, &quiet, &out, &bar)?;
+    calibration_note = std::iter::once(calibration_note).filter(|n| !n.is_empty()).chain(more_notes).collect::<Vec<_>>().join("; ");
     let compute = args.compute_time.into();
     let mut ctx = Ctx {
         out: out.clone(),
@@ -483,6 +394,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         compute,
         quiet,
         traced_runs: args.traced_runs,
+        merge: args.merge,
         regions_runs: args.regions_runs,
         correct_perturbation: args.correct_perturbation,
         more_platforms,

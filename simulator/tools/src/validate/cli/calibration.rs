@@ -54,8 +54,8 @@ pub(super) fn calibrate(args: &ValidateArgs, launcher: &Launcher, out: &Path, ba
 
 /// [`calibrate`] on a quiet machine: the calibration meets the same rule
 /// as the runs, since a ping-pong that shared the cores with other work
-/// fits that work (here a disturbed one put 4 MiB at 7.1 GB/s, 54 % rms
-/// error, against 10.3). Returns the platform and a note on its contention.
+/// fits that work (its rates come out low and its fit's error high). Returns the platform and a note on its contention
+/// (`CPU stall ...`; empty when it was not measured).
 pub(super) fn calibrate_quietly(
     args: &ValidateArgs,
     launcher: &Launcher,
@@ -74,14 +74,15 @@ pub(super) fn calibrate_quietly(
     );
     let note = c.map_or_else(String::new, |c| {
         let kept = if quiet.disturbed(&c) { ", kept although disturbed (retries spent)" } else { "" };
-        format!("calibration: CPU stall {:.1} % of {:.1} s{kept}", 100.0 * c.share(), c.elapsed_s)
+        format!("CPU stall {:.1} % of {:.1} s{kept}", 100.0 * c.share(), c.elapsed_s)
     });
     (platform, note)
 }
 
 /// With `--calibrations K > 1`: K − 1 more calibrations after the first,
 /// each on a quiet machine, into `<out>/calibration-<k>/`; returns their
-/// platforms.
+/// platforms and their contention notes (`calibration-<k>: ...`, none for
+/// a calibration that met no contention).
 ///
 /// # Errors
 /// A calibration's failure or a platform that does not load.
@@ -91,15 +92,21 @@ pub(super) fn more_calibrations(
     quiet: &Quiet,
     out: &Path,
     bar: &ProgressBar,
-) -> anyhow::Result<Vec<Platform>> {
-    (1..args.calibrations)
+) -> anyhow::Result<(Vec<Platform>, Vec<String>)> {
+    let mut notes = Vec::new();
+    let platforms = (1..args.calibrations)
         .map(|k| {
             let dir = out.join(format!("calibration-{k}"));
             std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-            let path = calibrate_quietly(args, launcher, quiet, &dir, bar).0?;
+            let (path, note) = calibrate_quietly(args, launcher, quiet, &dir, bar);
+            if !note.is_empty() {
+                notes.push(format!("calibration-{k}: {note}"));
+            }
+            let path = path?;
             Platform::load(&path).with_context(|| format!("cannot load platform {}", path.display()))
         })
-        .collect()
+        .collect::<anyhow::Result<_>>()?;
+    Ok((platforms, notes))
 }
 
 /// With several calibrations (`--calibrations`): the offline prediction
