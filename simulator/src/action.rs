@@ -5,6 +5,8 @@
 //! interposer traces ([`TraceActions`]) and SimGrid TI traces
 //! ([`crate::ti`]).
 
+mod names;
+
 /// One step of one rank. Peers and roots are world ranks; sizes are bytes;
 /// request ids are opaque and unique among a rank's pending requests.
 #[derive(Debug, Clone, PartialEq)]

@@ -58,6 +58,7 @@ mod p2p;
 mod prefetch;
 mod rma;
 mod shm;
+mod spans;
 
 mod doing;
 use doing::Doing;
@@ -167,6 +168,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     pub(crate) log: Option<super::ActionLog<'a>>,
     /// With an action log, per rank: the action running and its start (empty without).
     logged: Vec<Option<(Action, f64)>>,
+    /// With a timeline, per rank: the MPI call running and its start (empty without).
+    open_calls: Vec<Option<(&'static str, f64)>>,
     /// Cores of each oversubscribed host (`None` for others; empty if none is).
     cores: Vec<Option<super::cores::HostCores>>,
     oversubscribed: Vec<cpu::Oversubscribed>,
@@ -235,6 +238,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             salvage: false,
             log: None,
             logged: Vec::new(),
+            open_calls: Vec::new(),
             cores: Self::cores_for(platform, &oversubscribed),
             oversubscribed,
             bulk: None,
@@ -302,7 +306,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             }
         }
         for r in 0..self.ranks.len() {
-            self.log_end(r);
+            self.action_ends(r);
         }
         let mut stuck = None;
         let blocked = self.ranks.iter().any(|r| r.status != Status::Done);
@@ -383,16 +387,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         if self.ranks[r].coll.active {
             return self.coll_round(r);
         }
-        self.log_end(r);
+        self.action_ends(r);
         let action = match self.ranks[r].stream.next() {
             None => return self.finish(r),
             Some(Ok(a)) => a,
             Some(Err(e)) => return Err(ReplayError { rank: Some(r as u32), kind: ReplayErrorKind::Stream(Box::new(e)) }),
         };
-        if self.log.is_some() {
-            self.logged.resize(self.ranks.len(), None);
-            self.logged[r] = Some((action.clone(), self.ranks[r].clock));
-        }
+        self.action_begins(r, &action);
         self.actions += 1;
         self.ranks[r].stats.actions += 1;
         if self.run_ahead && action.order_sensitive() {
@@ -574,13 +575,6 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.stats.compute_s += dt;
         if let Some(t) = self.timeline.as_mut() {
             t.span(r, "compute", rk.clock - dt, rk.clock);
-        }
-    }
-
-    /// Hands rank `r`'s running action to the action log, ending now.
-    fn log_end(&mut self, r: usize) {
-        if let (Some(log), Some((a, start))) = (self.log.as_mut(), self.logged.get_mut(r).and_then(Option::take)) {
-            log(r, &a, start, self.ranks[r].clock);
         }
     }
 

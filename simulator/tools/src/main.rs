@@ -127,7 +127,9 @@ struct ReplayArgs {
     /// SimGrid's smpi/<coll> names are accepted. Repeatable.
     #[arg(long = "coll", value_name = "COLL=ALG")]
     coll: Vec<String>,
-    /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the simulated run.
+    /// Write a Chrome/Perfetto timeline (Trace Event JSON) of the simulated
+    /// run: per rank, its compute blocks and one span per MPI call, from
+    /// the call's start to its end (overheads, rounds and waiting).
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
     /// Write the simulated run as an OTF2 archive (DIR/traces.otf2), as

@@ -307,6 +307,54 @@ fn timeline_has_compute_and_mpi_spans_per_rank() {
     assert!((spans[2].2 - m * 1e6).abs() < 1e-3, "{spans:?} vs {m}");
 }
 
+#[test]
+fn timeline_spans_cover_each_rank_without_gaps() {
+    // Each call's overheads (sends, posted receives, a reduction) are in
+    // its span: a rank's spans tile its time from 0 to its end.
+    let (d, list, xml) = ti_case(&[
+        "init\ncompute 1e8\nallreduce 100000 100000 6\nisend 1 0 100000 6\nwait\nallreduce 1000 0 6\nfinalize",
+        "init\ncompute 2e8\nallreduce 100000 100000 6\nirecv 0 0 100000 6\nwait\nallreduce 1000 0 6\nfinalize",
+    ]);
+    // Overheads at both ends, a cost of posting a receive, a reduction cost.
+    let toml = d.path().join("p.toml");
+    let text = PLATFORM.replace("cores = 2", "cores = 2\nspeed_flops = 1e9")
+        + "send_overhead = [ { intercept_s = 2e-4, bandwidth_bytes_per_s = inf } ]\n"
+        + "recv_overhead = [ { intercept_s = 3e-4, bandwidth_bytes_per_s = inf } ]\n"
+        + "[smpi]\nirecv_s = 1e-4\n[collectives]\nreduce_intercept_s = 5e-4\nreduce_s_per_byte = 1e-9\n";
+    std::fs::write(&toml, text).unwrap();
+    let _ = xml;
+    let tl = d.path().join("t.json");
+    let out = simulator(&["replay", "--platform", s(&toml), s(&list), "--json", "--timeline", s(&tl)]);
+    makespan(&out);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&tl).unwrap()).unwrap();
+    for rank in 0..2u64 {
+        let mut spans: Vec<(f64, f64, String)> = v["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["tid"].as_u64() == Some(rank))
+            .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap(), e["name"].as_str().unwrap().to_string()))
+            .collect();
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let mut end = 0.0;
+        for (ts, dur, name) in &spans {
+            // A span inside the one before (a reduction inside its call) is nested.
+            if ts + dur <= end + 1e-5 {
+                continue;
+            }
+            assert!((ts - end).abs() < 1e-5, "rank {rank}: {name} starts at {ts} µs, the span before ends at {end}: {spans:?}");
+            end = ts + dur;
+        }
+        let end_s = report["ranks"][rank as usize]["end_s"].as_f64().unwrap();
+        assert!((end - end_s * 1e6).abs() < 1e-3, "rank {rank}: spans end at {end} µs, the rank at {end_s} s");
+        // Posting the receive is its own call: irecv_s.
+        if rank == 1 {
+            assert!(spans.iter().any(|x| x.2 == "MPI_Irecv" && (x.1 - 100.0).abs() < 1e-3), "{spans:?}");
+        }
+    }
+}
+
 mod common;
 
 /// A 1 GHz jitter trace: a 2 µs event after every 98 µs of compute (2 %).

@@ -1,4 +1,4 @@
-//! What a rank is doing, for deadlock reports and timeline spans.
+//! What a rank is doing, for deadlock reports.
 
 use std::fmt;
 
@@ -14,22 +14,6 @@ pub(super) enum Doing {
     Sendrecv { dst: u32, src: i32, comm: u32 },
     Coll { name: &'static str, round: u32 },
     Rma { name: &'static str, win: u32 },
-}
-
-impl Doing {
-    /// The MPI call, for timeline spans.
-    pub(super) fn name(&self) -> &'static str {
-        match *self {
-            Doing::Start => "start",
-            Doing::Compute => "compute",
-            Doing::Send { .. } => "MPI_Send",
-            Doing::Recv { .. } => "MPI_Recv",
-            Doing::Wait { .. } => "MPI_Wait",
-            Doing::Waitall { .. } => "MPI_Waitall",
-            Doing::Sendrecv { .. } => "MPI_Sendrecv",
-            Doing::Coll { name, .. } | Doing::Rma { name, .. } => name,
-        }
-    }
 }
 
 impl fmt::Display for Doing {

@@ -344,11 +344,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let rk = &mut self.ranks[r];
         rk.block.resume = rk.block.since.max(at);
         resolve(rk);
-        let t = rk.clock;
-        if let Some(tl) = self.timeline.as_mut() {
-            tl.span(r, rk.doing.name(), rk.block.since, t);
-        }
-        self.queue.schedule(t, Kind::Rank(r as u32))
+        self.queue.schedule(rk.clock, Kind::Rank(r as u32))
     }
 
     /// Releases one hold of `target`'s lock on window `w` at `at` and

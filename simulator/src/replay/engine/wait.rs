@@ -58,9 +58,6 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let rk = &mut self.ranks[r];
         if rk.block.pending == 0 {
             resolve(rk);
-            if let Some(tl) = self.timeline.as_mut() {
-                tl.span(r, rk.doing.name(), rk.block.since, rk.clock);
-            }
             Flow::Continue
         } else {
             rk.status = Status::Blocked;
@@ -84,11 +81,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             b.pending -= 1;
             if b.pending == 0 {
                 resolve(rk);
-                let t = rk.clock;
-                if let Some(tl) = self.timeline.as_mut() {
-                    tl.span(r, rk.doing.name(), rk.block.since, t);
-                }
-                return self.queue.schedule(t, Kind::Rank(r as u32));
+                return self.queue.schedule(rk.clock, Kind::Rank(r as u32));
             }
         } else if s.orphan {
             rk.reqs.release(slot);
