@@ -24,6 +24,7 @@
 //! ([`simulator::trace::region_times`]).
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod clock;
 pub mod config;
 pub mod counters;
@@ -37,3 +38,6 @@ pub mod recorder;
 pub mod signals;
 pub mod span;
 pub mod timing;
+
+#[global_allocator]
+static HEAP: alloc::SignalSafe = alloc::SignalSafe;

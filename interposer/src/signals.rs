@@ -2,10 +2,14 @@
 //! buffered records as a whole chunk, then hand the signal to the handler
 //! that was installed before ours (or the default action).
 //!
-//! The handler only calls `write(2)` and `sigaction(2)`/`raise(3)`, which
-//! are async-signal-safe. It never touches a buffer that the interrupted
-//! code was filling: the recorder holds its own busy flag while it appends
-//! a record, and the flush function skips a recorder whose flag is taken.
+//! The handler encodes the records still pending and writes them with
+//! `write(2)`, then calls `sigaction(2)`/`raise(3)`. Encoding allocates,
+//! and the interrupted code may hold the C allocator's lock: while the
+//! flush runs, the thread allocates from a static arena instead, never
+//! from the C heap ([`crate::alloc`]). It never touches a buffer that the
+//! interrupted code was filling: the recorder holds its own busy flag while
+//! it appends a record, and the flush function skips a recorder whose flag
+//! is taken.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Once;
@@ -66,7 +70,9 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
         if !target.is_null() && !flush.is_null() {
             // SAFETY: FLUSH only ever holds a `Flush` stored by `arm`.
             let f: Flush = unsafe { std::mem::transmute::<*mut (), Flush>(flush) };
+            crate::alloc::enter_handler();
             f(target);
+            crate::alloc::leave_handler();
         }
         FIRED.store(false, Ordering::SeqCst);
     }

@@ -290,8 +290,10 @@ fn unset_out_and_bad_mode_warn_once() {
 }
 
 /// Runs `crash <mode>` (rank 1 dies at iteration 300 of 1000) and checks
-/// that rank 1's trace, salvaged, holds every call before the signal.
-fn crash_keeps_calls_before_the_signal(mode: &str) {
+/// that rank 1's trace, salvaged, holds every call before the signal, and
+/// that the rank died of its own signal `signal` (the flush in the
+/// interposer's handler neither hangs nor fails on its own).
+fn crash_keeps_calls_before_the_signal(mode: &str, signal: i32) {
     let dir = tempfile::tempdir().unwrap();
     let mut cmd = openmpi();
     cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD"])
@@ -302,6 +304,8 @@ fn crash_keeps_calls_before_the_signal(mode: &str) {
     let out = cmd.output().expect("mpirun");
     assert!(!out.status.success(), "the crash program should fail");
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(all.contains(&format!("exited on signal {signal} ")), "{mode}: not signal {signal}:\n{all}");
     let sends: usize = stdout
         .lines()
         .find_map(|l| l.strip_prefix("sends_before_signal="))
@@ -317,12 +321,18 @@ fn crash_keeps_calls_before_the_signal(mode: &str) {
 
 #[test]
 fn sigterm_keeps_every_call_before_it() {
-    crash_keeps_calls_before_the_signal("term");
+    crash_keeps_calls_before_the_signal("term", libc::SIGTERM);
 }
 
 #[test]
 fn segfault_keeps_every_call_before_it() {
-    crash_keeps_calls_before_the_signal("segv");
+    crash_keeps_calls_before_the_signal("segv", libc::SIGSEGV);
+}
+
+#[test]
+fn segfault_on_a_corrupted_heap_keeps_every_call_and_its_signal() {
+    // The handler's flush allocates from its own arena, not the C heap.
+    crash_keeps_calls_before_the_signal("heap", libc::SIGSEGV);
 }
 
 #[test]
