@@ -28,8 +28,8 @@ pub struct Timeline {
 
 /// Per rank, when the first and the last call of the name given to
 /// [`Timeline::marks`] ended, seconds of simulated time; filled as the
-/// replay goes, read after it. A call is a run of consecutive spans of
-/// that name (a collective's rounds are one span each).
+/// replay goes, read after it. Each MPI call is one span; back-to-back
+/// calls of that name with no other span between them count as one.
 #[derive(Debug, Clone, Default)]
 pub struct Marks(Rc<RefCell<Vec<Option<MarkEnds>>>>);
 

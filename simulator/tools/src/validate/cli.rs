@@ -18,7 +18,7 @@ use calibration::{calibrate_quietly, check_state, more_calibrations, quiet_probe
 use sweep_runs::{run_sweep, MEASURED_BW};
 use timing::{plain_mode, predicted_s, resolve_timing};
 pub use traced::Merge;
-use traced::{trace_and_predict, trace_case, Traced};
+use traced::{match_states, trace_and_predict, trace_case, Traced};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
@@ -210,7 +210,7 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
     let runs = FastRuns::split(&row.measured);
     if let Some(note) = runs.note() {
         row.note(note);
-        row.measured = runs.fast;
+        row.measured = runs.fast.clone();
     }
     // A traced run in a slow state gives slow compute blocks to a replay
     // set against the fast state's measurement: traced again.
@@ -228,6 +228,9 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
         let _ = std::fs::remove_dir_all(dir.join("trace"));
         bar.inc_length(1);
         traced = trace_case(case, ctx, &dir, &mut row, bar);
+    }
+    if let Some(t) = traced.as_mut() {
+        match_states(ctx, &mut row, t, &runs);
     }
     (row, traced)
 }

@@ -13,6 +13,9 @@
 //! are made until the fast state has the suite's count
 //! ([`FastRuns::wanted`]). A traced run [`TRACED_SLOW_RATIO`] times the
 //! measurement is made again, as its compute blocks are the slow state's.
+//! The prediction is then made of the traced runs in the fast state, by
+//! their own replays ([`FastRuns::fast_replays`]); when none is and most
+//! plain runs were slow, the slow plain runs become the measurement.
 
 /// A run taking at least this many times the fastest plain run of its
 /// case is in a slow state (dimensionless). Within one state, plain runs
@@ -53,6 +56,16 @@ impl FastRuns {
         !self.slow.is_empty() && self.fast.len() < reps && self.fast.len() + self.slow.len() < 2 * reps
     }
 
+    /// Which traced runs are in the fast state, judged by their own
+    /// predictions `replays` (seconds, each run replayed alone: its time
+    /// without tracing's cost, in the state it met): below
+    /// [`SLOW_RATIO`] times the fastest plain run. `None` without plain
+    /// runs.
+    pub fn fast_replays(&self, replays: &[f64]) -> Option<Vec<bool>> {
+        let fastest = self.fast.iter().copied().filter(|w| *w > 0.0).reduce(f64::min)?;
+        Some(replays.iter().map(|&p| p < SLOW_RATIO * fastest).collect())
+    }
+
     /// The row note naming the slow runs, if any.
     pub fn note(&self) -> Option<String> {
         if self.slow.is_empty() {
@@ -86,6 +99,15 @@ mod tests {
         assert!(r.slow.is_empty());
         assert!(!r.wanted(5));
         assert_eq!(r.note(), None);
+    }
+
+    #[test]
+    fn traced_runs_are_judged_by_their_replays_against_the_fastest_plain_run() {
+        let r = FastRuns::split(&[0.2832, 0.2590, 0.3580, 0.2710, 0.3699]);
+        assert_eq!(r.fast, vec![0.2832, 0.2590, 0.2710]);
+        // 1.3 x 0.2590 = 0.3367 s.
+        assert_eq!(r.fast_replays(&[0.3405, 0.2650, 0.3366, 0.3151]), Some(vec![false, true, true, true]));
+        assert_eq!(FastRuns::split(&[]).fast_replays(&[0.3]), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::online::online_case;
 use super::timing::{own_line, predicted_s};
 use super::{checked_run, perturb_runs, Ctx};
 use crate::validate::launch::Mode;
+use crate::validate::modes::{self, FastRuns};
 use crate::validate::predict::{self, Predicted};
 use crate::validate::report::{self, Row};
 use crate::validate::suite::Case;
@@ -35,6 +36,9 @@ pub(super) struct Traced {
     /// The traced runs the offline prediction replays (the median one, or
     /// several merged, or the first alone when their calls differ).
     pub(super) replayed: Vec<PathBuf>,
+    /// Each traced run replayed alone on `platform`, in run order (those
+    /// that replay): the run and its prediction, seconds.
+    pub(super) alone: Vec<(PathBuf, f64)>,
     pub(super) platform: Platform,
     /// With `--correct-perturbation`: the corrections it applies.
     pub(super) ratios: Option<SpeedRatios>,
@@ -161,14 +165,62 @@ pub(super) fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar:
         }
         Err(e) => row.note(e),
     }
-    if runs.len() > 1 {
-        let alone: Vec<f64> =
-            runs.iter().filter_map(|t| predict::replay_predicted(&platform, t, ctx.compute).ok().map(|p| predicted_s(case, &p))).collect();
-        let lo = alone.iter().copied().fold(f64::INFINITY, f64::min);
-        row.offline_band = (!alone.is_empty()).then(|| (lo, alone.iter().copied().fold(0.0, f64::max)));
-    }
+    let alone: Vec<(PathBuf, f64)> = if runs.len() > 1 {
+        let alone: Vec<(PathBuf, f64)> = runs
+            .iter()
+            .filter_map(|t| predict::replay_predicted(&platform, t, ctx.compute).ok().map(|p| (t.clone(), predicted_s(case, &p))))
+            .collect();
+        let lo = alone.iter().map(|a| a.1).fold(f64::INFINITY, f64::min);
+        row.offline_band = (!alone.is_empty()).then(|| (lo, alone.iter().map(|a| a.1).fold(0.0, f64::max)));
+        alone
+    } else {
+        row.offline_s.map(|p| vec![(trace.clone(), p)]).unwrap_or_default()
+    };
     let ratios =
         if regions.is_empty() { None } else { perturb_runs::perturbation(case, ctx, dir, row, (&runs, &replayed, &regions), &platform) };
     let _ = std::fs::write(dir.join("placement.txt"), how + "\n");
-    Some(Traced { replayed, platform, ratios })
+    Some(Traced { replayed, alone, platform, ratios })
+}
+
+/// Once the plain runs are split by the machine's state (`runs`, the
+/// measurement being the fast ones): the prediction of the same state.
+/// With `--merge runs`, the case is predicted on the median of the traced
+/// runs whose own replay is in the fast state ([`FastRuns::fast_replays`]),
+/// when some are not (not with `--correct-perturbation`, whose
+/// correction was made for the run chosen first). When no traced run
+/// is, and most plain runs were slow too, the machine was in its slow
+/// state for the case: the slow plain runs become the measurement (a
+/// model that over-predicts every run is not hidden this way while most
+/// plain runs are fast).
+pub(super) fn match_states(ctx: &Ctx, row: &mut Row, t: &mut Traced, runs: &FastRuns) {
+    let replays: Vec<f64> = t.alone.iter().map(|a| a.1).collect();
+    let Some(fast) = runs.fast_replays(&replays) else { return };
+    let kept: Vec<&(PathBuf, f64)> = t.alone.iter().zip(&fast).filter(|(_, f)| **f).map(|(a, _)| a).collect();
+    if kept.is_empty() {
+        if runs.slow.len() > runs.fast.len() {
+            row.note(format!(
+                "every traced run replays in the slow state (>= {}x the fastest plain run): measured against the {} slow plain runs, not the {} fast ones",
+                modes::SLOW_RATIO,
+                runs.slow.len(),
+                runs.fast.len()
+            ));
+            row.measured = runs.slow.clone();
+        }
+        return;
+    }
+    if ctx.merge != Merge::Runs || kept.len() == t.alone.len() || t.ratios.is_some() {
+        return;
+    }
+    let mut sorted = kept;
+    sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let (run, p) = sorted[(sorted.len() - 1) / 2].clone();
+    let name = run.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    row.note(format!(
+        "offline: traced run {name}/, the median of the {} whose replays are in the fast state (the other {} replay >= {}x the fastest plain run)",
+        sorted.len(),
+        t.alone.len() - sorted.len(),
+        modes::SLOW_RATIO
+    ));
+    row.offline_s = Some(p);
+    t.replayed = vec![run];
 }
