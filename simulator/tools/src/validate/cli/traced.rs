@@ -194,7 +194,7 @@ pub(super) fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar:
 /// plain runs are fast).
 pub(super) fn match_states(ctx: &Ctx, row: &mut Row, t: &mut Traced, runs: &FastRuns) {
     let replays: Vec<f64> = t.alone.iter().map(|a| a.1).collect();
-    let Some(fast) = runs.fast_replays(&replays) else { return };
+    let Some(fast) = runs.fast_replays(&replays).filter(|f| !f.is_empty()) else { return };
     let kept: Vec<&(PathBuf, f64)> = t.alone.iter().zip(&fast).filter(|(_, f)| **f).map(|(a, _)| a).collect();
     if kept.is_empty() {
         if runs.slow.len() > runs.fast.len() {
