@@ -200,6 +200,14 @@ struct NetworkArgs {
     /// whose buffers are like the benchmark's
     #[arg(long)]
     host_copy: bool,
+    /// Leave `[network] serial_receives` out of the platform: rendezvous
+    /// transfers between ranks of one host that arrive at one rank at
+    /// once then each run at their own bandwidth, as if the receiving
+    /// rank copied them in parallel (by default they share its copy
+    /// rate, as Open MPI's and MPICH's shared-memory transports copy each
+    /// message on the receiving process)
+    #[arg(long)]
+    parallel_receives: bool,
     /// Ping-pongs and exchanges send from a buffer no rank writes and
     /// receive into another, as OSU's and most bandwidth benchmarks do
     /// (by default each rank sends back what it received: data its own
@@ -385,6 +393,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     if a.host_copy {
         platform.network.host_copy_bytes_per_s = cal.fit.host_copy_bytes_per_s;
     }
+    platform.network.serial_receives = !a.parallel_receives;
     platform.save(&a.out)?;
     println!("one node (shared memory):");
     report(&cal);

@@ -22,6 +22,7 @@
 //! kind = "block"               # or "round-robin", or "explicit" with hosts = [...]
 //! [network]
 //! host_copy_bytes_per_s = 1.2e10 # optional: concurrent transfers within a host share this
+//! serial_receives = true        # optional: a rank copies the transfers it receives one at a time
 //! [network.intra]              # shared memory, within a host
 //! eager_threshold_bytes = 4096
 //! transfer = [ { max_bytes = 4096, intercept_s = 4e-7, bandwidth_bytes_per_s = 3e9 },
@@ -206,6 +207,16 @@ pub struct Network {
     /// not (as for [`Platform::links`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_copy_bytes_per_s: Option<f64>,
+    /// Rendezvous transfers between ranks of one host that arrive at one
+    /// rank at the same time share that rank's copy rate (the `intra`
+    /// model's largest-size bandwidth, bytes/s, max-min fairly): with a
+    /// single-copy shared-memory transport (Open MPI's CMA, KNEM or
+    /// XPMEM) the receiving process copies each message itself, one
+    /// after another. Default false: each transfer at its own bandwidth.
+    /// The offline replay models it; online mode, which sees no other
+    /// rank's transfers, does not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serial_receives: bool,
 }
 
 /// SMPI settings that have no other place in the schema (`[smpi]`).
@@ -349,7 +360,7 @@ impl Platform {
             name: name.into(),
             hosts,
             mapping: Mapping::Block,
-            network: Network { intra, inter: None, host_copy_bytes_per_s: None },
+            network: Network { intra, inter: None, host_copy_bytes_per_s: None, serial_receives: false },
             waiting_ranks: WaitingRanks::default(),
             smpi: Smpi::default(),
             links: None,

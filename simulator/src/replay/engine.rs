@@ -119,6 +119,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     /// Index among `net`'s extra links of host 0's copy link (host h's is
     /// this + h), when hosts share a copy rate.
     copy_links: Option<usize>,
+    /// With `serial_receives`: the first of one extra link per rank, its copy rate.
+    recv_links: Option<usize>,
     /// Earliest network event already in the queue, seconds.
     net_next: f64,
     /// Where spans go, if a timeline is asked for.
@@ -211,7 +213,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let copy = platform.network.host_copy_bytes_per_s;
         let copy_links = copy.map(|_| extra.len());
         extra.extend(copy.into_iter().flat_map(|c| std::iter::repeat_n(c, platform.hosts.len())));
-        let model = platform.links.clone().or_else(|| copy.map(|_| FlowSharing::unshared()));
+        let recv_copy = platform.network.serial_receives.then(|| platform.network.intra.transfer.segments.last()).flatten();
+        let recv_links = recv_copy.map(|_| extra.len());
+        extra.extend(recv_copy.into_iter().flat_map(|s| std::iter::repeat_n(s.bandwidth_bytes_per_s, n_ranks)));
+        let local = copy.is_some() || recv_copy.is_some();
+        let model = platform.links.clone().or_else(|| local.then(FlowSharing::unshared));
         let net = model.map(|m| Net::with_links(m, platform.hosts.len(), &extra));
         let watts = |h: usize| platform.hosts[h].watts();
         let energy = (0..platform.hosts.len())
@@ -224,6 +230,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             net,
             links: platform.links.is_some(),
             copy_links,
+            recv_links,
             net_next: f64::INFINITY,
             timeline: None,
             ranks,

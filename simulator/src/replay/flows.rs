@@ -188,18 +188,18 @@ impl Net {
     }
 
     /// Starts a transfer of `bytes` between two ranks of one host over
-    /// that host's copy link (directed id `link`, an extra link of
-    /// [`Net::with_links`]), bound `bound` bytes/s, whose latency phase
-    /// ends at `lat_end` (≥ now), seconds; returns `lat_end`. The link's
-    /// capacity caps the sum of its flows' data rates, whatever the
-    /// model's bandwidth factor.
-    pub(crate) fn start_local(&mut self, lat_end: f64, link: u32, bytes: u64, bound: f64, done: Done) -> f64 {
+    /// `links` (directed ids of extra links of [`Net::with_links`]: the
+    /// host's copy link and the receiving rank's, each when there is
+    /// one), bound `bound` bytes/s, whose latency phase ends at `lat_end`
+    /// (≥ now), seconds; returns `lat_end`. Each link's capacity caps the
+    /// sum of its flows' data rates, whatever the model's bandwidth factor.
+    pub(crate) fn start_local(&mut self, lat_end: f64, links: [Option<u32>; 2], bytes: u64, bound: f64, done: Done) -> f64 {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let f = if nominal > 0.0 { bound / nominal } else { 1.0 };
-        let mut links = self.pool.pop().unwrap_or_default();
-        links.clear();
-        links.push((link, f));
-        self.park(lat_end, bytes, (bound, 1), links, done)
+        let mut list = self.pool.pop().unwrap_or_default();
+        list.clear();
+        list.extend(links.into_iter().flatten().map(|l| (l, f)));
+        self.park(lat_end, bytes, (bound, 1), list, done)
     }
 
     /// The latency of a transfer over `hops` links whose model latency is

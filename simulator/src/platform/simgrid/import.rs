@@ -250,7 +250,12 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         name: c.attribute("id").unwrap_or("cluster").to_string(),
         hosts,
         mapping: Mapping::RoundRobin,
-        network: Network { intra: link_model(lb_lat, lb_bw), inter: Some(link_model(route_lat, route_bw)), host_copy_bytes_per_s: None },
+        network: Network {
+            intra: link_model(lb_lat, lb_bw),
+            inter: Some(link_model(route_lat, route_bw)),
+            host_copy_bytes_per_s: None,
+            serial_receives: false,
+        },
         waiting_ranks: WaitingRanks::Yield,
         smpi: Smpi { async_small_thresh_bytes: Some(async_small), ..Smpi::default() },
         links: flows,

@@ -76,13 +76,15 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Some(th) => !msg.eager || msg.bytes >= th,
             None => !msg.eager,
         };
-        if ha == hb && !msg.eager && start >= self.queue.now {
-            if let (Some(k0), Some(seg)) = (self.copy_links, model.transfer.segment(msg.bytes)) {
+        if ha == hb && !msg.eager && start >= self.queue.now && (self.copy_links.is_some() || self.recv_links.is_some()) {
+            if let Some(seg) = model.transfer.segment(msg.bytes) {
+                let hosts = self.platform.hosts.len();
                 let net = self.net.as_mut().expect("copy links are links of the net");
-                let link = net.extra_link(self.platform.hosts.len(), k0 + ha).0;
+                let host = self.copy_links.map(|k0| net.extra_link(hosts, k0 + ha).0);
+                let receiver = self.recv_links.map(|k0| net.extra_link(hosts, k0 + dst).0);
                 let done = Done { dst: dst as u32, recv_slot: recv.slot, recv_ready: 0.0, src: msg.src, send_slot: msg.slot, start };
                 let (lat, bound) = local_phases(seg.intercept_s, seg.bandwidth_bytes_per_s, msg.bytes);
-                let lat_end = net.start_local(start + lat, link, msg.bytes, bound, done);
+                let lat_end = net.start_local(start + lat, [host, receiver], msg.bytes, bound, done);
                 return self.net_wake(lat_end);
             }
         }

@@ -1,5 +1,6 @@
 //! A host's copy rate shared by its concurrent rendezvous transfers
-//! (`[network] host_copy_bytes_per_s`): hand-computed cases.
+//! (`[network] host_copy_bytes_per_s`), and a rank's shared by the
+//! transfers it receives at once (`serial_receives`): hand-computed cases.
 
 use super::*;
 
@@ -92,4 +93,30 @@ fn a_bad_copy_rate_is_refused_by_name() {
         let e = hosts(1, Some(bad)).validate().unwrap_err().to_string();
         assert!(e.contains("network.host_copy_bytes_per_s"), "{e}");
     }
+}
+
+/// Rank 0 receives two transfers of `MB` at once from rank 1 (two
+/// `MPI_Irecv`, two `MPI_Isend`, each side waiting for both).
+fn two_at_once() -> Vec<Vec<Action>> {
+    let isend = |req| Action::Isend { dst: 0, tag: req as i32, bytes: MB, comm: 0, req };
+    let irecv = |req| Action::Irecv { src: 1, tag: req as i32, bytes: MB, comm: 0, req };
+    vec![vec![irecv(1), irecv(2), Action::Waitall { reqs: vec![1, 2] }], vec![isend(1), isend(2), Action::Waitall { reqs: vec![1, 2] }]]
+}
+
+#[test]
+fn serial_receives_share_the_receivers_copy_rate() {
+    let mut p = hosts(1, None);
+    // Each transfer at its own bound: both end after one transfer's time.
+    close(run(&p, two_at_once()).unwrap().makespan_s, A + MB as f64 / B);
+    // The receiver copies them one after another: B shared, twice the time.
+    p.network.serial_receives = true;
+    let r = run(&p, two_at_once()).unwrap();
+    close(r.makespan_s, A + 2.0 * MB as f64 / B);
+    balanced(&r);
+    // An exchange has one transfer into each rank: nothing to share.
+    close(run(&p, vec![vec![exchange(1)], vec![exchange(0)]]).unwrap().makespan_s, A + MB as f64 / B);
+    // With a host copy rate as well, the tighter of the two binds.
+    p.network.host_copy_bytes_per_s = Some(C);
+    close(run(&p, two_at_once()).unwrap().makespan_s, A + 2.0 * MB as f64 / B);
+    close(run(&p, vec![vec![exchange(1)], vec![exchange(0)]]).unwrap().makespan_s, A + MB as f64 / (C / 2.0));
 }
