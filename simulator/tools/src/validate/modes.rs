@@ -11,11 +11,12 @@
 //! at least [`SLOW_RATIO`] times the fastest is in a slow state, left
 //! out of the median and named in the row's note, and more plain runs
 //! are made until the fast state has the suite's count
-//! ([`FastRuns::wanted`]). A traced run [`TRACED_SLOW_RATIO`] times the
-//! measurement is made again, as its compute blocks are the slow state's.
-//! The prediction is then made of the traced runs in the fast state, by
-//! their own replays ([`FastRuns::fast_replays`]); when none is and most
-//! plain runs were slow, the slow plain runs become the measurement.
+//! ([`FastRuns::wanted`]). The traced runs are judged by their own
+//! replays, which leave out tracing's cost ([`FastRuns::fast_replays`]):
+//! when every one is slow, they are made again, as their compute blocks
+//! are the slow state's; the prediction is made of those in the fast
+//! state; when none is and most plain runs were slow, the slow plain runs
+//! become the measurement.
 
 /// A run taking at least this many times the fastest plain run of its
 /// case is in a slow state (dimensionless). Within one state, plain runs
@@ -25,12 +26,6 @@
 /// guest's CPU pressure nor its steal time shows) and 1.9-2.5x for
 /// copies and latency.
 pub const SLOW_RATIO: f64 = 1.3;
-
-/// A traced run taking at least this many times the measurement (the
-/// fast state's median) was in a slow state: its compute blocks are not
-/// those of the measured runs, and `validate` traces again (the
-/// interposer itself adds up to 1.25x to call-bound programs: ring).
-pub const TRACED_SLOW_RATIO: f64 = 1.5;
 
 /// A case's plain runs split by state.
 #[derive(Debug, Clone, PartialEq, Default)]
