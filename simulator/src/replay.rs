@@ -118,7 +118,7 @@ pub mod timeline;
 use std::path::PathBuf;
 use std::time::Instant;
 
-pub use input::{apply_speed_ratios, open_trace_dir, open_trace_dir_salvage, InputError, RatioTally, TraceInput};
+pub use input::{apply_speed_ratios, merged_runs, open_trace_dir, open_trace_dir_salvage, InputError, RatioTally, TraceInput};
 pub use report::{HostReport, Oversubscribed, RankReport, RatioStats, ReplayReport};
 pub use timeline::{Marks, Timeline};
 

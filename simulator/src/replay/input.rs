@@ -85,6 +85,20 @@ pub fn open_trace_dir(dir: &Path, compute: ComputeTime) -> Result<Vec<ActionStre
     streams_of(meta, ranks, compute)
 }
 
+/// Several opened traced runs of one program on the same ranks (each as
+/// [`open_trace_dir`] gives it), replayed as one: each compute block at
+/// the median of its durations ([`runs::median_of_runs`]), errors as
+/// [`InputError::Runs`].
+///
+/// # Panics
+/// As [`runs::median_of_runs`]: when `runs` is empty or their rank counts differ.
+pub fn merged_runs(runs: Vec<Vec<ActionStream<'static, TraceError>>>) -> Vec<ActionStream<'static, InputError>> {
+    runs::median_of_runs(runs)
+        .into_iter()
+        .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
+        .collect()
+}
+
 /// [`open_trace_dir`] that also takes incomplete rank files, each up to
 /// its last whole chunk; returns one line per incomplete rank file saying
 /// what was lost (for [`super::Replay::salvage`]).

@@ -242,25 +242,17 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 let r = replay::replay(&platform, open(dir)?).with_context(|| format!("replay of {} alone failed", dir.display()))?;
                 alone.push(r.makespan_s);
             }
-            let mut order: Vec<usize> = (0..alone.len()).collect();
-            order.sort_by(|&a, &b| alone[a].total_cmp(&alone[b]));
+            let median = validate::report::lower_median_index(&alone).expect("several trace directories");
             runs_makespan_s = Some(alone);
             match args.merge {
                 validate::cli::Merge::Runs => {
-                    let median = order[(order.len() - 1) / 2];
                     median_run = Some(median);
                     open(&args.trace[median])?
                         .into_iter()
                         .map(|s| Box::new(s.map(|a| a.map_err(InputError::Trace))) as ActionStream<'static, InputError>)
                         .collect()
                 }
-                validate::cli::Merge::Blocks => {
-                    let runs = args.trace.iter().map(open).collect::<anyhow::Result<Vec<_>>>()?;
-                    replay::runs::median_of_runs(runs)
-                        .into_iter()
-                        .map(|s| Box::new(s.map(|a| a.map_err(|e| InputError::Runs(Box::new(e))))) as ActionStream<'static, InputError>)
-                        .collect()
-                }
+                validate::cli::Merge::Blocks => replay::merged_runs(args.trace.iter().map(open).collect::<anyhow::Result<Vec<_>>>()?),
             }
         }
         _ if otf2_import::is_archive(&args.trace[0]) => {

@@ -219,7 +219,7 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
     // shows in their replays, which leave out tracing's own cost (in a
     // call-bound program, more than the untraced run's whole time).
     for _ in 0..MAX_RETRACES {
-        let replays: Vec<f64> = traced.iter().flat_map(|tr| tr.alone.iter().map(|a| a.1)).collect();
+        let replays = traced.as_ref().map_or_else(Vec::new, Traced::replays);
         if !runs.fast_replays(&replays).is_some_and(|f| !f.is_empty() && !f.contains(&true)) {
             break;
         }
@@ -237,7 +237,7 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
     // runs are by their replays, it is made again (at most twice) when
     // it met a slow state that the offline prediction did not.
     for _ in 0..MAX_RETRACES {
-        let replays: Vec<f64> = traced.iter().flat_map(|tr| tr.alone.iter().map(|a| a.1)).collect();
+        let replays = traced.as_ref().map_or_else(Vec::new, Traced::replays);
         let offline_fast = runs.fast_replays(&replays).is_some_and(|f| f.contains(&true));
         let Some(online) = row.online_s.filter(|o| offline_fast && runs.fast_replays(&[*o]) == Some(vec![false])) else { break };
         row.note(format!(

@@ -80,13 +80,7 @@ fn open_runs(traces: &[PathBuf], compute: ComputeTime) -> Result<Vec<replay::Act
         _ => {
             let runs =
                 traces.iter().map(|t| replay::open_trace_dir(t, compute).map_err(|e| e.to_string())).collect::<Result<Vec<_>, _>>()?;
-            Ok(replay::runs::median_of_runs(runs)
-                .into_iter()
-                .map(|s| {
-                    Box::new(s.map(|a| a.map_err(|e| replay::InputError::Runs(Box::new(e)))))
-                        as replay::ActionStream<'static, replay::InputError>
-                })
-                .collect())
+            Ok(replay::merged_runs(runs))
         }
     }
 }

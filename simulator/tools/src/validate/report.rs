@@ -48,6 +48,15 @@ pub fn median(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| Data::new(v.to_vec()).median())
 }
 
+/// Index of the median of `v`, the lower middle one of an even count:
+/// the one run (or calibration) whose value is the median; `None` when
+/// empty.
+pub fn lower_median_index(v: &[f64]) -> Option<usize> {
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    order.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    order.get(v.len().checked_sub(1)? / 2).copied()
+}
+
 /// Spread of repeated runs: `100 · (max − min) / median`, percent; `None`
 /// for fewer than two runs or a median ≤ 0.
 ///
@@ -452,6 +461,13 @@ mod tests {
             },
             Row { name: "broken".into(), ranks: 2, note: "plain run failed".into(), ..Row::default() },
         ]
+    }
+
+    #[test]
+    fn the_lower_median_index_names_one_of_the_values() {
+        assert_eq!(lower_median_index(&[0.3, 0.1, 0.2]), Some(2));
+        assert_eq!(lower_median_index(&[0.4, 0.1, 0.3, 0.2]), Some(3));
+        assert_eq!(lower_median_index(&[]), None);
     }
 
     #[test]

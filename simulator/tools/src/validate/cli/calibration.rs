@@ -13,7 +13,7 @@ use super::{beside_exe, Ctx, ValidateArgs};
 use crate::validate::launch::Launcher;
 use crate::validate::predict;
 use crate::validate::quiet::Quiet;
-use crate::validate::report::Row;
+use crate::validate::report::{self, Row};
 use crate::validate::state::{self, State};
 use crate::validate::suite::Case;
 use simulator::platform::Platform;
@@ -145,9 +145,7 @@ pub(super) fn median_calibration(
             Err(e) => row.note(format!("calibration {}: {e}", k + 1)),
         }
     }
-    let mut order: Vec<usize> = (0..row.calibrated.len()).collect();
-    order.sort_by(|&a, &b| row.calibrated[a].total_cmp(&row.calibrated[b]));
-    let median = order[(order.len() - 1) / 2];
+    let median = report::lower_median_index(&row.calibrated)?;
     if median == 0 {
         return None;
     }

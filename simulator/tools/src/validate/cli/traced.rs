@@ -44,6 +44,13 @@ pub(super) struct Traced {
     pub(super) ratios: Option<SpeedRatios>,
 }
 
+impl Traced {
+    /// The traced runs' own predictions, seconds ([`Traced::alone`]).
+    pub(super) fn replays(&self) -> Vec<f64> {
+        self.alone.iter().map(|a| a.1).collect()
+    }
+}
+
 /// The traced run, its replay, and the online run.
 pub(super) fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
     let traced = trace_case(case, ctx, dir, row, bar);
@@ -51,52 +58,54 @@ pub(super) fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Ro
     traced
 }
 
-/// `runs` (several traced runs of `case`) replayed alone on `platform`:
-/// the run whose prediction is the median (the lower middle one of an
-/// even count), and that prediction.
-///
-/// # Errors
-/// The first run's replay error when no run replays.
-fn median_run(case: &Case, platform: &Platform, runs: &[PathBuf], ctx: &Ctx) -> Result<(PathBuf, Predicted), String> {
-    let mut alone = Vec::new();
+/// Each of `runs` (several traced runs of `case`) replayed alone on
+/// `platform`, in run order: those that replay, with their predictions;
+/// and the first error, if any run did not.
+fn replay_alone(case: &Case, ctx: &Ctx, platform: &Platform, runs: &[PathBuf]) -> (Vec<(PathBuf, f64, Predicted)>, Option<String>) {
     let mut first_err = None;
-    for t in runs {
-        match predict::replay_predicted(platform, t, ctx.compute) {
-            Ok(p) => alone.push((predicted_s(case, &p), t, p)),
+    let alone = runs
+        .iter()
+        .filter_map(|t| match predict::replay_predicted(platform, t, ctx.compute) {
+            Ok(p) => Some((t.clone(), predicted_s(case, &p), p)),
             Err(e) => {
                 first_err.get_or_insert(e);
+                None
             }
-        }
-    }
-    alone.sort_by(|a, b| a.0.total_cmp(&b.0));
-    match alone.get(alone.len().saturating_sub(1) / 2) {
-        Some((_, t, p)) => Ok(((*t).clone(), *p)),
-        None => Err(first_err.unwrap_or_else(|| "no traced run".into())),
-    }
+        })
+        .collect();
+    (alone, first_err)
+}
+
+/// The name of a traced run's directory (`trace`, `trace-2`, ...).
+fn run_name(run: &Path) -> String {
+    run.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 /// The offline prediction of `runs` (the case's traced runs, the first
-/// `trace`) on `platform` as `ctx.merge` says, and the runs it replays.
+/// `trace`; `alone`, with its first error, what [`replay_alone`] gives of
+/// them on `platform`) on `platform` as `ctx.merge` says, and the runs it
+/// replays.
 fn predict_runs(
-    case: &Case,
     ctx: &Ctx,
     row: &mut Row,
     platform: &Platform,
-    trace: &Path,
-    runs: &[PathBuf],
+    (trace, runs): (&Path, &[PathBuf]),
+    (alone, err): (&[(PathBuf, f64, Predicted)], Option<String>),
 ) -> (Result<Predicted, String>, Vec<PathBuf>) {
     if runs.len() < 2 {
         return (predict::replay_predicted(platform, trace, ctx.compute), vec![trace.to_path_buf()]);
     }
     match ctx.merge {
-        Merge::Runs => match median_run(case, platform, runs, ctx) {
-            Ok((t, p)) => {
-                let name = t.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-                row.note(format!("offline: traced run {name}/, the median of {} runs' replays", runs.len()));
-                (Ok(p), vec![t])
+        Merge::Runs => {
+            let seconds: Vec<f64> = alone.iter().map(|a| a.1).collect();
+            match report::lower_median_index(&seconds).map(|k| &alone[k]) {
+                Some((t, _, p)) => {
+                    row.note(format!("offline: traced run {}/, the median of {} runs' replays", run_name(t), runs.len()));
+                    (Ok(*p), vec![t.clone()])
+                }
+                None => (Err(err.unwrap_or_else(|| "no traced run".into())), vec![trace.to_path_buf()]),
             }
-            Err(e) => (Err(e), vec![trace.to_path_buf()]),
-        },
+        }
         Merge::Blocks => match predict::replay_predicted_runs(platform, runs, ctx.compute) {
             // Runs whose calls differ (timing-dependent tests, polling
             // loops) cannot be merged: the first alone.
@@ -151,9 +160,16 @@ pub(super) fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar:
         }
     };
     bar.set_message(format!("{} replay", case.name));
-    let (predicted, replayed) = predict_runs(case, ctx, row, &platform, &trace, &runs);
+    // Each run alone, once per platform it is predicted on.
+    let (mut alone, err) = if runs.len() > 1 { replay_alone(case, ctx, &platform, &runs) } else { (Vec::new(), None) };
+    let (predicted, replayed) = predict_runs(ctx, row, &platform, (&trace, &runs), (&alone, err));
     let (platform, predicted) = match median_calibration(case, ctx, row, (&trace, &replayed), predicted.as_ref().ok()) {
-        Some((p, pred)) => (p, Ok(pred)),
+        Some((p, pred)) => {
+            if runs.len() > 1 {
+                alone = replay_alone(case, ctx, &p, &runs).0;
+            }
+            (p, Ok(pred))
+        }
         None => (platform, predicted),
     };
     match predicted {
@@ -166,13 +182,9 @@ pub(super) fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar:
         Err(e) => row.note(e),
     }
     let alone: Vec<(PathBuf, f64)> = if runs.len() > 1 {
-        let alone: Vec<(PathBuf, f64)> = runs
-            .iter()
-            .filter_map(|t| predict::replay_predicted(&platform, t, ctx.compute).ok().map(|p| (t.clone(), predicted_s(case, &p))))
-            .collect();
         let lo = alone.iter().map(|a| a.1).fold(f64::INFINITY, f64::min);
         row.offline_band = (!alone.is_empty()).then(|| (lo, alone.iter().map(|a| a.1).fold(0.0, f64::max)));
-        alone
+        alone.into_iter().map(|(t, s, _)| (t, s)).collect()
     } else {
         row.offline_s.map(|p| vec![(trace.clone(), p)]).unwrap_or_default()
     };
@@ -193,8 +205,7 @@ pub(super) fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar:
 /// model that over-predicts every run is not hidden this way while most
 /// plain runs are fast).
 pub(super) fn match_states(ctx: &Ctx, row: &mut Row, t: &mut Traced, runs: &FastRuns) {
-    let replays: Vec<f64> = t.alone.iter().map(|a| a.1).collect();
-    let Some(fast) = runs.fast_replays(&replays).filter(|f| !f.is_empty()) else { return };
+    let Some(fast) = runs.fast_replays(&t.replays()).filter(|f| !f.is_empty()) else { return };
     let kept: Vec<&(PathBuf, f64)> = t.alone.iter().zip(&fast).filter(|(_, f)| **f).map(|(a, _)| a).collect();
     if kept.is_empty() {
         if runs.slow.len() > runs.fast.len() {
@@ -211,14 +222,13 @@ pub(super) fn match_states(ctx: &Ctx, row: &mut Row, t: &mut Traced, runs: &Fast
     if ctx.merge != Merge::Runs || kept.len() == t.alone.len() || t.ratios.is_some() {
         return;
     }
-    let mut sorted = kept;
-    sorted.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let (run, p) = sorted[(sorted.len() - 1) / 2].clone();
-    let name = run.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let seconds: Vec<f64> = kept.iter().map(|a| a.1).collect();
+    let Some((run, p)) = report::lower_median_index(&seconds).map(|k| kept[k].clone()) else { return };
     row.note(format!(
-        "offline: traced run {name}/, the median of the {} whose replays are in the fast state (the other {} replay >= {}x the fastest plain run)",
-        sorted.len(),
-        t.alone.len() - sorted.len(),
+        "offline: traced run {}/, the median of the {} whose replays are in the fast state (the other {} replay >= {}x the fastest plain run)",
+        run_name(&run),
+        kept.len(),
+        t.alone.len() - kept.len(),
         modes::SLOW_RATIO
     ));
     row.offline_s = Some(p);
