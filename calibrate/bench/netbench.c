@@ -55,6 +55,13 @@
  *             pingpong; duration = the timed loop's mean per exchange (rank
  *             0): each direction's transfer while the other one runs, which
  *             on shared memory share the host's copy rate.
+ *   pair      Barrier; rank 1 posts two MPI_Irecv of `size` bytes, rank 0
+ *             two MPI_Isend of them (tags 11, 12, from two buffers), both
+ *             MPI_Waitall, with the same untimed and timed loop lengths as
+ *             pingpong; duration = the timed loop's mean per pair (rank 0):
+ *             two transfers into one rank at once, which a shared-memory
+ *             transport that copies on the receiving process moves one
+ *             after the other.
  *   send      Barrier; rank 1 posts its blocking Recv; rank 0 spins
  *             SYNC_SETTLE_S so the Recv is surely posted, then times one
  *             blocking MPI_Send (measured on rank 0).
@@ -109,7 +116,7 @@
 #define PP_BURST_LONG 256 /* timed round trips up to PP_LONG_MAX_BYTES */
 #define CALL_BURST 32
 #define RMA_BURST_LARGE 4
-#define REC 24 /* doubles per plan entry in rec[] */
+#define REC 26 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
 #define AR_WARM 8
 #define AR_BURST 64
@@ -381,6 +388,27 @@ int main(int argc, char **argv)
             r[23] = (MPI_Wtime() - t) / burst;
         }
 
+        /* pair: two transfers into rank 1 at once */
+        {
+            MPI_Request reqs[2];
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int k = -warm; k < burst; k++) {
+                if (k == 0) {
+                    t = MPI_Wtime();
+                    r[24] = t - t0;
+                }
+                for (int m = 0; m < 2; m++) {
+                    char *b = m == 0 ? buf : buf2;
+                    if (rank == 0)
+                        MPI_Isend(b, s, MPI_BYTE, peer, 11 + m, MPI_COMM_WORLD, &reqs[m]);
+                    else
+                        MPI_Irecv(b, s, MPI_BYTE, peer, 11 + m, MPI_COMM_WORLD, &reqs[m]);
+                }
+                MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+            }
+            r[25] = (MPI_Wtime() - t) / burst;
+        }
+
         /* send: the receiver is already waiting */
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
@@ -529,6 +557,7 @@ int main(int argc, char **argv)
             double *r = &rec[REC * i];
             fprintf(out, "pingpong,%ld,%.9f,%.9e\n", plan[i], r[0], r[1]);
             fprintf(out, "exchange,%ld,%.9f,%.9e\n", plan[i], r[22], r[23]);
+            fprintf(out, "pair,%ld,%.9f,%.9e\n", plan[i], r[24], r[25]);
             fprintf(out, "send,%ld,%.9f,%.9e\n", plan[i], r[2], r[3]);
             fprintf(out, "recv,%ld,%.9f,%.9e\n", plan[i], recv1[2 * i], recv1[2 * i + 1]);
             fprintf(out, "isend,%ld,%.9f,%.9e\n", plan[i], r[4], r[5]);

@@ -66,11 +66,15 @@ pub enum Op {
     /// transfers in opposite directions at the same time (rank 0's mean
     /// over a burst, as for `pingpong`).
     Exchange,
+    /// Two transfers of the size from rank 0 into rank 1 at once (two
+    /// `MPI_Isend`, two `MPI_Irecv`, `MPI_Waitall`; rank 0's mean per pair
+    /// over a burst, as for `pingpong`).
+    Pair,
 }
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 17] = [
+    pub const ALL: [Op; 18] = [
         Op::Pingpong,
         Op::Send,
         Op::Recv,
@@ -88,6 +92,7 @@ impl Op {
         Op::PrttD,
         Op::Allreduce,
         Op::Exchange,
+        Op::Pair,
     ];
 
     /// The name used in the CSV.
@@ -110,6 +115,7 @@ impl Op {
             Op::PrttD => "prttd",
             Op::Allreduce => "allreduce",
             Op::Exchange => "exchange",
+            Op::Pair => "pair",
         }
     }
 }

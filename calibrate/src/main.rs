@@ -203,9 +203,11 @@ struct NetworkArgs {
     /// Leave `[network] serial_receives` out of the platform: rendezvous
     /// transfers between ranks of one host that arrive at one rank at
     /// once then each run at their own bandwidth, as if the receiving
-    /// rank copied them in parallel (by default they share its copy
-    /// rate, as Open MPI's and MPICH's shared-memory transports copy each
-    /// message on the receiving process)
+    /// rank copied them in parallel. By default the `pair` samples decide
+    /// from which size they take turns (two transfers into one rank at
+    /// once taking at least 1.5 times one transfer's time), as Open MPI's
+    /// and MPICH's single-copy shared-memory transports copy each large
+    /// message on the receiving process
     #[arg(long)]
     parallel_receives: bool,
     /// Ping-pongs and exchanges send from a buffer no rank writes and
@@ -393,7 +395,9 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     if a.host_copy {
         platform.network.host_copy_bytes_per_s = cal.fit.host_copy_bytes_per_s;
     }
-    platform.network.serial_receives = !a.parallel_receives;
+    let (serial, from) = cal.fit.serial_receives();
+    platform.network.serial_receives = serial && !a.parallel_receives;
+    platform.network.serial_receives_min_bytes = if platform.network.serial_receives { from } else { 0 };
     platform.save(&a.out)?;
     println!("one node (shared memory):");
     report(&cal);

@@ -145,6 +145,10 @@ pub struct NetworkFit {
     /// the `exchange` samples show one ([`copy::fit_host_copy`]; the
     /// platform's `[network] host_copy_bytes_per_s`).
     pub host_copy_bytes_per_s: Option<f64>,
+    /// Two transfers into one rank at once against one, when the `pair`
+    /// samples tell ([`copy::fit_pairs`]; the platform's `[network]
+    /// serial_receives` and `serial_receives_min_bytes`).
+    pub pairs: Option<copy::PairFit>,
     /// Messages strictly smaller than this are eager, bytes.
     pub eager_threshold_bytes: u64,
     /// How the threshold was found, one line for humans.
@@ -206,7 +210,41 @@ impl NetworkFit {
             Some(c) => out.push_str(&format!("host copy rate shared by concurrent transfers {:.3} GB/s\n", c * 1e-9)),
             None => out.push_str("host copy rate: no sharing seen in the exchange samples\n"),
         }
+        out.push_str(&self.pairs_summary());
         out
+    }
+
+    /// One line on the `pair` samples: the ratios and the verdict.
+    fn pairs_summary(&self) -> String {
+        let Some(f) = &self.pairs else {
+            return "two transfers into one rank at once: no pair samples (serial_receives assumed at every size)\n".into();
+        };
+        let range = |r: &[(u64, f64)]| {
+            let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(x.1), hi.max(x.1)));
+            format!("{lo:.2}-{hi:.2}x one transfer's time at {}..{} B", r[0].0, r[r.len() - 1].0)
+        };
+        match f.serial_from_bytes {
+            Some(b) => {
+                let k = f.ratios.iter().position(|r| r.0 == b).unwrap_or(0);
+                let below = if k > 0 { format!("{}, ", range(&f.ratios[..k])) } else { String::new() };
+                format!(
+                    "two transfers into one rank at once: {below}{}: copied one at a time from {b} B (serial_receives)\n",
+                    range(&f.ratios[k..])
+                )
+            }
+            None => format!("two transfers into one rank at once: {}: in parallel\n", range(&f.ratios)),
+        }
+    }
+
+    /// The platform's `[network] serial_receives` and
+    /// `serial_receives_min_bytes`: from the `pair` samples, or, without
+    /// them, at every size, as the single-copy shared-memory transports
+    /// of Open MPI and MPICH receive.
+    pub fn serial_receives(&self) -> (bool, u64) {
+        match &self.pairs {
+            None => (true, 0),
+            Some(f) => (f.serial_from_bytes.is_some(), f.serial_from_bytes.unwrap_or(0)),
+        }
     }
 }
 
@@ -264,10 +302,12 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         rma_call_s,
         rma,
         host_copy_bytes_per_s: None,
+        pairs: None,
         eager_threshold_bytes,
         threshold_note,
     };
     fit.host_copy_bytes_per_s = copy::fit_host_copy(samples, &fit.p2p_model());
+    fit.pairs = copy::fit_pairs(samples, &fit.p2p_model());
     Ok(fit)
 }
 

@@ -121,6 +121,7 @@ mod tests {
             rma_call_s: None,
             rma: None,
             host_copy_bytes_per_s: None,
+            pairs: None,
             eager_threshold_bytes: 5000,
             threshold_note: String::new(),
         }

@@ -87,12 +87,13 @@ fn calibrate_network_writes_a_loadable_platform() {
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert!(rows.starts_with("op,size_bytes,start_s,duration_s\n"));
     // One grid pass, plus at most 3 more while the medians are unstable;
-    // 13 rows per plan entry (pingpong, exchange, send, recv, isend,
+    // 14 rows per plan entry (pingpong, exchange, pair, send, recv, isend,
     // wtime, iprobe, irecv, wait, rma, rma_put, rma_get, rma_acc).
     assert!(rows.contains("\nirecv,0,") && rows.contains("\nwait,0,") && rows.contains("\nrma,0,"));
     assert!(rows.contains("\nexchange,") && stdout.contains("host copy rate"), "{stdout}");
     assert!(rows.contains("\nrma_put,") && rows.contains("\nrma_get,") && rows.contains("\nrma_acc,"));
-    let passes = (rows.lines().count() - 1) as f64 / (13 * 10 * 30) as f64;
+    assert!(rows.contains("\npair,") && stdout.contains("two transfers into one rank at once"), "{stdout}");
+    let passes = (rows.lines().count() - 1) as f64 / (14 * 10 * 30) as f64;
     assert!(passes.fract() == 0.0 && (1.0..=4.0).contains(&passes), "{passes} grid passes");
     if stdout.contains("refined") {
         assert!(Path::new(&dir.path().join("samples.refine.csv")).exists());

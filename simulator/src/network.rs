@@ -27,6 +27,21 @@ pub struct Segment {
     pub bandwidth_bytes_per_s: f64,
 }
 
+impl Segment {
+    /// The latency phase, seconds, and the data-rate bound, bytes/s, of a
+    /// transfer of `bytes` on this segment moved as a flow: the segment's
+    /// own, except that a negative intercept (a fitted line through large
+    /// sizes) becomes no latency and the bound that keeps the transfer's
+    /// time alone, `intercept_s + bytes / bandwidth_bytes_per_s`.
+    pub fn alone_phases(&self, bytes: u64) -> (f64, f64) {
+        if self.intercept_s >= 0.0 {
+            return (self.intercept_s, self.bandwidth_bytes_per_s);
+        }
+        let alone = (self.intercept_s + bytes as f64 / self.bandwidth_bytes_per_s).max(f64::MIN_POSITIVE);
+        (0.0, bytes as f64 / alone)
+    }
+}
+
 /// A piecewise-linear function of message size, in seconds.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]

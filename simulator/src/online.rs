@@ -53,6 +53,15 @@
 //!   collective's entry times), so members that only make collective
 //!   accesses see the same servers.
 //!
+//! - **Serial receives** ([`crate::platform::Network::serial_receives`]):
+//!   the rendezvous transfers a rank receives from its own host (of at
+//!   least `serial_receives_min_bytes`) move their
+//!   data through the rank's copy lane one at a time, each in the lane's
+//!   first free time after its latency (module `lane`: the last of a set
+//!   of concurrent transfers ends when the replay's max-min sharing ends
+//!   it). The acknowledgement brings the receiver's completion to the
+//!   sender ([`VirtualRank::send_acked`]).
+//!
 //! Not modelled online: link sharing among concurrent transfers
 //! ([`Platform::links`]) and a host's copy rate shared by its concurrent
 //! transfers ([`crate::platform::Network::host_copy_bytes_per_s`]), which
@@ -72,6 +81,7 @@ use crate::replay::Stretch;
 
 mod coll;
 mod io;
+mod lane;
 #[cfg(test)]
 mod tests;
 
@@ -161,6 +171,9 @@ pub struct VirtualRank<'a> {
     /// MPICH's count of shared-memory eligible collectives per
     /// communicator (this rank's ids), as the replay keeps it.
     shm_counts: HashMap<u32, crate::collectives::ShmCounter>,
+    /// With `serial_receives`: the copy lane of the transfers this rank
+    /// receives from its own host.
+    lane: Option<lane::RecvLane>,
 }
 
 impl std::fmt::Debug for VirtualRank<'_> {
@@ -181,6 +194,8 @@ impl<'a> VirtualRank<'a> {
         platform.network.host_copy_bytes_per_s = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
         let fs = platform.fs.first().cloned().map(FsState::new);
+        let lane_rate = platform.network.intra.transfer.segments.last().map(|s| s.bandwidth_bytes_per_s);
+        let lane = lane_rate.filter(|_| platform.network.serial_receives).map(lane::RecvLane::new);
         VirtualRank {
             rank,
             platform,
@@ -194,6 +209,7 @@ impl<'a> VirtualRank<'a> {
             open: HashMap::new(),
             rma_pending: HashMap::new(),
             shm_counts: HashMap::new(),
+            lane,
         }
     }
 
@@ -333,7 +349,9 @@ impl<'a> VirtualRank<'a> {
     /// Completion `(at, d)` of a receive posted at `recv_post` of a
     /// message of `bytes` from `src` sent at `send_post`. An eager
     /// receive's overhead `o_r` meets the OS jitter of its interval from
-    /// `recv_post`, as in the offline replay's `recv_overhead`.
+    /// `recv_post`, as in the offline replay's `recv_overhead`; a
+    /// rendezvous transfer from the rank's own host takes its turn in the
+    /// copy lane when there is one.
     fn recv_done(&mut self, src: u32, bytes: u64, send_post: f64, recv_post: f64, buffered: bool) -> (f64, f64) {
         let model = self.model(src, self.rank);
         let t = model.transfer.eval(bytes);
@@ -346,7 +364,28 @@ impl<'a> VirtualRank<'a> {
             };
             ((start + t).max(recv_post + o_r), t.max(o_r))
         } else {
-            (send_post.max(recv_post) + t, t)
+            let start = send_post.max(recv_post);
+            let same_host = self.platform.host_of(src) == self.platform.host_of(self.rank);
+            let seg = model.transfer.segment(bytes).copied();
+            let turn = same_host && self.platform.network.serial_receive(bytes);
+            match (self.lane.as_mut(), seg) {
+                (Some(lane), Some(seg)) if turn => {
+                    let (lat, bound) = seg.alone_phases(bytes);
+                    let at = lane.copy(start + lat, bytes).max(start + lat + bytes as f64 / bound);
+                    (at, at - start)
+                }
+                _ => (start + t, t),
+            }
+        }
+    }
+
+    /// When request `req`, a receive matched by
+    /// [`VirtualRank::recv_matched`], completes, seconds; `None` for a
+    /// request not matched or unknown.
+    pub fn completion(&self, req: u64) -> Option<f64> {
+        match self.reqs.get(&req) {
+            Some(&Req::Done { at, .. }) => Some(at),
+            _ => None,
         }
     }
 
@@ -370,9 +409,22 @@ impl<'a> VirtualRank<'a> {
     /// Request `req`, a rendezvous send, was received by a receive posted
     /// at virtual time `recv_post_s`. False for an unknown request.
     pub fn send_matched(&mut self, req: u64, recv_post_s: f64) -> bool {
+        self.send_acked(req, recv_post_s, 0.0)
+    }
+
+    /// [`VirtualRank::send_matched`] where the receiver's clock completes
+    /// the transfer at `recv_done_s` ([`VirtualRank::completion`]): the
+    /// send completes then if that is later than the pair model's end
+    /// (the receiver copied other transfers first, `serial_receives`).
+    pub fn send_acked(&mut self, req: u64, recv_post_s: f64, recv_done_s: f64) -> bool {
         let Some(&Req::Send { dst, bytes, post }) = self.reqs.get(&req) else { return false };
         let t = self.model(self.rank, dst).transfer.eval(bytes);
-        self.reqs.insert(req, Req::Done { at: post.max(recv_post_s) + t, d: t });
+        let start = post.max(recv_post_s);
+        let done = match recv_done_s > start + t {
+            true => Req::Done { at: recv_done_s, d: recv_done_s - start },
+            false => Req::Done { at: start + t, d: t },
+        };
+        self.reqs.insert(req, done);
         true
     }
 

@@ -23,6 +23,7 @@
 //! [network]
 //! host_copy_bytes_per_s = 1.2e10 # optional: concurrent transfers within a host share this
 //! serial_receives = true        # optional: a rank copies the transfers it receives one at a time
+//! serial_receives_min_bytes = 600000 # optional: ... those of at least this size (default 0)
 //! [network.intra]              # shared memory, within a host
 //! eager_threshold_bytes = 4096
 //! transfer = [ { max_bytes = 4096, intercept_s = 4e-7, bandwidth_bytes_per_s = 3e9 },
@@ -213,10 +214,27 @@ pub struct Network {
     /// single-copy shared-memory transport (Open MPI's CMA, KNEM or
     /// XPMEM) the receiving process copies each message itself, one
     /// after another. Default false: each transfer at its own bandwidth.
-    /// The offline replay models it; online mode, which sees no other
-    /// rank's transfers, does not.
+    /// The offline replay shares the copy rate max-min; online mode gives
+    /// each transfer the rate's first free time ([`crate::online`]).
+    /// Measured by `calibrate network` (its `pair` samples).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub serial_receives: bool,
+    /// With `serial_receives`, the smallest transfer that takes its turn,
+    /// bytes (default 0: all). Smaller ones move in parallel, as a
+    /// transport that pipelines them through shared buffers (both
+    /// processes copying) moves them, where larger ones are copied by the
+    /// receiving process alone. Measured by `calibrate network`.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub serial_receives_min_bytes: u64,
+}
+
+impl Network {
+    /// Whether a rendezvous transfer of `bytes` between ranks of one host
+    /// takes its turn in the receiving rank's copy rate
+    /// (`serial_receives`, `serial_receives_min_bytes`).
+    pub fn serial_receive(&self, bytes: u64) -> bool {
+        self.serial_receives && bytes >= self.serial_receives_min_bytes
+    }
 }
 
 /// SMPI settings that have no other place in the schema (`[smpi]`).
@@ -265,6 +283,10 @@ pub struct Smpi {
 
 fn is_zero_f64(v: &f64) -> bool {
     *v == 0.0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Smpi {
@@ -360,7 +382,7 @@ impl Platform {
             name: name.into(),
             hosts,
             mapping: Mapping::Block,
-            network: Network { intra, inter: None, host_copy_bytes_per_s: None, serial_receives: false },
+            network: Network { intra, inter: None, host_copy_bytes_per_s: None, serial_receives: false, serial_receives_min_bytes: 0 },
             waiting_ranks: WaitingRanks::default(),
             smpi: Smpi::default(),
             links: None,

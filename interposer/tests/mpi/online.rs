@@ -137,6 +137,29 @@ fn an_oversubscribed_host_shares_its_cores_online_as_offline() {
     assert!(offline > 1.3 * alone, "shared cores {offline} s vs a core per rank {alone} s");
 }
 
+/// jacobi2d's 2 x 2 grid at -np 4: each rank receives its two 4 KiB
+/// halo rows at once, here at 0.2 GB/s. With `serial_receives` they take
+/// turns in the receiving rank's copy rate, online as offline, and the run
+/// takes longer than with parallel receives.
+#[test]
+fn serial_receives_take_turns_online_as_offline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let slow = std::fs::read_to_string(platform_file(tmp.path(), 1.0))
+        .unwrap()
+        .replace("bandwidth_bytes_per_s = 5e9", "bandwidth_bytes_per_s = 2e8");
+    let (parallel, serial) = (tmp.path().join("parallel.toml"), tmp.path().join("serial.toml"));
+    std::fs::write(&parallel, &slow).unwrap();
+    std::fs::write(&serial, slow.replace("[network.intra]", "[network]\nserial_receives = true\n[network.intra]")).unwrap();
+    let (dir, out) = online_run(4, "jacobi2d", &["1024", "60"], &serial, &[]);
+    assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
+    let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let offline = offline_makespan(dir.path(), &serial);
+    let rel = (online - offline).abs() / offline;
+    assert!(rel < 0.002, "online {online} s vs offline {offline} s ({:.3} %)", rel * 100.0);
+    let in_parallel = offline_makespan(dir.path(), &parallel);
+    assert!(offline > 1.02 * in_parallel, "serial receives {offline} s vs parallel {in_parallel} s");
+}
+
 /// jacobi2d calls `MPI_Comm_rank` right after `MPI_Init`: its first
 /// compute block is empty. The interposer's start-up (the timer overhead
 /// measurement, online mode's shadow duplicates of `MPI_COMM_WORLD`, in

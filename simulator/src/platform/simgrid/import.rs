@@ -255,6 +255,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
             inter: Some(link_model(route_lat, route_bw)),
             host_copy_bytes_per_s: None,
             serial_receives: false,
+            serial_receives_min_bytes: 0,
         },
         waiting_ranks: WaitingRanks::Yield,
         smpi: Smpi { async_small_thresh_bytes: Some(async_small), ..Smpi::default() },

@@ -76,14 +76,15 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Some(th) => !msg.eager || msg.bytes >= th,
             None => !msg.eager,
         };
-        if ha == hb && !msg.eager && start >= self.queue.now && (self.copy_links.is_some() || self.recv_links.is_some()) {
+        let recv_links = self.recv_links.filter(|_| self.platform.network.serial_receive(msg.bytes));
+        if ha == hb && !msg.eager && start >= self.queue.now && (self.copy_links.is_some() || recv_links.is_some()) {
             if let Some(seg) = model.transfer.segment(msg.bytes) {
                 let hosts = self.platform.hosts.len();
                 let net = self.net.as_mut().expect("copy links are links of the net");
                 let host = self.copy_links.map(|k0| net.extra_link(hosts, k0 + ha).0);
-                let receiver = self.recv_links.map(|k0| net.extra_link(hosts, k0 + dst).0);
+                let receiver = recv_links.map(|k0| net.extra_link(hosts, k0 + dst).0);
                 let done = Done { dst: dst as u32, recv_slot: recv.slot, recv_ready: 0.0, src: msg.src, send_slot: msg.slot, start };
-                let (lat, bound) = local_phases(seg.intercept_s, seg.bandwidth_bytes_per_s, msg.bytes);
+                let (lat, bound) = seg.alone_phases(msg.bytes);
                 let lat_end = net.start_local(start + lat, [host, receiver], msg.bytes, bound, done);
                 return self.net_wake(lat_end);
             }
@@ -124,19 +125,6 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             _ => o_r,
         }
     }
-}
-
-/// The latency phase, seconds, and the bound, bytes/s, of a transfer of
-/// `bytes` whose segment is `intercept + bytes / bandwidth`: the segment's
-/// own, except that a negative intercept (a fitted line through large
-/// sizes) becomes no latency and the bound that keeps the transfer's time
-/// alone.
-fn local_phases(intercept: f64, bandwidth: f64, bytes: u64) -> (f64, f64) {
-    if intercept >= 0.0 {
-        return (intercept, bandwidth);
-    }
-    let alone = (intercept + bytes as f64 / bandwidth).max(f64::MIN_POSITIVE);
-    (0.0, bytes as f64 / alone)
 }
 
 /// When a message of `bytes` posted at `post` (eager or not) completes

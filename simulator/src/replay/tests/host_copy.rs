@@ -115,6 +115,11 @@ fn serial_receives_share_the_receivers_copy_rate() {
     balanced(&r);
     // An exchange has one transfer into each rank: nothing to share.
     close(run(&p, vec![vec![exchange(1)], vec![exchange(0)]]).unwrap().makespan_s, A + MB as f64 / B);
+    // Transfers below the size from which receives take turns move in parallel.
+    p.network.serial_receives_min_bytes = MB + 1;
+    close(run(&p, two_at_once()).unwrap().makespan_s, A + MB as f64 / B);
+    p.network.serial_receives_min_bytes = MB;
+    close(run(&p, two_at_once()).unwrap().makespan_s, A + 2.0 * MB as f64 / B);
     // With a host copy rate as well, the tighter of the two binds.
     p.network.host_copy_bytes_per_s = Some(C);
     close(run(&p, two_at_once()).unwrap().makespan_s, A + 2.0 * MB as f64 / B);
