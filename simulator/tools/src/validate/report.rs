@@ -120,6 +120,14 @@ impl Row {
         }
         self.note.push_str(what.as_ref());
     }
+
+    /// [`Row::note`] in place of the parts of the note that start with
+    /// `prefix`.
+    pub fn renote(&mut self, prefix: &str, what: impl AsRef<str>) {
+        let kept: Vec<&str> = self.note.split("; ").filter(|part| !part.is_empty() && !part.starts_with(prefix)).collect();
+        self.note = kept.join("; ");
+        self.note(what);
+    }
 }
 
 /// Median and maximum of the absolute errors, percent, over the rows that
@@ -461,6 +469,18 @@ mod tests {
             },
             Row { name: "broken".into(), ranks: 2, note: "plain run failed".into(), ..Row::default() },
         ]
+    }
+
+    #[test]
+    fn a_renote_replaces_the_parts_it_names() {
+        let mut r = Row::default();
+        r.note("offline: traced run a/, first");
+        r.note("timed by the interposer");
+        r.renote("offline: traced run", "offline: traced run b/, second");
+        assert_eq!(r.note, "timed by the interposer; offline: traced run b/, second");
+        let mut empty = Row::default();
+        empty.renote("x", "y");
+        assert_eq!(empty.note, "y");
     }
 
     #[test]

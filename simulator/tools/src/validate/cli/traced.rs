@@ -77,6 +77,9 @@ fn replay_alone(case: &Case, ctx: &Ctx, platform: &Platform, runs: &[PathBuf]) -
 }
 
 /// The name of a traced run's directory (`trace`, `trace-2`, ...).
+/// How a note names the traced run the offline prediction replays.
+const OFFLINE_RUN: &str = "offline: traced run";
+
 fn run_name(run: &Path) -> String {
     run.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
@@ -100,7 +103,7 @@ fn predict_runs(
             let seconds: Vec<f64> = alone.iter().map(|a| a.1).collect();
             match report::lower_median_index(&seconds).map(|k| &alone[k]) {
                 Some((t, _, p)) => {
-                    row.note(format!("offline: traced run {}/, the median of {} runs' replays", run_name(t), runs.len()));
+                    row.note(format!("{OFFLINE_RUN} {}/, the median of {} runs' replays", run_name(t), runs.len()));
                     (Ok(*p), vec![t.clone()])
                 }
                 None => (Err(err.unwrap_or_else(|| "no traced run".into())), vec![trace.to_path_buf()]),
@@ -224,13 +227,16 @@ pub(super) fn match_states(ctx: &Ctx, row: &mut Row, t: &mut Traced, runs: &Fast
     }
     let seconds: Vec<f64> = kept.iter().map(|a| a.1).collect();
     let Some((run, p)) = report::lower_median_index(&seconds).map(|k| kept[k].clone()) else { return };
-    row.note(format!(
-        "offline: traced run {}/, the median of the {} whose replays are in the fast state (the other {} replay >= {}x the fastest plain run)",
+    row.renote(
+        OFFLINE_RUN,
+        format!(
+        "{OFFLINE_RUN} {}/, the median of the {} whose replays are in the fast state (the other {} replay >= {}x the fastest plain run)",
         run_name(&run),
         kept.len(),
         t.alone.len() - kept.len(),
         modes::SLOW_RATIO
-    ));
+    ),
+    );
     row.offline_s = Some(p);
     t.replayed = vec![run];
 }
