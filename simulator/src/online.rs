@@ -55,12 +55,12 @@
 //!
 //! - **Serial receives** ([`crate::platform::Network::serial_receives`]):
 //!   the rendezvous transfers a rank receives from its own host (of at
-//!   least `serial_receives_min_bytes`) move their
-//!   data through the rank's copy lane one at a time, each in the lane's
-//!   first free time after its latency (module `lane`: the last of a set
-//!   of concurrent transfers ends when the replay's max-min sharing ends
-//!   it). The acknowledgement brings the receiver's completion to the
-//!   sender ([`VirtualRank::send_acked`]).
+//!   least `serial_receives_min_bytes`) move their data through the
+//!   rank's copy lane one at a time, each in the lane's first free time
+//!   after its latency (module `lane`: the last of a set of concurrent
+//!   transfers ends when the replay's max-min sharing ends it). The
+//!   acknowledgement brings the receiver's completion to the sender
+//!   ([`VirtualRank::send_acked`]).
 //!
 //! Not modelled online: link sharing among concurrent transfers
 //! ([`Platform::links`]) and a host's copy rate shared by its concurrent
