@@ -84,6 +84,7 @@ fn validate_runs_every_case_and_writes_every_output() {
     extra.push("--traced-runs=2".into());
     // A second calibration: each case is also predicted on it.
     extra.push("--calibrations=2".into());
+    extra.push("--online-runs=2".into());
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let out = validate(dir.path(), &suite, &extra);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
@@ -97,7 +98,8 @@ fn validate_runs_every_case_and_writes_every_output() {
     assert!(std::fs::read_to_string(&timed).is_ok_and(|t| t.contains("\"mode\": \"time\"")), "{}", timed.display());
     assert!(csv.lines().nth(4).is_some_and(|l| l.contains("timed by the interposer")), "{csv}");
     assert!(o.join("calibration-1/platform.toml").is_file(), "no second calibration");
-    let calib = csv.lines().next().unwrap().split(',').position(|h| h == "calibrated_s").expect("calibrated_s column");
+    let column = |name: &str| csv.lines().next().unwrap().split(',').position(|h| h == name).unwrap_or_else(|| panic!("no {name} column"));
+    let (calib, online_runs) = (column("calibrated_s"), column("online_runs_s"));
     for r in &rows {
         let num = |i: usize| r[i].parse::<f64>().unwrap_or_else(|_| panic!("column {i} of {r:?} is not a number\n{csv}"));
         // The prediction on each calibration; the offline one is their
@@ -114,7 +116,11 @@ fn validate_runs_every_case_and_writes_every_output() {
         // One of the traced runs replayed alone: inside the band they give.
         let (lo, hi) = (num(9), num(10));
         assert!(lo <= offline * (1.0 + 1e-9) && offline <= hi * (1.0 + 1e-9), "offline {offline} outside [{lo}, {hi}]: {r:?}");
-        assert!(r.join(",").contains("the median of 2 runs' replays"), "{r:?}");
+        let note = r.join(",");
+        assert!(note.contains("the median of 2 runs' replays") || note.contains("whose replays are in the fast state"), "{r:?}");
+        // Two online runs: the prediction is one of them.
+        let online: Vec<f64> = r[online_runs].split(';').filter_map(|x| x.parse().ok()).collect();
+        assert!(online.len() == 2 && online.contains(&num(5)), "online {online:?} vs {}: {r:?}", num(5));
         // Sane, not accurate: tiny runs on a shared machine.
         assert!(offline / measured > 0.01 && offline / measured < 100.0, "{r:?}");
         assert_eq!(r[1], "2");

@@ -98,6 +98,12 @@ pub struct ValidateArgs {
     /// so it predicts a quieter machine than the plain runs met).
     #[arg(long, value_enum, default_value_t = Merge::Runs)]
     pub merge: Merge,
+    /// Online-mode runs per case: with K > 1 the online prediction is the
+    /// median of the K runs' predictions (of those in the machine's fast
+    /// state, when some are not), and their spread is reported
+    /// (`online_spread_pct`, `online_runs_s`).
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub online_runs: u32,
     /// Runs per case in INTERPOSER_MODE=regions (per-region block sums
     /// only), interleaved with the traced runs: tracing's perturbation of
     /// the compute blocks, region by region (perturbation.{txt,json} per
@@ -233,21 +239,26 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
         bar.inc_length(1);
         traced = trace_case(case, ctx, &dir, &mut row, bar);
     }
-    // The online run is one run: judged by its prediction as the traced
-    // runs are by their replays, it is made again (at most twice) when
-    // it met a slow state that the offline prediction did not.
+    // The online runs are judged by their predictions as the traced
+    // runs are by their replays: made again (at most twice) when they all
+    // met a slow state that the offline prediction did not.
     for _ in 0..MAX_RETRACES {
         let replays = traced.as_ref().map_or_else(Vec::new, Traced::replays);
         let offline_fast = runs.fast_replays(&replays).is_some_and(|f| f.contains(&true));
-        let Some(online) = row.online_s.filter(|o| offline_fast && runs.fast_replays(&[*o]) == Some(vec![false])) else { break };
+        let all_slow = runs.fast_replays(&row.online).is_some_and(|f| !f.is_empty() && !f.contains(&true));
+        if !(offline_fast && all_slow) {
+            break;
+        }
+        let list = row.online.iter().map(|o| format!("{o:.4}")).collect::<Vec<_>>().join(", ");
         row.note(format!(
-            "online run predicted {online:.4} s, >= {}x the fastest plain run, in a slow state of the machine: run again",
+            "online runs predicted {list} s, >= {}x the fastest plain run, in a slow state of the machine: run again",
             modes::SLOW_RATIO
         ));
-        row.online_s = None;
-        bar.inc_length(1);
+        (row.online_s, row.online) = (None, Vec::new());
+        bar.inc_length(u64::from(ctx.online_runs));
         online_case(case, ctx, &dir, &mut row, bar, traced.as_ref());
     }
+    online::fast_online(&mut row, &runs);
     if let Some(t) = traced.as_mut() {
         match_states(ctx, &mut row, t, &runs);
     }
@@ -318,6 +329,8 @@ struct Ctx {
     traced_runs: u32,
     /// `--merge`.
     merge: Merge,
+    /// `--online-runs`.
+    online_runs: u32,
     /// `--regions-runs`.
     regions_runs: u32,
     /// `--correct-perturbation`.
@@ -386,7 +399,9 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let mut calibration_note = String::new();
 
     let sweep_runs = if args.sweep_hook.is_some() { MEASURED_BW.len() * args.reps } else { 0 };
-    let bar = ProgressBar::new((cases.len() * (args.reps + 1 + (args.traced_runs + args.regions_runs) as usize + sweep_runs)) as u64);
+    let bar = ProgressBar::new(
+        (cases.len() * (args.reps + (args.traced_runs + args.online_runs + args.regions_runs) as usize + sweep_runs)) as u64,
+    );
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").expect("template").progress_chars("=> "));
     bar.enable_steady_tick(Duration::from_millis(250));
     let platform_path = match &args.platform {
@@ -416,6 +431,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         compute,
         quiet,
         traced_runs: args.traced_runs,
+        online_runs: args.online_runs,
         merge: args.merge,
         regions_runs: args.regions_runs,
         correct_perturbation: args.correct_perturbation,

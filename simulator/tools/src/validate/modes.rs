@@ -16,8 +16,10 @@
 //! when every one is slow, they are made again, as their compute blocks
 //! are the slow state's; the prediction is made of those in the fast
 //! state; when none is and most plain runs were slow, the slow plain runs
-//! become the measurement. The online run is judged by its prediction,
-//! and made again when it alone met the slow state.
+//! become the measurement. The online runs are judged by their
+//! predictions the same way: the prediction is the median of those in the
+//! fast state, and they are made again when they all met the slow state
+//! and the traced runs did not.
 
 /// A run taking at least this many times the fastest plain run of its
 /// case is in a slow state (dimensionless). Within one state, plain runs

@@ -25,8 +25,11 @@ pub struct Row {
     /// makespan without two barriers), see [`super::predict::Predicted`].
     pub offline_s: Option<f64>,
     /// The online-mode run's own `wall_s`, in virtual time
-    /// (`INTERPOSER_VIRTUAL_WTIME=1`), when it wrote `online.json`.
+    /// (`INTERPOSER_VIRTUAL_WTIME=1`), when it wrote `online.json`: the
+    /// median of [`Row::online`] (of those in the fast state).
     pub online_s: Option<f64>,
+    /// That of every online run (`--online-runs`), in run order.
+    pub online: Vec<f64>,
     /// With several traced runs: the lowest and highest offline prediction
     /// of the runs replayed alone, seconds.
     pub offline_band: Option<(f64, f64)>,
@@ -95,6 +98,11 @@ impl Row {
     /// Online error, percent of measured.
     pub fn online_error_pct(&self) -> Option<f64> {
         error_pct(self.online_s, self.measured_s())
+    }
+
+    /// Spread of the online runs' predictions, percent ([`spread_pct`]).
+    pub fn online_spread_pct(&self) -> Option<f64> {
+        spread_pct(&self.online)
     }
 
     /// [`spread_pct`] of the plain runs in the median.
@@ -253,7 +261,7 @@ pub fn markdown(rows: &[Row], preamble: &str) -> String {
 
 /// Header of [`csv()`].
 pub const CSV_HEADER: &str =
-    "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,offline_lo_s,offline_hi_s,plain_spread_pct,traced_spread_pct,traced_runs_s,calibration_spread_pct,calibrated_s,note";
+    "program,ranks,measured_s,traced_s,offline_s,online_s,offline_error_pct,online_error_pct,runs_s,offline_lo_s,offline_hi_s,plain_spread_pct,traced_spread_pct,traced_runs_s,calibration_spread_pct,calibrated_s,online_spread_pct,online_runs_s,note";
 
 /// One line of [`csv()`], in [`CSV_HEADER`] order.
 #[derive(serde::Serialize)]
@@ -274,6 +282,8 @@ struct CsvRow<'a> {
     traced_runs_s: String,
     calibration_spread_pct: Option<String>,
     calibrated_s: String,
+    online_spread_pct: Option<String>,
+    online_runs_s: String,
     note: &'a str,
 }
 
@@ -282,7 +292,8 @@ struct CsvRow<'a> {
 /// plain runs' `wall_s` `;`-separated in `runs_s` and the traced runs' in
 /// `traced_runs_s`, their spreads ([`spread_pct`]) in `plain_spread_pct`
 /// and `traced_spread_pct`, the predictions on each calibration in
-/// `calibrated_s` and their spread in `calibration_spread_pct`; fields
+/// `calibrated_s` and their spread in `calibration_spread_pct`, the online
+/// runs' in `online_runs_s` and their spread in `online_spread_pct`; fields
 /// holding a comma or quote are quoted.
 pub fn csv(rows: &[Row]) -> String {
     let f = |v: Option<f64>| v.map(|x| format!("{x:e}"));
@@ -306,6 +317,8 @@ pub fn csv(rows: &[Row]) -> String {
             traced_runs_s: list(&r.traced),
             calibration_spread_pct: f(r.calibration_spread_pct()),
             calibrated_s: list(&r.calibrated),
+            online_spread_pct: f(r.online_spread_pct()),
+            online_runs_s: list(&r.online),
             note: &r.note,
         }),
     )
@@ -331,6 +344,8 @@ struct JsonRow<'a> {
     offline_hi_s: Option<f64>,
     calibration_spread_pct: Option<f64>,
     calibrated_s: &'a [f64],
+    online_spread_pct: Option<f64>,
+    online_runs_s: &'a [f64],
     #[serde(skip_serializing_if = "Option::is_none")]
     perturbation: Option<&'a super::perturb::PerturbSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -339,8 +354,8 @@ struct JsonRow<'a> {
 }
 
 /// The table as a JSON array, one object per case with the fields of
-/// [`CSV_HEADER`] (`runs_s`, `traced_runs_s` and `calibrated_s` as arrays
-/// of seconds).
+/// [`CSV_HEADER`] (`runs_s`, `traced_runs_s`, `calibrated_s` and
+/// `online_runs_s` as arrays of seconds).
 pub fn json(rows: &[Row]) -> String {
     let v: Vec<JsonRow> = rows
         .iter()
@@ -361,6 +376,8 @@ pub fn json(rows: &[Row]) -> String {
             offline_hi_s: r.offline_band.map(|b| b.1),
             calibration_spread_pct: r.calibration_spread_pct(),
             calibrated_s: &r.calibrated,
+            online_spread_pct: r.online_spread_pct(),
+            online_runs_s: &r.online,
             perturbation: r.perturbation.as_ref(),
             corrected_s: r.corrected_s,
             note: &r.note,
@@ -437,144 +454,4 @@ pub fn plot_svg(path: &Path, title: &str, rows: &[Row]) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rows() -> Vec<Row> {
-        vec![
-            Row {
-                name: "ring".into(),
-                ranks: 2,
-                measured: vec![1.0, 3.0, 2.0],
-                traced_s: Some(2.1),
-                traced: vec![2.1],
-                offline_s: Some(2.2),
-                online_s: None,
-                offline_band: None,
-                note: String::new(),
-                ..Row::default()
-            },
-            Row {
-                name: "jacobi2d".into(),
-                ranks: 2,
-                measured: vec![4.0, 6.0],
-                traced_s: Some(5.0),
-                traced: vec![5.5, 4.5, 5.0],
-                offline_s: Some(4.5),
-                online_s: Some(5.5),
-                offline_band: Some((4.4, 4.7)),
-                calibrated: vec![4.5, 4.0, 5.0],
-                note: "x".into(),
-                ..Row::default()
-            },
-            Row { name: "broken".into(), ranks: 2, note: "plain run failed".into(), ..Row::default() },
-        ]
-    }
-
-    #[test]
-    fn a_renote_replaces_the_parts_it_names() {
-        let mut r = Row::default();
-        r.note("offline: traced run a/, first");
-        r.note("timed by the interposer");
-        r.renote("offline: traced run", "offline: traced run b/, second");
-        assert_eq!(r.note, "timed by the interposer; offline: traced run b/, second");
-        let mut empty = Row::default();
-        empty.renote("x", "y");
-        assert_eq!(empty.note, "y");
-    }
-
-    #[test]
-    fn the_lower_median_index_names_one_of_the_values() {
-        assert_eq!(lower_median_index(&[0.3, 0.1, 0.2]), Some(2));
-        assert_eq!(lower_median_index(&[0.4, 0.1, 0.3, 0.2]), Some(3));
-        assert_eq!(lower_median_index(&[]), None);
-    }
-
-    #[test]
-    fn errors_are_relative_to_the_median_of_the_plain_runs() {
-        let r = rows();
-        assert_eq!(r[0].measured_s(), Some(2.0));
-        assert_eq!(r[1].measured_s(), Some(5.0));
-        assert!((r[0].offline_error_pct().unwrap() - 10.0).abs() < 1e-9);
-        assert!((r[1].offline_error_pct().unwrap() + 10.0).abs() < 1e-9);
-        assert_eq!(r[0].online_error_pct(), None);
-        let s = summarize(r.iter().map(Row::offline_error_pct)).unwrap();
-        assert_eq!(s.rows, 2);
-        assert!((s.median_abs_pct - 10.0).abs() < 1e-9 && (s.max_abs_pct - 10.0).abs() < 1e-9);
-        assert!(summarize(std::iter::once(None)).is_none());
-    }
-
-    #[test]
-    fn every_row_appears_in_every_form() {
-        let r = rows();
-        let t = table(&r);
-        assert!(t.lines().nth(3).unwrap().starts_with("broken") && t.contains("n/a"), "{t}");
-        assert!(t.contains("offline: median |error| 10.0 %, max 10.0 % over 2 rows"), "{t}");
-        let md = markdown(&r, "pre");
-        assert!(md.contains("| ring | 2 | 3 | 2.0000 | 2.1000 | 2.2000 | n/a | +10.0 | n/a | 100.0 | n/a |"), "{md}");
-        assert!(md.contains("- broken: plain run failed"));
-        let c = csv(&r);
-        assert_eq!(c.lines().count(), 4);
-        let ring = c.lines().nth(1).unwrap();
-        assert!(ring.starts_with("ring,2,2e0,2.1e0,2.2e0,,1") && ring.ends_with(",,1e0;3e0;2e0,,,1e2,,2.1e0,,,"), "{c}");
-        let jacobi = c.lines().nth(2).unwrap();
-        assert!(jacobi.contains(",4.4e0,4.7e0,4e1,2e1,5.5e0;4.5e0;5e0,") && jacobi.ends_with(",4.5e0;4e0;5e0,x"), "{c}");
-        let mut noted = r[0].clone();
-        noted.note = "plain run failed: \"x\", then y".into();
-        let c = csv(&[noted]);
-        let back: Vec<csv::StringRecord> = csv::Reader::from_reader(c.as_bytes()).records().collect::<Result<_, _>>().unwrap();
-        assert_eq!((back.len(), &back[0][16]), (1, "plain run failed: \"x\", then y"), "{c}");
-    }
-
-    #[test]
-    fn spread_is_the_range_over_the_median_in_every_form() {
-        assert_eq!(spread_pct(&[]), None);
-        assert_eq!(spread_pct(&[2.0]), None);
-        assert_eq!(spread_pct(&[0.0, 0.0]), None);
-        assert!((spread_pct(&[1.0, 1.1, 0.9]).unwrap() - 20.0).abs() < 1e-9);
-        assert!((spread_pct(&[4.0, 6.0]).unwrap() - 40.0).abs() < 1e-9);
-        let r = rows();
-        assert!((r[1].plain_spread_pct().unwrap() - 40.0).abs() < 1e-9);
-        assert!((r[1].traced_spread_pct().unwrap() - 20.0).abs() < 1e-9);
-        assert_eq!(r[0].traced_spread_pct(), None, "one traced run has no spread");
-        let t = table(&r);
-        let head: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
-        assert_eq!(head[8..], ["plain_spread_%", "traced_spread_%", "calib_spread_%"], "{t}");
-        let jacobi: Vec<&str> = t.lines().nth(2).unwrap().split_whitespace().collect();
-        assert_eq!((jacobi[0], jacobi[8], jacobi[9], jacobi[10]), ("jacobi2d", "40.0", "20.0", "22.2"), "{t}");
-        let ring: Vec<&str> = t.lines().nth(1).unwrap().split_whitespace().collect();
-        assert_eq!((ring[8], ring[9], ring[10]), ("100.0", "n/a", "n/a"), "{t}");
-        let md = markdown(&r, "pre");
-        assert!(md.contains("| plain spread % | traced spread % | calibration spread % |"), "{md}");
-        assert!(md.contains("| -10.0 | +10.0 | 40.0 | 20.0 | 22.2 |"), "{md}");
-        let c = csv(&r);
-        let mut reader = csv::Reader::from_reader(c.as_bytes());
-        let head = reader.headers().unwrap().clone();
-        let col = |name: &str| head.iter().position(|h| h == name).unwrap();
-        let back: Vec<csv::StringRecord> = reader.records().collect::<Result<_, _>>().unwrap();
-        let num = |row: usize, name: &str| back[row][col(name)].parse::<f64>().ok();
-        assert_eq!((num(1, "plain_spread_pct"), num(1, "traced_spread_pct")), (Some(40.0), Some(20.0)), "{c}");
-        assert_eq!((num(0, "plain_spread_pct"), num(0, "traced_spread_pct")), (Some(100.0), None), "{c}");
-        assert_eq!(&back[1][col("traced_runs_s")], "5.5e0;4.5e0;5e0");
-        assert!((num(1, "calibration_spread_pct").unwrap() - 100.0 / 4.5).abs() < 1e-9, "{c}");
-        assert_eq!((num(0, "calibration_spread_pct"), &back[1][col("calibrated_s")]), (None, "4.5e0;4e0;5e0"), "{c}");
-        assert_eq!((num(2, "plain_spread_pct"), num(2, "traced_spread_pct")), (None, None), "{c}");
-        let j: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
-        assert_eq!(j[1]["plain_spread_pct"].as_f64(), Some(40.0));
-        assert_eq!(j[1]["traced_spread_pct"].as_f64(), Some(20.0));
-        assert_eq!(j[1]["traced_runs_s"], serde_json::json!([5.5, 4.5, 5.0]));
-        assert_eq!(j[1]["calibrated_s"], serde_json::json!([4.5, 4.0, 5.0]));
-        assert!((j[1]["calibration_spread_pct"].as_f64().unwrap() - 100.0 / 4.5).abs() < 1e-9);
-        assert!(j[0]["traced_spread_pct"].is_null() && j[2]["measured_s"].is_null(), "{j}");
-    }
-
-    #[test]
-    fn the_plot_is_an_svg_with_the_diagonal() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("v.svg");
-        plot_svg(&p, "t", &rows()).unwrap();
-        let svg = std::fs::read_to_string(&p).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("jacobi2d") && svg.contains("y = x"));
-        assert!(plot_svg(&dir.path().join("v.png"), "t", &rows()).unwrap_err().contains("only SVG"));
-    }
-}
+mod tests;

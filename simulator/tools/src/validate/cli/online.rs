@@ -1,4 +1,4 @@
-//! `validate`'s online-mode run of a case.
+//! `validate`'s online-mode runs of a case.
 
 use std::path::Path;
 
@@ -7,10 +7,13 @@ use indicatif::ProgressBar;
 use super::timing::read_online;
 use super::{checked_run, Ctx, Traced};
 use crate::validate::launch::Mode;
-use crate::validate::report::Row;
+use crate::validate::modes::{self, FastRuns};
+use crate::validate::report::{self, Row};
 use crate::validate::suite::Case;
 
-/// The online run (`row.online_s`), on the traced run's placed platform.
+/// The online runs (`--online-runs`: `online/`, `online-2/`, ...), on the
+/// traced run's placed platform: each prediction in `row.online`, their
+/// median in `row.online_s`.
 pub(super) fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar, traced: Option<&Traced>) {
     // Online mode models on the same placed platform (ours only: an XML
     // platform goes as it is).
@@ -21,17 +24,61 @@ pub(super) fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar
         }
         _ => ctx.platform_path.clone(),
     };
-    let online = dir.join("online");
-    bar.set_message(format!("{} online", case.name));
-    let mode = Mode::Online { lib: ctx.interposer.clone(), out: online.clone(), platform: online_platform };
-    // With INTERPOSER_VIRTUAL_WTIME=1 the program's wall_s is its own timed
-    // region in virtual time: the online prediction of what it measures.
-    match checked_run(case, &mode, &dir.join("online.log"), ctx, row) {
-        Ok(virtual_wall_s) => match read_online(&online.join("online.json")) {
-            Ok(_) => row.online_s = Some(virtual_wall_s),
-            Err(e) => row.note(format!("online n/a: {e}")),
-        },
-        Err(e) => row.note(e),
+    for k in 1..=ctx.online_runs {
+        let name = if k == 1 { "online".to_string() } else { format!("online-{k}") };
+        let online = dir.join(&name);
+        bar.set_message(format!("{} {name}", case.name));
+        let mode = Mode::Online { lib: ctx.interposer.clone(), out: online.clone(), platform: online_platform.clone() };
+        // With INTERPOSER_VIRTUAL_WTIME=1 the program's wall_s is its own
+        // timed region in virtual time: the online prediction of what it
+        // measures.
+        match checked_run(case, &mode, &dir.join(format!("{name}.log")), ctx, row) {
+            Ok(virtual_wall_s) => match read_online(&online.join("online.json")) {
+                Ok(_) => row.online.push(virtual_wall_s),
+                Err(e) => row.note(format!("{name} n/a: {e}")),
+            },
+            Err(e) => row.note(e),
+        }
+        bar.inc(1);
     }
-    bar.inc(1);
+    row.online_s = report::lower_median_index(&row.online).map(|k| row.online[k]);
+}
+
+/// With several online runs of which some met the machine's slow state
+/// (their predictions at least [`modes::SLOW_RATIO`] times the fastest
+/// plain run, [`FastRuns::fast_replays`]): the online prediction is the
+/// median of the others, said in the row's note.
+pub(super) fn fast_online(row: &mut Row, runs: &FastRuns) {
+    let Some(fast) = runs.fast_replays(&row.online) else { return };
+    let kept: Vec<f64> = row.online.iter().zip(&fast).filter(|(_, f)| **f).map(|(o, _)| *o).collect();
+    if kept.is_empty() || kept.len() == row.online.len() {
+        return;
+    }
+    row.online_s = report::lower_median_index(&kept).map(|k| kept[k]);
+    row.note(format!(
+        "online: the median of the {} runs whose predictions are in the fast state (the other {} predict >= {}x the fastest plain run)",
+        kept.len(),
+        row.online.len() - kept.len(),
+        modes::SLOW_RATIO
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn online_runs_in_the_slow_state_leave_the_median() {
+        let runs = FastRuns { fast: vec![0.10, 0.12], slow: vec![] };
+        let mut row = Row { online: vec![0.16, 0.10, 0.11, 0.15], online_s: Some(0.15), ..Row::default() };
+        fast_online(&mut row, &runs);
+        assert_eq!(row.online_s, Some(0.10));
+        assert!(row.note.contains("the 2 runs") && row.note.contains("the other 2"), "{}", row.note);
+        // All fast, or all slow: the median of all stays.
+        for online in [vec![0.10, 0.11], vec![0.14, 0.16]] {
+            let mut row = Row { online, online_s: Some(0.5), ..Row::default() };
+            fast_online(&mut row, &runs);
+            assert_eq!((row.online_s, row.note.as_str()), (Some(0.5), ""));
+        }
+    }
 }

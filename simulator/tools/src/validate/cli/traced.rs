@@ -76,10 +76,10 @@ fn replay_alone(case: &Case, ctx: &Ctx, platform: &Platform, runs: &[PathBuf]) -
     (alone, first_err)
 }
 
-/// The name of a traced run's directory (`trace`, `trace-2`, ...).
 /// How a note names the traced run the offline prediction replays.
 const OFFLINE_RUN: &str = "offline: traced run";
 
+/// The name of a traced run's directory (`trace`, `trace-2`, ...).
 fn run_name(run: &Path) -> String {
     run.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
