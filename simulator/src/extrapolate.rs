@@ -269,13 +269,14 @@ impl Model {
     /// the prediction's band).
     pub fn records_band(&self, rank: u32, n: u32, sigma: f64) -> RankRecords<'_> {
         let class = self.class_of(rank, n);
-        self.records_with(class, self.factors(class, n, sigma), rank, n)
+        self.records_with(class, self.at_n(class, n, sigma), rank, n)
     }
 
-    /// The compute scale of each of `class`'s region laws at `n` ranks,
-    /// moved by `sigma` residuals: the same for every rank of the class.
-    fn factors(&self, class: &Class, n: u32, sigma: f64) -> Arc<[f64]> {
-        class
+    /// What every rank of `class` shares at `n` ranks: the compute scale
+    /// of each region law, moved by `sigma` residuals, and each slot's
+    /// message sizes.
+    fn at_n(&self, class: &Class, n: u32, sigma: f64) -> Arc<records::AtN> {
+        let factors = class
             .laws
             .iter()
             .map(|RegionLaw { law: l, .. }| {
@@ -283,11 +284,13 @@ impl Model {
                 let f = if at > 0.0 { l.eval(n) / at } else { 1.0 };
                 (f * (1.0 + sigma * l.rel_rms)).max(0.0)
             })
-            .collect()
+            .collect();
+        let sizes = class.slots.iter().map(|slot| slot.sizes.each_ref().map(|l| l.as_ref().map(|l| l.eval(n).round() as u64))).collect();
+        Arc::new(records::AtN { factors, sizes })
     }
 
-    fn records_with<'m>(&'m self, class: &'m Class, factors: Arc<[f64]>, rank: u32, n: u32) -> RankRecords<'m> {
-        RankRecords { class, rank, n, next: 0, comms: HashMap::new(), factors }
+    fn records_with<'m>(&'m self, class: &'m Class, at_n: Arc<records::AtN>, rank: u32, n: u32) -> RankRecords<'m> {
+        RankRecords { class, rank, n, next: 0, comms: HashMap::new(), at_n }
     }
 
     /// Whether every call of every class replays the same whatever the
@@ -324,16 +327,16 @@ impl Model {
     /// [`Model::streams_band`] with errors turned into `E` by `err` (one
     /// boxed stream per rank, without a wrapper around it).
     pub fn streams_band_as<E: 'static>(&self, n: u32, sigma: f64, err: fn(ExtrapolateError) -> E) -> Vec<ActionStream<'_, E>> {
-        // Each class's factors, computed once and shared by its ranks.
-        let mut factors: Vec<(*const Class, Arc<[f64]>)> = Vec::new();
+        // What each class's ranks share, computed once.
+        let mut shared: Vec<(*const Class, Arc<records::AtN>)> = Vec::new();
         (0..n)
             .map(|r| {
                 let class = self.class_of(r, n);
-                let f = match factors.iter().find(|(c, _)| std::ptr::eq(*c, class)) {
+                let f = match shared.iter().find(|(c, _)| std::ptr::eq(*c, class)) {
                     Some((_, f)) => f.clone(),
                     None => {
-                        let f = self.factors(class, n, sigma);
-                        factors.push((class, f.clone()));
+                        let f = self.at_n(class, n, sigma);
+                        shared.push((class, f.clone()));
                         f
                     }
                 };

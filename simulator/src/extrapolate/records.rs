@@ -18,9 +18,17 @@ pub struct RankRecords<'m> {
     pub(super) next: usize,
     /// The rank's communicators so far (id → world ranks).
     pub(super) comms: HashMap<u32, Vec<u32>>,
-    /// Compute scale of each of the class's region laws at `n` (shared
-    /// by the class's ranks).
-    pub(super) factors: Arc<[f64]>,
+    /// What the class's ranks share at `n`.
+    pub(super) at_n: Arc<AtN>,
+}
+
+/// What every rank of one class shares at a rank count.
+#[derive(Debug)]
+pub(super) struct AtN {
+    /// Compute scale of each of the class's region laws.
+    pub(super) factors: Box<[f64]>,
+    /// Each slot's message sizes, bytes (its size laws evaluated).
+    pub(super) sizes: Box<[[Option<u64>; 2]]>,
 }
 
 impl RankRecords<'_> {
@@ -29,7 +37,7 @@ impl RankRecords<'_> {
         let slot = self.class.slots.get(self.next)?;
         self.next += 1;
         let mut rec = slot.rec.clone();
-        let f = self.factors[slot.law];
+        let f = self.at_n.factors[slot.law];
         let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
         rec.compute_cpu_ns = (cpu * f).round() as u64;
         rec.compute_wall_ns = (wall * f).round() as u64;
@@ -48,8 +56,7 @@ impl RankRecords<'_> {
             None => &[],
         };
         let peers = slot.peers.map(|p| p.map(|rule| rule.eval(self.rank, self.n, members)));
-        let sizes = slot.sizes.map(|l| l.map(|l| l.eval(self.n).round() as u64));
-        set_fields(&mut rec.params, peers, sizes);
+        set_fields(&mut rec.params, peers, self.at_n.sizes[self.next - 1]);
         Some((rec, slot.region))
     }
 }
