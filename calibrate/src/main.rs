@@ -401,6 +401,9 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     platform.save(&a.out)?;
     println!("one node (shared memory):");
     report(&cal);
+    if a.parallel_receives && serial {
+        println!("--parallel-receives: the platform leaves serial_receives out");
+    }
     println!("{coll_note}");
     if let Some((_, inter)) = &inter {
         println!("two nodes (--hostfile):");
