@@ -36,6 +36,10 @@ impl RecvLane {
     /// returns when they are.
     pub(super) fn copy(&mut self, from: f64, bytes: u64) -> f64 {
         let mut left = bytes as f64 / self.rate;
+        if left.is_nan() || left <= 0.0 {
+            // Nothing to copy (or a lane of infinite rate): no turn to wait for.
+            return from;
+        }
         let mut t = from;
         let mut pieces = Vec::new();
         for &(a, b) in &self.busy {
@@ -91,6 +95,10 @@ mod tests {
         assert_eq!(c.copy(1.0, 2), 3.0);
         assert_eq!(c.busy, vec![(1.0, 3.0), (5.0, 6.0)]);
         assert_eq!(c.copy(2.0, 3), 7.0);
+        assert_eq!(c.busy, vec![(1.0, 7.0)]);
+        // Nothing to copy: done at once, even inside a busy interval.
+        assert_eq!(c.copy(2.0, 0), 2.0);
+        assert_eq!(RecvLane::new(f64::INFINITY).copy(2.0, 5), 2.0);
         assert_eq!(c.busy, vec![(1.0, 7.0)]);
     }
 
