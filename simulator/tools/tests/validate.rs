@@ -118,9 +118,12 @@ fn validate_runs_every_case_and_writes_every_output() {
         assert!(lo <= offline * (1.0 + 1e-9) && offline <= hi * (1.0 + 1e-9), "offline {offline} outside [{lo}, {hi}]: {r:?}");
         let note = r.join(",");
         assert!(note.contains("the median of 2 runs' replays") || note.contains("whose replays are in the fast state"), "{r:?}");
-        // Two online runs: the prediction is one of them.
+        // Two online runs: the prediction is their median, or the one in
+        // the machine's fast state.
         let online: Vec<f64> = r[online_runs].split(';').filter_map(|x| x.parse().ok()).collect();
-        assert!(online.len() == 2 && online.contains(&num(5)), "online {online:?} vs {}: {r:?}", num(5));
+        let (lo, hi) = (online.iter().copied().fold(f64::INFINITY, f64::min), online.iter().copied().fold(0.0, f64::max));
+        let o = num(5);
+        assert!(online.len() == 2 && lo * (1.0 - 1e-12) <= o && o <= hi * (1.0 + 1e-12), "online {online:?} vs {o}: {r:?}");
         // Sane, not accurate: tiny runs on a shared machine.
         assert!(offline / measured > 0.01 && offline / measured < 100.0, "{r:?}");
         assert_eq!(r[1], "2");
