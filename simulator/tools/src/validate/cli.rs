@@ -10,17 +10,19 @@ use indicatif::{ProgressBar, ProgressStyle};
 mod calibration;
 mod online;
 mod perturb_runs;
+mod schedule;
 mod sweep_runs;
 mod timing;
 mod traced;
 
 use online::online_case;
+use schedule::Run;
 
 use calibration::{calibrate_quietly, check_state, more_calibrations, quiet_probe, Calibration};
 use sweep_runs::{run_sweep, MEASURED_BW};
 use timing::{plain_mode, predicted_s, resolve_timing};
 pub use traced::Merge;
-use traced::{match_states, trace_and_predict, trace_case, Traced};
+use traced::{finish_traced, match_states, trace_case, traced_run, traced_slots, Traced, TracedRuns};
 
 use super::launch::{Launcher, Mode};
 use super::modes::{self, FastRuns};
@@ -173,7 +175,9 @@ const MAX_RETRACES: usize = 2;
 /// latency state during it (state.rs).
 const MAX_CASE_REPEATS: usize = 1;
 
-/// Runs one case: plain runs with the traced and online runs in the middle.
+/// Runs one case: plain runs interleaved with the traced runs, then with
+/// the online runs ([`schedule::schedule`]), then more plain runs while
+/// the machine's slow state left too few in the fast one.
 fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) {
     let mut row = Row { name: case.name.clone(), ranks: case.ranks, ..Row::default() };
     let dir = ctx.out.join("cases").join(format!("{}-np{}", case.name, case.ranks));
@@ -182,29 +186,46 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
         row.note(format!("{}: {e}", dir.display()));
         return (row, None);
     }
-    let mut traced = None;
     // Plain runs still disturbed after their retries: out of the median
     // while some undisturbed run exists.
     let mut disturbed = Vec::new();
     let mut i = 0;
-    // The suite's count of plain runs, and more while runs in the
-    // machine's slow state leave fewer in the fast one (modes.rs).
-    while i < ctx.reps || FastRuns::split(&row.measured).wanted(ctx.reps) {
-        if i == ctx.reps / 2 {
-            traced = trace_and_predict(case, ctx, &dir, &mut row, bar);
-        }
-        if i >= ctx.reps {
+    let mut plain_run = |row: &mut Row, i: &mut usize| {
+        if *i >= ctx.reps {
             bar.inc_length(1);
         }
-        bar.set_message(format!("{} plain {}/{}", case.name, i + 1, ctx.reps.max(i + 1)));
-        let mode = plain_mode(case, ctx, &dir, i);
-        match checked_run_flag(case, &mode, &dir.join(format!("plain-{i}.log")), ctx, &mut row) {
+        bar.set_message(format!("{} plain {}/{}", case.name, *i + 1, ctx.reps.max(*i + 1)));
+        let mode = plain_mode(case, ctx, &dir, *i);
+        match checked_run_flag(case, &mode, &dir.join(format!("plain-{i}.log")), ctx, row) {
             (Ok(w), true) => disturbed.push(w),
             (Ok(w), false) => row.measured.push(w),
             (Err(e), _) => row.note(e),
         }
         bar.inc(1);
-        i += 1;
+        *i += 1;
+    };
+    let (mut acc, mut traced, mut online_platform) = (Some(TracedRuns::default()), None, None);
+    for run in schedule::schedule(ctx.reps, traced_slots(ctx), ctx.online_runs) {
+        match run {
+            Run::Plain => plain_run(&mut row, &mut i),
+            Run::Traced(k) => traced_run(case, ctx, &dir, k, &mut row, bar, acc.as_mut().expect("traced runs come first")),
+            Run::Online(k) => {
+                if let Some(done) = acc.take() {
+                    traced = finish_traced(case, ctx, &dir, &mut row, bar, done);
+                }
+                let platform = online_platform.get_or_insert_with(|| online::online_platform(ctx, &dir, traced.as_ref()));
+                online::online_run(case, ctx, &dir, k, &mut row, bar, platform);
+            }
+        }
+    }
+    if let Some(done) = acc.take() {
+        traced = finish_traced(case, ctx, &dir, &mut row, bar, done);
+    }
+    row.online_s = report::median(&row.online);
+    // More plain runs while runs in the machine's slow state leave fewer
+    // than the suite's count in the fast one (modes.rs).
+    while FastRuns::split(&row.measured).wanted(ctx.reps) {
+        plain_run(&mut row, &mut i);
     }
     if !disturbed.is_empty() {
         let list = disturbed.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>().join(", ");

@@ -1,6 +1,6 @@
 //! `validate`'s online-mode runs of a case.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
 
@@ -11,36 +11,47 @@ use crate::validate::modes::{self, FastRuns};
 use crate::validate::report::{self, Row};
 use crate::validate::suite::Case;
 
-/// The online runs (`--online-runs`: `online/`, `online-2/`, ...), on the
-/// traced run's placed platform: each prediction in `row.online`, their
-/// median in `row.online_s` (of the middle two for an even count: unlike
-/// a traced run, no run is replayed again, so none has to be chosen).
-pub(super) fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar, traced: Option<&Traced>) {
-    // Online mode models on the same placed platform (ours only: an XML
-    // platform goes as it is).
-    let online_platform = match traced {
+/// The platform the online runs model: the traced run's placed platform
+/// (of the median calibration), written beside the case's runs; ours
+/// only: an XML platform goes as it is.
+pub(super) fn online_platform(ctx: &Ctx, dir: &Path, traced: Option<&Traced>) -> PathBuf {
+    match traced {
         Some(t) if !ctx.platform_is_xml => {
             let p = dir.join("platform.toml");
             t.platform.save(&p).map(|_| p).unwrap_or_else(|_| ctx.platform_path.clone())
         }
         _ => ctx.platform_path.clone(),
-    };
+    }
+}
+
+/// Online run `k` of `case` (from 1: `online/`, then `online-<k>/`) on
+/// `platform`: its prediction goes to `row.online`.
+pub(super) fn online_run(case: &Case, ctx: &Ctx, dir: &Path, k: u32, row: &mut Row, bar: &ProgressBar, platform: &Path) {
+    let name = if k == 1 { "online".to_string() } else { format!("online-{k}") };
+    let online = dir.join(&name);
+    bar.set_message(format!("{} {name}", case.name));
+    let mode = Mode::Online { lib: ctx.interposer.clone(), out: online.clone(), platform: platform.to_path_buf() };
+    // With INTERPOSER_VIRTUAL_WTIME=1 the program's wall_s is its own
+    // timed region in virtual time: the online prediction of what it
+    // measures.
+    match checked_run(case, &mode, &dir.join(format!("{name}.log")), ctx, row) {
+        Ok(virtual_wall_s) => match read_online(&online.join("online.json")) {
+            Ok(_) => row.online.push(virtual_wall_s),
+            Err(e) => row.note(format!("{name} n/a: {e}")),
+        },
+        Err(e) => row.note(e),
+    }
+    bar.inc(1);
+}
+
+/// Every online run of `case` (`--online-runs`), one after another, on
+/// the traced run's placed platform ([`online_platform`]); their median
+/// in `row.online_s` (of the middle two for an even count: unlike a
+/// traced run, no run is replayed again, so none has to be chosen).
+pub(super) fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar, traced: Option<&Traced>) {
+    let platform = online_platform(ctx, dir, traced);
     for k in 1..=ctx.online_runs {
-        let name = if k == 1 { "online".to_string() } else { format!("online-{k}") };
-        let online = dir.join(&name);
-        bar.set_message(format!("{} {name}", case.name));
-        let mode = Mode::Online { lib: ctx.interposer.clone(), out: online.clone(), platform: online_platform.clone() };
-        // With INTERPOSER_VIRTUAL_WTIME=1 the program's wall_s is its own
-        // timed region in virtual time: the online prediction of what it
-        // measures.
-        match checked_run(case, &mode, &dir.join(format!("{name}.log")), ctx, row) {
-            Ok(virtual_wall_s) => match read_online(&online.join("online.json")) {
-                Ok(_) => row.online.push(virtual_wall_s),
-                Err(e) => row.note(format!("{name} n/a: {e}")),
-            },
-            Err(e) => row.note(e),
-        }
-        bar.inc(1);
+        online_run(case, ctx, dir, k, row, bar, &platform);
     }
     row.online_s = report::median(&row.online);
 }

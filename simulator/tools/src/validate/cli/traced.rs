@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use indicatif::ProgressBar;
 
 use super::calibration::median_calibration;
-use super::online::online_case;
 use super::timing::{own_line, predicted_s};
 use super::{checked_run, perturb_runs, Ctx};
 use crate::validate::launch::Mode;
@@ -49,13 +48,6 @@ impl Traced {
     pub(super) fn replays(&self) -> Vec<f64> {
         self.alone.iter().map(|a| a.1).collect()
     }
-}
-
-/// The traced run, its replay, and the online run.
-pub(super) fn trace_and_predict(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
-    let traced = trace_case(case, ctx, dir, row, bar);
-    online_case(case, ctx, dir, row, bar, traced.as_ref());
-    traced
 }
 
 /// Each of `runs` (several traced runs of `case`) replayed alone on
@@ -121,38 +113,57 @@ fn predict_runs(
     }
 }
 
-/// The traced run and its replay (`row.traced_s`, `row.offline_s`).
-pub(super) fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
-    let trace = dir.join("trace");
-    bar.set_message(format!("{} traced", case.name));
-    let mode = Mode::Trace { lib: ctx.interposer.clone(), out: trace.clone() };
-    let result = checked_run(case, &mode, &dir.join("trace.log"), ctx, row);
-    bar.inc(1);
-    let w = match result {
-        Ok(w) => w,
-        Err(e) => {
-            row.note(e);
-            return None;
-        }
-    };
-    let (mut walls, mut runs, mut regions) = (vec![w], vec![trace.clone()], Vec::new());
-    // Traced and regions-mode runs alternate: both meet the machine
-    // in the same states.
-    for k in 1..=ctx.traced_runs.max(ctx.regions_runs) {
-        if k <= ctx.regions_runs {
-            perturb_runs::regions_run(case, ctx, dir, k, row, bar, &mut regions);
-        }
-        if k < 2 || k > ctx.traced_runs {
-            continue;
-        }
-        let more = dir.join(format!("trace-{k}"));
-        let mode = Mode::Trace { lib: ctx.interposer.clone(), out: more.clone() };
+/// A case's traced (and regions-mode) runs so far, in run order.
+#[derive(Default)]
+pub(super) struct TracedRuns {
+    /// `wall_s` of each traced run that succeeded.
+    walls: Vec<f64>,
+    /// Its trace directory (`trace`, `trace-2`, ...).
+    runs: Vec<PathBuf>,
+    /// Each regions-mode run's directory and `wall_s`.
+    regions: Vec<(PathBuf, f64)>,
+}
+
+/// Slots of traced runs a case makes: slot k makes traced run k (up to
+/// `--traced-runs`) and regions-mode run k (up to `--regions-runs`), so
+/// that both meet the machine in the same states.
+pub(super) fn traced_slots(ctx: &Ctx) -> u32 {
+    ctx.traced_runs.max(ctx.regions_runs)
+}
+
+/// Slot `k` of the traced runs (from 1; [`traced_slots`]): traced run k
+/// (`trace/`, then `trace-<k>/`) and regions-mode run k, each when due.
+pub(super) fn traced_run(case: &Case, ctx: &Ctx, dir: &Path, k: u32, row: &mut Row, bar: &ProgressBar, acc: &mut TracedRuns) {
+    if k <= ctx.traced_runs {
+        let name = if k == 1 { "trace".to_string() } else { format!("trace-{k}") };
+        let out = dir.join(&name);
         bar.set_message(format!("{} traced {k}/{}", case.name, ctx.traced_runs));
-        match checked_run(case, &mode, &dir.join(format!("trace-{k}.log")), ctx, row) {
-            Ok(w) => (walls.push(w), runs.push(more)),
+        let mode = Mode::Trace { lib: ctx.interposer.clone(), out: out.clone() };
+        match checked_run(case, &mode, &dir.join(format!("{name}.log")), ctx, row) {
+            Ok(w) => (acc.walls.push(w), acc.runs.push(out)),
             Err(e) => (row.note(e), ()),
         };
+        bar.inc(1);
     }
+    if k <= ctx.regions_runs {
+        perturb_runs::regions_run(case, ctx, dir, k, row, bar, &mut acc.regions);
+    }
+}
+
+/// Every traced run of the case, one after another, and their replay.
+pub(super) fn trace_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar) -> Option<Traced> {
+    let mut acc = TracedRuns::default();
+    for k in 1..=traced_slots(ctx) {
+        traced_run(case, ctx, dir, k, row, bar, &mut acc);
+    }
+    finish_traced(case, ctx, dir, row, bar, acc)
+}
+
+/// The replay of the traced runs `acc` (`row.traced_s`, `row.offline_s`,
+/// the band); `None` when no traced run succeeded or none replays.
+pub(super) fn finish_traced(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar, acc: TracedRuns) -> Option<Traced> {
+    let TracedRuns { walls, runs, regions } = acc;
+    let trace = runs.first()?.clone();
     row.traced_s = report::median(&walls);
     row.traced = walls;
     let (platform, how) = match predict::placed(&ctx.platform, &trace) {
