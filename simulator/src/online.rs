@@ -194,8 +194,7 @@ impl<'a> VirtualRank<'a> {
         platform.network.host_copy_bytes_per_s = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
         let fs = platform.fs.first().cloned().map(FsState::new);
-        let lane_rate = platform.network.intra.transfer.segments.last().map(|s| s.bandwidth_bytes_per_s);
-        let lane = lane_rate.filter(|_| platform.network.serial_receives).map(lane::RecvLane::new);
+        let lane = platform.network.recv_copy_bytes_per_s().map(lane::RecvLane::new);
         VirtualRank {
             rank,
             platform,

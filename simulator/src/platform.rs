@@ -235,6 +235,13 @@ impl Network {
     pub fn serial_receive(&self, bytes: u64) -> bool {
         self.serial_receives && bytes >= self.serial_receives_min_bytes
     }
+
+    /// With `serial_receives`, each rank's copy rate, bytes/s: the
+    /// `intra` model's largest-size bandwidth (`None` without the field or
+    /// without an `intra` transfer segment).
+    pub fn recv_copy_bytes_per_s(&self) -> Option<f64> {
+        self.serial_receives.then(|| self.intra.transfer.segments.last().map(|s| s.bandwidth_bytes_per_s)).flatten()
+    }
 }
 
 /// SMPI settings that have no other place in the schema (`[smpi]`).

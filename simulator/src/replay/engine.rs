@@ -213,9 +213,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let copy = platform.network.host_copy_bytes_per_s;
         let copy_links = copy.map(|_| extra.len());
         extra.extend(copy.into_iter().flat_map(|c| std::iter::repeat_n(c, platform.hosts.len())));
-        let recv_copy = platform.network.serial_receives.then(|| platform.network.intra.transfer.segments.last()).flatten();
+        let recv_copy = platform.network.recv_copy_bytes_per_s();
         let recv_links = recv_copy.map(|_| extra.len());
-        extra.extend(recv_copy.into_iter().flat_map(|s| std::iter::repeat_n(s.bandwidth_bytes_per_s, n_ranks)));
+        extra.extend(recv_copy.into_iter().flat_map(|c| std::iter::repeat_n(c, n_ranks)));
         let local = copy.is_some() || recv_copy.is_some();
         let model = platform.links.clone().or_else(|| local.then(FlowSharing::unshared));
         let net = model.map(|m| Net::with_links(m, platform.hosts.len(), &extra));

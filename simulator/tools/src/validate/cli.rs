@@ -221,7 +221,6 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
     if let Some(done) = acc.take() {
         traced = finish_traced(case, ctx, &dir, &mut row, bar, done);
     }
-    row.online_s = report::median(&row.online);
     // More plain runs while runs in the machine's slow state leave fewer
     // than the suite's count in the fast one (modes.rs).
     while FastRuns::split(&row.measured).wanted(ctx.reps) {
@@ -275,11 +274,11 @@ fn run_case(case: &Case, ctx: &Ctx, bar: &ProgressBar) -> (Row, Option<Traced>) 
             "online runs predicted {list} s, >= {}x the fastest plain run, in a slow state of the machine: run again",
             modes::SLOW_RATIO
         ));
-        (row.online_s, row.online) = (None, Vec::new());
+        row.online.clear();
         bar.inc_length(u64::from(ctx.online_runs));
         online_case(case, ctx, &dir, &mut row, bar, traced.as_ref());
     }
-    online::fast_online(&mut row, &runs);
+    online::online_prediction(&mut row, &runs);
     if let Some(t) = traced.as_mut() {
         match_states(ctx, &mut row, t, &runs);
     }

@@ -45,25 +45,26 @@ pub(super) fn online_run(case: &Case, ctx: &Ctx, dir: &Path, k: u32, row: &mut R
 }
 
 /// Every online run of `case` (`--online-runs`), one after another, on
-/// the traced run's placed platform ([`online_platform`]); their median
-/// in `row.online_s` (of the middle two for an even count: unlike a
-/// traced run, no run is replayed again, so none has to be chosen).
+/// the traced run's placed platform ([`online_platform`]).
 pub(super) fn online_case(case: &Case, ctx: &Ctx, dir: &Path, row: &mut Row, bar: &ProgressBar, traced: Option<&Traced>) {
     let platform = online_platform(ctx, dir, traced);
     for k in 1..=ctx.online_runs {
         online_run(case, ctx, dir, k, row, bar, &platform);
     }
-    row.online_s = report::median(&row.online);
 }
 
-/// With several online runs of which some met the machine's slow state
-/// (their predictions at least [`modes::SLOW_RATIO`] times the fastest
-/// plain run, [`FastRuns::fast_replays`]): the online prediction is the
-/// median of the others, said in the row's note.
-pub(super) fn fast_online(row: &mut Row, runs: &FastRuns) {
-    let Some(fast) = runs.fast_replays(&row.online) else { return };
+/// The online prediction (`row.online_s`) of the online runs'
+/// (`row.online`): their median (of the middle two for an even count:
+/// unlike a traced run, no run is replayed again, so none has to be
+/// chosen). When some met the machine's slow state (their predictions
+/// at least [`modes::SLOW_RATIO`] times the fastest plain run,
+/// [`FastRuns::fast_replays`]) and some did not, the median of the
+/// others, said in the row's note.
+pub(super) fn online_prediction(row: &mut Row, runs: &FastRuns) {
+    let fast = runs.fast_replays(&row.online).unwrap_or_default();
     let kept: Vec<f64> = row.online.iter().zip(&fast).filter(|(_, f)| **f).map(|(o, _)| *o).collect();
     if kept.is_empty() || kept.len() == row.online.len() {
+        row.online_s = report::median(&row.online);
         return;
     }
     row.online_s = report::median(&kept);
@@ -82,15 +83,17 @@ mod tests {
     #[test]
     fn online_runs_in_the_slow_state_leave_the_median() {
         let runs = FastRuns { fast: vec![0.10, 0.12], slow: vec![] };
-        let mut row = Row { online: vec![0.16, 0.10, 0.11, 0.15], online_s: Some(0.15), ..Row::default() };
-        fast_online(&mut row, &runs);
+        let mut row = Row { online: vec![0.16, 0.10, 0.11, 0.15], ..Row::default() };
+        online_prediction(&mut row, &runs);
         assert!((row.online_s.unwrap() - 0.105).abs() < 1e-12, "{:?}", row.online_s);
         assert!(row.note.contains("the 2 runs") && row.note.contains("the other 2"), "{}", row.note);
-        // All fast, or all slow: the median of all stays.
-        for online in [vec![0.10, 0.11], vec![0.14, 0.16]] {
-            let mut row = Row { online, online_s: Some(0.5), ..Row::default() };
-            fast_online(&mut row, &runs);
-            assert_eq!((row.online_s, row.note.as_str()), (Some(0.5), ""));
+        // All fast, all slow, or no plain run to judge by: the median of all.
+        for (online, runs, median) in
+            [(vec![0.10, 0.11], &runs, 0.105), (vec![0.14, 0.16], &runs, 0.15), (vec![0.2, 0.1, 0.4], &FastRuns::default(), 0.2)]
+        {
+            let mut row = Row { online, ..Row::default() };
+            online_prediction(&mut row, runs);
+            assert!((row.online_s.unwrap() - median).abs() < 1e-12 && row.note.is_empty(), "{:?} {}", row.online_s, row.note);
         }
     }
 }

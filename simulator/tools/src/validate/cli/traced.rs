@@ -238,16 +238,14 @@ pub(super) fn match_states(ctx: &Ctx, row: &mut Row, t: &mut Traced, runs: &Fast
     }
     let seconds: Vec<f64> = kept.iter().map(|a| a.1).collect();
     let Some((run, p)) = report::lower_median_index(&seconds).map(|k| kept[k].clone()) else { return };
-    row.renote(
-        OFFLINE_RUN,
-        format!(
+    let note = format!(
         "{OFFLINE_RUN} {}/, the median of the {} whose replays are in the fast state (the other {} replay >= {}x the fastest plain run)",
         run_name(&run),
         kept.len(),
         t.alone.len() - kept.len(),
         modes::SLOW_RATIO
-    ),
     );
+    row.renote(OFFLINE_RUN, note);
     row.offline_s = Some(p);
     t.replayed = vec![run];
 }
