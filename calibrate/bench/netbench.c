@@ -91,6 +91,16 @@
  *   rma_get   the same with an MPI_Get of `size` bytes.
  *   rma_acc   the same with an MPI_Accumulate (MPI_SUM) of max(1, size / 8)
  *             doubles; its size is their bytes.
+ *   rma_lock  one MPI_Win_lock (shared) on rank 1's window, timed alone
+ *             in epochs of an 8-byte MPI_Put: the mean of CALL_BURST
+ *             (rank 0; size 0; each duration holds one MPI_Wtime call).
+ *   rma_unlock  the MPI_Win_unlock of the same epochs, timed alone.
+ *   rma_post  both ranks at once run CALL_BURST PSCW epochs (MPI_Win_post
+ *             and MPI_Win_start to the peer, an 8-byte MPI_Put,
+ *             MPI_Win_complete, MPI_Win_wait); rank 0's mean post.
+ *   rma_complete  the MPI_Win_complete of the same epochs.
+ *   rma_create  one MPI_Win_create of a 64-byte window (rank 0).
+ *   rma_free  its MPI_Win_free (rank 0).
  *   recv      rank 0 MPI_Isend; Barrier; rank 1 spins RECV_SETTLE_S so an eager
  *             message has surely arrived, then times one MPI_Recv (measured
  *             on rank 1); rank 0 MPI_Wait. For rendezvous sizes the Recv
@@ -116,7 +126,7 @@
 #define PP_BURST_LONG 256 /* timed round trips up to PP_LONG_MAX_BYTES */
 #define CALL_BURST 32
 #define RMA_BURST_LARGE 4
-#define REC 26 /* doubles per plan entry in rec[] */
+#define REC 38 /* doubles per plan entry in rec[] */
 #define RECV_SETTLE_S 30e-6
 #define AR_WARM 8
 #define AR_BURST 64
@@ -317,6 +327,13 @@ int main(int argc, char **argv)
         if (!all)
             win = MPI_WIN_NULL;
     }
+    /* The PSCW samples' group: the peer alone. */
+    MPI_Group world_group, peer_group = MPI_GROUP_NULL;
+    if (win != MPI_WIN_NULL) {
+        MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+        MPI_Group_incl(world_group, 1, &peer, &peer_group);
+        MPI_Group_free(&world_group);
+    }
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -503,6 +520,73 @@ int main(int argc, char **argv)
             }
         }
 
+        /* rma_lock, rma_unlock, rma_post, rma_complete: epochs both ways at
+         * once; rma_create, rma_free: a 64-byte window made and freed */
+        if (win != MPI_WIN_NULL) {
+            /* rma_lock, rma_unlock: each call timed alone, in epochs of an
+             * 8-byte put that both ranks run at once on each other's window */
+            double lock = 0.0, unlock = 0.0, at = 0.0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int k = -1; k < CALL_BURST; k++) {
+                double a = MPI_Wtime();
+                MPI_Win_lock(MPI_LOCK_SHARED, peer, 0, win);
+                double b = MPI_Wtime();
+                MPI_Put(buf, 8, MPI_BYTE, peer, 16, 8, MPI_BYTE, win);
+                double c = MPI_Wtime();
+                MPI_Win_unlock(peer, win);
+                double d = MPI_Wtime();
+                if (k == 0)
+                    at = a - t0;
+                if (k >= 0) {
+                    lock += b - a;
+                    unlock += d - c;
+                }
+            }
+            double post = 0.0, complete = 0.0, start = 0.0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int k = -1; k < CALL_BURST; k++) {
+                double a = MPI_Wtime();
+                MPI_Win_post(peer_group, 0, win);
+                double b = MPI_Wtime();
+                MPI_Win_start(peer_group, 0, win);
+                MPI_Put(buf, 8, MPI_BYTE, peer, 8, 8, MPI_BYTE, win);
+                double c = MPI_Wtime();
+                MPI_Win_complete(win);
+                double d = MPI_Wtime();
+                MPI_Win_wait(win);
+                if (k == 0)
+                    start = a - t0;
+                if (k >= 0) {
+                    post += b - a;
+                    complete += d - c;
+                }
+            }
+            char small_base[64];
+            MPI_Win small_win;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double a = MPI_Wtime();
+            MPI_Win_create(small_base, sizeof small_base, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &small_win);
+            double b = MPI_Wtime();
+            MPI_Barrier(MPI_COMM_WORLD);
+            double c = MPI_Wtime();
+            MPI_Win_free(&small_win);
+            double d = MPI_Wtime();
+            if (rank == 0) {
+                r[26] = at;
+                r[27] = lock / CALL_BURST;
+                r[28] = at;
+                r[29] = unlock / CALL_BURST;
+                r[30] = start;
+                r[31] = post / CALL_BURST;
+                r[32] = start;
+                r[33] = complete / CALL_BURST;
+                r[34] = a - t0;
+                r[35] = b - a;
+                r[36] = c - t0;
+                r[37] = d - c;
+            }
+        }
+
         /* recv: the message has already arrived (eager sizes) */
         if (rank == 0) {
             MPI_Request req;
@@ -570,6 +654,12 @@ int main(int argc, char **argv)
                 fprintf(out, "rma_put,%ld,%.9f,%.9e\n", plan[i], r[16], r[17]);
                 fprintf(out, "rma_get,%ld,%.9f,%.9e\n", plan[i], r[18], r[19]);
                 fprintf(out, "rma_acc,%d,%.9f,%.9e\n", 8 * acc_count(plan[i]), r[20], r[21]);
+                fprintf(out, "rma_lock,0,%.9f,%.9e\n", r[26], r[27]);
+                fprintf(out, "rma_unlock,0,%.9f,%.9e\n", r[28], r[29]);
+                fprintf(out, "rma_post,0,%.9f,%.9e\n", r[30], r[31]);
+                fprintf(out, "rma_complete,0,%.9f,%.9e\n", r[32], r[33]);
+                fprintf(out, "rma_create,0,%.9f,%.9e\n", r[34], r[35]);
+                fprintf(out, "rma_free,0,%.9f,%.9e\n", r[36], r[37]);
             }
         }
         if (fclose(out) != 0) {
@@ -578,8 +668,10 @@ int main(int argc, char **argv)
         }
         free(recv1);
     }
-    if (win != MPI_WIN_NULL)
+    if (win != MPI_WIN_NULL) {
+        MPI_Group_free(&peer_group);
         MPI_Win_free(&win);
+    }
     free(winbase);
     free(buf);
     free(buf2);

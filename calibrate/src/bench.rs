@@ -52,6 +52,20 @@ pub enum Op {
     /// The same with one `MPI_Accumulate` (`MPI_SUM` on doubles; the size
     /// is their bytes).
     RmaAccumulate,
+    /// One `MPI_Win_lock` (shared) timed alone, in a passive-target epoch
+    /// of an 8-byte `MPI_Put` (size 0; the duration holds one `MPI_Wtime`).
+    RmaLock,
+    /// The `MPI_Win_unlock` of the same epochs, timed alone (size 0).
+    RmaUnlock,
+    /// One `MPI_Win_post` timed alone, in PSCW epochs that both ranks run
+    /// at once, each with an 8-byte `MPI_Put` (size 0).
+    RmaPost,
+    /// The `MPI_Win_complete` of the same epochs, timed alone (size 0).
+    RmaComplete,
+    /// One `MPI_Win_create` of a 64-byte window (size 0).
+    RmaCreate,
+    /// One `MPI_Win_free` of that window (size 0).
+    RmaFree,
     /// netgauge's PRTT(1, 0, s): one message and its reply (LogGP mode).
     Prtt1,
     /// PRTT(n, 0, s): n messages back to back, then one reply.
@@ -74,7 +88,7 @@ pub enum Op {
 
 impl Op {
     /// All operations, in CSV order.
-    pub const ALL: [Op; 18] = [
+    pub const ALL: [Op; 24] = [
         Op::Pingpong,
         Op::Send,
         Op::Recv,
@@ -87,6 +101,12 @@ impl Op {
         Op::RmaPut,
         Op::RmaGet,
         Op::RmaAccumulate,
+        Op::RmaLock,
+        Op::RmaUnlock,
+        Op::RmaPost,
+        Op::RmaComplete,
+        Op::RmaCreate,
+        Op::RmaFree,
         Op::Prtt1,
         Op::PrttN,
         Op::PrttD,
@@ -110,6 +130,12 @@ impl Op {
             Op::RmaPut => "rma_put",
             Op::RmaGet => "rma_get",
             Op::RmaAccumulate => "rma_acc",
+            Op::RmaLock => "rma_lock",
+            Op::RmaUnlock => "rma_unlock",
+            Op::RmaPost => "rma_post",
+            Op::RmaComplete => "rma_complete",
+            Op::RmaCreate => "rma_create",
+            Op::RmaFree => "rma_free",
             Op::Prtt1 => "prtt1",
             Op::PrttN => "prttn",
             Op::PrttD => "prttd",

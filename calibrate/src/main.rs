@@ -391,6 +391,7 @@ fn network_cmd(a: NetworkArgs) -> anyhow::Result<()> {
     platform.smpi.irecv_s = cal.fit.irecv_s.unwrap_or(0.0);
     platform.smpi.wait_s = cal.fit.wait_s.unwrap_or(0.0);
     platform.smpi.rma_call_s = cal.fit.rma_call_s.unwrap_or(0.0);
+    platform.smpi.rma_calls = cal.fit.rma_calls;
     platform.smpi.poll_s = cal.fit.iprobe_s.unwrap_or(0.0);
     if a.host_copy {
         platform.network.host_copy_bytes_per_s = cal.fit.host_copy_bytes_per_s;

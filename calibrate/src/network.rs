@@ -20,6 +20,7 @@
 use std::path::Path;
 
 use simulator::network::P2pModel;
+use simulator::platform::RmaCalls;
 use statrs::statistics::{Data, Median};
 
 use crate::bench::{self, Launcher, Op, Sample};
@@ -139,6 +140,9 @@ pub struct NetworkFit {
     /// Median cost of one one-sided call (half an empty lock, unlock
     /// epoch), seconds, when measured (the platform's `[smpi] rma_call_s`).
     pub rma_call_s: Option<f64>,
+    /// Medians of the one-sided calls timed alone, less one `MPI_Wtime`,
+    /// seconds, when measured (the platform's `[smpi.rma_calls]`).
+    pub rma_calls: RmaCalls,
     /// One-sided movements, when measured (the model's `rma` table).
     pub rma: Option<rma::RmaFit>,
     /// The host's copy rate shared by concurrent transfers, bytes/s, when
@@ -206,6 +210,7 @@ impl NetworkFit {
         if let Some(r) = self.rma_call_s {
             out.push_str(&format!("one-sided call (half a lock, unlock epoch) {:.1} ns\n", r * 1e9));
         }
+        out.push_str(&rma::calls_summary(&self.rma_calls));
         match self.host_copy_bytes_per_s {
             Some(c) => out.push_str(&format!("host copy rate shared by concurrent transfers {:.3} GB/s\n", c * 1e-9)),
             None => out.push_str("host copy rate: no sharing seen in the exchange samples\n"),
@@ -289,17 +294,20 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         (!v.is_empty()).then(|| Data::new(v).median())
     };
     let rma_call_s = median(Op::Rma);
-    let rma = rma::fit_rma(samples, rma_call_s.unwrap_or(0.0), fit)?;
+    let wtime_s = median(Op::Wtime);
+    let rma_calls = rma::fit_calls(samples, wtime_s.unwrap_or(0.0));
+    let rma = rma::fit_rma(samples, rma::epoch_calls_s(&rma_calls, rma_call_s.unwrap_or(0.0)), fit)?;
     let mut fit = NetworkFit {
         transfer,
         send,
         recv,
         isend,
-        wtime_s: median(Op::Wtime),
+        wtime_s,
         iprobe_s: median(Op::Iprobe),
         irecv_s: median(Op::Irecv),
         wait_s: median(Op::Wait),
         rma_call_s,
+        rma_calls,
         rma,
         host_copy_bytes_per_s: None,
         pairs: None,

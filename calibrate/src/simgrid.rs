@@ -119,6 +119,7 @@ mod tests {
             irecv_s: None,
             wait_s: None,
             rma_call_s: None,
+            rma_calls: Default::default(),
             rma: None,
             host_copy_bytes_per_s: None,
             pairs: None,

@@ -80,20 +80,27 @@ fn calibrate_network_writes_a_loadable_platform() {
     let (irecv, wait) = (p.smpi.irecv_s, p.smpi.wait_s);
     assert!(irecv > 0.0 && irecv < 1e-4 && wait > 0.0 && wait < 1e-4, "irecv_s {irecv}, wait_s {wait}\n{stdout}");
     assert!(stdout.contains("MPI_Irecv post") && stdout.contains("MPI_Wait on a satisfied request"), "{stdout}");
-    // So does a one-sided call.
+    // So does a one-sided call, and each of the calls timed alone.
     let rma = p.smpi.rma_call_s;
     assert!(rma > 0.0 && rma < 1e-3 && stdout.contains("one-sided call"), "rma_call_s {rma}\n{stdout}");
+    for (name, v) in p.smpi.rma_calls.fields() {
+        assert!(v.is_some_and(|v| (0.0..1e-1).contains(&v)), "rma_calls.{name} = {v:?}\n{stdout}");
+    }
+    let c = p.smpi.rma_calls;
+    assert!(c.create_s > c.lock_s && stdout.contains("one-sided calls timed alone"), "{c:?}\n{stdout}");
 
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert!(rows.starts_with("op,size_bytes,start_s,duration_s\n"));
     // One grid pass, plus at most 3 more while the medians are unstable;
-    // 14 rows per plan entry (pingpong, exchange, pair, send, recv, isend,
-    // wtime, iprobe, irecv, wait, rma, rma_put, rma_get, rma_acc).
+    // 20 rows per plan entry (pingpong, exchange, pair, send, recv, isend,
+    // wtime, iprobe, irecv, wait, rma, rma_put, rma_get, rma_acc,
+    // rma_lock, rma_unlock, rma_post, rma_complete, rma_create, rma_free).
     assert!(rows.contains("\nirecv,0,") && rows.contains("\nwait,0,") && rows.contains("\nrma,0,"));
+    assert!(rows.contains("\nrma_lock,0,") && rows.contains("\nrma_complete,0,") && rows.contains("\nrma_create,0,"));
     assert!(rows.contains("\nexchange,") && stdout.contains("host copy rate"), "{stdout}");
     assert!(rows.contains("\nrma_put,") && rows.contains("\nrma_get,") && rows.contains("\nrma_acc,"));
     assert!(rows.contains("\npair,") && stdout.contains("two transfers into one rank at once"), "{stdout}");
-    let passes = (rows.lines().count() - 1) as f64 / (14 * 10 * 30) as f64;
+    let passes = (rows.lines().count() - 1) as f64 / (20 * 10 * 30) as f64;
     assert!(passes.fract() == 0.0 && (1.0..=4.0).contains(&passes), "{passes} grid passes");
     if stdout.contains("refined") {
         assert!(Path::new(&dir.path().join("samples.refine.csv")).exists());

@@ -408,6 +408,23 @@ pub enum RmaCall {
     Wait,
 }
 
+impl RmaCall {
+    /// Which of the platform's one-sided call costs this call takes
+    /// ([`crate::platform::Smpi::rma_call_cost`]).
+    pub fn cost_kind(&self) -> crate::platform::RmaCallKind {
+        use crate::platform::RmaCallKind as K;
+        match self {
+            RmaCall::Create { .. } => K::Create,
+            RmaCall::Free => K::Free,
+            RmaCall::Lock { .. } => K::Lock,
+            RmaCall::Unlock { .. } => K::Unlock,
+            RmaCall::Post { .. } => K::Post,
+            RmaCall::Complete => K::Complete,
+            _ => K::Other,
+        }
+    }
+}
+
 pub use crate::trace::actions::{is_any_source, op_action, region_id, ComputeTime, TraceActions};
 
 /// What an [`Action::Io`] does.

@@ -76,7 +76,7 @@ use serde::Serialize;
 use crate::io::FsState;
 use crate::network::rma::{RmaMove, RmaPeer};
 use crate::network::P2pModel;
-use crate::platform::{Platform, WaitingRanks};
+use crate::platform::{Platform, RmaCallKind, WaitingRanks};
 use crate::replay::Stretch;
 
 mod coll;
@@ -489,11 +489,12 @@ impl<'a> VirtualRank<'a> {
         self.resolve(b);
     }
 
-    /// A one-sided call: the rank is busy `[smpi] rma_call_s`, as in the
-    /// replay ([`VirtualRank::rma_move`] and [`VirtualRank::rma_settle`]
-    /// include it).
-    pub fn rma_call(&mut self) {
-        self.busy(self.platform.smpi.rma_call_s);
+    /// A one-sided call of `kind`: the rank is busy its CPU time
+    /// ([`Smpi::rma_call_cost`](crate::platform::Smpi::rma_call_cost)), as
+    /// in the replay ([`VirtualRank::rma_move`] and
+    /// [`VirtualRank::rma_settle`] include it).
+    pub fn rma_call(&mut self, kind: RmaCallKind) {
+        self.busy(self.platform.smpi.rma_call_cost(kind));
     }
 
     /// A poll ([`Action::Poll`](crate::action::Action::Poll)): the rank is busy `[smpi] poll_s`, as in
@@ -512,7 +513,7 @@ impl<'a> VirtualRank<'a> {
     /// clock, as the offline replay charges it ([`RmaMove::cost`]); it
     /// completes at the next [`VirtualRank::rma_settle`] covering `target`.
     pub fn rma_move(&mut self, target: u32, kind: RmaMove, bytes: u64) {
-        self.rma_call();
+        self.rma_call(RmaCallKind::Other);
         let peer = RmaPeer::of(self.rank, target, self.platform.host_of(self.rank) == self.platform.host_of(target));
         let cost = kind.cost(self.model(self.rank, target), bytes, peer);
         let done = self.clock + cost.done_after_s;
@@ -524,11 +525,11 @@ impl<'a> VirtualRank<'a> {
         *p = p.max(done);
     }
 
-    /// A synchronization that completes this rank's one-sided operations
-    /// to `target` (all targets for `None`): the clock moves to their
-    /// completion, as communication time.
-    pub fn rma_settle(&mut self, target: Option<u32>) {
-        self.rma_call();
+    /// A synchronization of `kind` that completes this rank's one-sided
+    /// operations to `target` (all targets for `None`): the clock moves to
+    /// their completion, as communication time.
+    pub fn rma_settle(&mut self, target: Option<u32>, kind: RmaCallKind) {
+        self.rma_call(kind);
         let until = match target {
             Some(t) => self.rma_pending.remove(&t).unwrap_or(0.0),
             None => self.rma_pending.drain().map(|(_, at)| at).fold(0.0, f64::max),

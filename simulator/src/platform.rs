@@ -39,6 +39,7 @@
 //! irecv_s = 1.2e-7             # optional: cost of posting an MPI_Irecv (default 0)
 //! wait_s = 6e-8                # optional: per request an MPI_Wait/Waitall completes (default 0)
 //! rma_call_s = 1e-6            # optional: per one-sided call (put, get, lock, fence, ...; default 0)
+//! rma_calls = { lock_s = 3e-7, unlock_s = 4e-7, create_s = 2e-4 } # optional: those calls' own costs ([`RmaCalls`])
 //! [links]                      # optional: link sharing between hosts
 //! bw_bytes_per_s = 1.25e9      # every link (x count for fat-tree levels)
 //! crosstraffic = 0.0           # optional (SimGrid: 0.05)
@@ -67,7 +68,10 @@ use crate::collectives::Collectives;
 use crate::energy::{PowerRange, Pstate};
 use crate::network::{FlowSharing, P2pModel};
 
+mod rma_calls;
 pub mod simgrid;
+
+pub use rma_calls::{RmaCallKind, RmaCalls};
 
 /// One host (node).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -286,6 +290,11 @@ pub struct Smpi {
     /// their growth over repeated calls (`smpi/grow-injected-times`).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub poll_s: f64,
+    /// Measured costs of the one-sided calls that do more than an empty
+    /// call (lock, unlock, post, complete, a window's creation and free),
+    /// seconds; the others take `rma_call_s` ([`RmaCalls`]).
+    #[serde(default, skip_serializing_if = "RmaCalls::is_empty")]
+    pub rma_calls: RmaCalls,
 }
 
 fn is_zero_f64(v: &f64) -> bool {
@@ -307,7 +316,22 @@ impl Smpi {
                 return Err(format!("{name} must be finite and >= 0, got {v}").into());
             }
         }
+        for (name, v) in self.rma_calls.fields() {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(format!("rma_calls.{name} must be finite and >= 0, got {v}").into());
+            }
+        }
         Ok(())
+    }
+
+    /// CPU time of one-sided call `kind`, seconds: its measured cost in
+    /// `rma_calls`, else `rma_call_s` (a window's creation: 0).
+    pub fn rma_call_cost(&self, kind: RmaCallKind) -> f64 {
+        match (self.rma_calls.get(kind), kind) {
+            (Some(s), _) => s,
+            (None, RmaCallKind::Create) => 0.0,
+            (None, _) => self.rma_call_s,
+        }
     }
 }
 

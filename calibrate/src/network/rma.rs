@@ -2,7 +2,8 @@
 //! [`RmaCosts`]) from the `rma_put`, `rma_get` and `rma_acc` samples:
 //! each a passive-target epoch (`MPI_Win_lock`, one operation,
 //! `MPI_Win_unlock`) against size, fitted as the point-to-point operations
-//! are ([`segmented::fit`]), less the three calls' own cost (`rma_call_s`,
+//! are ([`segmented::fit`]), less the epoch's calls (lock and unlock as
+//! timed alone, `[smpi.rma_calls]`, and the movement's own `rma_call_s`,
 //! which the replay charges apart). Between the last measured size of one
 //! piece and the first of the next, the cost is the line joining the two
 //! pieces' values there, not the lower piece extended: one-sided
@@ -13,6 +14,8 @@
 
 use simulator::network::rma::RmaCosts;
 use simulator::network::{Piecewise, Segment};
+use simulator::platform::RmaCalls;
+use statrs::statistics::{Data, Median};
 
 use super::points;
 use crate::bench::{Op, Sample};
@@ -28,8 +31,9 @@ pub struct RmaFit {
     pub get: SegmentedFit,
     /// Lock, `MPI_Accumulate`, unlock: seconds against bytes.
     pub accumulate: SegmentedFit,
-    /// One one-sided call, seconds (the platform's `[smpi] rma_call_s`).
-    pub call_s: f64,
+    /// An epoch's calls besides its movement's time (lock, unlock and the
+    /// movement's call), seconds.
+    pub epoch_calls_s: f64,
 }
 
 /// Fits the epochs of `samples`, or `None` when they have no `rma_put`
@@ -37,12 +41,13 @@ pub struct RmaFit {
 /// CSV from before they were measured) or too few sizes to fit (a short
 /// size grid: accumulates of 8 bytes or less all move one double), said
 /// in one warning; the platform then costs one-sided movement by the
-/// point-to-point model. `call_s`: one call's cost, seconds.
+/// point-to-point model. `epoch_calls_s`: the cost of an epoch's calls
+/// (lock, unlock and the movement's call), seconds.
 ///
 /// # Errors
 /// [`crate::error::ErrorKind::Fit`] naming the operation with a bad
 /// duration.
-pub fn fit_rma(samples: &[Sample], call_s: f64, options: &FitOptions) -> Result<Option<RmaFit>, Error> {
+pub fn fit_rma(samples: &[Sample], epoch_calls_s: f64, options: &FitOptions) -> Result<Option<RmaFit>, Error> {
     if !samples.iter().any(|s| s.op == Op::RmaPut) {
         return Ok(None);
     }
@@ -55,7 +60,51 @@ pub fn fit_rma(samples: &[Sample], call_s: f64, options: &FitOptions) -> Result<
         return Ok(None);
     }
     let one = |op: Op| segmented::fit(&points(samples, op), options).map_err(|e| Error::new(e.kind(), format!("{op}: {e}")));
-    Ok(Some(RmaFit { put: one(Op::RmaPut)?, get: one(Op::RmaGet)?, accumulate: one(Op::RmaAccumulate)?, call_s }))
+    Ok(Some(RmaFit { put: one(Op::RmaPut)?, get: one(Op::RmaGet)?, accumulate: one(Op::RmaAccumulate)?, epoch_calls_s }))
+}
+
+/// The platform's `[smpi.rma_calls]` from the samples of the one-sided
+/// calls timed alone (`rma_lock`, `rma_unlock`, `rma_post`,
+/// `rma_complete`, `rma_create`, `rma_free`): each one's median less
+/// `wtime_s` (each duration holds one `MPI_Wtime` call), at least 0;
+/// `None` for a call without samples.
+pub fn fit_calls(samples: &[Sample], wtime_s: f64) -> RmaCalls {
+    let alone = |op: Op| {
+        let v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
+        (!v.is_empty()).then(|| (Data::new(v).median() - wtime_s).max(0.0))
+    };
+    RmaCalls {
+        lock_s: alone(Op::RmaLock),
+        unlock_s: alone(Op::RmaUnlock),
+        post_s: alone(Op::RmaPost),
+        complete_s: alone(Op::RmaComplete),
+        create_s: alone(Op::RmaCreate),
+        free_s: alone(Op::RmaFree),
+    }
+}
+
+/// An epoch's calls besides its movement, seconds: lock and unlock as
+/// timed alone (else one call of `call_s` each) and the movement's own call.
+pub fn epoch_calls_s(calls: &RmaCalls, call_s: f64) -> f64 {
+    calls.lock_s.unwrap_or(call_s) + calls.unlock_s.unwrap_or(call_s) + call_s
+}
+
+/// One line of the calibration summary on the calls timed alone (empty without them).
+pub fn calls_summary(c: &RmaCalls) -> String {
+    if c.is_empty() {
+        return String::new();
+    }
+    let ns = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}", v * 1e9));
+    let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.1}", v * 1e6));
+    format!(
+        "one-sided calls timed alone: lock {} ns, unlock {} ns, post {} ns, complete {} ns; window create {} us, free {} us\n",
+        ns(c.lock_s),
+        ns(c.unlock_s),
+        ns(c.post_s),
+        ns(c.complete_s),
+        us(c.create_s),
+        us(c.free_s)
+    )
 }
 
 fn distinct_sizes(samples: &[Sample], op: Op) -> usize {
@@ -67,7 +116,7 @@ fn distinct_sizes(samples: &[Sample], op: Op) -> usize {
 
 impl RmaFit {
     /// The simulator's costs: each epoch's fit, bridged between pieces
-    /// (see the module doc), less three calls, each segment's value kept
+    /// (see the module doc), less the epoch's calls, each segment's value kept
     /// ≥ 0 at its first size.
     pub fn costs(&self) -> RmaCosts {
         let less_calls = |f: &SegmentedFit| {
@@ -75,7 +124,7 @@ impl RmaFit {
             let mut start = 0u64;
             for s in &mut p.segments {
                 let floor = -(start as f64) / s.bandwidth_bytes_per_s;
-                s.intercept_s = (s.intercept_s - 3.0 * self.call_s).max(floor);
+                s.intercept_s = (s.intercept_s - self.epoch_calls_s).max(floor);
                 start = s.max_bytes.unwrap_or(start);
             }
             p
@@ -138,8 +187,8 @@ mod tests {
     }
 
     #[test]
-    fn the_costs_are_the_epochs_less_three_calls() {
-        let f = fit_rma(&epochs(), 1e-7, &FitOptions::default()).unwrap().unwrap();
+    fn the_costs_are_the_epochs_less_their_calls() {
+        let f = fit_rma(&epochs(), 3e-7, &FitOptions::default()).unwrap().unwrap();
         let c = f.costs();
         for (p, a, b) in [(&c.put, 1.3e-6, 1e-10), (&c.get, 1.4e-6, 1e-10), (&c.accumulate, 2.8e-6, 1e-9)] {
             for size in [8u64, 4096, 262144] {
@@ -174,11 +223,29 @@ mod tests {
     fn no_epoch_samples_give_no_costs_and_a_cost_never_goes_negative() {
         let pp = Sample { op: Op::Pingpong, size_bytes: 8, start_s: 0.0, duration_s: 1e-7 };
         assert_eq!(fit_rma(&[pp], 1e-7, &FitOptions::default()).unwrap(), None);
-        // Calls dearer than a third of the epochs: each cost starts at 0, not below.
-        let f = fit_rma(&epochs(), 1e-5, &FitOptions::default()).unwrap().unwrap();
+        // Calls dearer than the epochs: each cost starts at 0, not below.
+        let f = fit_rma(&epochs(), 3e-5, &FitOptions::default()).unwrap().unwrap();
         let c = f.costs();
         assert!(c.validate().is_ok());
         assert_eq!(c.put.eval(0), 0.0);
+    }
+
+    #[test]
+    fn calls_timed_alone_are_their_medians_less_one_wtime() {
+        let mut v = epochs();
+        for (k, d) in [4e-7, 5e-7, 9e-6].into_iter().enumerate() {
+            v.push(Sample { op: Op::RmaLock, size_bytes: 0, start_s: k as f64, duration_s: d });
+            v.push(Sample { op: Op::RmaCreate, size_bytes: 0, start_s: k as f64, duration_s: 1e3 * d });
+        }
+        let c = fit_calls(&v, 1e-7);
+        assert!((c.lock_s.unwrap() - 4e-7).abs() < 1e-15, "{c:?}");
+        assert!((c.create_s.unwrap() - (5e-4 - 1e-7)).abs() < 1e-12, "{c:?}");
+        assert_eq!((c.unlock_s, c.post_s, c.complete_s, c.free_s), (None, None, None, None));
+        // A call cheaper than MPI_Wtime costs 0, not less.
+        assert_eq!(fit_calls(&v, 1.0).lock_s, Some(0.0));
+        // The epochs lose the lock as timed and one call for the missing unlock and the movement.
+        assert!((epoch_calls_s(&c, 1e-7) - (4e-7 + 2e-7)).abs() < 1e-15);
+        assert!(calls_summary(&c).contains("lock 400.0 ns, unlock - ns") && calls_summary(&RmaCalls::default()).is_empty());
     }
 
     /// A short size grid (a quick probe) leaves accumulates with two sizes:

@@ -346,14 +346,17 @@ fn untimed(op: Op, params: simulator::trace::Params) -> CallRecord {
 }
 
 /// One-sided call `op` with parameters `p` (as the trace records them)
-/// returned: a data movement charges the origin as the replay does and
-/// completes at a later synchronization, which `MPI_Win_unlock`, the
-/// flushes, `MPI_Win_unlock_all`, `MPI_Win_complete`, `MPI_Win_fence` and
-/// `MPI_Win_free` are (`MPI_Win_lock_all` costs nothing, as in the
+/// returned: each call costs the rank its CPU time as in the replay
+/// ([`simulator::platform::Smpi::rma_call_cost`]); a data movement
+/// charges the origin as the replay does and completes at a later
+/// synchronization, which `MPI_Win_unlock`, the flushes,
+/// `MPI_Win_unlock_all`, `MPI_Win_complete`, `MPI_Win_fence` and
+/// `MPI_Win_free` are (`MPI_Win_lock_all` waits for nothing, as in the
 /// replay). The lock waits and PSCW notices need messages the protocol
-/// does not carry: `MPI_Win_lock`, `post`, `start` and `wait` cost no
-/// virtual time and are listed as unmodelled, as is a movement to an
-/// unknown target.
+/// does not carry: `MPI_Win_lock`, `post`, `start` and `wait` cost only
+/// their call and are listed as unmodelled, as is a movement to an
+/// unknown target. A window's creation costs its call; the C wrapper
+/// then adds its barrier.
 ///
 /// # Safety
 /// `p` points to a valid `struct ipr_params`.
@@ -369,6 +372,7 @@ pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
         Op::GetAccumulate | Op::FetchAndOp | Op::CompareAndSwap | Op::RgetAccumulate => Some(RmaMove::GetAccumulate),
         _ => None,
     };
+    use simulator::platform::RmaCallKind as K;
     with((), |on| {
         let ev = match (kind, call) {
             (Some(kind), _) => match target {
@@ -379,16 +383,26 @@ pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
                     return;
                 }
             },
+            // A window's creation costs its call, then the barrier the C wrapper adds.
+            (None, Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic) => Ev::RmaCall { kind: K::Create },
             // The replay's lock_all takes no lock: only the call's cost.
-            (None, Op::WinLockAll) => Ev::RmaCall,
+            (None, Op::WinLockAll) => Ev::RmaCall { kind: K::Other },
             // Lock waits and PSCW notices are not modelled online: the call's cost only.
             (None, Op::WinLock | Op::WinPost | Op::WinStart | Op::WinWait) => {
                 on.unmodelled.insert(call.mpi_name());
-                Ev::RmaCall
+                let kind = match call {
+                    Op::WinLock => K::Lock,
+                    Op::WinPost => K::Post,
+                    _ => K::Other,
+                };
+                Ev::RmaCall { kind }
             }
-            (None, Op::WinUnlock | Op::WinFlush | Op::WinFlushLocal) => Ev::RmaSettle { target },
-            (None, Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinComplete | Op::WinFence | Op::WinFree) => {
-                Ev::RmaSettle { target: None }
+            (None, Op::WinUnlock) => Ev::RmaSettle { target, kind: K::Unlock },
+            (None, Op::WinFlush | Op::WinFlushLocal) => Ev::RmaSettle { target, kind: K::Other },
+            (None, Op::WinComplete) => Ev::RmaSettle { target: None, kind: K::Complete },
+            (None, Op::WinFree) => Ev::RmaSettle { target: None, kind: K::Free },
+            (None, Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinFence) => {
+                Ev::RmaSettle { target: None, kind: K::Other }
             }
             _ => {
                 on.unmodelled.insert(call.mpi_name());

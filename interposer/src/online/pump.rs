@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 use simulator::action::Action;
 use simulator::network::rma::RmaMove;
 use simulator::online::Pending;
+use simulator::platform::RmaCallKind;
 use simulator::trace::Op as Call;
 
 use super::shadow::{Channel, Op};
@@ -65,12 +66,12 @@ pub enum Ev {
     CommFree { slot: u32 },
     /// A one-sided data movement of `bytes` to world rank `target`.
     RmaMove { target: u32, kind: RmaMove, bytes: u64 },
-    /// A synchronization completing the one-sided operations to `target`
-    /// (all targets for `None`).
-    RmaSettle { target: Option<u32> },
-    /// A one-sided call whose only cost online is its call cost (lock,
-    /// lock_all, post, start, wait).
-    RmaCall,
+    /// A synchronization of `kind` completing the one-sided operations to
+    /// `target` (all targets for `None`).
+    RmaSettle { target: Option<u32>, kind: RmaCallKind },
+    /// A one-sided call whose only cost online is its call cost (a
+    /// window's creation, lock, lock_all, post, start, wait).
+    RmaCall { kind: RmaCallKind },
     /// A test that completed no request, or an `MPI_Iprobe` ([`Action::Poll`]).
     Poll,
 }
@@ -314,8 +315,8 @@ impl Online {
             }
             Ev::CommFree { slot } => super::ffi::free_shadow(*slot),
             Ev::RmaMove { target, kind, bytes } => self.clock.rma_move(*target, *kind, *bytes),
-            Ev::RmaSettle { target } => self.clock.rma_settle(*target),
-            Ev::RmaCall => self.clock.rma_call(),
+            Ev::RmaSettle { target, kind } => self.clock.rma_settle(*target, *kind),
+            Ev::RmaCall { kind } => self.clock.rma_call(*kind),
             Ev::Poll => self.clock.poll(),
         }
         true

@@ -153,25 +153,43 @@ fn fortran_rma_is_recorded_like_c() {
 fn online_mode_charges_rma_by_the_replay_model_and_lists_what_it_does_not() {
     let tmp = tempfile::tempdir().unwrap();
     let platform = super::online::platform_file(tmp.path(), 1.0);
-    let dir = tempfile::tempdir().unwrap();
-    let env = [
-        ("INTERPOSER_OUT", dir.path().to_str().unwrap()),
-        ("INTERPOSER_MODE", "online"),
-        ("INTERPOSER_PLATFORM", platform.to_str().unwrap()),
-    ];
-    let out = super::mpirun(2, "rma", &["100", "1024", "20000"], &env, true);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("check=ok"), "online mode changed the results");
-    let report = super::online::online_json(dir.path());
-    assert_eq!(report["complete"], true, "{report}");
-    let unmodelled: Vec<&str> = report["unmodelled_calls"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-    assert_eq!(unmodelled, ["MPI_Win_lock", "MPI_Win_post", "MPI_Win_start", "MPI_Win_wait"]);
-    // Puts, gets, accumulates and their completions at the flushes,
-    // unlocks, completes and fences cost what the replay charges; the lock
-    // and PSCW waits are missing (on this 1 us platform, two notices of
-    // the PSCW epoch per iteration), so online predicts a little less.
-    let online = report["makespan_s"].as_f64().unwrap();
-    let offline = super::online::offline_makespan(dir.path(), &platform);
-    assert!(online <= offline * 1.01 && online > offline * 0.85, "online {online} s vs offline {offline} s of the same run");
-    let messages: u64 = report["ranks"].as_array().unwrap().iter().map(|r| r["messages"].as_u64().unwrap()).sum();
-    assert!(messages >= (4 + 7) * 100, "{report}: per iteration 7 data movements of rank 1, 4 of rank 0 (3 are local copies)");
+    // The same platform with measured costs of single one-sided calls.
+    let costly = tmp.path().join("costly.toml");
+    let calls = "[smpi.rma_calls]\ncreate_s = 2e-3\nfree_s = 1e-3\nlock_s = 2e-5\nunlock_s = 3e-5\npost_s = 1e-5\ncomplete_s = 1e-5\n";
+    std::fs::write(&costly, std::fs::read_to_string(&platform).unwrap() + calls).unwrap();
+    for p in [&platform, &costly] {
+        let dir = tempfile::tempdir().unwrap();
+        let env =
+            [("INTERPOSER_OUT", dir.path().to_str().unwrap()), ("INTERPOSER_MODE", "online"), ("INTERPOSER_PLATFORM", p.to_str().unwrap())];
+        let out = super::mpirun(2, "rma", &["100", "1024", "20000"], &env, true);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("check=ok"), "online mode changed the results");
+        let report = super::online::online_json(dir.path());
+        assert_eq!(report["complete"], true, "{report}");
+        let unmodelled: Vec<&str> = report["unmodelled_calls"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(unmodelled, ["MPI_Win_lock", "MPI_Win_post", "MPI_Win_start", "MPI_Win_wait"]);
+        // Puts, gets, accumulates and their completions at the flushes,
+        // unlocks, completes and fences cost what the replay charges, and so
+        // does each call; the lock and PSCW waits are missing (on this 1 us
+        // platform, two notices of the PSCW epoch per iteration), so online
+        // predicts a little less.
+        let online = report["makespan_s"].as_f64().unwrap();
+        let offline = super::online::offline_makespan(dir.path(), p);
+        assert!(
+            online <= offline * 1.01 && online > offline * 0.85,
+            "{}: online {online} s vs offline {offline} s of the same run",
+            p.display()
+        );
+        let messages: u64 = report["ranks"].as_array().unwrap().iter().map(|r| r["messages"].as_u64().unwrap()).sum();
+        assert!(messages >= (4 + 7) * 100, "{report}: per iteration 7 data movements of rank 1, 4 of rank 0 (3 are local copies)");
+        if p == &costly {
+            // Per rank: two windows made (2 ms each) and freed (1 ms each);
+            // per iteration two locks, two unlocks, a post and a complete
+            // (120 us); 18 ms in all beyond the one-call costs.
+            let plain = super::online::offline_makespan(dir.path(), &platform);
+            assert!(
+                offline - plain > 0.9 * 18e-3 && online - plain > 0.8 * 18e-3,
+                "offline {offline} s, online {online} s, without the costs {plain} s"
+            );
+        }
+    }
 }

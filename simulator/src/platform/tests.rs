@@ -114,6 +114,28 @@ fn toml_gives_host_speeds_and_smpi_threshold() {
 }
 
 #[test]
+fn one_sided_call_costs_round_trip_and_bad_ones_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = sample();
+    p.smpi.rma_call_s = 1e-7;
+    p.smpi.rma_calls = RmaCalls { lock_s: Some(3e-7), create_s: Some(2e-4), ..RmaCalls::default() };
+    let f = dir.path().join("p.toml");
+    p.save(&f).unwrap();
+    let back = Platform::load(&f).unwrap();
+    assert_eq!(back, p);
+    let c = |k| back.smpi.rma_call_cost(k);
+    assert_eq!((c(RmaCallKind::Lock), c(RmaCallKind::Unlock), c(RmaCallKind::Create)), (3e-7, 1e-7, 2e-4));
+    p.smpi.rma_calls.create_s = None;
+    assert_eq!(p.smpi.rma_call_cost(RmaCallKind::Create), 0.0, "a creation without its cost is free");
+    let text = std::fs::read_to_string(&f).unwrap();
+    for (from, to, want) in [("lock_s = 0.0000003", "lock_s = -1.0", "rma_calls.lock_s"), ("lock_s", "lok_s", "lok_s")] {
+        assert!(text.contains(from), "{text}");
+        let e = Platform::load(&write(dir.path(), &text.replacen(from, to, 1))).unwrap_err().to_string();
+        assert!(e.contains(want) && e.lines().count() == 1, "{e}");
+    }
+}
+
+#[test]
 fn missing_and_bad_files_name_the_path() {
     let e = Platform::load(Path::new("/nonexistent/x.toml")).unwrap_err().to_string();
     assert!(e.starts_with("/nonexistent/x.toml:"), "{e}");

@@ -17,8 +17,10 @@
 //!   busy until then; to itself a movement costs nothing. A request-based
 //!   call (`MPI_Rput`, …) completes its request at that time. Transfers do
 //!   not share links.
-//! * Every call but the window's creation first costs the rank
-//!   `[smpi] rma_call_s` (measured by `calibrate network`; 0 by default).
+//! * Every call first costs the rank its CPU time: its own measured cost
+//!   for a window's creation and free, lock, unlock, post and complete
+//!   (`[smpi.rma_calls]`), else `[smpi] rma_call_s` (a creation: 0), both
+//!   measured by `calibrate network`; 0 by default.
 //! * Completion: an origin's operations complete at the synchronization
 //!   that ends them (fence, unlock, flush, complete, free): its clock
 //!   moves to the latest completion time of its operations to the targets
@@ -46,6 +48,7 @@ use super::wait::resolve;
 use super::*;
 use crate::action::RmaCall;
 use crate::network::rma::{RmaMove, RmaPeer};
+use crate::platform::RmaCallKind;
 
 /// A window as all its ranks see it.
 #[derive(Debug, Default)]
@@ -143,6 +146,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 st.wins.push(Win::default());
             }
             st.local[r].insert(win, (w, comm));
+            self.rma_call_cost(r, RmaCallKind::Create);
             return self.start_coll(r, &Action::Barrier { comm });
         }
         let Some(&(w, comm)) = self.rma.local[r].get(&win) else {
@@ -150,7 +154,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             return Err(self.err(r, action, why, false));
         };
         let me = r as u32;
-        self.rma_call_cost(r);
+        self.rma_call_cost(r, call.cost_kind());
         match *call {
             RmaCall::Create { .. } => unreachable!("handled above"),
             RmaCall::Free => {
@@ -267,9 +271,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         Ok(())
     }
 
-    /// Rank `r` is busy `[smpi] rma_call_s`, the CPU time of a one-sided call.
-    fn rma_call_cost(&mut self, r: usize) {
-        self.busy_in_call(r, self.platform.smpi.rma_call_s);
+    /// Rank `r` is busy the CPU time of one-sided call `kind` ([`Smpi::rma_call_cost`](crate::platform::Smpi::rma_call_cost)).
+    fn rma_call_cost(&mut self, r: usize, kind: RmaCallKind) {
+        self.busy_in_call(r, self.platform.smpi.rma_call_cost(kind));
     }
 
     /// Rank `r` waits for its operations on window `w` to `target` (all

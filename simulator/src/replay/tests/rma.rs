@@ -198,3 +198,39 @@ fn a_movement_to_the_origin_itself_costs_only_the_call() {
     close(r.ranks[0].end_s, 5.0 * L);
     assert_eq!(r.ranks[0].messages, 1, "the create barrier's; a local copy sends none");
 }
+
+#[test]
+fn measured_call_costs_replace_the_one_call_cost() {
+    // `rma_call_s` = L; creation 10 L, lock 2 L, unlock 3 L, free 4 L,
+    // post 5 L, complete 6 L. Rank 0 alone on its window (one host, so no
+    // barrier round): creation 10 L; lock, a local put (one call, L) and
+    // unlock: 2 L + L + 3 L; post, start (L), complete, wait (L): 5 L + L
+    // + 6 L + L; free 4 L. Without the measured costs: eight calls of L.
+    let mut p = slow();
+    p.smpi.rma_call_s = L;
+    let calls = vec![
+        create(),
+        rma(RmaCall::Lock { target: 0, exclusive: false }),
+        put(0, 1000),
+        rma(RmaCall::Unlock { target: 0 }),
+        rma(RmaCall::Post { origins: vec![0] }),
+        rma(RmaCall::Start { targets: vec![0] }),
+        rma(RmaCall::Complete),
+        rma(RmaCall::Wait),
+        rma(RmaCall::Free),
+        Action::Finalize,
+    ];
+    let r = run(&p, vec![calls.clone()]).unwrap();
+    close(r.ranks[0].end_s, 8.0 * L);
+    p.smpi.rma_calls = crate::platform::RmaCalls {
+        lock_s: Some(2.0 * L),
+        unlock_s: Some(3.0 * L),
+        post_s: Some(5.0 * L),
+        complete_s: Some(6.0 * L),
+        create_s: Some(10.0 * L),
+        free_s: Some(4.0 * L),
+    };
+    let r = run(&p, vec![calls]).unwrap();
+    close(r.ranks[0].end_s, 10.0 * L + 6.0 * L + 13.0 * L + 4.0 * L);
+    close(r.ranks[0].comm_s, r.ranks[0].end_s);
+}
