@@ -16,6 +16,7 @@
  * then the final calls) and prints "check=ok", then the common "wall_s=".
  * A wrong result aborts.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "common.h"
@@ -89,12 +90,15 @@ int main(int argc, char **argv)
     }
 
     /* Once: the other data movements and synchronizations. */
-    double old = 0.0, cmp = 0.0, res[2] = {0, 0};
+    double old = 0.0, res[2] = {0, 0};
+    /* Compare-and-swap takes integer types only (MPI 3.1, section 11.3.4):
+     * the 8-byte slot, zero from calloc, is compared as an int64_t. */
+    int64_t swap_in = 1, cmp = 0, swapped = 0;
     MPI_Request req[4];
     MPI_Win_lock_all(0, win);
     MPI_Fetch_and_op(&one, &old, MPI_DOUBLE, 0, 2 * elems + FINAL_COUNT, MPI_SUM, win);
     MPI_Win_flush(0, win);
-    MPI_Compare_and_swap(&one, &cmp, &old, MPI_DOUBLE, right, 2 * elems + CAS_SLOT, win);
+    MPI_Compare_and_swap(&swap_in, &cmp, &swapped, MPI_INT64_T, right, 2 * elems + CAS_SLOT, win);
     MPI_Win_flush_local(right, win);
     MPI_Get_accumulate(&one, 1, MPI_DOUBLE, &res[0], 1, MPI_DOUBLE, 0, 2 * elems + FINAL_COUNT, 1, MPI_DOUBLE, MPI_SUM, win);
     MPI_Win_flush_all(win);
