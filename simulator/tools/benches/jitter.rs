@@ -7,8 +7,12 @@
 //!
 //! Each row is the median of `JITTER_BENCH_REPS` (default 3) runs of
 //! `JITTER_BENCH_TASKS` tasks (default 1,048,576) with 1 ms of work per
-//! phase; the collective-free runs do 100 phases, the barrier runs 5 (the
-//! barrier's tree costs far more per task-phase than the compute).
+//! phase; the collective-free runs do 100 phases, the barrier runs
+//! `JITTER_BENCH_BARRIER_PHASES` (default 5: the barrier's tree costs far
+//! more per task-phase than the compute). "task-ph/s" counts the whole
+//! run, its set-up (start offsets, the tree's order) included; "per phase"
+//! is the rate of the phases alone: each repetition also runs one phase,
+//! and the median of the differences is taken.
 //! `JITTER_BENCH_FILTER` keeps the rows whose "trace mode collective"
 //! label contains it (e.g. `1e5/s unsync none`).
 //!
@@ -56,16 +60,17 @@ fn main() {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("tasks {tasks}, work 1 ms/phase, median of {reps}, {} threads, load {}", rayon_threads(), load.trim());
     println!(
-        "{:<28} {:>10} {:>7} {:>8} {:>10} {:>7} {:>10} {:>12} {:>12}",
-        "trace", "detours/s", "noise%", "mode", "collective", "phases", "median s", "slowdown%", "task-ph/s"
+        "{:<28} {:>10} {:>7} {:>8} {:>10} {:>7} {:>10} {:>12} {:>12} {:>12}",
+        "trace", "detours/s", "noise%", "mode", "collective", "phases", "median s", "slowdown%", "task-ph/s", "per phase"
     );
+    let barrier_phases = env_u64("JITTER_BENCH_BARRIER_PHASES", 5).clamp(2, u32::MAX as u64) as u32;
     for (name, tracks, hz) in &traces {
         let period_s = tracks[0].period() as f64 / hz;
         let events: usize = tracks.iter().map(|t| t.events()).sum();
         let rate = events as f64 / (period_s * tracks.len() as f64);
         let noise = 100.0 * tracks.iter().map(|t| (t.period() - t.compute_per_period()) as f64).sum::<f64>()
             / tracks.iter().map(|t| t.period() as f64).sum::<f64>();
-        for (collective, phases) in [(Collective::None, 100u32), (Collective::Barrier, 5)] {
+        for (collective, phases) in [(Collective::None, 100u32), (Collective::Barrier, barrier_phases)] {
             for mode in [Mode::Unsync, Mode::Cosched] {
                 let label = format!("{name} {} {}", format!("{mode:?}").to_lowercase(), format!("{collective:?}").to_lowercase());
                 if !filter.as_deref().is_none_or(|f| label.contains(f)) {
@@ -83,17 +88,23 @@ fn main() {
                     net: Net { intra: latency_model(1e-6), inter: latency_model(4e-6), cores_per_node: 2, hz: *hz },
                     seed: 1,
                 };
-                let mut times = Vec::new();
+                let one = Config { phases: 1, ..cfg.clone() };
+                let (mut times, mut extra) = (Vec::new(), Vec::new());
                 let mut slowdown = 0.0;
                 for _ in 0..reps {
                     let t0 = Instant::now();
                     let r = simulate(tracks, *hz, &cfg).expect("valid configuration");
-                    times.push(t0.elapsed().as_secs_f64());
+                    let all = t0.elapsed().as_secs_f64();
+                    let t1 = Instant::now();
+                    simulate(tracks, *hz, &one).expect("valid configuration");
+                    times.push(all);
+                    extra.push(all - t1.elapsed().as_secs_f64());
                     slowdown = r.slowdown_pct();
                 }
                 let s = median(times);
+                let per_phase = tasks as f64 * (phases - 1) as f64 / median(extra);
                 println!(
-                    "{:<28} {:>10.0} {:>7.2} {:>8} {:>10} {:>7} {:>10.4} {:>12.3} {:>12.3e}",
+                    "{:<28} {:>10.0} {:>7.2} {:>8} {:>10} {:>7} {:>10.4} {:>12.3} {:>12.3e} {:>12.3e}",
                     name,
                     rate,
                     noise,
@@ -102,7 +113,8 @@ fn main() {
                     phases,
                     s,
                     slowdown,
-                    tasks as f64 * phases as f64 / s
+                    tasks as f64 * phases as f64 / s,
+                    per_phase
                 );
             }
         }
