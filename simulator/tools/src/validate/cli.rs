@@ -50,6 +50,10 @@ pub struct ValidateArgs {
     /// Run every case on this many ranks instead of the suite's.
     #[arg(long, value_name = "N")]
     pub ranks: Option<u32>,
+    /// Run only these cases of the suite (by name, as the table's rows;
+    /// repeatable or a comma list); default: every case.
+    #[arg(long = "case", value_name = "NAME[,NAME...]")]
+    pub cases: Vec<String>,
     /// The MPI launcher; default $MPIRUN, else mpirun.
     #[arg(long, value_name = "PATH")]
     pub mpirun: Option<String>,
@@ -374,7 +378,8 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     if args.reps == 0 {
         bail!("--reps: must be >= 1");
     }
-    let mut cases = suite::load(&args.suite)?;
+    let mut cases =
+        suite::select(suite::load(&args.suite)?, &args.cases).map_err(|e| anyhow::anyhow!("--case: {}: {e}", args.suite.display()))?;
     if let Some(n) = args.ranks {
         if n == 0 {
             bail!("--ranks: must be >= 1");

@@ -221,6 +221,23 @@ fn resolve_program(base: &Path, program: PathBuf) -> PathBuf {
     absolute(&beside)
 }
 
+/// The cases of `cases` named in `names` (each may be a comma list), in
+/// the suite's order; all of them when `names` is empty.
+///
+/// # Errors
+/// A one-line message naming an unknown case and listing the suite's.
+pub fn select(cases: Vec<Case>, names: &[String]) -> Result<Vec<Case>, String> {
+    let wanted: Vec<&str> = names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()).collect();
+    if wanted.is_empty() {
+        return Ok(cases);
+    }
+    if let Some(w) = wanted.iter().find(|w| !cases.iter().any(|c| c.name == **w)) {
+        let known: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+        return Err(format!("no case named {w:?} in the suite (its cases: {})", known.join(", ")));
+    }
+    Ok(cases.into_iter().filter(|c| wanted.contains(&c.name.as_str())).collect())
+}
+
 /// Checks that `re` compiles and has a capture group (the seconds).
 ///
 /// # Errors
@@ -273,6 +290,18 @@ mod tests {
         assert!(!plain.needs_workdir() && plain.timeout.is_none() && plain.env.is_empty());
         assert!(parse("[[case]]\nprogram = \"a\"\nranks = 2\nworkdir = true\n", Path::new(".")).unwrap()[0].needs_workdir());
         assert!(plain.program.is_absolute() && plain.program.ends_with("rel/build/ring"), "{}", plain.program.display());
+    }
+
+    #[test]
+    fn cases_are_selected_by_name_in_the_suites_order() {
+        let text = "[[case]]\nprogram = \"build/ring\"\nranks = 2\n[[case]]\nname = \"ring-64k\"\nprogram = \"build/ring\"\nranks = 2\n[[case]]\nprogram = \"build/rma\"\nranks = 2\n";
+        let cases = parse(text, Path::new(".")).unwrap();
+        let names = |v: Vec<Case>| v.into_iter().map(|c| c.name).collect::<Vec<_>>();
+        assert_eq!(names(select(cases.clone(), &[]).unwrap()), ["ring", "ring-64k", "rma"]);
+        let picked = select(cases.clone(), &["rma, ring".into(), "rma".into()]).unwrap();
+        assert_eq!(names(picked), ["ring", "rma"]);
+        let e = select(cases, &["rng".into()]).unwrap_err();
+        assert_eq!(e, "no case named \"rng\" in the suite (its cases: ring, ring-64k, rma)");
     }
 
     #[test]
