@@ -520,6 +520,21 @@ int main(int argc, char **argv)
             }
         }
 
+        /* recv: the message has already arrived (eager sizes) */
+        if (rank == 0) {
+            MPI_Request req;
+            MPI_Isend(buf, s, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req);
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+            spin(RECV_SETTLE_S);
+            t = MPI_Wtime();
+            MPI_Recv(buf, s, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            rec[2 * i] = t - t0; /* packed (start, duration) pairs */
+            rec[2 * i + 1] = MPI_Wtime() - t;
+        }
+
         /* rma_lock, rma_unlock, rma_post, rma_complete: epochs both ways at
          * once; rma_create, rma_free: a 64-byte window made and freed */
         if (win != MPI_WIN_NULL) {
@@ -585,21 +600,6 @@ int main(int argc, char **argv)
                 r[36] = c - t0;
                 r[37] = d - c;
             }
-        }
-
-        /* recv: the message has already arrived (eager sizes) */
-        if (rank == 0) {
-            MPI_Request req;
-            MPI_Isend(buf, s, MPI_BYTE, peer, 3, MPI_COMM_WORLD, &req);
-            MPI_Barrier(MPI_COMM_WORLD);
-            MPI_Wait(&req, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Barrier(MPI_COMM_WORLD);
-            spin(RECV_SETTLE_S);
-            t = MPI_Wtime();
-            MPI_Recv(buf, s, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            rec[2 * i] = t - t0; /* packed (start, duration) pairs */
-            rec[2 * i + 1] = MPI_Wtime() - t;
         }
     }
 
