@@ -170,12 +170,15 @@ fn online_mode_charges_rma_by_the_replay_model_and_lists_what_it_does_not() {
         // Puts, gets, accumulates and their completions at the flushes,
         // unlocks, completes and fences cost what the replay charges, and so
         // does each call; the lock and PSCW waits are missing (on this 1 us
-        // platform, two notices of the PSCW epoch per iteration), so online
-        // predicts a little less.
+        // platform, two notices of the PSCW epoch per iteration; with the
+        // costly calls, also a rank's wait for the other's exclusive epoch
+        // on rank 0, which then holds 50 us of lock and unlock), so online
+        // predicts less (about 0.89 of offline with the costly calls).
         let online = report["makespan_s"].as_f64().unwrap();
         let offline = super::online::offline_makespan(dir.path(), p);
+        let least = if p == &costly { 0.8 } else { 0.85 };
         assert!(
-            online <= offline * 1.01 && online > offline * 0.85,
+            online <= offline * 1.01 && online > offline * least,
             "{}: online {online} s vs offline {offline} s of the same run",
             p.display()
         );
