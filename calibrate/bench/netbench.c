@@ -91,9 +91,10 @@
  *   rma_get   the same with an MPI_Get of `size` bytes.
  *   rma_acc   the same with an MPI_Accumulate (MPI_SUM) of max(1, size / 8)
  *             doubles; its size is their bytes.
- *   rma_lock  one MPI_Win_lock (shared) on rank 1's window, timed alone
- *             in epochs of an 8-byte MPI_Put: the mean of CALL_BURST
- *             (rank 0; size 0; each duration holds one MPI_Wtime call).
+ *   rma_lock  both ranks at once run CALL_BURST passive-target epochs on
+ *             each other's window (MPI_Win_lock shared, an 8-byte MPI_Put,
+ *             MPI_Win_unlock); rank 0's mean lock, timed alone (size 0;
+ *             each duration holds one MPI_Wtime call, as do the next five).
  *   rma_unlock  the MPI_Win_unlock of the same epochs, timed alone.
  *   rma_post  both ranks at once run CALL_BURST PSCW epochs (MPI_Win_post
  *             and MPI_Win_start to the peer, an 8-byte MPI_Put,

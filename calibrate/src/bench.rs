@@ -52,8 +52,9 @@ pub enum Op {
     /// The same with one `MPI_Accumulate` (`MPI_SUM` on doubles; the size
     /// is their bytes).
     RmaAccumulate,
-    /// One `MPI_Win_lock` (shared) timed alone, in a passive-target epoch
-    /// of an 8-byte `MPI_Put` (size 0; the duration holds one `MPI_Wtime`).
+    /// One `MPI_Win_lock` (shared) timed alone, in passive-target epochs of
+    /// an 8-byte `MPI_Put` that both ranks run at once on each other's
+    /// window (size 0; the duration holds one `MPI_Wtime`).
     RmaLock,
     /// The `MPI_Win_unlock` of the same epochs, timed alone (size 0).
     RmaUnlock,

@@ -196,6 +196,12 @@ fn points(samples: &[Sample], op: Op) -> Vec<(u64, f64)> {
     samples.iter().filter(|s| s.op == op).map(|s| (s.size_bytes, s.duration_s)).collect()
 }
 
+/// Median duration of the samples of `op`, seconds; `None` without any.
+fn op_median(samples: &[Sample], op: Op) -> Option<f64> {
+    let v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
+    (!v.is_empty()).then(|| Data::new(v).median())
+}
+
 /// Fits the three models of `samples` and places the eager threshold at
 /// the `recv` fit's protocol switch (see the module doc); with no switch,
 /// every measured size is eager (threshold = largest size + 1).
@@ -227,10 +233,7 @@ pub fn fit_network(samples: &[Sample], fit: &FitOptions) -> Result<NetworkFit, E
         }
     };
     let isend = if samples.iter().any(|s| s.op == Op::Isend) { Some(one(Op::Isend)?) } else { None };
-    let median = |op: Op| {
-        let v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
-        (!v.is_empty()).then(|| Data::new(v).median())
-    };
+    let median = |op: Op| op_median(samples, op);
     let rma_call_s = median(Op::Rma);
     let wtime_s = median(Op::Wtime);
     let rma_calls = rma::fit_calls(samples, wtime_s.unwrap_or(0.0));

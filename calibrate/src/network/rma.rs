@@ -15,9 +15,8 @@
 use simulator::network::rma::RmaCosts;
 use simulator::network::{Piecewise, Segment};
 use simulator::platform::RmaCalls;
-use statrs::statistics::{Data, Median};
 
-use super::points;
+use super::{op_median, points};
 use crate::bench::{Op, Sample};
 use crate::error::Error;
 use crate::segmented::{self, FitOptions, SegmentedFit};
@@ -69,10 +68,7 @@ pub fn fit_rma(samples: &[Sample], epoch_calls_s: f64, options: &FitOptions) -> 
 /// `wtime_s` (each duration holds one `MPI_Wtime` call), at least 0;
 /// `None` for a call without samples.
 pub fn fit_calls(samples: &[Sample], wtime_s: f64) -> RmaCalls {
-    let alone = |op: Op| {
-        let v: Vec<f64> = samples.iter().filter(|s| s.op == op).map(|s| s.duration_s).collect();
-        (!v.is_empty()).then(|| (Data::new(v).median() - wtime_s).max(0.0))
-    };
+    let alone = |op: Op| op_median(samples, op).map(|m| (m - wtime_s).max(0.0));
     RmaCalls {
         lock_s: alone(Op::RmaLock),
         unlock_s: alone(Op::RmaUnlock),

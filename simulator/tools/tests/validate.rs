@@ -168,22 +168,12 @@ fn a_missing_program_fails_naming_the_suite_and_case() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("suite.toml");
     std::fs::write(&suite, "[[case]]\nname = \"ghost\"\nprogram = \"no/such/program\"\nranks = 2\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_simulator"))
-        .arg("validate")
-        .arg("--suite")
-        .arg(&suite)
-        .arg("--out")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains(&suite.display().to_string()) && err.contains("case ghost: program") && err.contains("not found"), "{err}");
-    // --case picks cases by name; an unknown one fails before anything runs, listing the suite's.
-    let run = |case: &str| {
+    // validate with `extra` arguments fails; its stderr.
+    let run = |extra: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_simulator"))
-            .args(["validate", "--case", case, "--suite"])
+            .arg("validate")
+            .args(extra)
+            .arg("--suite")
             .arg(&suite)
             .arg("--out")
             .arg(dir.path())
@@ -192,10 +182,14 @@ fn a_missing_program_fails_naming_the_suite_and_case() {
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    let err = run("nope");
+    let err = run(&[]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&suite.display().to_string()) && err.contains("case ghost: program") && err.contains("not found"), "{err}");
+    // --case picks cases by name; an unknown one fails before anything runs, listing the suite's.
+    let err = run(&["--case", "nope"]);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("--case") && err.contains("no case named \"nope\"") && err.contains("its cases: ghost"), "{err}");
-    assert!(run("ghost").contains("case ghost: program"));
+    assert!(run(&["--case", "ghost"]).contains("case ghost: program"));
 }
 
 /// Why `simulator/scripts/two-hosts.sh` cannot run here, if it cannot.
