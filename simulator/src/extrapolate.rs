@@ -52,6 +52,25 @@ use fields::Fields;
 use fit::Law;
 use rules::{MemberRule, PeerRule, PeerSeen};
 
+thread_local! {
+    /// The record a generated stream writes its next call into
+    /// ([`records::RankRecords::next_into`]) before converting it: one
+    /// per thread rather than one per rank.
+    static SCRATCH: std::cell::RefCell<CallRecord> = const {
+        std::cell::RefCell::new(CallRecord {
+            op: Op::Init,
+            failed: false,
+            caller: 0,
+            compute_cpu_ns: 0,
+            compute_wall_ns: 0,
+            counters: None,
+            t_start_ns: 0,
+            t_end_ns: 0,
+            params: Params::None,
+        })
+    };
+}
+
 /// Why a model cannot be built or used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -290,7 +309,7 @@ impl Model {
     }
 
     fn records_with<'m>(&'m self, class: &'m Class, at_n: Arc<records::AtN>, rank: u32, n: u32) -> RankRecords<'m> {
-        RankRecords { class, rank, n, next: 0, comms: HashMap::new(), at_n }
+        RankRecords { class, rank, n, next: 0, comms: Default::default(), at_n }
     }
 
     /// Whether every call of every class replays the same whatever the
@@ -346,14 +365,16 @@ impl Model {
                     if let Some(a) = conv.pop() {
                         return Some(Ok(a));
                     }
-                    let (rec, region) = recs.next_with_region()?;
-                    Some(conv.convert(&rec, rec.compute_cpu_ns as f64 * 1e-9, region).map_err(|op| {
-                        err(ExtrapolateError::Irregular {
-                            call: op.mpi_name(),
-                            site: "(generated)".into(),
-                            why: "the replay cannot represent it".into(),
-                        })
-                    }))
+                    SCRATCH.with_borrow_mut(|rec| {
+                        let region = recs.next_into(rec)?;
+                        Some(conv.convert(rec, rec.compute_cpu_ns as f64 * 1e-9, region).map_err(|op| {
+                            err(ExtrapolateError::Irregular {
+                                call: op.mpi_name(),
+                                site: "(generated)".into(),
+                                why: "the replay cannot represent it".into(),
+                            })
+                        }))
+                    })
                 });
                 Box::new(it) as ActionStream<'_, E>
             })

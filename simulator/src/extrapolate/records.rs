@@ -1,8 +1,9 @@
 //! The call records of one target rank, generated call by call from its
 //! class's slots.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use super::fields::{set_fields, Fields};
 use super::rules::PeerRule;
@@ -17,7 +18,7 @@ pub struct RankRecords<'m> {
     pub(super) n: u32,
     pub(super) next: usize,
     /// The rank's communicators so far (id → world ranks).
-    pub(super) comms: HashMap<u32, Vec<u32>>,
+    pub(super) comms: FxHashMap<u32, Vec<u32>>,
     /// What the class's ranks share at `n`.
     pub(super) at_n: Arc<AtN>,
 }
@@ -35,8 +36,22 @@ impl RankRecords<'_> {
     /// The next record and its call-site region id.
     pub fn next_with_region(&mut self) -> Option<(CallRecord, u64)> {
         let slot = self.class.slots.get(self.next)?;
-        self.next += 1;
         let mut rec = slot.rec.clone();
+        let region = self.next_into(&mut rec)?;
+        Some((rec, region))
+    }
+
+    /// [`RankRecords::next_with_region`] written over `rec`: its fields are
+    /// the next record's (the parameters' buffers reused where they fit)
+    /// and the call-site region id is returned, so that a stream reads
+    /// record after record through one buffer.
+    pub fn next_into(&mut self, rec: &mut CallRecord) -> Option<u64> {
+        let slot = self.class.slots.get(self.next)?;
+        self.next += 1;
+        let t = &slot.rec;
+        (rec.op, rec.failed, rec.caller, rec.counters, rec.t_start_ns, rec.t_end_ns) =
+            (t.op, t.failed, t.caller, t.counters, t.t_start_ns, t.t_end_ns);
+        rec.params.clone_from(&t.params);
         let f = self.at_n.factors[slot.law];
         let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
         rec.compute_cpu_ns = (cpu * f).round() as u64;
@@ -57,7 +72,7 @@ impl RankRecords<'_> {
         };
         let peers = slot.peers.map(|p| p.map(|rule| rule.eval(self.rank, self.n, members)));
         set_fields(&mut rec.params, peers, self.at_n.sizes[self.next - 1]);
-        Some((rec, slot.region))
+        Some(slot.region)
     }
 }
 

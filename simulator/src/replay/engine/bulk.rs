@@ -46,21 +46,43 @@ struct Member {
 }
 
 /// The point-to-point rules of the event path, for the members' copies.
-struct Rules<'p> {
-    intra: &'p P2pModel,
-    inter: &'p P2pModel,
+struct Rules {
+    /// The costs of one message within a host and between hosts.
+    intra: Priced,
+    inter: Priced,
     async_small_thresh: Option<u64>,
     /// The reduction after each round that receives data, seconds.
     reduce: f64,
     bytes: u64,
 }
 
-impl Rules<'_> {
-    fn model(&self, a: &Member, b: &Member) -> &P2pModel {
+/// A [`P2pModel`] at the collective's message size: whether the message
+/// is eager, the send and receive overheads and the transfer time, seconds.
+#[derive(Debug, Clone, Copy)]
+struct Priced {
+    eager: bool,
+    o_s: f64,
+    o_r: f64,
+    transfer: f64,
+}
+
+impl Priced {
+    fn new(model: &P2pModel, bytes: u64) -> Priced {
+        Priced {
+            eager: model.is_eager(bytes),
+            o_s: model.send_overhead.eval(bytes),
+            o_r: model.recv_overhead.eval(bytes),
+            transfer: model.transfer.eval(bytes),
+        }
+    }
+}
+
+impl Rules {
+    fn model(&self, a: &Member, b: &Member) -> &Priced {
         if a.host == b.host {
-            self.intra
+            &self.intra
         } else {
-            self.inter
+            &self.inter
         }
     }
 
@@ -76,12 +98,12 @@ impl Rules<'_> {
     /// time and whether it is eager (its overhead then moves the clock).
     fn send(&self, m: &mut Member, to: &Member) -> (f64, bool) {
         let model = self.model(m, to);
-        let eager = model.is_eager(self.bytes);
+        let eager = model.eager;
         m.messages += 1;
         m.bytes_sent = m.bytes_sent.saturating_add(self.bytes);
         let post = m.clock;
         if eager {
-            let o = model.send_overhead.eval(self.bytes);
+            let o = model.o_s;
             m.clock += o;
             m.comm_s += o;
         }
@@ -93,8 +115,8 @@ impl Rules<'_> {
     /// transfer part.
     fn arrival(&self, from: &Member, to: &Member, (post, eager): (f64, bool), recv_post: f64) -> (f64, f64) {
         let model = self.model(from, to);
-        let o_r = if eager { model.recv_overhead.eval(self.bytes) } else { 0.0 };
-        p2p::arrival(model, self.async_small_thresh, (self.bytes, post, eager), recv_post, o_r)
+        let o_r = if eager { model.o_r } else { 0.0 };
+        p2p::arrival_after(model.transfer, self.async_small_thresh, (self.bytes, post, eager), recv_post, o_r)
     }
 
     /// One message from `a` to `b`, whose receive was posted at
@@ -116,7 +138,7 @@ impl Rules<'_> {
         if eager {
             return (since, 0.0);
         }
-        p2p::arrival(self.model(from, to), None, (self.bytes, post, false), recv_post, 0.0)
+        p2p::arrival_after(self.model(from, to).transfer, None, (self.bytes, post, false), recv_post, 0.0)
     }
 }
 
@@ -170,8 +192,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         let net = &self.platform.network;
         let rules = Rules {
-            intra: &net.intra,
-            inter: net.inter.as_ref().unwrap_or(&net.intra),
+            intra: Priced::new(&net.intra, plan.bytes),
+            inter: Priced::new(net.inter.as_ref().unwrap_or(&net.intra), plan.bytes),
             async_small_thresh: self.platform.smpi.async_small_thresh_bytes,
             reduce: self.platform.collectives.reduce.eval(plan.reduce_bytes),
             bytes: plan.bytes,

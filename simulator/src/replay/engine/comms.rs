@@ -11,6 +11,8 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
+use rustc_hash::FxHashMap;
+
 use crate::trace::record::COMM_WORLD;
 
 /// Global communicator id of `MPI_COMM_WORLD`.
@@ -19,13 +21,17 @@ pub(crate) const WORLD: u32 = 0;
 #[derive(Default)]
 struct PerRank {
     /// This rank's comm id → global id.
-    local: HashMap<u32, u32>,
+    local: FxHashMap<u32, u32>,
     /// Communicators created so far per member list (by hash).
-    created: HashMap<u64, u32>,
+    created: FxHashMap<u64, u32>,
     /// Collectives started so far on the world: gives each its own tag.
     world_seq: u32,
-    /// The same per global id of the other communicators.
-    seq: HashMap<u32, u32>,
+    /// The same per global id of the other communicators: the first two
+    /// here (global id, count; id `WORLD` for a free place), so that a
+    /// rank's usual communicators need no lookup in a table of its own,
+    /// the others in `seq`.
+    seq_near: [(u32, u32); 2],
+    seq: FxHashMap<u32, u32>,
 }
 
 pub(crate) struct Comms {
@@ -108,7 +114,13 @@ impl Comms {
         let rk = &mut self.ranks[r];
         let s = match g {
             WORLD => &mut rk.world_seq,
-            g => rk.seq.entry(g).or_insert(0),
+            g => match rk.seq_near.iter().position(|&(h, _)| h == g || h == WORLD) {
+                Some(i) => {
+                    rk.seq_near[i].0 = g;
+                    &mut rk.seq_near[i].1
+                }
+                None => rk.seq.entry(g).or_insert(0),
+            },
         };
         let tag = (*s & 0x7fff_ffff) as i32;
         *s = s.wrapping_add(1);

@@ -141,7 +141,12 @@ pub(super) fn arrival(
     recv_post: f64,
     o_r: f64,
 ) -> (f64, f64) {
-    let t = model.transfer.eval(bytes);
+    arrival_after(model.transfer.eval(bytes), async_th, (bytes, post, eager), recv_post, o_r)
+}
+
+/// [`arrival`] with the message's transfer time `t` (seconds) already
+/// taken from its model.
+pub(super) fn arrival_after(t: f64, async_th: Option<u64>, (bytes, post, eager): (u64, f64, bool), recv_post: f64, o_r: f64) -> (f64, f64) {
     if !eager {
         return (post.max(recv_post) + t, t);
     }
