@@ -271,17 +271,7 @@ fn open(cfg: &Config, rank: u32, size: u32, library: &str, online: bool) -> Resu
         write_meta(dir, &meta)?;
     }
     let epoch = clock::now();
-    let init = CallRecord {
-        op: Op::Init,
-        failed: false,
-        caller: 0,
-        compute_cpu_ns: 0,
-        compute_wall_ns: 0,
-        counters: None,
-        t_start_ns: 0,
-        t_end_ns: 0,
-        params: Params::None,
-    };
+    let init = CallRecord::bare(Op::Init, Params::None);
     writer.push(&init).map_err(|e| format!("{}: {e}", path.display()))?;
     THREADS.get_or_init(|| ThreadSetup { path: path.clone(), rank, epoch_wall: epoch });
     let mut rec = Recorder::new(rank, writer, epoch, Overhead::default());

@@ -56,19 +56,7 @@ thread_local! {
     /// The record a generated stream writes its next call into
     /// ([`records::RankRecords::next_into`]) before converting it: one
     /// per thread rather than one per rank.
-    static SCRATCH: std::cell::RefCell<CallRecord> = const {
-        std::cell::RefCell::new(CallRecord {
-            op: Op::Init,
-            failed: false,
-            caller: 0,
-            compute_cpu_ns: 0,
-            compute_wall_ns: 0,
-            counters: None,
-            t_start_ns: 0,
-            t_end_ns: 0,
-            params: Params::None,
-        })
-    };
+    static SCRATCH: std::cell::RefCell<CallRecord> = const { std::cell::RefCell::new(CallRecord::bare(Op::Init, Params::None)) };
 }
 
 /// Why a model cannot be built or used.

@@ -230,7 +230,7 @@ pub extern "C" fn ipr_online_request_free(req: u64) {
 fn coll_action(op: Op, p: &Params, list: &mut Vec<u64>, n: usize) -> Option<Action> {
     let action = match op {
         Op::ReduceScatterBlock | Op::IreduceScatterBlock => Action::ReduceScatter { recv_bytes: vec![p.bytes; n], comm: p.comm },
-        _ => match simulator::action::op_action(&untimed(op, record_params(op, p, list))) {
+        _ => match simulator::action::op_action(&CallRecord::bare(op, record_params(op, p, list))) {
             Ok(Some(Action::Icoll { coll, .. })) => *coll,
             Ok(Some(a)) => a,
             _ => return None,
@@ -336,13 +336,7 @@ pub unsafe extern "C" fn ipr_online_io(op: c_int, p: *const Params, slot: u32, l
 /// The replay action of MPI-IO call `op` with parameters `p` and
 /// scratch list `list`.
 fn io_action(op: Op, p: &Params, list: &mut Vec<u64>) -> Option<Action> {
-    simulator::action::op_action(&untimed(op, record_params(op, p, list))).ok().flatten()
-}
-
-/// A record of `op` with `params` and no call site or times, for
-/// [`simulator::action::op_action`].
-fn untimed(op: Op, params: simulator::trace::Params) -> CallRecord {
-    CallRecord { op, failed: false, caller: 0, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+    simulator::action::op_action(&CallRecord::bare(op, record_params(op, p, list))).ok().flatten()
 }
 
 /// One-sided call `op` with parameters `p` (as the trace records them)

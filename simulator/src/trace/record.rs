@@ -396,6 +396,24 @@ pub struct CallRecord {
     pub params: Params,
 }
 
+impl CallRecord {
+    /// A record of `op` with `params` and nothing else: no call site, no
+    /// compute block before it, no times (all 0), no counters.
+    pub const fn bare(op: Op, params: Params) -> CallRecord {
+        CallRecord {
+            op,
+            failed: false,
+            caller: 0,
+            compute_cpu_ns: 0,
+            compute_wall_ns: 0,
+            counters: None,
+            t_start_ns: 0,
+            t_end_ns: 0,
+            params,
+        }
+    }
+}
+
 /// User-space hardware counts of one compute block (a perf_event group:
 /// `PERF_COUNT_HW_CPU_CYCLES` and `PERF_COUNT_HW_INSTRUCTIONS`, kernel and
 /// hypervisor excluded), as dPerf times blocks with PAPI (Cornea &

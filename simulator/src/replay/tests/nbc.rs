@@ -122,17 +122,7 @@ fn from_records(recs: Vec<Result<(Op, Params), f64>>) -> Vec<Action> {
     for r in recs {
         match r {
             Ok((op, params)) => {
-                let rec = CallRecord {
-                    op,
-                    failed: false,
-                    caller: 0,
-                    compute_cpu_ns: 0,
-                    compute_wall_ns: 0,
-                    counters: None,
-                    t_start_ns: 0,
-                    t_end_ns: 0,
-                    params,
-                };
+                let rec = CallRecord::bare(op, params);
                 book.push_actions(&rec, &mut out).unwrap();
             }
             Err(seconds) => out.push_back(compute(seconds)),

@@ -5,7 +5,7 @@ use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
 
 /// A call of `op` at `caller` with `params`, no compute block, no times.
 fn call(op: Op, caller: u64, params: Params) -> CallRecord {
-    CallRecord { op, failed: false, caller, compute_cpu_ns: 0, compute_wall_ns: 0, counters: None, t_start_ns: 0, t_end_ns: 0, params }
+    CallRecord { caller, ..CallRecord::bare(op, params) }
 }
 
 #[test]

@@ -211,17 +211,7 @@ fn every_shape_round_trips_through_the_stream_state() {
 /// `MPI_Gatherv` (code 35) record is still `root bytes [comm]`.
 #[test]
 fn legacy_v_collective_records_keep_their_encoding() {
-    let r = CallRecord {
-        op: Op::GathervTotal,
-        failed: false,
-        caller: 0x10,
-        compute_cpu_ns: 0,
-        compute_wall_ns: 0,
-        counters: None,
-        t_start_ns: 0,
-        t_end_ns: 0,
-        params: Params::Coll { root: -1, bytes: 100, comm: 0 },
-    };
+    let r = CallRecord { caller: 0x10, ..CallRecord::bare(Op::GathervTotal, Params::Coll { root: -1, bytes: 100, comm: 0 }) };
     let mut buf = [0u8; 256];
     let n = Encoder::default().encode(&r, &mut buf).unwrap();
     assert_eq!(&buf[..n], &[NEW_SITE | CPU_IS_WALL | WORLD, 35, 0x20, 0, 0, 0, 1, 100]);
