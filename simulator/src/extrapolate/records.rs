@@ -48,10 +48,12 @@ impl RankRecords<'_> {
     pub fn next_into(&mut self, rec: &mut CallRecord) -> Option<u64> {
         let slot = self.class.slots.get(self.next)?;
         self.next += 1;
-        let t = &slot.rec;
+        // Every field named, so that a new one is not left stale; the
+        // block's times are set below.
+        let CallRecord { op, failed, caller, compute_cpu_ns: _, compute_wall_ns: _, counters, t_start_ns, t_end_ns, params } = &slot.rec;
         (rec.op, rec.failed, rec.caller, rec.counters, rec.t_start_ns, rec.t_end_ns) =
-            (t.op, t.failed, t.caller, t.counters, t.t_start_ns, t.t_end_ns);
-        rec.params.clone_from(&t.params);
+            (*op, *failed, *caller, *counters, *t_start_ns, *t_end_ns);
+        rec.params.clone_from(params);
         let f = self.at_n.factors[slot.law];
         let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
         rec.compute_cpu_ns = (cpu * f).round() as u64;
