@@ -366,7 +366,8 @@ pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
         Op::GetAccumulate | Op::FetchAndOp | Op::CompareAndSwap | Op::RgetAccumulate => Some(RmaMove::GetAccumulate),
         _ => None,
     };
-    use simulator::platform::RmaCallKind as K;
+    // The call's own CPU time, as the replay charges it.
+    let cost = simulator::platform::RmaCallKind::of(call);
     with((), |on| {
         let ev = match (kind, call) {
             (Some(kind), _) => match target {
@@ -377,26 +378,19 @@ pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
                     return;
                 }
             },
-            // A window's creation costs its call, then the barrier the C wrapper adds.
-            (None, Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic) => Ev::RmaCall { kind: K::Create },
-            // The replay's lock_all takes no lock: only the call's cost.
-            (None, Op::WinLockAll) => Ev::RmaCall { kind: K::Other },
+            // A window's creation costs its call, then the barrier the C
+            // wrapper adds; the replay's lock_all takes no lock: only the call.
+            (None, Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic | Op::WinLockAll) => {
+                Ev::RmaCall { kind: cost }
+            }
             // Lock waits and PSCW notices are not modelled online: the call's cost only.
             (None, Op::WinLock | Op::WinPost | Op::WinStart | Op::WinWait) => {
                 on.unmodelled.insert(call.mpi_name());
-                let kind = match call {
-                    Op::WinLock => K::Lock,
-                    Op::WinPost => K::Post,
-                    _ => K::Other,
-                };
-                Ev::RmaCall { kind }
+                Ev::RmaCall { kind: cost }
             }
-            (None, Op::WinUnlock) => Ev::RmaSettle { target, kind: K::Unlock },
-            (None, Op::WinFlush | Op::WinFlushLocal) => Ev::RmaSettle { target, kind: K::Other },
-            (None, Op::WinComplete) => Ev::RmaSettle { target: None, kind: K::Complete },
-            (None, Op::WinFree) => Ev::RmaSettle { target: None, kind: K::Free },
-            (None, Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinFence) => {
-                Ev::RmaSettle { target: None, kind: K::Other }
+            (None, Op::WinUnlock | Op::WinFlush | Op::WinFlushLocal) => Ev::RmaSettle { target, kind: cost },
+            (None, Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinComplete | Op::WinFence | Op::WinFree) => {
+                Ev::RmaSettle { target: None, kind: cost }
             }
             _ => {
                 on.unmodelled.insert(call.mpi_name());
