@@ -69,6 +69,7 @@ use crate::energy::{PowerRange, Pstate};
 use crate::network::lane::Turn;
 use crate::network::{FlowSharing, P2pModel};
 
+pub mod cluster;
 mod rma_calls;
 pub mod simgrid;
 mod smpi;

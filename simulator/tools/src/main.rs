@@ -26,7 +26,7 @@ use simulator::platform::{Platform, WaitingRanks};
 use simulator::replay::{self, ActionStream, InputError, TraceInput};
 
 use simulator_tools::extrapolate_cmd::{self, Input};
-use simulator_tools::{jitter_cli, otf2_export, otf2_import, otf2_sim, progress, trace_cli, validate};
+use simulator_tools::{jitter_cli, otf2_export, otf2_import, otf2_sim, platform_cli, progress, trace_cli, validate};
 
 #[derive(Parser)]
 #[command(name = "simulator", version, about = "Predicts MPI application run time by replaying traces on a modelled platform")]
@@ -56,6 +56,8 @@ enum Command {
     /// efficiency against ranks, extrapolated from traces at a few rank
     /// counts, with the band the fits' residuals give.
     Scaling(extrapolate_cmd::ScalingArgs),
+    /// Platform files made from others: a cluster of nodes like a calibrated one.
+    Platform(platform_cli::PlatformArgs),
 }
 
 #[derive(clap::Args)]
@@ -401,6 +403,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::cli::run(args),
         Command::Extrapolate(args) => extrapolate_cmd::run(args),
         Command::Scaling(args) => extrapolate_cmd::scaling(args),
+        Command::Platform(args) => platform_cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
