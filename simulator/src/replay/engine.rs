@@ -274,7 +274,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(crate) fn run(mut self) -> Result<Outcome, ReplayError> {
         // A salvaged replay reports where ranks wait: in the rounds the
         // event order reaches, not at a parked collective's entry.
+        // Copy lanes take turns per transfer, which bulk collectives do not.
         let watched = self.net.is_some()
+            || self.lanes.is_some()
             || self.jitter.is_some()
             || self.timeline.is_some()
             || self.log.is_some()
