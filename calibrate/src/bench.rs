@@ -301,7 +301,19 @@ impl Launcher {
     /// [`ErrorKind::LauncherMissing`] when `mpirun` cannot be started;
     /// [`ErrorKind::BenchFailed`] on a nonzero exit or timeout, quoting the
     /// program's message; [`ErrorKind::Io`] when the log cannot be created.
+    /// A run Open MPI reports as a rank with PID 0 exiting improperly
+    /// (`simulator_tools::launch::open_mpi_exit_race`) is made once more.
     pub fn launch(&self, ranks: u32, exe: &Path, args: &[std::ffi::OsString], log_path: &Path, name: &str) -> Result<(), Error> {
+        match self.launch_once(ranks, exe, args, log_path, name) {
+            Err(e) if std::fs::read_to_string(log_path).is_ok_and(|t| simulator_tools::launch::open_mpi_exit_race(&t)) => self
+                .launch_once(ranks, exe, args, log_path, name)
+                .map_err(|again| Error::new(again.kind(), format!("{again} (made again after: {e})"))),
+            done => done,
+        }
+    }
+
+    /// One run of [`Launcher::launch`].
+    fn launch_once(&self, ranks: u32, exe: &Path, args: &[std::ffi::OsString], log_path: &Path, name: &str) -> Result<(), Error> {
         let log = std::fs::File::create(log_path).map_err(|e| Error::io(log_path, e))?;
         let log2 = log.try_clone().map_err(|e| Error::io(log_path, e))?;
         let mut child = Command::new(&self.mpirun)

@@ -132,7 +132,8 @@ impl Launcher {
     /// Runs `case` once in `mode`, its stdout and stderr going to `log`;
     /// returns its time as `case.timing` reads it, seconds (`Auto` reads
     /// `wall_s=`). A case that [needs one](Case::needs_workdir) runs in a
-    /// fresh [`work_dir`] beside `log`.
+    /// fresh [`work_dir`] beside `log`. A run Open MPI reports as a rank
+    /// with PID 0 exiting improperly (its exit race) is made once more.
     ///
     /// # Errors
     /// A one-line message naming the case and `log` when the working
@@ -141,6 +142,16 @@ impl Launcher {
     /// [`Launcher::timeout`]), or gives no valid time (no `wall_s=` line:
     /// the message says so).
     pub fn run(&self, case: &Case, mode: &Mode, log: &Path) -> Result<f64, String> {
+        match self.run_once(case, mode, log) {
+            Err(e) if self.open_mpi && std::fs::read_to_string(log).is_ok_and(|t| crate::launch::open_mpi_exit_race(&t)) => {
+                self.run_once(case, mode, log).map_err(|again| format!("{again} (made again after: {e})"))
+            }
+            done => done,
+        }
+    }
+
+    /// One run of [`Launcher::run`].
+    fn run_once(&self, case: &Case, mode: &Mode, log: &Path) -> Result<f64, String> {
         let fail = |what: String| format!("{} ({} run): {what}; log in {}", case.name, mode.name(), log.display());
         let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
         let file2 = file.try_clone().map_err(|e| format!("{}: {e}", log.display()))?;
