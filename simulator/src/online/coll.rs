@@ -118,6 +118,9 @@ impl VirtualRank<'_> {
         // to share; the wait's per-request cost is the caller's.
         platform.hosts.iter_mut().for_each(|h| h.cores = h.cores.max(members.len() as u32));
         platform.smpi.wait_s = 0.0;
+        // Exit times do not depend on pstates: the rank's own model
+        // counts the collective as one wait ([`crate::dvfs`]).
+        platform.dvfs = Default::default();
         let base = entries_s.iter().copied().fold(f64::INFINITY, f64::min);
         let streams: Vec<ActionStream<'_, std::convert::Infallible>> = members
             .iter()
