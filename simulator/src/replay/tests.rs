@@ -597,3 +597,4 @@ mod limits;
 mod log;
 mod rma;
 mod shm;
+mod dvfs;
