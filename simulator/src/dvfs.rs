@@ -37,8 +37,8 @@
 //!
 //! # Energy (per host, [`crate::energy`]; SimGrid's `host_energy` rule)
 //! A host's pstate at time `t` is the fastest pstate its running ranks
-//! are at (a finalized rank no longer counts; once all have, the host
-//! keeps its last pstate). Its power is that pstate's `Idle` with no
+//! are at (a finalized rank no longer counts; once all have, the host is
+//! back at its own pstate). Its power is that pstate's `Idle` with no
 //! core busy, else `Epsilon + load · (AllCores − Epsilon)`. A core is
 //! busy while a rank computes on it, and also while it waits when
 //! [`Dvfs::waiting_busy`] (`--waiting-ranks poll` given: a polling MPI).

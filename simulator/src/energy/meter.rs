@@ -199,7 +199,7 @@ fn integrate(s: &HostSetup, mut events: Vec<Ev>, end_s: f64) -> Option<f64> {
             .filter(|r| !r.done)
             .map(demand)
             .reduce(|a, b| if speed(b) > speed(a) || (speed(b) == speed(a) && b < a) { b } else { a })
-            .unwrap_or(pstate);
+            .unwrap_or(s.base);
         if next != pstate {
             if s.switch_s > 0.0 {
                 switch = Some((t + s.switch_s, larger(range(pstate)?, range(next)?)));
