@@ -12,7 +12,13 @@ fn host(switch_s: f64) -> Host {
 
 fn model() -> crate::network::P2pModel {
     let none = crate::network::Piecewise { segments: Vec::new() };
-    crate::network::P2pModel { eager_threshold_bytes: 0, transfer: none.clone(), send_overhead: none.clone(), recv_overhead: none, rma: None }
+    crate::network::P2pModel {
+        eager_threshold_bytes: 0,
+        transfer: none.clone(),
+        send_overhead: none.clone(),
+        recv_overhead: none,
+        rma: None,
+    }
 }
 
 #[test]

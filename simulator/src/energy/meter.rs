@@ -222,7 +222,8 @@ mod tests {
     fn platform(hosts: Vec<Host>) -> Platform {
         use crate::network::{P2pModel, Piecewise};
         let none = Piecewise { segments: Vec::new() };
-        let model = P2pModel { eager_threshold_bytes: 0, transfer: none.clone(), send_overhead: none.clone(), recv_overhead: none, rma: None };
+        let model =
+            P2pModel { eager_threshold_bytes: 0, transfer: none.clone(), send_overhead: none.clone(), recv_overhead: none, rma: None };
         Platform::new("t", hosts, model)
     }
 

@@ -34,8 +34,11 @@ impl VirtualRank<'_> {
         // The reduction steps are local compute, as in the replay.
         let reduce_s = reduce_s.min(resume - self.clock);
         self.stats.compute_s += reduce_s;
+        let entry = self.clock;
         let b = Block { since: self.clock + reduce_s, resume, d: comm };
-        self.resolve(b);
+        self.settle(b);
+        // One wait from entry to exit, as the replay counts a collective.
+        self.waited(entry, resume);
         Ok(self.clock)
     }
 

@@ -589,6 +589,7 @@ mod modes;
 mod nbc;
 
 mod bulk;
+mod dvfs;
 mod gamma;
 mod host_copy;
 mod io;
@@ -597,4 +598,3 @@ mod limits;
 mod log;
 mod rma;
 mod shm;
-mod dvfs;

@@ -108,8 +108,13 @@ impl Sweep {
     /// makespan and an energy at most theirs, one of them less), by makespan.
     pub fn pareto(&self) -> Vec<usize> {
         let r = &self.rows;
-        let dominated =
-            |i: usize| r.iter().any(|o| o.makespan_s <= r[i].makespan_s && o.energy_j <= r[i].energy_j && (o.makespan_s < r[i].makespan_s || o.energy_j < r[i].energy_j));
+        let dominated = |i: usize| {
+            r.iter().any(|o| {
+                o.makespan_s <= r[i].makespan_s
+                    && o.energy_j <= r[i].energy_j
+                    && (o.makespan_s < r[i].makespan_s || o.energy_j < r[i].energy_j)
+            })
+        };
         let mut front: Vec<usize> = (0..r.len()).filter(|&i| !dominated(i)).collect();
         front.sort_by(|&a, &b| r[a].makespan_s.total_cmp(&r[b].makespan_s));
         front
@@ -118,7 +123,8 @@ impl Sweep {
 
 /// The replay of `trace` on `platform`, as a row named `policy`.
 fn row(platform: &Platform, trace: &Path, policy: String) -> anyhow::Result<Row> {
-    let streams = TraceInput::detect(trace).map_err(anyhow::Error::from).and_then(|i| Ok(i.open(ComputeTime::Cpu)?)).context("cannot open trace")?;
+    let streams =
+        TraceInput::detect(trace).map_err(anyhow::Error::from).and_then(|i| Ok(i.open(ComputeTime::Cpu)?)).context("cannot open trace")?;
     let r = replay::replay(platform, streams).with_context(|| format!("{policy}: replay of {} failed", trace.display()))?;
     let energy_j = r.energy_j.ok_or_else(|| anyhow::anyhow!("the platform's hosts have no power (wattage_per_state) at {policy}"))?;
     Ok(Row { policy, makespan_s: r.makespan_s, energy_j, edp_js: energy_j * r.makespan_s })
@@ -213,12 +219,8 @@ pub fn plot_svg(path: &Path, sweep: &Sweep) -> Result<(), String> {
     for r in rows {
         let color = if r.policy.starts_with("pstate=") { BLUE } else { GREEN };
         let at = (r.makespan_s, r.energy_j);
-        chart
-            .draw_series([Circle::new(at, 4, color.filled())])
-            .map_err(|e| fail(&e))?;
-        chart
-            .draw_series([Text::new(r.policy.clone(), at, ("sans-serif", 13).into_font())])
-            .map_err(|e| fail(&e))?;
+        chart.draw_series([Circle::new(at, 4, color.filled())]).map_err(|e| fail(&e))?;
+        chart.draw_series([Text::new(r.policy.clone(), at, ("sans-serif", 13).into_font())]).map_err(|e| fail(&e))?;
     }
     chart
         .configure_series_labels()
