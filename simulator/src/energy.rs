@@ -94,7 +94,7 @@ mod opt_range {
     }
 }
 
-mod meter;
+pub(crate) mod meter;
 pub(crate) use meter::EnergyMeter;
 
 #[cfg(test)]

@@ -5,9 +5,11 @@
 //! [`crate::energy`] (power by busy cores).
 //!
 //! Activities are reported as the replay learns them, not in time order
-//! (a wait is known when it ends); each host keeps its ranks' events and
-//! integrates them in time order at the end. Memory: two events per
-//! compute block and per wait of a metered host.
+//! (a wait is known when it ends): each host keeps its ranks' events and
+//! integrates them in time order up to a horizon before which no event
+//! can still come ([`EnergyMeter::flush`], when [`FLUSH_EVENTS`] wait),
+//! and the rest at the end. Memory: per host, the events not yet
+//! integrated and a state per rank.
 
 use crate::energy::{PowerRange, Pstate};
 use crate::platform::Platform;
@@ -22,8 +24,6 @@ pub(crate) struct HostSetup {
     switch_s: f64,
     wait_pstate: Option<usize>,
     waiting_busy: bool,
-    /// Ranks placed on the host.
-    ranks: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -43,10 +43,47 @@ struct Ev {
     kind: Kind,
 }
 
+/// Events a host keeps before the engine should flush it.
+pub(crate) const FLUSH_EVENTS: usize = 1 << 16;
+
+#[cfg(test)]
+thread_local! {
+    /// [`FLUSH_EVENTS`] in this thread's tests.
+    pub(crate) static TEST_FLUSH_EVENTS: std::cell::Cell<usize> = const { std::cell::Cell::new(FLUSH_EVENTS) };
+}
+
+fn flush_events() -> usize {
+    #[cfg(test)]
+    return TEST_FLUSH_EVENTS.with(|c| c.get());
+    #[cfg(not(test))]
+    FLUSH_EVENTS
+}
+
 #[derive(Debug)]
 struct HostMeter {
     setup: HostSetup,
+    /// Events not yet integrated.
     events: Vec<Ev>,
+    /// Events at which the engine should flush next: twice those a flush
+    /// leaves (a rank long blocked holds the horizon back), at least
+    /// [`FLUSH_EVENTS`].
+    next_flush: usize,
+    sweep: Sweep,
+}
+
+/// A host's integration so far.
+#[derive(Debug)]
+struct Sweep {
+    ranks: Vec<RankState>,
+    pstate: usize,
+    busy: u32,
+    /// A switch in progress: its end and power.
+    switch: Option<(f64, PowerRange)>,
+    /// Time integrated up to, seconds.
+    last: f64,
+    joules: f64,
+    /// A pstate without power was met: no energy for the host.
+    unknown: bool,
 }
 
 /// Joules per host of one replay (see the module docs).
@@ -56,6 +93,8 @@ pub(crate) struct EnergyMeter {
     hosts: Vec<Option<HostMeter>>,
     /// Index of each world rank among its host's ranks.
     local: Vec<u32>,
+    /// World ranks of each metered host, by local index (empty for the others).
+    members: Vec<Vec<u32>>,
 }
 
 impl EnergyMeter {
@@ -75,12 +114,28 @@ impl EnergyMeter {
             })
             .collect();
         let d = &platform.dvfs;
+        let mut members: Vec<Vec<u32>> = platform.hosts.iter().map(|_| Vec::new()).collect();
+        for (r, &h) in placement.iter().enumerate() {
+            if platform.hosts[h as usize].watts().is_some() {
+                members[h as usize].push(r as u32);
+            }
+        }
         let hosts = platform
             .hosts
             .iter()
             .zip(&count)
             .map(|(h, &ranks)| {
                 h.watts().map(|_| HostMeter {
+                    next_flush: flush_events(),
+                    sweep: Sweep {
+                        ranks: vec![RankState::default(); ranks as usize],
+                        pstate: h.pstate,
+                        busy: 0,
+                        switch: None,
+                        last: 0.0,
+                        joules: 0.0,
+                        unknown: false,
+                    },
                     setup: HostSetup {
                         pstates: h.pstates.clone(),
                         base: h.pstate,
@@ -88,13 +143,27 @@ impl EnergyMeter {
                         switch_s: h.pstate_switch_s,
                         wait_pstate: d.wait_pstate,
                         waiting_busy: d.waiting_busy,
-                        ranks,
                     },
                     events: Vec::new(),
                 })
             })
             .collect();
-        Some(EnergyMeter { hosts, local })
+        Some(EnergyMeter { hosts, local, members })
+    }
+
+    /// The world ranks of `host` when it holds enough events to flush
+    /// (the engine then calls [`EnergyMeter::flush`]), else `None`.
+    pub(crate) fn full(&self, host: usize) -> Option<&[u32]> {
+        self.hosts[host].as_ref().filter(|h| h.events.len() >= h.next_flush).map(|_| &self.members[host][..])
+    }
+
+    /// Integrates `host`'s events before `horizon_s`: the caller knows
+    /// that none of its ranks will report an activity earlier.
+    pub(crate) fn flush(&mut self, host: usize, horizon_s: f64) {
+        if let Some(h) = self.hosts[host].as_mut() {
+            h.sweep.run(&h.setup, &mut h.events, horizon_s);
+            h.next_flush = flush_events().max(2 * h.events.len());
+        }
     }
 
     fn push(&mut self, host: usize, rank: usize, t: f64, kind: Kind) {
@@ -127,7 +196,19 @@ impl EnergyMeter {
     /// Joules per host integrated over `[0, end_s]` (`None` for a host
     /// without a power range at a pstate it ran at).
     pub(crate) fn finish(self, end_s: f64) -> Vec<Option<f64>> {
-        self.hosts.into_iter().map(|h| h.and_then(|h| integrate(&h.setup, h.events, end_s))).collect()
+        self.hosts
+            .into_iter()
+            .map(|h| {
+                h.and_then(|mut h| {
+                    h.sweep.run(&h.setup, &mut h.events, end_s);
+                    let s = &mut h.sweep;
+                    if end_s > s.last {
+                        s.step(&h.setup, end_s);
+                    }
+                    (!s.unknown).then_some(s.joules)
+                })
+            })
+            .collect()
     }
 }
 
@@ -145,73 +226,84 @@ fn larger(a: PowerRange, b: PowerRange) -> PowerRange {
     PowerRange { idle_w: a.idle_w.max(b.idle_w), epsilon_w: a.epsilon_w.max(b.epsilon_w), all_cores_w: a.all_cores_w.max(b.all_cores_w) }
 }
 
-/// ∫ P dt over `[0, end_s]` of one host from its ranks' events.
-fn integrate(s: &HostSetup, mut events: Vec<Ev>, end_s: f64) -> Option<f64> {
-    events.sort_by(|a, b| a.t.total_cmp(&b.t));
-    let range = |p: usize| s.pstates.get(p).and_then(|x| x.watts);
-    let mut ranks = vec![RankState::default(); s.ranks as usize];
-    let (mut pstate, mut busy) = (s.base, 0u32);
-    let mut switch: Option<(f64, PowerRange)> = None;
-    let (mut last, mut joules) = (0.0f64, 0.0f64);
-    let step = |from: f64, to: f64, pstate: usize, busy: u32, switch: Option<(f64, PowerRange)>| -> Option<f64> {
-        let mut from = from;
-        let mut j = 0.0;
-        if let Some((until, r)) = switch.filter(|w| w.0 > from) {
+impl Sweep {
+    fn range(s: &HostSetup, p: usize) -> Option<PowerRange> {
+        s.pstates.get(p).and_then(|x| x.watts)
+    }
+
+    /// Integrates the current state from `last` to `to`.
+    fn step(&mut self, s: &HostSetup, to: f64) {
+        let mut from = self.last;
+        if let Some((until, r)) = self.switch.filter(|w| w.0 > from) {
             let m = until.min(to);
-            j += r.watts(s.cores, busy) * (m - from);
+            self.joules += r.watts(s.cores, self.busy) * (m - from);
             from = m;
         }
         if to > from {
-            j += range(pstate)?.watts(s.cores, busy) * (to - from);
-        }
-        Some(j)
-    };
-    let mut i = 0;
-    while i < events.len() && events[i].t < end_s {
-        let t = events[i].t;
-        if t > last {
-            joules += step(last, t, pstate, busy, switch)?;
-            last = t;
-        }
-        while i < events.len() && events[i].t == t {
-            let e = events[i];
-            let r = &mut ranks[e.rank as usize];
-            match e.kind {
-                Kind::ComputeStart(p) => {
-                    r.computing += 1;
-                    r.pstate = p;
-                }
-                Kind::ComputeEnd => r.computing = r.computing.saturating_sub(1),
-                Kind::WaitStart => r.waiting += 1,
-                Kind::WaitEnd => r.waiting = r.waiting.saturating_sub(1),
-                Kind::Done => r.done = true,
+            match Sweep::range(s, self.pstate) {
+                Some(r) => self.joules += r.watts(s.cores, self.busy) * (to - from),
+                None => self.unknown = true,
             }
-            i += 1;
         }
+        self.last = to;
+    }
+
+    /// Integrates the events of `events` before `horizon_s` in time order
+    /// (those at one time together) and drops them.
+    fn run(&mut self, s: &HostSetup, events: &mut Vec<Ev>, horizon_s: f64) {
+        events.sort_by(|a, b| a.t.total_cmp(&b.t));
+        let mut i = 0;
+        while i < events.len() && events[i].t < horizon_s {
+            let t = events[i].t;
+            if t > self.last {
+                self.step(s, t);
+            }
+            while i < events.len() && events[i].t == t {
+                let e = events[i];
+                let r = &mut self.ranks[e.rank as usize];
+                match e.kind {
+                    Kind::ComputeStart(p) => {
+                        r.computing += 1;
+                        r.pstate = p;
+                    }
+                    Kind::ComputeEnd => r.computing = r.computing.saturating_sub(1),
+                    Kind::WaitStart => r.waiting += 1,
+                    Kind::WaitEnd => r.waiting = r.waiting.saturating_sub(1),
+                    Kind::Done => r.done = true,
+                }
+                i += 1;
+            }
+            self.settle(s, t);
+        }
+        events.drain(..i);
+    }
+
+    /// The host's pstate and busy cores after the events at `t`.
+    fn settle(&mut self, s: &HostSetup, t: f64) {
         let demand = |r: &RankState| match (r.computing > 0, r.waiting > 0, s.wait_pstate) {
             (true, _, _) => r.pstate,
             (false, true, Some(k)) => k,
             _ => s.base,
         };
         let speed = |p: usize| s.pstates.get(p).map_or(0.0, |x| x.speed_flops);
-        let next = ranks
+        let next = self
+            .ranks
             .iter()
             .filter(|r| !r.done)
             .map(demand)
             .reduce(|a, b| if speed(b) > speed(a) || (speed(b) == speed(a) && b < a) { b } else { a })
             .unwrap_or(s.base);
-        if next != pstate {
+        if next != self.pstate {
             if s.switch_s > 0.0 {
-                switch = Some((t + s.switch_s, larger(range(pstate)?, range(next)?)));
+                match (Sweep::range(s, self.pstate), Sweep::range(s, next)) {
+                    (Some(a), Some(b)) => self.switch = Some((t + s.switch_s, larger(a, b))),
+                    _ => self.unknown = true,
+                }
             }
-            pstate = next;
+            self.pstate = next;
         }
-        busy = ranks.iter().filter(|r| r.computing > 0 || (s.waiting_busy && r.waiting > 0 && !r.done)).count() as u32;
+        self.busy = self.ranks.iter().filter(|r| r.computing > 0 || (s.waiting_busy && r.waiting > 0 && !r.done)).count() as u32;
     }
-    if end_s > last {
-        joules += step(last, end_s, pstate, busy, switch)?;
-    }
-    Some(joules)
 }
 
 #[cfg(test)]

@@ -54,11 +54,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let h = self.hosts[r] as usize;
         let Some(p) = self.power.as_mut() else { return };
         let q = std::mem::replace(&mut p.block_pstate[r], platform.hosts[h].pstate);
-        if let Some(m) = self.energy.as_mut() {
-            m.compute(h, r, start_s, dt_s, q);
-        }
         if let Some(d) = p.ranks[r].as_mut() {
             d.block_ended(&platform.hosts[h], start_s + dt_s);
+        }
+        if let Some(m) = self.energy.as_mut() {
+            m.compute(h, r, start_s, dt_s, q);
+            self.meter_flush(h);
         }
     }
 
@@ -96,13 +97,40 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         }
         waits.clear();
         self.ranks[r].waits = waits;
+        self.meter_flush(h);
     }
 
     /// Rank `r` finalized at its clock.
     pub(super) fn power_done(&mut self, r: usize) {
         let t = self.ranks[r].clock;
+        let h = self.hosts[r] as usize;
         if let Some(m) = self.energy.as_mut() {
-            m.done(self.hosts[r] as usize, r, t);
+            m.done(h, r, t);
+            self.meter_flush(h);
+        }
+    }
+
+    /// Integrates host `h`'s energy up to where its ranks may still report
+    /// activities, when its meter holds many events: a rank reports
+    /// nothing before its clock, the start of the blocking collective it
+    /// is in, or the start of a wait it resolved and has not reported.
+    fn meter_flush(&mut self, h: usize) {
+        let Some(m) = self.energy.as_ref() else { return };
+        let Some(members) = m.full(h) else { return };
+        let entry = |r: usize| self.power.as_ref().map_or(f64::INFINITY, |p| p.coll_entry[r]);
+        let horizon = members
+            .iter()
+            .map(|&r| r as usize)
+            .filter(|&r| self.ranks[r].status != Status::Done)
+            .map(|r| {
+                let rk = &self.ranks[r];
+                let waits = rk.waits.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+                let e = entry(r);
+                rk.clock.min(waits).min(if e.is_nan() { f64::INFINITY } else { e })
+            })
+            .fold(f64::INFINITY, f64::min);
+        if let Some(m) = self.energy.as_mut() {
+            m.flush(h, horizon);
         }
     }
 }

@@ -97,3 +97,39 @@ fn a_blocking_collective_is_one_wait_from_entry_to_exit() {
     let saved = (100.0 - 80.0) * exit1 + (100.0 - 80.0) * (exit0 - 1.0);
     close(still.energy_j.unwrap() - low.energy_j.unwrap(), saved);
 }
+
+#[test]
+fn energy_integrated_in_slices_equals_energy_integrated_at_the_end() {
+    // Two ranks per 2-core host in a ring of compute, sends and receives:
+    // the meter integrates each host every 64 events, or once at the end.
+    let mut p = wait_at(&hosts(1e-4), 2);
+    p.hosts.iter_mut().for_each(|h| h.cores = 2);
+    let ranks = || -> Vec<Vec<Action>> {
+        (0..4u32)
+            .map(|r| {
+                let mut v = Vec::new();
+                for i in 0..500 {
+                    v.push(Action::Flops { flops: 1e6 * (1 + (r + i) % 3) as f64 });
+                    v.push(send((r + 1) % 4, 8));
+                    v.push(recv(((r + 3) % 4) as i32));
+                }
+                v.push(Action::Finalize);
+                v
+            })
+            .collect()
+    };
+    let whole = run(&p, ranks()).unwrap();
+    crate::energy::meter::TEST_FLUSH_EVENTS.with(|c| c.set(64));
+    let sliced = run(&p, ranks()).unwrap();
+    crate::energy::meter::TEST_FLUSH_EVENTS.with(|c| c.set(crate::energy::meter::FLUSH_EVENTS));
+    assert_eq!(whole.makespan_s, sliced.makespan_s);
+    for h in 0..2 {
+        let (a, b) = (whole.hosts[h].energy_j.unwrap(), sliced.hosts[h].energy_j.unwrap());
+        assert!((a - b).abs() <= 1e-9 * a, "host {h}: {a} J whole, {b} J sliced");
+    }
+    // The waits at pstate 2 show against the static run.
+    let mut still = hosts(1e-4);
+    still.hosts.iter_mut().for_each(|h| h.cores = 2);
+    let still = run(&still, ranks()).unwrap();
+    assert!(still.energy_j.unwrap() > whole.energy_j.unwrap(), "{:?} {:?}", still.energy_j, whole.energy_j);
+}
