@@ -589,9 +589,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Rank `r` computes for `dt` seconds from its clock.
     fn computed(&mut self, r: usize, dt: f64) {
-        if dt > 0.0 {
-            self.block_done(r, self.ranks[r].clock, dt);
-        }
+        self.block_done(r, self.ranks[r].clock, dt);
         let rk = &mut self.ranks[r];
         rk.clock += dt;
         rk.stats.compute_s += dt;

@@ -44,6 +44,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             None => seconds,
         };
         if work <= 0.0 {
+            self.block_done(r, now, 0.0);
             return Ok(Flow::Continue);
         }
         let hc = self.cores[host].as_mut().expect("checked above");

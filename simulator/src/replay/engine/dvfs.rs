@@ -47,8 +47,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         d.compute(host, q, self.ranks[r].clock, base_s)
     }
 
-    /// Rank `r` computed from `start_s` for `dt_s` seconds: the block goes
-    /// to the energy meter and the rank back to its host's pstate.
+    /// Rank `r` computed from `start_s` for `dt_s` seconds (0 for a block
+    /// of no work): the block goes to the energy meter and the rank back
+    /// to its host's pstate.
     pub(super) fn block_done(&mut self, r: usize, start_s: f64, dt_s: f64) {
         let platform = self.platform;
         let h = self.hosts[r] as usize;
