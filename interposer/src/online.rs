@@ -205,7 +205,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
             warn(None, &format!("INTERPOSER_PLATFORM={}: {why}; online mode off, recording a trace only", path.display()));
         }
     };
-    let platform = match simulator::platform::Platform::load(&path) {
+    let mut platform = match simulator::platform::Platform::load(&path) {
         Ok(p) => p,
         Err(e) => {
             fallback(e.what);
@@ -221,7 +221,6 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
     if rank == 0 && platform.links.is_some() {
         warn(None, "online mode does not model link sharing (the platform's [links]); each transfer gets full bandwidth");
     }
-    let mut platform = platform;
     let dvfs = cfg.dvfs.as_ref().and_then(|spec| match simulator::dvfs::Dvfs::parse(spec).and_then(|d| d.check(&platform).map(|()| d)) {
         Ok(d) => {
             platform.dvfs = d;

@@ -20,6 +20,12 @@
 //!   [`WaitingRanks::Yield`] the share depends on which ranks compute at
 //!   the same time, a global view online mode lacks: each block gets a
 //!   whole core.
+//! - **DVFS** ([`Platform::dvfs`]): the replay's per-rank model
+//!   ([`crate::dvfs::RankDvfs`]): a block runs at its region's pstate
+//!   ([`VirtualRank::compute_in`]), a wait (of requests, a one-sided
+//!   synchronization, a blocking collective from entry to exit) lowers
+//!   the rank to the wait pstate, and each switch costs the host's
+//!   `pstate_switch_s` at the slower speed. No energy online.
 //! - **Nonblocking point-to-point costs**: posting an `MPI_Irecv` costs
 //!   `[smpi] irecv_s`, a wait `[smpi] wait_s` per request it completes,
 //!   a poll ([`Action::Poll`](crate::action::Action::Poll)) `[smpi] poll_s`, as in the replay.

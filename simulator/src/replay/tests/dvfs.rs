@@ -133,3 +133,16 @@ fn energy_integrated_in_slices_equals_energy_integrated_at_the_end() {
     let still = run(&still, ranks()).unwrap();
     assert!(still.energy_j.unwrap() > whole.energy_j.unwrap(), "{:?} {:?}", still.energy_j, whole.energy_j);
 }
+
+#[test]
+fn polling_waits_keep_a_core_busy_and_idle_waits_do_not() {
+    let mut p = hosts(0.0);
+    p.dvfs.waiting_busy = true;
+    let r = run(&p, ping(0.0)).unwrap();
+    // n1's rank polls from 0 to 1 s + L: one of one core busy at pstate 0 (200 W).
+    close(r.hosts[1].energy_j.unwrap(), 200.0 * (1.0 + L));
+    // Polling at pstate 2 (wait=2): 120 W.
+    p.dvfs.wait_pstate = Some(2);
+    let r = run(&p, ping(0.0)).unwrap();
+    close(r.hosts[1].energy_j.unwrap(), 120.0 * (1.0 + L));
+}
