@@ -72,7 +72,7 @@ use crate::hooks::guard;
 use crate::recorder::{self, warn};
 
 /// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`].
-const STATS_LEN: usize = 8;
+const STATS_LEN: usize = 9;
 /// How long a virtual `MPI_Wtime` lets the pump go without progress: a
 /// peer that can answer does so within a scheduler time slice or two.
 const WTIME_WAIT: Duration = Duration::from_millis(20);
@@ -120,6 +120,8 @@ pub struct Online {
     /// [`WTIME_WAIT`] in vain: until the pump applies anything more, later
     /// calls do not wait again.
     wtime_stuck: Option<u64>,
+    /// Virtual `MPI_Wtime` reads that waited [`WTIME_WAIT`] in vain.
+    wtime_waits: u64,
 }
 
 /// A request of the application's as the clock knows it.
@@ -193,6 +195,9 @@ pub struct RankOnline {
     /// Virtual times, seconds, and point-to-point traffic.
     #[serde(flatten)]
     pub stats: VirtualStats,
+    /// Reads of a virtual `MPI_Wtime` (`INTERPOSER_VIRTUAL_WTIME=1`) that
+    /// let the pump wait its bound and found the clock still behind.
+    pub wtime_waits: u64,
 }
 
 /// Reads the platform (and jitter trace) of online mode for world rank
@@ -289,6 +294,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
         stall_s: cfg.stall_s,
         stalled: None,
         wtime_stuck: None,
+        wtime_waits: 0,
     })
 }
 
@@ -421,6 +427,7 @@ impl Online {
         let stuck = self.wtime_stuck == Some(self.work.progress);
         let wait = if stuck { Duration::ZERO } else { WTIME_WAIT.min(Duration::from_secs_f64(self.stall_s)) };
         if !self.pump_until(wait, pump::Work::applied) {
+            self.wtime_waits += u64::from(!stuck);
             self.wtime_stuck = Some(self.work.progress);
         }
         let queued: f64 = self.work.queue.iter().map(|e| if let pump::Ev::Compute(s, _) = e { *s } else { 0.0 }).sum();
@@ -460,6 +467,7 @@ impl Online {
                     bytes_sent: v[5] as u64,
                     io_s: v[7],
                 },
+                wtime_waits: v[8] as u64,
             })
             .collect();
         let stalled: Vec<String> = all

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod lane;
 pub mod loggp;
 pub mod rma;
 pub mod topology;

@@ -61,12 +61,10 @@
 //!
 //! - **Serial receives** ([`crate::platform::Network::serial_receives`]):
 //!   the rendezvous transfers a rank receives from its own host (of at
-//!   least `serial_receives_min_bytes`) move their data through the
-//!   rank's copy lane one at a time, each in the lane's first free time
-//!   after its latency (module `lane`: the last of a set of concurrent
-//!   transfers ends when the replay's max-min sharing ends it). The
-//!   acknowledgement brings the receiver's completion to the sender
-//!   ([`VirtualRank::send_acked`]).
+//!   least `serial_receives_min_bytes`) take turns in the rank's copy
+//!   lane at the call that completes them, by the rule of
+//!   [`crate::network::lane`] that the replay applies too; the sender's
+//!   request completes when the pair model's transfer ends.
 //!
 //! Not modelled online: link sharing among concurrent transfers
 //! ([`Platform::links`]) and a host's copy rate shared by its concurrent
@@ -81,6 +79,7 @@ use serde::Serialize;
 
 use crate::dvfs::RankDvfs;
 use crate::io::FsState;
+use crate::network::lane::{RecvLane, Turn};
 use crate::network::rma::{RmaMove, RmaPeer};
 use crate::network::P2pModel;
 use crate::platform::{Platform, RmaCallKind, WaitingRanks};
@@ -88,7 +87,6 @@ use crate::replay::Stretch;
 
 mod coll;
 mod io;
-mod lane;
 #[cfg(test)]
 mod tests;
 
@@ -131,6 +129,9 @@ enum Req {
     Send { dst: u32, bytes: u64, post: f64 },
     /// A receive posted at `post`.
     Recv { post: f64 },
+    /// A matched receive whose transfer takes its turn in the copy lane
+    /// at the call that completes it.
+    Turn(Turn),
     /// A nonblocking collective posted at `post`, waiting for its members' post times.
     Coll { post: f64 },
 }
@@ -180,7 +181,7 @@ pub struct VirtualRank<'a> {
     shm_counts: HashMap<u32, crate::collectives::ShmCounter>,
     /// With `serial_receives`: the copy lane of the transfers this rank
     /// receives from its own host.
-    lane: Option<lane::RecvLane>,
+    lane: Option<RecvLane>,
     /// This rank's pstate under the platform's DVFS policy, when it
     /// changes pstates and the host has some ([`crate::dvfs`]).
     dvfs: Option<RankDvfs>,
@@ -204,7 +205,7 @@ impl<'a> VirtualRank<'a> {
         platform.network.host_copy_bytes_per_s = None;
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
         let fs = platform.fs.first().cloned().map(FsState::new);
-        let lane = platform.network.recv_copy_bytes_per_s().map(lane::RecvLane::new);
+        let lane = platform.network.recv_copy_bytes_per_s().map(RecvLane::new);
         let host = &platform.hosts[platform.host_of(rank)];
         let dvfs = (!platform.dvfs.is_static() && !host.pstates.is_empty()).then(|| RankDvfs::new(host));
         VirtualRank {
@@ -382,13 +383,12 @@ impl<'a> VirtualRank<'a> {
         }
     }
 
-    /// Completion `(at, d)` of a receive posted at `recv_post` of a
-    /// message of `bytes` from `src` sent at `send_post`. An eager
+    /// The state a receive posted at `recv_post` reaches when it matches
+    /// a message of `bytes` from `src` sent at `send_post`: done at its
+    /// completion, or a turn in the copy lane ([`Req::Turn`]). An eager
     /// receive's overhead `o_r` meets the OS jitter of its interval from
-    /// `recv_post`, as in the offline replay's `recv_overhead`; a
-    /// rendezvous transfer from the rank's own host takes its turn in the
-    /// copy lane when there is one.
-    fn recv_done(&mut self, src: u32, bytes: u64, send_post: f64, recv_post: f64, buffered: bool) -> (f64, f64) {
+    /// `recv_post`, as in the offline replay's `recv_overhead`.
+    fn recv_done(&mut self, src: u32, bytes: u64, send_post: f64, recv_post: f64, buffered: bool) -> Req {
         let model = self.model(src, self.rank);
         let t = model.transfer.eval(bytes);
         if buffered || model.is_eager(bytes) {
@@ -398,30 +398,13 @@ impl<'a> VirtualRank<'a> {
                 Some(th) if bytes >= th => send_post.max(recv_post),
                 _ => send_post,
             };
-            ((start + t).max(recv_post + o_r), t.max(o_r))
-        } else {
-            let start = send_post.max(recv_post);
-            let same_host = self.platform.host_of(src) == self.platform.host_of(self.rank);
-            let seg = model.transfer.segment(bytes).copied();
-            let turn = same_host && self.platform.network.serial_receive(bytes);
-            match (self.lane.as_mut(), seg) {
-                (Some(lane), Some(seg)) if turn => {
-                    let (lat, bound) = seg.alone_phases(bytes);
-                    let at = lane.copy(start + lat, bytes).max(start + lat + bytes as f64 / bound);
-                    (at, at - start)
-                }
-                _ => (start + t, t),
-            }
+            return Req::Done { at: (start + t).max(recv_post + o_r), d: t.max(o_r) };
         }
-    }
-
-    /// When request `req`, a receive matched by
-    /// [`VirtualRank::recv_matched`], completes, seconds; `None` for a
-    /// request not matched or unknown.
-    pub fn completion(&self, req: u64) -> Option<f64> {
-        match self.reqs.get(&req) {
-            Some(&Req::Done { at, .. }) => Some(at),
-            _ => None,
+        let start = send_post.max(recv_post);
+        let same_host = self.platform.host_of(src) == self.platform.host_of(self.rank);
+        match self.platform.network.receive_turn(model, same_host, bytes, start) {
+            Some(turn) if self.lane.is_some() => Req::Turn(turn),
+            _ => Req::Done { at: start + t, d: t },
         }
     }
 
@@ -437,30 +420,18 @@ impl<'a> VirtualRank<'a> {
     /// ([`VirtualRank::isend_buffered`]: eager at any size).
     pub fn recv_matched_with(&mut self, req: u64, src: u32, bytes: u64, send_post_s: f64, buffered: bool) -> Option<(f64, bool)> {
         let Some(&Req::Recv { post }) = self.reqs.get(&req) else { return None };
-        let (at, d) = self.recv_done(src, bytes, send_post_s, post, buffered);
-        self.reqs.insert(req, Req::Done { at, d });
+        let state = self.recv_done(src, bytes, send_post_s, post, buffered);
+        self.reqs.insert(req, state);
         Some((post, buffered || self.model(src, self.rank).is_eager(bytes)))
     }
 
     /// Request `req`, a rendezvous send, was received by a receive posted
-    /// at virtual time `recv_post_s`. False for an unknown request.
+    /// at virtual time `recv_post_s`: it completes when the pair model's
+    /// transfer ends. False for an unknown request.
     pub fn send_matched(&mut self, req: u64, recv_post_s: f64) -> bool {
-        self.send_acked(req, recv_post_s, 0.0)
-    }
-
-    /// [`VirtualRank::send_matched`] where the receiver's clock completes
-    /// the transfer at `recv_done_s` ([`VirtualRank::completion`]): the
-    /// send completes then if that is later than the pair model's end
-    /// (the receiver copied other transfers first, `serial_receives`).
-    pub fn send_acked(&mut self, req: u64, recv_post_s: f64, recv_done_s: f64) -> bool {
         let Some(&Req::Send { dst, bytes, post }) = self.reqs.get(&req) else { return false };
         let t = self.model(self.rank, dst).transfer.eval(bytes);
-        let start = post.max(recv_post_s);
-        let done = match recv_done_s > start + t {
-            true => Req::Done { at: recv_done_s, d: recv_done_s - start },
-            false => Req::Done { at: start + t, d: t },
-        };
-        self.reqs.insert(req, done);
+        self.reqs.insert(req, Req::Done { at: post.max(recv_post_s) + t, d: t });
         true
     }
 
@@ -483,13 +454,24 @@ impl<'a> VirtualRank<'a> {
     pub fn complete(&mut self, reqs: &[u64]) -> usize {
         let mut b = Block { since: self.clock, resume: self.clock, d: 0.0 };
         let mut known = 0;
-        for r in reqs {
+        let mut turns = Vec::new();
+        for (pos, r) in reqs.iter().enumerate() {
             let state = self.reqs.remove(r);
             known += state.is_some() as usize;
-            if let Some(Req::Done { at, d }) = state {
+            match state {
+                Some(Req::Done { at, d }) => {
+                    b.resume = b.resume.max(at);
+                    b.d = b.d.max(d);
+                }
+                Some(Req::Turn(t)) => turns.push((pos as u32, t, ())),
+                _ => {}
+            }
+        }
+        if let Some(lane) = self.lane.as_mut() {
+            lane.take_turns(&mut turns, |(), at, d| {
                 b.resume = b.resume.max(at);
                 b.d = b.d.max(d);
-            }
+            });
         }
         self.resolve(b);
         known

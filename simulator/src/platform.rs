@@ -67,8 +67,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::collectives::Collectives;
 use crate::energy::{PowerRange, Pstate};
+use crate::network::lane::Turn;
 use crate::network::{FlowSharing, P2pModel};
 
+pub mod cluster;
 mod rma_calls;
 pub mod simgrid;
 mod smpi;
@@ -270,6 +272,18 @@ impl Network {
     /// without an `intra` transfer segment).
     pub fn recv_copy_bytes_per_s(&self) -> Option<f64> {
         self.serial_receives.then(|| self.intra.transfer.segments.last().map(|s| s.bandwidth_bytes_per_s)).flatten()
+    }
+
+    /// The turn in its receiver's copy lane ([`crate::network::lane`])
+    /// of a rendezvous transfer of `bytes` on pair model `model` whose
+    /// sides have both posted by `start` (seconds); `None` when it moves
+    /// without one (another host, below `serial_receives_min_bytes`, no
+    /// lane, no segment for the size).
+    pub fn receive_turn(&self, model: &P2pModel, same_host: bool, bytes: u64, start: f64) -> Option<Turn> {
+        if !same_host || !self.serial_receive(bytes) || self.recv_copy_bytes_per_s().is_none() {
+            return None;
+        }
+        model.transfer.segment(bytes).map(|seg| Turn::new(seg, start, bytes))
     }
 }
 

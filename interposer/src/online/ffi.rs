@@ -445,8 +445,9 @@ pub extern "C" fn ipr_online_drain(op: c_int) {
 }
 
 /// Writes this rank's figures, `STATS_LEN` doubles: end, compute, comm,
-/// wait (seconds), messages, bytes sent, and 1 when its prediction is
-/// complete (else 0).
+/// wait (seconds), messages, bytes sent, 1 when its prediction is
+/// complete (else 0), I/O (seconds), and its virtual `MPI_Wtime` reads
+/// that waited in vain.
 ///
 /// # Safety
 /// `out` points to `STATS_LEN` writable doubles.
@@ -455,9 +456,12 @@ pub unsafe extern "C" fn ipr_online_stats(out: *mut f64) {
     if out.is_null() {
         return;
     }
-    let (s, complete) =
-        guard(None, || with_state(|on| (on.clock.stats(), on.stalled.is_none()))).unwrap_or((VirtualStats::default(), false));
-    let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64, complete as u8 as f64, s.io_s];
+    let (s, complete, waits) = guard(None, || with_state(|on| (on.clock.stats(), on.stalled.is_none(), on.wtime_waits))).unwrap_or((
+        VirtualStats::default(),
+        false,
+        0,
+    ));
+    let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64, complete as u8 as f64, s.io_s, waits as f64];
     // SAFETY: the caller passes room for STATS_LEN doubles.
     unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, STATS_LEN) };
 }

@@ -192,12 +192,11 @@ impl Online {
             Input::Companion { id, slot, src, src_world, tag, op, .. } => {
                 let (send_post, bytes, buffered) = (op.data()[0], op.data()[1] as u64, op.data()[2] != 0.0);
                 if let Some((recv_post, false)) = self.clock.recv_matched_with(id, src_world, bytes, send_post, buffered) {
-                    let done = self.clock.completion(id).unwrap_or(0.0);
-                    self.work.outgoing.extend(Op::isend(slot, Channel::Ack, src, tag, &[recv_post, done]));
+                    self.work.outgoing.extend(Op::isend(slot, Channel::Ack, src, tag, &[recv_post]));
                 }
             }
             Input::Ack { id, op, .. } => {
-                self.clock.send_acked(id, op.data()[0], op.data()[1]);
+                self.clock.send_matched(id, op.data()[0]);
             }
             Input::Gather { id, op, .. } => {
                 if let Some(nbc) = self.nbcs.remove(&id) {
@@ -221,7 +220,7 @@ impl Online {
                 let companion = [s.post_s, *bytes as f64, buffered as u8 as f64];
                 self.work.outgoing.extend(Op::isend(*slot, Channel::Fwd, *local, *tag, &companion));
                 if !s.eager {
-                    if let Some(op) = Op::irecv(*slot, Channel::Ack, *local, *tag, 2) {
+                    if let Some(op) = Op::irecv(*slot, Channel::Ack, *local, *tag, 1) {
                         self.work.inputs.push(Input::Ack { id: *id, peer: *peer, tag: *tag, call: *call, op });
                     }
                 }

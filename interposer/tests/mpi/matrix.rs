@@ -31,6 +31,7 @@ fn bounded(np: u32, prog: &Path, args: &[&str], env: &[(&str, &str)], preload: b
     cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());
     let mut child = cmd.spawn().expect("mpirun");
     let start = Instant::now();
+    let limit = limit.mul_f64(crowding());
     let ok = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st.success();
@@ -44,6 +45,16 @@ fn bounded(np: u32, prog: &Path, args: &[&str], env: &[(&str, &str)], preload: b
         std::thread::sleep(Duration::from_millis(50));
     };
     (std::fs::read_to_string(out).unwrap(), std::fs::read_to_string(err).unwrap(), ok)
+}
+
+/// How many times more runnable work than cores the machine has now
+/// (the 1-minute load average over the cores, at least 1): a run that
+/// shares its cores with other jobs takes that much longer to end, and
+/// the limit that tells a hang from a slow run grows with it.
+fn crowding() -> f64 {
+    let load: f64 = std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| s.split_whitespace().next()?.parse().ok()).unwrap_or(1.0);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    (load / cores).max(1.0)
 }
 
 fn cases(stdout: &str) -> Vec<&str> {

@@ -155,7 +155,7 @@ fn serial_receives_take_turns_online_as_offline() {
     let online = online_json(dir.path())["makespan_s"].as_f64().unwrap();
     let offline = offline_makespan(dir.path(), &serial);
     let rel = (online - offline).abs() / offline;
-    assert!(rel < 0.002, "online {online} s vs offline {offline} s ({:.3} %)", rel * 100.0);
+    assert!(rel < 1e-9, "online {online} s vs offline {offline} s ({:e} relative)", rel);
     let in_parallel = offline_makespan(dir.path(), &parallel);
     assert!(offline > 1.02 * in_parallel, "serial receives {offline} s vs parallel {in_parallel} s");
 }
@@ -232,14 +232,16 @@ fn a_rank_timing_its_own_loop_neither_waits_at_every_read_nor_charges_the_pump()
     let tmp = tempfile::tempdir().unwrap();
     let platform = platform_file(tmp.path(), 1.0);
     let prog = test_program("wtime_loop");
-    let started = std::time::Instant::now();
     let (dir, out) = online_run(2, prog.to_str().unwrap(), &["50"], &platform, &[("INTERPOSER_VIRTUAL_WTIME", "1")]);
-    let took = started.elapsed().as_secs_f64();
     let text = String::from_utf8_lossy(&out.stdout);
     let elapsed: f64 = text.lines().find_map(|l| l.strip_prefix("elapsed_s=")).expect("elapsed_s line").parse().unwrap();
-    let makespan = online_json(dir.path())["makespan_s"].as_f64().unwrap();
+    let report = online_json(dir.path());
+    let makespan = report["makespan_s"].as_f64().unwrap();
     assert!(elapsed > 0.0 && elapsed < 0.05 && elapsed <= makespan, "virtual loop {elapsed} s, makespan {makespan} s");
-    assert!(took < 5.0, "the run took {took} s");
+    // A wait in vain is followed by reads that only try the pump once
+    // until it applies something: a few waits, not one per read.
+    let waits: Vec<u64> = report["ranks"].as_array().unwrap().iter().map(|r| r["wtime_waits"].as_u64().unwrap()).collect();
+    assert!(waits.iter().all(|&w| w <= 5), "virtual MPI_Wtime reads that waited in vain, per rank: {waits:?} (of 50 reads)");
 }
 
 #[test]

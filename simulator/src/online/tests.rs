@@ -406,56 +406,74 @@ fn shared_memory_collectives_agree_with_replay() {
     }
 }
 
-/// Two rendezvous transfers into rank 0 from rank 2 on its host share
-/// rank 0's copy lane (`serial_receives`); one from rank 1 on the other
-/// host does not. The last to end, and so every rank's end, is the
-/// replay's; the sender learns it from the acknowledgement. Transfers
-/// below `serial_receives_min_bytes` move in parallel.
+/// Two rendezvous transfers into rank 0 from rank 2 on its host take
+/// turns in rank 0's copy lane (`serial_receives`) at the wait that
+/// completes them; one from rank 1 on the other host does not. Every
+/// order in which real time may bring the companions gives the replay's
+/// virtual times. Transfers below `serial_receives_min_bytes` move in
+/// parallel.
 #[test]
 fn serial_receives_end_when_the_replays_do() {
     for min_bytes in [0, 1_000_000, 1_000_001] {
-        serial_receives_from(min_bytes);
+        serial_receives_from(min_bytes, false);
+        serial_receives_from(min_bytes, true);
     }
 }
 
-fn serial_receives_from(min_bytes: u64) {
+/// `one_by_one`: rank 0 waits for its three receives one call each.
+fn serial_receives_from(min_bytes: u64, one_by_one: bool) {
     let mut p = platform();
     p.network.serial_receives = true;
     p.network.serial_receives_min_bytes = min_bytes;
     let big = 1_000_000u64;
     let isend = |dst, req| Action::Isend { dst, tag: req as i32, bytes: big, comm: 0, req };
     let irecv = |src, req| Action::Irecv { src, tag: req as i32, bytes: if src == 1 { 2000 } else { big }, comm: 0, req };
+    let wait = |req| Action::Wait { req };
     let off = offline_on(
         &p,
         vec![
-            vec![irecv(2, 1), irecv(2, 2), irecv(1, 3), Action::Waitall { reqs: vec![1, 2, 3] }, Action::Finalize],
+            match one_by_one {
+                true => vec![irecv(2, 1), irecv(2, 2), irecv(1, 3), wait(2), wait(1), wait(3), Action::Finalize],
+                false => vec![irecv(2, 1), irecv(2, 2), irecv(1, 3), Action::Waitall { reqs: vec![1, 2, 3] }, Action::Finalize],
+            },
             vec![Action::Isend { dst: 0, tag: 3, bytes: 2000, comm: 0, req: 3 }, Action::Waitall { reqs: vec![3] }, Action::Finalize],
             vec![compute(1e-5), isend(0, 1), isend(0, 2), Action::Waitall { reqs: vec![1, 2] }, Action::Finalize],
         ],
     );
-    let (mut a, mut b, mut c) = (VirtualRank::new(p.clone(), 0), VirtualRank::new(p.clone(), 1), VirtualRank::new(p, 2));
-    (1..=3).for_each(|r| _ = a.irecv(r));
-    let s3 = b.isend(3, 0, 2000);
-    c.compute(1e-5);
-    let (s1, s2) = (c.isend(1, 0, big), c.isend(2, 0, big));
-    // Companions in the order real time brings them: the second first.
-    for (req, src, s) in [(2, 2, s2), (3, 1, s3), (1, 2, s1)] {
-        let bytes = if src == 1 { 2000 } else { big };
-        let (post, eager) = a.recv_matched(req, src, bytes, s.post_s).unwrap();
-        assert!(!eager);
-        let sender = if src == 1 { &mut b } else { &mut c };
-        assert!(sender.send_acked(req, post, a.completion(req).unwrap()));
+    let mut last = None;
+    for order in [[1, 2, 3], [2, 3, 1], [3, 2, 1]] {
+        let (mut a, mut b, mut c) = (VirtualRank::new(p.clone(), 0), VirtualRank::new(p.clone(), 1), VirtualRank::new(p.clone(), 2));
+        (1..=3).for_each(|r| _ = a.irecv(r));
+        let s3 = b.isend(3, 0, 2000);
+        c.compute(1e-5);
+        let (s1, s2) = (c.isend(1, 0, big), c.isend(2, 0, big));
+        // Companions in the order real time brings them.
+        for req in order {
+            let (src, s) = [(2, s1), (2, s2), (1, s3)][req as usize - 1];
+            let bytes = if src == 1 { 2000 } else { big };
+            let (post, eager) = a.recv_matched(req, src, bytes, s.post_s).unwrap();
+            assert!(!eager);
+            let sender = if src == 1 { &mut b } else { &mut c };
+            assert!(sender.send_matched(req, post));
+        }
+        match one_by_one {
+            true => [2, 1, 3].iter().for_each(|r| a.wait(&[*r])),
+            false => a.wait(&[1, 2, 3]),
+        }
+        b.wait(&[3]);
+        c.wait(&[1, 2]);
+        assert_close(a.stats(), off[0]);
+        assert_close(b.stats(), off[1]);
+        assert_close(c.stats(), off[2]);
+        let stats = [a.stats(), b.stats(), c.stats()];
+        assert!(last.is_none_or(|l| l == stats), "{order:?}: {stats:?} vs {last:?}");
+        last = Some(stats);
     }
+    let a_end = last.unwrap()[0].end_s;
     // 1e-5 s of compute, then two of 1e-6 + big / 1e10 s one after another.
     let alone = 1e-5 + 1e-6 + big as f64 / 1e10;
-    a.wait(&[1, 2, 3]);
-    b.wait(&[3]);
-    c.wait(&[1, 2]);
-    assert_close(a.stats(), off[0]);
-    assert_close(b.stats(), off[1]);
-    assert_close(c.stats(), off[2]);
-    let turns = a.now() > alone + 9e-5;
-    assert_eq!(turns, min_bytes <= big, "the two transfers from rank 2 take turns from {min_bytes} B: {} vs {alone}", a.now());
+    let turns = a_end > alone + 9e-5;
+    assert_eq!(turns, min_bytes <= big, "the two transfers from rank 2 take turns from {min_bytes} B: {a_end} vs {alone}");
 }
 
 /// Pstates that change during the run: waits at pstate 2, one region at

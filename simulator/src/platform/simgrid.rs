@@ -112,6 +112,16 @@ fn with_unit(v: &str, scale: &[(&str, f64)]) -> Option<f64> {
     scale.iter().find(|(u, _)| *u == unit).map(|(_, m)| x * m)
 }
 
+/// A SimGrid time (`1.5us`, `2ms`; a bare number is seconds), seconds.
+pub fn parse_time(v: &str) -> Option<f64> {
+    with_unit(v, TIME)
+}
+
+/// A SimGrid bandwidth (`10GBps`, `100Gbps`; a bare number is bytes/s), bytes/s.
+pub fn parse_bandwidth(v: &str) -> Option<f64> {
+    with_unit(v, BW)
+}
+
 const SPEED: &[(&str, f64)] = &[("f", 1.0), ("kf", 1e3), ("Mf", 1e6), ("Gf", 1e9), ("Tf", 1e12), ("Pf", 1e15), ("flops", 1.0)];
 const BW: &[(&str, f64)] = &[
     ("Bps", 1.0),

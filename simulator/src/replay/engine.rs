@@ -29,6 +29,8 @@ struct Block {
     resume: f64,
     d: f64,
     pending: u32,
+    /// Requests added so far: the next one's position in the call.
+    adds: u32,
     /// CPU time charged once the wait ends (`[smpi] wait_s` per request), seconds.
     extra: f64,
 }
@@ -53,6 +55,7 @@ mod wait;
 
 mod io;
 mod io_jobs;
+mod lanes;
 mod nbc;
 mod net;
 mod p2p;
@@ -124,8 +127,12 @@ pub(crate) struct Engine<'a, 'p, E> {
     /// Index among `net`'s extra links of host 0's copy link (host h's is
     /// this + h), when hosts share a copy rate.
     copy_links: Option<usize>,
-    /// With `serial_receives`: the first of one extra link per rank, its copy rate.
+    /// With `serial_receives` and a host copy rate: the first of one
+    /// extra link per rank, its copy rate.
     recv_links: Option<usize>,
+    /// With `serial_receives` and no host copy rate: each rank's copy
+    /// lane ([`crate::network::lane`]).
+    lanes: Option<lanes::Lanes>,
     /// Earliest network event already in the queue, seconds.
     net_next: f64,
     /// Where spans go, if a timeline is asked for.
@@ -223,10 +230,14 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let copy = platform.network.host_copy_bytes_per_s;
         let copy_links = copy.map(|_| extra.len());
         extra.extend(copy.into_iter().flat_map(|c| std::iter::repeat_n(c, platform.hosts.len())));
+        // A rank's serial receives are a link of its own beside its host's
+        // copy link when the host has one (max-min sharing among both),
+        // else a lane whose turns the receiver's calls take.
         let recv_copy = platform.network.recv_copy_bytes_per_s();
-        let recv_links = recv_copy.map(|_| extra.len());
-        extra.extend(recv_copy.into_iter().flat_map(|c| std::iter::repeat_n(c, n_ranks)));
-        let local = copy.is_some() || recv_copy.is_some();
+        let recv_links = recv_copy.filter(|_| copy.is_some()).map(|_| extra.len());
+        extra.extend(recv_copy.filter(|_| copy.is_some()).into_iter().flat_map(|c| std::iter::repeat_n(c, n_ranks)));
+        let lanes = recv_copy.filter(|_| copy.is_none()).map(lanes::Lanes::new);
+        let local = copy.is_some();
         let model = platform.links.clone().or_else(|| local.then(FlowSharing::unshared));
         let net = model.map(|m| Net::with_links(m, platform.hosts.len(), &extra));
         let energy = crate::energy::EnergyMeter::new(platform, &placement);
@@ -241,6 +252,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             links: platform.links.is_some(),
             copy_links,
             recv_links,
+            lanes,
             net_next: f64::INFINITY,
             timeline: None,
             ranks,
@@ -272,7 +284,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(crate) fn run(mut self) -> Result<Outcome, ReplayError> {
         // A salvaged replay reports where ranks wait: in the rounds the
         // event order reaches, not at a parked collective's entry.
+        // Copy lanes take turns per transfer, which bulk collectives do not.
         let watched = self.net.is_some()
+            || self.lanes.is_some()
             || self.jitter.is_some()
             || self.timeline.is_some()
             || self.log.is_some()

@@ -50,6 +50,9 @@ pub(crate) enum SlotState {
     /// Completion time and the model's own duration `d` (the accounting
     /// rule of `engine::Block`), seconds.
     Done { at: f64, d: f64 },
+    /// A matched receive whose transfer takes its turn in the receiver's
+    /// copy lane at the call that completes it (`engine::lanes`).
+    Queued,
 }
 
 /// One request of a rank, 24 bytes: its [`SlotState`] is kept as a
@@ -61,7 +64,7 @@ pub(crate) struct Slot {
     at: f64,
     /// The model's own duration when done, seconds.
     d: f64,
-    /// 0 free, 1 pending, 2 done.
+    /// 0 free, 1 pending, 2 done, 3 queued.
     phase: u8,
     /// A wait of the owner counts on this slot.
     pub(crate) waited: bool,
@@ -96,6 +99,7 @@ impl Slot {
         match self.phase {
             0 => SlotState::Free,
             1 => SlotState::Pending,
+            3 => SlotState::Queued,
             _ => SlotState::Done { at: self.at, d: self.d },
         }
     }
@@ -105,6 +109,7 @@ impl Slot {
         self.phase = match state {
             SlotState::Free => 0,
             SlotState::Pending => 1,
+            SlotState::Queued => 3,
             SlotState::Done { at, d } => {
                 (self.at, self.d) = (at, d);
                 2

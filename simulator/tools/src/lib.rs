@@ -14,6 +14,7 @@ pub mod otf2_export;
 pub mod otf2_import;
 pub mod otf2_out;
 pub mod otf2_sim;
+pub mod platform_cli;
 pub mod progress;
 pub mod trace_cli;
 pub mod validate;

@@ -29,7 +29,7 @@ use simulator::replay::{self, ActionStream, InputError, TraceInput};
 
 use simulator_tools::energy_cmd::{self, WaitingArg};
 use simulator_tools::extrapolate_cmd::{self, Input};
-use simulator_tools::{jitter_cli, otf2_export, otf2_import, otf2_sim, progress, trace_cli, validate};
+use simulator_tools::{jitter_cli, otf2_export, otf2_import, otf2_sim, platform_cli, progress, trace_cli, validate};
 
 #[derive(Parser)]
 #[command(name = "simulator", version, about = "Predicts MPI application run time by replaying traces on a modelled platform")]
@@ -62,6 +62,8 @@ enum Command {
     /// Makespan, energy and energy-delay product at every static pstate
     /// and under DVFS policies, with the time/energy Pareto front.
     Energy(energy_cmd::EnergyArgs),
+    /// Platform files made from others: a cluster of nodes like a calibrated one.
+    Platform(platform_cli::PlatformArgs),
 }
 
 #[derive(clap::Args)]
@@ -406,6 +408,7 @@ fn main() -> ExitCode {
         Command::Extrapolate(args) => extrapolate_cmd::run(args),
         Command::Scaling(args) => extrapolate_cmd::scaling(args),
         Command::Energy(args) => energy_cmd::run(args),
+        Command::Platform(args) => platform_cli::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

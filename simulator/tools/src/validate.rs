@@ -23,6 +23,7 @@ pub mod modes;
 pub mod perturb;
 pub mod predict;
 pub mod quiet;
+pub mod reference;
 pub mod report;
 pub mod state;
 pub mod suite;

@@ -244,3 +244,52 @@ fn two_hosts_script_runs_quick_and_removes_its_namespaces() {
     let summary = std::fs::read_to_string(dir.path().join("summary.txt")).unwrap();
     assert!(summary.contains("inter-node bandwidth") && summary.contains("plain TCP ping-pong"), "{summary}");
 }
+
+/// Why SimGrid's SMPI is unusable here, if it is.
+fn smpi_missing() -> Option<String> {
+    let ok = Command::new("smpirun").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    (!ok).then(|| "`smpirun --version` failed (libsimgrid-dev: bash .ci/setup)".to_string())
+}
+
+/// The skeleton traced at 2, 4 and 8 ranks, extrapolated to 16 and set
+/// against SMPI at 16 on the flat cluster: SMPI's compute bias is the
+/// tracing's overhead on the blocks, both tools send the same messages,
+/// and after the bias the compute agrees.
+#[test]
+fn the_smpi_reference_sets_an_extrapolation_against_smpi() {
+    if let Some(why) = mpi_missing().or_else(smpi_missing) {
+        eprintln!("SKIPPED the_smpi_reference_sets_an_extrapolation_against_smpi: {why}");
+        return;
+    }
+    let _mpi = mpi_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.toml");
+    let program = root().join("c-tests/build/skeleton");
+    let source = root().join("c-tests/skeleton.c");
+    let case = format!(
+        "[[case]]\nprogram = \"{}\"\nsource = \"{}\"\nargs = [\"40\", \"300\", \"8192\"]\nranks = 8\n",
+        program.display(),
+        source.display()
+    );
+    std::fs::write(&suite, case).unwrap();
+    let platform = root().join("c-tests/flat-cluster.xml");
+    let out = validate(
+        dir.path(),
+        &suite,
+        &["--reference", "smpi", "--platform", platform.to_str().unwrap(), "--ranks", "16", "--smpi-cfg", "smpi/simulate-computation:no"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("out/reference.json")).unwrap()).unwrap();
+    let row = &report["rows"][0];
+    let f = |k: &str| row[k].as_f64().unwrap_or_else(|| panic!("{k} in {row}"));
+    assert_eq!(row["ranks"], 16, "{row}");
+    assert_eq!(row["smpi_messages"], row["messages"], "{row}");
+    // 16 ranks on a 4 x 4 grid: 2 x 4 x 3 neighbour pairs, both ways, per step.
+    assert_eq!(row["messages"], 48 * 40, "{row}");
+    let bias = report["bias"][0]["bias"]["ratio"].as_f64().unwrap();
+    assert!(bias > 0.5 && bias <= 1.0, "tracing only adds to the blocks: bias {bias}");
+    assert!((f("compute_s") / f("smpi_compute_s") - 1.0).abs() < 0.01, "{row}");
+    assert!(f("smpi_s") >= 40.0 * 300e-6 && f("predicted_s") >= 40.0 * 300e-6 * 0.99, "{row}");
+    assert!(text.contains("SMPI inside the band"), "{text}");
+}

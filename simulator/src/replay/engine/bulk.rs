@@ -147,7 +147,7 @@ impl Rules {
 fn resolved(m: &mut Member, since: f64, ends: [(f64, f64); 2]) {
     let resume = ends.iter().fold(since, |r, e| r.max(e.0));
     let d = ends.iter().fold(0.0f64, |d, e| d.max(e.1));
-    let block = Block { since, resume, d, pending: 0, extra: 0.0 };
+    let block = Block { since, resume, d, pending: 0, adds: 0, extra: 0.0 };
     wait::settle(&block, &mut m.clock, &mut m.comm_s, &mut m.wait_s);
 }
 

@@ -76,6 +76,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             Some(th) => !msg.eager || msg.bytes >= th,
             None => !msg.eager,
         };
+        if ha == hb && !msg.eager && self.lanes.is_some() {
+            if let Some(turn) = self.platform.network.receive_turn(model, true, msg.bytes, start) {
+                let t = model.transfer.eval(msg.bytes);
+                self.turn_matched(dst, recv.slot, turn)?;
+                return self.complete(msg.src as usize, msg.slot, start + t, t);
+            }
+        }
         let recv_links = self.recv_links.filter(|_| self.platform.network.serial_receive(msg.bytes));
         if ha == hb && !msg.eager && start >= self.queue.now && (self.copy_links.is_some() || recv_links.is_some()) {
             if let Some(seg) = model.transfer.segment(msg.bytes) {

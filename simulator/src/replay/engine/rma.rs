@@ -297,7 +297,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let rk = &mut self.ranks[r];
         if at > rk.clock {
             let since = rk.clock;
-            rk.block = Block { since, resume: at, d: if comm { at - since } else { 0.0 }, pending: 0, extra: 0.0 };
+            rk.block = Block { since, resume: at, d: if comm { at - since } else { 0.0 }, pending: 0, adds: 0, extra: 0.0 };
             resolve(rk);
             if let Some(tl) = self.timeline.as_mut() {
                 tl.span(r, "MPI RMA synchronization", since, at);
@@ -308,7 +308,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Blocks `r` on `b` in MPI call `name` on its window `win`.
     fn rma_block(&mut self, r: usize, b: Blocked, name: &'static str, win: u32) -> Flow {
         let rk = &mut self.ranks[r];
-        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, extra: 0.0 };
+        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, adds: 0, extra: 0.0 };
         rk.status = Status::Blocked;
         rk.doing = Doing::Rma { name, win };
         self.rma.blocked[r] = Some(b);

@@ -15,7 +15,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 
     pub(super) fn wait_begin(&mut self, r: usize) {
         let rk = &mut self.ranks[r];
-        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, extra: 0.0 };
+        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, adds: 0, extra: 0.0 };
     }
 
     /// [`Self::wait_add`] for a request of the application's
@@ -40,6 +40,8 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 
     pub(super) fn wait_add(&mut self, r: usize, slot: u32) {
         let rk = &mut self.ranks[r];
+        let pos = rk.block.adds;
+        rk.block.adds += 1;
         match rk.reqs.slots[slot as usize].state() {
             SlotState::Done { at, d } => {
                 rk.block.resume = rk.block.resume.max(at);
@@ -49,12 +51,19 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             SlotState::Pending => {
                 rk.reqs.slots[slot as usize].waited = true;
                 rk.block.pending += 1;
+                if self.lanes.is_some() {
+                    self.turn_waited(r, slot, pos, false);
+                }
             }
+            SlotState::Queued => self.turn_waited(r, slot, pos, true),
             SlotState::Free => unreachable!("user map and internal slots point at live slots"),
         }
     }
 
     pub(super) fn wait_end(&mut self, r: usize) -> Flow {
+        if self.ranks[r].block.pending == 0 {
+            self.take_turns(r);
+        }
         let rk = &mut self.ranks[r];
         if rk.block.pending == 0 {
             resolve(rk);
@@ -80,6 +89,8 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
             b.d = b.d.max(d);
             b.pending -= 1;
             if b.pending == 0 {
+                self.take_turns(r);
+                let rk = &mut self.ranks[r];
                 resolve(rk);
                 return self.queue.schedule(rk.clock, Kind::Rank(r as u32));
             }

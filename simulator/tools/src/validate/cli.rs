@@ -47,9 +47,25 @@ pub struct ValidateArgs {
     /// Plain runs per case (R); the measured time is their median.
     #[arg(short = 'r', long, value_name = "R", default_value_t = 5)]
     pub reps: usize,
-    /// Run every case on this many ranks instead of the suite's.
-    #[arg(long, value_name = "N")]
-    pub ranks: Option<u32>,
+    /// Run every case on this many ranks instead of the suite's; with
+    /// --reference, the rank counts to predict (comma-separated).
+    #[arg(long, value_name = "N[,N...]", value_delimiter = ',')]
+    pub ranks: Vec<u32>,
+    /// Set each case's prediction extrapolated to every --ranks count
+    /// against a reference instead of real runs: `smpi` emulates the
+    /// case's program (its source built with smpicc/smpif90) at each count
+    /// on --platform, a SimGrid XML (Heinrich et al. 2017; SMPI's compute
+    /// bias calibrated at the largest --traced-ranks count).
+    #[arg(long, value_enum, requires = "platform")]
+    pub reference: Option<ReferenceArg>,
+    /// With --reference: the rank counts traced under mpirun for the
+    /// extrapolation.
+    #[arg(long, value_name = "N,N[,...]", value_delimiter = ',', default_value = "2,4,8", requires = "reference")]
+    pub traced_ranks: Vec<u32>,
+    /// With --reference smpi: a SimGrid setting for every smpirun, as its
+    /// --cfg=name:value (repeatable), e.g. smpi/simulate-computation:no.
+    #[arg(long = "smpi-cfg", value_name = "NAME:VALUE", requires = "reference")]
+    pub smpi_cfg: Vec<String>,
     /// Run only these cases of the suite (by name, as the table's rows;
     /// repeatable or a comma list); default: every case.
     #[arg(long = "case", value_name = "NAME[,NAME...]")]
@@ -150,6 +166,13 @@ pub struct ValidateArgs {
     /// pressure at most half of --max-stall-pct), then run anyway.
     #[arg(long, value_name = "S", default_value_t = 20.0)]
     pub quiet_wait_s: f64,
+}
+
+/// `--reference`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReferenceArg {
+    /// SimGrid's SMPI emulating the program (`smpirun`).
+    Smpi,
 }
 
 /// `--compute-time`.
@@ -380,11 +403,12 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     }
     let mut cases =
         suite::select(suite::load(&args.suite)?, &args.cases).map_err(|e| anyhow::anyhow!("--case: {}: {e}", args.suite.display()))?;
-    if let Some(n) = args.ranks {
-        if n == 0 {
-            bail!("--ranks: must be >= 1");
-        }
-        cases.iter_mut().for_each(|c| c.ranks = n);
+    match (args.ranks.as_slice(), args.reference) {
+        (_, Some(_)) => {}
+        ([], None) => {}
+        ([0], None) => bail!("--ranks: must be >= 1"),
+        (&[n], None) => cases.iter_mut().for_each(|c| c.ranks = n),
+        (_, None) => bail!("--ranks: a list of rank counts needs --reference"),
     }
     if let Some(re) = &args.time_regex {
         suite::check_regex(re).map_err(anyhow::Error::msg).context("--time-regex")?;
@@ -410,6 +434,18 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let interposer = interposer.canonicalize().with_context(|| interposer.display().to_string())?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
     let out = args.out.canonicalize().with_context(|| args.out.display().to_string())?;
+    if args.reference == Some(ReferenceArg::Smpi) {
+        let r = super::reference::Reference {
+            platform: args.platform.clone().context("--reference smpi needs --platform")?,
+            ranks: args.ranks.clone(),
+            traced_ranks: args.traced_ranks.clone(),
+            smpi_cfg: args.smpi_cfg.clone(),
+            out,
+            interposer,
+            timeout: launcher.timeout,
+        };
+        return super::reference::run(&r, &cases, &launcher);
+    }
     let load_start = load_avg();
     if args.max_stall_pct.is_nan() || args.max_stall_pct <= 0.0 || !args.quiet_wait_s.is_finite() || args.quiet_wait_s < 0.0 {
         bail!("--max-stall-pct must be > 0 and --quiet-wait-s >= 0");

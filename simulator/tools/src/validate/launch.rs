@@ -300,6 +300,7 @@ mod tests {
             prepare: Vec::new(),
             timeout: None,
             workdir: false,
+            source: None,
         }
     }
 
@@ -371,6 +372,7 @@ mod tests {
             prepare: vec!["touch".into(), "made".into()],
             timeout: Some(Duration::from_secs(60)),
             workdir: false,
+            source: None,
         };
         let log = dir.path().join("plain-0.log");
         assert_eq!(l.run(&c, &Mode::Plain, &log), Ok(0.25));

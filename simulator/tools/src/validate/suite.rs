@@ -15,6 +15,7 @@
 //! prepare = ["ld1.x", "-i", "si.ld1"]   # optional: run there first, untimed
 //! workdir = true                        # optional: a working directory even without inputs
 //! timeout_s = 120                       # optional: instead of --timeout-s
+//! source = "skeleton.c"                 # optional: what smpicc/smpif90 build for --reference smpi
 //! ```
 //!
 //! `program` without a `/` that is not a file beside the suite is looked
@@ -65,6 +66,10 @@ pub struct Case {
     pub timeout: Option<std::time::Duration>,
     /// Run in a fresh working directory even without inputs or `prepare`.
     pub workdir: bool,
+    /// The program's C or Fortran source, resolved like `program`, that
+    /// `--reference smpi` builds with `smpicc`/`smpif90`; default: the
+    /// program's file name with `.c`, `.f90` or `.f` beside the suite.
+    pub source: Option<PathBuf>,
 }
 
 impl Case {
@@ -120,6 +125,7 @@ struct CaseToml {
     timeout_s: Option<f64>,
     #[serde(default)]
     workdir: bool,
+    source: Option<PathBuf>,
 }
 
 /// Error reading a suite; the message names the file (and the TOML line or
@@ -193,6 +199,7 @@ fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
             prepare: c.prepare,
             timeout,
             workdir: c.workdir,
+            source: c.source.map(|f| absolute(&base.join(f))),
         });
     }
     Ok(cases)
