@@ -2,7 +2,7 @@
 //! `INTERPOSER_PLATFORM` (see DESIGN.md, "Interfaces others rely on";
 //! `INTERPOSER_MODE` also takes `regions`, [`Mode::Regions`]), and
 //! for online mode `INTERPOSER_VIRTUAL_WTIME`, `INTERPOSER_JITTER`,
-//! `INTERPOSER_SPEED_RATIOS`, `INTERPOSER_ONLINE_STALL_S`,
+//! `INTERPOSER_SPEED_RATIOS`, `INTERPOSER_DVFS`, `INTERPOSER_ONLINE_STALL_S`,
 //! `INTERPOSER_GHOST_RANKS` and `INTERPOSER_GHOST_TRACES`.
 
 use std::path::PathBuf;
@@ -52,6 +52,10 @@ pub struct Config {
     /// Online mode: per-region speed ratios (`INTERPOSER_SPEED_RATIOS`, a
     /// `calibrate speed` CSV, as `simulator replay --speed-ratios`).
     pub speed_ratios: Option<PathBuf>,
+    /// Online mode: a DVFS policy, as `simulator replay --dvfs`
+    /// (`INTERPOSER_DVFS=wait=K,regions=FILE.csv`); checked against the
+    /// platform when online mode starts.
+    pub dvfs: Option<String>,
     /// Online mode: seconds a drain of the clock's work may go without
     /// progress before online mode stops predicting
     /// (`INTERPOSER_ONLINE_STALL_S`, default [`DEFAULT_STALL_S`]).
@@ -129,6 +133,7 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
     };
     let jitter = get("INTERPOSER_JITTER").filter(|p| !p.trim().is_empty()).map(PathBuf::from);
     let speed_ratios = get("INTERPOSER_SPEED_RATIOS").filter(|p| !p.trim().is_empty()).map(PathBuf::from);
+    let dvfs = get("INTERPOSER_DVFS").filter(|v| !v.trim().is_empty());
     let stall_s = match get("INTERPOSER_ONLINE_STALL_S") {
         None => DEFAULT_STALL_S,
         Some(v) => match v.trim().parse::<f64>() {
@@ -156,7 +161,7 @@ pub fn from_env(get: impl Fn(&str) -> Option<String>) -> (Option<Config>, Vec<St
         warnings.push("INTERPOSER_GHOST_RANKS applies to INTERPOSER_MODE=online only; no ghost ranks".into());
     }
     let ghost_ranks = ghost_ranks.filter(|_| mode == Mode::Online);
-    let cfg = Config { out, mode, platform, counters, virtual_wtime, jitter, speed_ratios, stall_s, ghost_ranks, ghost_traces };
+    let cfg = Config { out, mode, platform, counters, virtual_wtime, jitter, speed_ratios, dvfs, stall_s, ghost_ranks, ghost_traces };
     (Some(cfg), warnings)
 }
 

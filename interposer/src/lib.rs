@@ -15,6 +15,7 @@
 //! - `INTERPOSER_PLATFORM=<file>`: platform for online mode;
 //! - `INTERPOSER_COUNTERS=auto|hw|sw|off`: block timing (see [`counters`]);
 //! - online mode ([`online`]): `INTERPOSER_VIRTUAL_WTIME=1`, `INTERPOSER_JITTER=<trace>`,
+//!   `INTERPOSER_SPEED_RATIOS=<csv>`, `INTERPOSER_DVFS=<policy>`,
 //!   `INTERPOSER_ISOLATE=auto|1|0` (see [`isolate`]), `INTERPOSER_ONLINE_STALL_S=<s>`.
 //!
 //! An unset or bad value prints one warning and the application runs

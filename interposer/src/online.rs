@@ -90,6 +90,11 @@ pub struct Online {
     jitter: Option<PathBuf>,
     /// Per-region speed ratios (`INTERPOSER_SPEED_RATIOS`) and their file.
     ratios: Option<(ratios::RegionRatios, PathBuf)>,
+    /// Region names without ratios, when the DVFS policy has per-region
+    /// pstates and no ratio file names the regions already.
+    region_names: Option<ratios::RegionRatios>,
+    /// The DVFS policy applied (`INTERPOSER_DVFS`), as given.
+    dvfs: Option<String>,
     /// Call start (wall ticks) of the last compute block charged.
     charged: u64,
     /// Members (world ranks in communicator rank order) per shadow slot.
@@ -171,6 +176,9 @@ pub struct OnlineReport {
     pub jitter: Option<String>,
     /// Per-region speed ratio file applied, if any.
     pub speed_ratios: Option<String>,
+    /// DVFS policy applied (`INTERPOSER_DVFS`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dvfs: Option<String>,
     /// Per-rank virtual time, in rank order.
     pub ranks: Vec<RankOnline>,
     /// MPI calls that cost no virtual time on rank 0: collectives the
@@ -202,7 +210,7 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
             warn(None, &format!("INTERPOSER_PLATFORM={}: {why}; online mode off, recording a trace only", path.display()));
         }
     };
-    let platform = match simulator::platform::Platform::load(&path) {
+    let mut platform = match simulator::platform::Platform::load(&path) {
         Ok(p) => p,
         Err(e) => {
             fallback(e.what);
@@ -218,6 +226,19 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
     if rank == 0 && platform.links.is_some() {
         warn(None, "online mode does not model link sharing (the platform's [links]); each transfer gets full bandwidth");
     }
+    let dvfs = cfg.dvfs.as_ref().and_then(|spec| match simulator::dvfs::Dvfs::parse(spec).and_then(|d| d.check(&platform).map(|()| d)) {
+        Ok(d) => {
+            platform.dvfs = d;
+            Some(spec.clone())
+        }
+        Err(e) => {
+            if rank == 0 {
+                warn(None, &format!("INTERPOSER_DVFS={spec}: {e}; online mode runs without it"));
+            }
+            None
+        }
+    });
+    let region_names = (!platform.dvfs.regions.is_empty() && cfg.speed_ratios.is_none()).then(ratios::RegionRatios::names);
     let mut clock = VirtualRank::new(platform, rank).with_world(size);
     if rank == 0 && clock.core_share() < 1.0 {
         warn(
@@ -255,6 +276,8 @@ pub fn prepare(cfg: &Config, rank: u32, size: u32) -> Option<Online> {
     ghost::arm(cfg, rank, size);
     Some(Online {
         ratios,
+        region_names,
+        dvfs,
         clock,
         rank,
         out: cfg.out.clone(),
@@ -313,8 +336,15 @@ impl Online {
     fn charge(&mut self, cpu_ns: u64, call_start: u64, (prev, next): (u64, u64)) {
         if call_start != self.charged {
             self.charged = call_start;
-            let ratio = self.ratios.as_mut().map_or(1.0, |(r, _)| r.ratio(prev, next));
-            self.queue(pump::Ev::Compute(cpu_ns as f64 * 1e-9 * ratio));
+            let named = match self.ratios.as_mut() {
+                Some((r, _)) => Some(r),
+                None => self.region_names.as_mut(),
+            };
+            let (ratio, region) = named.map_or((1.0, None), |r| {
+                let (x, id) = r.lookup(prev, next);
+                (x, Some(id))
+            });
+            self.queue(pump::Ev::Compute(cpu_ns as f64 * 1e-9 * ratio, region));
         }
     }
 
@@ -400,7 +430,7 @@ impl Online {
             self.wtime_waits += u64::from(!stuck);
             self.wtime_stuck = Some(self.work.progress);
         }
-        let queued: f64 = self.work.queue.iter().map(|e| if let pump::Ev::Compute(s) = e { *s } else { 0.0 }).sum();
+        let queued: f64 = self.work.queue.iter().map(|e| if let pump::Ev::Compute(s, _) = e { *s } else { 0.0 }).sum();
         self.clock.now() + queued / self.clock.speed_ratio()
     }
 
@@ -460,6 +490,7 @@ impl Online {
             platform: self.platform.display().to_string(),
             jitter: self.jitter.as_ref().map(|j| j.display().to_string()),
             speed_ratios: self.ratios.as_ref().map(|(_, p)| p.display().to_string()),
+            dvfs: self.dvfs.clone(),
             ranks,
             unmodelled_calls: self.unmodelled.iter().map(|s| s.to_string()).collect(),
         };

@@ -16,10 +16,9 @@
 //! (AllCores − Epsilon)`) for `k < n`. A core counts as busy while a rank
 //! on the host runs a compute block (recorded seconds or TI flops); MPI
 //! overheads and waits leave it idle, as in SMPI where `smpi/os` and
-//! `smpi/or` are sleeps. Energy is ∫ P dt from 0 to the makespan.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! `smpi/or` are sleeps. Energy is ∫ P dt from 0 to the makespan, with
+//! the host's pstate changing during the run under a DVFS policy
+//! ([`crate::dvfs`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -95,91 +94,8 @@ mod opt_range {
     }
 }
 
-/// Integrates each host's power over simulated time from the compute
-/// blocks of its ranks. Blocks must be reported in nondecreasing start
-/// order (the replay engine runs actions in simulated-time order).
-/// Memory: one pending end time per busy core.
-#[derive(Debug)]
-pub(crate) struct EnergyMeter {
-    hosts: Vec<HostMeter>,
-}
-
-#[derive(Debug)]
-struct HostMeter {
-    range: Option<PowerRange>,
-    cores: u32,
-    /// End times of the blocks in progress (min-heap by `total_cmp`).
-    ends: BinaryHeap<Reverse<Time>>,
-    /// Time up to which `joules` is integrated, seconds.
-    last: f64,
-    joules: f64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Time(f64);
-impl Eq for Time {}
-impl PartialOrd for Time {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Time {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0)
-    }
-}
-
-impl HostMeter {
-    /// Integrates up to `t`, ending the blocks that end by then.
-    fn advance(&mut self, t: f64) {
-        let Some(range) = self.range else { return };
-        while let Some(&Reverse(Time(end))) = self.ends.peek() {
-            if end > t {
-                break;
-            }
-            if end > self.last {
-                self.joules += range.watts(self.cores, self.ends.len() as u32) * (end - self.last);
-                self.last = end;
-            }
-            self.ends.pop();
-        }
-        if t > self.last {
-            self.joules += range.watts(self.cores, self.ends.len() as u32) * (t - self.last);
-            self.last = t;
-        }
-    }
-}
-
-impl EnergyMeter {
-    /// One meter per host: `(power range at the running pstate, cores)`.
-    pub(crate) fn new(hosts: impl IntoIterator<Item = (Option<PowerRange>, u32)>) -> EnergyMeter {
-        let hosts =
-            hosts.into_iter().map(|(range, cores)| HostMeter { range, cores, ends: BinaryHeap::new(), last: 0.0, joules: 0.0 }).collect();
-        EnergyMeter { hosts }
-    }
-
-    /// A core of `host` computes from `start_s` for `dt_s` seconds.
-    pub(crate) fn busy(&mut self, host: usize, start_s: f64, dt_s: f64) {
-        let h = &mut self.hosts[host];
-        if h.range.is_none() || dt_s <= 0.0 {
-            return;
-        }
-        h.advance(start_s);
-        h.ends.push(Reverse(Time(start_s + dt_s)));
-    }
-
-    /// Joules per host integrated over `[0, end_s]` (`None` for a host
-    /// without a power range).
-    pub(crate) fn finish(mut self, end_s: f64) -> Vec<Option<f64>> {
-        self.hosts
-            .iter_mut()
-            .map(|h| {
-                h.advance(end_s);
-                h.range.map(|_| h.joules)
-            })
-            .collect()
-    }
-}
+pub(crate) mod meter;
+pub(crate) use meter::EnergyMeter;
 
 #[cfg(test)]
 mod tests {
@@ -196,18 +112,5 @@ mod tests {
         for bad in ["1", "1:2:3:4", "a:1", "-1:2:3"] {
             assert!(PowerRange::parse(bad).unwrap_err().0.contains(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn meter_integrates_overlapping_blocks() {
-        // 2 cores, 100:120:200: blocks [0,2] and [1,3], end at 4:
-        // 0–1 one core (160 W), 1–2 two (200 W), 2–3 one (160 W), 3–4 idle (100 W).
-        let p = PowerRange::parse("100:120:200").unwrap();
-        let mut m = EnergyMeter::new([(Some(p), 2), (None, 1)]);
-        m.busy(0, 0.0, 2.0);
-        m.busy(0, 1.0, 2.0);
-        m.busy(1, 0.0, 1.0);
-        let e = m.finish(4.0);
-        assert_eq!(e, [Some(160.0 + 200.0 + 160.0 + 100.0), None]);
     }
 }

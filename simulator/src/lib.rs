@@ -11,6 +11,7 @@ pub mod action;
 pub mod collectives;
 pub mod compare;
 pub mod csv_text;
+pub mod dvfs;
 pub mod energy;
 pub mod error;
 pub mod extrapolate;

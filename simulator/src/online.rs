@@ -20,6 +20,12 @@
 //!   [`WaitingRanks::Yield`] the share depends on which ranks compute at
 //!   the same time, a global view online mode lacks: each block gets a
 //!   whole core.
+//! - **DVFS** ([`Platform::dvfs`]): the replay's per-rank model
+//!   ([`crate::dvfs::RankDvfs`]): a block runs at its region's pstate
+//!   ([`VirtualRank::compute_in`]), a wait (of requests, a one-sided
+//!   synchronization, a blocking collective from entry to exit) lowers
+//!   the rank to the wait pstate, and each switch costs the host's
+//!   `pstate_switch_s` at the slower speed. No energy online.
 //! - **Nonblocking point-to-point costs**: posting an `MPI_Irecv` costs
 //!   `[smpi] irecv_s`, a wait `[smpi] wait_s` per request it completes,
 //!   a poll ([`Action::Poll`](crate::action::Action::Poll)) `[smpi] poll_s`, as in the replay.
@@ -71,6 +77,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::dvfs::RankDvfs;
 use crate::io::FsState;
 use crate::network::lane::{RecvLane, Turn};
 use crate::network::rma::{RmaMove, RmaPeer};
@@ -175,6 +182,9 @@ pub struct VirtualRank<'a> {
     /// With `serial_receives`: the copy lane of the transfers this rank
     /// receives from its own host.
     lane: Option<RecvLane>,
+    /// This rank's pstate under the platform's DVFS policy, when it
+    /// changes pstates and the host has some ([`crate::dvfs`]).
+    dvfs: Option<RankDvfs>,
 }
 
 impl std::fmt::Debug for VirtualRank<'_> {
@@ -196,7 +206,10 @@ impl<'a> VirtualRank<'a> {
         let speed = platform.hosts[platform.host_of(rank)].speed_ratio;
         let fs = platform.fs.first().cloned().map(FsState::new);
         let lane = platform.network.recv_copy_bytes_per_s().map(RecvLane::new);
+        let host = &platform.hosts[platform.host_of(rank)];
+        let dvfs = (!platform.dvfs.is_static() && !host.pstates.is_empty()).then(|| RankDvfs::new(host));
         VirtualRank {
+            dvfs,
             rank,
             platform,
             speed,
@@ -273,9 +286,33 @@ impl<'a> VirtualRank<'a> {
     /// A compute block of `seconds` of measured thread CPU time; divided
     /// by the speed ratio and the core share ([`VirtualRank::with_world`]).
     pub fn compute(&mut self, seconds: f64) {
-        let dt = self.stretch(self.clock, seconds.max(0.0) / self.speed) / self.share;
+        self.compute_in(seconds, None);
+    }
+
+    /// [`VirtualRank::compute`] of a block of region id `region` (as
+    /// `Action::Compute { region, .. }`), which a DVFS policy may run at a
+    /// pstate of its own, as in the replay ([`crate::dvfs`]).
+    pub fn compute_in(&mut self, seconds: f64, region: Option<u64>) {
+        let mut base = seconds.max(0.0) / self.speed;
+        let h = self.platform.host_of(self.rank);
+        if let Some(d) = self.dvfs.as_mut() {
+            let host = &self.platform.hosts[h];
+            base = d.compute(host, self.platform.dvfs.block_pstate(host, region), self.clock, base);
+        }
+        let dt = self.stretch(self.clock, base) / self.share;
         self.clock += dt;
         self.stats.compute_s += dt;
+        if let Some(d) = self.dvfs.as_mut() {
+            d.block_ended(&self.platform.hosts[h], self.clock);
+        }
+    }
+
+    /// The rank waited in MPI from `since_s` to `resume_s` ([`crate::dvfs`]).
+    fn waited(&mut self, since_s: f64, resume_s: f64) {
+        if let Some(d) = self.dvfs.as_mut() {
+            let host = &self.platform.hosts[self.platform.host_of(self.rank)];
+            d.wait(host, &self.platform.dvfs, since_s, resume_s);
+        }
     }
 
     /// Posts a send of `bytes` to world rank `dst` at the clock; an eager
@@ -441,6 +478,12 @@ impl<'a> VirtualRank<'a> {
     }
 
     fn resolve(&mut self, b: Block) {
+        self.waited(b.since, b.resume);
+        self.settle(b);
+    }
+
+    /// [`VirtualRank::resolve`]'s accounting, without the DVFS wait.
+    fn settle(&mut self, b: Block) {
         let w = b.resume - b.since;
         let comm = w.min(b.d).max(0.0);
         self.stats.comm_s += comm;
@@ -517,6 +560,7 @@ impl<'a> VirtualRank<'a> {
             None => self.rma_pending.drain().map(|(_, at)| at).fold(0.0, f64::max),
         };
         if until > self.clock {
+            self.waited(self.clock, until);
             self.stats.comm_s += until - self.clock;
             self.clock = until;
         }

@@ -16,6 +16,7 @@
 //! cores = 4
 //! pstate = 1                   # running pstate (default 0; --pstate node1=N)
 //! recorded_pstate = 0          # pstate the trace was recorded at (default 0)
+//! pstate_switch_s = 1e-5       # time a pstate switch takes (default 0; [`crate::dvfs`])
 //! pstates = [ { speed_flops = 2e9, watts = "95:120:200" },   # Idle:Epsilon:AllCores
 //!             { speed_flops = 1e9, watts = "93:110:150" } ]
 //! [mapping]
@@ -107,6 +108,16 @@ pub struct Host {
     /// speed(pstate) (before `speed_ratio`). TI flops ignore it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub recorded_pstate: usize,
+    /// Time a pstate switch takes, seconds (default 0): during it the host
+    /// computes at the slower of the two pstates' speeds and draws the
+    /// larger of their powers ([`crate::dvfs`]). SimGrid switches at once
+    /// and has no such property: 0 for a SimGrid XML platform.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub pstate_switch_s: f64,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 fn one() -> f64 {
@@ -121,7 +132,16 @@ impl Host {
     /// A host of `cores` cores at the traced machine's speed, without
     /// flop rate or pstates.
     pub fn new(name: impl Into<String>, cores: u32) -> Host {
-        Host { name: name.into(), cores, speed_ratio: 1.0, speed_flops: None, pstates: Vec::new(), pstate: 0, recorded_pstate: 0 }
+        Host {
+            name: name.into(),
+            cores,
+            speed_ratio: 1.0,
+            speed_flops: None,
+            pstates: Vec::new(),
+            pstate: 0,
+            recorded_pstate: 0,
+            pstate_switch_s: 0.0,
+        }
     }
 
     /// Speed, flop/s, if known: the running pstate's speed when the host
@@ -164,6 +184,9 @@ impl Host {
         let n = self.pstates.len();
         if self.speed_flops.is_some() && n > 0 {
             return Err("give speed_flops or pstates, not both".into());
+        }
+        if !(self.pstate_switch_s.is_finite() && self.pstate_switch_s >= 0.0) {
+            return Err("pstate_switch_s must be finite and >= 0".into());
         }
         for (name, v) in [("pstate", self.pstate), ("recorded_pstate", self.recorded_pstate)] {
             if n > 0 && v >= n {
@@ -322,6 +345,10 @@ pub struct Platform {
     /// files live. Empty: I/O calls replay as their recorded durations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fs: Vec<crate::io::FileSystem>,
+    /// Pstate changes during the run (`simulator replay --dvfs`,
+    /// `INTERPOSER_DVFS`); not part of the file: none by default.
+    #[serde(skip)]
+    pub dvfs: crate::dvfs::Dvfs,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -353,6 +380,7 @@ impl Platform {
             collectives: Collectives::default(),
             no_oversubscription: false,
             fs: Vec::new(),
+            dvfs: crate::dvfs::Dvfs::default(),
         }
     }
 
@@ -444,6 +472,7 @@ impl Platform {
             no_oversubscription: self.no_oversubscription,
             waiting_ranks: self.waiting_ranks,
             fs: self.fs.clone(),
+            dvfs: self.dvfs.clone(),
         }
     }
 

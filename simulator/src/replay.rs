@@ -18,6 +18,10 @@
 //! - **Energy** ([`crate::energy`]): with power ranges for the running
 //!   pstates, each host's power (SimGrid's `host_energy` rule, a core busy
 //!   while one of its ranks computes) is integrated from 0 to the makespan.
+//! - **DVFS** ([`crate::dvfs`], [`Platform::dvfs`]): pstates that change
+//!   during the run (a host lowered while its ranks wait, regions at
+//!   pstates of their own) change compute times, switch costs included,
+//!   and the power integrated.
 //! - **Matching** follows MPI: per receiver and communicator, a receive
 //!   matches the earliest-posted unmatched send from its source (any for
 //!   `ANY_SOURCE`) with its tag (any for `ANY_TAG`); a send matches the

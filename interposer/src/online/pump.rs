@@ -35,8 +35,9 @@ pub const MAX_QUEUE: usize = 1 << 22;
 /// One thing the application did that the clock applies in order.
 #[derive(Debug)]
 pub enum Ev {
-    /// A compute block of this many seconds (CPU time × region ratio).
-    Compute(f64),
+    /// A compute block of this many seconds (CPU time × region ratio),
+    /// and its region id when named (for a DVFS policy's regions).
+    Compute(f64, Option<u64>),
     /// A send posted as request `id`: to world rank `peer`, rank `local`
     /// of shadow `slot`, with `tag`; the companion goes out when it runs.
     Send { id: u64, peer: u32, bytes: u64, slot: u32, local: i32, tag: i32, call: Call },
@@ -209,7 +210,7 @@ impl Online {
     /// Applies `ev` if it has what it needs; false to try again later.
     fn step(&mut self, ev: &mut Ev) -> bool {
         match ev {
-            Ev::Compute(s) => self.clock.compute(*s),
+            Ev::Compute(s, region) => self.clock.compute_in(*s, *region),
             Ev::Send { id, peer, bytes, slot, local, tag, call } => {
                 let buffered = matches!(call, Call::Bsend | Call::Ibsend | Call::BsendInit);
                 let s = match buffered {

@@ -27,7 +27,8 @@ pub struct RegionRatios {
     ratios: SpeedRatios,
     modules: Vec<Module>,
     sym: Symbolizer,
-    cache: HashMap<(u64, u64), f64>,
+    /// Ratio and region id per (previous, next) call site.
+    cache: HashMap<(u64, u64), (f64, u64)>,
     refreshes: u32,
 }
 
@@ -39,7 +40,17 @@ impl RegionRatios {
     /// line) at fault.
     pub fn load(path: &Path) -> Result<RegionRatios, simulator::speed::SpeedError> {
         let ratios = SpeedRatios::load(path)?;
-        Ok(RegionRatios { ratios, modules: Vec::new(), sym: Symbolizer::new(), cache: HashMap::new(), refreshes: 0 })
+        Ok(RegionRatios::with(ratios))
+    }
+
+    /// No ratios (every region keeps ratio 1): only the regions' names,
+    /// for a DVFS policy's per-region pstates (`INTERPOSER_DVFS`).
+    pub fn names() -> RegionRatios {
+        RegionRatios::with(SpeedRatios::new())
+    }
+
+    fn with(ratios: SpeedRatios) -> RegionRatios {
+        RegionRatios { ratios, modules: Vec::new(), sym: Symbolizer::new(), cache: HashMap::new(), refreshes: 0 }
     }
 
     fn known(&self, addr: u64) -> bool {
@@ -47,9 +58,10 @@ impl RegionRatios {
     }
 
     /// The ratio of the block between the calls whose return addresses
-    /// are `prev` (0: `MPI_Init`) and `next`; 1 for a region the file does
-    /// not name.
-    pub fn ratio(&mut self, prev: u64, next: u64) -> f64 {
+    /// are `prev` (0: `MPI_Init`) and `next` (1 for a region the file does
+    /// not name), and the region's id
+    /// ([`simulator::trace::actions::region_key_id`] of its name).
+    pub fn lookup(&mut self, prev: u64, next: u64) -> (f64, u64) {
         if let Some(&r) = self.cache.get(&(prev, next)) {
             return r;
         }
@@ -58,7 +70,7 @@ impl RegionRatios {
             self.refreshes += 1;
         }
         let key = region_key_in(&mut self.sym, &self.modules, prev, next);
-        let r = self.ratios.get_key(&key).unwrap_or(1.0);
+        let r = (self.ratios.get_key(&key).unwrap_or(1.0), simulator::trace::actions::region_key_id(&key));
         self.cache.insert((prev, next), r);
         r
     }

@@ -489,3 +489,42 @@ fn mpi_io_on_a_modelled_file_system_agrees_with_replay() {
     let plain = mpirun(2, "checkpoint", &args, &[], false);
     assert_eq!(result_lines(&plain), result_lines(&out), "online mode changed the results");
 }
+
+/// `INTERPOSER_DVFS`: online mode runs waits at a lower pstate and a
+/// region at a pstate of its own, paying each switch, as `simulator replay
+/// --dvfs` does offline from the same run's trace; a bad value warns once
+/// and online mode runs without it.
+#[test]
+fn dvfs_policies_online_agree_with_replay_dvfs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let platform = platform_file(tmp.path(), 1.0);
+    let text = std::fs::read_to_string(&platform).unwrap().replace(
+        "speed_ratio = 1\n",
+        "pstate_switch_s = 1e-3\npstates = [ { speed_flops = 2e9, watts = \"100:120:200\" }, { speed_flops = 1e9, watts = \"80:90:120\" } ]\n",
+    );
+    std::fs::write(&platform, &text).unwrap();
+    let args = ["512", "40"];
+    let (first, _) = online_run(2, "jacobi2d", &args, &platform, &[]);
+    let (_, ranks) = open_dir(first.path()).unwrap();
+    let busiest = simulator::regions::region_report(&ranks).unwrap().remove(0).region;
+    let csv = tmp.path().join("regions.csv");
+    std::fs::write(&csv, format!("region,pstate\n\"{busiest}\",1\n")).unwrap();
+    let spec = format!("wait=1,regions={}", csv.display());
+    let (dir, out) = online_run(2, "jacobi2d", &args, &platform, &[("INTERPOSER_DVFS", &spec)]);
+    assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));
+    let report = online_json(dir.path());
+    assert_eq!(report["dvfs"].as_str(), Some(spec.as_str()));
+    let online = report["makespan_s"].as_f64().unwrap();
+    let mut p = simulator::platform::Platform::load(&platform).unwrap();
+    p.dvfs = simulator::dvfs::Dvfs::parse(&spec).unwrap();
+    let offline = replay(&p, open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap()).unwrap().makespan_s;
+    assert!((online - offline).abs() / offline < 0.01, "online {online} s vs replay --dvfs {offline} s");
+    // The policy shows: the busiest region at half speed, 1 ms switches.
+    let plain = offline_makespan(dir.path(), &platform);
+    assert!(online > plain * 1.2, "{spec}: {online} s vs {plain} s without");
+    // A pstate the host lacks: one warning, no policy, the run goes on.
+    let (dir, out) = online_run(2, "jacobi2d", &args, &platform, &[("INTERPOSER_DVFS", "wait=5")]);
+    let w = warnings(&out);
+    assert_eq!(w.iter().filter(|l| l.contains("INTERPOSER_DVFS=wait=5") && l.contains("2 pstates")).count(), 1, "{w:?}");
+    assert!(online_json(dir.path())["dvfs"].is_null());
+}

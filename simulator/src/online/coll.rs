@@ -34,8 +34,11 @@ impl VirtualRank<'_> {
         // The reduction steps are local compute, as in the replay.
         let reduce_s = reduce_s.min(resume - self.clock);
         self.stats.compute_s += reduce_s;
+        let entry = self.clock;
         let b = Block { since: self.clock + reduce_s, resume, d: comm };
-        self.resolve(b);
+        self.settle(b);
+        // One wait from entry to exit, as the replay counts a collective.
+        self.waited(entry, resume);
         Ok(self.clock)
     }
 
@@ -118,6 +121,9 @@ impl VirtualRank<'_> {
         // to share; the wait's per-request cost is the caller's.
         platform.hosts.iter_mut().for_each(|h| h.cores = h.cores.max(members.len() as u32));
         platform.smpi.wait_s = 0.0;
+        // Exit times do not depend on pstates: the rank's own model
+        // counts the collective as one wait ([`crate::dvfs`]).
+        platform.dvfs = Default::default();
         let base = entries_s.iter().copied().fold(f64::INFINITY, f64::min);
         let streams: Vec<ActionStream<'_, std::convert::Infallible>> = members
             .iter()

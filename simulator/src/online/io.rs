@@ -90,7 +90,7 @@ impl VirtualRank<'_> {
             (None, _) => unreachable!("IoInfo above"),
         };
         self.stats.io_s += done - t;
-        self.resolve(Block { since: t, resume: done, d: done - t });
+        self.settle(Block { since: t, resume: done, d: done - t });
         Ok(self.clock)
     }
 
@@ -144,7 +144,7 @@ impl VirtualRank<'_> {
         self.stats.io_s += (done - entry).max(0.0);
         // Waiting for the last member is waiting; the schedule after it, I/O.
         let last = entries_s.iter().copied().fold(entry, f64::max);
-        self.resolve(Block { since: t, resume: done.max(t), d: (done - last).max(0.0) });
+        self.settle(Block { since: t, resume: done.max(t), d: (done - last).max(0.0) });
         Ok(self.clock)
     }
 
@@ -158,7 +158,7 @@ impl VirtualRank<'_> {
         let Some(fs) = self.fs.as_mut() else { return t };
         let done = fs.sync_shared(t, first, others);
         self.stats.io_s += done - t;
-        self.resolve(Block { since: t, resume: done, d: done - t });
+        self.settle(Block { since: t, resume: done, d: done - t });
         self.clock
     }
 }

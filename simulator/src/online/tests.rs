@@ -475,3 +475,64 @@ fn serial_receives_from(min_bytes: u64, one_by_one: bool) {
     let turns = a_end > alone + 9e-5;
     assert_eq!(turns, min_bytes <= big, "the two transfers from rank 2 take turns from {min_bytes} B: {a_end} vs {alone}");
 }
+
+/// Pstates that change during the run: waits at pstate 2, one region at
+/// pstate 1, switches of 0.1 ms; the rank's clock against the replay.
+#[test]
+fn dvfs_policies_agree_with_replay() {
+    use crate::dvfs::{Dvfs, RegionPstates};
+    use crate::energy::{PowerRange, Pstate};
+    let key = "app.c:1:app.c:9";
+    let region = crate::trace::actions::region_key_id(key);
+    let mut p = platform();
+    let ps = |speed_flops: f64| Pstate { speed_flops, watts: Some(PowerRange::parse("100:120:200").unwrap()) };
+    for h in &mut p.hosts {
+        h.pstates = vec![ps(1e9), ps(0.8e9), ps(0.6e9)];
+        h.pstate_switch_s = 1e-4;
+    }
+    let regions = RegionPstates::parse(&format!("region,pstate\n{key},1\n"), std::path::Path::new("r.csv")).unwrap();
+    p.dvfs = Dvfs { wait_pstate: Some(2), regions, waiting_busy: false };
+    let (send, recv) = (|dst| Action::Send { dst, tag: 0, bytes: 100, comm: 0 }, |src| Action::Recv { src, tag: 0, bytes: 100, comm: 0 });
+    let ranks = || {
+        vec![
+            vec![
+                Action::Compute { seconds: 1e-3, region },
+                send(1),
+                recv(1),
+                compute(2e-4),
+                Action::Barrier { comm: 0 },
+                compute(3e-4),
+                Action::Finalize,
+            ],
+            vec![
+                compute(1e-4),
+                recv(0),
+                Action::Compute { seconds: 5e-4, region },
+                send(0),
+                Action::Barrier { comm: 0 },
+                compute(3e-4),
+                Action::Finalize,
+            ],
+        ]
+    };
+    let off = offline_on(&p, ranks());
+    let (mut a, mut b) = (VirtualRank::new(p.clone(), 0), VirtualRank::new(p.clone(), 1));
+    a.compute_in(1e-3, Some(region));
+    let sa = a.send(1, 100);
+    b.compute(1e-4);
+    b.recv(0, 100, sa.post_s);
+    b.compute_in(5e-4, Some(region));
+    let sb = b.send(0, 100);
+    a.recv(1, 100, sb.post_s);
+    a.compute(2e-4);
+    let entries = [a.now(), b.now()];
+    a.collective(&Action::Barrier { comm: 0 }, &[0, 1], &entries).unwrap();
+    b.collective(&Action::Barrier { comm: 0 }, &[0, 1], &entries).unwrap();
+    a.compute(3e-4);
+    b.compute(3e-4);
+    assert_close(a.stats(), off[0]);
+    assert_close(b.stats(), off[1]);
+    // The policy changed the times: without it the clocks end earlier.
+    let plain = offline_on(&Platform { dvfs: Dvfs::default(), ..p.clone() }, ranks());
+    assert!(off[0].end_s > plain[0].end_s + 1e-4 && off[1].end_s > plain[1].end_s + 1e-4, "{off:?} {plain:?}");
+}

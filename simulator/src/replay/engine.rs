@@ -50,6 +50,7 @@ mod coll;
 mod comms;
 mod cpu;
 mod deadlock;
+mod dvfs;
 mod wait;
 
 mod io;
@@ -101,6 +102,10 @@ struct Rank<'a, E> {
     mail: MailSet,
     /// Nonblocking collectives in progress.
     nbc: Vec<nbc::Nbc>,
+    /// Record the waits this rank resolves in `waits` ([`dvfs`]).
+    track_waits: bool,
+    /// Waits `(since, resume)` resolved since the rank's last step.
+    waits: Vec<(f64, f64)>,
 }
 
 enum Flow {
@@ -167,6 +172,9 @@ pub(crate) struct Engine<'a, 'p, E> {
     round_slots: Vec<u32>,
     /// Host energy, when some host has a power range ([`crate::energy`]).
     energy: Option<crate::energy::EnergyMeter>,
+    /// Pstates of the ranks' blocks and their waits, under a DVFS policy
+    /// or with energy metered ([`dvfs`]).
+    power: Option<dvfs::Power>,
     /// The file system and collective accesses under way.
     io: io::IoState,
     /// One-sided communication: windows, locks, epochs.
@@ -208,6 +216,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 coll: Coll::default(),
                 mail: MailSet::default(),
                 nbc: Vec::new(),
+                track_waits: false,
+                waits: Vec::new(),
             }
         }));
         let comms = comms::Comms::new(ranks.len());
@@ -230,12 +240,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let local = copy.is_some();
         let model = platform.links.clone().or_else(|| local.then(FlowSharing::unshared));
         let net = model.map(|m| Net::with_links(m, platform.hosts.len(), &extra));
-        let watts = |h: usize| platform.hosts[h].watts();
-        let energy = (0..platform.hosts.len())
-            .any(|h| watts(h).is_some())
-            .then(|| crate::energy::EnergyMeter::new(platform.hosts.iter().enumerate().map(|(h, x)| (watts(h), x.cores))));
+        let energy = crate::energy::EnergyMeter::new(platform, &placement);
+        let power = dvfs::Power::new(platform, &placement, energy.is_some());
+        ranks.iter_mut().for_each(|r| r.track_waits = power.is_some());
         Engine {
             energy,
+            power,
             platform,
             jitter: None,
             net,
@@ -281,6 +291,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             || self.timeline.is_some()
             || self.log.is_some()
             || self.energy.is_some()
+            || self.power.is_some()
             || self.salvage;
         if self.allow_bulk && !watched {
             self.bulk = Some(bulk::Bulk::default());
@@ -405,6 +416,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Runs rank `r`'s next round of a collective, or its next action.
     fn step(&mut self, r: usize) -> Result<Flow, ReplayError> {
+        self.power_step(r);
         if self.ranks[r].coll.active {
             return self.coll_round(r);
         }
@@ -426,12 +438,13 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     fn act(&mut self, r: usize, action: &Action) -> Result<Flow, ReplayError> {
         match *action {
-            Action::Compute { seconds, .. } => {
+            Action::Compute { seconds, region } => {
                 if !(seconds.is_finite() && seconds >= 0.0) {
                     return Err(self.err(r, action, "compute time must be finite and >= 0", false));
                 }
                 let speed = self.ranks[r].speed;
-                return self.compute_block(r, seconds / speed, true);
+                let dt = self.block_time(r, seconds / speed, Some(region));
+                return self.compute_block(r, dt, true);
             }
             // MPI_PROC_NULL peers: nothing to transfer, requests complete at once.
             Action::Send { dst: NULL_DST, .. } | Action::Recv { src: PROC_NULL, .. } => {}
@@ -535,6 +548,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             | Action::ReduceScatter { .. }
             | Action::Neighbor { .. }
             | Action::Scan { .. } => {
+                self.coll_entered(r);
                 return self.start_coll(r, action);
             }
             Action::Icoll { req, ref coll } => self.start_icoll(r, req, coll)?,
@@ -558,7 +572,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 if !(flops.is_finite() && flops >= 0.0) {
                     return Err(self.err(r, action, "flops must be finite and >= 0", false));
                 }
-                return self.compute_block(r, flops / speed, false);
+                let dt = self.block_time(r, flops / speed, None);
+                return self.compute_block(r, dt, false);
             }
             Action::CommCreate { comm, ref members } => {
                 if let Some(&m) = members.iter().find(|&&m| m as usize >= self.ranks.len()) {
@@ -588,10 +603,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Rank `r` computes for `dt` seconds from its clock.
     fn computed(&mut self, r: usize, dt: f64) {
+        self.block_done(r, self.ranks[r].clock, dt);
         let rk = &mut self.ranks[r];
-        if let Some(m) = self.energy.as_mut() {
-            m.busy(self.hosts[r] as usize, rk.clock, dt);
-        }
         rk.clock += dt;
         rk.stats.compute_s += dt;
         if let Some(t) = self.timeline.as_mut() {
@@ -604,6 +617,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.status = Status::Done;
         rk.stats.end_s = rk.clock;
         rk.stream = Box::new(std::iter::empty());
+        self.power_done(r);
         self.cpu_rank_done(r)?;
         Ok(Flow::Done)
     }

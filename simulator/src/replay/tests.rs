@@ -589,6 +589,7 @@ mod modes;
 mod nbc;
 
 mod bulk;
+mod dvfs;
 mod gamma;
 mod host_copy;
 mod io;

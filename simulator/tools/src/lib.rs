@@ -5,6 +5,7 @@
 //! preloaded interposer links alone.
 #![deny(missing_docs)]
 
+pub mod energy_cmd;
 pub mod extrapolate_cmd;
 pub mod jitter_cli;
 pub mod jitter_plot;

@@ -6,6 +6,8 @@
 //!                  [--cfg name:value]… [--speed-ratios <csv>] [--coll-selector mpich|ompi|simgrid-ompi|smpi]
 //!                  [--coll <coll>=<alg>]…
 //!                  [--timeline <file.json>] [--otf2 <dir>] [--pstate N|HOST=N]… [--waiting-ranks poll|yield]
+//!                  [--dvfs wait=K|regions=<csv>]…
+//! simulator energy --platform <file> <trace> [--dvfs <policy>]… [--json] [--plot f.svg]
 //! simulator extrapolate --ranks N --out <dir> <trace-dir> <trace-dir>...
 //! simulator scaling --platform <file> --ranks N,N,... [--plot f.svg] [--json] <trace-dir> <trace-dir>...
 //! simulator validate [--suite c-tests/suite.toml] [--platform <file>] [-r R] [--sweep]
@@ -22,9 +24,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use simulator::action::ComputeTime;
 use simulator::collectives::CollAlgs;
-use simulator::platform::{Platform, WaitingRanks};
+use simulator::platform::Platform;
 use simulator::replay::{self, ActionStream, InputError, TraceInput};
 
+use simulator_tools::energy_cmd::{self, WaitingArg};
 use simulator_tools::extrapolate_cmd::{self, Input};
 use simulator_tools::{jitter_cli, otf2_export, otf2_import, otf2_sim, platform_cli, progress, trace_cli, validate};
 
@@ -56,6 +59,9 @@ enum Command {
     /// efficiency against ranks, extrapolated from traces at a few rank
     /// counts, with the band the fits' residuals give.
     Scaling(extrapolate_cmd::ScalingArgs),
+    /// Makespan, energy and energy-delay product at every static pstate
+    /// and under DVFS policies, with the time/energy Pareto front.
+    Energy(energy_cmd::EnergyArgs),
     /// Platform files made from others: a cluster of nodes like a calibrated one.
     Platform(platform_cli::PlatformArgs),
 }
@@ -173,20 +179,18 @@ struct ReplayArgs {
     /// platform's `waiting_ranks`.
     #[arg(long, value_enum, value_name = "POLICY")]
     waiting_ranks: Option<WaitingArg>,
+    /// Change pstates during the run: wait=K (a host at pstate K while
+    /// every rank on it waits in MPI), regions=FILE.csv (`region,pstate`:
+    /// a listed region's blocks at its pstate), or both comma-separated;
+    /// repeatable. A switch takes the host's pstate_switch_s.
+    #[arg(long, value_name = "POLICY")]
+    dvfs: Vec<String>,
     /// Print one JSON object (the report) on stdout instead of a table.
     #[arg(long)]
     json: bool,
     /// Which recorded duration a compute block takes.
     #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
     compute_time: ComputeArg,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum WaitingArg {
-    /// Waiting ranks keep their core busy.
-    Poll,
-    /// Waiting ranks leave their core.
-    Yield,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -210,11 +214,11 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     for spec in &args.pstate {
         platform.set_pstate(spec).map_err(anyhow::Error::msg).context("--pstate")?;
     }
-    match args.waiting_ranks {
-        Some(WaitingArg::Poll) => platform.waiting_ranks = WaitingRanks::Poll,
-        Some(WaitingArg::Yield) => platform.waiting_ranks = WaitingRanks::Yield,
-        None => {}
+    WaitingArg::apply(args.waiting_ranks, &mut platform);
+    for spec in &args.dvfs {
+        platform.dvfs.add(spec).map_err(anyhow::Error::msg).with_context(|| format!("--dvfs {spec}"))?;
     }
+    platform.dvfs.check(&platform).map_err(anyhow::Error::msg).context("--dvfs")?;
     if let Some(f) = args.io_scale {
         if !(f.is_finite() && f > 0.0) {
             anyhow::bail!("--io-scale {f}: must be a finite number > 0");
@@ -403,6 +407,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::cli::run(args),
         Command::Extrapolate(args) => extrapolate_cmd::run(args),
         Command::Scaling(args) => extrapolate_cmd::scaling(args),
+        Command::Energy(args) => energy_cmd::run(args),
         Command::Platform(args) => platform_cli::run(args),
     };
     match result {

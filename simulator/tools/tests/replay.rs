@@ -410,6 +410,9 @@ fn collective_selectors_and_overrides_from_the_command_line() {
 #[path = "replay/models.rs"]
 mod models;
 
+#[path = "replay/dvfs.rs"]
+mod dvfs;
+
 #[test]
 fn a_host_with_more_ranks_than_cores_shares_them_and_says_so() {
     // The ping-pong on one core. Yield: each rank computes while the

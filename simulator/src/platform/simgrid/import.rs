@@ -263,6 +263,7 @@ pub fn parse_limited(text: &str, path: &Path, options: &[String], max_hosts: u64
         collectives: Collectives { algs: coll, reduce: Default::default(), shm: None },
         no_oversubscription: true,
         fs: super::disks::file_system(&storage, &line).map_err(e)?.into_iter().collect(),
+        dvfs: Default::default(),
     };
     // The models built from the attributes and settings, checked by their
     // TOML names: the cluster's line says where they come from.

@@ -44,6 +44,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             None => seconds,
         };
         if work <= 0.0 {
+            self.block_done(r, now, 0.0);
             return Ok(Flow::Continue);
         }
         let hc = self.cores[host].as_mut().expect("checked above");
@@ -80,10 +81,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         for Ended { rank, start_s } in ended {
             let r = rank as usize;
             let dt = now - start_s;
+            self.block_done(r, start_s, dt);
             let rk = &mut self.ranks[r];
-            if let Some(m) = self.energy.as_mut() {
-                m.busy(self.hosts[r] as usize, start_s, dt);
-            }
             rk.clock = now;
             rk.stats.compute_s += dt;
             rk.status = Status::Runnable;

@@ -105,8 +105,12 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 
 /// Ends rank `rk`'s wait at `block.resume` and splits the time between
 /// `comm_s` and `wait_s` (rule documented on [`Block`]); then the rank is
-/// busy `block.extra` (communication).
+/// busy `block.extra` (communication). The wait is recorded for DVFS and
+/// energy when the rank tracks its waits.
 pub(super) fn resolve<E>(rk: &mut Rank<'_, E>) {
+    if rk.track_waits {
+        rk.waits.push((rk.block.since, rk.block.resume));
+    }
     settle(&rk.block, &mut rk.clock, &mut rk.stats.comm_s, &mut rk.stats.wait_s);
     rk.status = Status::Runnable;
 }
