@@ -1,10 +1,12 @@
 //! Max-min fair rates of the flows in their bandwidth phase, solved
-//! locally: only the connected components (flows joined by the links
-//! they share) that a flow's arrival or departure touched are filled
-//! again, as SimGrid's LMM does with selective update
-//! (`src/kernel/lmm/System.cpp`, `update_modified_cnst_set`): a flow
-//! outside those components keeps its rate, since max-min fairness
-//! decomposes over components.
+//! locally. After flows join or leave, the flows of the links they
+//! touched are filled again on what the other flows leave of those
+//! links, and grown until the bottleneck condition holds for every flow
+//! on the links they cross (module `local`); when that set keeps
+//! growing, the connected components it reached (flows joined by the
+//! links they share) are filled whole, as SimGrid's LMM does with
+//! selective update (`src/kernel/lmm/System.cpp`,
+//! `update_modified_cnst_set`). A flow outside the set keeps its rate.
 //!
 //! Each filling is progressive with equal rates per level (Bertsekas &
 //! Gallager, "Data Networks", 2nd ed., §6.5.2; SimGrid's `lmm::MaxMin`,
@@ -14,14 +16,13 @@
 //! crossing a saturated link with a positive weight, and those at their
 //! bound, are fixed at that level, and their links give up weight ×
 //! level. Values within 1e-12 relative of the level count as reaching
-//! it. Each component is filled on its own, and a level re-sums only the
-//! links of the flows it fixed, over each link's flows in start order, so
-//! a component's rates are those of the plain algorithm run on that
-//! component alone (kept in the tests as the reference) to the bit, and
-//! do not depend on which other components changed at the same time. Run
-//! on all flows at once, the plain algorithm can merge levels of two
-//! components that lie within that tolerance, so the rates agree with it
-//! to about 1e-12 relative.
+//! it. A level re-sums only the links of the flows it fixed, over each
+//! link's flows in start order, so filling one component gives the
+//! rates of the plain algorithm run on it alone (kept in the tests as
+//! the reference) to the bit. Run on all flows at once, the plain
+//! algorithm can merge levels of two components that lie within that
+//! tolerance, and local fillings differ from it by the tolerances of
+//! their checks: the rates agree with it to about 1e-10 relative.
 //!
 //! Links hold state only while a flow crosses them: a directed link id
 //! maps to a slot (4 bytes per link of the platform), and the slots of
@@ -95,6 +96,18 @@ pub(super) struct Solver {
     comp_links: Vec<u32>,
     comp_flows: Vec<u32>,
     comp_ends: Vec<(u32, u32)>,
+    /// The flows tried by [`Solver::solve_local`] and the links they cross.
+    sub_flows: Vec<u32>,
+    sub_links: Vec<u32>,
+    /// Per slot: a link's use and fastest rate ([`Solver::solve_local`]),
+    /// and the stamp they were taken at.
+    use_at: Vec<(u64, f64, f64)>,
+    use_stamp: u64,
+    /// Fillings of a growing set before the whole components are filled.
+    rounds: usize,
+    /// Calls of [`Solver::solve`] solved locally, and by whole components.
+    #[cfg(test)]
+    pub(super) solved: (u64, u64),
     stack: Vec<u32>,
     open: Vec<u32>,
     still: Vec<u32>,
@@ -104,7 +117,7 @@ pub(super) struct Solver {
 impl Solver {
     /// A solver for a network of `links` directed links.
     pub(super) fn new(links: usize) -> Solver {
-        Solver { slot_of: vec![NONE; links], ..Default::default() }
+        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, ..Default::default() }
     }
 
     /// Adds flow `id` (not in the solver) in its bandwidth phase, started
@@ -166,24 +179,35 @@ impl Solver {
             None => {
                 self.slots.push(Slot::default());
                 self.slot_seen.push(0);
+                self.use_at.push((0, 0.0, 0.0));
                 (self.slots.len() - 1) as u32
             }
         };
         self.slots[s as usize].link = l;
         self.slot_seen[s as usize] = 0;
+        self.use_at[s as usize].0 = 0;
         self.slot_of[l as usize] = s;
         s
     }
 
-    /// Sets the max-min fair rate of every flow in a component touched
+    /// Sets the max-min fair rates after the flows added and removed
     /// since the last call, on links of capacity `base` (bytes/s, indexed
-    /// by directed link), and appends those flows' ids to `changed` (in
-    /// no particular order); the other flows keep their rates.
+    /// by directed link), and appends the ids of the flows whose rate may
+    /// have changed to `changed` (in no particular order); the other
+    /// flows keep their rates. The flows of the touched links are solved
+    /// first on their own ([`Solver::solve_local`]); when that cannot be
+    /// shown to give every flow its max-min rate, their whole components.
     pub(super) fn solve(&mut self, base: &[f64], changed: &mut Vec<u32>) {
         if self.touched.is_empty() {
             return;
         }
-        self.components();
+        let local = self.solve_local(base);
+        #[cfg(test)]
+        if local {
+            self.solved.0 += 1;
+        } else {
+            self.solved.1 += 1;
+        }
         // Links left without a flow give their slots back.
         for k in 0..self.touched.len() {
             let s = self.touched[k];
@@ -193,6 +217,14 @@ impl Solver {
                 self.free_slots.push(s);
             }
         }
+        self.touched.clear();
+        if local {
+            changed.extend_from_slice(&self.sub_flows);
+            return;
+        }
+        // The components of the flows tried.
+        self.touched.extend_from_slice(&self.sub_links);
+        self.components();
         self.touched.clear();
         changed.extend_from_slice(&self.comp_flows);
         let (mut links0, mut flows0) = (0, 0);
@@ -212,7 +244,11 @@ impl Solver {
                     self.rate[id as usize] = self.bound[id as usize];
                 }
             } else {
-                self.fill(base, links, flows);
+                let st = self.stamp;
+                let Solver { comp_links, comp_flows, .. } = self;
+                let (comp_links, comp_flows) = (std::mem::take(comp_links), std::mem::take(comp_flows));
+                self.fill(base, &comp_links[links], &comp_flows[flows], st);
+                (self.comp_links, self.comp_flows) = (comp_links, comp_flows);
             }
         }
     }
@@ -254,14 +290,14 @@ impl Solver {
         }
     }
 
-    /// Progressive filling of one component: the flows `comp_flows[flows]`
-    /// over the links `comp_links[comp]`.
+    /// Progressive filling of the flows `flows` (those whose `seen`
+    /// stamp is `st`) over the links `comp_links` they cross, each
+    /// link's capacity less the use of its other flows at their rates.
     #[inline(never)]
-    fn fill(&mut self, base: &[f64], comp: std::ops::Range<usize>, flows: std::ops::Range<usize>) {
-        let Solver { links, bound, rate, fixed_at, slots, levels, comp_links, comp_flows, open, still, affected, .. } = self;
-        let comp_links = &comp_links[comp];
+    fn fill(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) {
+        let Solver { links, bound, rate, fixed_at, seen, slots, levels, open, still, affected, .. } = self;
         open.clear();
-        open.extend_from_slice(&comp_flows[flows]);
+        open.extend_from_slice(flows);
         // Flows fixed in this call have `fixed_at >= first`.
         let first = *levels + 1;
         let mut least_bound = f64::INFINITY;
@@ -271,8 +307,14 @@ impl Solver {
         }
         for &s in comp_links.iter() {
             let slot = &mut slots[s as usize];
-            let load: f64 = slot.members.iter().map(|x| x.w).sum();
-            let cap = base[slot.link as usize];
+            let (mut load, mut cap) = (0.0, base[slot.link as usize]);
+            for x in &slot.members {
+                if seen[x.id as usize] == st {
+                    load += x.w;
+                } else {
+                    cap -= x.w * rate[x.id as usize];
+                }
+            }
             (slot.cap, slot.load) = (cap, load);
             slot.ratio = if load > 0.0 { cap / load } else { f64::INFINITY };
         }
@@ -310,7 +352,7 @@ impl Solver {
                 if slots[s].load > 0.0 && slots[s].ratio <= at_level {
                     for j in 0..slots[s].members.len() {
                         let x = slots[s].members[j];
-                        if x.w > 0.0 && fixed_at[x.id as usize] < first {
+                        if x.w > 0.0 && fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
                             fix(x.id as usize, rate, fixed_at, slots, affected);
                         }
                     }
@@ -333,7 +375,7 @@ impl Solver {
                 let slot = &mut slots[s as usize];
                 let mut sum = 0.0;
                 for x in &slot.members {
-                    if fixed_at[x.id as usize] < first {
+                    if fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
                         sum += x.w;
                     }
                 }
@@ -380,5 +422,6 @@ pub(super) fn least(a: f64, b: f64) -> f64 {
     }
 }
 
+mod local;
 #[cfg(test)]
 pub(super) mod tests;

@@ -166,48 +166,47 @@ fn close(got: f64, want: f64) -> bool {
     (got - want).abs() <= 1e-9 * want.abs()
 }
 
-/// Each component's rates are the plain algorithm's on that component
-/// alone to the bit, and the plain algorithm's on all flows at once to
-/// 1e-9 relative.
+/// A fresh solver's rates are the plain algorithm's over all flows at
+/// once to 1e-9 relative, and to the bit when the flows form one
+/// component.
 #[test]
-fn rates_are_the_reference_ones_per_component() {
+fn rates_are_the_reference_ones() {
     let mut rng = Rng::new(11);
     let (mut fitting, mut filled, mut split) = (0, 0, 0);
     for case in 0..20_000 {
         let (base, flows) = random_case(&mut rng, case % 2 == 1);
         let got = solve(&base, &flows);
-        let comps = components(base.len(), &flows);
-        split += usize::from(comps.len() > 1);
-        for c in &comps {
-            let part: Vec<Flow> = c.iter().map(|&i| flows[i].clone()).collect();
-            let (want, fits) = reference(&base, &part);
-            let mine: Vec<f64> = c.iter().map(|&i| got[i]).collect();
-            assert_eq!(bits(&mine), bits(&want), "case {case}: {base:?} {part:?}");
-            if fits {
-                fitting += 1;
-            } else {
-                filled += 1;
-            }
+        let (want, fits) = reference(&base, &flows);
+        if components(base.len(), &flows).len() == 1 {
+            assert_eq!(bits(&got), bits(&want), "case {case}: {base:?} {flows:?}");
+        } else {
+            split += 1;
         }
-        let (all, _) = reference(&base, &flows);
-        for (k, (g, w)) in got.iter().zip(&all).enumerate() {
-            assert!(close(*g, *w), "case {case} flow {k}: {g} vs {w} over all flows");
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(close(*g, *w), "case {case} flow {k}: {g} vs {w}");
+        }
+        if fits {
+            fitting += 1;
+        } else {
+            filled += 1;
         }
     }
     assert!(fitting > 1000 && filled > 1000 && split > 1000, "{fitting} fitting, {filled} filled, {split} split");
 }
 
 /// Flows come and go one or a few at a time, as in a replay; after each
-/// change only the touched components are solved, and every present
-/// flow's rate is the plain algorithm's over all present flows, to 1e-9
+/// change only the flows it can move are solved (or, when the set still
+/// grows after `rounds` fillings, their components), and every present flow's
+/// rate is the plain algorithm's over all present flows, to 1e-9
 /// relative. Links left empty give back their slots.
-#[test]
-fn local_solving_gives_the_rates_of_a_full_filling() {
-    let mut rng = Rng::new(3);
+fn arrivals_and_departures(rounds: usize, seed: u64) -> (u64, u64) {
+    let mut rng = Rng::new(seed);
     let mut changed = Vec::new();
+    let (mut local, mut whole) = (0, 0);
     for run in 0..600 {
         let (base, pool) = random_case(&mut rng, run % 2 == 1);
         let mut s = Solver::new(base.len());
+        s.rounds = rounds;
         // Present flows: (start order, index in `pool`, solver id).
         let mut present: Vec<(u64, usize, u32)> = Vec::new();
         let mut free_ids: Vec<u32> = Vec::new();
@@ -249,7 +248,23 @@ fn local_solving_gives_the_rates_of_a_full_filling() {
             let held = s.slots.len() - s.free_slots.len();
             assert_eq!(held, crossed.len(), "run {run} step {step}: slots held");
         }
+        local += s.solved.0;
+        whole += s.solved.1;
     }
+    (local, whole)
+}
+
+#[test]
+fn local_solving_gives_the_rates_of_a_full_filling() {
+    let (local, whole) = arrivals_and_departures(super::local::ROUNDS, 3);
+    assert!(local > 30_000, "{local} solved locally, {whole} by components");
+}
+
+#[test]
+fn component_solving_gives_the_rates_of_a_full_filling() {
+    // No local filling: every change fills its whole components.
+    let (local, whole) = arrivals_and_departures(0, 4);
+    assert!(whole > 30_000, "{local} solved locally, {whole} by components");
 }
 
 #[test]
