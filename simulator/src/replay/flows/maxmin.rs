@@ -99,10 +99,10 @@ pub(super) struct Solver {
     /// The flows tried by [`Solver::solve_local`] and the links they cross.
     sub_flows: Vec<u32>,
     sub_links: Vec<u32>,
-    /// Per slot: a link's use and fastest rate ([`Solver::solve_local`]),
-    /// and the stamp they were taken at.
-    use_at: Vec<(u64, f64, f64)>,
-    use_stamp: u64,
+    /// Per slot: the link's use (Σ weight × rate over its flows, bytes/s)
+    /// and its fastest rate over flows of positive weight (0: none), as
+    /// of the last [`Solver::solve`].
+    usage: Vec<(f64, f64)>,
     /// Fillings of a growing set before the whole components are filled.
     rounds: usize,
     /// Calls of [`Solver::solve`] solved locally, and by whole components.
@@ -179,13 +179,12 @@ impl Solver {
             None => {
                 self.slots.push(Slot::default());
                 self.slot_seen.push(0);
-                self.use_at.push((0, 0.0, 0.0));
+                self.usage.push((0.0, 0.0));
                 (self.slots.len() - 1) as u32
             }
         };
         self.slots[s as usize].link = l;
         self.slot_seen[s as usize] = 0;
-        self.use_at[s as usize].0 = 0;
         self.slot_of[l as usize] = s;
         s
     }
@@ -251,6 +250,22 @@ impl Solver {
                 (self.comp_links, self.comp_flows) = (comp_links, comp_flows);
             }
         }
+        for k in 0..self.comp_links.len() {
+            self.take_usage(self.comp_links[k]);
+        }
+    }
+
+    /// Takes again slot `s`'s use and fastest rate from its flows' rates.
+    fn take_usage(&mut self, s: u32) {
+        let (mut used, mut top) = (0.0, 0.0);
+        for x in &self.slots[s as usize].members {
+            let r = self.rate[x.id as usize];
+            used += x.w * r;
+            if x.w > 0.0 && r > top {
+                top = r;
+            }
+        }
+        self.usage[s as usize] = (used, top);
     }
 
     /// The links and flows of the components that the touched slots

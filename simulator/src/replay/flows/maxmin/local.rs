@@ -87,43 +87,16 @@ impl Solver {
         }
     }
 
-    /// A link's use (Σ weight × rate over its flows, bytes/s), whether it
-    /// is saturated, and its fastest rate over flows of positive weight
-    /// (0: none), taken once per check.
-    fn link_use(&mut self, s: u32, base: &[f64]) -> (bool, f64) {
-        let s = s as usize;
-        if self.use_at[s].0 != self.use_stamp {
-            let (mut used, mut top) = (0.0, 0.0);
-            for x in &self.slots[s].members {
-                let r = self.rate[x.id as usize];
-                used += x.w * r;
-                if x.w > 0.0 && r > top {
-                    top = r;
-                }
-            }
-            self.use_at[s] = (self.use_stamp, used, top);
-        }
-        let (_, used, top) = self.use_at[s];
-        (used >= base[self.slots[s].link as usize] * (1.0 - SATURATED), top)
-    }
-
     /// Whether flow `id` is at its bound or has a bottleneck.
-    fn bottlenecked(&mut self, id: u32, base: &[f64]) -> bool {
+    /// Valid where the links' use is up to date ([`Solver::take_usage`]).
+    fn bottlenecked(&self, id: u32, base: &[f64]) -> bool {
         let i = id as usize;
         let r = self.rate[i];
-        if r >= self.bound[i] * (1.0 - 2.0 * TOL) {
-            return true;
-        }
-        for k in 0..self.links[i].len() {
-            let (s, w) = self.links[i][k];
-            if w > 0.0 {
-                let (saturated, top) = self.link_use(s, base);
-                if saturated && r >= top * (1.0 - NEAR) {
-                    return true;
-                }
-            }
-        }
-        false
+        r >= self.bound[i] * (1.0 - 2.0 * TOL)
+            || self.links[i].iter().any(|&(s, w)| {
+                let (used, top) = self.usage[s as usize];
+                w > 0.0 && r >= top * (1.0 - NEAR) && used >= base[self.slots[s as usize].link as usize] * (1.0 - SATURATED)
+            })
     }
 
     /// Checks every flow on the links of the set (flows with `seen` stamp
@@ -135,7 +108,10 @@ impl Solver {
     /// tolerances). Flows that joined the set in this check are filled
     /// next, not checked.
     fn grow(&mut self, base: &[f64], st: u64, first: u64) -> Option<bool> {
-        self.use_stamp += 1;
+        // Only the set's links changed their use.
+        for k in 0..self.sub_links.len() {
+            self.take_usage(self.sub_links[k]);
+        }
         let before = self.sub_flows.len();
         for k in 0..self.sub_links.len() {
             let s = self.sub_links[k] as usize;
