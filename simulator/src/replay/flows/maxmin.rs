@@ -307,9 +307,11 @@ impl Solver {
 
     /// Progressive filling of the flows `flows` (those whose `seen`
     /// stamp is `st`) over the links `comp_links` they cross, each
-    /// link's capacity less the use of its other flows at their rates.
+    /// link's capacity less the use of its other flows at their rates;
+    /// returns whether no other flow crosses those links (the flows are
+    /// then whole components).
     #[inline(never)]
-    fn fill(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) {
+    fn fill(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
         let Solver { links, bound, rate, fixed_at, seen, slots, levels, open, still, affected, .. } = self;
         open.clear();
         open.extend_from_slice(flows);
@@ -320,6 +322,7 @@ impl Solver {
             rate[id as usize] = 0.0;
             least_bound = least(least_bound, bound[id as usize]);
         }
+        let mut closed = true;
         for &s in comp_links.iter() {
             let slot = &mut slots[s as usize];
             let (mut load, mut cap) = (0.0, base[slot.link as usize]);
@@ -328,6 +331,7 @@ impl Solver {
                     load += x.w;
                 } else {
                     cap -= x.w * rate[x.id as usize];
+                    closed = false;
                 }
             }
             (slot.cap, slot.load) = (cap, load);
@@ -412,6 +416,7 @@ impl Solver {
             }
             std::mem::swap(open, still);
         }
+        closed
     }
 }
 

@@ -2,7 +2,8 @@
 //! that flows joined or left are filled again on what the other flows
 //! leave of their links, and the result is checked against the
 //! bottleneck condition; the flows that fail it join the set, which is
-//! filled again.
+//! filled again. A set that no other flow's links meet is a union of
+//! components, and its filling needs no check.
 //!
 //! A feasible allocation is max-min fair exactly when every flow is at
 //! its bound or has a bottleneck: a saturated link that it crosses with a
@@ -59,8 +60,15 @@ impl Solver {
             self.collect_sub_links();
             let (links, flows) = (std::mem::take(&mut self.sub_links), std::mem::take(&mut self.sub_flows));
             let first = self.levels + 1;
-            self.fill(base, &links, &flows, st);
+            let closed = self.fill(base, &links, &flows, st);
             (self.sub_links, self.sub_flows) = (links, flows);
+            if closed {
+                // Whole components, filled as such.
+                for k in 0..self.sub_links.len() {
+                    self.take_usage(self.sub_links[k]);
+                }
+                return true;
+            }
             match self.grow(base, st, first) {
                 Some(false) => return true,
                 Some(true) => {}
