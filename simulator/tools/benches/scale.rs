@@ -9,7 +9,7 @@
 //!   `simulator replay --ranks N`, against SMPI emulating the program at
 //!   N ranks (`smpicc`; the compute injected with `smpi_execute` and
 //!   `smpi/simulate-computation:no`, so SMPI's time is all simulation);
-//! - `ti 32`: SMPI's TI trace of the skeleton at 32 ranks
+//! - `ti 32`: SMPI's TI trace of the skeleton at 32 ranks, 2000 steps
 //!   (`smpirun -trace-ti`), replayed by `smpirun -replay` and by ours;
 //! - `million`: the skeleton, 10 steps, extrapolated to 1,048,576 ranks
 //!   on a 2^20-host cluster (ours only).
@@ -32,7 +32,7 @@
 //! `target/bench-scale` (`BENCH_DIR` to move them); traces are kept.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 #[allow(dead_code, reason = "each benchmark uses part of the shared helpers")]
 mod common;
@@ -41,6 +41,8 @@ use common::{load, median, timed_child, trace_c_test};
 /// The skeleton's arguments: bytes per neighbour, steps, compute µs per step.
 const ARGS: [&str; 3] = ["16384", "100", "100"];
 const MILLION: u32 = 1 << 20;
+/// Steps of the 32-rank TI trace (about 1M lines).
+const TI_STEPS: &str = "2000";
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -95,7 +97,7 @@ fn main() {
         let xml = cluster(&dir, 32);
         std::fs::copy(&xml, dir.join("p.xml")).expect("platform");
         std::fs::copy(hostfile(&dir, 32), dir.join("hosts")).expect("hostfile");
-        let args: Vec<String> = ARGS.iter().map(|a| a.to_string()).collect();
+        let args: Vec<String> = vec![ARGS[0].into(), TI_STEPS.into(), ARGS[2].into()];
         let (list, lines) = common::smpi_ti_trace(&dir, "stencil2d", &args, 32);
         let mut runs: Vec<(String, Command)> = bins
             .iter()
@@ -146,30 +148,41 @@ struct Row {
     makespan: Option<f64>,
 }
 
+/// One tool's runs on one case: wall and CPU seconds, the largest
+/// maximum RSS (MiB) and the last makespan.
+#[derive(Default)]
+struct Samples {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+    rss_mb: f64,
+    makespan: Option<f64>,
+}
+
 /// Runs each command `repeat` times, round-robin, stdout to a file.
 fn measure(dir: &Path, case: &str, mut runs: Vec<(String, Command)>, repeat: usize) -> Vec<Row> {
-    let mut got: Vec<(Vec<f64>, Vec<f64>, f64, Option<f64>)> = runs.iter().map(|_| (Vec::new(), Vec::new(), 0.0, None)).collect();
+    let mut got: Vec<Samples> = runs.iter().map(|_| Samples::default()).collect();
     let out = dir.join("out.txt");
     for _ in 0..repeat {
         for ((tool, cmd), g) in runs.iter_mut().zip(&mut got) {
-            cmd.stdout(std::fs::File::create(&out).expect("output file")).stderr(Stdio::null());
+            let file = std::fs::File::create(&out).expect("output file");
+            cmd.stdout(file.try_clone().expect("output file")).stderr(file);
             let (wall, cpu, kb) = timed_child(cmd, &format!("{case}: {tool}"));
-            g.0.push(wall);
-            g.1.push(cpu);
-            g.2 = f64::max(g.2, kb as f64 / 1024.0);
-            g.3 = makespan(&out);
+            g.wall.push(wall);
+            g.cpu.push(cpu);
+            g.rss_mb = f64::max(g.rss_mb, kb as f64 / 1024.0);
+            g.makespan = makespan(&out);
         }
     }
     runs.iter()
         .zip(got)
-        .map(|((tool, _), (mut w, mut c, rss_mb, makespan))| Row {
+        .map(|((tool, _), mut g)| Row {
             case: case.into(),
             tool: tool.clone(),
             runs: repeat,
-            wall: median(&mut w),
-            cpu: median(&mut c),
-            rss_mb,
-            makespan,
+            wall: median(&mut g.wall),
+            cpu: median(&mut g.cpu),
+            rss_mb: g.rss_mb,
+            makespan: g.makespan,
         })
         .collect()
 }
@@ -181,7 +194,7 @@ fn makespan(out: &Path) -> Option<f64> {
     if let Some(v) = text.lines().find_map(|l| l.strip_prefix("wall_s=")) {
         return v.trim().parse().ok();
     }
-    if let Ok(v) = serde_json::from_str::<Totals>(&text) {
+    if let Some(v) = text.lines().find_map(|l| serde_json::from_str::<Totals>(l).ok()) {
         return Some(v.makespan_s);
     }
     text.lines().rev().find_map(|l| l.split("Simulation time ").nth(1)).and_then(|v| v.trim().parse().ok())
