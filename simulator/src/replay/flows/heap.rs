@@ -1,7 +1,7 @@
 //! The completion dates of the flows in their bandwidth phase: an
 //! indexed binary min-heap whose entries move when a flow's rate changes
 //! (SimGrid's lazy update keeps its actions in such a heap,
-//! `src/kernel/resource/Model.cpp`, `ActionHeap`), so a flow's date costs
+//! `include/simgrid/kernel/resource/Action.hpp`, `ActionHeap`), so a flow's date costs
 //! O(log n) to change and the heap holds one entry per flow.
 
 const NONE: u32 = u32::MAX;
