@@ -135,6 +135,8 @@ pub(crate) struct Engine<'a, 'p, E> {
     lanes: Option<lanes::Lanes>,
     /// Earliest network event already in the queue, seconds.
     net_next: f64,
+    /// The transfers a network event ended (reused between events).
+    net_ended: Vec<Done>,
     /// Where spans go, if a timeline is asked for.
     pub(crate) timeline: Option<Timeline>,
     /// OS-jitter injection: `(rank, start_s, duration_s)` → the compute
@@ -254,6 +256,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             recv_links,
             lanes,
             net_next: f64::INFINITY,
+            net_ended: Vec::new(),
             timeline: None,
             ranks,
             hosts: placement,

@@ -4,6 +4,7 @@
 
 use crate::network::FlowSharing;
 
+mod heap;
 mod maxmin;
 
 /// What to do when a transfer ends: complete these request slots.
@@ -22,24 +23,26 @@ pub(crate) struct Done {
     pub(crate) start: f64,
 }
 
-#[derive(Debug, Clone)]
+/// A transfer: in its latency phase (waiting in `Net::pending`), then in
+/// its bandwidth phase (in the solver, its end date in `Net::dates`).
+#[derive(Debug, Clone, Default)]
 struct Flow {
     /// (link, weight) pairs: forward links weigh 1, reverse ones the crosstraffic.
     links: Vec<(u32, f64)>,
-    /// Bound, bytes left and rate in the sharing's units ([`Net::park`]).
+    /// Bound, bytes left as of `t_last`, and rate in the sharing's units
+    /// ([`Net::park`]).
     bound: f64,
-    lat_end: f64,
     remaining: f64,
     rate: f64,
-    done: Done,
+    /// Simulated time up to which `remaining` is accounted, seconds.
+    t_last: f64,
+    done: Option<Done>,
     /// Start order.
     seq: u64,
-    /// Id in the solver (in the bandwidth phase).
-    id: u32,
 }
 
-/// A flow in its latency phase: `(lat_end, seq)` and its slot in
-/// `Net::parked`, ordered for a min-heap by `(lat_end, seq)`.
+/// A flow in its latency phase: `(lat_end, seq)` and its id, ordered for
+/// a min-heap by `(lat_end, seq)`.
 #[derive(Debug, Clone, Copy)]
 struct Pending(f64, u64, u32);
 
@@ -62,37 +65,34 @@ impl Ord for Pending {
 }
 
 /// The transfers in flight and the link capacities.
+///
+/// Bytes left are brought up to date lazily, as SimGrid's `network/optim:Lazy`
+/// does: only when a flow's rate changes, a change that only the flows of
+/// a component touched by an arrival or a departure can see
+/// ([`maxmin::Solver::solve`]); each flow's end date waits in a heap.
+/// An event costs the flows it ends, starts and touches, not the flows
+/// in flight.
 #[derive(Debug)]
 pub(crate) struct Net {
     model: FlowSharing,
-    /// Flows in their bandwidth phase, in start order.
+    /// Every flow, by id, and the free ids.
     flows: Vec<Flow>,
+    free: Vec<u32>,
     /// Flows in their latency phase (they use no bandwidth), by end of latency.
     pending: std::collections::BinaryHeap<Pending>,
-    /// Where those flows are, and the free slots.
-    parked: Vec<Flow>,
-    parked_free: Vec<u32>,
+    /// Flows in their bandwidth phase, by the date their transfer ends
+    /// at their current rate.
+    dates: heap::Dates,
     /// Flows started so far.
     seq: u64,
-    // Scratch: ended flows with their start order, and their solver ids.
+    // Scratch: ended flows with their start order; flows whose rate may
+    // have changed.
     ended: Vec<(u64, Done)>,
-    gone: Vec<u32>,
-    /// Per directed link, Σ weight × bound of the flows in their bandwidth
-    /// phase (kept up to date as flows come and go), bytes/s.
-    demand: Vec<f64>,
-    /// Every flow runs at its bound (the last sharing found no link short).
-    uncontended: bool,
-    /// Simulated time up to which `remaining` is accounted, seconds.
-    last: f64,
+    changed: Vec<u32>,
     /// Capacity of each directed link, bytes/s.
     base: Vec<f64>,
     solver: maxmin::Solver,
-    /// The solver holds the flows in their bandwidth phase (it is
-    /// emptied while at most one flow is there and the links need no
-    /// sharing, and filled again, in start order, when they do).
-    synced: bool,
-    // Link lists of ended flows, for reuse; and a route and its way back.
-    pool: Vec<Vec<(u32, f64)>>,
+    // A route and its way back.
     route: (Vec<u32>, Vec<u32>),
     /// The next time a flow ends its latency or its transfer (∞: none), seconds.
     next_t: f64,
@@ -112,22 +112,17 @@ impl Net {
         base.extend(extra.iter().flat_map(|&c| [c; 2]));
         let links = base.len();
         Net {
+            flows: Vec::new(),
+            free: Vec::new(),
             pending: Default::default(),
-            parked: Vec::new(),
-            parked_free: Vec::new(),
+            dates: Default::default(),
             seq: 0,
             ended: Vec::new(),
-            gone: Vec::new(),
-            demand: vec![0.0; links],
-            uncontended: true,
+            changed: Vec::new(),
             base,
-            pool: Vec::new(),
+            solver: maxmin::Solver::new(links),
             route: Default::default(),
             model,
-            flows: Vec::new(),
-            last: 0.0,
-            solver: maxmin::Solver::new(links),
-            synced: true,
             next_t: f64::INFINITY,
         }
     }
@@ -177,14 +172,14 @@ impl Net {
     /// crosstraffic), bound `bound` bytes/s, whose latency phase ends at
     /// `lat_end` (≥ now), seconds; returns `lat_end` (as [`Net::start`]).
     pub(crate) fn start_on(&mut self, lat_end: f64, (route, back): (&[u32], &[u32]), bytes: u64, bound: f64, done: Done) -> f64 {
-        let mut links = self.pool.pop().unwrap_or_default();
-        links.clear();
+        let id = self.take_id();
+        let links = &mut self.flows[id as usize].links;
         links.extend(route.iter().map(|&l| (l, 1.0)));
         let x = self.model.crosstraffic;
         if x > 0.0 {
             links.extend(back.iter().map(|&l| (l, x)));
         }
-        self.park(lat_end, bytes, (bound, route.len()), links, done)
+        self.park(id, lat_end, bytes, (bound, route.len()), done)
     }
 
     /// Starts a transfer of `bytes` between two ranks of one host over
@@ -196,10 +191,9 @@ impl Net {
     pub(crate) fn start_local(&mut self, lat_end: f64, links: [Option<u32>; 2], bytes: u64, bound: f64, done: Done) -> f64 {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let f = if nominal > 0.0 { bound / nominal } else { 1.0 };
-        let mut list = self.pool.pop().unwrap_or_default();
-        list.clear();
-        list.extend(links.into_iter().flatten().map(|l| (l, f)));
-        self.park(lat_end, bytes, (bound, 1), list, done)
+        let id = self.take_id();
+        self.flows[id as usize].links.extend(links.into_iter().flatten().map(|l| (l, f)));
+        self.park(id, lat_end, bytes, (bound, 1), done)
     }
 
     /// The latency of a transfer over `hops` links whose model latency is
@@ -212,74 +206,49 @@ impl Net {
         }
     }
 
-    /// Parks a flow of `bytes` payload and data-rate bound `bound` (bytes/s)
-    /// over `hops` links (its route) on `links` until `lat_end`. Rates are
-    /// shared as SimGrid's max-min solver shares them: over its variables
-    /// (the flow's use of each link, at most the nominal rate, whose data
-    /// rate is f times it, f = bound / nominal the bandwidth factor), and,
-    /// when latencies add up per link, weighted by each flow's sharing
-    /// penalty, its route's latency (SimGrid's CM02 model; with links of
-    /// one latency, the hop count): on a common bottleneck a flow of twice
-    /// the hops gets half the use. The flow's bytes, bound and weights
-    /// count in those units (bytes and bound ÷ f × penalty, weights ÷
-    /// penalty), so the solver's plain max-min gives that sharing.
-    fn park(&mut self, lat_end: f64, bytes: u64, (bound, hops): (f64, usize), mut links: Vec<(u32, f64)>, done: Done) -> f64 {
+    /// A free flow id, its link list empty (kept from its last use).
+    fn take_id(&mut self) -> u32 {
+        let id = self.free.pop().unwrap_or_else(|| {
+            self.flows.push(Flow::default());
+            (self.flows.len() - 1) as u32
+        });
+        self.flows[id as usize].links.clear();
+        id
+    }
+
+    /// Parks flow `id` (its links set) of `bytes` payload and data-rate
+    /// bound `bound` (bytes/s) over `hops` links (its route) until
+    /// `lat_end`. Rates are shared as SimGrid's max-min solver shares
+    /// them: over its variables (the flow's use of each link, at most the
+    /// nominal rate, whose data rate is f times it, f = bound / nominal
+    /// the bandwidth factor), and, when latencies add up per link,
+    /// weighted by each flow's sharing penalty, its route's latency
+    /// (SimGrid's CM02 model; with links of one latency, the hop count):
+    /// on a common bottleneck a flow of twice the hops gets half the use.
+    /// The flow's bytes, bound and weights count in those units (bytes
+    /// and bound ÷ f × penalty, weights ÷ penalty), so the solver's plain
+    /// max-min gives that sharing.
+    fn park(&mut self, id: u32, lat_end: f64, bytes: u64, (bound, hops): (f64, usize), done: Done) -> f64 {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let inv_f = if nominal > 0.0 { nominal / bound } else { 1.0 };
         let penalty = if self.model.latency_per_link { hops.max(1) as f64 } else { 1.0 };
-        if penalty != 1.0 {
-            links.iter_mut().for_each(|l| l.1 /= penalty);
-        }
-        let bound = bound * inv_f * penalty;
-        let remaining = (bytes as f64 + self.model.header_bytes as f64) * inv_f * penalty;
         self.seq += 1;
-        let seq = self.seq;
-        let f = Flow { links, bound, lat_end, remaining, rate: 0.0, done, seq, id: 0 };
-        let slot = match self.parked_free.pop() {
-            Some(i) => {
-                self.parked[i as usize] = f;
-                i
-            }
-            None => {
-                self.parked.push(f);
-                (self.parked.len() - 1) as u32
-            }
-        };
-        self.pending.push(Pending(lat_end, seq, slot));
+        let f = &mut self.flows[id as usize];
+        if penalty != 1.0 {
+            f.links.iter_mut().for_each(|l| l.1 /= penalty);
+        }
+        f.bound = bound * inv_f * penalty;
+        f.remaining = (bytes as f64 + self.model.header_bytes as f64) * inv_f * penalty;
+        (f.rate, f.t_last, f.done, f.seq) = (0.0, lat_end, Some(done), self.seq);
+        self.pending.push(Pending(lat_end, self.seq, id));
         lat_end
     }
 
-    /// Max-min fair rates of the flows in their bandwidth phase at `now`
-    /// ([`maxmin::Solver::share`]), and the next event.
-    fn share(&mut self, now: f64) {
-        if !self.synced {
-            for f in &mut self.flows {
-                f.id = self.solver.add(f.seq, &f.links, f.bound);
-            }
-            self.synced = true;
-        }
-        self.uncontended = self.solver.share(&self.base);
-        for f in &mut self.flows {
-            f.rate = self.solver.rate(f.id);
-        }
-        self.next_t = self.next_end(now);
-    }
-
-    /// End of the earliest latency phase, seconds (∞: none).
-    fn next_lat_end(&self) -> f64 {
-        self.pending.peek().map_or(f64::INFINITY, |p| p.0)
-    }
-
-    /// The next time a flow ends its latency or (at its current rate) its
-    /// transfer, seconds (∞: none).
-    fn next_end(&self, now: f64) -> f64 {
-        let mut t = self.next_lat_end();
-        for f in &self.flows {
-            if f.rate > 0.0 {
-                t = maxmin::least(t, now + f.remaining.max(0.0) / f.rate);
-            }
-        }
-        t
+    /// Ends flow `id`: its id is free and its completion is in `ended`.
+    fn end(&mut self, id: u32) {
+        let f = &mut self.flows[id as usize];
+        self.ended.push((f.seq, f.done.take().expect("a flow in flight")));
+        self.free.push(id);
     }
 
     /// The next time a flow ends its latency or its transfer, if any
@@ -288,110 +257,61 @@ impl Net {
         self.next_t.is_finite().then_some(self.next_t)
     }
 
-    /// Advances to `now`, removes the flows that have ended (appending
-    /// them to `ended`, in start order) and re-shares the links when a
-    /// flow entered or left its bandwidth phase, unless the solver finds
-    /// that the change leaves the other flows' rates as they are
-    /// ([`maxmin::Solver::keeps_rates_without`],
-    /// [`maxmin::Solver::fit_alone`]). Those rates then differ from a new
-    /// filling's by rounding and the filling's tolerance (the tests bound
-    /// the difference by 1e-9 relative), and so may the transfers' ends
-    /// and the makespan.
+    /// Advances to `now`: removes the flows that have ended (appending
+    /// them to `ended`, in start order; a flow ends when less than 1e-9
+    /// of its bytes, or 1e-12 relative of `now` of its time, is left),
+    /// moves the flows whose latency is over to their bandwidth phase,
+    /// and gives the flows of the components those changes touched their
+    /// max-min fair rates, bringing up to date the bytes left of those
+    /// whose rate changed.
     pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
         let eps = 1e-12 * now.abs().max(1.0);
-        let last = self.last;
-        // Re-share when a flow leaves a contended network or a new one does
-        // not fit at its bound; otherwise every flow keeps its bound.
-        let mut reshare = false;
-        let mut changed = false;
-        // The rates came from a filling, and the solver can tell whether a
-        // change keeps them.
-        let mut keep = self.synced && !self.uncontended;
         self.ended.clear();
-        self.gone.clear();
-        let Net { flows, ended: gone, gone: gone_ids, demand, pool, uncontended, synced, .. } = self;
-        flows.retain_mut(|f| {
-            let from = last.max(f.lat_end);
-            if now > from {
-                f.remaining -= f.rate * (now - from);
+        while let Some((_, id)) = self.dates.peek() {
+            let f = &self.flows[id as usize];
+            let left = if now > f.t_last { f.remaining - f.rate * (now - f.t_last) } else { f.remaining };
+            if left > 1e-9 && left / f.rate > eps {
+                break;
             }
-            let left_s = if f.rate > 0.0 { f.remaining / f.rate } else { f64::INFINITY };
-            if f.remaining <= 1e-9 || left_s <= eps {
-                gone.push((f.seq, f.done));
-                for &(l, w) in &f.links {
-                    demand[l as usize] -= w * f.bound;
-                }
-                pool.push(std::mem::take(&mut f.links));
-                if *synced {
-                    gone_ids.push(f.id);
-                }
-                changed = true;
-                reshare |= !*uncontended;
-                false
+            self.dates.remove(id);
+            self.solver.remove(id);
+            self.end(id);
+        }
+        // Flows whose latency is over start using bandwidth.
+        while self.pending.peek().is_some_and(|p| p.0 <= now) {
+            let Pending(_, seq, id) = self.pending.pop().expect("peeked");
+            let f = &mut self.flows[id as usize];
+            if f.remaining <= 1e-9 {
+                self.end(id);
             } else {
-                true
-            }
-        });
-        if !self.gone.is_empty() {
-            keep = keep && self.solver.keeps_rates_without(&self.gone, &self.base);
-            for &id in &self.gone {
-                self.solver.remove(id);
-            }
-            if keep {
-                self.solver.settle(&self.gone);
+                f.t_last = now;
+                self.solver.add(id, seq, &f.links, f.bound);
             }
         }
-        // Flows whose latency is over start using bandwidth (kept in start order).
-        while self.pending.peek().is_some_and(|p| p.0 <= now) {
-            let Pending(_, _, slot) = self.pending.pop().expect("peeked");
-            self.parked_free.push(slot);
-            let f = &mut self.parked[slot as usize];
-            let mut f = Flow { links: std::mem::take(&mut f.links), ..*f };
-            changed = true;
-            if f.remaining <= 1e-9 {
-                self.ended.push((f.seq, f.done));
-                self.pool.push(std::mem::take(&mut f.links));
+        self.changed.clear();
+        self.solver.solve(&self.base, &mut self.changed);
+        for &id in &self.changed {
+            let r = self.solver.rate(id);
+            let f = &mut self.flows[id as usize];
+            if r.to_bits() == f.rate.to_bits() {
+                continue;
+            }
+            if now > f.t_last {
+                f.remaining -= f.rate * (now - f.t_last);
+            }
+            (f.t_last, f.rate) = (now, r);
+            if r > 0.0 {
+                self.dates.set(id, f.seq, now + f.remaining.max(0.0) / r);
             } else {
-                for &(l, w) in &f.links {
-                    let d = &mut self.demand[l as usize];
-                    *d += w * f.bound;
-                    reshare |= *d > self.base[l as usize] * (1.0 + 1e-12);
-                }
-                reshare |= !self.uncontended;
-                f.rate = f.bound;
-                if self.synced {
-                    f.id = self.solver.add(f.seq, &f.links, f.bound);
-                    if keep {
-                        match self.solver.fit_alone(f.id, &self.base) {
-                            Some(r) => f.rate = r,
-                            None => keep = false,
-                        }
-                    }
-                }
-                let at = self.flows.partition_point(|g| g.seq < f.seq);
-                self.flows.insert(at, f);
+                self.dates.remove(id);
             }
         }
         if !self.ended.is_empty() {
             self.ended.sort_unstable_by_key(|e| e.0);
             ended.extend(self.ended.iter().map(|e| e.1));
         }
-        self.last = last.max(now);
-        if changed && reshare && !keep {
-            self.share(now);
-            return;
-        }
-        // Either the other flows keep their rates and the new ones got
-        // theirs (`keep`; with every flow at its bound, no link is short),
-        // or no flow is short of its bound: rates are the bounds.
-        self.next_t = self.next_end(now);
-        if keep && self.flows.iter().all(|f| f.rate >= f.bound * (1.0 - 1e-12)) {
-            self.uncontended = true;
-        }
-        if self.synced && self.flows.len() <= 1 && (!keep || self.uncontended) {
-            self.solver.clear();
-            self.synced = false;
-        }
+        let lat = self.pending.peek().map_or(f64::INFINITY, |p| p.0);
+        self.next_t = maxmin::least(lat, self.dates.peek().map_or(f64::INFINITY, |d| d.0));
     }
 }
 

@@ -31,6 +31,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+#[allow(dead_code, reason = "each benchmark uses part of the shared helpers")]
 mod common;
 use common::{load, median, timed_child, trace_c_test};
 

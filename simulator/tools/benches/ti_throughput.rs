@@ -69,49 +69,6 @@ fn timed(dir: &Path, cmd: &mut Command) -> (f64, f64, u64, String) {
     (wall, v[1] + v[2], v[3] as u64, text)
 }
 
-/// Traces `prog args` at NP ranks; returns the trace list (PROC_NULL
-/// point-to-point lines removed) and its line count.
-fn trace(dir: &Path, prog: &str, args: &[String]) -> (PathBuf, usize) {
-    let raw = dir.join(format!("{prog}-raw"));
-    let out = dir.join(format!("{prog}-ti"));
-    std::fs::create_dir_all(&raw).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
-    let st = Command::new("smpirun")
-        .args(["-np", &NP.to_string(), "-platform"])
-        .arg(dir.join("p.xml"))
-        .arg("-hostfile")
-        .arg(dir.join("hosts"))
-        .arg("-trace-ti")
-        .arg(format!("--cfg=tracing/filename:{}", raw.join("trace.txt").display()))
-        .arg("--cfg=smpi/host-speed:1Gf")
-        .arg(dir.join(prog))
-        .args(args)
-        .output()
-        .expect("smpirun");
-    assert!(st.status.success(), "tracing {prog}: {}", String::from_utf8_lossy(&st.stderr));
-    let list = std::fs::read_to_string(raw.join("trace.txt")).unwrap();
-    let (mut names, mut lines) = (String::new(), 0);
-    for f in list.lines().filter(|l| !l.trim().is_empty()) {
-        let f = Path::new(f.trim());
-        let text = std::fs::read_to_string(f).unwrap();
-        let kept: String = text
-            .lines()
-            .filter(|l| {
-                let w: Vec<&str> = l.split_whitespace().take(3).collect();
-                !(w.len() == 3 && matches!(w[1], "send" | "isend" | "recv" | "irecv") && w[2] == "-333")
-            })
-            .map(|l| format!("{l}\n"))
-            .collect();
-        lines += kept.lines().count();
-        let dst = out.join(f.file_name().unwrap());
-        std::fs::write(&dst, kept).unwrap();
-        std::fs::remove_file(f).unwrap();
-        names += &format!("{}\n", dst.display());
-    }
-    std::fs::write(out.join("list.txt"), names).unwrap();
-    (out.join("list.txt"), lines)
-}
-
 struct Tool {
     name: String,
     wall: Vec<f64>,
@@ -172,7 +129,7 @@ fn main() {
             .arg("-lm")
             .output();
         assert!(st.as_ref().is_ok_and(|o| o.status.success()), "smpicc {}: {st:?}", src.display());
-        let (list, lines) = trace(dir, case, &args);
+        let (list, lines) = common::smpi_ti_trace(dir, case, &args, NP);
         for platform in platforms.split(',').map(str::trim) {
             let xml = dir.join(match platform {
                 "flat" => "p.xml",

@@ -27,11 +27,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             return Ok(()); // superseded by an earlier network event
         }
         self.net_next = f64::INFINITY;
-        let mut ended = Vec::new();
+        let mut ended = std::mem::take(&mut self.net_ended);
         if let Some(net) = self.net.as_mut() {
             net.finish_until(now, &mut ended);
         }
-        for d in ended {
+        for &d in &ended {
             if d.src == super::io_jobs::IO_FLOW {
                 self.io_piece_done(d.recv_slot, now)?;
                 continue;
@@ -42,6 +42,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 self.complete(d.src as usize, d.send_slot, now, took)?;
             }
         }
+        ended.clear();
+        self.net_ended = ended;
         self.net_schedule()
     }
 }

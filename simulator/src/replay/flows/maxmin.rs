@@ -1,33 +1,38 @@
-//! Max-min fair rates of the flows in their bandwidth phase, by
-//! progressive filling with equal rates per level (Bertsekas & Gallager,
-//! "Data Networks", 2nd ed., §6.5.2; SimGrid's `lmm::MaxMin` solver,
-//! `src/kernel/lmm/maxmin.cpp`).
+//! Max-min fair rates of the flows in their bandwidth phase, solved
+//! locally. After flows join or leave, the flows of the links they
+//! touched are filled again on what the other flows leave of those
+//! links, and grown until the bottleneck condition holds for every flow
+//! on the links they cross (module `local`); when that set keeps
+//! growing, the connected components it reached (flows joined by the
+//! links they share) are filled whole, as SimGrid's LMM does with
+//! selective update (`src/kernel/lmm/System.cpp`,
+//! `update_modified_cnst_set`). A flow outside the set keeps its rate.
 //!
-//! Every level raises the open flows' rate together until a link
-//! saturates (its remaining capacity over the weights of its open flows)
-//! or a flow reaches its bound; the flows crossing a saturated link with a
-//! positive weight, and those at their bound, are fixed at that level, and
-//! their links give up weight × level. Values within 1e-12 relative of the
-//! level count as reaching it.
+//! Each filling is progressive with equal rates per level (Bertsekas &
+//! Gallager, "Data Networks", 2nd ed., §6.5.2; SimGrid's `lmm::MaxMin`,
+//! `src/kernel/lmm/maxmin.cpp`): every level raises the open flows'
+//! rate together until a link saturates (its remaining capacity over the
+//! weights of its open flows) or a flow reaches its bound; the flows
+//! crossing a saturated link with a positive weight, and those at their
+//! bound, are fixed at that level, and their links give up weight ×
+//! level. Values within 1e-12 relative of the level count as reaching
+//! it. A level re-sums only the links of the flows it fixed, over each
+//! link's flows in start order, so filling one component gives the
+//! rates of the plain algorithm run on it alone (kept in the tests as
+//! the reference) to the bit. Run on all flows at once, the plain
+//! algorithm can merge levels of two components that lie within that
+//! tolerance, and local fillings differ from it by the tolerances of
+//! their checks: the rates agree with it to about 1e-10 relative.
 //!
-//! The solver keeps, between calls, each link's flows in start order and
-//! what the first level needs (whether Σ weight × bound exceeds the
-//! capacity, Σ weight, capacity / Σ weight); a flow that starts or ends
-//! makes only its own links sum again. Within a call, a level re-sums
-//! only the links of the flows it fixed, and finds the flows to fix from
-//! the saturated links' flows. Every sum runs over a link's flows in
-//! start order, and capacities are reduced in start order, so the rates
-//! are those of the plain algorithm (all sums from scratch at every
-//! level, kept in the tests as the reference) to the bit.
-//!
-//! Between fillings, [`Solver::keeps_rates_without`] and
-//! [`Solver::fit_alone`] tell when a flow that ends or starts leaves
-//! every other flow's rate as it is (module `keep`), so that the caller
-//! need not fill again.
+//! Links hold state only while a flow crosses them: a directed link id
+//! maps to a slot (4 bytes per link of the platform), and the slots of
+//! links left empty are reused, so idle hosts cost nothing more.
 
 /// Relative tolerance under which a link counts as saturated and a flow
 /// as at its bound.
 const TOL: f64 = 1e-12;
+
+const NONE: u32 = u32::MAX;
 
 /// A flow on a link: start order, the flow's id, its weight there and
 /// weight × bound.
@@ -39,265 +44,277 @@ struct Member {
     wb: f64,
 }
 
-/// The flows in their bandwidth phase, per link, and the max-min solver's
-/// scratch space (reused between calls).
+/// A link that some flow in its bandwidth phase crosses.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Directed link id.
+    link: u32,
+    /// Its flows, in start order.
+    members: Vec<Member>,
+    /// Within a filling: remaining capacity, bytes/s; Σ weight of the
+    /// open members; capacity / that sum (∞ when it is 0).
+    cap: f64,
+    load: f64,
+    ratio: f64,
+    /// Level count at which the link was last queued in `affected`.
+    queued: u64,
+}
+
+/// The flows in their bandwidth phase, per link, their max-min fair
+/// rates, and the scratch space of the fillings (reused between calls).
 #[derive(Debug, Default)]
 pub(super) struct Solver {
-    // Per flow id.
-    /// (link, weight) pairs.
+    // Per flow id (ids are the caller's, dense from 0).
+    /// (slot, weight) pairs of the links it crosses.
     links: Vec<Vec<(u32, f64)>>,
     /// Upper bound of the rate, bytes/s.
     bound: Vec<f64>,
-    /// Max-min fair rate as of the last [`Solver::share`], bytes/s.
+    /// Max-min fair rate as of the last [`Solver::solve`], bytes/s.
     rate: Vec<f64>,
     /// Level count at which the flow was last fixed (levels are counted
     /// over all calls).
     fixed_at: Vec<u64>,
-    /// Stamp of the last [`Solver::keeps_rates_without`] that removes the flow.
-    gone_at: Vec<u64>,
-    /// Ids of ended flows, for reuse.
-    free: Vec<u32>,
-    /// Ids of the flows in their bandwidth phase (in no particular order)
-    /// and each id's place there.
-    live: Vec<u32>,
-    live_at: Vec<u32>,
+    /// Stamp of the last component search that reached the flow.
+    seen: Vec<u64>,
 
-    // Per link of the network.
-    /// Its flows, in start order.
-    members: Vec<Vec<Member>>,
-    /// Place in `active` (`NONE`: the link has no flow).
-    active_at: Vec<u32>,
-    /// Members changed since the sums below were taken.
-    dirty: Vec<bool>,
-    /// Σ weight over the members, and capacity / that sum (∞ when it is 0).
-    load0: Vec<f64>,
-    ratio0: Vec<f64>,
-    /// Σ weight × bound over the members exceeds the capacity (beyond
-    /// the tolerance).
-    over: Vec<bool>,
-    /// Σ weight × rate over the members (bytes/s of the link used) and
-    /// the largest rate of a member with a positive weight (0: none),
-    /// bytes/s, as of the last [`Solver::share`] that filled, kept up to
-    /// date by [`Solver::keeps_rates_without`] and [`Solver::fit_alone`].
-    used: Vec<f64>,
-    top: Vec<f64>,
-    /// Stamp of the last [`Solver::keeps_rates_without`] whose removed
-    /// flows cross the link.
-    touched_at: Vec<u64>,
-    /// Calls of [`Solver::keeps_rates_without`] so far.
+    // Per directed link of the network: its slot (`NONE`: no flow).
+    slot_of: Vec<u32>,
+    slots: Vec<Slot>,
+    /// Per slot: stamp of the last component search that reached it.
+    slot_seen: Vec<u64>,
+    free_slots: Vec<u32>,
+    /// Slots whose members changed since the last [`Solver::solve`].
+    touched: Vec<u32>,
+    /// Component searches so far.
     stamp: u64,
-    /// Links with at least one flow (in no particular order).
-    active: Vec<u32>,
-    dirty_list: Vec<u32>,
-    over_count: usize,
-
-    // Per link, within a call: remaining capacity, Σ weight of the open
-    // members and capacity / that sum (∞ when it is 0).
-    cap: Vec<f64>,
-    load: Vec<f64>,
-    ratio: Vec<f64>,
-    /// Level count at which the link was last queued in `affected`.
-    queued: Vec<u64>,
     /// Levels filled so far, over all calls.
     levels: u64,
+
+    // Scratch: the touched components' links and flows, one component
+    // after the other, and where each component ends in both; the search
+    // stack, and a filling's open, still-open and affected sets.
+    comp_links: Vec<u32>,
+    comp_flows: Vec<u32>,
+    comp_ends: Vec<(u32, u32)>,
+    /// The flows tried by [`Solver::solve_local`] and the links they cross.
+    sub_flows: Vec<u32>,
+    sub_links: Vec<u32>,
+    /// Per slot: the link's use (Σ weight × rate over its flows, bytes/s)
+    /// and its fastest rate over flows of positive weight (0: none), as
+    /// of the last [`Solver::solve`].
+    usage: Vec<(f64, f64)>,
+    /// Fillings of a growing set before the whole components are filled.
+    rounds: usize,
+    /// Calls of [`Solver::solve`] solved locally, and by whole components.
+    #[cfg(test)]
+    pub(super) solved: (u64, u64),
+    stack: Vec<u32>,
     open: Vec<u32>,
     still: Vec<u32>,
     affected: Vec<u32>,
 }
 
-const NONE: u32 = u32::MAX;
-
 impl Solver {
-    /// A solver for a network of `links` links.
+    /// A solver for a network of `links` directed links.
     pub(super) fn new(links: usize) -> Solver {
-        Solver {
-            members: vec![Vec::new(); links],
-            active_at: vec![NONE; links],
-            dirty: vec![false; links],
-            load0: vec![0.0; links],
-            ratio0: vec![0.0; links],
-            over: vec![false; links],
-            cap: vec![0.0; links],
-            load: vec![0.0; links],
-            ratio: vec![0.0; links],
-            queued: vec![0; links],
-            used: vec![0.0; links],
-            top: vec![0.0; links],
-            touched_at: vec![0; links],
-            ..Default::default()
-        }
+        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, ..Default::default() }
     }
 
-    /// Adds a flow in its bandwidth phase, started `seq`-th, crossing
-    /// `links` ((link, weight) pairs) with rate bound `bound` bytes/s;
-    /// returns its id.
-    pub(super) fn add(&mut self, seq: u64, links: &[(u32, f64)], bound: f64) -> u32 {
-        let id = match self.free.pop() {
-            Some(id) => id,
-            None => {
-                self.links.push(Vec::new());
-                self.bound.push(0.0);
-                self.rate.push(0.0);
-                self.fixed_at.push(0);
-                self.gone_at.push(0);
-                self.live_at.push(NONE);
-                (self.links.len() - 1) as u32
-            }
-        };
+    /// Adds flow `id` (not in the solver) in its bandwidth phase, started
+    /// `seq`-th, crossing `links` ((directed link, weight) pairs) with
+    /// rate bound `bound` bytes/s. Its rate is set by the next
+    /// [`Solver::solve`].
+    pub(super) fn add(&mut self, id: u32, seq: u64, links: &[(u32, f64)], bound: f64) {
         let i = id as usize;
-        self.links[i].clear();
-        self.links[i].extend_from_slice(links);
+        if i >= self.links.len() {
+            let n = i + 1;
+            self.links.resize_with(n, Vec::new);
+            self.bound.resize(n, 0.0);
+            self.rate.resize(n, 0.0);
+            self.fixed_at.resize(n, 0);
+            self.seen.resize(n, 0);
+        }
         self.bound[i] = bound;
-        self.rate[i] = bound;
-        self.live_at[i] = self.live.len() as u32;
-        self.live.push(id);
+        self.rate[i] = 0.0;
+        let mut mine = std::mem::take(&mut self.links[i]);
+        mine.clear();
         for &(l, w) in links {
-            let li = l as usize;
-            let m = &mut self.members[li];
+            let s = self.slot(l);
+            mine.push((s, w));
+            let m = &mut self.slots[s as usize].members;
             // After the members started no later: a link the flow crosses
             // twice keeps the flow's own order.
             let at = m.partition_point(|x| x.seq <= seq);
             m.insert(at, Member { seq, id, w, wb: w * bound });
-            self.touch(li);
+            self.touched.push(s);
         }
-        id
+        self.links[i] = mine;
     }
 
-    /// Removes flow `id`.
+    /// Removes flow `id`; the other flows of its components get their
+    /// rates at the next [`Solver::solve`].
     pub(super) fn remove(&mut self, id: u32) {
         let i = id as usize;
-        let links = std::mem::take(&mut self.links[i]);
-        for &(l, _) in &links {
-            self.members[l as usize].retain(|x| x.id != id);
-            self.touch(l as usize);
+        for k in 0..self.links[i].len() {
+            let s = self.links[i][k].0;
+            self.slots[s as usize].members.retain(|x| x.id != id);
+            self.touched.push(s);
         }
-        self.links[i] = links;
-        let at = self.live_at[i] as usize;
-        self.live.swap_remove(at);
-        if let Some(&moved) = self.live.get(at) {
-            self.live_at[moved as usize] = at as u32;
-        }
-        self.live_at[i] = NONE;
-        self.free.push(id);
+        self.links[i].clear();
     }
 
-    /// Removes every flow.
-    pub(super) fn clear(&mut self) {
-        for k in 0..self.active.len() + self.dirty_list.len() {
-            let l = if k < self.active.len() { self.active[k] } else { self.dirty_list[k - self.active.len()] } as usize;
-            self.members[l].clear();
-            (self.active_at[l], self.dirty[l], self.over[l]) = (NONE, false, false);
-            (self.used[l], self.top[l]) = (0.0, 0.0);
-        }
-        self.active.clear();
-        self.dirty_list.clear();
-        self.over_count = 0;
-        for &id in &self.live {
-            self.live_at[id as usize] = NONE;
-        }
-        self.free.append(&mut self.live);
-    }
-
-    /// Rate of flow `id` as of the last [`Solver::share`], bytes/s.
+    /// Rate of flow `id` as of the last [`Solver::solve`], bytes/s.
     pub(super) fn rate(&self, id: u32) -> f64 {
         self.rate[id as usize]
     }
 
-    fn touch(&mut self, l: usize) {
-        if !self.dirty[l] {
-            self.dirty[l] = true;
-            self.dirty_list.push(l as u32);
+    /// The slot of directed link `l`, taken when it has none.
+    fn slot(&mut self, l: u32) -> u32 {
+        let s = self.slot_of[l as usize];
+        if s != NONE {
+            return s;
         }
+        let s = match self.free_slots.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(Slot::default());
+                self.slot_seen.push(0);
+                self.usage.push((0.0, 0.0));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.slots[s as usize].link = l;
+        self.slot_seen[s as usize] = 0;
+        self.slot_of[l as usize] = s;
+        s
     }
 
-    /// Takes again the sums of the links whose members changed.
-    #[inline(never)]
-    fn refresh(&mut self, base: &[f64]) {
-        for k in 0..self.dirty_list.len() {
-            let l = self.dirty_list[k] as usize;
-            self.dirty[l] = false;
-            let m = &self.members[l];
-            let over = if m.is_empty() {
-                let at = self.active_at[l];
-                if at != NONE {
-                    self.active.swap_remove(at as usize);
-                    if let Some(&moved) = self.active.get(at as usize) {
-                        self.active_at[moved as usize] = at;
-                    }
-                    self.active_at[l] = NONE;
-                }
-                (self.used[l], self.top[l]) = (0.0, 0.0);
-                false
-            } else {
-                if self.active_at[l] == NONE {
-                    self.active_at[l] = self.active.len() as u32;
-                    self.active.push(l as u32);
-                }
-                let (mut fit, mut load) = (0.0, 0.0);
-                for x in m {
-                    fit += x.wb;
-                    load += x.w;
-                }
-                self.load0[l] = load;
-                self.ratio0[l] = if load > 0.0 { base[l] / load } else { f64::INFINITY };
+    /// Sets the max-min fair rates after the flows added and removed
+    /// since the last call, on links of capacity `base` (bytes/s, indexed
+    /// by directed link), and appends the ids of the flows whose rate may
+    /// have changed to `changed` (in no particular order); the other
+    /// flows keep their rates. The flows of the touched links are solved
+    /// first on their own ([`Solver::solve_local`]); when that cannot be
+    /// shown to give every flow its max-min rate, their whole components.
+    pub(super) fn solve(&mut self, base: &[f64], changed: &mut Vec<u32>) {
+        if self.touched.is_empty() {
+            return;
+        }
+        let local = self.solve_local(base);
+        #[cfg(test)]
+        if local {
+            self.solved.0 += 1;
+        } else {
+            self.solved.1 += 1;
+        }
+        // Links left without a flow give their slots back.
+        for k in 0..self.touched.len() {
+            let s = self.touched[k];
+            let slot = &mut self.slots[s as usize];
+            if slot.members.is_empty() && self.slot_of[slot.link as usize] == s {
+                self.slot_of[slot.link as usize] = NONE;
+                self.free_slots.push(s);
+            }
+        }
+        self.touched.clear();
+        if local {
+            changed.extend_from_slice(&self.sub_flows);
+            return;
+        }
+        // The components of the flows tried.
+        self.touched.extend_from_slice(&self.sub_links);
+        self.components();
+        self.touched.clear();
+        changed.extend_from_slice(&self.comp_flows);
+        let (mut links0, mut flows0) = (0, 0);
+        for k in 0..self.comp_ends.len() {
+            let (links1, flows1) = self.comp_ends[k];
+            let (links, flows) = (links0..links1 as usize, flows0..flows1 as usize);
+            (links0, flows0) = (links1 as usize, flows1 as usize);
+            // Every link fits its flows at their bounds: each gets its bound.
+            let fits = self.comp_links[links.clone()].iter().all(|&s| {
+                let slot = &self.slots[s as usize];
+                let fit: f64 = slot.members.iter().map(|x| x.wb).sum();
                 // A NaN sum does not fit.
-                let fits = fit <= base[l] * (1.0 + TOL);
-                !fits
-            };
-            if over != self.over[l] {
-                self.over[l] = over;
-                if over {
-                    self.over_count += 1;
-                } else {
-                    self.over_count -= 1;
+                fit <= base[slot.link as usize] * (1.0 + TOL)
+            });
+            if fits {
+                for &id in &self.comp_flows[flows] {
+                    self.rate[id as usize] = self.bound[id as usize];
+                }
+            } else {
+                let st = self.stamp;
+                let Solver { comp_links, comp_flows, .. } = self;
+                let (comp_links, comp_flows) = (std::mem::take(comp_links), std::mem::take(comp_flows));
+                self.fill(base, &comp_links[links], &comp_flows[flows], st);
+                (self.comp_links, self.comp_flows) = (comp_links, comp_flows);
+            }
+        }
+        for k in 0..self.comp_links.len() {
+            self.take_usage(self.comp_links[k]);
+        }
+    }
+
+    /// Takes again slot `s`'s use and fastest rate from its flows' rates.
+    fn take_usage(&mut self, s: u32) {
+        let (mut used, mut top) = (0.0, 0.0);
+        for x in &self.slots[s as usize].members {
+            let r = self.rate[x.id as usize];
+            used += x.w * r;
+            if x.w > 0.0 && r > top {
+                top = r;
+            }
+        }
+        self.usage[s as usize] = (used, top);
+    }
+
+    /// The links and flows of the components that the touched slots
+    /// belong to, into `comp_links` and `comp_flows` (depth first), and
+    /// where each component ends there, into `comp_ends`.
+    fn components(&mut self) {
+        self.stamp += 1;
+        let st = self.stamp;
+        self.comp_links.clear();
+        self.comp_flows.clear();
+        self.comp_ends.clear();
+        let Solver { links, seen, slots, slot_seen, touched, comp_links, comp_flows, comp_ends, stack, .. } = self;
+        for &s in touched.iter() {
+            if slot_seen[s as usize] == st || slots[s as usize].members.is_empty() {
+                continue;
+            }
+            slot_seen[s as usize] = st;
+            stack.push(s);
+            while let Some(s) = stack.pop() {
+                comp_links.push(s);
+                for x in &slots[s as usize].members {
+                    let i = x.id as usize;
+                    if seen[i] == st {
+                        continue;
+                    }
+                    seen[i] = st;
+                    comp_flows.push(x.id);
+                    for &(s2, _) in &links[i] {
+                        if slot_seen[s2 as usize] != st {
+                            slot_seen[s2 as usize] = st;
+                            stack.push(s2);
+                        }
+                    }
                 }
             }
+            comp_ends.push((comp_links.len() as u32, comp_flows.len() as u32));
         }
-        self.dirty_list.clear();
     }
 
-    /// Sets every flow's max-min fair rate on links of capacity `base`
-    /// (bytes/s, indexed by link), and returns whether every flow got its
-    /// bound because every link fits the flows at their bounds.
-    pub(super) fn share(&mut self, base: &[f64]) -> bool {
-        self.refresh(base);
-        if self.over_count == 0 {
-            for &id in &self.live {
-                self.rate[id as usize] = self.bound[id as usize];
-            }
-            return true;
-        }
-        self.fill(base);
-        false
-    }
-
-    /// Progressive filling.
+    /// Progressive filling of the flows `flows` (those whose `seen`
+    /// stamp is `st`) over the links `comp_links` they cross, each
+    /// link's capacity less the use of its other flows at their rates;
+    /// returns whether no other flow crosses those links (the flows are
+    /// then whole components).
     #[inline(never)]
-    fn fill(&mut self, base: &[f64]) {
-        let Solver {
-            links,
-            bound,
-            rate,
-            fixed_at,
-            live,
-            members,
-            active,
-            load0,
-            ratio0,
-            cap,
-            load,
-            ratio,
-            queued,
-            levels,
-            used,
-            top,
-            open,
-            still,
-            affected,
-            ..
-        } = self;
+    fn fill(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
+        let Solver { links, bound, rate, fixed_at, seen, slots, levels, open, still, affected, .. } = self;
         open.clear();
-        open.extend_from_slice(live);
+        open.extend_from_slice(flows);
         // Flows fixed in this call have `fixed_at >= first`.
         let first = *levels + 1;
         let mut least_bound = f64::INFINITY;
@@ -305,46 +322,57 @@ impl Solver {
             rate[id as usize] = 0.0;
             least_bound = least(least_bound, bound[id as usize]);
         }
-        for &l in active.iter() {
-            let l = l as usize;
-            (cap[l], load[l], ratio[l]) = (base[l], load0[l], ratio0[l]);
-            (used[l], top[l]) = (0.0, 0.0);
+        let mut closed = true;
+        for &s in comp_links.iter() {
+            let slot = &mut slots[s as usize];
+            let (mut load, mut cap) = (0.0, base[slot.link as usize]);
+            for x in &slot.members {
+                if seen[x.id as usize] == st {
+                    load += x.w;
+                } else {
+                    cap -= x.w * rate[x.id as usize];
+                    closed = false;
+                }
+            }
+            (slot.cap, slot.load) = (cap, load);
+            slot.ratio = if load > 0.0 { cap / load } else { f64::INFINITY };
         }
         while !open.is_empty() {
             *levels += 1;
             let lv = *levels;
             // The level at which the first link saturates or the first
             // bound binds (a negative capacity left by rounding counts as 0).
-            let level = least_ratio(least_bound, active, ratio);
+            let level = least_ratio(least_bound, comp_links, slots);
             let at_level = level * (1.0 + TOL);
             // Fixed: the open flows at their bound, and those crossing a
             // saturated link with a positive weight.
             affected.clear();
             // Fixes flow `i` at the level and queues its links.
-            let mut fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], queued: &mut [u64], affected: &mut Vec<u32>| {
+            let fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], slots: &mut [Slot], affected: &mut Vec<u32>| {
                 rate[i] = level;
                 fixed_at[i] = lv;
-                for &(l, w) in &links[i] {
-                    credit(used, top, l as usize, w, level);
-                    if queued[l as usize] != lv {
-                        queued[l as usize] = lv;
-                        affected.push(l);
+                for &(s, _) in &links[i] {
+                    let slot = &mut slots[s as usize];
+                    if slot.queued != lv {
+                        slot.queued = lv;
+                        affected.push(s);
                     }
                 }
             };
             if least_bound <= at_level {
                 for &id in open.iter() {
                     if bound[id as usize] <= at_level {
-                        fix(id as usize, rate, fixed_at, queued, affected);
+                        fix(id as usize, rate, fixed_at, slots, affected);
                     }
                 }
             }
-            for &l in active.iter() {
-                let l = l as usize;
-                if load[l] > 0.0 && ratio[l] <= at_level {
-                    for x in &members[l] {
-                        if x.w > 0.0 && fixed_at[x.id as usize] < first {
-                            fix(x.id as usize, rate, fixed_at, queued, affected);
+            for &s in comp_links {
+                let s = s as usize;
+                if slots[s].load > 0.0 && slots[s].ratio <= at_level {
+                    for j in 0..slots[s].members.len() {
+                        let x = slots[s].members[j];
+                        if x.w > 0.0 && fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
+                            fix(x.id as usize, rate, fixed_at, slots, affected);
                         }
                     }
                 }
@@ -362,61 +390,45 @@ impl Solver {
             }
             // The fixed flows' links: open weight, then (when some flow is
             // still open there) remaining capacity and ratio.
-            for &l in affected.iter() {
-                let l = l as usize;
-                let m = &members[l];
+            for &s in affected.iter() {
+                let slot = &mut slots[s as usize];
                 let mut sum = 0.0;
-                for x in m {
-                    if fixed_at[x.id as usize] < first {
+                for x in &slot.members {
+                    if fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
                         sum += x.w;
                     }
                 }
-                load[l] = sum;
+                slot.load = sum;
                 if sum > 0.0 {
                     if level > 0.0 {
-                        let mut c = cap[l];
-                        for x in m {
+                        let mut c = slot.cap;
+                        for x in &slot.members {
                             if fixed_at[x.id as usize] == lv {
                                 c -= x.w * level;
                             }
                         }
-                        cap[l] = c;
+                        slot.cap = c;
                     }
-                    ratio[l] = cap[l] / sum;
+                    slot.ratio = slot.cap / sum;
                 } else {
-                    ratio[l] = f64::INFINITY;
+                    slot.ratio = f64::INFINITY;
                 }
             }
             std::mem::swap(open, still);
         }
+        closed
     }
 }
 
-/// A flow of weight `w` at `rate` on link `l`: adds `w × rate` to the
-/// link's `used` bandwidth and raises its `top` rate (positive weights).
-fn credit(used: &mut [f64], top: &mut [f64], l: usize, w: f64, rate: f64) {
-    used[l] += w * rate;
-    if w > 0.0 && rate > top[l] {
-        top[l] = rate;
+/// The least of `level` and the ratios of the links in `comp` (∞ where
+/// no open flow weighs), a negative ratio counting as 0.
+fn least_ratio(level: f64, comp: &[u32], slots: &[Slot]) -> f64 {
+    let mut a = level;
+    for &s in comp {
+        let r = slots[s as usize].ratio;
+        a = least(a, if r > 0.0 { r } else { 0.0 });
     }
-}
-
-/// The least of `level` and the ratios of the `active` links (∞ where
-/// no open flow weighs), a negative ratio counting as 0; two running
-/// minima, as the order does not change a minimum.
-#[inline(never)]
-fn least_ratio(level: f64, active: &[u32], ratio: &[f64]) -> f64 {
-    let at_least_0 = |r: f64| if r > 0.0 { r } else { 0.0 };
-    let (mut a, mut b) = (level, f64::INFINITY);
-    let mut pairs = active.chunks_exact(2);
-    for p in &mut pairs {
-        a = least(a, at_least_0(ratio[p[0] as usize]));
-        b = least(b, at_least_0(ratio[p[1] as usize]));
-    }
-    for &l in pairs.remainder() {
-        a = least(a, at_least_0(ratio[l as usize]));
-    }
-    least(a, b)
+    a
 }
 
 /// The lesser of `a` and `b`, `a` when `b` is NaN (as `f64::min` for the
@@ -430,6 +442,6 @@ pub(super) fn least(a: f64, b: f64) -> f64 {
     }
 }
 
-mod keep;
+mod local;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

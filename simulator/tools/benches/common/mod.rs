@@ -1,6 +1,7 @@
 //! What the benchmarks share: a child process timed for wall clock, CPU
-//! and maximum resident set size, medians, the load average, and traces
-//! of the c-tests taken with the interposer.
+//! and maximum resident set size, medians, the load average, traces of
+//! the c-tests taken with the interposer, and SimGrid TI traces taken
+//! with `smpirun -trace-ti`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -82,4 +83,50 @@ pub fn trace_c_test_env(root: &Path, out: &Path, prog: &str, args: &[&str], np: 
         .status()
         .is_ok_and(|s| s.success());
     assert!(ok && out.join("meta.json").exists(), "tracing {prog} at {np} ranks failed");
+}
+
+/// Traces `dir/<prog> args` (built with `smpicc`) at `np` ranks with
+/// `smpirun -trace-ti` on `dir/p.xml` and `dir/hosts`, compute counted at
+/// 1 Gflop/s (`smpi/host-speed`); returns the trace list and its line
+/// count. The MPI_PROC_NULL send/recv lines are removed (SimGrid 3.32's
+/// replay aborts on them), so every tool replays the same lines.
+pub fn smpi_ti_trace(dir: &Path, prog: &str, args: &[String], np: usize) -> (PathBuf, usize) {
+    let raw = dir.join(format!("{prog}-raw"));
+    let out = dir.join(format!("{prog}-ti"));
+    std::fs::create_dir_all(&raw).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let st = Command::new("smpirun")
+        .args(["-np", &np.to_string(), "-platform"])
+        .arg(dir.join("p.xml"))
+        .arg("-hostfile")
+        .arg(dir.join("hosts"))
+        .arg("-trace-ti")
+        .arg(format!("--cfg=tracing/filename:{}", raw.join("trace.txt").display()))
+        .arg("--cfg=smpi/host-speed:1Gf")
+        .arg(dir.join(prog))
+        .args(args)
+        .output()
+        .expect("smpirun");
+    assert!(st.status.success(), "tracing {prog}: {}", String::from_utf8_lossy(&st.stderr));
+    let list = std::fs::read_to_string(raw.join("trace.txt")).unwrap();
+    let (mut names, mut lines) = (String::new(), 0);
+    for f in list.lines().filter(|l| !l.trim().is_empty()) {
+        let f = Path::new(f.trim());
+        let text = std::fs::read_to_string(f).unwrap();
+        let kept: String = text
+            .lines()
+            .filter(|l| {
+                let w: Vec<&str> = l.split_whitespace().take(3).collect();
+                !(w.len() == 3 && matches!(w[1], "send" | "isend" | "recv" | "irecv") && w[2] == "-333")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        lines += kept.lines().count();
+        let dst = out.join(f.file_name().unwrap());
+        std::fs::write(&dst, kept).unwrap();
+        std::fs::remove_file(f).unwrap();
+        names += &format!("{}\n", dst.display());
+    }
+    std::fs::write(out.join("list.txt"), names).unwrap();
+    (out.join("list.txt"), lines)
 }

@@ -1,13 +1,20 @@
 //! The solver against the plain progressive filling (every level
 //! recomputes every link from all open flows), kept here as the reference.
 
-use super::super::{Done, Flow};
 use super::{Solver, TOL};
 use crate::fuzz::Rng;
 
-/// The plain algorithm: returns the rates, in start order, and whether
-/// every link fits the flows at their bounds.
-fn reference(base: &[f64], flows: &[Flow]) -> (Vec<f64>, bool) {
+/// A flow for the reference: its (link, weight) pairs and its rate bound.
+#[derive(Debug, Clone)]
+pub(in crate::replay::flows) struct Flow {
+    pub(in crate::replay::flows) links: Vec<(u32, f64)>,
+    pub(in crate::replay::flows) bound: f64,
+}
+
+/// The plain algorithm over all `flows` at once, on links of capacity
+/// `base`: returns the rates, in start order, and whether every link
+/// fits the flows at their bounds.
+pub(in crate::replay::flows) fn reference(base: &[f64], flows: &[Flow]) -> (Vec<f64>, bool) {
     let n = flows.len();
     let mut rate = vec![0.0; n];
     let mut load = vec![0.0; base.len()];
@@ -73,15 +80,16 @@ fn reference(base: &[f64], flows: &[Flow]) -> (Vec<f64>, bool) {
 }
 
 fn flow(links: Vec<(u32, f64)>, bound: f64) -> Flow {
-    let done = Done { dst: 0, recv_slot: 0, recv_ready: 0.0, src: 0, send_slot: 0, start: 0.0 };
-    Flow { links, bound, lat_end: 0.0, remaining: 1.0, rate: -1.0, done, seq: 0, id: 0 }
+    Flow { links, bound }
 }
 
 /// A random flow set on `m` links: weights and bounds mostly from small
 /// sets (ties between levels are the delicate case), some arbitrary.
-fn random_case(rng: &mut Rng) -> (Vec<f64>, Vec<Flow>) {
+/// With `sparse`, many links and flows on neighbouring links, so that
+/// the flows form several components.
+fn random_case(rng: &mut Rng, sparse: bool) -> (Vec<f64>, Vec<Flow>) {
     let unit = |rng: &mut Rng| (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    let m = 1 + rng.below(24);
+    let m = if sparse { 20 + rng.below(200) } else { 1 + rng.below(24) };
     let caps = [1e6, 1.25e9, 2.5e9, 1e9 / 3.0];
     let base: Vec<f64> = (0..m).map(|_| if rng.below(4) == 0 { 1e6 + unit(rng) * 1e9 } else { caps[rng.below(caps.len())] }).collect();
     let bounds = [1e6, 1.25e9, 0.94e9, 1e9 / 7.0];
@@ -91,11 +99,13 @@ fn random_case(rng: &mut Rng) -> (Vec<f64>, Vec<Flow>) {
     let n = 1 + rng.below(most);
     let flows = (0..n)
         .map(|_| {
-            let k = 1 + rng.below(6);
+            let k = 1 + rng.below(if sparse { 3 } else { 6 });
+            let near = rng.below(m);
             let links = (0..k)
                 .map(|_| {
                     let w = if rng.below(5) == 0 { unit(rng) * 2.0 } else { weights[rng.below(weights.len())] };
-                    (rng.below(m) as u32, w)
+                    let l = if sparse { (near + rng.below(4)) % m } else { rng.below(m) };
+                    (l as u32, w)
                 })
                 .collect();
             let bound = if rng.below(5) == 0 { 1e5 + unit(rng) * 2e9 } else { bounds[rng.below(bounds.len())] };
@@ -105,48 +115,102 @@ fn random_case(rng: &mut Rng) -> (Vec<f64>, Vec<Flow>) {
     (base, flows)
 }
 
-/// The solver's rates of `flows` (in start order) and its fit answer,
-/// adding them to a fresh solver.
-fn solve(base: &[f64], flows: &[Flow]) -> (Vec<f64>, bool) {
+/// The solver's rates of `flows` (in start order), added to a fresh solver.
+fn solve(base: &[f64], flows: &[Flow]) -> Vec<f64> {
     let mut s = Solver::new(base.len());
-    let ids: Vec<u32> = flows.iter().enumerate().map(|(k, f)| s.add(k as u64, &f.links, f.bound)).collect();
-    let fits = s.share(base);
-    (ids.iter().map(|&id| s.rate(id)).collect(), fits)
+    for (k, f) in flows.iter().enumerate() {
+        s.add(k as u32, k as u64, &f.links, f.bound);
+    }
+    let mut changed = Vec::new();
+    s.solve(base, &mut changed);
+    changed.sort_unstable();
+    assert_eq!(changed, (0..flows.len() as u32).collect::<Vec<_>>(), "every new flow is solved");
+    (0..flows.len()).map(|k| s.rate(k as u32)).collect()
+}
+
+/// The components of `flows` (joined by shared links), each a list of
+/// flow indices in start order.
+fn components(m: usize, flows: &[Flow]) -> Vec<Vec<usize>> {
+    let mut owner: Vec<usize> = (0..flows.len()).collect();
+    fn find(o: &mut [usize], mut i: usize) -> usize {
+        while o[i] != i {
+            o[i] = o[o[i]];
+            i = o[i];
+        }
+        i
+    }
+    let mut first_on: Vec<Option<usize>> = vec![None; m];
+    for (i, f) in flows.iter().enumerate() {
+        for &(l, _) in &f.links {
+            match first_on[l as usize] {
+                None => first_on[l as usize] = Some(i),
+                Some(j) => {
+                    let (a, b) = (find(&mut owner, i), find(&mut owner, j));
+                    owner[a] = b;
+                }
+            }
+        }
+    }
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for i in 0..flows.len() {
+        groups.entry(find(&mut owner, i)).or_default().push(i);
+    }
+    groups.into_values().collect()
 }
 
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|x| x.to_bits()).collect()
 }
 
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 1e-9 * want.abs()
+}
+
+/// A fresh solver's rates are the plain algorithm's over all flows at
+/// once to 1e-9 relative, and to the bit when the flows form one
+/// component.
 #[test]
-fn rates_are_the_reference_ones_to_the_bit() {
+fn rates_are_the_reference_ones() {
     let mut rng = Rng::new(11);
-    let (mut fitting, mut filled) = (0, 0);
+    let (mut fitting, mut filled, mut split) = (0, 0, 0);
     for case in 0..20_000 {
-        let (base, flows) = random_case(&mut rng);
-        let (want, want_fits) = reference(&base, &flows);
-        let (got, fits) = solve(&base, &flows);
-        assert_eq!((bits(&got), fits), (bits(&want), want_fits), "case {case}: {base:?} {flows:?}");
+        let (base, flows) = random_case(&mut rng, case % 2 == 1);
+        let got = solve(&base, &flows);
+        let (want, fits) = reference(&base, &flows);
+        if components(base.len(), &flows).len() == 1 {
+            assert_eq!(bits(&got), bits(&want), "case {case}: {base:?} {flows:?}");
+        } else {
+            split += 1;
+        }
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(close(*g, *w), "case {case} flow {k}: {g} vs {w}");
+        }
         if fits {
             fitting += 1;
         } else {
             filled += 1;
         }
     }
-    assert!(fitting > 1000 && filled > 1000, "{fitting} fitting, {filled} filled");
+    assert!(fitting > 1000 && filled > 1000 && split > 1000, "{fitting} fitting, {filled} filled, {split} split");
 }
 
-/// Flows come and go one or a few at a time, as in a replay, and the
-/// solver is sometimes emptied and refilled; after each change its rates
-/// are the reference's on the flows present.
-#[test]
-fn kept_sums_give_the_rates_of_a_full_recompute() {
-    let mut rng = Rng::new(3);
-    for run in 0..300 {
-        let (base, pool) = random_case(&mut rng);
+/// Flows come and go one or a few at a time, as in a replay; after each
+/// change only the flows it can move are solved (or, when the set still
+/// grows after `rounds` fillings, their components), and every present flow's
+/// rate is the plain algorithm's over all present flows, to 1e-9
+/// relative. Links left empty give back their slots.
+fn arrivals_and_departures(rounds: usize, seed: u64) -> (u64, u64) {
+    let mut rng = Rng::new(seed);
+    let mut changed = Vec::new();
+    let (mut local, mut whole) = (0, 0);
+    for run in 0..600 {
+        let (base, pool) = random_case(&mut rng, run % 2 == 1);
         let mut s = Solver::new(base.len());
+        s.rounds = rounds;
         // Present flows: (start order, index in `pool`, solver id).
         let mut present: Vec<(u64, usize, u32)> = Vec::new();
+        let mut free_ids: Vec<u32> = Vec::new();
+        let mut next_id = 0;
         let mut seq = 0;
         let mut used = std::collections::HashSet::new();
         for step in 0..60 {
@@ -154,6 +218,7 @@ fn kept_sums_give_the_rates_of_a_full_recompute() {
                 if !present.is_empty() && rng.below(2) == 0 {
                     let (_, _, id) = present.remove(rng.below(present.len()));
                     s.remove(id);
+                    free_ids.push(id);
                 } else {
                     let k = rng.below(pool.len());
                     // Mostly in start order, sometimes an earlier start
@@ -162,25 +227,44 @@ fn kept_sums_give_the_rates_of_a_full_recompute() {
                     let back = if rng.below(4) == 0 { 1 + 8 * rng.below(3) as u64 } else { 0 };
                     let at = if back < seq && !used.contains(&(seq - back)) { seq - back } else { seq };
                     used.insert(at);
-                    let id = s.add(at, &pool[k].links, pool[k].bound);
+                    let id = free_ids.pop().unwrap_or_else(|| {
+                        next_id += 1;
+                        next_id - 1
+                    });
+                    s.add(id, at, &pool[k].links, pool[k].bound);
                     let pos = present.partition_point(|p| p.0 <= at);
                     present.insert(pos, (at, k, id));
                 }
             }
-            // Sometimes emptied and filled again in start order.
-            if rng.below(10) == 0 {
-                s.clear();
-                for p in &mut present {
-                    p.2 = s.add(p.0, &pool[p.1].links, pool[p.1].bound);
-                }
-            }
+            changed.clear();
+            s.solve(&base, &mut changed);
             let flows: Vec<Flow> = present.iter().map(|p| pool[p.1].clone()).collect();
-            let (want, want_fits) = reference(&base, &flows);
-            let fits = s.share(&base);
-            let got: Vec<f64> = present.iter().map(|p| s.rate(p.2)).collect();
-            assert_eq!((bits(&got), fits), (bits(&want), want_fits), "run {run} step {step}");
+            let (want, _) = reference(&base, &flows);
+            for (p, w) in present.iter().zip(&want) {
+                let got = s.rate(p.2);
+                assert!(close(got, *w), "run {run} step {step}: {got} vs {w}");
+            }
+            let crossed: std::collections::HashSet<u32> = flows.iter().flat_map(|f| f.links.iter().map(|l| l.0)).collect();
+            let held = s.slots.len() - s.free_slots.len();
+            assert_eq!(held, crossed.len(), "run {run} step {step}: slots held");
         }
+        local += s.solved.0;
+        whole += s.solved.1;
     }
+    (local, whole)
+}
+
+#[test]
+fn local_solving_gives_the_rates_of_a_full_filling() {
+    let (local, whole) = arrivals_and_departures(super::local::ROUNDS, 3);
+    assert!(local > 30_000, "{local} solved locally, {whole} by components");
+}
+
+#[test]
+fn component_solving_gives_the_rates_of_a_full_filling() {
+    // No local filling: every change fills its whole components.
+    let (local, whole) = arrivals_and_departures(0, 4);
+    assert!(whole > 30_000, "{local} solved locally, {whole} by components");
 }
 
 #[test]
@@ -190,62 +274,31 @@ fn one_saturated_link_splits_by_weight_and_frees_the_rest() {
     let base = [10.0, 10.0];
     let flows =
         vec![flow(vec![(0, 1.0)], 100.0), flow(vec![(0, 1.0)], 100.0), flow(vec![(0, 1.0), (1, 2.0)], 100.0), flow(vec![(1, 1.0)], 100.0)];
-    let (rates, fits) = solve(&base, &flows);
+    let rates = solve(&base, &flows);
     // Link 1 saturates first (10 / 3), fixing c and d; a and b share the
     // 10 - 10/3 left on link 0.
-    assert!(!fits);
     let third = 10.0 / 3.0;
     assert_eq!(rates[2..], [third, third]);
     assert!(rates[..2].iter().all(|r| (r - (10.0 - third) / 2.0).abs() < 1e-12), "{rates:?}");
 }
 
-/// Flows come and go after a filling; whenever the solver says a change
-/// keeps the other flows' rates, the rates it keeps (and gives the new
-/// flows) are the reference's on the flows present, to 1e-9 relative.
+/// A flow joining one of two components leaves the other's flows out
+/// of the filling.
 #[test]
-fn kept_rates_are_those_of_a_new_filling() {
-    let mut rng = Rng::new(5);
-    let (mut kept, mut refused) = (0, 0);
-    for run in 0..300 {
-        let (base, pool) = random_case(&mut rng);
-        let mut s = Solver::new(base.len());
-        let mut present: Vec<(usize, u32)> = Vec::new();
-        let mut seq = 0;
-        let mut filled = false;
-        for step in 0..60 {
-            let mut gone = Vec::new();
-            while !present.is_empty() && rng.below(2) == 0 {
-                gone.push(present.remove(rng.below(present.len())).1);
-            }
-            let mut keep = filled && (gone.is_empty() || s.keeps_rates_without(&gone, &base));
-            for &id in &gone {
-                s.remove(id);
-            }
-            if keep {
-                s.settle(&gone);
-            }
-            for _ in 0..rng.below(3) {
-                let k = rng.below(pool.len());
-                seq += 1;
-                let id = s.add(seq, &pool[k].links, pool[k].bound);
-                present.push((k, id));
-                keep = keep && s.fit_alone(id, &base).is_some();
-            }
-            let flows: Vec<Flow> = present.iter().map(|p| pool[p.0].clone()).collect();
-            let (want, _) = reference(&base, &flows);
-            if keep {
-                kept += 1;
-                for (p, w) in present.iter().zip(&want) {
-                    let got = s.rate(p.1);
-                    assert!((got - w).abs() <= 1e-9 * w.abs(), "run {run} step {step}: kept {got}, reference {w}");
-                }
-            } else {
-                refused += 1;
-                filled = !s.share(&base);
-                let got: Vec<f64> = present.iter().map(|p| s.rate(p.1)).collect();
-                assert_eq!(bits(&got), bits(&want), "run {run} step {step}");
-            }
-        }
-    }
-    assert!(kept > 500 && refused > 500, "{kept} kept, {refused} refused");
+fn an_arrival_solves_only_its_component() {
+    let base = [10.0; 4];
+    let mut s = Solver::new(4);
+    s.add(0, 0, &[(0, 1.0), (1, 0.5)], 100.0);
+    s.add(1, 1, &[(1, 1.0)], 100.0);
+    s.add(2, 2, &[(2, 1.0), (3, 1.0)], 100.0);
+    let mut changed = Vec::new();
+    s.solve(&base, &mut changed);
+    assert_eq!(changed.len(), 3);
+    changed.clear();
+    s.add(3, 3, &[(3, 1.0)], 100.0);
+    s.solve(&base, &mut changed);
+    changed.sort_unstable();
+    assert_eq!(changed, [2, 3]);
+    assert_eq!((s.rate(2), s.rate(3)), (5.0, 5.0));
+    assert_eq!((s.rate(0), s.rate(1)), (10.0 / 1.5, 10.0 / 1.5));
 }

@@ -1,0 +1,169 @@
+//! Solving only the flows a change can move: the flows of the links
+//! that flows joined or left are filled again on what the other flows
+//! leave of their links, and the result is checked against the
+//! bottleneck condition; the flows that fail it join the set, which is
+//! filled again. A set that no other flow's links meet is a union of
+//! components, and its filling needs no check.
+//!
+//! A feasible allocation is max-min fair exactly when every flow is at
+//! its bound or has a bottleneck: a saturated link that it crosses with a
+//! positive weight and on which no flow of positive weight has a higher
+//! rate (Bertsekas & Gallager, "Data Networks", 2nd ed., §6.5.2, whose
+//! proof holds with weights). Only the links the set's flows cross
+//! change their use, so only the flows on those links need checking;
+//! every other flow keeps the bottleneck it had. A flow of the set
+//! without a bottleneck is short of what a faster flow outside the set
+//! holds on one of its links, and that flow joins the set.
+//!
+//! The checks are tolerant where rounding decides: a link counts as
+//! saturated within [`SATURATED`] of its capacity, a flow as the fastest
+//! on a link within [`NEAR`] of the fastest rate there, so the rates kept
+//! differ from a filling of the whole component by about that much.
+
+use super::{Solver, TOL};
+
+/// Relative slack under which a link counts as saturated.
+const SATURATED: f64 = 1e-11;
+
+/// Relative distance from a link's fastest rate under which a flow
+/// counts as the fastest there.
+const NEAR: f64 = 1e-10;
+
+/// Fillings of a growing set before the whole components are filled.
+pub(super) const ROUNDS: usize = 6;
+
+impl Solver {
+    /// Solves the flows of the touched links, growing the set until every
+    /// flow on the links it crosses has a bottleneck; returns whether it
+    /// succeeded within `rounds` fillings ([`ROUNDS`]). The set's flows are then in
+    /// `sub_flows`; otherwise `sub_links` holds the links it reached (for
+    /// the caller to fill their components).
+    pub(super) fn solve_local(&mut self, base: &[f64]) -> bool {
+        self.stamp += 1;
+        let st = self.stamp;
+        self.sub_flows.clear();
+        for k in 0..self.touched.len() {
+            let s = self.touched[k] as usize;
+            for j in 0..self.slots[s].members.len() {
+                let id = self.slots[s].members[j].id;
+                if self.seen[id as usize] != st {
+                    self.seen[id as usize] = st;
+                    self.sub_flows.push(id);
+                }
+            }
+        }
+        self.sub_links.clear();
+        if self.sub_flows.is_empty() {
+            return true;
+        }
+        for _ in 0..self.rounds {
+            self.collect_sub_links();
+            let (links, flows) = (std::mem::take(&mut self.sub_links), std::mem::take(&mut self.sub_flows));
+            let first = self.levels + 1;
+            let closed = self.fill(base, &links, &flows, st);
+            (self.sub_links, self.sub_flows) = (links, flows);
+            if closed {
+                // Whole components, filled as such.
+                for k in 0..self.sub_links.len() {
+                    self.take_usage(self.sub_links[k]);
+                }
+                return true;
+            }
+            match self.grow(base, st, first) {
+                Some(false) => return true,
+                Some(true) => {}
+                None => return false,
+            }
+        }
+        self.collect_sub_links();
+        false
+    }
+
+    /// The links that the flows of `sub_flows` cross, into `sub_links`.
+    fn collect_sub_links(&mut self) {
+        self.stamp += 1;
+        let lst = self.stamp;
+        let Solver { links, slot_seen, sub_flows, sub_links, .. } = self;
+        sub_links.clear();
+        for &id in sub_flows.iter() {
+            for &(s, _) in &links[id as usize] {
+                if slot_seen[s as usize] != lst {
+                    slot_seen[s as usize] = lst;
+                    sub_links.push(s);
+                }
+            }
+        }
+    }
+
+    /// Whether flow `id` is at its bound or has a bottleneck.
+    /// Valid where the links' use is up to date ([`Solver::take_usage`]).
+    fn bottlenecked(&self, id: u32, base: &[f64]) -> bool {
+        let i = id as usize;
+        let r = self.rate[i];
+        r >= self.bound[i] * (1.0 - 2.0 * TOL)
+            || self.links[i].iter().any(|&(s, w)| {
+                let (used, top) = self.usage[s as usize];
+                w > 0.0 && r >= top * (1.0 - NEAR) && used >= base[self.slots[s as usize].link as usize] * (1.0 - SATURATED)
+            })
+    }
+
+    /// Checks every flow on the links of the set (flows with `seen` stamp
+    /// `st`, filled at levels from `first` on) and adds to the set the
+    /// flows outside it that have no bottleneck, and those faster than a
+    /// flow of the set that has none, on its links. `Some(grew)`, or
+    /// `None` when a flow of the set has no bottleneck and no faster flow
+    /// outside the set explains it (NaN, or rounding beyond the
+    /// tolerances). Flows that joined the set in this check are filled
+    /// next, not checked.
+    fn grow(&mut self, base: &[f64], st: u64, first: u64) -> Option<bool> {
+        // Only the set's links changed their use.
+        for k in 0..self.sub_links.len() {
+            self.take_usage(self.sub_links[k]);
+        }
+        let before = self.sub_flows.len();
+        for k in 0..self.sub_links.len() {
+            let s = self.sub_links[k] as usize;
+            for j in 0..self.slots[s].members.len() {
+                let id = self.slots[s].members[j].id;
+                let i = id as usize;
+                if self.seen[i] != st {
+                    if !self.bottlenecked(id, base) {
+                        self.seen[i] = st;
+                        self.sub_flows.push(id);
+                    }
+                    continue;
+                }
+                if self.fixed_at[i] < first || self.bottlenecked(id, base) {
+                    continue;
+                }
+                // Faster flows outside the set on its links join it.
+                let r = self.rate[i];
+                let n = self.sub_flows.len();
+                let mut explained = false;
+                for m in 0..self.links[i].len() {
+                    let (l, w) = self.links[i][m];
+                    if w <= 0.0 {
+                        continue;
+                    }
+                    for q in 0..self.slots[l as usize].members.len() {
+                        let x = self.slots[l as usize].members[q];
+                        let g = x.id as usize;
+                        if x.w > 0.0 && self.rate[g] > r {
+                            if self.seen[g] != st {
+                                self.seen[g] = st;
+                                self.sub_flows.push(x.id);
+                            } else {
+                                // Joined in this check: filled next.
+                                explained |= self.fixed_at[g] < first;
+                            }
+                        }
+                    }
+                }
+                if self.sub_flows.len() == n && !explained {
+                    return None;
+                }
+            }
+        }
+        Some(self.sub_flows.len() > before)
+    }
+}
