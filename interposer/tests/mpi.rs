@@ -76,7 +76,7 @@ fn openmpi() -> Command {
 
 /// Open MPI 4's runtime may report a rank that finalized and exited as
 /// "exiting improperly" with PID 0 when its exit races with the
-/// daemon's bookkeeping (open-mpi/ompi issue 7833): the run did not fail.
+/// daemon's bookkeeping: the run did not fail.
 /// A crash names the rank's real PID or a signal instead.
 fn open_mpi_exit_race(stderr: &str) -> bool {
     stderr.contains("with PID 0 on") && stderr.contains("exiting improperly")

@@ -25,7 +25,7 @@ pub fn wait_bounded(child: &mut Child, timeout: Duration) -> std::io::Result<Opt
 
 /// True when `log`, a failed `mpirun`'s output, is Open MPI 4's report of
 /// a rank with PID 0 "exiting improperly": its runtime's race between a
-/// rank's exit and the daemon's bookkeeping (open-mpi/ompi issue 7833),
+/// rank's exit and the daemon's bookkeeping,
 /// which fails a run whose ranks all finalized. Such a run may be made
 /// again; a crash names the rank's real PID or a signal instead.
 pub fn open_mpi_exit_race(log: &str) -> bool {
