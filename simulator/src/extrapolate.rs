@@ -192,6 +192,71 @@ pub struct RegionLaw {
     pub law: Law,
 }
 
+/// One prediction of an extrapolated run: where it sits in the band.
+///
+/// The prediction itself is [`Variant::PREDICTION`]; the band is made of
+/// other seeds of the draws (the program's variability met another way)
+/// and of the compute laws moved to their intervals' edges
+/// ([`Model::band_variants`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Variant {
+    /// Every compute block moved by this many relative residuals of its
+    /// region's law (0: the law itself; ±1: the edges of its interval).
+    pub sigma: f64,
+    /// `Some(seed)`: each block's transient part drawn from its region's
+    /// pool with this seed ([`blocks`]); `None`: each target rank copies
+    /// the blocks of its template member (rank r of M members: member
+    /// r mod M), so the waiting of M ranks repeats at N.
+    pub draw: Option<u64>,
+}
+
+impl Variant {
+    /// The prediction: the laws as fitted, draws of the default seed.
+    pub const PREDICTION: Variant = Variant { sigma: 0.0, draw: Some(blocks::SEED) };
+    /// The prediction with the template members' blocks copied.
+    pub const CLONE_TEMPLATE: Variant = Variant { sigma: 0.0, draw: None };
+}
+
+pub use blocks::Noise;
+
+/// Draws of the program's variability a band is made of by default.
+pub const DEFAULT_DRAWS: u32 = 5;
+
+/// The variants whose replays make a prediction and its band: the
+/// prediction first ([`Variant::PREDICTION`]), then `draws − 1` other
+/// seeds of the draws, then the laws at the lower and at the upper edge
+/// of their intervals (with the prediction's draws). With `clone`, the
+/// template members' blocks are copied instead of drawn, and the band is
+/// the laws' alone.
+pub fn band_variants(draws: u32, clone: bool) -> Vec<Variant> {
+    let base = if clone { Variant::CLONE_TEMPLATE } else { Variant::PREDICTION };
+    let mut v = vec![base];
+    if !clone {
+        v.extend(
+            (1..draws.max(1) as u64)
+                .map(|k| Variant { draw: Some(blocks::SEED.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15))), ..base }),
+        );
+    }
+    v.push(Variant { sigma: -1.0, ..base });
+    v.push(Variant { sigma: 1.0, ..base });
+    v
+}
+
+/// A prediction's band from the makespans of [`band_variants`]' replays,
+/// in that order, seconds: the draws' range, widened below and above by
+/// how far the laws' interval edges move the prediction.
+///
+/// # Panics
+/// With fewer than three makespans.
+pub fn band_of(makespans: &[f64]) -> (f64, f64) {
+    let (draws, laws) = makespans.split_at(makespans.len() - 2);
+    let mid = draws[0];
+    let (lo, hi) = draws.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let below = laws.iter().map(|t| mid - t).fold(0.0, f64::max);
+    let above = laws.iter().map(|t| t - mid).fold(0.0, f64::max);
+    (lo - below, hi + above)
+}
+
 /// An extrapolation model built from [`Sample`]s.
 #[derive(Debug)]
 pub struct Model {
@@ -266,34 +331,35 @@ impl Model {
         self.classes.iter().find(|c| c.rule.holds(r, n)).expect("the Rest class or an explicit rule names every rank")
     }
 
-    /// The call records of rank `rank` of `n`, generated call by call.
+    /// The call records of rank `rank` of `n`, generated call by call
+    /// (the prediction, [`Variant::PREDICTION`]).
     pub fn records(&self, rank: u32, n: u32) -> RankRecords<'_> {
-        self.records_band(rank, n, 0.0)
+        self.records_as(rank, n, Variant::PREDICTION)
     }
 
-    /// [`Model::records`] with every compute block moved by `sigma` times
-    /// its region law's relative residual (`sigma` = ±1 gives the edges of
-    /// the prediction's band).
-    pub fn records_band(&self, rank: u32, n: u32, sigma: f64) -> RankRecords<'_> {
+    /// [`Model::records`] of one variant of the prediction: compute moved
+    /// along its laws' intervals, transient parts drawn with another seed
+    /// or copied from the template members.
+    pub fn records_as(&self, rank: u32, n: u32, variant: Variant) -> RankRecords<'_> {
         let class = self.class_of(rank, n);
-        self.records_with(class, self.at_n(class, n, sigma), rank, n)
+        self.records_with(class, self.at_n(class, n, variant), rank, n)
     }
 
     /// What every rank of `class` shares at `n` ranks: the compute scale
-    /// of each region law, moved by `sigma` residuals, and each slot's
-    /// message sizes.
-    fn at_n(&self, class: &Class, n: u32, sigma: f64) -> Arc<records::AtN> {
+    /// of each region law, moved by `variant.sigma` residuals, the draws'
+    /// seed, and each slot's message sizes.
+    fn at_n(&self, class: &Class, n: u32, variant: Variant) -> Arc<records::AtN> {
         let factors = class
             .laws
             .iter()
             .map(|RegionLaw { law: l, .. }| {
                 let at = l.eval(self.template_n);
                 let f = if at > 0.0 { l.eval(n) / at } else { 1.0 };
-                (f * (1.0 + sigma * l.rel_rms)).max(0.0)
+                (f * (1.0 + variant.sigma * l.rel_rms)).max(0.0)
             })
             .collect();
         let sizes = class.slots.iter().map(|slot| slot.sizes.each_ref().map(|l| l.as_ref().map(|l| l.eval(n).round() as u64))).collect();
-        Arc::new(records::AtN { factors, sizes })
+        Arc::new(records::AtN { factors, sizes, draw: variant.draw })
     }
 
     fn records_with<'m>(&'m self, class: &'m Class, at_n: Arc<records::AtN>, rank: u32, n: u32) -> RankRecords<'m> {
@@ -321,19 +387,15 @@ impl Model {
     }
 
     /// Replay streams of the `n` ranks (rank order), each generated as
-    /// the replay reads it.
+    /// the replay reads it (the prediction, [`Variant::PREDICTION`]).
     pub fn streams(&self, n: u32) -> Vec<ActionStream<'_, ExtrapolateError>> {
-        self.streams_band(n, 0.0)
+        self.streams_as(n, Variant::PREDICTION, |e| e)
     }
 
-    /// [`Model::streams`] with compute moved by `sigma` residuals ([`Model::records_band`]).
-    pub fn streams_band(&self, n: u32, sigma: f64) -> Vec<ActionStream<'_, ExtrapolateError>> {
-        self.streams_band_as(n, sigma, |e| e)
-    }
-
-    /// [`Model::streams_band`] with errors turned into `E` by `err` (one
-    /// boxed stream per rank, without a wrapper around it).
-    pub fn streams_band_as<E: 'static>(&self, n: u32, sigma: f64, err: fn(ExtrapolateError) -> E) -> Vec<ActionStream<'_, E>> {
+    /// [`Model::streams`] of one variant ([`Model::records_as`]), with
+    /// errors turned into `E` by `err` (one boxed stream per rank, without
+    /// a wrapper around it).
+    pub fn streams_as<E: 'static>(&self, n: u32, variant: Variant, err: fn(ExtrapolateError) -> E) -> Vec<ActionStream<'_, E>> {
         // What each class's ranks share, computed once.
         let mut shared: Vec<(*const Class, Arc<records::AtN>)> = Vec::new();
         (0..n)
@@ -342,7 +404,7 @@ impl Model {
                 let f = match shared.iter().find(|(c, _)| std::ptr::eq(*c, class)) {
                     Some((_, f)) => f.clone(),
                     None => {
-                        let f = self.at_n(class, n, sigma);
+                        let f = self.at_n(class, n, variant);
                         shared.push((class, f.clone()));
                         f
                     }
@@ -529,14 +591,20 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
             RegionLaw { region: name, law: fit::fit_time(&pts), points: pts, blocks }
         })
         .collect();
+    // The class's blocks per traced count, smallest first; the largest
+    // count's ranks are the template members.
     let largest = obs.last().map_or(samples.len() - 1, |o| o.0);
-    let members = obs
-        .iter()
-        .filter(|(k, _)| *k == largest)
-        .map(|&(k, r)| samples[k].ranks[r as usize].2.iter().map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
+    let runs = (0..=largest)
+        .map(|k| {
+            obs.iter()
+                .filter(|o| o.0 == k)
+                .map(|&(k, r)| samples[k].ranks[r as usize].2.iter().map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
+                .collect::<Vec<blocks::MemberBlocks>>()
+        })
+        .filter(|m| !m.is_empty())
         .collect();
     let law_of: Vec<usize> = slots.iter().map(|s| s.law).collect();
-    let blocks = blocks::Blocks::new(members, &law_of, laws.len());
+    let blocks = blocks::Blocks::new(runs, &law_of, laws.len());
     Ok(Class { rule, slots, blocks, laws })
 }
 
@@ -554,6 +622,12 @@ fn size_law(pts: &[(u32, f64)]) -> Result<Law, String> {
 }
 
 impl Class {
+    /// What the traced runs' noise did to each region law's transient
+    /// parts (detours left out, shrink, hold), in [`Class::laws`] order.
+    pub fn noise(&self) -> &[Noise] {
+        &self.blocks.noise
+    }
+
     /// Calls each rank of the class makes.
     pub fn calls(&self) -> usize {
         self.slots.len()

@@ -12,7 +12,8 @@
 //! rank count alone does not tell `rank + 1` from `N − 1`. At
 //! `MPI_Finalize`, once every rank's trace file is complete, rank 0
 //! builds the model, replays the N ranks on the online platform (with
-//! the law residuals' band) and adds a `ghost` object to `online.json`.
+//! its band of draws and law intervals) and adds a `ghost` object to
+//! `online.json`.
 //! A failure is reported there and warned once; the application's run
 //! is never affected.
 
@@ -22,7 +23,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use serde::Serialize;
-use simulator::extrapolate::{Model, Sample};
+use simulator::extrapolate::{band_of, band_variants, Model, Sample, Variant, DEFAULT_DRAWS};
 use simulator::platform::Platform;
 
 use crate::config::Config;
@@ -50,8 +51,9 @@ pub struct GhostReport {
     pub sample_ranks: Vec<u32>,
     /// Predicted run time at `ranks` ranks, seconds; `None` on failure.
     pub makespan_s: Option<f64>,
-    /// The prediction with every compute law moved by −1 and +1 residual,
-    /// seconds (the extrapolation's uncertainty band).
+    /// The extrapolation's band, seconds: other draws of the program's
+    /// variability, and the compute laws at their intervals' edges
+    /// ([`simulator::extrapolate::band_of`]).
     pub band_s: Option<(f64, f64)>,
     /// Mean per-rank compute, communication and waiting time, seconds.
     pub mean_compute_s: Option<f64>,
@@ -141,18 +143,22 @@ fn run(job: &Job, report: &mut GhostReport) -> Result<(), String> {
     report.sample_ranks = model.sample_ranks.clone();
     let platform = Platform::load(&job.platform).map_err(|e| e.to_string())?;
     let order_free = model.order_free();
-    let replay = |sigma: f64| {
+    let replay = |v: Variant| {
         simulator::replay::Replay::new(&platform)
             .order_free(order_free)
-            .run(model.streams_band(job.ranks, sigma))
+            .run(model.streams_as(job.ranks, v, |e| e))
             .map_err(|e| e.to_string())
     };
-    let mid = replay(0.0)?;
-    let (low, high) = (replay(-1.0)?, replay(1.0)?);
+    let variants = band_variants(DEFAULT_DRAWS, false);
+    let mid = replay(variants[0])?;
+    let mut makespans = vec![mid.makespan_s];
+    for &v in &variants[1..] {
+        makespans.push(replay(v)?.makespan_s);
+    }
     let k = mid.ranks.len().max(1) as f64;
     let mean = |f: fn(&simulator::replay::RankReport) -> f64| Some(mid.ranks.iter().map(f).sum::<f64>() / k);
     report.makespan_s = Some(mid.makespan_s);
-    report.band_s = Some((low.makespan_s.min(high.makespan_s), low.makespan_s.max(high.makespan_s)));
+    report.band_s = Some(band_of(&makespans));
     report.mean_compute_s = mean(|r| r.compute_s);
     report.mean_comm_s = mean(|r| r.comm_s);
     report.mean_wait_s = mean(|r| r.wait_s);

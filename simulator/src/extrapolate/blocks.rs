@@ -4,12 +4,13 @@
 //! A member's block at call i is split into three factors: the block the
 //! members share at that call (their median, which keeps a loop's warm-up
 //! iteration long for every rank), the member's own level in the call's
-//! region (its blocks' sum over the median's sum: imbalance that persists,
-//! such as a larger share of the domain), and what is left, the transient
-//! part (a detour, a cache miss). Target rank r keeps the level of member
-//! r mod M and draws each transient part from the pool of the region's
-//! transient parts over all members and calls, with a hash of (r, i) as
-//! the seeded random source, so no per-rank state is kept.
+//! region (the median over the region's calls of its block over the shared
+//! one: imbalance that persists, such as a larger share of the domain),
+//! and what is left, the transient part. Target rank r keeps the level of
+//! member r mod M and draws each transient part from the pool of the
+//! region's transient parts over all members and calls, with a hash of
+//! (seed, r, the draw's index) as the random source, so no per-rank state
+//! is kept.
 //!
 //! Why draw: a collective waits for the slowest of its ranks, and the
 //! slowest of N independent transient delays grows with N (Hoefler,
@@ -17,86 +18,280 @@
 //! on Large-Scale Applications by Simulation", SC '10). Copying the M
 //! members' blocks to N ranks would repeat M delays per call, and the wait
 //! at N would stay that of M ranks.
+//!
+//! What is drawn is the program's variability, not the traced machine's
+//! noise, which would otherwise grow into waiting at N as if the program
+//! had it:
+//!
+//! - **Detours** (a preemption, an interrupt, an oversubscribed core) are
+//!   the transient parts far outside the body of the region's
+//!   distribution: more than [`DETOUR_SIGMAS`] robust standard deviations
+//!   (1.4826 × the median absolute deviation) from the median. They are
+//!   left out of the pool. A target machine's own noise is the replay's
+//!   `--jitter` (a tracecollector trace), not the traced machine's.
+//! - **Measurement noise** adds to the program's spread and differs from
+//!   run to run, while the program's own spread is the same at every
+//!   traced count: the quietest traced count bounds it from above. When
+//!   the largest run's body is significantly wider than that of a quieter
+//!   run, its transient parts are shrunk towards their mean to the
+//!   quieter run's width.
+//! - **Correlation from one block to the next** of a rank in a region
+//!   (a rank slow for several steps in a row) is kept where the traces
+//!   show it: with a lag-1 autocorrelation ρ above twice its standard
+//!   error, each draw holds for L = 1 / (1 − ρ) consecutive blocks of the
+//!   region (a held value has lag-1 correlation 1 − 1/L), from a phase of
+//!   its own per rank.
 
-/// Seed of the draws; any fixed value gives a reproducible model.
-const SEED: u64 = 0x5ca1_ab1e_e7a2_0a01;
+/// Default seed of the draws; any fixed value gives a reproducible model.
+pub const SEED: u64 = 0x5ca1_ab1e_e7a2_0a01;
+
+/// Distance from the median, in robust standard deviations, beyond which
+/// a transient part counts as a detour of the traced machine.
+pub const DETOUR_SIGMAS: f64 = 5.0;
+
+/// Fewest transient parts whose spread says how wide a run's body is.
+const MIN_SPREAD_SAMPLES: usize = 30;
+
+/// Longest hold of one draw, in blocks of its region.
+const MAX_HOLD: u32 = 64;
+
+/// One member's blocks, call by call: (CPU, wall) ns.
+pub(super) type MemberBlocks = Vec<(u64, u64)>;
 
 /// The template members' blocks and their split (see the module docs).
 #[derive(Debug)]
 pub(super) struct Blocks {
     /// Per member, per call: (CPU, wall) ns.
-    members: Vec<Vec<(u64, u64)>>,
+    members: Vec<MemberBlocks>,
     /// Per call: the members' median CPU ns.
     base: Vec<f64>,
     /// Per member, per region law: the member's level (1 for a member at
     /// the median).
     level: Vec<Vec<f64>>,
     /// Per region law: the transient parts of its blocks, all members and
-    /// calls, scaled to mean 1.
+    /// calls, detours left out, scaled to mean 1.
     pool: Vec<Vec<f32>>,
+    /// Per region law: blocks one draw holds (1: independent draws).
+    hold: Vec<u32>,
+    /// Per call: its index among its region law's calls.
+    nth: Vec<u32>,
+    /// Per region law: what was done to its transient parts.
+    pub(super) noise: Vec<Noise>,
+}
+
+/// What the traced runs' noise did to one region's transient parts.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Noise {
+    /// Transient parts left out as detours, and all of them.
+    pub detours: usize,
+    /// See `detours`.
+    pub parts: usize,
+    /// Robust relative spread of the largest run's body.
+    pub spread: f64,
+    /// The factor its transient parts were shrunk by (1: kept).
+    pub shrink: f64,
+    /// Blocks one draw holds.
+    pub hold: u32,
+}
+
+/// One run's split of a class's blocks: per call the shared block, per
+/// member and region the level (the median ratio to the shared block),
+/// per region and member the transient parts in call order with their
+/// call.
+struct Split {
+    base: Vec<f64>,
+    level: Vec<Vec<f64>>,
+    parts: Vec<Vec<Vec<(usize, f64)>>>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_unstable_by(f64::total_cmp);
+    let k = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[k]
+    } else {
+        0.5 * (v[k - 1] + v[k])
+    }
+}
+
+fn split(members: &[MemberBlocks], law_of: &[usize], laws: usize) -> Split {
+    let calls = law_of.len();
+    let mut col: Vec<f64> = Vec::with_capacity(members.len());
+    let base: Vec<f64> = (0..calls)
+        .map(|i| {
+            col.clear();
+            col.extend(members.iter().map(|m| m[i].0 as f64));
+            median(&mut col)
+        })
+        .collect();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); laws];
+    let level: Vec<Vec<f64>> = members
+        .iter()
+        .map(|m| {
+            ratios.iter_mut().for_each(Vec::clear);
+            for i in 0..calls {
+                if base[i] > 0.0 {
+                    ratios[law_of[i]].push(m[i].0 as f64 / base[i]);
+                }
+            }
+            ratios.iter_mut().map(|r| if r.is_empty() { 1.0 } else { median(r) }).collect()
+        })
+        .collect();
+    let mut parts: Vec<Vec<Vec<(usize, f64)>>> = vec![vec![Vec::new(); members.len()]; laws];
+    for (k, m) in members.iter().enumerate() {
+        for i in 0..calls {
+            let g = law_of[i];
+            let expect = base[i] * level[k][g];
+            if expect > 0.0 {
+                parts[g][k].push((i, m[i].0 as f64 / expect));
+            }
+        }
+    }
+    Split { base, level, parts }
+}
+
+/// Median and robust standard deviation of `v` (1.4826 × the median
+/// absolute deviation; 1.2533 × the mean absolute deviation when more
+/// than half of the values equal the median).
+fn robust(v: &[f64]) -> (f64, f64) {
+    let mut s = v.to_vec();
+    let mid = median(&mut s);
+    let mut dev: Vec<f64> = v.iter().map(|x| (x - mid).abs()).collect();
+    let mad = median(&mut dev);
+    let sigma = if mad > 0.0 { 1.4826 * mad } else { 1.2533 * dev.iter().sum::<f64>() / dev.len().max(1) as f64 };
+    (mid, sigma)
+}
+
+/// The body of one region's transient parts in one run: median, robust
+/// spread and how many parts; `None` with too few parts to tell. The
+/// parts of M members are deviations from their shared block, which
+/// narrows them by √(1 − 1/M): the spread is widened back by that.
+fn body(parts: &[Vec<(usize, f64)>]) -> Option<(f64, f64, usize)> {
+    let all: Vec<f64> = parts.iter().flatten().map(|p| p.1).collect();
+    let m = parts.len() as f64;
+    (all.len() >= MIN_SPREAD_SAMPLES && m >= 2.0).then(|| {
+        let (mid, sigma) = robust(&all);
+        (mid, sigma / (1.0 - 1.0 / m).sqrt(), all.len())
+    })
+}
+
+/// Lag-1 autocorrelation of the members' sequences `parts` about `mean`,
+/// and the pairs it was taken over.
+fn lag1(parts: &[Vec<f64>], mean: f64) -> (f64, usize) {
+    let (mut num, mut den, mut pairs) = (0.0, 0.0, 0usize);
+    for seq in parts {
+        for w in seq.windows(2) {
+            num += (w[0] - mean) * (w[1] - mean);
+            pairs += 1;
+        }
+        den += seq.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+    }
+    (if den > 0.0 { num / den } else { 0.0 }, pairs)
 }
 
 impl Blocks {
-    /// Splits `members` (per member, per call: CPU and wall ns; at least
-    /// one member, all of one length) by region, `law_of[i]` being call
-    /// i's region law index below `laws`.
-    pub(super) fn new(members: Vec<Vec<(u64, u64)>>, law_of: &[usize], laws: usize) -> Blocks {
-        let calls = law_of.len();
-        let mut base = Vec::with_capacity(calls);
-        let mut col: Vec<u64> = Vec::with_capacity(members.len());
-        for i in 0..calls {
-            col.clear();
-            col.extend(members.iter().map(|m| m[i].0));
-            col.sort_unstable();
-            let k = col.len() / 2;
-            base.push(if col.len() % 2 == 1 { col[k] as f64 } else { (col[k - 1] + col[k]) as f64 / 2.0 });
-        }
-        let mut base_sum = vec![0.0; laws];
-        for i in 0..calls {
-            base_sum[law_of[i]] += base[i];
-        }
-        let level: Vec<Vec<f64>> = members
-            .iter()
-            .map(|m| {
-                let mut own = vec![0.0; laws];
-                for i in 0..calls {
-                    if base[i] > 0.0 {
-                        own[law_of[i]] += m[i].0 as f64;
+    /// Splits the class's blocks by region. `runs`: per traced rank count,
+    /// smallest first, the blocks of the class's ranks (per member, per
+    /// call: CPU and wall ns; all of one length); the last run's members
+    /// are the template members (at least one). `law_of[i]` is call i's
+    /// region law index below `laws`.
+    pub(super) fn new(mut runs: Vec<Vec<MemberBlocks>>, law_of: &[usize], laws: usize) -> Blocks {
+        let members = runs.pop().expect("the largest run's members");
+        let quieter: Vec<Split> = runs.iter().filter(|m| m.len() >= 2).map(|m| split(m, law_of, laws)).collect();
+        let Split { base, mut level, parts } = split(&members, law_of, laws);
+        let mut pool: Vec<Vec<f32>> = Vec::with_capacity(laws);
+        let mut hold = Vec::with_capacity(laws);
+        let mut noise = Vec::with_capacity(laws);
+        for (g, per_member) in parts.iter().enumerate() {
+            let parts_n = per_member.iter().map(Vec::len).sum();
+            let Some((mid, sigma, _)) = body(per_member) else {
+                pool.push(per_member.iter().flatten().map(|p| p.1 as f32).collect());
+                hold.push(1);
+                noise.push(Noise { parts: parts_n, shrink: 1.0, hold: 1, ..Noise::default() });
+                continue;
+            };
+            // Detours out; then each member's level is its kept blocks'
+            // sum over the shared blocks' at those calls, so that a target
+            // rank's blocks keep its member's total less the detours, and
+            // the transient parts are taken again against it.
+            let inside = |t: f64| (t - mid).abs() <= DETOUR_SIGMAS * sigma;
+            let kept: Vec<Vec<f64>> = per_member
+                .iter()
+                .enumerate()
+                .map(|(k, seq)| {
+                    let calls: Vec<usize> = seq.iter().filter(|p| inside(p.1)).map(|p| p.0).collect();
+                    let own: f64 = calls.iter().map(|&i| members[k][i].0 as f64).sum();
+                    let shared: f64 = calls.iter().map(|&i| base[i]).sum();
+                    if shared > 0.0 {
+                        level[k][g] = own / shared;
+                    }
+                    calls.iter().map(|&i| members[k][i].0 as f64 / (base[i] * level[k][g])).collect()
+                })
+                .collect();
+            let kept_n: usize = kept.iter().map(Vec::len).sum();
+            let mean = kept.iter().flatten().sum::<f64>() / kept_n.max(1) as f64;
+            // The quietest run with enough parts bounds the program's own
+            // spread; a wider body here is shrunk to it when the
+            // difference exceeds 2.5 standard errors of the robust spread
+            // (about 1.17 σ / √n for normal data).
+            let quietest = quieter.iter().filter_map(|s| body(&s.parts[g])).min_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)));
+            let spread = if mid > 0.0 { sigma / mid } else { 0.0 };
+            let shrink = match quietest {
+                Some((qmid, qsigma, qn)) if qmid > 0.0 && spread > 0.0 => {
+                    let q = qsigma / qmid;
+                    if q < spread * (1.0 - 2.5 * 1.17 / (qn as f64).sqrt()) {
+                        q / spread
+                    } else {
+                        1.0
                     }
                 }
-                own.iter().zip(&base_sum).map(|(o, b)| if *b > 0.0 { o / b } else { 1.0 }).collect()
+                _ => 1.0,
+            };
+            let (rho, pairs) = lag1(&kept, mean);
+            let h = if pairs > 0 && rho > 2.0 / (pairs as f64).sqrt() {
+                ((1.0 / (1.0 - rho.min(0.999))).round() as u32).clamp(1, MAX_HOLD)
+            } else {
+                1
+            };
+            let scale = if mean > 0.0 { 1.0 / mean } else { 1.0 };
+            pool.push(kept.iter().flatten().map(|&t| (1.0 + shrink * (t * scale - 1.0)) as f32).collect());
+            hold.push(h);
+            noise.push(Noise { detours: parts_n - kept_n, parts: parts_n, spread, shrink, hold: h });
+        }
+        let mut seen = vec![0u32; laws];
+        let nth = law_of
+            .iter()
+            .map(|&g| {
+                seen[g] += 1;
+                seen[g] - 1
             })
             .collect();
-        let mut pool: Vec<Vec<f32>> = vec![Vec::new(); laws];
-        for (m, blocks) in members.iter().enumerate() {
-            for i in 0..calls {
-                let g = law_of[i];
-                let expect = base[i] * level[m][g];
-                if expect > 0.0 {
-                    pool[g].push((blocks[i].0 as f64 / expect) as f32);
-                }
-            }
-        }
-        for p in &mut pool {
-            let mean = p.iter().map(|&t| t as f64).sum::<f64>() / p.len().max(1) as f64;
-            if mean > 0.0 {
-                p.iter_mut().for_each(|t| *t = (*t as f64 / mean) as f32);
-            }
-        }
-        Blocks { members, base, level, pool }
+        Blocks { members, base, level, pool, hold, nth, noise }
     }
 
     /// The (CPU, wall) ns of target rank `r`'s block before call `i`, whose
     /// region law is `g` (as given to [`Blocks::new`]), before the law's
-    /// scaling.
-    pub(super) fn block(&self, r: u32, i: usize, g: usize) -> (f64, f64) {
+    /// scaling: drawn with `seed`, or with `None` member r mod M's own
+    /// block.
+    pub(super) fn block(&self, r: u32, i: usize, g: usize, seed: Option<u64>) -> (f64, f64) {
         let m = r as usize % self.members.len();
         let (cpu, wall) = self.members[m][i];
         let pool = &self.pool[g];
+        let Some(seed) = seed else { return (cpu as f64, wall as f64) };
         if self.base[i] <= 0.0 || pool.is_empty() {
             return (cpu as f64, wall as f64);
         }
-        let t = pool[(mix(r, i) % pool.len() as u64) as usize] as f64;
+        let hold = self.hold[g] as u64;
+        let draw = if hold > 1 {
+            let phase = mix(seed, r, u64::MAX - g as u64) % hold;
+            ((g as u64) << 40) ^ ((self.nth[i] as u64 + phase) / hold)
+        } else {
+            i as u64
+        };
+        let t = pool[(mix(seed, r, draw) % pool.len() as u64) as usize] as f64;
         let drawn = self.base[i] * self.level[m][g] * t;
         // Wall time keeps the member's wall-to-CPU ratio at this call.
         let w = if cpu > 0 { wall as f64 * drawn / cpu as f64 } else { drawn };
@@ -104,9 +299,9 @@ impl Blocks {
     }
 }
 
-/// SplitMix64 of the rank and the call: the draw of one block.
-fn mix(r: u32, i: usize) -> u64 {
-    let mut z = SEED ^ ((r as u64) << 40) ^ i as u64;
+/// SplitMix64 of the seed, the rank and the draw's index.
+fn mix(seed: u64, r: u32, i: u64) -> u64 {
+    let mut z = seed ^ ((r as u64) << 40) ^ i;
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -115,50 +310,127 @@ fn mix(r: u32, i: usize) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::Blocks;
+    use super::{Blocks, MemberBlocks, SEED};
+
+    const S: Option<u64> = Some(SEED);
+
+    /// A uniform draw in [-1, 1) per (member, call).
+    fn u(m: u64, i: u64) -> f64 {
+        super::mix(7, m as u32, i) as f64 / u64::MAX as f64 * 2.0 - 1.0
+    }
 
     /// Five members of one region, 100 calls: member 4 persistently twice
-    /// as slow; every tenth call of member 0 hit by a detour of 9 units.
+    /// as slow; a ±20 % spread of the program's own; every tenth call of
+    /// member 0 hit by a detour of 9 units.
     fn blocks() -> Blocks {
-        let m0: Vec<(u64, u64)> = (0..100).map(|i| if i % 10 == 0 { (1000, 1000) } else { (100, 100) }).collect();
-        let quiet: Vec<(u64, u64)> = vec![(100, 100); 100];
-        let slow: Vec<(u64, u64)> = vec![(200, 200); 100];
-        Blocks::new(vec![m0, quiet.clone(), quiet.clone(), quiet, slow], &[0; 100], 1)
+        let member = |m: u64, level: f64| -> MemberBlocks {
+            (0..100u64)
+                .map(|i| {
+                    let b = (level * 100.0 * (1.0 + 0.2 * u(m, i))) as u64 + if m == 0 && i % 10 == 0 { 900 } else { 0 };
+                    (b, b)
+                })
+                .collect()
+        };
+        let members = vec![member(0, 1.0), member(1, 1.0), member(2, 1.0), member(3, 1.0), member(4, 2.0)];
+        Blocks::new(vec![members], &[0; 100], 1)
     }
 
     #[test]
-    fn persistent_imbalance_stays_with_the_rank_and_detours_are_drawn() {
+    fn persistent_imbalance_stays_with_the_rank_detours_go_and_the_spread_is_drawn() {
         let b = blocks();
-        let total = |r: u32| (0..100).map(|i| b.block(r, i, 0).0).sum::<f64>();
-        // Each member's total carries over to its target ranks.
-        let own = [90.0 * 100.0 + 10.0 * 1000.0, 100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 200.0 * 100.0];
-        for r in 0..20u32 {
-            let want = own[r as usize % 5];
-            assert!((total(r) / want - 1.0).abs() < 0.35, "rank {r}: {} against {want}", total(r));
-        }
-        // Averaged over many ranks, the drawn blocks keep the members' means.
+        let total = |r: u32| (0..100).map(|i| b.block(r, i, 0, S).0).sum::<f64>();
+        // Each member's level carries over to its target ranks; the
+        // detours of member 0 do not.
+        let own = [100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 200.0 * 100.0];
         for (m, want) in own.iter().enumerate() {
             let mean = (0..400).map(|k| total(5 * k + m as u32)).sum::<f64>() / 400.0;
             assert!((mean / want - 1.0).abs() < 0.03, "member {m}: {mean} against {want}");
         }
-        // Ranks of one member no longer repeat its detours call by call,
-        // and quiet members' ranks meet detours too.
-        let hit = |r: u32| (0..100).filter(|&i| b.block(r, i, 0).0 > 300.0).collect::<Vec<_>>();
-        assert_ne!(hit(0), hit(5));
-        assert!((0..100).any(|k| !hit(5 * k + 1).is_empty()));
-        // The same rank and call always draw the same block.
-        assert_eq!(b.block(7, 31, 0), b.block(7, 31, 0));
+        assert_eq!(b.noise[0].detours, 10);
+        assert!((0..2000).all(|r| (0..100).all(|i| b.block(r, i, 0, S).0 < 500.0)));
+        // The program's own spread is drawn: ranks of one member differ.
+        let blocks_of = |r: u32| (0..100).map(|i| b.block(r, i, 0, S).0).collect::<Vec<_>>();
+        assert_ne!(blocks_of(1), blocks_of(6));
+        // The same seed, rank and call always draw the same block; another
+        // seed draws others.
+        assert_eq!(b.block(7, 31, 0, S), b.block(7, 31, 0, S));
+        assert_ne!(blocks_of(6), (0..100).map(|i| b.block(6, i, 0, Some(1)).0).collect::<Vec<_>>());
+        // Without a seed each rank copies its member.
+        assert_eq!(b.block(5, 10, 0, None), (b.members[0][10].0 as f64, b.members[0][10].1 as f64));
     }
 
     #[test]
     fn identical_members_keep_their_blocks() {
-        let m: Vec<(u64, u64)> = (0..10).map(|i| (100 * (i + 1), 150 * (i + 1))).collect();
-        let b = Blocks::new(vec![m.clone(), m.clone(), m.clone()], &[0; 10], 1);
+        let m: MemberBlocks = (0..10).map(|i| (100 * (i + 1), 150 * (i + 1))).collect();
+        let b = Blocks::new(vec![vec![m.clone(), m.clone(), m.clone()]], &[0; 10], 1);
         for r in 0..9 {
             for (i, &(cpu, wall)) in m.iter().enumerate() {
-                let (c, w) = b.block(r, i, 0);
+                let (c, w) = b.block(r, i, 0, S);
                 assert!((c - cpu as f64).abs() < 1e-3 && (w - wall as f64).abs() < 1e-3, "rank {r} call {i}: {c} {w}");
             }
         }
+    }
+
+    /// `members` members of `calls` calls of one region, each block 1000
+    /// ns times (1 + `pct` % of a uniform draw).
+    fn noisy(members: u64, calls: u64, pct: f64, salt: u64) -> Vec<MemberBlocks> {
+        (0..members)
+            .map(|m| {
+                (0..calls)
+                    .map(|i| {
+                        let b = (1000.0 * (1.0 + pct / 100.0 * u(m + salt, i))) as u64;
+                        (b, b)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_body_wider_than_a_quieter_runs_is_shrunk_to_it() {
+        // The same program spread (±2 %) at 2 ranks; ±10 % at 8 ranks.
+        let b = Blocks::new(vec![noisy(2, 200, 2.0, 10), noisy(8, 200, 10.0, 20)], &[0; 200], 1);
+        let n = b.noise[0];
+        assert!((n.shrink - 0.2).abs() < 0.05, "{n:?}");
+        // The spread across ranks at a call (what makes ranks wait for
+        // each other), averaged over the calls.
+        let spread = |b: &Blocks| {
+            let at = |i: usize| {
+                let v: Vec<f64> = (0..64).map(|r| b.block(r, i, 0, S).0).collect();
+                let mean = v.iter().sum::<f64>() / v.len() as f64;
+                (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt() / mean
+            };
+            (0..200).map(at).sum::<f64>() / 200.0
+        };
+        assert!(spread(&b) < 0.02, "{}", spread(&b));
+        // Runs of one spread keep it.
+        let same = Blocks::new(vec![noisy(2, 200, 10.0, 10), noisy(8, 200, 10.0, 20)], &[0; 200], 1);
+        assert_eq!(same.noise[0].shrink, 1.0);
+        assert!(spread(&same) > 0.04, "{}", spread(&same));
+    }
+
+    #[test]
+    fn correlated_steps_hold_their_draws() {
+        // Each member's deviation changes every 8 calls.
+        let members: Vec<MemberBlocks> = (0..8u64)
+            .map(|m| {
+                (0..400u64)
+                    .map(|i| {
+                        let b = (1000.0 * (1.0 + 0.1 * u(m, i / 8))) as u64;
+                        (b, b)
+                    })
+                    .collect()
+            })
+            .collect();
+        let b = Blocks::new(vec![members], &[0; 400], 1);
+        assert!((4..=16).contains(&b.hold[0]), "{:?}", b.noise[0]);
+        let independent = Blocks::new(vec![noisy(8, 400, 10.0, 0)], &[0; 400], 1);
+        assert_eq!(independent.hold[0], 1);
+        // Consecutive blocks of a target rank repeat their transient part
+        // as often as the members' did.
+        let t = |b: &Blocks, r: u32, i: usize| b.block(r, i, 0, S).0 / (b.base[i] * b.level[r as usize % 8][0]);
+        let repeats = |b: &Blocks| (0..32).map(|r| (1..400).filter(|&i| (t(b, r, i) - t(b, r, i - 1)).abs() < 1e-9).count()).sum::<usize>();
+        assert!(repeats(&b) > 32 * 300, "{}", repeats(&b));
+        assert!(repeats(&independent) < 32 * 10, "{}", repeats(&independent));
     }
 }

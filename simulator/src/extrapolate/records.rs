@@ -30,6 +30,9 @@ pub(super) struct AtN {
     pub(super) factors: Box<[f64]>,
     /// Each slot's message sizes, bytes (its size laws evaluated).
     pub(super) sizes: Box<[[Option<u64>; 2]]>,
+    /// The seed of the blocks' draws; `None`: the template members'
+    /// blocks copied.
+    pub(super) draw: Option<u64>,
 }
 
 impl RankRecords<'_> {
@@ -55,7 +58,7 @@ impl RankRecords<'_> {
             (*op, *failed, *caller, *counters, *t_start_ns, *t_end_ns);
         rec.params.clone_from(params);
         let f = self.at_n.factors[slot.law];
-        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law);
+        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law, self.at_n.draw);
         rec.compute_cpu_ns = (cpu * f).round() as u64;
         rec.compute_wall_ns = (wall * f).round() as u64;
         if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use simulator::extrapolate::{Model, Sample};
+use simulator::extrapolate::{band_of, band_variants, Model, Sample, Variant, DEFAULT_DRAWS};
 use simulator::replay::{ActionStream, InputError};
 
 /// `simulator extrapolate`.
@@ -30,10 +30,79 @@ pub fn model(traces: &[PathBuf]) -> anyhow::Result<Model> {
     Model::build(samples).context("cannot extrapolate")
 }
 
-/// The replay streams of `n` ranks of `model`, compute moved by `sigma`
-/// residuals of its laws (0: the prediction itself).
-pub fn streams(model: &Model, n: u32, sigma: f64) -> Vec<ActionStream<'_, InputError>> {
-    model.streams_band_as(n, sigma, InputError::Extrapolate)
+/// The replay streams of `n` ranks of `model` in one `variant` of the
+/// prediction.
+pub fn streams(model: &Model, n: u32, variant: Variant) -> Vec<ActionStream<'_, InputError>> {
+    model.streams_as(n, variant, InputError::Extrapolate)
+}
+
+/// How an extrapolated prediction treats the program's variability.
+#[derive(clap::Args, Debug, Clone)]
+pub struct VariabilityArgs {
+    /// Copy each traced rank's compute blocks to the target ranks of its
+    /// class (rank r of M traced ranks: rank r mod M) instead of drawing
+    /// each block's transient part from its region's distribution; the
+    /// waiting of the traced count then repeats at every count.
+    #[arg(long)]
+    pub clone_template: bool,
+    /// Draws (seeds) of the program's variability the band is made of;
+    /// the prediction is the first.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_DRAWS)]
+    pub draws: u32,
+}
+
+/// The replay of `model` at `n` ranks on `platform` in one `variant`.
+///
+/// # Errors
+/// A replay that fails, naming the rank count.
+pub fn replay(
+    model: &Model,
+    platform: &simulator::platform::Platform,
+    n: u32,
+    variant: Variant,
+) -> anyhow::Result<simulator::replay::ReplayReport> {
+    simulator::replay::Replay::new(platform)
+        .order_free(model.order_free())
+        .run(streams(model, n, variant))
+        .with_context(|| format!("replay of the extrapolated {n}-rank run failed"))
+}
+
+impl VariabilityArgs {
+    /// The variant of the prediction itself.
+    pub fn prediction(&self) -> Variant {
+        band_variants(1, self.clone_template)[0]
+    }
+}
+
+/// A prediction at one rank count and its band.
+pub struct Predicted {
+    /// The prediction's replay.
+    pub report: simulator::replay::ReplayReport,
+    /// The band, seconds ([`simulator::extrapolate::band_of`]).
+    pub low_s: f64,
+    /// See `low_s`.
+    pub high_s: f64,
+    /// Wall time of all the band's replays, seconds.
+    pub wall_s: f64,
+}
+
+/// Replays `model` at `n` ranks on `platform` in every variant of the
+/// band ([`band_variants`]): the prediction, the other draws and the laws
+/// at their intervals' edges.
+///
+/// # Errors
+/// A replay that fails, naming the rank count.
+pub fn predict(model: &Model, platform: &simulator::platform::Platform, n: u32, v: &VariabilityArgs) -> anyhow::Result<Predicted> {
+    let started = std::time::Instant::now();
+    let run = |variant: Variant| replay(model, platform, n, variant);
+    let variants = band_variants(v.draws, v.clone_template);
+    let report = run(variants[0])?;
+    let mut makespans = vec![report.makespan_s];
+    for &variant in &variants[1..] {
+        makespans.push(run(variant)?.makespan_s);
+    }
+    let (low_s, high_s) = band_of(&makespans);
+    Ok(Predicted { report, low_s, high_s, wall_s: started.elapsed().as_secs_f64() })
 }
 
 /// Writes the extrapolated run and a summary of the model on stdout.
@@ -129,6 +198,8 @@ pub struct ScalingArgs {
     /// Print one JSON object (`points`) instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    variability: VariabilityArgs,
     /// Trace directories of the same program at two or more rank counts
     /// (several runs of one count are merged, each block at its median).
     #[arg(value_name = "TRACE_DIR", required = true, num_args = 2..)]
@@ -140,7 +211,8 @@ pub struct ScalingArgs {
 struct Point {
     ranks: u32,
     makespan_s: f64,
-    /// The band: compute blocks one fit residual shorter and longer.
+    /// The band: other draws of the program's variability, and the
+    /// compute laws at their intervals' edges.
     low_s: f64,
     high_s: f64,
     /// Mean per rank, seconds.
@@ -160,16 +232,9 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
     }
     let platform = simulator::platform::Platform::load_limited(&args.platform, &[], args.max_hosts).context("cannot load platform")?;
     let model = model(&args.traces)?;
-    let order_free = model.order_free();
     let mut points: Vec<Point> = Vec::new();
     for &n in &args.ranks {
-        let run = |sigma: f64| {
-            simulator::replay::Replay::new(&platform)
-                .order_free(order_free)
-                .run(streams(&model, n, sigma))
-                .with_context(|| format!("replay of the extrapolated {n}-rank run failed"))
-        };
-        let (mid, low, high) = (run(0.0)?, run(-1.0)?, run(1.0)?);
+        let Predicted { report: mid, low_s, high_s, .. } = predict(&model, &platform, n, &args.variability)?;
         let k = mid.ranks.len().max(1) as f64;
         let mean = |f: fn(&simulator::replay::RankReport) -> f64| mid.ranks.iter().map(f).sum::<f64>() / k;
         let efficiency = match points.first() {
@@ -179,8 +244,8 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
         points.push(Point {
             ranks: n,
             makespan_s: mid.makespan_s,
-            low_s: low.makespan_s.min(high.makespan_s),
-            high_s: low.makespan_s.max(high.makespan_s),
+            low_s,
+            high_s,
             compute_s: mean(|r| r.compute_s),
             comm_s: mean(|r| r.comm_s),
             wait_s: mean(|r| r.wait_s),

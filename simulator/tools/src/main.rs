@@ -24,6 +24,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use simulator::action::ComputeTime;
 use simulator::collectives::CollAlgs;
+use simulator::extrapolate::Variant;
 use simulator::platform::Platform;
 use simulator::replay::{self, ActionStream, InputError, TraceInput};
 
@@ -109,6 +110,12 @@ struct ReplayArgs {
     /// Predict this many ranks (see TRACE).
     #[arg(long, value_name = "N")]
     ranks: Option<u32>,
+    /// With --ranks N from traces at other counts: copy each traced rank's
+    /// compute blocks to the target ranks of its class (rank r of M traced
+    /// ranks: rank r mod M) instead of drawing each block's transient part
+    /// from its region's distribution.
+    #[arg(long, requires = "ranks")]
+    clone_template: bool,
     /// SimGrid setting for an XML platform, as smpirun's --cfg=name:value
     /// (e.g. smpi/async-small-thresh:65536); repeatable, applied last.
     #[arg(long = "cfg", value_name = "NAME:VALUE")]
@@ -240,7 +247,10 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut median_run = None;
     let mut region_names = None;
     let streams = match (&model, args.ranks, input) {
-        (Some(m), Some(n), _) => extrapolate_cmd::streams(m, n, 0.0),
+        (Some(m), Some(n), _) => {
+            let variant = if args.clone_template { Variant::CLONE_TEMPLATE } else { Variant::PREDICTION };
+            extrapolate_cmd::streams(m, n, variant)
+        }
         (_, _, Input::Runs) => {
             let open = |dir: &PathBuf| replay::open_trace_dir(dir, compute).with_context(|| format!("cannot open trace {}", dir.display()));
             let mut alone = Vec::new();

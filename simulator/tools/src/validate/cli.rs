@@ -66,6 +66,10 @@ pub struct ValidateArgs {
     /// --cfg=name:value (repeatable), e.g. smpi/simulate-computation:no.
     #[arg(long = "smpi-cfg", value_name = "NAME:VALUE", requires = "reference")]
     pub smpi_cfg: Vec<String>,
+    /// With --reference: how the extrapolation treats the program's
+    /// variability.
+    #[command(flatten)]
+    pub variability: crate::extrapolate_cmd::VariabilityArgs,
     /// Run only these cases of the suite (by name, as the table's rows;
     /// repeatable or a comma list); default: every case.
     #[arg(long = "case", value_name = "NAME[,NAME...]")]
@@ -440,6 +444,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
             ranks: args.ranks.clone(),
             traced_ranks: args.traced_ranks.clone(),
             smpi_cfg: args.smpi_cfg.clone(),
+            variability: args.variability.clone(),
             out,
             interposer,
             timeout: launcher.timeout,

@@ -11,15 +11,16 @@
 //!    way (Heinrich et al. 2017, §3), so SMPI runs at the largest traced
 //!    count with SimGrid's time-independent tracing, and each rank's
 //!    compute there (its `compute` flops over the host speed) is set
-//!    against the same rank's compute blocks in the traced run; the
-//!    median of the per-rank ratios, with their spread, multiplies every
+//!    against the same rank's compute in our prediction at that count
+//!    (the traced blocks less the traced machine's detours); the median
+//!    of the per-rank ratios, with their spread, multiplies every
 //!    predicted compute block (one ratio, as §6.2 does per region);
 //! 4. at each count N: SMPI's simulated time and per-rank compute, its
 //!    point-to-point messages (from its time-independent trace), and the
 //!    wall time of `smpirun`; ours: `replay --ranks N` of the traces on the
-//!    same platform (the prediction and its band, compute blocks one fit
-//!    residual shorter and longer), the same per-rank figures and the
-//!    replay's own wall time.
+//!    same platform (the prediction and its band: other draws of the
+//!    program's variability, and the compute laws at their intervals'
+//!    edges), the same per-rank figures and the replays' own wall time.
 //!
 //! The table says the error, whether SMPI's time falls inside the band
 //! (the coverage over all rows closes it), the per-rank decomposition
@@ -37,8 +38,8 @@ use anyhow::{bail, Context};
 
 use super::launch::{Launcher, Mode};
 use super::suite::Case;
-use crate::extrapolate_cmd;
-use simulator::action::{Action, ComputeTime};
+use crate::extrapolate_cmd::{self, Predicted, VariabilityArgs};
+use simulator::action::Action;
 use simulator::platform::Platform;
 use simulator::replay::{self, ActionStream};
 
@@ -57,6 +58,8 @@ pub struct Reference {
     pub out: PathBuf,
     /// The interposer library for the traced runs.
     pub interposer: PathBuf,
+    /// How the prediction treats the program's variability.
+    pub variability: VariabilityArgs,
     /// A run still going after this long is killed.
     pub timeout: Duration,
 }
@@ -96,7 +99,7 @@ pub struct Row {
     pub messages: u64,
     /// Wall time of `smpirun`, seconds.
     pub smpi_wall_s: f64,
-    /// Wall time of our three replays (prediction and band), seconds.
+    /// Wall time of our replays (prediction and band), seconds.
     pub wall_s: f64,
 }
 
@@ -156,29 +159,23 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
         let smpi = Smpi { prog: &smpi_prog, args: &case.args, platform: &r.platform, speed, cfg: &r.smpi_cfg, timeout: r.timeout };
         let k = *traced.last().expect("two or more");
         let at_k = smpi.run(k, &dir)?;
-        let traced_run = replay::replay(&platform, replay::open_trace_dir(dirs.last().expect("traced"), ComputeTime::Cpu)?)?;
-        let bias = bias(k, &at_k.compute_s, &traced_run.ranks.iter().map(|x| x.compute_s).collect::<Vec<_>>())
+        let model = extrapolate_cmd::model(&dirs)?;
+        // The bias is set against the prediction at the traced count, so
+        // that what the model leaves out of the traced blocks (detours of
+        // the traced machine) is not counted as SMPI's.
+        let own = extrapolate_cmd::replay(&model, &platform, k, r.variability.prediction())?;
+        let bias = bias(k, &at_k.compute_s, &own.ranks.iter().map(|x| x.compute_s).collect::<Vec<_>>())
             .with_context(|| format!("case {}: no compute to set SMPI's against at {k} ranks", case.name))?;
         biases.push((case.name.clone(), bias));
         let mut biased = platform.clone();
         biased.hosts.iter_mut().for_each(|h| h.speed_ratio /= bias.ratio);
-        let model = extrapolate_cmd::model(&dirs)?;
         for &n in &r.ranks {
             let emulated = if n == k { at_k.clone() } else { smpi.run(n, &dir)? };
-            let started = Instant::now();
-            let replay_at = |sigma: f64| {
-                replay::Replay::new(&biased)
-                    .order_free(model.order_free())
-                    .run(extrapolate_cmd::streams(&model, n, sigma))
-                    .with_context(|| format!("case {}: replay of the extrapolated {n}-rank run failed", case.name))
-            };
-            let (mid, low, high) = (replay_at(0.0)?, replay_at(-1.0)?, replay_at(1.0)?);
-            let wall_s = started.elapsed().as_secs_f64();
-            let messages = p2p_messages(extrapolate_cmd::streams(&model, n, 0.0));
+            let Predicted { report: mid, low_s: lo, high_s: hi, wall_s } =
+                extrapolate_cmd::predict(&model, &biased, n, &r.variability).with_context(|| format!("case {}", case.name))?;
+            let messages = p2p_messages(extrapolate_cmd::streams(&model, n, r.variability.prediction()));
             let mean = |f: fn(&replay::RankReport) -> f64| mid.ranks.iter().map(f).sum::<f64>() / mid.ranks.len().max(1) as f64;
             let smpi_compute_s = emulated.compute_s.iter().sum::<f64>() / emulated.compute_s.len().max(1) as f64;
-            let (lo, hi) =
-                (low.makespan_s.min(high.makespan_s).min(mid.makespan_s), low.makespan_s.max(high.makespan_s).max(mid.makespan_s));
             rows.push(Row {
                 case: case.name.clone(),
                 ranks: n,
