@@ -186,6 +186,8 @@ pub struct RegionLaw {
     pub region: String,
     /// Mean CPU time of its blocks in the class, seconds, per traced rank count.
     pub points: Vec<(u32, f64)>,
+    /// The same with their noise, as the law was fitted to them.
+    pub noisy: Vec<fit::Noisy>,
     /// Blocks per rank of the class in the region (calls that end one).
     pub blocks: usize,
     /// The law fitted to them.
@@ -221,6 +223,17 @@ pub use blocks::Noise;
 
 /// Draws of the program's variability a band is made of by default.
 pub const DEFAULT_DRAWS: u32 = 5;
+
+/// The factor `sigma` moves a law fitted to `noisy` by at `n` ranks: 1 at
+/// 0, towards its interval's lower edge below 0 and its upper edge above
+/// ([`fit::interval`]).
+fn edge(noisy: &[fit::Noisy], n: u32, sigma: f64) -> f64 {
+    if sigma == 0.0 {
+        return 1.0;
+    }
+    let (lo, hi) = fit::interval(noisy, n);
+    1.0 + sigma.abs() * (if sigma < 0.0 { lo } else { hi } - 1.0)
+}
 
 /// The variants whose replays make a prediction and its band: the
 /// prediction first ([`Variant::PREDICTION`]), then `draws − 1` other
@@ -352,14 +365,46 @@ impl Model {
         let factors = class
             .laws
             .iter()
-            .map(|RegionLaw { law: l, .. }| {
+            .map(|RegionLaw { law: l, noisy, .. }| {
                 let at = l.eval(self.template_n);
                 let f = if at > 0.0 { l.eval(n) / at } else { 1.0 };
-                (f * (1.0 + variant.sigma * l.rel_rms)).max(0.0)
+                (f * edge(noisy, n, variant.sigma)).max(0.0)
             })
             .collect();
         let sizes = class.slots.iter().map(|slot| slot.sizes.each_ref().map(|l| l.as_ref().map(|l| l.eval(n).round() as u64))).collect();
         Arc::new(records::AtN { factors, sizes, draw: variant.draw })
+    }
+
+    /// A warning when `n` is far beyond the traced counts: more than 16
+    /// times the largest, or when a law carrying at least 1 % of a
+    /// class's compute has a 95 % interval at `n` wider than ±10 %
+    /// ([`fit::interval`]). It names the widest such law's region.
+    pub fn far_from_data(&self, n: u32) -> Option<String> {
+        let mut widest: Option<(f64, f64, &str)> = None;
+        for class in &self.classes {
+            let total: f64 = class.laws.iter().map(|l| l.law.eval(n) * l.blocks as f64).sum();
+            for l in &class.laws {
+                if total <= 0.0 || l.law.eval(n) * (l.blocks as f64) < 0.01 * total {
+                    continue;
+                }
+                let (lo, hi) = fit::interval(&l.noisy, n);
+                if widest.is_none_or(|w| hi - lo > w.1 - w.0) {
+                    widest = Some((lo, hi, &l.region));
+                }
+            }
+        }
+        let ratio = n as f64 / self.template_n as f64;
+        let (lo, hi, region) = widest?;
+        if ratio <= 16.0 && hi - 1.0 <= 0.1 && 1.0 - lo <= 0.1 {
+            return None;
+        }
+        Some(format!(
+            "{n} ranks is {ratio:.0}x the largest traced count ({}; traced {:?}): the widest compute law's 95 % interval there is {:+.1} % .. {:+.1} % ({region}); trace a larger count to narrow it",
+            self.template_n,
+            self.sample_ranks,
+            (lo - 1.0) * 100.0,
+            (hi - 1.0) * 100.0
+        ))
     }
 
     fn records_with<'m>(&'m self, class: &'m Class, at_n: Arc<records::AtN>, rank: u32, n: u32) -> RankRecords<'m> {
@@ -508,13 +553,15 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
     // Each observed rank's communicators (id → members), call by call.
     let mut comms: Vec<HashMap<u32, Vec<u32>>> = obs.iter().map(|_| HashMap::new()).collect();
     let mut law_of: HashMap<u64, usize> = HashMap::new();
+    // Per region law: its name, per observed rank its blocks (ns), and
+    // its blocks per rank.
     let mut law_pts: Vec<(String, Vec<Vec<f64>>, usize)> = Vec::new();
     let mut slots = Vec::with_capacity(template.len());
     for (i, (trec, tsite)) in template.iter().enumerate() {
         let prev = if i == 0 { CallSite { module: String::new(), offset: 0 } } else { template[i - 1].1.clone() };
         let region = region_id(&prev, tsite);
         let law = *law_of.entry(region).or_insert_with(|| {
-            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); samples.len()], 0));
+            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); obs.len()], 0));
             law_pts.len() - 1
         });
         law_pts[law].2 += 1;
@@ -524,7 +571,7 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
         for (o, &(k, r)) in obs.iter().enumerate() {
             let n = samples[k].n();
             let (rec, site) = &samples[k].ranks[r as usize].2[i];
-            law_pts[law].1[k].push(rec.compute_cpu_ns as f64);
+            law_pts[law].1[o].push(rec.compute_cpu_ns as f64);
             if let Params::CommCreate { comm, members: m, .. } = &rec.params {
                 comms[o].insert(*comm, m.clone());
                 members.push((n, r, m.clone()));
@@ -581,14 +628,10 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
     }
     let laws: Vec<RegionLaw> = law_pts
         .into_iter()
-        .map(|(name, per_sample, blocks)| {
-            let pts: Vec<(u32, f64)> = per_sample
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(k, v)| (samples[k].n(), v.iter().sum::<f64>() / v.len() as f64 * 1e-9))
-                .collect();
-            RegionLaw { region: name, law: fit::fit_time(&pts), points: pts, blocks }
+        .map(|(name, per_rank, blocks)| {
+            let noisy: Vec<fit::Noisy> = (0..samples.len()).filter_map(|k| noisy_mean(&obs, &per_rank, k, samples[k].n())).collect();
+            let points = noisy.iter().map(|p| (p.n, p.y)).collect();
+            RegionLaw { region: name, law: fit::fit_noisy(&noisy), points, noisy, blocks }
         })
         .collect();
     // The class's blocks per traced count, smallest first; the largest
@@ -606,6 +649,28 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
     let law_of: Vec<usize> = slots.iter().map(|s| s.law).collect();
     let blocks = blocks::Blocks::new(runs, &law_of, laws.len());
     Ok(Class { rule, slots, blocks, laws })
+}
+
+/// The mean block (seconds) of one region at traced count `n` (sample
+/// `k`) and its noise ([`fit::Noisy`]): the spread of the ranks' own
+/// means with two ranks or more, else the standard error of the blocks'
+/// mean; `None` without blocks there.
+fn noisy_mean(obs: &[(usize, u32)], per_rank: &[Vec<f64>], k: usize, n: u32) -> Option<fit::Noisy> {
+    let ranks: Vec<&Vec<f64>> = obs.iter().zip(per_rank).filter(|(o, b)| o.0 == k && !b.is_empty()).map(|(_, b)| b).collect();
+    let count: usize = ranks.iter().map(|b| b.len()).sum();
+    if count == 0 {
+        return None;
+    }
+    let y = ranks.iter().flat_map(|b| b.iter()).sum::<f64>() / count as f64;
+    let var = |v: &mut dyn Iterator<Item = f64>, m: f64, k: usize| v.map(|x| (x - m).powi(2)).sum::<f64>() / (k.max(2) - 1) as f64;
+    let sigma = if ranks.len() >= 2 {
+        let means: Vec<f64> = ranks.iter().map(|b| b.iter().sum::<f64>() / b.len() as f64).collect();
+        var(&mut means.iter().copied(), y, means.len()).sqrt()
+    } else {
+        (var(&mut ranks[0].iter().copied(), y, count) / count as f64).sqrt()
+    };
+    // A floor of one part in 10^6 keeps χ² finite for identical blocks.
+    Some(fit::Noisy { n, y: y * 1e-9, sigma: sigma.max(1e-6 * y) * 1e-9 })
 }
 
 /// A size law that every rank of a class follows: one size per run.

@@ -31,10 +31,11 @@
 //!   `--jitter` (a tracecollector trace), not the traced machine's.
 //! - **Measurement noise** adds to the program's spread and differs from
 //!   run to run, while the program's own spread is the same at every
-//!   traced count: the quietest traced count bounds it from above. When
-//!   the largest run's body is significantly wider than that of a quieter
-//!   run, its transient parts are shrunk towards their mean to the
-//!   quieter run's width.
+//!   traced count: the quietest traced count bounds it. Each transient
+//!   part of the largest run is moved towards the median until no
+//!   quantile lies farther out than in any quieter run with enough parts
+//!   (its quantile at the same level, widened by its sampling error): a
+//!   monotone map, so each rank's order of blocks is kept.
 //! - **Correlation from one block to the next** of a rank in a region
 //!   (a rank slow for several steps in a row) is kept where the traces
 //!   show it: with a lag-1 autocorrelation ρ above twice its standard
@@ -88,8 +89,9 @@ pub struct Noise {
     pub parts: usize,
     /// Robust relative spread of the largest run's body.
     pub spread: f64,
-    /// The factor its transient parts were shrunk by (1: kept).
-    pub shrink: f64,
+    /// Transient parts moved towards the median to a quieter run's
+    /// quantile.
+    pub capped: usize,
     /// Blocks one draw holds.
     pub hold: u32,
 }
@@ -127,6 +129,7 @@ fn split(members: &[MemberBlocks], law_of: &[usize], laws: usize) -> Split {
             median(&mut col)
         })
         .collect();
+    let base = shrink_base(members, base, law_of, laws);
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); laws];
     let level: Vec<Vec<f64>> = members
         .iter()
@@ -153,6 +156,51 @@ fn split(members: &[MemberBlocks], law_of: &[usize], laws: usize) -> Split {
     Split { base, level, parts }
 }
 
+/// The shared blocks `base` (per call, the members' median) with the
+/// members' own spread taken out of their call-to-call variation, region
+/// by region: the median of M members moves from call to call by about
+/// π/2 · W / M in variance (W: the members' variance about it at one
+/// call) even when the calls share nothing, so each call's shared block
+/// is brought towards the region's mean by the share of its variation
+/// that this explains, λ = 1 − (π/2 · W / M) / V (V: the variance of the
+/// shared blocks over the region's calls; 0 ≤ λ ≤ 1). Without that, a
+/// target rank would meet each member median's chance deviation on top
+/// of the transient part drawn for it. A loop's warm-up or a step that
+/// all ranks find slow stands out of W and is kept.
+fn shrink_base(members: &[MemberBlocks], mut base: Vec<f64>, law_of: &[usize], laws: usize) -> Vec<f64> {
+    let m = members.len() as f64;
+    if m < 2.0 {
+        return base;
+    }
+    // Per region: calls, Σ base, Σ base², Σ within-call variance.
+    let mut acc = vec![(0usize, 0.0f64, 0.0f64, 0.0f64); laws];
+    for (i, &g) in law_of.iter().enumerate() {
+        let b = base[i];
+        let w = members.iter().map(|x| (x[i].0 as f64 - b).powi(2)).sum::<f64>() / (m - 1.0);
+        let a = &mut acc[g];
+        *a = (a.0 + 1, a.1 + b, a.2 + b * b, a.3 + w);
+    }
+    let lambda: Vec<(f64, f64)> = acc
+        .iter()
+        .map(|&(k, sb, sbb, sw)| {
+            if k < 2 {
+                return (1.0, 0.0);
+            }
+            let kf = k as f64;
+            let mean = sb / kf;
+            let v = (sbb - kf * mean * mean).max(0.0) / (kf - 1.0);
+            let noise = std::f64::consts::FRAC_PI_2 * (sw / kf) / m;
+            let l = if v > 0.0 { (1.0 - noise / v).clamp(0.0, 1.0) } else { 1.0 };
+            (l, mean)
+        })
+        .collect();
+    for (i, &g) in law_of.iter().enumerate() {
+        let (l, mean) = lambda[g];
+        base[i] = mean + l * (base[i] - mean);
+    }
+    base
+}
+
 /// Median and robust standard deviation of `v` (1.4826 × the median
 /// absolute deviation; 1.2533 × the mean absolute deviation when more
 /// than half of the values equal the median).
@@ -176,6 +224,68 @@ fn body(parts: &[Vec<(usize, f64)>]) -> Option<(f64, f64, usize)> {
         let (mid, sigma) = robust(&all);
         (mid, sigma / (1.0 - 1.0 / m).sqrt(), all.len())
     })
+}
+
+/// One run's transient parts of a region as sorted relative deviations
+/// from their mean, detours left out; `None` with too few parts to tell
+/// ([`body`]).
+fn deviations(parts: &[Vec<(usize, f64)>]) -> Option<Vec<f64>> {
+    let (mid, sigma, _) = body(parts)?;
+    let mut kept: Vec<f64> = parts.iter().flatten().map(|p| p.1).filter(|t| (t - mid).abs() <= DETOUR_SIGMAS * sigma).collect();
+    let mean = kept.iter().sum::<f64>() / kept.len().max(1) as f64;
+    if mean <= 0.0 {
+        return None;
+    }
+    kept.iter_mut().for_each(|t| *t = *t / mean - 1.0);
+    kept.sort_unstable_by(f64::total_cmp);
+    Some(kept)
+}
+
+/// The quantile at `p` of the sorted `v` (positions (j + ½) / n, linear
+/// in between, its extremes beyond).
+fn quantile(v: &[f64], p: f64) -> f64 {
+    let x = (p * v.len() as f64 - 0.5).clamp(0.0, (v.len() - 1) as f64);
+    let (j, f) = (x.floor() as usize, x.fract());
+    if j + 1 < v.len() {
+        v[j] + f * (v[j + 1] - v[j])
+    } else {
+        v[j]
+    }
+}
+
+/// Moves each of `dev` (relative deviations) no farther from the median
+/// than the quieter runs' `quiet` (sorted deviations each) put the same
+/// quantile, with their sampling error: at quantile p above the median,
+/// the least over the quieter runs of their quantile at p + 2·√(p(1 − p)
+/// / n); below it, the greatest at p − that. The map is monotone, so each
+/// rank's order of blocks, and with it their correlation, is kept.
+/// Returns how many moved.
+fn cap_to(dev: &mut [f64], quiet: &[Vec<f64>]) -> usize {
+    if quiet.is_empty() || dev.is_empty() {
+        return 0;
+    }
+    let mut order: Vec<usize> = (0..dev.len()).collect();
+    order.sort_unstable_by(|&a, &b| dev[a].total_cmp(&dev[b]));
+    let n = dev.len() as f64;
+    let mut moved = 0;
+    for (j, &i) in order.iter().enumerate() {
+        let p = (j as f64 + 0.5) / n;
+        let bound = |q: &Vec<f64>| {
+            let e = 2.0 * (p * (1.0 - p) / q.len() as f64).sqrt();
+            quantile(q, if p >= 0.5 { (p + e).min(1.0) } else { (p - e).max(0.0) })
+        };
+        let d = dev[i];
+        let capped = if p >= 0.5 {
+            quiet.iter().map(bound).fold(d, f64::min)
+        } else {
+            quiet.iter().map(bound).fold(d, f64::max)
+        };
+        if capped != d {
+            dev[i] = capped;
+            moved += 1;
+        }
+    }
+    moved
 }
 
 /// Lag-1 autocorrelation of the members' sequences `parts` about `mean`,
@@ -210,7 +320,7 @@ impl Blocks {
             let Some((mid, sigma, _)) = body(per_member) else {
                 pool.push(per_member.iter().flatten().map(|p| p.1 as f32).collect());
                 hold.push(1);
-                noise.push(Noise { parts: parts_n, shrink: 1.0, hold: 1, ..Noise::default() });
+                noise.push(Noise { parts: parts_n, hold: 1, ..Noise::default() });
                 continue;
             };
             // Detours out; then each member's level is its kept blocks'
@@ -233,23 +343,6 @@ impl Blocks {
                 .collect();
             let kept_n: usize = kept.iter().map(Vec::len).sum();
             let mean = kept.iter().flatten().sum::<f64>() / kept_n.max(1) as f64;
-            // The quietest run with enough parts bounds the program's own
-            // spread; a wider body here is shrunk to it when the
-            // difference exceeds 2.5 standard errors of the robust spread
-            // (about 1.17 σ / √n for normal data).
-            let quietest = quieter.iter().filter_map(|s| body(&s.parts[g])).min_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)));
-            let spread = if mid > 0.0 { sigma / mid } else { 0.0 };
-            let shrink = match quietest {
-                Some((qmid, qsigma, qn)) if qmid > 0.0 && spread > 0.0 => {
-                    let q = qsigma / qmid;
-                    if q < spread * (1.0 - 2.5 * 1.17 / (qn as f64).sqrt()) {
-                        q / spread
-                    } else {
-                        1.0
-                    }
-                }
-                _ => 1.0,
-            };
             let (rho, pairs) = lag1(&kept, mean);
             let h = if pairs > 0 && rho > 2.0 / (pairs as f64).sqrt() {
                 ((1.0 / (1.0 - rho.min(0.999))).round() as u32).clamp(1, MAX_HOLD)
@@ -257,9 +350,14 @@ impl Blocks {
                 1
             };
             let scale = if mean > 0.0 { 1.0 / mean } else { 1.0 };
-            pool.push(kept.iter().flatten().map(|&t| (1.0 + shrink * (t * scale - 1.0)) as f32).collect());
+            let mut dev: Vec<f64> = kept.iter().flatten().map(|&t| t * scale - 1.0).collect();
+            let quiet: Vec<Vec<f64>> = quieter.iter().filter_map(|q| deviations(&q.parts[g])).collect();
+            let capped = cap_to(&mut dev, &quiet);
+            let body_mean = dev.iter().sum::<f64>() / dev.len().max(1) as f64;
+            pool.push(dev.iter().map(|d| ((1.0 + d) / (1.0 + body_mean)) as f32).collect());
             hold.push(h);
-            noise.push(Noise { detours: parts_n - kept_n, parts: parts_n, spread, shrink, hold: h });
+            let spread = if mid > 0.0 { sigma / mid } else { 0.0 };
+            noise.push(Noise { detours: parts_n - kept_n, parts: parts_n, spread, capped, hold: h });
         }
         let mut seen = vec![0u32; laws];
         let nth = law_of
@@ -387,11 +485,11 @@ mod tests {
     }
 
     #[test]
-    fn a_body_wider_than_a_quieter_runs_is_shrunk_to_it() {
+    fn a_body_wider_than_a_quieter_runs_is_brought_to_its_quantiles() {
         // The same program spread (±2 %) at 2 ranks; ±10 % at 8 ranks.
         let b = Blocks::new(vec![noisy(2, 200, 2.0, 10), noisy(8, 200, 10.0, 20)], &[0; 200], 1);
         let n = b.noise[0];
-        assert!((n.shrink - 0.2).abs() < 0.05, "{n:?}");
+        assert!(n.capped > n.parts / 2, "{n:?}");
         // The spread across ranks at a call (what makes ranks wait for
         // each other), averaged over the calls.
         let spread = |b: &Blocks| {
@@ -405,7 +503,7 @@ mod tests {
         assert!(spread(&b) < 0.02, "{}", spread(&b));
         // Runs of one spread keep it.
         let same = Blocks::new(vec![noisy(2, 200, 10.0, 10), noisy(8, 200, 10.0, 20)], &[0; 200], 1);
-        assert_eq!(same.noise[0].shrink, 1.0);
+        assert!(same.noise[0].capped < same.noise[0].parts / 10, "{:?}", same.noise[0]);
         assert!(spread(&same) > 0.04, "{}", spread(&same));
     }
 

@@ -207,3 +207,205 @@ fn line(xs: &[f64], ys: &[f64]) -> Option<(f64, f64)> {
     let s = sxy / sxx;
     Some((s, my - s * mx))
 }
+
+/// A compute law's sample: rank count, mean block (seconds) and that
+/// mean's noise (seconds, one standard deviation).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noisy {
+    /// Rank count.
+    pub n: u32,
+    /// Mean block, seconds.
+    pub y: f64,
+    /// Its noise, seconds: the spread of the traced ranks' own means in
+    /// the run (rank-to-rank effects of the machine, which move a run's
+    /// mean as much), and the standard error of the blocks' mean.
+    pub sigma: f64,
+}
+
+/// One candidate form of a compute law.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `c`.
+    Constant,
+    /// `a / X`.
+    Inverse,
+    /// `a / X + c`.
+    InverseOffset,
+    /// `a·X^−b`, 0 < b ≤ 1.
+    Power,
+    /// `a·X^−b + c`, 0 < b ≤ 1.
+    PowerOffset,
+}
+
+impl Form {
+    /// Free parameters, the variable's choice counted when it is a side
+    /// of the grid (a discrete choice fitted to the data).
+    fn params(self, var: Var) -> f64 {
+        let k = match self {
+            Form::Constant => 1.0,
+            Form::Inverse => 1.0,
+            Form::InverseOffset | Form::Power => 2.0,
+            Form::PowerOffset => 3.0,
+        };
+        if self != Form::Constant && var != Var::Ranks {
+            k + 1.0
+        } else {
+            k
+        }
+    }
+}
+
+/// `pts`' χ² under `law`.
+fn chi2(pts: &[Noisy], law: &Law) -> f64 {
+    pts.iter().map(|p| ((law.eval(p.n) - p.y) / p.sigma).powi(2)).sum()
+}
+
+/// Weighted least squares of `y ≈ a·x + c` (`offset`) or `y ≈ a·x`, with
+/// weights 1/σ²; `None` when degenerate.
+fn wls(pts: &[Noisy], x: impl Fn(u32) -> f64, offset: bool) -> Option<(f64, f64)> {
+    let w = |p: &Noisy| 1.0 / (p.sigma * p.sigma);
+    let (sw, sx, sy) = pts.iter().fold((0.0, 0.0, 0.0), |(a, b, c), p| (a + w(p), b + w(p) * x(p.n), c + w(p) * p.y));
+    let (sxx, sxy) = pts.iter().fold((0.0, 0.0), |(a, b), p| (a + w(p) * x(p.n).powi(2), b + w(p) * x(p.n) * p.y));
+    if !offset {
+        return (sxx > 0.0).then(|| (sxy / sxx, 0.0));
+    }
+    let det = sw * sxx - sx * sx;
+    if det.abs() <= f64::EPSILON * sw * sxx {
+        return None;
+    }
+    Some(((sw * sxy - sx * sy) / det, (sxx * sy - sx * sxy) / det))
+}
+
+/// The best law of `form` on `var` for `pts` (least χ²), among laws that
+/// do not grow with N (a > 0, c ≥ 0); `None` when none is.
+fn fit_form(pts: &[Noisy], form: Form, var: Var) -> Option<Law> {
+    let make = |a: f64, b: f64, c: f64| Law { a, b, c, var, rel_rms: 0.0 };
+    let ok = |l: &Law| l.a > 0.0 && l.c >= 0.0 && l.a.is_finite() && l.c.is_finite();
+    match form {
+        Form::Constant => wls(pts, |_| 1.0, false).map(|(c, _)| Law::constant(c)),
+        Form::Inverse | Form::InverseOffset => {
+            let (a, c) = wls(pts, |n| 1.0 / var.at(n), form == Form::InverseOffset)?;
+            Some(make(a, 1.0, c)).filter(ok)
+        }
+        Form::Power | Form::PowerOffset => (1..=100)
+            .filter_map(|step| {
+                let b = step as f64 * 0.01;
+                let (a, c) = wls(pts, |n| var.at(n).powf(-b), form == Form::PowerOffset)?;
+                Some(make(a, b, c)).filter(ok)
+            })
+            .min_by(|x, y| chi2(pts, x).total_cmp(&chi2(pts, y))),
+    }
+}
+
+/// Fits a compute law to `pts` (one per traced rank count, σ > 0) by
+/// Akaike's criterion with the points' own noise: among a constant,
+/// `a/X`, `a/X + c`, `a·X^−b` and `a·X^−b + c` (X = N or a side of the
+/// 2-D grid; 0 < b ≤ 1; none growing with N), the law of least
+/// χ² + 2k, k its free parameters, with at least one degree of freedom
+/// left (k < the number of rank counts) except for the constant. With the
+/// noise known, χ² + 2k is the criterion itself (Burnham & Anderson,
+/// "Model Selection and Multimodel Inference", §2.2): differences within
+/// the noise do not buy a parameter.
+pub fn fit_noisy(pts: &[Noisy]) -> Law {
+    let counts = distinct(&pts.iter().map(|p| (p.n, p.y)).collect::<Vec<_>>()) as f64;
+    let forms = [Form::Constant, Form::Inverse, Form::InverseOffset, Form::Power, Form::PowerOffset];
+    let mut best: Option<(f64, Law)> = None;
+    for form in forms {
+        for var in [Var::Ranks, Var::Dim0, Var::Dim1] {
+            if form == Form::Constant && var != Var::Ranks {
+                continue;
+            }
+            let k = form.params(var);
+            if form != Form::Constant && k >= counts {
+                continue;
+            }
+            let Some(law) = fit_form(pts, form, var) else { continue };
+            let score = chi2(pts, &law) + 2.0 * k;
+            if best.as_ref().is_none_or(|(s, _)| score < *s) {
+                best = Some((score, law));
+            }
+        }
+    }
+    let law = best.map_or(Law::constant(0.0), |(_, l)| l);
+    law.with_residual(&pts.iter().map(|p| (p.n, p.y)).collect::<Vec<_>>())
+}
+
+/// Bootstrap replicates behind [`interval`].
+const REPLICATES: u64 = 200;
+
+/// The 95 % interval of the law [`fit_noisy`] gives `pts`, at `n` ranks,
+/// as factors of its value there (lower ≤ 1 ≤ upper): a parametric
+/// bootstrap (each point redrawn about the fitted law with its noise,
+/// widened by √(χ²/dof) when the law misses the points by more than
+/// their noise), the law chosen again on every replicate, so that the
+/// choice's own uncertainty is in the interval. Seeded: the same points
+/// give the same interval.
+pub fn interval(pts: &[Noisy], n: u32) -> (f64, f64) {
+    let law = fit_noisy(pts);
+    let at = law.eval(n);
+    if at <= 0.0 || pts.is_empty() {
+        return (1.0, 1.0);
+    }
+    let dof = (pts.len() as f64 - 1.0).max(1.0);
+    let widen = (chi2(pts, &law) / dof).sqrt().max(1.0);
+    let mut values: Vec<f64> = (0..REPLICATES)
+        .map(|k| {
+            let drawn: Vec<Noisy> = pts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Noisy { y: (law.eval(p.n) + widen * p.sigma * normal(k, i as u64)).max(0.0), ..*p })
+                .collect();
+            fit_noisy(&drawn).eval(n) / at
+        })
+        .collect();
+    values.sort_unstable_by(f64::total_cmp);
+    let q = |f: f64| values[((values.len() - 1) as f64 * f).round() as usize];
+    (q(0.025).min(1.0), q(0.975).max(1.0))
+}
+
+/// A standard normal draw for replicate `k`, point `i` (Box–Muller over
+/// two SplitMix64 outputs).
+fn normal(k: u64, i: u64) -> f64 {
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let u = |z: u64| ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let (u1, u2) = (u(mix(k << 32 ^ i << 1)), u(mix(k << 32 ^ i << 1 ^ 1)));
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+#[cfg(test)]
+mod noisy_tests {
+    use super::{fit_noisy, interval, Noisy};
+
+    fn pts(v: &[(u32, f64)], rel: f64) -> Vec<Noisy> {
+        v.iter().map(|&(n, y)| Noisy { n, y, sigma: rel * y }).collect()
+    }
+
+    #[test]
+    fn differences_within_the_noise_buy_no_parameter() {
+        // A weak-scaled block whose means fall by 1.5 % with 2 % noise.
+        let law = fit_noisy(&pts(&[(2, 52.0e-6), (4, 51.5e-6), (8, 51.2e-6)], 0.02));
+        assert_eq!(law.a, 0.0, "{law:?}");
+        // Strong scaling well beyond the noise.
+        let law = fit_noisy(&pts(&[(2, 0.5), (4, 0.25), (8, 0.125)], 0.02));
+        assert!(law.a > 0.0 && (law.b - 1.0).abs() < 1e-9, "{law:?}");
+        assert!((law.eval(1024) - 1.0 / 1024.0).abs() < 1e-3 / 1024.0, "{law:?}");
+    }
+
+    #[test]
+    fn the_interval_widens_away_from_the_data_and_holds_the_truth() {
+        let p = pts(&[(2, 0.5 * 1.01), (4, 0.25 * 0.99), (8, 0.125 * 1.005)], 0.01);
+        let (lo8, hi8) = interval(&p, 8);
+        let (lo1k, hi1k) = interval(&p, 1024);
+        assert!(hi1k - lo1k > hi8 - lo8, "{lo8} {hi8} / {lo1k} {hi1k}");
+        let law = fit_noisy(&p);
+        let truth = 1.0 / 1024.0 / law.eval(1024);
+        assert!((lo1k..=hi1k).contains(&truth), "{lo1k} {truth} {hi1k}");
+        // The same points give the same interval.
+        assert_eq!(interval(&p, 1024), (lo1k, hi1k));
+    }
+}

@@ -94,6 +94,9 @@ pub struct Predicted {
 /// A replay that fails, naming the rank count.
 pub fn predict(model: &Model, platform: &simulator::platform::Platform, n: u32, v: &VariabilityArgs) -> anyhow::Result<Predicted> {
     let started = std::time::Instant::now();
+    if let Some(w) = model.far_from_data(n) {
+        eprintln!("warning: {w}");
+    }
     let run = |variant: Variant| replay(model, platform, n, variant);
     let variants = band_variants(v.draws, v.clone_template);
     let report = run(variants[0])?;

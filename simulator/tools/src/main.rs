@@ -248,6 +248,9 @@ fn run_replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut region_names = None;
     let streams = match (&model, args.ranks, input) {
         (Some(m), Some(n), _) => {
+            if let Some(w) = m.far_from_data(n) {
+                eprintln!("warning: {w}");
+            }
             let variant = if args.clone_template { Variant::CLONE_TEMPLATE } else { Variant::PREDICTION };
             extrapolate_cmd::streams(m, n, variant)
         }

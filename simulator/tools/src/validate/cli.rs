@@ -114,7 +114,11 @@ pub struct ValidateArgs {
     pub compute_time: ComputeArg,
     /// Traced runs per case: with K > 1 the offline prediction is made of
     /// the K runs as --merge says, and the K runs replayed alone give its
-    /// band (`offline_lo_s`, `offline_hi_s`).
+    /// band (`offline_lo_s`, `offline_hi_s`). With --reference, runs per
+    /// traced count: the extrapolation takes each compute block at the
+    /// median of its runs, so noise of the machine that hits one run and
+    /// not the others is left out while the program's own, repeatable
+    /// variability stays (3 is a good choice on a busy machine).
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub traced_runs: u32,
     /// How K > 1 traced runs make the offline prediction: `runs`, the run
@@ -443,6 +447,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
             platform: args.platform.clone().context("--reference smpi needs --platform")?,
             ranks: args.ranks.clone(),
             traced_ranks: args.traced_ranks.clone(),
+            traced_runs: args.traced_runs,
             smpi_cfg: args.smpi_cfg.clone(),
             variability: args.variability.clone(),
             out,

@@ -6,7 +6,10 @@
 //!
 //! 1. the case's source is built with `smpicc` (`smpif90` for Fortran);
 //! 2. the real program is traced under `mpirun` at each traced count
-//!    (`--traced-ranks`, default 2, 4 and 8);
+//!    (`--traced-ranks`, default 2, 4 and 8), `--traced-runs` times:
+//!    the extrapolation takes each block at the median of its runs, which
+//!    leaves out the machine's noise that hits one run and keeps the
+//!    program's repeatable variability;
 //! 3. **compute bias**: SMPI times a program's compute bursts its own
 //!    way (Heinrich et al. 2017, §3), so SMPI runs at the largest traced
 //!    count with SimGrid's time-independent tracing, and each rank's
@@ -52,6 +55,9 @@ pub struct Reference {
     pub ranks: Vec<u32>,
     /// Rank counts traced for the extrapolation (two or more).
     pub traced_ranks: Vec<u32>,
+    /// Traced runs per count (one or more), merged block by block at
+    /// their median.
+    pub traced_runs: u32,
     /// SimGrid settings (`name:value`) for every `smpirun`.
     pub smpi_cfg: Vec<String>,
     /// Output directory (`reference.{md,json}`, per case its files).
@@ -150,11 +156,13 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
         let smpi_prog = build(case, &dir)?;
         let mut dirs = Vec::new();
         for &k in &traced {
-            let out = dir.join(format!("trace-np{k}"));
-            let c = Case { ranks: k, ..case.clone() };
-            let mode = Mode::Trace { lib: r.interposer.clone(), out: out.clone() };
-            launcher.run(&c, &mode, &dir.join(format!("trace-np{k}.log"))).map_err(anyhow::Error::msg)?;
-            dirs.push(out);
+            for run in 1..=r.traced_runs.max(1) {
+                let out = dir.join(format!("trace-np{k}-run{run}"));
+                let c = Case { ranks: k, ..case.clone() };
+                let mode = Mode::Trace { lib: r.interposer.clone(), out: out.clone() };
+                launcher.run(&c, &mode, &dir.join(format!("trace-np{k}-run{run}.log"))).map_err(anyhow::Error::msg)?;
+                dirs.push(out);
+            }
         }
         let smpi = Smpi { prog: &smpi_prog, args: &case.args, platform: &r.platform, speed, cfg: &r.smpi_cfg, timeout: r.timeout };
         let k = *traced.last().expect("two or more");
