@@ -172,8 +172,9 @@ pub struct Class {
     pub rule: ClassRule,
     slots: Vec<Slot>,
     /// Compute blocks of the class's ranks in the largest run, call by
-    /// call: target rank r keeps the level of member r mod their number
-    /// and draws the transient part of each block ([`blocks`]).
+    /// call: a target rank keeps the level of its member (its own rank
+    /// when the class had it, else rank r mod their number) and draws the
+    /// transient part of each block ([`blocks`]).
     blocks: blocks::Blocks,
     /// Compute-block laws per call-site region.
     pub laws: Vec<RegionLaw>,
@@ -207,8 +208,9 @@ pub struct Variant {
     pub sigma: f64,
     /// `Some(seed)`: each block's transient part drawn from its region's
     /// pool with this seed ([`blocks`]); `None`: each target rank copies
-    /// the blocks of its template member (rank r of M members: member
-    /// r mod M), so the waiting of M ranks repeats at N.
+    /// the blocks of its template member (the traced rank of that number
+    /// when the class had it, else member r mod M of the M), so the
+    /// waiting of M ranks repeats at N.
     pub draw: Option<u64>,
 }
 
@@ -647,7 +649,8 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
         .filter(|m| !m.is_empty())
         .collect();
     let law_of: Vec<usize> = slots.iter().map(|s| s.law).collect();
-    let blocks = blocks::Blocks::new(runs, &law_of, laws.len());
+    let ranks: Vec<u32> = obs.iter().filter(|o| o.0 == largest).map(|o| o.1).collect();
+    let blocks = blocks::Blocks::new(runs, &ranks, &law_of, laws.len());
     Ok(Class { rule, slots, blocks, laws })
 }
 

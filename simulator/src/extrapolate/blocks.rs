@@ -2,12 +2,14 @@
 //! largest traced run (the template members).
 //!
 //! A member's block at call i is split into three factors: the block the
-//! members share at that call (their median, which keeps a loop's warm-up
-//! iteration long for every rank), the member's own level in the call's
-//! region (the median over the region's calls of its block over the shared
-//! one: imbalance that persists, such as a larger share of the domain),
-//! and what is left, the transient part. Target rank r keeps the level of
-//! member r mod M and draws each transient part from the pool of the
+//! members share at that call (their median, freed of its chance
+//! deviation, which keeps a loop's warm-up iteration long for every
+//! rank), the member's own level in the call's region (its blocks over
+//! the shared ones, detours left out: imbalance that persists, such as a
+//! larger share of the domain), and what is left, the transient part.
+//! Target rank r keeps the level of its member (the traced rank r when
+//! the class had it, else member r mod M) and draws each transient part
+//! from the pool of the
 //! region's transient parts over all members and calls, with a hash of
 //! (seed, r, the draw's index) as the random source, so no per-rank state
 //! is kept.
@@ -64,6 +66,9 @@ pub(super) type MemberBlocks = Vec<(u64, u64)>;
 pub(super) struct Blocks {
     /// Per member, per call: (CPU, wall) ns.
     members: Vec<MemberBlocks>,
+    /// Per rank of the largest run: its member index (`u32::MAX` for a
+    /// rank of another class).
+    index_of: Vec<u32>,
     /// Per call: the members' median CPU ns.
     base: Vec<f64>,
     /// Per member, per region law: the member's level (1 for a member at
@@ -275,11 +280,7 @@ fn cap_to(dev: &mut [f64], quiet: &[Vec<f64>]) -> usize {
             quantile(q, if p >= 0.5 { (p + e).min(1.0) } else { (p - e).max(0.0) })
         };
         let d = dev[i];
-        let capped = if p >= 0.5 {
-            quiet.iter().map(bound).fold(d, f64::min)
-        } else {
-            quiet.iter().map(bound).fold(d, f64::max)
-        };
+        let capped = if p >= 0.5 { quiet.iter().map(bound).fold(d, f64::min) } else { quiet.iter().map(bound).fold(d, f64::max) };
         if capped != d {
             dev[i] = capped;
             moved += 1;
@@ -306,9 +307,9 @@ impl Blocks {
     /// Splits the class's blocks by region. `runs`: per traced rank count,
     /// smallest first, the blocks of the class's ranks (per member, per
     /// call: CPU and wall ns; all of one length); the last run's members
-    /// are the template members (at least one). `law_of[i]` is call i's
-    /// region law index below `laws`.
-    pub(super) fn new(mut runs: Vec<Vec<MemberBlocks>>, law_of: &[usize], laws: usize) -> Blocks {
+    /// are the template members (at least one), `ranks` their ranks in
+    /// that run. `law_of[i]` is call i's region law index below `laws`.
+    pub(super) fn new(mut runs: Vec<Vec<MemberBlocks>>, ranks: &[u32], law_of: &[usize], laws: usize) -> Blocks {
         let members = runs.pop().expect("the largest run's members");
         let quieter: Vec<Split> = runs.iter().filter(|m| m.len() >= 2).map(|m| split(m, law_of, laws)).collect();
         let Split { base, mut level, parts } = split(&members, law_of, laws);
@@ -367,7 +368,20 @@ impl Blocks {
                 seen[g] - 1
             })
             .collect();
-        Blocks { members, base, level, pool, hold, nth, noise }
+        let mut index_of = vec![u32::MAX; ranks.iter().max().map_or(0, |&r| r as usize + 1)];
+        for (m, &r) in ranks.iter().enumerate() {
+            index_of[r as usize] = m as u32;
+        }
+        Blocks { members, index_of, base, level, pool, hold, nth, noise }
+    }
+
+    /// The member target rank `r` takes its blocks and level from: the
+    /// member of that rank when there is one, else member r mod M.
+    fn member_of(&self, r: u32) -> usize {
+        match self.index_of.get(r as usize) {
+            Some(&m) if m != u32::MAX => m as usize,
+            _ => r as usize % self.members.len(),
+        }
     }
 
     /// The (CPU, wall) ns of target rank `r`'s block before call `i`, whose
@@ -375,7 +389,7 @@ impl Blocks {
     /// scaling: drawn with `seed`, or with `None` member r mod M's own
     /// block.
     pub(super) fn block(&self, r: u32, i: usize, g: usize, seed: Option<u64>) -> (f64, f64) {
-        let m = r as usize % self.members.len();
+        let m = self.member_of(r);
         let (cpu, wall) = self.members[m][i];
         let pool = &self.pool[g];
         let Some(seed) = seed else { return (cpu as f64, wall as f64) };
@@ -430,7 +444,7 @@ mod tests {
                 .collect()
         };
         let members = vec![member(0, 1.0), member(1, 1.0), member(2, 1.0), member(3, 1.0), member(4, 2.0)];
-        Blocks::new(vec![members], &[0; 100], 1)
+        Blocks::new(vec![members], &[], &[0; 100], 1)
     }
 
     #[test]
@@ -460,7 +474,7 @@ mod tests {
     #[test]
     fn identical_members_keep_their_blocks() {
         let m: MemberBlocks = (0..10).map(|i| (100 * (i + 1), 150 * (i + 1))).collect();
-        let b = Blocks::new(vec![vec![m.clone(), m.clone(), m.clone()]], &[0; 10], 1);
+        let b = Blocks::new(vec![vec![m.clone(), m.clone(), m.clone()]], &[], &[0; 10], 1);
         for r in 0..9 {
             for (i, &(cpu, wall)) in m.iter().enumerate() {
                 let (c, w) = b.block(r, i, 0, S);
@@ -487,7 +501,7 @@ mod tests {
     #[test]
     fn a_body_wider_than_a_quieter_runs_is_brought_to_its_quantiles() {
         // The same program spread (±2 %) at 2 ranks; ±10 % at 8 ranks.
-        let b = Blocks::new(vec![noisy(2, 200, 2.0, 10), noisy(8, 200, 10.0, 20)], &[0; 200], 1);
+        let b = Blocks::new(vec![noisy(2, 200, 2.0, 10), noisy(8, 200, 10.0, 20)], &[], &[0; 200], 1);
         let n = b.noise[0];
         assert!(n.capped > n.parts / 2, "{n:?}");
         // The spread across ranks at a call (what makes ranks wait for
@@ -502,7 +516,7 @@ mod tests {
         };
         assert!(spread(&b) < 0.02, "{}", spread(&b));
         // Runs of one spread keep it.
-        let same = Blocks::new(vec![noisy(2, 200, 10.0, 10), noisy(8, 200, 10.0, 20)], &[0; 200], 1);
+        let same = Blocks::new(vec![noisy(2, 200, 10.0, 10), noisy(8, 200, 10.0, 20)], &[], &[0; 200], 1);
         assert!(same.noise[0].capped < same.noise[0].parts / 10, "{:?}", same.noise[0]);
         assert!(spread(&same) > 0.04, "{}", spread(&same));
     }
@@ -520,9 +534,9 @@ mod tests {
                     .collect()
             })
             .collect();
-        let b = Blocks::new(vec![members], &[0; 400], 1);
+        let b = Blocks::new(vec![members], &[], &[0; 400], 1);
         assert!((4..=16).contains(&b.hold[0]), "{:?}", b.noise[0]);
-        let independent = Blocks::new(vec![noisy(8, 400, 10.0, 0)], &[0; 400], 1);
+        let independent = Blocks::new(vec![noisy(8, 400, 10.0, 0)], &[], &[0; 400], 1);
         assert_eq!(independent.hold[0], 1);
         // Consecutive blocks of a target rank repeat their transient part
         // as often as the members' did.

@@ -415,3 +415,41 @@ fn order_free_models_replay_as_the_event_order_and_wildcards_are_not() {
     assert!(!model.order_free());
     assert!(Model::build(vec![ring_sample(2, 0.1), ring_sample(4, 0.1)]).unwrap().order_free());
 }
+
+#[test]
+fn the_cloned_template_repeats_the_traced_blocks_and_the_band_holds_the_prediction() {
+    let mut big = ring_sample(8, 0.4);
+    for (r, rank) in big.ranks.iter_mut().enumerate() {
+        for (rec, _) in rank.2.iter_mut().filter(|(c, _)| c.compute_cpu_ns > 0) {
+            rec.compute_cpu_ns = (rec.compute_cpu_ns as f64 * (1.0 + r as f64 / 10.0)) as u64;
+            rec.compute_wall_ns = rec.compute_cpu_ns;
+        }
+    }
+    let traced: Vec<Vec<u64>> = big.ranks.iter().map(|r| r.2.iter().map(|(c, _)| c.compute_cpu_ns).collect()).collect();
+    let model = Model::build(vec![ring_sample(2, 0.4), ring_sample(4, 0.4), big]).unwrap();
+    let clone = |r: u32, n: u32| model.records_as(r, n, super::Variant::CLONE_TEMPLATE).map(|c| c.compute_cpu_ns).collect::<Vec<u64>>();
+    for r in 0..8 {
+        assert_eq!(clone(r, 8), traced[r as usize], "rank {r}");
+    }
+    // Rank r of a larger run copies traced rank 1 + (r mod 7)'s blocks
+    // (rank 0 is a class of its own), all scaled by one law's factor.
+    let ratio = |r: u32| {
+        let (b, t) = (clone(r, 24), &traced[1 + r as usize % 7]);
+        b.iter().zip(t).filter(|(_, t)| **t > 0).map(|(b, t)| *b as f64 / *t as f64).sum::<f64>()
+    };
+    let f = ratio(8);
+    assert!(f > 0.1 && f < 1.0, "{f}");
+    assert!((9..24).all(|r| (ratio(r) / f - 1.0).abs() < 1e-6), "{:?}", (8..24).map(ratio).collect::<Vec<_>>());
+    let v = super::band_variants(4, false);
+    assert_eq!(v[0], super::Variant::PREDICTION);
+    assert_eq!(v.len(), 6);
+    assert!(v[1..4].iter().all(|x| x.sigma == 0.0 && x.draw.is_some() && x.draw != v[0].draw));
+    assert_eq!((v[4].sigma, v[5].sigma), (-1.0, 1.0));
+    assert_eq!(
+        super::band_variants(4, true),
+        [super::Variant::CLONE_TEMPLATE, super::Variant { sigma: -1.0, draw: None }, super::Variant { sigma: 1.0, draw: None }]
+    );
+    // Draws 1.0, 1.2, 0.9; the laws' edges 0.95 and 1.1 of the first.
+    let (lo, hi) = super::band_of(&[1.0, 1.2, 0.9, 0.95, 1.1]);
+    assert!((lo - 0.85).abs() < 1e-12 && (hi - 1.3).abs() < 1e-12, "{lo} {hi}");
+}

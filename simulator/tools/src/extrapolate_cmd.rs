@@ -40,7 +40,8 @@ pub fn streams(model: &Model, n: u32, variant: Variant) -> Vec<ActionStream<'_, 
 #[derive(clap::Args, Debug, Clone)]
 pub struct VariabilityArgs {
     /// Copy each traced rank's compute blocks to the target ranks of its
-    /// class (rank r of M traced ranks: rank r mod M) instead of drawing
+    /// class (the traced rank of that number, else rank r mod M of the M)
+    /// instead of drawing
     /// each block's transient part from its region's distribution; the
     /// waiting of the traced count then repeats at every count.
     #[arg(long)]
@@ -194,10 +195,19 @@ pub struct ScalingArgs {
     /// Rank counts to predict, comma-separated (e.g. 16,256,4096).
     #[arg(long, value_name = "N,N,...", value_delimiter = ',', required = true)]
     ranks: Vec<u32>,
-    /// Draw predicted time (with its band) and parallel efficiency
-    /// against ranks to this SVG file.
+    /// Draw predicted time with its band, ideal scaling from the first
+    /// count, mean compute and communication against ranks to this SVG
+    /// file.
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
+    /// With --plot: the reference's times drawn as points, from the
+    /// `reference.json` of `simulator validate --reference smpi` (its rows
+    /// of --reference-case, or of its only case).
+    #[arg(long, value_name = "reference.json", requires = "plot")]
+    reference: Option<PathBuf>,
+    /// The case of --reference whose rows to draw.
+    #[arg(long, value_name = "NAME", requires = "reference")]
+    reference_case: Option<String>,
     /// Print one JSON object (`points`) instead of a table.
     #[arg(long)]
     json: bool,
@@ -211,20 +221,53 @@ pub struct ScalingArgs {
 
 /// One rank count of the scaling curve.
 #[derive(Debug, serde::Serialize)]
-struct Point {
-    ranks: u32,
-    makespan_s: f64,
-    /// The band: other draws of the program's variability, and the
-    /// compute laws at their intervals' edges.
-    low_s: f64,
-    high_s: f64,
+pub struct Point {
+    /// Rank count.
+    pub ranks: u32,
+    /// Predicted run time, seconds.
+    pub makespan_s: f64,
+    /// The band, seconds: other draws of the program's variability, and
+    /// the compute laws at their intervals' edges.
+    pub low_s: f64,
+    /// See `low_s`.
+    pub high_s: f64,
     /// Mean per rank, seconds.
-    compute_s: f64,
-    comm_s: f64,
-    wait_s: f64,
+    pub compute_s: f64,
+    /// See `compute_s`.
+    pub comm_s: f64,
+    /// See `compute_s`.
+    pub wait_s: f64,
     /// Strong-scaling efficiency against the first rank count:
     /// T(N0)·N0 / (T(N)·N).
-    efficiency: f64,
+    pub efficiency: f64,
+}
+
+/// The (ranks, seconds) rows of `case` (or of the only case) in a
+/// `reference.json` written by `simulator validate --reference`.
+///
+/// # Errors
+/// An unreadable file, one that is not such a report, or a case it does
+/// not hold (naming the cases it holds).
+pub fn reference_points(path: &std::path::Path, case: Option<&str>) -> anyhow::Result<Vec<(u32, f64)>> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let json: serde_json::Value = serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let rows = json["rows"].as_array().with_context(|| format!("{}: no `rows` (not a validate --reference report)", path.display()))?;
+    let mut cases: Vec<&str> = rows.iter().filter_map(|r| r["case"].as_str()).collect();
+    cases.dedup();
+    let want = match case {
+        Some(c) => c,
+        None if cases.len() == 1 => cases[0],
+        None => anyhow::bail!("{}: holds cases {cases:?}; say which with --reference-case", path.display()),
+    };
+    let pts: Vec<(u32, f64)> = rows
+        .iter()
+        .filter(|r| r["case"].as_str() == Some(want))
+        .filter_map(|r| Some((r["ranks"].as_u64()? as u32, r["smpi_s"].as_f64()?)))
+        .collect();
+    if pts.is_empty() {
+        anyhow::bail!("{}: no rows of case {want} (it holds {cases:?})", path.display());
+    }
+    Ok(pts)
 }
 
 /// Predicts every rank count of `args.ranks` from the model and reports
@@ -256,7 +299,11 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
         });
     }
     if let Some(path) = &args.plot {
-        plot(path, &points).map_err(anyhow::Error::msg)?;
+        let reference = match &args.reference {
+            Some(r) => reference_points(r, args.reference_case.as_deref())?,
+            None => Vec::new(),
+        };
+        plot(path, &points, &reference, "reference").map_err(anyhow::Error::msg)?;
     }
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -280,17 +327,35 @@ pub fn scaling(args: &ScalingArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Predicted time with its band (left axis, log-log) against ranks.
-fn plot(path: &std::path::Path, points: &[Point]) -> Result<(), String> {
+/// Predicted time with its band, ideal scaling from the first count,
+/// mean compute and communication (log-log) against ranks, and the
+/// `reference` (ranks, seconds) points labelled `name`, to the SVG file
+/// `path`.
+///
+/// # Errors
+/// A name that does not end in `.svg`, or the drawing's error, naming
+/// the file.
+pub fn plot(path: &std::path::Path, points: &[Point], reference: &[(u32, f64)], name: &str) -> Result<(), String> {
     use plotters::prelude::*;
     let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     if path.extension().is_none_or(|e| e != "svg") {
         return Err(fail(&"only SVG plots are supported (use a .svg name)"));
     }
-    let x_hi = points.iter().map(|p| p.ranks).max().unwrap_or(2).max(2) as f64 * 1.5;
-    let x_lo = points.iter().map(|p| p.ranks).min().unwrap_or(1).max(1) as f64 / 1.5;
-    let y_hi = points.iter().map(|p| p.high_s).fold(0.0, f64::max) * 1.5 + 1e-12;
-    let y_lo = points.iter().map(|p| p.low_s.min(p.comm_s).max(1e-12)).fold(f64::INFINITY, f64::min) / 1.5;
+    let xs = points.iter().map(|p| p.ranks).chain(reference.iter().map(|r| r.0));
+    let x_hi = xs.clone().max().unwrap_or(2).max(2) as f64 * 1.5;
+    let x_lo = xs.min().unwrap_or(1).max(1) as f64 / 1.5;
+    let ideal: Vec<(f64, f64)> = match points.first() {
+        Some(p0) => points.iter().map(|p| (p.ranks as f64, p0.makespan_s * p0.ranks as f64 / p.ranks as f64)).collect(),
+        None => Vec::new(),
+    };
+    let y_hi = points.iter().map(|p| p.high_s).chain(reference.iter().map(|r| r.1)).fold(0.0, f64::max) * 1.5 + 1e-12;
+    let y_lo = points
+        .iter()
+        .map(|p| p.low_s.min(p.comm_s).max(1e-12))
+        .chain(reference.iter().map(|r| r.1))
+        .chain(ideal.iter().map(|i| i.1))
+        .fold(f64::INFINITY, f64::min)
+        / 1.5;
     let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let mut chart = ChartBuilder::on(&root)
@@ -319,10 +384,28 @@ fn plot(path: &std::path::Path, points: &[Point]) -> Result<(), String> {
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         chart.draw_series(line.into_iter().map(|xy| Circle::new(xy, 3, color.filled()))).map_err(|e| fail(&e))?;
     }
-    for band in
-        [points.iter().map(|p| (p.ranks as f64, p.low_s)).collect::<Vec<_>>(), points.iter().map(|p| (p.ranks as f64, p.high_s)).collect()]
-    {
-        chart.draw_series(LineSeries::new(band, BLUE.mix(0.4).stroke_width(1))).map_err(|e| fail(&e))?;
+    let band: Vec<(f64, f64)> = points
+        .iter()
+        .map(|p| (p.ranks as f64, p.low_s))
+        .chain(points.iter().rev().map(|p| (p.ranks as f64, p.high_s)))
+        .collect();
+    chart
+        .draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.15).filled())))
+        .map_err(|e| fail(&e))?
+        .label("band (draws, law intervals)")
+        .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], BLUE.mix(0.15).filled()));
+    let grey = RGBColor(120, 120, 120);
+    chart
+        .draw_series(LineSeries::new(ideal.iter().map(|&(x, y)| (x, y.max(y_lo))), grey.stroke_width(1)))
+        .map_err(|e| fail(&e))?
+        .label("ideal scaling")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(1)));
+    if !reference.is_empty() {
+        chart
+            .draw_series(reference.iter().map(|&(n, t)| Cross::new((n as f64, t), 6, BLACK.stroke_width(2))))
+            .map_err(|e| fail(&e))?
+            .label(name.to_string())
+            .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
     }
     chart
         .configure_series_labels()

@@ -111,8 +111,8 @@ struct ReplayArgs {
     #[arg(long, value_name = "N")]
     ranks: Option<u32>,
     /// With --ranks N from traces at other counts: copy each traced rank's
-    /// compute blocks to the target ranks of its class (rank r of M traced
-    /// ranks: rank r mod M) instead of drawing each block's transient part
+    /// compute blocks to the target ranks of its class (the traced rank of that
+    /// number, else rank r mod M of the M) instead of drawing each block's transient part
     /// from its region's distribution.
     #[arg(long, requires = "ranks")]
     clone_template: bool,

@@ -25,6 +25,9 @@
 //!    program's variability, and the compute laws at their intervals'
 //!    edges), the same per-rank figures and the replays' own wall time.
 //!
+//! Each case is also drawn to `reference-<case>.svg` (prediction, band,
+//! ideal scaling, SMPI's points).
+//!
 //! The table says the error, whether SMPI's time falls inside the band
 //! (the coverage over all rows closes it), the per-rank decomposition
 //! side by side (SMPI's communication and waiting together: its
@@ -204,6 +207,7 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
                 wall_s,
             });
         }
+        plot_case(&rows, &case.name, &r.out)?;
     }
     let mut out = std::io::stdout().lock();
     let md_path = r.out.join("reference.md");
@@ -220,6 +224,30 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
     let json_path = r.out.join("reference.json");
     std::fs::write(&json_path, serde_json::to_vec_pretty(&json)?).with_context(|| json_path.display().to_string())?;
     Ok(())
+}
+
+/// Draws `case`'s rows to `reference-<case>.svg` in `out`: our
+/// prediction with its band, ideal scaling from the first count, and
+/// SMPI's times as points.
+fn plot_case(rows: &[Row], case: &str, out: &Path) -> anyhow::Result<()> {
+    let mine: Vec<&Row> = rows.iter().filter(|r| r.case == case).collect();
+    let Some(first) = mine.first() else { return Ok(()) };
+    let points: Vec<extrapolate_cmd::Point> = mine
+        .iter()
+        .map(|r| extrapolate_cmd::Point {
+            ranks: r.ranks,
+            makespan_s: r.predicted_s,
+            low_s: r.low_s,
+            high_s: r.high_s,
+            compute_s: r.compute_s,
+            comm_s: r.comm_s,
+            wait_s: r.wait_s,
+            efficiency: first.predicted_s * first.ranks as f64 / (r.predicted_s * r.ranks as f64),
+        })
+        .collect();
+    let smpi: Vec<(u32, f64)> = mine.iter().map(|r| (r.ranks, r.smpi_s)).collect();
+    let path = out.join(format!("reference-{case}.svg"));
+    extrapolate_cmd::plot(&path, &points, &smpi, "SMPI").map_err(anyhow::Error::msg)
 }
 
 /// The bias at `ranks`: the median of SMPI's per-rank compute over the
