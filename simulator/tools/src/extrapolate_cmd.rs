@@ -384,11 +384,8 @@ pub fn plot(path: &std::path::Path, points: &[Point], reference: &[(u32, f64)], 
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         chart.draw_series(line.into_iter().map(|xy| Circle::new(xy, 3, color.filled()))).map_err(|e| fail(&e))?;
     }
-    let band: Vec<(f64, f64)> = points
-        .iter()
-        .map(|p| (p.ranks as f64, p.low_s))
-        .chain(points.iter().rev().map(|p| (p.ranks as f64, p.high_s)))
-        .collect();
+    let band: Vec<(f64, f64)> =
+        points.iter().map(|p| (p.ranks as f64, p.low_s)).chain(points.iter().rev().map(|p| (p.ranks as f64, p.high_s))).collect();
     chart
         .draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.15).filled())))
         .map_err(|e| fail(&e))?

@@ -292,4 +292,5 @@ fn the_smpi_reference_sets_an_extrapolation_against_smpi() {
     assert!((f("compute_s") / f("smpi_compute_s") - 1.0).abs() < 0.01, "{row}");
     assert!(f("smpi_s") >= 40.0 * 300e-6 && f("predicted_s") >= 40.0 * 300e-6 * 0.99, "{row}");
     assert!(text.contains("SMPI inside the band"), "{text}");
+    assert!(dir.path().join("out/reference-skeleton.svg").is_file(), "the case's plot");
 }

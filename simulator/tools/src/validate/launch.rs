@@ -312,6 +312,8 @@ mod tests {
             timeout: None,
             workdir: false,
             source: None,
+            smpi_cfg: Vec::new(),
+            traced_ranks: None,
         }
     }
 
@@ -384,6 +386,8 @@ mod tests {
             timeout: Some(Duration::from_secs(60)),
             workdir: false,
             source: None,
+            smpi_cfg: Vec::new(),
+            traced_ranks: None,
         };
         let log = dir.path().join("plain-0.log");
         assert_eq!(l.run(&c, &Mode::Plain, &log), Ok(0.25));

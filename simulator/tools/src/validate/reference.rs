@@ -106,14 +106,22 @@ pub struct Row {
     pub smpi_messages: u64,
     /// See `smpi_messages`.
     pub messages: u64,
+    /// Our replay of SMPI's own time-independent trace at this count on
+    /// the same platform, seconds: the network and collective models
+    /// alone set against SMPI's, with SMPI's measured compute; `None`
+    /// when it cannot be replayed (the error is in `smpi_ti_error`).
+    pub smpi_ti_replay_s: Option<f64>,
+    /// Why SMPI's trace could not be replayed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smpi_ti_error: Option<String>,
     /// Wall time of `smpirun`, seconds.
     pub smpi_wall_s: f64,
     /// Wall time of our replays (prediction and band), seconds.
     pub wall_s: f64,
 }
 
-/// The compute bias applied to one case: SMPI's compute ÷ the traced
-/// run's, per rank at the largest traced count.
+/// The compute bias applied to one case: SMPI's compute ÷ our
+/// prediction's, per rank at the largest traced count.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct Bias {
     /// Rank count it was measured at.
@@ -140,12 +148,16 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
     if r.ranks.is_empty() || r.ranks.contains(&0) {
         bail!("--reference smpi: --ranks needs rank counts >= 1 (e.g. --ranks 64,256,1024)");
     }
-    let mut traced = r.traced_ranks.clone();
-    traced.sort_unstable();
-    traced.dedup();
-    if traced.len() < 2 || traced[0] == 0 {
-        bail!("--traced-ranks: two or more rank counts >= 1 are needed to extrapolate");
-    }
+    let counts = |given: &[u32]| -> anyhow::Result<Vec<u32>> {
+        let mut traced = given.to_vec();
+        traced.sort_unstable();
+        traced.dedup();
+        if traced.len() < 2 || traced[0] == 0 {
+            bail!("--traced-ranks: two or more rank counts >= 1 are needed to extrapolate (got {given:?})");
+        }
+        Ok(traced)
+    };
+    counts(&r.traced_ranks)?;
     let platform = Platform::load(&r.platform).with_context(|| format!("cannot load {}", r.platform.display()))?;
     let speed = platform.hosts.first().and_then(|h| h.running_speed_flops()).with_context(|| {
         format!("{}: its first host has no speed; SMPI's host speed (smpi/host-speed) is taken from it", r.platform.display())
@@ -157,6 +169,7 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
         let smpi_prog = build(case, &dir)?;
+        let traced = counts(case.traced_ranks.as_deref().unwrap_or(&r.traced_ranks)).with_context(|| format!("case {}", case.name))?;
         let mut dirs = Vec::new();
         for &k in &traced {
             for run in 1..=r.traced_runs.max(1) {
@@ -167,7 +180,8 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
                 dirs.push(out);
             }
         }
-        let smpi = Smpi { prog: &smpi_prog, args: &case.args, platform: &r.platform, speed, cfg: &r.smpi_cfg, timeout: r.timeout };
+        let cfg: Vec<String> = r.smpi_cfg.iter().chain(&case.smpi_cfg).cloned().collect();
+        let smpi = Smpi { prog: &smpi_prog, args: &case.args, platform: &r.platform, speed, cfg: &cfg, timeout: r.timeout };
         let k = *traced.last().expect("two or more");
         let at_k = smpi.run(k, &dir)?;
         let model = extrapolate_cmd::model(&dirs)?;
@@ -187,6 +201,11 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
             let messages = p2p_messages(extrapolate_cmd::streams(&model, n, r.variability.prediction()));
             let mean = |f: fn(&replay::RankReport) -> f64| mid.ranks.iter().map(f).sum::<f64>() / mid.ranks.len().max(1) as f64;
             let smpi_compute_s = emulated.compute_s.iter().sum::<f64>() / emulated.compute_s.len().max(1) as f64;
+            let on_ti = replay::TraceInput::TiList(dir.join(format!("smpi-np{n}.ti")))
+                .open(simulator::action::ComputeTime::Cpu)
+                .and_then(|streams| replay::replay(&platform, streams))
+                .map(|rep| rep.makespan_s)
+                .map_err(|e| e.to_string());
             rows.push(Row {
                 case: case.name.clone(),
                 ranks: n,
@@ -203,6 +222,8 @@ pub fn run(r: &Reference, cases: &[Case], launcher: &Launcher) -> anyhow::Result
                 wait_s: mean(|x| x.wait_s),
                 smpi_messages: emulated.messages,
                 messages,
+                smpi_ti_replay_s: on_ti.as_ref().ok().copied(),
+                smpi_ti_error: on_ti.err(),
                 smpi_wall_s: emulated.wall_s,
                 wall_s,
             });
@@ -251,9 +272,9 @@ fn plot_case(rows: &[Row], case: &str, out: &Path) -> anyhow::Result<()> {
 }
 
 /// The bias at `ranks`: the median of SMPI's per-rank compute over the
-/// traced run's, ranks with compute in both; `None` when none has.
-pub fn bias(ranks: u32, smpi: &[f64], traced: &[f64]) -> Option<Bias> {
-    let mut ratios: Vec<f64> = smpi.iter().zip(traced).filter(|(s, t)| **s > 0.0 && **t > 0.0).map(|(s, t)| s / t).collect();
+/// prediction's (`ours`), ranks with compute in both; `None` when none has.
+pub fn bias(ranks: u32, smpi: &[f64], ours: &[f64]) -> Option<Bias> {
+    let mut ratios: Vec<f64> = smpi.iter().zip(ours).filter(|(s, t)| **s > 0.0 && **t > 0.0).map(|(s, t)| s / t).collect();
     if ratios.is_empty() {
         return None;
     }
@@ -387,7 +408,10 @@ fn read_ti(list: &Path, n: u32, speed: f64) -> anyhow::Result<(Vec<f64>, u64)> {
                     let flops: f64 = w.next().and_then(|f| f.parse().ok()).with_context(bad)?;
                     *compute.get_mut(rank).with_context(bad)? += flops / speed;
                 }
-                "send" | "isend" | "sendrecv" => messages += u64::from(w.next() != Some("-333")),
+                // SMPI writes MPI_Sendrecv as `sendRecv`.
+                v if ["send", "isend", "sendrecv"].iter().any(|k| v.eq_ignore_ascii_case(k)) => {
+                    messages += u64::from(w.next() != Some("-333"))
+                }
                 _ => {}
             }
         }
@@ -395,17 +419,18 @@ fn read_ti(list: &Path, n: u32, speed: f64) -> anyhow::Result<(Vec<f64>, u64)> {
     Ok((compute, messages))
 }
 
-/// The table: one line per case and count, the biases, the coverage.
+/// The table: one line per case and count, the biases, the coverage,
+/// and why SMPI's own traces could not be replayed.
 fn table(rows: &[Row], biases: &[(String, Bias)], out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "| case | ranks | smpi_s | predicted_s | band_s | error_% | in band | compute_s smpi / ours | other_s smpi / comm+wait ours | messages smpi / ours | wall_s smpi / ours |"
+        "| case | ranks | smpi_s | predicted_s | band_s | error_% | in band | ours on SMPI's TI s | compute_s smpi / ours | other_s smpi / comm+wait ours | messages smpi / ours | wall_s smpi / ours |"
     )?;
-    writeln!(out, "|---|---:|---:|---:|---|---:|---|---|---|---|---|")?;
+    writeln!(out, "|---|---:|---:|---:|---|---:|---|---:|---|---|---|---|")?;
     for r in rows {
         writeln!(
             out,
-            "| {} | {} | {:.6} | {:.6} | {:.6}-{:.6} | {:+.2} | {} | {:.6} / {:.6} | {:.6} / {:.6} + {:.6} | {} / {}{} | {:.2} / {:.2} |",
+            "| {} | {} | {:.6} | {:.6} | {:.6}-{:.6} | {:+.2} | {} | {} | {:.6} / {:.6} | {:.6} / {:.6} + {:.6} | {} / {}{} | {:.2} / {:.2} |",
             r.case,
             r.ranks,
             r.smpi_s,
@@ -414,6 +439,7 @@ fn table(rows: &[Row], biases: &[(String, Bias)], out: &mut impl Write) -> std::
             r.high_s,
             r.error_pct,
             if r.in_band { "yes" } else { "no" },
+            r.smpi_ti_replay_s.map_or("-".to_string(), |t| format!("{t:.6}")),
             r.smpi_compute_s,
             r.compute_s,
             r.smpi_other_s,
@@ -429,9 +455,12 @@ fn table(rows: &[Row], biases: &[(String, Bias)], out: &mut impl Write) -> std::
     for (case, b) in biases {
         writeln!(
             out,
-            "\n{case}: SMPI's compute / the traced run's at {} ranks: {:.4} (ranks {:.4}-{:.4}), applied to every predicted block",
+            "\n{case}: SMPI's compute / our prediction's at {} ranks: {:.4} (ranks {:.4}-{:.4}), applied to every predicted block",
             b.ranks, b.ratio, b.min, b.max
         )?;
+    }
+    for r in rows.iter().filter(|r| r.smpi_ti_error.is_some()) {
+        writeln!(out, "\n{} at {}: SMPI's trace not replayed: {}", r.case, r.ranks, r.smpi_ti_error.as_deref().unwrap_or_default())?;
     }
     let inside = rows.iter().filter(|r| r.in_band).count();
     writeln!(out, "\nSMPI inside the band: {inside} of {} ({:.0} %)", rows.len(), 100.0 * inside as f64 / rows.len().max(1) as f64)

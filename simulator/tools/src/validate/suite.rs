@@ -16,6 +16,8 @@
 //! workdir = true                        # optional: a working directory even without inputs
 //! timeout_s = 120                       # optional: instead of --timeout-s
 //! source = "skeleton.c"                 # optional: what smpicc/smpif90 build for --reference smpi
+//! smpi_cfg = ["smpi/simulate-computation:no"]  # optional: SimGrid settings of this case's smpirun
+//! traced_ranks = [2, 4, 8, 27]          # optional: instead of --traced-ranks for --reference
 //! ```
 //!
 //! `program` without a `/` that is not a file beside the suite is looked
@@ -70,6 +72,12 @@ pub struct Case {
     /// `--reference smpi` builds with `smpicc`/`smpif90`; default: the
     /// program's file name with `.c`, `.f90` or `.f` beside the suite.
     pub source: Option<PathBuf>,
+    /// SimGrid settings (`name:value`) of this case's `smpirun` under
+    /// `--reference smpi`, after `--smpi-cfg`'s.
+    pub smpi_cfg: Vec<String>,
+    /// Rank counts traced for this case's extrapolation under
+    /// `--reference`, instead of `--traced-ranks`.
+    pub traced_ranks: Option<Vec<u32>>,
 }
 
 impl Case {
@@ -126,6 +134,9 @@ struct CaseToml {
     #[serde(default)]
     workdir: bool,
     source: Option<PathBuf>,
+    #[serde(default)]
+    smpi_cfg: Vec<String>,
+    traced_ranks: Option<Vec<u32>>,
 }
 
 /// Error reading a suite; the message names the file (and the TOML line or
@@ -200,6 +211,8 @@ fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
             timeout,
             workdir: c.workdir,
             source: c.source.map(|f| absolute(&base.join(f))),
+            smpi_cfg: c.smpi_cfg,
+            traced_ranks: c.traced_ranks,
         });
     }
     Ok(cases)
