@@ -37,6 +37,7 @@ use std::sync::Arc;
 use crate::replay::ActionStream;
 use crate::trace::actions::{region_id, RecordConverter};
 use crate::trace::record::{CallRecord, Op, Params};
+use crate::trace::symbols::Symbolizer;
 use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
 
 mod blocks;
@@ -327,8 +328,9 @@ impl Model {
         let big = samples.len() - 1;
         let template_n = counts[big];
         let mut classes = Vec::new();
+        let mut symbols = Symbolizer::new();
         for (shape, rule) in rules {
-            classes.push(build_class(&samples, &shape_of, shape, rule)?);
+            classes.push(build_class(&samples, &shape_of, shape, rule, &mut symbols)?);
         }
         classes.sort_by_key(|c| c.rule == ClassRule::Rest);
         let (header, modules, _) = &samples[big].ranks[0];
@@ -548,7 +550,13 @@ fn members_of(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize) -> Vec<
         .collect()
 }
 
-fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: ClassRule) -> Result<Class, ExtrapolateError> {
+fn build_class(
+    samples: &[Sample],
+    shape_of: &[Vec<usize>],
+    shape: usize,
+    rule: ClassRule,
+    symbols: &mut Symbolizer,
+) -> Result<Class, ExtrapolateError> {
     let obs = members_of(samples, shape_of, shape);
     let &(tk, tr) = obs.iter().find(|(k, _)| *k == samples.len() - 1).unwrap_or(obs.last().expect("a class has a rank"));
     let template = &samples[tk].ranks[tr as usize].2;
@@ -563,7 +571,12 @@ fn build_class(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize, rule: 
         let prev = if i == 0 { CallSite { module: String::new(), offset: 0 } } else { template[i - 1].1.clone() };
         let region = region_id(&prev, tsite);
         let law = *law_of.entry(region).or_insert_with(|| {
-            law_pts.push((format!("{prev}:{tsite}"), vec![Vec::new(); obs.len()], 0));
+            // Named as `trace regions` names it: `file:line` with debug
+            // information, else `module+0xoffset`.
+            let modules = &samples[tk].ranks[tr as usize].1;
+            let prev_addr = if i == 0 { 0 } else { template[i - 1].0.caller };
+            let name = format!("{}:{}", symbols.name_in(modules, prev_addr), symbols.name_in(modules, trec.caller));
+            law_pts.push((name, vec![Vec::new(); obs.len()], 0));
             law_pts.len() - 1
         });
         law_pts[law].2 += 1;

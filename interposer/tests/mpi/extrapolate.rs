@@ -20,6 +20,9 @@ fn extrapolated_runs_send_what_real_runs_send_rank_by_rank() {
         let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 16].iter().map(|&n| traced(n, prog, args).0).collect();
         let samples = dirs[..3].iter().map(|d| Sample::open(d.path()).unwrap()).collect();
         let model = Model::build(samples).unwrap_or_else(|e| panic!("{prog}: {e}"));
+        // The c-tests are built with -g: regions are named file:line.
+        let regions: Vec<&str> = model.classes.iter().flat_map(|c| c.laws.iter().map(|l| l.region.as_str())).collect();
+        assert!(regions.iter().any(|r| r.contains(&format!("{prog}.c:"))), "{prog}: {regions:?}");
         let real = simulator::replay::open_trace_dir(dirs[3].path(), ComputeTime::Cpu).unwrap();
         assert_eq!(sends(model.streams(16)), sends(real), "{prog}: sends per rank");
         // The written trace reads back as the one generated in memory.
