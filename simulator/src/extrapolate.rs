@@ -667,10 +667,16 @@ fn build_class(
     Ok(Class { rule, slots, blocks, laws })
 }
 
+/// Relative run-to-run noise of a class's mean block on a shared
+/// machine, the least noise a mean is given: a whole run's blocks move
+/// together with what else the machine runs, which the spread within
+/// one run does not show.
+const RUN_NOISE: f64 = 0.005;
+
 /// The mean block (seconds) of one region at traced count `n` (sample
-/// `k`) and its noise ([`fit::Noisy`]): the spread of the ranks' own
-/// means with two ranks or more, else the standard error of the blocks'
-/// mean; `None` without blocks there.
+/// `k`) and its noise ([`fit::Noisy`]): the standard error of the mean
+/// over the ranks' own means with two ranks or more, else over the
+/// blocks, and at least [`RUN_NOISE`]; `None` without blocks there.
 fn noisy_mean(obs: &[(usize, u32)], per_rank: &[Vec<f64>], k: usize, n: u32) -> Option<fit::Noisy> {
     let ranks: Vec<&Vec<f64>> = obs.iter().zip(per_rank).filter(|(o, b)| o.0 == k && !b.is_empty()).map(|(_, b)| b).collect();
     let count: usize = ranks.iter().map(|b| b.len()).sum();
@@ -681,12 +687,11 @@ fn noisy_mean(obs: &[(usize, u32)], per_rank: &[Vec<f64>], k: usize, n: u32) -> 
     let var = |v: &mut dyn Iterator<Item = f64>, m: f64, k: usize| v.map(|x| (x - m).powi(2)).sum::<f64>() / (k.max(2) - 1) as f64;
     let sigma = if ranks.len() >= 2 {
         let means: Vec<f64> = ranks.iter().map(|b| b.iter().sum::<f64>() / b.len() as f64).collect();
-        var(&mut means.iter().copied(), y, means.len()).sqrt()
+        (var(&mut means.iter().copied(), y, means.len()) / means.len() as f64).sqrt()
     } else {
         (var(&mut ranks[0].iter().copied(), y, count) / count as f64).sqrt()
     };
-    // A floor of one part in 10^6 keeps χ² finite for identical blocks.
-    Some(fit::Noisy { n, y: y * 1e-9, sigma: sigma.max(1e-6 * y) * 1e-9 })
+    Some(fit::Noisy { n, y: y * 1e-9, sigma: sigma.max(RUN_NOISE * y) * 1e-9 })
 }
 
 /// A size law that every rank of a class follows: one size per run.
