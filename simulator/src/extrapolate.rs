@@ -46,6 +46,7 @@ pub mod fit;
 mod records;
 pub mod rules;
 mod runs;
+mod vectors;
 
 pub use records::RankRecords;
 
@@ -162,6 +163,8 @@ struct Slot {
     peers: [Option<PeerRule>; 2],
     sizes: [Option<Law>; 2],
     members: Option<MemberRule>,
+    /// A v- or w-collective's send and receive count vectors.
+    vecs: [Option<vectors::VecRule>; 2],
     /// Index of its region's compute law in [`Class::laws`].
     law: usize,
 }
@@ -583,6 +586,7 @@ fn build_class(
         let mut peers: [Vec<PeerSeen>; 2] = [Vec::new(), Vec::new()];
         let mut sizes: [Vec<(u32, f64)>; 2] = [Vec::new(), Vec::new()];
         let mut members = Vec::new();
+        let mut vecs: [Vec<vectors::VecSeen<'_>>; 2] = [Vec::new(), Vec::new()];
         for (o, &(k, r)) in obs.iter().enumerate() {
             let n = samples[k].n();
             let (rec, site) = &samples[k].ranks[r as usize].2[i];
@@ -614,8 +618,28 @@ fn build_class(
                     sizes[j].push((n, *b as f64));
                 }
             }
+            if let Params::Vcoll { root, send, recv, .. } = &rec.params {
+                let at = cm.iter().position(|&m| m == r).unwrap_or(r as usize) as u32;
+                let is_root = *root >= 0 && *root as u32 == r;
+                let size = cm.len() as u32;
+                vecs[0].push(vectors::VecSeen { n: size, r: at, is_root, v: send });
+                vecs[1].push(vectors::VecSeen { n: size, r: at, is_root, v: recv });
+            }
         }
-        let mut slot = Slot { rec: trec.clone(), region, peers: [None, None], sizes: [None, None], members: None, law };
+        let mut slot = Slot { rec: trec.clone(), region, peers: [None, None], sizes: [None, None], members: None, vecs: [None, None], law };
+        if matches!(trec.params, Params::Vcoll { .. }) {
+            for (j, side) in ["send", "receive"].iter().enumerate() {
+                slot.vecs[j] = Some(vectors::fit_vector(&vecs[j]).ok_or_else(|| {
+                    irregular(
+                        trec,
+                        tsite,
+                        format!(
+                            "its {side} counts follow no rule the model knows (one size for all, or all but the rank's own, as a law of the communicator's size; α + β·index + γ·rank)"
+                        ),
+                    )
+                })?);
+            }
+        }
         for j in 0..2 {
             if !peers[j].is_empty() {
                 let rule = rules::fit_peer(&peers[j]).ok_or_else(|| {

@@ -28,6 +28,7 @@ impl Fields {
             Params::Coll { root, bytes, comm } | Params::Icoll { root, bytes, comm, .. } => {
                 Fields { peers: [Some(root), None], sizes: [Some(bytes), None], comm: Some(comm), ..none }
             }
+            Params::Vcoll { root, comm, .. } => Fields { peers: [Some(root), None], comm: Some(comm), ..none },
             Params::Mrecv { bytes, .. } | Params::Io { bytes, .. } => Fields { sizes: [Some(bytes), None], ..none },
             _ => none,
         }
@@ -53,6 +54,7 @@ pub(super) fn set_fields(p: &mut Params, peers: [Option<i32>; 2], sizes: [Option
             *root = p0.unwrap_or(*root);
             *bytes = s0.unwrap_or(*bytes);
         }
+        Params::Vcoll { root, .. } => *root = p0.unwrap_or(*root),
         Params::Mrecv { bytes, .. } | Params::Io { bytes, .. } => *bytes = s0.unwrap_or(*bytes),
         _ => {}
     }

@@ -77,6 +77,15 @@ impl RankRecords<'_> {
         };
         let peers = slot.peers.map(|p| p.map(|rule| rule.eval(self.rank, self.n, members)));
         set_fields(&mut rec.params, peers, self.at_n.sizes[self.next - 1]);
+        if let (Some(sr), Some(rr), Params::Vcoll { root, send, recv, .. }) = (slot.vecs[0], slot.vecs[1], &mut rec.params) {
+            let (size, at) = match comm.and_then(|c| self.comms.get(&c)) {
+                Some(m) => (m.len() as u32, m.iter().position(|&x| x == self.rank).unwrap_or(0) as u32),
+                None => (self.n, self.rank),
+            };
+            let is_root = *root >= 0 && *root as u32 == self.rank;
+            *send = sr.eval(size, at, is_root);
+            *recv = rr.eval(size, at, is_root);
+        }
         Some(slot.region)
     }
 }
