@@ -383,30 +383,36 @@ impl Model {
     }
 
     /// A warning when `n` is far beyond the traced counts: more than 16
-    /// times the largest, or when a law carrying at least 1 % of a
-    /// class's compute has a 95 % interval at `n` wider than ±10 %
-    /// ([`fit::interval`]). It names the widest such law's region.
+    /// times the largest, or where a region law's 95 % interval at `n`
+    /// ([`fit::interval`]) moves its class's compute by more than 2 %. It
+    /// names the law that moves it most.
     pub fn far_from_data(&self, n: u32) -> Option<String> {
-        let mut widest: Option<(f64, f64, &str)> = None;
+        // (share of its class's compute × the interval's larger side, lo, hi, region)
+        let mut worst: Option<(f64, f64, f64, &str)> = None;
         for class in &self.classes {
             let total: f64 = class.laws.iter().map(|l| l.law.eval(n) * l.blocks as f64).sum();
+            if total <= 0.0 {
+                continue;
+            }
             for l in &class.laws {
-                if total <= 0.0 || l.law.eval(n) * (l.blocks as f64) < 0.01 * total {
+                let share = l.law.eval(n) * l.blocks as f64 / total;
+                if share < 0.01 {
                     continue;
                 }
                 let (lo, hi) = fit::interval(&l.noisy, n);
-                if widest.is_none_or(|w| hi - lo > w.1 - w.0) {
-                    widest = Some((lo, hi, &l.region));
+                let moved = share * (hi - 1.0).max(1.0 - lo);
+                if worst.is_none_or(|w| moved > w.0) {
+                    worst = Some((moved, lo, hi, &l.region));
                 }
             }
         }
         let ratio = n as f64 / self.template_n as f64;
-        let (lo, hi, region) = widest?;
-        if ratio <= 16.0 && hi - 1.0 <= 0.1 && 1.0 - lo <= 0.1 {
+        let (moved, lo, hi, region) = worst?;
+        if ratio <= 16.0 && moved <= 0.02 {
             return None;
         }
         Some(format!(
-            "{n} ranks is {ratio:.0}x the largest traced count ({}; traced {:?}): the widest compute law's 95 % interval there is {:+.1} % .. {:+.1} % ({region}); trace a larger count to narrow it",
+            "{n} ranks is {ratio:.0}x the largest traced count ({}; traced {:?}): the compute law that moves the prediction most has a 95 % interval of {:+.1} % .. {:+.1} % there ({region}); trace a larger count to narrow it",
             self.template_n,
             self.sample_ranks,
             (lo - 1.0) * 100.0,
