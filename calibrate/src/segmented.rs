@@ -13,9 +13,9 @@
 //!   of the samples at most [`PREEMPTED_FACTOR`] times the size's median
 //!   (more is a process that lost its core, or the machine's slow state):
 //!   a program's time is a sum of message times, so the model must give
-//!   their expected value, occasional slow round trips included (64 KiB
-//!   on this VM: median 9.55 µs, mean 9.75 µs, p99 14 µs over 3000 round
-//!   trips); samples that are each already a loop's mean take the
+//!   their expected value, occasional slow round trips included (whose
+//!   p99 may be half as long again as the median); samples that are each
+//!   already a loop's mean take the
 //!   per-size median instead ([`FitOptions::lines_by_median`]);
 //! - each piece is fitted by weighted least squares with weights `1/y²`,
 //!   i.e. it minimises the squared *relative* error, so the microsecond

@@ -1,6 +1,5 @@
-//! The hot path's wall clock: the time-stamp counter (`rdtsc`, about 10 ns
-//! in this VM) where it is invariant, else `CLOCK_MONOTONIC` (vDSO, about
-//! 25 ns in this VM).
+//! The hot path's wall clock: the time-stamp counter (`rdtsc`) where it is
+//! invariant, else `CLOCK_MONOTONIC` (vDSO, slower than `rdtsc`).
 //!
 //! Timestamps are raw *ticks* (TSC cycles, or nanoseconds on the fallback)
 //! and become nanoseconds only when a record is built, with one 64×64-bit

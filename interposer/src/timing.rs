@@ -2,15 +2,15 @@
 //! CPU time, and hardware counters ([`PerfGroup`]).
 //!
 //! Thread CPU time (`CLOCK_THREAD_CPUTIME_ID`, the task clock) is a system
-//! call, about 0.6 µs in this VM, so it is read only around what may have
+//! call, far dearer than the wall clock, so it is read only around what may have
 //! lost the CPU: at the end of a compute block, and at the end of a call,
 //! of at least [`CPU_READ_MIN_BLOCK_NS`] of wall time (and after the
 //! recorder's own slow steps). In between, CPU time is taken to advance
 //! with wall time from the last reading. A preemption or a sleep shorter
 //! than that window can be missed; a scheduler time slice (milliseconds)
 //! makes its block or call long, so it ends with a real reading. Reading
-//! once per window of wall time instead (the rule before) cost a tight
-//! ping-pong about 45 ns per call, from the system calls alone.
+//! it once per window of wall time instead would put a system call into
+//! every few calls of a tight ping-pong.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -101,14 +101,12 @@ impl Timer {
     /// may have slept, such as the recorder's own slow steps). The CPU
     /// clock is read when that call was long.
     ///
-    /// When this reads the CPU clock (a system call, about 0.6 µs here),
-    /// the block starts after the reading, at a fresh wall tick: the
-    /// reading is the tracer's cost, not the application's. Were the block
-    /// to start at `wall`, a short block, whose CPU time is its wall time,
-    /// would carry the whole system call, which when the clock was read
-    /// once per [`CPU_READ_MIN_BLOCK_NS`] in a ring of 8-byte messages
-    /// (0.2 µs per call) added 0.04 µs to every block on average and 30-45 %
-    /// to the predicted time; the overhead calibration, a median, never
+    /// When this reads the CPU clock (a system call), the block starts
+    /// after the reading, at a fresh wall tick: the reading is the
+    /// tracer's cost, not the application's. Were the block to start at
+    /// `wall`, a short block, whose CPU time is its wall time, would carry
+    /// the whole system call, which in a ring of small messages is a large
+    /// share of every block; the overhead calibration, a median, never
     /// sees these occasional readings.
     #[inline]
     pub fn start(&mut self, wall: u64, call: Option<u64>) -> Stamp {

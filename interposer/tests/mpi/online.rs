@@ -164,9 +164,8 @@ fn serial_receives_take_turns_online_as_offline() {
 /// compute block is empty. The interposer's start-up (the timer overhead
 /// measurement, online mode's shadow duplicates of `MPI_COMM_WORLD`, in
 /// which an oversubscribed rank spins for its peers) is not the
-/// application's and must not be charged to it: it was 0.25 ms (trace) and
-/// 0.5-1.9 ms (online, -np 16 on 2 cores) per rank, a few percent of the
-/// issue's prediction and dependent on the oversubscription.
+/// application's and must not be charged to it: it would be a share of
+/// the prediction that depends on the oversubscription.
 #[test]
 fn first_block_excludes_the_interposers_start_up() {
     let tmp = tempfile::tempdir().unwrap();
@@ -367,9 +366,9 @@ fn jitter_trace(dir: &Path) -> PathBuf {
 }
 
 /// Online jitter against the jittered replay of the same run. Under CPU
-/// contention about one run in five disagrees by 2-3 % (online lower),
-/// a discrepancy not explained yet: the test passes when one of three
-/// runs agrees to 1 %, and prints the others.
+/// contention some runs disagree by a few percent (online lower), a
+/// discrepancy not explained yet: the test passes when one of three runs
+/// agrees to 1 %, and prints the others.
 #[test]
 fn jitter_injection_agrees_with_the_jittered_replay() {
     let tmp = tempfile::tempdir().unwrap();

@@ -9,10 +9,10 @@
 //! task that runs takes one from a rank, and a rank that loses its core
 //! waits a scheduler time slice (milliseconds) for a message that takes a
 //! microsecond: no network model predicts that, and the run measures the
-//! other work, not the program. On this 2-core VM, undisturbed runs of the
-//! default suite stall 13-26 ms of their 0.36-0.46 s under `mpirun` (the
+//! other work, not the program. Undisturbed runs stall a little (the
 //! launch itself: `mpirun` and the starting ranks share the cores);
-//! disturbed ones 90 ms to 2 s, with `wall_s` 1.5-10 times longer.
+//! disturbed ones stall many times more, and their `wall_s` is several
+//! times longer (the user guide gives the figures of a 2-core VM).
 //!
 //! The rule does not look at the run's time, only at the contention, so
 //! it keeps the measurement a median of plain runs on the machine the
