@@ -129,14 +129,20 @@ impl<'a> Env<'a> {
         self.tracks
     }
 
+    /// Index of task `i`'s track.
+    #[inline]
+    pub(crate) fn track_index(&self, i: u64) -> usize {
+        let nt = self.tracks.len() as u64;
+        (if nt.is_power_of_two() { i & (nt - 1) } else { i % nt }) as usize
+    }
+
     /// Task `i`'s track and its position in it (cycles, < period) at its
     /// time `t`, for a task reading its whole trace: `rm[g]` is `at mod
     /// period` of track `g`, and `t ≥ at` (no division when `t − at` is
     /// under a period).
     #[inline]
     pub(crate) fn position(&self, i: u64, at: u64, rm: &[u64], t: u64) -> (&'a Track, u64) {
-        let nt = self.tracks.len() as u64;
-        let g = if nt.is_power_of_two() { i & (nt - 1) } else { i % nt } as usize;
+        let g = self.track_index(i);
         let track = &self.tracks[g];
         let p = track.period();
         let mut x = self.offsets[i as usize] + rm[g] + (t - at);

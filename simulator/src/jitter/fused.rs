@@ -29,6 +29,8 @@
 //! followed by the compute, to the cycle, on any thread count (the
 //! reductions are maxima of integers).
 
+use std::cell::RefCell;
+
 use super::collective::{self, FixedLinks};
 use super::engine::{Env, PhaseStat};
 use super::par::*;
@@ -71,6 +73,43 @@ pub(crate) struct Tree<'a> {
     /// The block roots are tasks `lo..hi` (one tree level); tasks `0..lo` are the top.
     lo: u64,
     hi: u64,
+    /// Per track, the events a compute meets on average.
+    ahead: Vec<usize>,
+}
+
+/// One block's per-task values, in level order (the block's levels one after the other).
+#[derive(Default)]
+struct Scratch {
+    /// Parent's message down, cycles.
+    a: Vec<u64>,
+    /// Trace position at that message, cycles.
+    pos: Vec<u64>,
+    /// Where the search for that position starts (an event index).
+    first: Vec<u32>,
+    /// Compute end, cycles.
+    e: Vec<u64>,
+    /// Quiet span after the compute end.
+    q: Vec<Quiet>,
+    /// Message up, cycles.
+    up: Vec<u64>,
+}
+
+impl Scratch {
+    fn grow(&mut self, n: usize) {
+        if self.a.len() < n {
+            self.a.resize(n, 0);
+            self.pos.resize(n, 0);
+            self.first.resize(n, 0);
+            self.e.resize(n, 0);
+            self.q.resize(n, Quiet::default());
+            self.up.resize(n, 0);
+        }
+    }
+}
+
+thread_local! {
+    /// Each thread's block scratch.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 impl<'a> Tree<'a> {
@@ -80,7 +119,8 @@ impl<'a> Tree<'a> {
         let n = env.tasks();
         let lv = collective::levels(n, k);
         let d = (0..lv.len() - 1).find(|&d| lv[d + 1] - lv[d] >= BLOCKS).unwrap_or(lv.len() - 2);
-        Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1] }
+        let ahead = env.tracks().iter().map(|t| t.events_per(work)).collect();
+        Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1], ahead }
     }
 
     /// Runs `phases` (≥ 1) phases: each task computes from time 0, then each
@@ -103,7 +143,7 @@ impl<'a> Tree<'a> {
             *t = env.stretch(i as u64, &mut Quiet::default(), 0, work);
             compute_max = compute_max.max(*t);
         }
-        let m = self.blocks(&roots, &mut blk_up, |r, m| self.task(r, None, &start, m));
+        let m = self.blocks(&roots, &mut blk_up, |r, m| self.block(r, None, &start, m));
         compute_max = compute_max.max(m.compute);
         let mut out = Vec::with_capacity(phases as usize);
         let mut last_end = 0u64;
@@ -117,7 +157,7 @@ impl<'a> Tree<'a> {
             let fr = self.frame(release);
             let down = &blk_down;
             m = m.join(if next {
-                self.blocks(&roots, &mut blk_up, |r, m| self.task(r, Some(down[(r - self.lo) as usize]), &fr, m))
+                self.blocks(&roots, &mut blk_up, |r, m| self.block(r, Some(down[(r - self.lo) as usize]), &fr, m))
             } else {
                 self.blocks(&roots, &mut blk_up, |r, m| {
                     self.last(r, down[(r - self.lo) as usize], m);
@@ -205,56 +245,116 @@ impl<'a> Tree<'a> {
         first.min(self.n)..(first + self.k).min(self.n)
     }
 
-    /// Task `i` and its subtree: from its parent's message at `arrive`
-    /// (`None`: from time 0, without the way down) down, the compute, and
-    /// up; returns its message up (its arrival at the parent) or, for the
-    /// tree's root, its release, cycles. Updates the block's maxima `m`.
-    fn task(&self, i: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
-        let (env, links, k) = (self.env, self.links, self.k);
-        let kids = self.children(i);
-        let recv = if i > 0 && arrive.is_some() { links.get(collective::parent(i, k), i).recv } else { 0 };
-        let sends: u64 = if arrive.is_some() { kids.clone().map(|c| links.get(i, c).send).sum() } else { 0 };
-        let a = arrive.unwrap_or(0);
-        let chain = recv + sends;
-        let (track, pos) = env.position(i, fr.at, &fr.rm, a);
-        let o = track.chain_then_compute_one(pos, 0, chain, self.work);
-        // The task's clock on the way down and its cursor: sums while the chain is quiet.
-        let (fast, mut xd, mut qd) = (!o.met(), a + recv, Quiet::hint(o.kc));
-        let (exit, end, mut q) = if fast {
-            let exit = a + chain;
-            (exit, exit + o.dur, Quiet::ahead(exit + o.dur, o.ahead, o.k))
-        } else {
-            // S(a, chain), then the compute after it, through the trace.
-            let mut q = qd;
-            let exit = env.stretch(i, &mut q, a, chain);
-            let end = env.stretch(i, &mut q, exit, self.work);
-            if recv > 0 {
-                xd = env.stretch(i, &mut qd, a, recv);
-            } else {
-                xd = a;
+    /// The block below task `r`: from its parent's message at `arrive`
+    /// (`None`: every task from time 0, without the way down) down the
+    /// block, each task's compute, and up the block; returns `r`'s message
+    /// up (its arrival at the parent) or, for the tree's root, its release,
+    /// cycles. Updates the block's maxima `m`.
+    ///
+    /// The block goes level by level, each level in three passes over its
+    /// tasks: their positions (and the loads of their bucket entries),
+    /// their first events (and the loads of the events), then the
+    /// stretches. So the cache misses of a level's lookups overlap instead
+    /// of following each other.
+    fn block(&self, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
+        SCRATCH.with(|sc| self.block_in(&mut sc.borrow_mut(), r, arrive, fr, m))
+    }
+
+    fn block_in(&self, sc: &mut Scratch, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
+        let (env, links, k, work) = (self.env, self.links, self.k, self.work);
+        // The block's levels: tasks lo..hi, their slots from `base` on.
+        let mut lv = [(0u64, 0u64, 0usize); 64];
+        let (mut depth, mut total) = (0usize, 0usize);
+        let (mut lo, mut hi) = (r, r + 1);
+        while lo < self.n {
+            lv[depth] = (lo, hi, total);
+            total += (hi - lo) as usize;
+            depth += 1;
+            (lo, hi) = (k * lo + 1, (k * hi + 1).min(self.n));
+        }
+        sc.grow(total);
+        let down = arrive.is_some();
+        sc.a[0] = arrive.unwrap_or(0);
+        for d in 0..depth {
+            let (lo, hi, base) = lv[d];
+            let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
+            let next_lo = k * lo + 1;
+            let w = (hi - lo) as usize;
+            for j in 0..w {
+                let i = lo + j as u64;
+                let a = if down { sc.a[base + j] } else { 0 };
+                let (track, pos) = env.position(i, fr.at, &fr.rm, a);
+                track.prefetch_bucket(pos);
+                sc.pos[base + j] = pos;
             }
-            (exit, end, q)
-        };
-        m.exit = m.exit.max(exit);
-        m.compute = m.compute.max(end - exit);
-        let mut x = end;
-        for c in kids {
-            let down = match arrive {
-                Some(_) => {
-                    let l = links.get(i, c);
-                    xd = if fast { xd + l.send } else { env.stretch(i, &mut qd, xd, l.send) };
-                    Some(xd + l.wire)
+            for j in 0..w {
+                let i = lo + j as u64;
+                let g = env.track_index(i);
+                sc.first[base + j] = env.tracks()[g].first_from_bucket(sc.pos[base + j], self.ahead[g]) as u32;
+            }
+            for j in 0..w {
+                let i = lo + j as u64;
+                let s = base + j;
+                let a = if down { sc.a[s] } else { 0 };
+                let kids = self.children(i);
+                let recv = if i > 0 && down { links.get(collective::parent(i, k), i).recv } else { 0 };
+                let sends: u64 = if down { kids.clone().map(|c| links.get(i, c).send).sum() } else { 0 };
+                let chain = recv + sends;
+                let track = &env.tracks()[env.track_index(i)];
+                let o = track.chain_then_compute_from(sc.pos[s], sc.first[s] as usize, chain, work);
+                let (exit, end, q) = if !o.met() {
+                    // The chain fits before the next event: its times are sums.
+                    let exit = a + chain;
+                    if down {
+                        let mut xd = a + recv;
+                        for c in kids {
+                            let l = links.get(i, c);
+                            xd += l.send;
+                            sc.a[next_base + (c - next_lo) as usize] = xd + l.wire;
+                        }
+                    }
+                    (exit, exit + o.dur, Quiet::ahead(exit + o.dur, o.ahead, o.k))
+                } else {
+                    let mut q = Quiet::hint(o.kc);
+                    let mut x = a;
+                    if recv > 0 {
+                        x = env.stretch(i, &mut q, x, recv);
+                    }
+                    if down {
+                        for c in kids {
+                            let l = links.get(i, c);
+                            x = env.stretch(i, &mut q, x, l.send);
+                            sc.a[next_base + (c - next_lo) as usize] = x + l.wire;
+                        }
+                    }
+                    let end = env.stretch(i, &mut q, x, work);
+                    (x, end, q)
+                };
+                m.exit = m.exit.max(exit);
+                m.compute = m.compute.max(end - exit);
+                sc.e[s] = end;
+                sc.q[s] = q;
+            }
+        }
+        for d in (0..depth).rev() {
+            let (lo, hi, base) = lv[d];
+            let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
+            let next_lo = k * lo + 1;
+            for j in 0..(hi - lo) as usize {
+                let i = lo + j as u64;
+                let (mut x, mut q) = (sc.e[base + j], sc.q[base + j]);
+                for c in self.children(i) {
+                    x = env.stretch(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), links.get(c, i).recv);
                 }
-                None => None,
-            };
-            let up = self.task(c, down, fr, m);
-            x = env.stretch(i, &mut q, x.max(up), links.get(c, i).recv);
+                sc.up[base + j] = if i == 0 {
+                    x
+                } else {
+                    let l = links.get(i, collective::parent(i, k));
+                    env.stretch(i, &mut q, x, l.send) + l.wire
+                };
+            }
         }
-        if i == 0 {
-            return x;
-        }
-        let l = links.get(i, collective::parent(i, k));
-        env.stretch(i, &mut q, x, l.send) + l.wire
+        sc.up[0]
     }
 
     /// The last phase's way down through task `i`'s subtree from its

@@ -5,27 +5,62 @@
 
 use super::Track;
 
+/// Asks the CPU to bring `x`'s cache line in (a hint: no effect on results).
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing; `x` is a valid reference.
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 impl Track {
+    /// Starts the load of the bucket entry [`first_from_bucket`](Self::first_from_bucket)
+    /// reads for position `pos` (< period), so that a batch of lookups waits for memory once.
+    #[inline]
+    pub(crate) fn prefetch_bucket(&self, pos: u64) {
+        prefetch(&self.bucket[((pos >> self.shift) as usize).min(self.bucket.len() - 1)]);
+    }
+
+    /// The bucket index's first event for position `pos` (< period): no
+    /// event before it starts at or after `pos`. Also starts the loads of
+    /// the events near it and of those about `ahead` events later.
+    #[inline]
+    pub(crate) fn first_from_bucket(&self, pos: u64, ahead: usize) -> usize {
+        let b = self.bucket[((pos >> self.shift) as usize).min(self.bucket.len() - 1)] as usize;
+        let last = self.ev.len() - 1;
+        for j in [b, b + 4, b + ahead, b + ahead + 4] {
+            prefetch(&self.ev[j.min(last)]);
+        }
+        b
+    }
+
+    /// Events a compute of `work` cycles meets on average.
+    pub(crate) fn events_per(&self, work: u64) -> usize {
+        (work as u128 * (self.ev.len() - 1) as u128 / self.compute_per_period().max(1) as u128).min(1 << 20) as usize
+    }
+
     /// A task reading the whole trace at position `pos` (cycles, < period)
     /// does a chain of short blocks of `chain` cycles in all, then `work`
     /// (≥ 1) compute cycles. When the chain meets no event (or is empty)
     /// and the compute does not reach the trace's end, returns the
     /// compute's duration and the quiet cycles after its end (the
     /// work-conserving rule makes the end C⁻¹(C(pos) + chain + work), C the
-    /// busy cycles before a position); else [`After::MET`]. The position is
-    /// searched from event index `hint` when the events before it all start
-    /// before `pos` (O(log distance)), else through the bucket index (O(1)
-    /// expected); then O(log events met) to the end.
-    pub(crate) fn chain_then_compute_one(&self, pos: u64, hint: usize, chain: u64, work: u64) -> After {
-        let k = if hint > 0 && hint < self.ev.len() && self.ev[hint - 1].start < pos {
-            self.gallop(hint, |e| e.start < pos)
-        } else {
-            self.bucket_seek(pos)
-        };
+    /// busy cycles before a position); else [`After::MET`]. The search for
+    /// `pos` starts at event `first`, which must not lie past it
+    /// ([`first_from_bucket`](Self::first_from_bucket) gives one);
+    /// O(log distance) to `pos`, then O(log events met) to the end.
+    #[inline]
+    pub(crate) fn chain_then_compute_from(&self, pos: u64, first: usize, chain: u64, work: u64) -> After {
+        let k = self.gallop(first, |e| e.start < pos);
         self.chain_then_compute_at(pos, k, chain, work)
     }
 
-    /// [`chain_then_compute_one`](Self::chain_then_compute_one) at
+    /// [`chain_then_compute_from`](Self::chain_then_compute_from) at
     /// position `x` with `k` events starting before it.
     #[inline]
     fn chain_then_compute_at(&self, x: u64, k: usize, w: u64, work: u64) -> After {
@@ -46,7 +81,7 @@ impl Track {
     }
 }
 
-/// Outcome of [`Track::chain_then_compute_one`].
+/// Outcome of [`Track::chain_then_compute_from`].
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct After {
     /// Compute duration, cycles.
