@@ -301,7 +301,7 @@ impl<'a> Tree<'a> {
                 let sends: u64 = if down { kids.clone().map(|c| links.get(i, c).send).sum() } else { 0 };
                 let chain = recv + sends;
                 let track = &env.tracks()[env.track_index(i)];
-                let o = track.chain_then_compute_from(sc.pos[s], sc.first[s] as usize, chain, work);
+                let o = track.chain_then_compute_from(sc.pos[s], sc.first[s] as usize, chain, work, self.ahead[env.track_index(i)]);
                 let (exit, end, q) = if !o.met() {
                     // The chain fits before the next event: its times are sums.
                     let exit = a + chain;

@@ -33,10 +33,27 @@ impl Track {
     pub(crate) fn first_from_bucket(&self, pos: u64, ahead: usize) -> usize {
         let b = self.bucket[((pos >> self.shift) as usize).min(self.bucket.len() - 1)] as usize;
         let last = self.ev.len() - 1;
-        for j in [b, b + 4, b + ahead, b + ahead + 4] {
+        for j in [b, b + 4, b + ahead - ahead.min(8), b + ahead.saturating_sub(4), b + ahead, b + ahead + 4, b + ahead + 8] {
             prefetch(&self.ev[j.min(last)]);
         }
         b
+    }
+
+    /// First event index `j ≥ lo` with `cb ≥ target`, searched from `guess`
+    /// outwards: O(log distance from the guess).
+    #[inline]
+    fn first_cb_at_least(&self, lo: usize, guess: usize, target: u64) -> usize {
+        let n = self.ev.len() - 1;
+        let g = guess.clamp(lo, n);
+        if self.ev[g].cb < target {
+            return self.gallop(g, |e| e.cb < target);
+        }
+        // ev[g] qualifies: step back while the one before does too.
+        let mut j = g;
+        while j > lo && self.ev[j - 1].cb >= target {
+            j -= 1;
+        }
+        j
     }
 
     /// Events a compute of `work` cycles meets on average.
@@ -55,15 +72,16 @@ impl Track {
     /// ([`first_from_bucket`](Self::first_from_bucket) gives one);
     /// O(log distance) to `pos`, then O(log events met) to the end.
     #[inline]
-    pub(crate) fn chain_then_compute_from(&self, pos: u64, first: usize, chain: u64, work: u64) -> After {
+    pub(crate) fn chain_then_compute_from(&self, pos: u64, first: usize, chain: u64, work: u64, ahead: usize) -> After {
         let k = self.gallop(first, |e| e.start < pos);
-        self.chain_then_compute_at(pos, k, chain, work)
+        self.chain_then_compute_at(pos, k, chain, work, ahead)
     }
 
     /// [`chain_then_compute_from`](Self::chain_then_compute_from) at
-    /// position `x` with `k` events starting before it.
+    /// position `x` with `k` events starting before it; the compute's end
+    /// is searched from about `ahead` events later.
     #[inline]
-    fn chain_then_compute_at(&self, x: u64, k: usize, w: u64, work: u64) -> After {
+    fn chain_then_compute_at(&self, x: u64, k: usize, w: u64, work: u64, ahead: usize) -> After {
         let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
         let in_gap = x >= gap_start && x + w <= self.ev[k].start;
         if w > 0 && !in_gap {
@@ -71,7 +89,7 @@ impl Track {
         }
         let at = x + w;
         let target = self.compute_before(k, at) + work;
-        let k2 = self.gallop(k.saturating_sub(1), |e| e.cb < target);
+        let k2 = self.first_cb_at_least(k.saturating_sub(1), k + ahead, target);
         let end = target + self.jb(k2);
         if end > self.period {
             After { kc: k as u32, ..After::MET }
