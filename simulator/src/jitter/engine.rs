@@ -1,8 +1,11 @@
 //! The BSP jitter engine (jitSim §§3.3–3.6): `phases` compute phases of
 //! `work` cycles each, every task stretched by its own slice of a jitter
 //! trace, each phase closed by a collective. Parallel over tasks (rayon);
-//! the traces are shared read-only and a task's state is an offset, a
-//! [`Quiet`] cursor and a clock.
+//! the traces are shared read-only. A barrier or reduce-bcast over whole
+//! traces runs in fused subtree blocks (`fused`), where a task's state
+//! between phases is its offset alone; otherwise a task's state is an
+//! offset, a [`Quiet`] cursor and a clock, and each collective goes level
+//! by level over every task.
 
 use std::time::Instant;
 

@@ -303,14 +303,17 @@ impl<'a> Tree<'a> {
                 let track = &env.tracks()[env.track_index(i)];
                 let o = track.chain_then_compute_from(sc.pos[s], sc.first[s] as usize, chain, work, self.ahead[env.track_index(i)]);
                 let (exit, end, q) = if !o.met() {
-                    // The chain fits before the next event: its times are sums.
-                    let exit = a + chain;
+                    // The chain fits before the next event once it has waited
+                    // out those at its start: its times are sums. A point of it
+                    // after no work is still `a` (an empty block does not wait).
+                    let at = |done: u64| if done == 0 { a } else { a + o.wait + done };
+                    let exit = at(chain);
                     if down {
-                        let mut xd = a + recv;
+                        let mut done = recv;
                         for c in kids {
                             let l = links.get(i, c);
-                            xd += l.send;
-                            sc.a[next_base + (c - next_lo) as usize] = xd + l.wire;
+                            done += l.send;
+                            sc.a[next_base + (c - next_lo) as usize] = at(done) + l.wire;
                         }
                     }
                     (exit, exit + o.dur, Quiet::ahead(exit + o.dur, o.ahead, o.k))

@@ -331,8 +331,8 @@ fn engine_equals_separate_passes_on_random_traces() {
             collective: collectives[(r(6) % collectives.len() as u64) as usize],
             arity: 2 + (r(7) % 3) as u32,
             bytes: r(8) % 2 * 8,
-            // Free messages half the time: a barrier's way down then meets no
-            // event and its pass in trace order is kept from phase to phase.
+            // Free messages half the time: a barrier's chains are then empty
+            // and every task's compute starts right at its parent's message.
             net: Net {
                 intra: latency_model((r(9) % 20 * (r(13) % 2)) as f64 / HZ),
                 inter: latency_model((r(10) % 60 * (r(13) % 2)) as f64 / HZ),
@@ -348,7 +348,7 @@ fn engine_equals_separate_passes_on_random_traces() {
 
 /// The barrier and reduce-bcast over whole traces (fused subtree blocks,
 /// four blocks in unit tests) on trees of up to 3000 tasks, arity 2-5,
-/// free or costly messages within and across nodes, against the
+/// messages free or costly within and across nodes, against the
 /// collectives run level by level over every task.
 #[test]
 fn fused_tree_equals_separate_passes_on_larger_trees() {
@@ -358,7 +358,9 @@ fn fused_tree_equals_separate_passes_on_larger_trees() {
         let tracks: Vec<Track> = (0..1 + r(0) % 3).map(|j| Track::new("r", &random_trace(splitmix(seed, j)), HZ, None).unwrap()).collect();
         let n = 1 + r(3) % 3000;
         let offsets = random_offsets(&tracks, n, r(14), &r);
-        let free = r(13) % 3 == 0;
+        // Each kind of message free a third of the time: then a chain's
+        // points after no work stay where it started.
+        let cost = |i: u64, most: u64| if r(i) % 3 == 0 { 0.0 } else { (1 + r(i + 1) % most) as f64 / HZ };
         let cfg = Config {
             tasks: n,
             phases: 1 + (r(4) % 5) as u32,
@@ -368,12 +370,7 @@ fn fused_tree_equals_separate_passes_on_larger_trees() {
             collective: if r(6) % 2 == 0 { Collective::Barrier } else { Collective::ReduceBcast },
             arity: 2 + (r(7) % 4) as u32,
             bytes: r(8) % 2 * 8,
-            net: Net {
-                intra: latency_model(if free { 0.0 } else { (r(9) % 20) as f64 / HZ }),
-                inter: latency_model(if free { 0.0 } else { (r(10) % 60) as f64 / HZ }),
-                cores_per_node: 1 + r(11) % 4,
-                hz: HZ,
-            },
+            net: Net { intra: latency_model(cost(20, 20)), inter: latency_model(cost(22, 60)), cores_per_node: 1 + r(11) % 4, hz: HZ },
             seed: 0,
         };
         let got = run(&tracks, HZ, &cfg, &offsets, Instant::now(), &|_| {}).phases;

@@ -63,9 +63,10 @@ impl Track {
 
     /// A task reading the whole trace at position `pos` (cycles, < period)
     /// does a chain of short blocks of `chain` cycles in all, then `work`
-    /// (≥ 1) compute cycles. When the chain meets no event (or is empty)
-    /// and the compute does not reach the trace's end, returns the
-    /// compute's duration and the quiet cycles after its end (the
+    /// (≥ 1) compute cycles. When the chain meets no event once it has
+    /// waited out those at its start (or is empty) and the compute does not
+    /// reach the trace's end, returns that wait, the compute's duration and
+    /// the quiet cycles after its end (the
     /// work-conserving rule makes the end C⁻¹(C(pos) + chain + work), C the
     /// busy cycles before a position); else [`After::MET`]. The search for
     /// `pos` starts at event `first`, which must not lie past it
@@ -81,27 +82,48 @@ impl Track {
     /// position `x` with `k` events starting before it; the compute's end
     /// is searched from about `ahead` events later.
     #[inline]
-    fn chain_then_compute_at(&self, x: u64, k: usize, w: u64, work: u64, ahead: usize) -> After {
-        let gap_start = if k > 0 { self.ev[k - 1].start + (self.jb(k) - self.jb(k - 1)) } else { 0 };
-        let in_gap = x >= gap_start && x + w <= self.ev[k].start;
-        if w > 0 && !in_gap {
-            return After { kc: k as u32, ..After::MET };
+    fn chain_then_compute_at(&self, x: u64, k0: usize, w: u64, work: u64, ahead: usize) -> After {
+        let n = self.ev.len() - 1;
+        // A chain (w > 0) that starts inside an event, or where events
+        // start, first waits them out: its first block starts at the end of
+        // the last of them (jitSim Fig. 2). An empty chain does not wait.
+        let (mut k, mut x0) = (k0, x);
+        if w > 0 {
+            if k > 0 {
+                x0 = x0.max(self.event_end(k - 1));
+            }
+            while k < n && self.ev[k].start <= x0 {
+                x0 = x0.max(self.event_end(k));
+                k += 1;
+            }
+            if x0 + w > self.ev[k].start {
+                return After { kc: k0 as u32, ..After::MET };
+            }
         }
-        let at = x + w;
+        let at = x0 + w;
         let target = self.compute_before(k, at) + work;
         let k2 = self.first_cb_at_least(k.saturating_sub(1), k + ahead, target);
         let end = target + self.jb(k2);
         if end > self.period {
-            After { kc: k as u32, ..After::MET }
+            After { kc: k0 as u32, ..After::MET }
         } else {
-            After { dur: end - at, ahead: (self.ev[k2].start - end).min(u32::MAX as u64) as u32, k: k2 as u32, kc: k as u32 }
+            let ahead = (self.ev[k2].start - end).min(u32::MAX as u64) as u32;
+            After { wait: x0 - x, dur: end - at, ahead, k: k2 as u32, kc: k0 as u32 }
         }
+    }
+
+    /// End of event `j` (< events), cycles from the trace start.
+    #[inline]
+    fn event_end(&self, j: usize) -> u64 {
+        self.ev[j].start + (self.jb(j + 1) - self.jb(j))
     }
 }
 
 /// Outcome of [`Track::chain_then_compute_from`].
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct After {
+    /// Cycles the chain waits before its first block: the rest of the events at its start.
+    pub wait: u64,
     /// Compute duration, cycles.
     pub dur: u64,
     /// Cycles from the compute's end to the next event (at most `u32::MAX`).
@@ -114,7 +136,7 @@ pub(crate) struct After {
 
 impl After {
     /// The chain met an event, or the compute reached the trace's end: the task is stretched block by block.
-    pub const MET: After = After { dur: u64::MAX, ahead: 0, k: 0, kc: 0 };
+    pub const MET: After = After { wait: 0, dur: u64::MAX, ahead: 0, k: 0, kc: 0 };
 
     /// Whether this is [`After::MET`].
     #[inline]
