@@ -2,21 +2,22 @@
 //! §3.6, Fig. 6), run in fused subtree blocks.
 //!
 //! The tree's top levels run serially. Below them, each subtree is a block,
-//! and the blocks run in parallel: a depth-first walk of the block takes
-//! each task through its receive from its parent and its sends to its
-//! children (the way down of one barrier), its compute of the next phase
-//! and, once its children have answered, its receives from them and its
-//! send to its parent (the way up of the next barrier). A block thus
-//! carries one phase from the message its root gets on the way down to the
-//! message its root sends up, while its tasks' data stays in the cache, and
-//! nothing per task is kept between phases: a task's clock after its send
-//! up is never later than its parent's message down (sent after the parent
-//! received that send), so the way down starts at the message.
+//! and the blocks run in parallel. A block takes each of its tasks through
+//! its receive from its parent and its sends to its children (the way down
+//! of one barrier) and its compute of the next phase, level by level from
+//! the block's root, then through its receives from its children and its
+//! send to its parent (the way up of the next barrier), level by level
+//! back to the root. A block thus carries one phase from the message its
+//! root gets on the way down to the message its root sends up, while its
+//! tasks' values stay in the cache, and nothing per task is kept between
+//! phases: a task's clock after its send up is never later than its
+//! parent's message down (sent after the parent received that send), so
+//! the way down starts at the message. One parallel pass per phase.
 //!
 //! Per task and phase there is one position lookup: where the parent's
-//! message lands in the task's trace. When the receive and the sends that
-//! follow fit in the quiet cycles before the next detour, their times are
-//! sums; the compute's end is then one inverse lookup of the busy-time
+//! message lands in the task's trace. A start inside a detour is moved to
+//! its end; when the receive and the sends that follow then fit in the
+//! quiet cycles before the next detour, their times are sums; the compute's end is then one inverse lookup of the busy-time
 //! function C, since the rule is work-conserving (jitSim §3.4):
 //! S(S(p, a), b) = S(p, a + b), so the end is C⁻¹(C(p) + chain + work).
 //! The compute leaves a quiet span behind, and the receives on the way up
@@ -37,8 +38,8 @@ use super::par::*;
 use super::track::Quiet;
 
 /// Subtree blocks wanted below the top levels: enough to keep every
-/// thread busy, each small enough for its tasks' offsets to stay in the
-/// cache. Unit tests use few, so that their small trees have a top part.
+/// thread busy, each small enough for its tasks' scratch values to stay in
+/// the cache. Unit tests use few, so that their small trees have a top part.
 const BLOCKS: u64 = if cfg!(test) { 4 } else { 1024 };
 
 /// Where each trace stands at the phase's reference time.
@@ -118,7 +119,12 @@ impl<'a> Tree<'a> {
     pub(crate) fn new(env: Env<'a>, links: FixedLinks, k: u64, work: u64) -> Tree<'a> {
         let n = env.tasks();
         let lv = collective::levels(n, k);
-        let d = (0..lv.len() - 1).find(|&d| lv[d + 1] - lv[d] >= BLOCKS).unwrap_or(lv.len() - 2);
+        let width = |d: usize| lv[d + 1] - lv[d];
+        let mut d = (0..lv.len() - 1).find(|&d| width(d) >= BLOCKS).unwrap_or(lv.len() - 2);
+        // A wide tree overshoots: its top would receive from all the roots serially.
+        if d > 1 && width(d) > 16 * BLOCKS {
+            d -= 1;
+        }
         let ahead = env.tracks().iter().map(|t| t.events_per(work)).collect();
         Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1], ahead }
     }
