@@ -82,8 +82,14 @@ fn main() {
     for (label, rate) in [("1k", 1e3), ("10k", 1e4), ("18k", 1.8e4), ("100k", 1e5)] {
         let mut tracks = Vec::new();
         for cpu in 0..2u32 {
-            let spec =
-                SynthSpec { rate_per_s: rate, noise: 0.02, duration_s: 10.0, hz: HZ, cosched_window_cycles: Some(WINDOW), seed: 1 + cpu as u64 };
+            let spec = SynthSpec {
+                rate_per_s: rate,
+                noise: 0.02,
+                duration_s: 10.0,
+                hz: HZ,
+                cosched_window_cycles: Some(WINDOW),
+                seed: 1 + cpu as u64,
+            };
             let trace = synthetic_trace(&spec);
             if let Some(dir) = &write {
                 let dir = Path::new(dir).join(label);
@@ -106,7 +112,10 @@ fn main() {
     }
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
     let all = rayon::ThreadPoolBuilder::new().build().expect("a thread pool");
-    println!("barrier, 1 ms/phase; 1 thread: {tasks} tasks × {phases} phases; all: {} threads, 1,048,576 × 1000", all.current_num_threads());
+    println!(
+        "barrier, 1 ms/phase; 1 thread: {tasks} tasks × {phases} phases; all: {} threads, 1,048,576 × 1000",
+        all.current_num_threads()
+    );
     println!(
         "{:<24} {:>10} {:>7} {:>8} {:>12} {:>10} {:>9} {:>9} {:>16}",
         "trace", "detours/s", "noise%", "mode", "1T ns/t-ph", "slowdown%", "1M wall s", "1M CPU s", "load before"
