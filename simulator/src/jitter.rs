@@ -14,7 +14,7 @@
 //! - [`track`]: a trace prepared for stretching; [`TraceCursor`] and
 //!   [`rank_cursors`] inject the same jitter into replays (`stretch(start_cycle, work_cycles)`).
 //! - [`engine`]: the BSP engine, parallel over tasks (rayon, with the `parallel` feature);
-//!   a barrier's pass down its tree runs in trace order (`order`).
+//!   a barrier over whole traces runs in fused subtree blocks (`fused`).
 //! - [`collective`]: barrier, allreduce, bcast and gather over k-ary trees and
 //!   recursive doubling, with calibrated latencies.
 //! - [`report`]: slowdowns, Monte-Carlo bands and sweeps (the tools plot them).
@@ -26,7 +26,7 @@ use crate::jitter_trace::{trace_files_in_dir, JitterTrace, JitterTraceError};
 
 pub mod collective;
 pub mod engine;
-mod order;
+mod fused;
 mod par;
 pub mod report;
 pub mod synth;

@@ -204,11 +204,6 @@ pub(crate) fn parent(i: u64, k: u64) -> u64 {
     }
 }
 
-/// First leaf (task without children) of a `k`-ary tree over `n` tasks.
-pub(crate) fn first_leaf(n: u64, k: u64) -> u64 {
-    (n + k - 2) / k
-}
-
 /// Pre-barrier / reduce: each task receives from its children in order,
 /// then sends to its parent. Tasks from `done` on have already sent
 /// (their `ts.t` and `ts.arr` hold the result); pass `ts.n()` for none.

@@ -1,16 +1,19 @@
 //! The BSP jitter engine (jitSim §§3.3–3.6): `phases` compute phases of
 //! `work` cycles each, every task stretched by its own slice of a jitter
 //! trace, each phase closed by a collective. Parallel over tasks (rayon);
-//! the traces are shared read-only and a task's state is an offset, a
-//! [`Quiet`] cursor and a clock.
+//! the traces are shared read-only. A barrier or reduce-bcast over whole
+//! traces runs in fused subtree blocks (`fused`), where a task's state
+//! between phases is its offset alone; otherwise a task's state is an
+//! offset, a [`Quiet`] cursor and a clock, and each collective goes level
+//! by level over every task.
 
 use std::time::Instant;
 
 use super::par::*;
 
 use super::collective::{self, Collective, Net};
-use super::order::TreeOrder;
-use super::track::{After, Cur, Quiet, Track};
+use super::fused::Tree;
+use super::track::{Cur, Quiet, Track};
 use super::JitterError;
 
 /// Where in the trace each task starts (jitSim §3.3).
@@ -119,17 +122,40 @@ impl<'a> Env<'a> {
         self.tracks[k].stretch_quiet(q, self.offsets[i as usize], self.segments[k], t, work)
     }
 
-    /// Task `i`, reading its whole trace, starts a chain of short blocks of
-    /// `chain` cycles in all at its time `t`, then `work` cycles of compute:
-    /// [`Track::chain_then_compute`] for one task, its trace searched from
-    /// event index `hint` when that lies before its position (0: no hint).
+    /// Number of tasks.
+    pub(crate) fn tasks(&self) -> u64 {
+        self.offsets.len() as u64
+    }
+
+    /// The traces, task `i` reading track `i mod tracks.len()`.
+    pub(crate) fn tracks(&self) -> &'a [Track] {
+        self.tracks
+    }
+
+    /// Index of task `i`'s track.
     #[inline]
-    pub(crate) fn chain_then_compute(&self, i: u64, t: u64, chain: u64, work: u64, hint: u32) -> After {
+    pub(crate) fn track_index(&self, i: u64) -> usize {
         let nt = self.tracks.len() as u64;
-        let k = if nt.is_power_of_two() { i & (nt - 1) } else { i % nt } as usize;
-        let track = &self.tracks[k];
-        let pos = (self.offsets[i as usize] + t % track.period()) % track.period();
-        track.chain_then_compute_one(pos, hint as usize, chain, work)
+        (if nt.is_power_of_two() { i & (nt - 1) } else { i % nt }) as usize
+    }
+
+    /// Task `i`'s track and its position in it (cycles, < period) at its
+    /// time `t`, for a task reading its whole trace: `rm[g]` is `at mod
+    /// period` of track `g`, and `t ≥ at` (no division when `t − at` is
+    /// under a period).
+    #[inline]
+    pub(crate) fn position(&self, i: u64, at: u64, rm: &[u64], t: u64) -> (&'a Track, u64) {
+        let g = self.track_index(i);
+        let track = &self.tracks[g];
+        let p = track.period();
+        let mut x = self.offsets[i as usize] + rm[g] + (t - at);
+        if x >= p {
+            x -= p;
+            if x >= p {
+                x %= p;
+            }
+        }
+        (track, x)
     }
 }
 
@@ -291,7 +317,6 @@ pub fn start_offsets(tracks: &[Track], mode: Mode, n: usize, seed: u64) -> Vec<u
 
 /// The engine proper, with given start offsets (cycles, one per task).
 pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], started: Instant, on_phase: &dyn Fn(u32)) -> RunResult {
-    let n = cfg.tasks as usize;
     let work = (cfg.work_s * hz).round() as u64;
     let segments: Vec<u64> = tracks.iter().map(|t| segment(t, cfg.coverage_pct)).collect();
     let env = Env { tracks, offsets, segments: &segments };
@@ -318,52 +343,59 @@ pub(crate) fn run(tracks: &[Track], hz: f64, cfg: &Config, offsets: &[u64], star
             on_phase(p);
         }
     } else {
-        let mut cursors = vec![Quiet::default(); n];
-        let mut t = vec![0u64; n];
-        let mut arr = vec![0u64; n];
-        let compute = |t: &mut [u64], cursors: &mut [Quiet]| {
-            t.par_iter_mut()
-                .zip(cursors.par_iter_mut())
-                .enumerate()
-                .with_min_len(MIN_LEN)
-                .map(|(i, (t, h))| {
-                    let s = *t;
-                    *t = env.stretch(i as u64, h, s, work);
-                    *t - s
-                })
-                .max()
-                .unwrap_or(0)
-        };
-        // A barrier over tasks that read whole traces goes down its tree in trace order.
+        // A barrier or reduce-bcast over tasks that read whole traces runs in fused subtree blocks.
         let links = match cfg.collective {
             Collective::Barrier => Some(cfg.net.fixed(0)),
             Collective::ReduceBcast => Some(cfg.net.fixed(cfg.bytes)),
             _ => None,
         };
         let whole = tracks.iter().zip(&segments).all(|(t, &s)| s == t.period());
-        let mut order = links.filter(|_| whole && cfg.phases > 1).map(|l| TreeOrder::new(tracks, offsets, l, cfg.arity as u64));
-        let mut last_end = 0u64;
-        let mut sent = false;
-        let mut compute_max = compute(&mut t, &mut cursors);
-        for p in 0..cfg.phases {
-            // The collective may start the next phase's compute of each task
-            // as soon as that task leaves it.
-            let next_work = (p + 1 < cfg.phases).then_some(work);
-            let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, sent, env };
-            let exit = match order.as_mut() {
-                Some(o) => o.run(tracks, &mut ts, next_work),
-                None => collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, next_work),
-            };
-            sent = ts.sent;
-            phases.push(PhaseStat { consumed_cycles: exit.end - last_end, compute_max_cycles: compute_max });
-            last_end = exit.end;
-            on_phase(p);
-            compute_max = match exit.next_compute_max {
-                Some(m) => m,
-                None if next_work.is_some() => compute(&mut t, &mut cursors),
-                None => 0,
-            };
+        match links.filter(|_| whole) {
+            Some(l) => phases = Tree::new(env, l, cfg.arity as u64, work).run(cfg.phases, on_phase),
+            None => run_in_levels(cfg, env, work, &mut phases, on_phase),
         }
     }
     RunResult { work_cycles: work, hz, phases, elapsed_s: started.elapsed().as_secs_f64() }
+}
+
+/// Phases ended by `cfg.collective` (not a barrier over whole traces), each
+/// collective level by level over every task ([`collective::run`]); appends
+/// each phase's outcome to `phases`.
+fn run_in_levels(cfg: &Config, env: Env<'_>, work: u64, phases: &mut Vec<PhaseStat>, on_phase: &dyn Fn(u32)) {
+    let n = cfg.tasks as usize;
+    let mut cursors = vec![Quiet::default(); n];
+    let mut t = vec![0u64; n];
+    let mut arr = vec![0u64; n];
+    let compute = |t: &mut [u64], cursors: &mut [Quiet]| {
+        t.par_iter_mut()
+            .zip(cursors.par_iter_mut())
+            .enumerate()
+            .with_min_len(MIN_LEN)
+            .map(|(i, (t, h))| {
+                let s = *t;
+                *t = env.stretch(i as u64, h, s, work);
+                *t - s
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let mut last_end = 0u64;
+    let mut sent = false;
+    let mut compute_max = compute(&mut t, &mut cursors);
+    for p in 0..cfg.phases {
+        // The collective may start the next phase's compute of each task
+        // as soon as that task leaves it.
+        let next_work = (p + 1 < cfg.phases).then_some(work);
+        let mut ts = Tasks { t: &mut t, cursors: &mut cursors, arr: &mut arr, sent, env };
+        let exit = collective::run(cfg.collective, &mut ts, &cfg.net, cfg.arity as u64, cfg.bytes, next_work);
+        sent = ts.sent;
+        phases.push(PhaseStat { consumed_cycles: exit.end - last_end, compute_max_cycles: compute_max });
+        last_end = exit.end;
+        on_phase(p);
+        compute_max = match exit.next_compute_max {
+            Some(m) => m,
+            None if next_work.is_some() => compute(&mut t, &mut cursors),
+            None => 0,
+        };
+    }
 }

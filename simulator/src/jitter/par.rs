@@ -81,15 +81,3 @@ pub fn max_pair(it: impl ParallelIterator<Item = (u64, u64)>) -> (u64, u64) {
 pub fn max_pair(it: impl Iterator<Item = (u64, u64)>) -> (u64, u64) {
     it.fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)))
 }
-
-/// Maxima of the first two components and sum of the third, `(0, 0, 0)` when empty; exact.
-#[cfg(feature = "parallel")]
-pub fn max_max_sum(it: impl ParallelIterator<Item = (u64, u64, u64)>) -> (u64, u64, u64) {
-    it.reduce(|| (0, 0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1), a.2 + b.2))
-}
-
-/// Maxima of the first two components and sum of the third, `(0, 0, 0)` when empty.
-#[cfg(not(feature = "parallel"))]
-pub fn max_max_sum(it: impl Iterator<Item = (u64, u64, u64)>) -> (u64, u64, u64) {
-    it.fold((0, 0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1), a.2 + b.2))
-}

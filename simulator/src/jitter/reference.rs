@@ -97,6 +97,23 @@ pub(crate) fn random_trace(seed: u64) -> JitterTrace {
     JitterTrace { header: header(Some(37)), lead_cycles: lead, records, duration_cycles, dropped_events: 0 }
 }
 
+/// Start offsets of `n` tasks over `tracks` (task `i` on track `i mod
+/// tracks.len()`) as the three modes draw them, by `pick % 3`: each its own
+/// (unsync), one shared (sync), or a few shared window starts (cosched).
+fn random_offsets(tracks: &[Track], n: u64, pick: u64, r: &impl Fn(u64) -> u64) -> Vec<u64> {
+    let nt = tracks.len() as u64;
+    (0..n)
+        .map(|i| {
+            let p = tracks[(i % nt) as usize].period();
+            match pick % 3 {
+                0 => r(1000 + i) % p,
+                1 => r(999) % p,
+                _ => (r(1000 + i) % 3) * 37 % p,
+            }
+        })
+        .collect()
+}
+
 /// A segment length the engine accepts: the whole period, or more than the longest jitter burst.
 fn random_segment(track: &Track, r: u64) -> u64 {
     let p = track.period();
@@ -188,7 +205,7 @@ fn engine_equals_the_reference_walk_on_random_traces() {
         if segment <= track.longest_jitter_run() {
             continue;
         }
-        let offsets: Vec<u64> = (0..n as u64).map(|i| r(10 + i) % p).collect();
+        let offsets = random_offsets(std::slice::from_ref(&track), n as u64, r(5), &r);
         for collective in [Collective::None, Collective::Barrier] {
             let cfg = Config {
                 tasks: n as u64,
@@ -304,7 +321,7 @@ fn engine_equals_separate_passes_on_random_traces() {
         }
         // Powers of two often: recursive doubling without fold-in tasks.
         let n = if r(12) % 2 == 0 { 1 << (r(3) % 9) } else { 1 + r(3) % 300 };
-        let offsets: Vec<u64> = (0..n).map(|i| r(100 + i) % tracks[(i % tracks.len() as u64) as usize].period()).collect();
+        let offsets = random_offsets(&tracks, n, r(14), &r);
         let cfg = Config {
             tasks: n,
             phases: 1 + (r(4) % 6) as u32,
@@ -314,14 +331,46 @@ fn engine_equals_separate_passes_on_random_traces() {
             collective: collectives[(r(6) % collectives.len() as u64) as usize],
             arity: 2 + (r(7) % 3) as u32,
             bytes: r(8) % 2 * 8,
-            // Free messages half the time: a barrier's way down then meets no
-            // event and its pass in trace order is kept from phase to phase.
+            // Free messages half the time: a barrier's chains are then empty
+            // and every task's compute starts right at its parent's message.
             net: Net {
                 intra: latency_model((r(9) % 20 * (r(13) % 2)) as f64 / HZ),
                 inter: latency_model((r(10) % 60 * (r(13) % 2)) as f64 / HZ),
                 cores_per_node: 1 + r(11) % 4,
                 hz: HZ,
             },
+            seed: 0,
+        };
+        let got = run(&tracks, HZ, &cfg, &offsets, Instant::now(), &|_| {}).phases;
+        assert_eq!(got, run_in_passes(&tracks, &cfg, &offsets), "case {case}: {cfg:?}");
+    }
+}
+
+/// The barrier and reduce-bcast over whole traces (fused subtree blocks,
+/// four blocks in unit tests) on trees of up to 3000 tasks, arity 2-5,
+/// messages free or costly within and across nodes, against the
+/// collectives run level by level over every task.
+#[test]
+fn fused_tree_equals_separate_passes_on_larger_trees() {
+    for case in 0..120u64 {
+        let seed = splitmix(0xb10c, case);
+        let r = |i: u64| splitmix(seed ^ 0x3c, i);
+        let tracks: Vec<Track> = (0..1 + r(0) % 3).map(|j| Track::new("r", &random_trace(splitmix(seed, j)), HZ, None).unwrap()).collect();
+        let n = 1 + r(3) % 3000;
+        let offsets = random_offsets(&tracks, n, r(14), &r);
+        // Each kind of message free a third of the time: then a chain's
+        // points after no work stay where it started.
+        let cost = |i: u64, most: u64| if r(i) % 3 == 0 { 0.0 } else { (1 + r(i + 1) % most) as f64 / HZ };
+        let cfg = Config {
+            tasks: n,
+            phases: 1 + (r(4) % 5) as u32,
+            work_s: (1 + r(5) % 300) as f64 / HZ,
+            mode: Mode::Unsync,
+            coverage_pct: 100.0,
+            collective: if r(6) % 2 == 0 { Collective::Barrier } else { Collective::ReduceBcast },
+            arity: 2 + (r(7) % 4) as u32,
+            bytes: r(8) % 2 * 8,
+            net: Net { intra: latency_model(cost(20, 20)), inter: latency_model(cost(22, 60)), cores_per_node: 1 + r(11) % 4, hz: HZ },
             seed: 0,
         };
         let got = run(&tracks, HZ, &cfg, &offsets, Instant::now(), &|_| {}).phases;

@@ -13,7 +13,6 @@ use super::JitterError;
 
 mod chain;
 use crate::jitter_trace::JitterTrace;
-pub(crate) use chain::After;
 
 /// Events [`Track::gallop`] counts before it gallops.
 const NEAR: usize = 8;

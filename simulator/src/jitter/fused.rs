@@ -1,0 +1,385 @@
+//! A barrier or reduce-bcast over tasks that read whole traces (jitSim
+//! §3.6, Fig. 6), run in fused subtree blocks.
+//!
+//! The tree's top levels run serially. Below them, each subtree is a block,
+//! and the blocks run in parallel. A block takes each of its tasks through
+//! its receive from its parent and its sends to its children (the way down
+//! of one barrier) and its compute of the next phase, level by level from
+//! the block's root, then through its receives from its children and its
+//! send to its parent (the way up of the next barrier), level by level
+//! back to the root. A block thus carries one phase from the message its
+//! root gets on the way down to the message its root sends up, while its
+//! tasks' values stay in the cache, and nothing per task is kept between
+//! phases: a task's clock after its send up is never later than its
+//! parent's message down (sent after the parent received that send), so
+//! the way down starts at the message. One parallel pass per phase.
+//!
+//! Per task and phase there is one position lookup: where the parent's
+//! message lands in the task's trace. A start inside a detour is moved to
+//! its end; when the receive and the sends that follow then fit in the
+//! quiet cycles before the next detour, their times are sums; the compute's end is then one inverse lookup of the busy-time
+//! function C, since the rule is work-conserving (jitSim §3.4):
+//! S(S(p, a), b) = S(p, a + b), so the end is C⁻¹(C(p) + chain + work).
+//! The compute leaves a quiet span behind, and the receives on the way up
+//! that fall in it are sums too; only a block reaching past it, or a chain
+//! that meets a detour, is stretched through the trace's prefix sums
+//! ([`Env::stretch`]). Trace positions are taken relative to the phase's
+//! release, whose place in each trace is computed once per phase.
+//!
+//! The results are those of [`collective::up`] and [`collective::down`]
+//! followed by the compute, to the cycle, on any thread count (the
+//! reductions are maxima of integers).
+
+use std::cell::RefCell;
+
+use super::collective::{self, FixedLinks};
+use super::engine::{Env, PhaseStat};
+use super::par::*;
+use super::track::Quiet;
+
+/// Subtree blocks wanted below the top levels: enough to keep every
+/// thread busy, each small enough for its tasks' scratch values to stay in
+/// the cache. Unit tests use few, so that their small trees have a top part.
+const BLOCKS: u64 = if cfg!(test) { 4 } else { 1024 };
+
+/// Where each trace stands at the phase's reference time.
+struct Frame {
+    /// Reference time (the root's release), cycles; every time of the block is at or after it.
+    at: u64,
+    /// `at mod period`, per track, cycles.
+    rm: Vec<u64>,
+}
+
+/// Maxima over the tasks of a block: exit from the collective and compute part, cycles.
+#[derive(Clone, Copy, Default)]
+struct Maxima {
+    exit: u64,
+    compute: u64,
+}
+
+impl Maxima {
+    fn join(self, o: Maxima) -> Maxima {
+        Maxima { exit: self.exit.max(o.exit), compute: self.compute.max(o.compute) }
+    }
+}
+
+/// A `k`-ary barrier tree over the tasks of `env`, with message costs `links`.
+pub(crate) struct Tree<'a> {
+    env: Env<'a>,
+    links: FixedLinks,
+    k: u64,
+    n: u64,
+    /// Compute per phase, cycles.
+    work: u64,
+    /// The block roots are tasks `lo..hi` (one tree level); tasks `0..lo` are the top.
+    lo: u64,
+    hi: u64,
+    /// Per track, the events a compute meets on average.
+    ahead: Vec<usize>,
+}
+
+/// One block's per-task values, in level order (the block's levels one after the other).
+#[derive(Default)]
+struct Scratch {
+    /// Parent's message down, cycles.
+    a: Vec<u64>,
+    /// Trace position at that message, cycles.
+    pos: Vec<u64>,
+    /// Where the search for that position starts (an event index).
+    first: Vec<u32>,
+    /// Compute end, cycles.
+    e: Vec<u64>,
+    /// Quiet span after the compute end.
+    q: Vec<Quiet>,
+    /// Message up, cycles.
+    up: Vec<u64>,
+}
+
+impl Scratch {
+    fn grow(&mut self, n: usize) {
+        if self.a.len() < n {
+            self.a.resize(n, 0);
+            self.pos.resize(n, 0);
+            self.first.resize(n, 0);
+            self.e.resize(n, 0);
+            self.q.resize(n, Quiet::default());
+            self.up.resize(n, 0);
+        }
+    }
+}
+
+thread_local! {
+    /// Each thread's block scratch.
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+impl<'a> Tree<'a> {
+    /// The tree over the `offsets.len()` tasks of `env` (all reading whole
+    /// traces), arity `k` (≥ 2), `work` (≥ 1) cycles of compute per phase.
+    pub(crate) fn new(env: Env<'a>, links: FixedLinks, k: u64, work: u64) -> Tree<'a> {
+        let n = env.tasks();
+        let lv = collective::levels(n, k);
+        let width = |d: usize| lv[d + 1] - lv[d];
+        let mut d = (0..lv.len() - 1).find(|&d| width(d) >= BLOCKS).unwrap_or(lv.len() - 2);
+        // A wide tree overshoots: its top would receive from all the roots serially.
+        if d > 1 && width(d) > 16 * BLOCKS {
+            d -= 1;
+        }
+        let ahead = env.tracks().iter().map(|t| t.events_per(work)).collect();
+        Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1], ahead }
+    }
+
+    /// Runs `phases` (≥ 1) phases: each task computes from time 0, then each
+    /// phase ends with the barrier and the next compute starts at each
+    /// task's exit. `on_phase(p)` is called after phase `p`.
+    pub(crate) fn run(&self, phases: u32, on_phase: &dyn Fn(u32)) -> Vec<PhaseStat> {
+        let (lo, hi, work) = (self.lo as usize, self.hi as usize, self.work);
+        let env = self.env;
+        let roots: Vec<u64> = (self.lo..self.hi).collect();
+        // Top tasks: compute ends; messages up (to the parent) and down (from it).
+        let mut top_t = vec![0u64; lo];
+        let mut top_up = vec![0u64; lo];
+        let mut top_down = vec![0u64; lo];
+        // Block roots: their message up, and their parent's message down.
+        let mut blk_up = vec![0u64; hi - lo];
+        let mut blk_down = vec![0u64; hi - lo];
+        let start = self.frame(0);
+        let mut compute_max = 0u64;
+        for (i, t) in top_t.iter_mut().enumerate() {
+            *t = env.stretch(i as u64, &mut Quiet::default(), 0, work);
+            compute_max = compute_max.max(*t);
+        }
+        let m = self.blocks(&roots, &mut blk_up, |r, m| self.block(r, None, &start, m));
+        compute_max = compute_max.max(m.compute);
+        let mut out = Vec::with_capacity(phases as usize);
+        let mut last_end = 0u64;
+        for p in 0..phases {
+            let release = if lo == 0 { blk_up[0] } else { self.top_up(&top_t, &mut top_up, &blk_up) };
+            let next = p + 1 < phases;
+            let mut m = self.top_down(release, next, &mut top_t, &mut top_down, &mut blk_down);
+            if lo == 0 {
+                blk_down[0] = release;
+            }
+            let fr = self.frame(release);
+            let down = &blk_down;
+            m = m.join(if next {
+                self.blocks(&roots, &mut blk_up, |r, m| self.block(r, Some(down[(r - self.lo) as usize]), &fr, m))
+            } else {
+                self.blocks(&roots, &mut blk_up, |r, m| {
+                    self.last(r, down[(r - self.lo) as usize], m);
+                    0
+                })
+            });
+            out.push(PhaseStat { consumed_cycles: m.exit - last_end, compute_max_cycles: compute_max });
+            last_end = m.exit;
+            compute_max = m.compute;
+            on_phase(p);
+        }
+        out
+    }
+
+    /// Runs `f(root, maxima)` for every block root in parallel; its result goes to `up[root − lo]`.
+    fn blocks(&self, roots: &[u64], up: &mut [u64], f: impl Fn(u64, &mut Maxima) -> u64 + Sync) -> Maxima {
+        let per_block = roots.par_iter().zip(up.par_iter_mut()).map(|(&r, u)| {
+            let mut m = Maxima::default();
+            *u = f(r, &mut m);
+            (m.exit, m.compute)
+        });
+        let (exit, compute) = max_pair(per_block);
+        Maxima { exit, compute }
+    }
+
+    /// The traces' places at reference time `at`.
+    fn frame(&self, at: u64) -> Frame {
+        Frame { at, rm: self.env.tracks().iter().map(|t| at % t.period()).collect() }
+    }
+
+    /// The way up through the top tasks, from their compute ends `top_t`
+    /// and the block roots' messages `blk_up`; fills `top_up` and returns
+    /// the root's release, cycles.
+    fn top_up(&self, top_t: &[u64], top_up: &mut [u64], blk_up: &[u64]) -> u64 {
+        let (env, links, lo) = (self.env, self.links, self.lo);
+        let mut release = 0;
+        for i in (0..lo).rev() {
+            let (mut x, mut q) = (top_t[i as usize], Quiet::default());
+            for c in self.children(i) {
+                let a = if c < lo { top_up[c as usize] } else { blk_up[(c - lo) as usize] };
+                x = env.stretch(i, &mut q, x.max(a), links.get(c, i).recv);
+            }
+            if i > 0 {
+                let l = links.get(i, collective::parent(i, self.k));
+                top_up[i as usize] = env.stretch(i, &mut q, x, l.send) + l.wire;
+            } else {
+                release = x;
+            }
+        }
+        release
+    }
+
+    /// The way down through the top tasks after the root's `release`, and
+    /// with `next` their next compute (into `top_t`); fills their messages
+    /// down, `top_down` and `blk_down`.
+    fn top_down(&self, release: u64, next: bool, top_t: &mut [u64], top_down: &mut [u64], blk_down: &mut [u64]) -> Maxima {
+        let (env, links, lo) = (self.env, self.links, self.lo);
+        let mut m = Maxima::default();
+        for i in 0..lo {
+            let mut q = Quiet::default();
+            let mut x = release;
+            if i > 0 {
+                x = env.stretch(i, &mut q, top_down[i as usize], links.get(collective::parent(i, self.k), i).recv);
+            }
+            for c in self.children(i) {
+                let l = links.get(i, c);
+                x = env.stretch(i, &mut q, x, l.send);
+                let slot = if c < lo { &mut top_down[c as usize] } else { &mut blk_down[(c - lo) as usize] };
+                *slot = x + l.wire;
+            }
+            m.exit = m.exit.max(x);
+            if next {
+                let e = env.stretch(i, &mut q, x, self.work);
+                m.compute = m.compute.max(e - x);
+                top_t[i as usize] = e;
+            }
+        }
+        m
+    }
+
+    /// Children of task `i`.
+    #[inline]
+    fn children(&self, i: u64) -> std::ops::Range<u64> {
+        let first = self.k * i + 1;
+        first.min(self.n)..(first + self.k).min(self.n)
+    }
+
+    /// The block below task `r`: from its parent's message at `arrive`
+    /// (`None`: every task from time 0, without the way down) down the
+    /// block, each task's compute, and up the block; returns `r`'s message
+    /// up (its arrival at the parent) or, for the tree's root, its release,
+    /// cycles. Updates the block's maxima `m`.
+    ///
+    /// The block goes level by level, each level in three passes over its
+    /// tasks: their positions (and the loads of their bucket entries),
+    /// their first events (and the loads of the events), then the
+    /// stretches. So the cache misses of a level's lookups overlap instead
+    /// of following each other.
+    fn block(&self, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
+        SCRATCH.with(|sc| self.block_in(&mut sc.borrow_mut(), r, arrive, fr, m))
+    }
+
+    fn block_in(&self, sc: &mut Scratch, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
+        let (env, links, k, work) = (self.env, self.links, self.k, self.work);
+        // The block's levels: tasks lo..hi, their slots from `base` on.
+        let mut lv = [(0u64, 0u64, 0usize); 64];
+        let (mut depth, mut total) = (0usize, 0usize);
+        let (mut lo, mut hi) = (r, r + 1);
+        while lo < self.n {
+            lv[depth] = (lo, hi, total);
+            total += (hi - lo) as usize;
+            depth += 1;
+            (lo, hi) = (k * lo + 1, (k * hi + 1).min(self.n));
+        }
+        sc.grow(total);
+        let down = arrive.is_some();
+        sc.a[0] = arrive.unwrap_or(0);
+        for d in 0..depth {
+            let (lo, hi, base) = lv[d];
+            let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
+            let next_lo = k * lo + 1;
+            let w = (hi - lo) as usize;
+            for j in 0..w {
+                let i = lo + j as u64;
+                let a = if down { sc.a[base + j] } else { 0 };
+                let (track, pos) = env.position(i, fr.at, &fr.rm, a);
+                track.prefetch_bucket(pos);
+                sc.pos[base + j] = pos;
+            }
+            for j in 0..w {
+                let i = lo + j as u64;
+                let g = env.track_index(i);
+                sc.first[base + j] = env.tracks()[g].first_from_bucket(sc.pos[base + j], self.ahead[g]) as u32;
+            }
+            for j in 0..w {
+                let i = lo + j as u64;
+                let s = base + j;
+                let a = if down { sc.a[s] } else { 0 };
+                let kids = self.children(i);
+                let recv = if i > 0 && down { links.get(collective::parent(i, k), i).recv } else { 0 };
+                let sends: u64 = if down { kids.clone().map(|c| links.get(i, c).send).sum() } else { 0 };
+                let chain = recv + sends;
+                let track = &env.tracks()[env.track_index(i)];
+                let o = track.chain_then_compute_from(sc.pos[s], sc.first[s] as usize, chain, work, self.ahead[env.track_index(i)]);
+                let (exit, end, q) = if !o.met() {
+                    // The chain fits before the next event once it has waited
+                    // out those at its start: its times are sums. A point of it
+                    // after no work is still `a` (an empty block does not wait).
+                    let at = |done: u64| if done == 0 { a } else { a + o.wait + done };
+                    let exit = at(chain);
+                    if down {
+                        let mut done = recv;
+                        for c in kids {
+                            let l = links.get(i, c);
+                            done += l.send;
+                            sc.a[next_base + (c - next_lo) as usize] = at(done) + l.wire;
+                        }
+                    }
+                    (exit, exit + o.dur, Quiet::ahead(exit + o.dur, o.ahead, o.k))
+                } else {
+                    let mut q = Quiet::hint(o.kc);
+                    let mut x = a;
+                    if recv > 0 {
+                        x = env.stretch(i, &mut q, x, recv);
+                    }
+                    if down {
+                        for c in kids {
+                            let l = links.get(i, c);
+                            x = env.stretch(i, &mut q, x, l.send);
+                            sc.a[next_base + (c - next_lo) as usize] = x + l.wire;
+                        }
+                    }
+                    let end = env.stretch(i, &mut q, x, work);
+                    (x, end, q)
+                };
+                m.exit = m.exit.max(exit);
+                m.compute = m.compute.max(end - exit);
+                sc.e[s] = end;
+                sc.q[s] = q;
+            }
+        }
+        for d in (0..depth).rev() {
+            let (lo, hi, base) = lv[d];
+            let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
+            let next_lo = k * lo + 1;
+            for j in 0..(hi - lo) as usize {
+                let i = lo + j as u64;
+                let (mut x, mut q) = (sc.e[base + j], sc.q[base + j]);
+                for c in self.children(i) {
+                    x = env.stretch(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), links.get(c, i).recv);
+                }
+                sc.up[base + j] = if i == 0 {
+                    x
+                } else {
+                    let l = links.get(i, collective::parent(i, k));
+                    env.stretch(i, &mut q, x, l.send) + l.wire
+                };
+            }
+        }
+        sc.up[0]
+    }
+
+    /// The last phase's way down through task `i`'s subtree from its
+    /// parent's message at `arrive`, block by block; updates the exit maximum.
+    fn last(&self, i: u64, arrive: u64, m: &mut Maxima) {
+        let (env, links) = (self.env, self.links);
+        let mut q = Quiet::default();
+        let mut x = arrive;
+        if i > 0 {
+            x = env.stretch(i, &mut q, x, links.get(collective::parent(i, self.k), i).recv);
+        }
+        for c in self.children(i) {
+            let l = links.get(i, c);
+            x = env.stretch(i, &mut q, x, l.send);
+            self.last(c, x + l.wire, m);
+        }
+        m.exit = m.exit.max(x);
+    }
+}
