@@ -76,6 +76,8 @@ pub(super) struct Solver {
     fixed_at: Vec<u64>,
     /// Stamp of the last component search that reached the flow.
     seen: Vec<u64>,
+    /// Stamp of the last bottleneck check of the flow outside a set.
+    checked: Vec<u64>,
 
     // Per directed link of the network: its slot (`NONE`: no flow).
     slot_of: Vec<u32>,
@@ -99,15 +101,21 @@ pub(super) struct Solver {
     /// The flows tried by [`Solver::solve_local`] and the links they cross.
     sub_flows: Vec<u32>,
     sub_links: Vec<u32>,
-    /// Per slot: the link's use (Σ weight × rate over its flows, bytes/s)
-    /// and its fastest rate over flows of positive weight (0: none), as
-    /// of the last [`Solver::solve`].
-    usage: Vec<(f64, f64)>,
+    /// Per slot, as of the last [`Solver::solve`]: when the link is
+    /// saturated (its use, Σ weight × rate over its flows, within
+    /// `local::SATURATED` of its capacity), the rate from which a flow of
+    /// positive weight counts as the fastest there (within `local::NEAR`
+    /// of the fastest, 0 when none has a positive weight), bytes/s; NaN
+    /// when it is not saturated.
+    fastest: Vec<f64>,
     /// Fillings of a growing set before the whole components are filled.
     rounds: usize,
     /// Calls of [`Solver::solve`] solved locally, and by whole components.
     #[cfg(test)]
     pub(super) solved: (u64, u64),
+    /// Calls of [`Solver::solve`] whose local set fit at its bounds.
+    #[cfg(test)]
+    pub(super) fitted: u64,
     stack: Vec<u32>,
     open: Vec<u32>,
     still: Vec<u32>,
@@ -133,6 +141,7 @@ impl Solver {
             self.rate.resize(n, 0.0);
             self.fixed_at.resize(n, 0);
             self.seen.resize(n, 0);
+            self.checked.resize(n, 0);
         }
         self.bound[i] = bound;
         self.rate[i] = 0.0;
@@ -179,7 +188,7 @@ impl Solver {
             None => {
                 self.slots.push(Slot::default());
                 self.slot_seen.push(0);
-                self.usage.push((0.0, 0.0));
+                self.fastest.push(f64::NAN);
                 (self.slots.len() - 1) as u32
             }
         };
@@ -231,14 +240,7 @@ impl Solver {
             let (links1, flows1) = self.comp_ends[k];
             let (links, flows) = (links0..links1 as usize, flows0..flows1 as usize);
             (links0, flows0) = (links1 as usize, flows1 as usize);
-            // Every link fits its flows at their bounds: each gets its bound.
-            let fits = self.comp_links[links.clone()].iter().all(|&s| {
-                let slot = &self.slots[s as usize];
-                let fit: f64 = slot.members.iter().map(|x| x.wb).sum();
-                // A NaN sum does not fit.
-                fit <= base[slot.link as usize] * (1.0 + TOL)
-            });
-            if fits {
+            if self.fits(base, &self.comp_links[links.clone()]) {
                 for &id in &self.comp_flows[flows] {
                     self.rate[id as usize] = self.bound[id as usize];
                 }
@@ -251,21 +253,36 @@ impl Solver {
             }
         }
         for k in 0..self.comp_links.len() {
-            self.take_usage(self.comp_links[k]);
+            self.take_usage(self.comp_links[k], base);
         }
     }
 
-    /// Takes again slot `s`'s use and fastest rate from its flows' rates.
-    fn take_usage(&mut self, s: u32) {
+    /// Whether every link of `links` (slots) fits all its flows at their
+    /// bounds (Σ weight × bound within [`TOL`] of its capacity in `base`,
+    /// bytes/s): a flow whose links all fit has its bound as its max-min
+    /// rate, whatever the others' rates, and needs no filling.
+    fn fits(&self, base: &[f64], links: &[u32]) -> bool {
+        links.iter().all(|&s| {
+            let slot = &self.slots[s as usize];
+            let fit: f64 = slot.members.iter().map(|x| x.wb).sum();
+            // A NaN sum does not fit.
+            fit <= base[slot.link as usize] * (1.0 + TOL)
+        })
+    }
+
+    /// Takes again slot `s`'s threshold of the fastest (`fastest`) from
+    /// its flows' rates and its capacity in `base`.
+    fn take_usage(&mut self, s: u32, base: &[f64]) {
         let (mut used, mut top) = (0.0, 0.0);
-        for x in &self.slots[s as usize].members {
+        let slot = &self.slots[s as usize];
+        for x in &slot.members {
             let r = self.rate[x.id as usize];
             used += x.w * r;
             if x.w > 0.0 && r > top {
                 top = r;
             }
         }
-        self.usage[s as usize] = (used, top);
+        self.fastest[s as usize] = local::fastest(used, top, base[slot.link as usize]);
     }
 
     /// The links and flows of the components that the touched slots
