@@ -58,6 +58,10 @@ struct Slot {
     ratio: f64,
     /// Level count at which the link was last queued in `affected`.
     queued: u64,
+    /// Solve count at which the link was last queued in `touched`.
+    touched_at: u64,
+    /// Some member left and is still in `members`.
+    stale: bool,
 }
 
 /// The flows in their bandwidth phase, per link, their max-min fair
@@ -78,6 +82,9 @@ pub(super) struct Solver {
     seen: Vec<u64>,
     /// Stamp of the last bottleneck check of the flow outside a set.
     checked: Vec<u64>,
+    /// Start order of the flow in the solver (`u64::MAX`: none); a link's
+    /// members of another start order have left.
+    seq_of: Vec<u64>,
 
     // Per directed link of the network: its slot (`NONE`: no flow).
     slot_of: Vec<u32>,
@@ -85,8 +92,10 @@ pub(super) struct Solver {
     /// Per slot: stamp of the last component search that reached it.
     slot_seen: Vec<u64>,
     free_slots: Vec<u32>,
-    /// Slots whose members changed since the last [`Solver::solve`].
+    /// Slots whose members changed since the last [`Solver::solve`], each once.
     touched: Vec<u32>,
+    /// Calls of [`Solver::solve`] that had touched slots, plus 1.
+    epoch: u64,
     /// Component searches so far.
     stamp: u64,
     /// Levels filled so far, over all calls.
@@ -125,7 +134,7 @@ pub(super) struct Solver {
 impl Solver {
     /// A solver for a network of `links` directed links.
     pub(super) fn new(links: usize) -> Solver {
-        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, ..Default::default() }
+        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, epoch: 1, ..Default::default() }
     }
 
     /// Adds flow `id` (not in the solver) in its bandwidth phase, started
@@ -142,9 +151,11 @@ impl Solver {
             self.fixed_at.resize(n, 0);
             self.seen.resize(n, 0);
             self.checked.resize(n, 0);
+            self.seq_of.resize(n, u64::MAX);
         }
         self.bound[i] = bound;
         self.rate[i] = 0.0;
+        self.seq_of[i] = seq;
         let mut mine = std::mem::take(&mut self.links[i]);
         mine.clear();
         for &(l, w) in links {
@@ -155,21 +166,32 @@ impl Solver {
             // twice keeps the flow's own order.
             let at = m.partition_point(|x| x.seq <= seq);
             m.insert(at, Member { seq, id, w, wb: w * bound });
-            self.touched.push(s);
+            self.touch(s);
         }
         self.links[i] = mine;
     }
 
     /// Removes flow `id`; the other flows of its components get their
-    /// rates at the next [`Solver::solve`].
+    /// rates at the next [`Solver::solve`], which drops it from its
+    /// links' members (once per link for all the flows that left).
     pub(super) fn remove(&mut self, id: u32) {
         let i = id as usize;
+        self.seq_of[i] = u64::MAX;
         for k in 0..self.links[i].len() {
             let s = self.links[i][k].0;
-            self.slots[s as usize].members.retain(|x| x.id != id);
-            self.touched.push(s);
+            self.slots[s as usize].stale = true;
+            self.touch(s);
         }
         self.links[i].clear();
+    }
+
+    /// Queues slot `s` in `touched` unless it is there.
+    fn touch(&mut self, s: u32) {
+        let slot = &mut self.slots[s as usize];
+        if slot.touched_at != self.epoch {
+            slot.touched_at = self.epoch;
+            self.touched.push(s);
+        }
     }
 
     /// Rate of flow `id` as of the last [`Solver::solve`], bytes/s.
@@ -208,6 +230,16 @@ impl Solver {
     pub(super) fn solve(&mut self, base: &[f64], changed: &mut Vec<u32>) {
         if self.touched.is_empty() {
             return;
+        }
+        self.epoch += 1;
+        // The flows that left leave their links' members.
+        let Solver { slots, touched, seq_of, .. } = self;
+        for &s in touched.iter() {
+            let slot = &mut slots[s as usize];
+            if slot.stale {
+                slot.members.retain(|x| seq_of[x.id as usize] == x.seq);
+                slot.stale = false;
+            }
         }
         let local = self.solve_local(base);
         #[cfg(test)]
