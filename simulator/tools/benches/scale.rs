@@ -11,8 +11,13 @@
 //!   `smpi/simulate-computation:no`, so SMPI's time is all simulation);
 //! - `ti 32`: SMPI's TI trace of the skeleton at 32 ranks, 2000 steps
 //!   (`smpirun -trace-ti`), replayed by `smpirun -replay` and by ours;
+//! - `lu 32`: the same for `c-tests/ssor_wavefront` (NPB LU's pipelined
+//!   wavefront sweeps: 400-byte messages along a 2-D grid, 5 µs of
+//!   compute per plane, 32 planes, 80 iterations; about 1M lines);
 //! - `million`: the skeleton, 10 steps, extrapolated to 1,048,576 ranks
-//!   on a 2^20-host cluster (ours only).
+//!   on a 2^20-host cluster (ours only), stopped after
+//!   `BENCH_MILLION_LIMIT_S` seconds (default 300; its row then shows
+//!   the times at the stop, marked `>`, and no makespan).
 //!
 //! ```sh
 //! cargo build --release -p interposer && make -C c-tests
@@ -36,13 +41,16 @@ use std::process::Command;
 
 #[allow(dead_code, reason = "each benchmark uses part of the shared helpers")]
 mod common;
-use common::{load, median, timed_child, trace_c_test};
+use common::{load, median, timed_child_status, trace_c_test};
 
 /// The skeleton's arguments: bytes per neighbour, steps, compute µs per step.
 const ARGS: [&str; 3] = ["16384", "100", "100"];
 const MILLION: u32 = 1 << 20;
 /// Steps of the 32-rank TI trace (about 1M lines).
 const TI_STEPS: &str = "2000";
+/// The wavefront's arguments: bytes per message, iterations, planes,
+/// compute µs per plane (about 1M lines at 32 ranks).
+const LU_ARGS: [&str; 4] = ["400", "80", "32", "5"];
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -54,6 +62,7 @@ fn main() {
     let repeat: usize = env("BENCH_REPEAT").map_or(3, |s| s.parse().expect("BENCH_REPEAT: a count"));
     let smpi = env("BENCH_SMPI").is_none_or(|v| v != "0") && have("smpicc") && have("smpirun");
     let million = env("BENCH_MILLION").is_none_or(|v| v != "0");
+    let limit_s: f64 = env("BENCH_MILLION_LIMIT_S").map_or(300.0, |s| s.parse().expect("BENCH_MILLION_LIMIT_S: seconds"));
     let ours = PathBuf::from(env!("CARGO_BIN_EXE_simulator"));
     let baseline = env("BENCH_BASELINE").map(PathBuf::from);
     let mut bins: Vec<(&str, &Path)> = baseline.iter().map(|b| ("baseline", b.as_path())).collect();
@@ -72,10 +81,11 @@ fn main() {
             .collect()
     };
     if smpi {
-        let src = root.join("c-tests/stencil2d.c");
-        let ok =
-            Command::new("smpicc").args(["-O2", "-I"]).arg(root.join("c-tests")).arg(&src).arg("-o").arg(dir.join("stencil2d")).status();
-        assert!(ok.is_ok_and(|s| s.success()), "smpicc {}", src.display());
+        for prog in ["stencil2d", "ssor_wavefront"] {
+            let src = root.join(format!("c-tests/{prog}.c"));
+            let ok = Command::new("smpicc").args(["-O2", "-I"]).arg(root.join("c-tests")).arg(&src).arg("-o").arg(dir.join(prog)).status();
+            assert!(ok.is_ok_and(|s| s.success()), "smpicc {}", src.display());
+        }
     } else {
         println!("# SimGrid skipped (BENCH_SMPI=0, or smpicc / smpirun not found)");
     }
@@ -97,25 +107,36 @@ fn main() {
         let xml = cluster(&dir, 32);
         std::fs::copy(&xml, dir.join("p.xml")).expect("platform");
         std::fs::copy(hostfile(&dir, 32), dir.join("hosts")).expect("hostfile");
-        let args: Vec<String> = vec![ARGS[0].into(), TI_STEPS.into(), ARGS[2].into()];
-        let (list, lines) = common::smpi_ti_trace(&dir, "stencil2d", &args, 32);
-        let mut runs: Vec<(String, Command)> = bins
-            .iter()
-            .map(|(name, bin)| {
-                let mut c = Command::new(bin);
-                c.arg("replay").arg("--platform").arg(&xml).arg(&list).arg("--json");
-                (name.to_string(), c)
-            })
-            .collect();
-        let mut c = Command::new("smpirun");
-        c.args(["-np", "32", "-platform"]).arg(&xml).arg("-hostfile").arg(dir.join("hosts")).arg("-replay").arg(&list);
-        runs.push(("smpirun -replay".into(), c));
-        rows.extend(measure(&dir, &format!("ti 32 ({lines} lines)"), runs, repeat));
+        let stencil = [ARGS[0], TI_STEPS, ARGS[2]];
+        for (case, prog, args) in [("ti 32", "stencil2d", &stencil[..]), ("lu 32", "ssor_wavefront", &LU_ARGS[..])] {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let (list, lines) = common::smpi_ti_trace(&dir, prog, &args, 32);
+            let mut runs: Vec<(String, Command)> = bins
+                .iter()
+                .map(|(name, bin)| {
+                    let mut c = Command::new(bin);
+                    c.arg("replay").arg("--platform").arg(&xml).arg(&list).arg("--json");
+                    (name.to_string(), c)
+                })
+                .collect();
+            let mut c = Command::new("smpirun");
+            c.args(["-np", "32", "-platform"]).arg(&xml).arg("-hostfile").arg(dir.join("hosts")).arg("-replay").arg(&list);
+            runs.push(("smpirun -replay".into(), c));
+            rows.extend(measure(&dir, &format!("{case} ({lines} lines)"), runs, repeat));
+        }
     }
     if million {
         let big = traces("10");
         let xml = cluster(&dir, MILLION);
-        let runs = bins.iter().map(|(name, bin)| (name.to_string(), replay(bin, &xml, MILLION, &big))).collect();
+        let runs = bins
+            .iter()
+            .map(|(name, bin)| {
+                let inner = replay(bin, &xml, MILLION, &big);
+                let mut c = Command::new("timeout");
+                c.arg(format!("{limit_s}")).arg(inner.get_program()).args(inner.get_args());
+                (name.to_string(), c)
+            })
+            .collect();
         rows.extend(measure(&dir, "million (10 steps)", runs, 1));
     }
     println!("load after: {}\n", load());
@@ -127,8 +148,10 @@ fn main() {
         let sg = group.iter().find(|r| r.tool.starts_with("smpi")).map(|r| r.cpu);
         for r in group {
             let ratio = sg.filter(|_| !r.tool.starts_with("smpi")).map_or("-".into(), |s| format!("{:.1}x", s / r.cpu));
-            let ms = r.makespan.map_or("?".into(), |m| format!("{m:.9}"));
-            println!("{case:<24} {:<16} {:>5} {:>9.2} {:>9.2} {:>9.1} {ms:>16} {ratio:>9}", r.tool, r.runs, r.wall, r.cpu, r.rss_mb);
+            let ms = r.makespan.map_or(if r.stopped { "stopped" } else { "?" }.into(), |m| format!("{m:.9}"));
+            let at = if r.stopped { ">" } else { "" };
+            let (wall, cpu) = (format!("{at}{:.2}", r.wall), format!("{at}{:.2}", r.cpu));
+            println!("{case:<24} {:<16} {:>5} {wall:>9} {cpu:>9} {:>9.1} {ms:>16} {ratio:>9}", r.tool, r.runs, r.rss_mb);
         }
         let m = |t: &str| group.iter().find(|r| r.tool == t).and_then(|r| r.makespan);
         if let (Some(b), Some(o)) = (m("baseline"), m("ours")) {
@@ -146,16 +169,19 @@ struct Row {
     cpu: f64,
     rss_mb: f64,
     makespan: Option<f64>,
+    /// Some run was stopped by its time limit.
+    stopped: bool,
 }
 
 /// One tool's runs on one case: wall and CPU seconds, the largest
-/// maximum RSS (MiB) and the last makespan.
+/// maximum RSS (MiB), the last makespan, and whether a run was stopped.
 #[derive(Default)]
 struct Samples {
     wall: Vec<f64>,
     cpu: Vec<f64>,
     rss_mb: f64,
     makespan: Option<f64>,
+    stopped: bool,
 }
 
 /// Runs each command `repeat` times, round-robin, stdout to a file.
@@ -166,11 +192,16 @@ fn measure(dir: &Path, case: &str, mut runs: Vec<(String, Command)>, repeat: usi
         for ((tool, cmd), g) in runs.iter_mut().zip(&mut got) {
             let file = std::fs::File::create(&out).expect("output file");
             cmd.stdout(file.try_clone().expect("output file")).stderr(file);
-            let (wall, cpu, kb) = timed_child(cmd, &format!("{case}: {tool}"));
+            let what = format!("{case}: {tool}");
+            let (wall, cpu, kb, status) = timed_child_status(cmd, &what);
+            // A `timeout` wrapper that stopped its command exits with 124.
+            let stopped = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 124;
+            assert!(stopped || libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{what} failed (status {status})");
+            g.stopped |= stopped;
             g.wall.push(wall);
             g.cpu.push(cpu);
             g.rss_mb = f64::max(g.rss_mb, kb as f64 / 1024.0);
-            g.makespan = makespan(&out);
+            g.makespan = if stopped { None } else { makespan(&out) };
         }
     }
     runs.iter()
@@ -183,6 +214,7 @@ fn measure(dir: &Path, case: &str, mut runs: Vec<(String, Command)>, repeat: usi
             cpu: median(&mut g.cpu),
             rss_mb: g.rss_mb,
             makespan: g.makespan,
+            stopped: g.stopped,
         })
         .collect()
 }

@@ -58,6 +58,10 @@ struct Slot {
     ratio: f64,
     /// Level count at which the link was last queued in `affected`.
     queued: u64,
+    /// Solve count at which the link was last queued in `touched`.
+    touched_at: u64,
+    /// Some member left and is still in `members`.
+    stale: bool,
 }
 
 /// The flows in their bandwidth phase, per link, their max-min fair
@@ -76,6 +80,11 @@ pub(super) struct Solver {
     fixed_at: Vec<u64>,
     /// Stamp of the last component search that reached the flow.
     seen: Vec<u64>,
+    /// Stamp of the last bottleneck check of the flow outside a set.
+    checked: Vec<u64>,
+    /// Start order of the flow in the solver (`u64::MAX`: none); a link's
+    /// members of another start order have left.
+    seq_of: Vec<u64>,
 
     // Per directed link of the network: its slot (`NONE`: no flow).
     slot_of: Vec<u32>,
@@ -83,8 +92,10 @@ pub(super) struct Solver {
     /// Per slot: stamp of the last component search that reached it.
     slot_seen: Vec<u64>,
     free_slots: Vec<u32>,
-    /// Slots whose members changed since the last [`Solver::solve`].
+    /// Slots whose members changed since the last [`Solver::solve`], each once.
     touched: Vec<u32>,
+    /// Calls of [`Solver::solve`] that had touched slots, plus 1.
+    epoch: u64,
     /// Component searches so far.
     stamp: u64,
     /// Levels filled so far, over all calls.
@@ -99,15 +110,21 @@ pub(super) struct Solver {
     /// The flows tried by [`Solver::solve_local`] and the links they cross.
     sub_flows: Vec<u32>,
     sub_links: Vec<u32>,
-    /// Per slot: the link's use (Σ weight × rate over its flows, bytes/s)
-    /// and its fastest rate over flows of positive weight (0: none), as
-    /// of the last [`Solver::solve`].
-    usage: Vec<(f64, f64)>,
+    /// Per slot, as of the last [`Solver::solve`]: when the link is
+    /// saturated (its use, Σ weight × rate over its flows, within
+    /// `local::SATURATED` of its capacity), the rate from which a flow of
+    /// positive weight counts as the fastest there (within `local::NEAR`
+    /// of the fastest, 0 when none has a positive weight), bytes/s; NaN
+    /// when it is not saturated.
+    fastest: Vec<f64>,
     /// Fillings of a growing set before the whole components are filled.
     rounds: usize,
     /// Calls of [`Solver::solve`] solved locally, and by whole components.
     #[cfg(test)]
     pub(super) solved: (u64, u64),
+    /// Calls of [`Solver::solve`] whose local set fit at its bounds.
+    #[cfg(test)]
+    pub(super) fitted: u64,
     stack: Vec<u32>,
     open: Vec<u32>,
     still: Vec<u32>,
@@ -117,7 +134,7 @@ pub(super) struct Solver {
 impl Solver {
     /// A solver for a network of `links` directed links.
     pub(super) fn new(links: usize) -> Solver {
-        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, ..Default::default() }
+        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, epoch: 1, ..Default::default() }
     }
 
     /// Adds flow `id` (not in the solver) in its bandwidth phase, started
@@ -133,9 +150,12 @@ impl Solver {
             self.rate.resize(n, 0.0);
             self.fixed_at.resize(n, 0);
             self.seen.resize(n, 0);
+            self.checked.resize(n, 0);
+            self.seq_of.resize(n, u64::MAX);
         }
         self.bound[i] = bound;
         self.rate[i] = 0.0;
+        self.seq_of[i] = seq;
         let mut mine = std::mem::take(&mut self.links[i]);
         mine.clear();
         for &(l, w) in links {
@@ -146,21 +166,32 @@ impl Solver {
             // twice keeps the flow's own order.
             let at = m.partition_point(|x| x.seq <= seq);
             m.insert(at, Member { seq, id, w, wb: w * bound });
-            self.touched.push(s);
+            self.touch(s);
         }
         self.links[i] = mine;
     }
 
     /// Removes flow `id`; the other flows of its components get their
-    /// rates at the next [`Solver::solve`].
+    /// rates at the next [`Solver::solve`], which drops it from its
+    /// links' members (once per link for all the flows that left).
     pub(super) fn remove(&mut self, id: u32) {
         let i = id as usize;
+        self.seq_of[i] = u64::MAX;
         for k in 0..self.links[i].len() {
             let s = self.links[i][k].0;
-            self.slots[s as usize].members.retain(|x| x.id != id);
-            self.touched.push(s);
+            self.slots[s as usize].stale = true;
+            self.touch(s);
         }
         self.links[i].clear();
+    }
+
+    /// Queues slot `s` in `touched` unless it is there.
+    fn touch(&mut self, s: u32) {
+        let slot = &mut self.slots[s as usize];
+        if slot.touched_at != self.epoch {
+            slot.touched_at = self.epoch;
+            self.touched.push(s);
+        }
     }
 
     /// Rate of flow `id` as of the last [`Solver::solve`], bytes/s.
@@ -179,7 +210,7 @@ impl Solver {
             None => {
                 self.slots.push(Slot::default());
                 self.slot_seen.push(0);
-                self.usage.push((0.0, 0.0));
+                self.fastest.push(f64::NAN);
                 (self.slots.len() - 1) as u32
             }
         };
@@ -199,6 +230,16 @@ impl Solver {
     pub(super) fn solve(&mut self, base: &[f64], changed: &mut Vec<u32>) {
         if self.touched.is_empty() {
             return;
+        }
+        self.epoch += 1;
+        // The flows that left leave their links' members.
+        let Solver { slots, touched, seq_of, .. } = self;
+        for &s in touched.iter() {
+            let slot = &mut slots[s as usize];
+            if slot.stale {
+                slot.members.retain(|x| seq_of[x.id as usize] == x.seq);
+                slot.stale = false;
+            }
         }
         let local = self.solve_local(base);
         #[cfg(test)]
@@ -231,14 +272,7 @@ impl Solver {
             let (links1, flows1) = self.comp_ends[k];
             let (links, flows) = (links0..links1 as usize, flows0..flows1 as usize);
             (links0, flows0) = (links1 as usize, flows1 as usize);
-            // Every link fits its flows at their bounds: each gets its bound.
-            let fits = self.comp_links[links.clone()].iter().all(|&s| {
-                let slot = &self.slots[s as usize];
-                let fit: f64 = slot.members.iter().map(|x| x.wb).sum();
-                // A NaN sum does not fit.
-                fit <= base[slot.link as usize] * (1.0 + TOL)
-            });
-            if fits {
+            if self.fits(base, &self.comp_links[links.clone()]) {
                 for &id in &self.comp_flows[flows] {
                     self.rate[id as usize] = self.bound[id as usize];
                 }
@@ -251,21 +285,36 @@ impl Solver {
             }
         }
         for k in 0..self.comp_links.len() {
-            self.take_usage(self.comp_links[k]);
+            self.take_usage(self.comp_links[k], base);
         }
     }
 
-    /// Takes again slot `s`'s use and fastest rate from its flows' rates.
-    fn take_usage(&mut self, s: u32) {
+    /// Whether every link of `links` (slots) fits all its flows at their
+    /// bounds (Σ weight × bound within [`TOL`] of its capacity in `base`,
+    /// bytes/s): a flow whose links all fit has its bound as its max-min
+    /// rate, whatever the others' rates, and needs no filling.
+    fn fits(&self, base: &[f64], links: &[u32]) -> bool {
+        links.iter().all(|&s| {
+            let slot = &self.slots[s as usize];
+            let fit: f64 = slot.members.iter().map(|x| x.wb).sum();
+            // A NaN sum does not fit.
+            fit <= base[slot.link as usize] * (1.0 + TOL)
+        })
+    }
+
+    /// Takes again slot `s`'s threshold of the fastest (`fastest`) from
+    /// its flows' rates and its capacity in `base`.
+    fn take_usage(&mut self, s: u32, base: &[f64]) {
         let (mut used, mut top) = (0.0, 0.0);
-        for x in &self.slots[s as usize].members {
+        let slot = &self.slots[s as usize];
+        for x in &slot.members {
             let r = self.rate[x.id as usize];
             used += x.w * r;
             if x.w > 0.0 && r > top {
                 top = r;
             }
         }
-        self.usage[s as usize] = (used, top);
+        self.fastest[s as usize] = local::fastest(used, top, base[slot.link as usize]);
     }
 
     /// The links and flows of the components that the touched slots

@@ -10,8 +10,17 @@ use std::time::Instant;
 /// Runs `cmd` to its end: wall seconds, CPU seconds (user and system) and
 /// maximum RSS, KiB, from `wait4`'s rusage. Panics naming `what` when it
 /// fails.
-#[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also gives its rusage")]
 pub fn timed_child(cmd: &mut Command, what: &str) -> (f64, f64, i64) {
+    let (wall, cpu, kb, status) = timed_child_status(cmd, what);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{what} failed (status {status})");
+    (wall, cpu, kb)
+}
+
+/// [`timed_child`] that also returns the child's `wait4` status instead
+/// of checking it (CPU and RSS include the children it waited for, as a
+/// `timeout` wrapper's). Panics naming `what` when it cannot start.
+#[allow(clippy::zombie_processes, reason = "the child is reaped by wait4, which also gives its rusage")]
+pub fn timed_child_status(cmd: &mut Command, what: &str) -> (f64, f64, i64, i32) {
     let started = Instant::now();
     let child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
     let mut status = 0;
@@ -20,9 +29,9 @@ pub fn timed_child(cmd: &mut Command, what: &str) -> (f64, f64, i64) {
     // SAFETY: waits for the child just spawned, which nothing else reaps.
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     let wall = started.elapsed().as_secs_f64();
-    assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{what} failed (status {status})");
+    assert!(pid > 0, "{what}: wait4 failed");
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    (wall, secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss)
+    (wall, secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss, status)
 }
 
 /// The median; the mean of the two middle values for an even count.

@@ -3,7 +3,9 @@
 //! leave of their links, and the result is checked against the
 //! bottleneck condition; the flows that fail it join the set, which is
 //! filled again. A set that no other flow's links meet is a union of
-//! components, and its filling needs no check.
+//! components, and its filling needs no check; a set whose links all fit
+//! their flows at their bounds needs no filling (each flow of the set
+//! takes its bound).
 //!
 //! A feasible allocation is max-min fair exactly when every flow is at
 //! its bound or has a bottleneck: a saturated link that it crosses with a
@@ -28,6 +30,18 @@ const SATURATED: f64 = 1e-11;
 /// Relative distance from a link's fastest rate under which a flow
 /// counts as the fastest there.
 const NEAR: f64 = 1e-10;
+
+/// The threshold of the fastest on a link of use `used` and capacity
+/// `cap` (bytes/s) whose fastest flow of positive weight has rate `top`:
+/// `top` less [`NEAR`] when the link is saturated (within [`SATURATED`]),
+/// else NaN, which no rate reaches.
+pub(super) fn fastest(used: f64, top: f64, cap: f64) -> f64 {
+    if used >= cap * (1.0 - SATURATED) {
+        top * (1.0 - NEAR)
+    } else {
+        f64::NAN
+    }
+}
 
 /// Fillings of a growing set before the whole components are filled.
 pub(super) const ROUNDS: usize = 6;
@@ -56,8 +70,25 @@ impl Solver {
         if self.sub_flows.is_empty() {
             return true;
         }
-        for _ in 0..self.rounds {
+        for round in 0..self.rounds {
             self.collect_sub_links();
+            if round == 0 && self.fits(base, &self.sub_links) {
+                // Every link the set's flows cross fits them at their
+                // bounds whatever the others' rates: they take their
+                // bounds, which no other flow's bottleneck depends on.
+                for k in 0..self.sub_flows.len() {
+                    let i = self.sub_flows[k] as usize;
+                    self.rate[i] = self.bound[i];
+                }
+                for k in 0..self.sub_links.len() {
+                    self.take_usage(self.sub_links[k], base);
+                }
+                #[cfg(test)]
+                {
+                    self.fitted += 1;
+                }
+                return true;
+            }
             let (links, flows) = (std::mem::take(&mut self.sub_links), std::mem::take(&mut self.sub_flows));
             let first = self.levels + 1;
             let closed = self.fill(base, &links, &flows, st);
@@ -65,7 +96,7 @@ impl Solver {
             if closed {
                 // Whole components, filled as such.
                 for k in 0..self.sub_links.len() {
-                    self.take_usage(self.sub_links[k]);
+                    self.take_usage(self.sub_links[k], base);
                 }
                 return true;
             }
@@ -96,71 +127,75 @@ impl Solver {
     }
 
     /// Whether flow `id` is at its bound or has a bottleneck.
-    /// Valid where the links' use is up to date ([`Solver::take_usage`]).
-    fn bottlenecked(&self, id: u32, base: &[f64]) -> bool {
+    /// Valid where the links' thresholds are up to date ([`Solver::take_usage`]).
+    fn bottlenecked(&self, id: u32) -> bool {
         let i = id as usize;
         let r = self.rate[i];
-        r >= self.bound[i] * (1.0 - 2.0 * TOL)
-            || self.links[i].iter().any(|&(s, w)| {
-                let (used, top) = self.usage[s as usize];
-                w > 0.0 && r >= top * (1.0 - NEAR) && used >= base[self.slots[s as usize].link as usize] * (1.0 - SATURATED)
-            })
+        r >= self.bound[i] * (1.0 - 2.0 * TOL) || self.links[i].iter().any(|&(s, w)| w > 0.0 && r >= self.fastest[s as usize])
     }
 
     /// Checks every flow on the links of the set (flows with `seen` stamp
-    /// `st`, filled at levels from `first` on) and adds to the set the
-    /// flows outside it that have no bottleneck, and those faster than a
-    /// flow of the set that has none, on its links. `Some(grew)`, or
-    /// `None` when a flow of the set has no bottleneck and no faster flow
-    /// outside the set explains it (NaN, or rounding beyond the
-    /// tolerances). Flows that joined the set in this check are filled
-    /// next, not checked.
+    /// `st`, filled at levels from `first` on), each once, and adds to
+    /// the set the flows outside it faster than a flow of the set that
+    /// has no bottleneck, on its links, and the flows outside it that
+    /// have none. `Some(grew)`, or `None` when a flow of the set has no
+    /// bottleneck and no faster flow outside the set explains it (NaN, or
+    /// rounding beyond the tolerances). Flows that joined the set in this
+    /// check are filled next, not checked.
     fn grow(&mut self, base: &[f64], st: u64, first: u64) -> Option<bool> {
         // Only the set's links changed their use.
         for k in 0..self.sub_links.len() {
-            self.take_usage(self.sub_links[k]);
+            self.take_usage(self.sub_links[k], base);
         }
         let before = self.sub_flows.len();
+        for k in 0..before {
+            let id = self.sub_flows[k];
+            let i = id as usize;
+            if self.fixed_at[i] < first || self.bottlenecked(id) {
+                continue;
+            }
+            // Faster flows outside the set on its links join it.
+            let r = self.rate[i];
+            let n = self.sub_flows.len();
+            let mut explained = false;
+            for m in 0..self.links[i].len() {
+                let (l, w) = self.links[i][m];
+                if w <= 0.0 {
+                    continue;
+                }
+                for q in 0..self.slots[l as usize].members.len() {
+                    let x = self.slots[l as usize].members[q];
+                    let g = x.id as usize;
+                    if x.w > 0.0 && self.rate[g] > r {
+                        if self.seen[g] != st {
+                            self.seen[g] = st;
+                            self.sub_flows.push(x.id);
+                        } else {
+                            // Joined in this check: filled next.
+                            explained |= self.fixed_at[g] < first;
+                        }
+                    }
+                }
+            }
+            if self.sub_flows.len() == n && !explained {
+                return None;
+            }
+        }
+        // The other flows on the set's links.
+        self.stamp += 1;
+        let ck = self.stamp;
         for k in 0..self.sub_links.len() {
             let s = self.sub_links[k] as usize;
             for j in 0..self.slots[s].members.len() {
                 let id = self.slots[s].members[j].id;
                 let i = id as usize;
-                if self.seen[i] != st {
-                    if !self.bottlenecked(id, base) {
-                        self.seen[i] = st;
-                        self.sub_flows.push(id);
-                    }
+                if self.seen[i] == st || self.checked[i] == ck {
                     continue;
                 }
-                if self.fixed_at[i] < first || self.bottlenecked(id, base) {
-                    continue;
-                }
-                // Faster flows outside the set on its links join it.
-                let r = self.rate[i];
-                let n = self.sub_flows.len();
-                let mut explained = false;
-                for m in 0..self.links[i].len() {
-                    let (l, w) = self.links[i][m];
-                    if w <= 0.0 {
-                        continue;
-                    }
-                    for q in 0..self.slots[l as usize].members.len() {
-                        let x = self.slots[l as usize].members[q];
-                        let g = x.id as usize;
-                        if x.w > 0.0 && self.rate[g] > r {
-                            if self.seen[g] != st {
-                                self.seen[g] = st;
-                                self.sub_flows.push(x.id);
-                            } else {
-                                // Joined in this check: filled next.
-                                explained |= self.fixed_at[g] < first;
-                            }
-                        }
-                    }
-                }
-                if self.sub_flows.len() == n && !explained {
-                    return None;
+                self.checked[i] = ck;
+                if !self.bottlenecked(id) {
+                    self.seen[i] = st;
+                    self.sub_flows.push(id);
                 }
             }
         }
