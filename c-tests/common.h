@@ -12,6 +12,24 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+/* Compute that is exact in a real run and under SimGrid's SMPI alike:
+ * `seconds` of this thread's CPU time, spun on its CPU-time clock (a
+ * block costs its CPU time whatever else the machine runs), or
+ * smpi_execute() of the same seconds when built with smpicc. */
+static inline void exact_compute(double seconds)
+{
+#ifdef SMPI_H
+    smpi_execute(seconds);
+#else
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    while ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) < seconds);
+#endif
+}
 
 /* Parses argv[i] as an integer in [lo, hi] into *out, or keeps *out when
  * argc <= i. Returns 0 on success, -1 (after printing why on rank 0) on a

@@ -26,27 +26,6 @@
 #include <stdint.h>
 #include <time.h>
 
-#ifdef SMPI_H
-static void compute(double seconds)
-{
-    smpi_execute(seconds);
-}
-#else
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void compute(double seconds)
-{
-    double until = cpu_now() + seconds;
-    while (cpu_now() < until)
-        ;
-}
-#endif
-
 /* SplitMix64 of (seed, rank, step): a uniform draw in [-1, 1). */
 static double deviation(uint64_t seed, uint64_t rank, uint64_t step)
 {
@@ -88,7 +67,7 @@ int main(int argc, char **argv)
     double t0 = timed_start(), sum = 0.0;
     for (long s = 0; s < steps; s++) {
         double v = (double)pct / 100.0 * deviation((uint64_t)seed, (uint64_t)rank, (uint64_t)s);
-        compute(1e-6 * (double)compute_us * (1.0 + v));
+        exact_compute(1e-6 * (double)compute_us * (1.0 + v));
         MPI_Request req[8];
         int n = 0;
         for (int k = 0; k < 4; k++)

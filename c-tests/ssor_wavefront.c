@@ -19,20 +19,6 @@
 
 #include "common.h"
 
-/* `us` microseconds of this thread's CPU time, or of simulated time under SMPI. */
-static void compute(long us)
-{
-#ifdef SMPI_H
-    smpi_execute((double)us * 1e-6);
-#else
-    struct timespec t0, t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-    do
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < us * 1000L);
-#endif
-}
-
 /* One sweep over `planes` planes: receive from each of `from` (2
  * neighbours, MPI_PROC_NULL where missing), compute, send to each of `to`.
  * Tags name the sweep so that the two sweeps' messages never match. */
@@ -43,7 +29,7 @@ static void sweep(MPI_Comm cart, const int from[2], const int to[2], int tag, ch
         for (int d = 0; d < 2; d++)
             if (from[d] != MPI_PROC_NULL)
                 MPI_Recv(buf, (int)bytes, MPI_BYTE, from[d], tag, cart, MPI_STATUS_IGNORE);
-        compute(compute_us);
+        exact_compute(1e-6 * (double)compute_us);
         for (int d = 0; d < 2; d++)
             if (to[d] != MPI_PROC_NULL)
                 MPI_Send(buf, (int)bytes, MPI_BYTE, to[d], tag, cart);

@@ -16,20 +16,6 @@
 
 #include "common.h"
 
-/* `us` microseconds of this thread's CPU time, or of simulated time under SMPI. */
-static void compute(long us)
-{
-#ifdef SMPI_H
-    smpi_execute((double)us * 1e-6);
-#else
-    struct timespec t0, t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-    do
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < us * 1000L);
-#endif
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -64,7 +50,7 @@ int main(int argc, char **argv)
         for (int d = 0; d < 4; d++)
             MPI_Isend(sendbuf + d * bytes, (int)bytes, MPI_BYTE, peer[d], d, MPI_COMM_WORLD, &req[4 + d]);
         MPI_Waitall(8, req, MPI_STATUSES_IGNORE);
-        compute(compute_us);
+        exact_compute(1e-6 * (double)compute_us);
         MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     }
     timed_end(t0, rank);
