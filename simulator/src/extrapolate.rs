@@ -18,12 +18,15 @@
 //!   communicators' members likewise ([`rules::MemberRule`]: the world,
 //!   grid rows and columns, blocks, strides).
 //! - **Sizes** are fitted per call against N or a side of the grid
-//!   ([`fit::fit_size`]); **compute blocks** per class and call-site
-//!   region against N or a side of the grid ([`fit::fit_time`]), several
-//!   traced runs of one count taken at their median block by block; each
-//!   block of the target
-//!   is the template's (the class's first rank in the largest run) scaled
-//!   by the region's law.
+//!   ([`fit::fit_size`]); v- and w-collectives' count vectors get a rule
+//!   of the communicator's size (module `vectors`); **compute blocks** per
+//!   class and call-site region against N or a side of the grid, by
+//!   Akaike's criterion with the traced runs' own noise
+//!   ([`fit::fit_noisy`]), several traced runs of one count taken at
+//!   their median block by block. Each block of a target rank is its
+//!   class member's, split into what the members share, the member's
+//!   level and a transient part drawn from the traced distribution
+//!   (module `blocks`), scaled by the region's law.
 //!
 //! What does not fit (a peer no rule gives, sizes that differ between the
 //! ranks of a class, ranks that behave in more ways than the rules name)
@@ -178,7 +181,7 @@ pub struct Class {
     /// Compute blocks of the class's ranks in the largest run, call by
     /// call: a target rank keeps the level of its member (its own rank
     /// when the class had it, else rank r mod their number) and draws the
-    /// transient part of each block ([`blocks`]).
+    /// transient part of each block (module `blocks`).
     blocks: blocks::Blocks,
     /// Compute-block laws per call-site region.
     pub laws: Vec<RegionLaw>,
@@ -204,14 +207,15 @@ pub struct RegionLaw {
 /// The prediction itself is [`Variant::PREDICTION`]; the band is made of
 /// other seeds of the draws (the program's variability met another way)
 /// and of the compute laws moved to their intervals' edges
-/// ([`Model::band_variants`]).
+/// ([`band_variants`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Variant {
-    /// Every compute block moved by this many relative residuals of its
-    /// region's law (0: the law itself; ±1: the edges of its interval).
+    /// How far every compute block is moved towards an edge of its
+    /// region law's 95 % interval at N ([`fit::interval`]): 0, the law
+    /// itself; −1 and +1, the lower and the upper edge.
     pub sigma: f64,
     /// `Some(seed)`: each block's transient part drawn from its region's
-    /// pool with this seed ([`blocks`]); `None`: each target rank copies
+    /// pool with this seed (module `blocks`); `None`: each target rank copies
     /// the blocks of its template member (the traced rank of that number
     /// when the class had it, else member r mod M of the M), so the
     /// waiting of M ranks repeats at N.
@@ -366,8 +370,8 @@ impl Model {
     }
 
     /// What every rank of `class` shares at `n` ranks: the compute scale
-    /// of each region law, moved by `variant.sigma` residuals, the draws'
-    /// seed, and each slot's message sizes.
+    /// of each region law, moved towards its interval's edges by
+    /// `variant.sigma`, the draws' seed, and each slot's message sizes.
     fn at_n(&self, class: &Class, n: u32, variant: Variant) -> Arc<records::AtN> {
         let factors = class
             .laws

@@ -40,15 +40,15 @@ pub fn streams(model: &Model, n: u32, variant: Variant) -> Vec<ActionStream<'_, 
 #[derive(clap::Args, Debug, Clone)]
 pub struct VariabilityArgs {
     /// Copy each traced rank's compute blocks to the target ranks of its
-    /// class (the traced rank of that number, else rank r mod M of the M)
-    /// instead of drawing
-    /// each block's transient part from its region's distribution; the
-    /// waiting of the traced count then repeats at every count.
+    /// class (the traced rank of that number, else rank r mod M of the
+    /// M) instead of drawing each block's transient part from its
+    /// region's distribution; the waiting of the traced count then
+    /// repeats at every count.
     #[arg(long)]
     pub clone_template: bool,
     /// Draws (seeds) of the program's variability the band is made of;
     /// the prediction is the first.
-    #[arg(long, value_name = "K", default_value_t = DEFAULT_DRAWS)]
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_DRAWS, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub draws: u32,
 }
 

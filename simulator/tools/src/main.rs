@@ -58,7 +58,8 @@ enum Command {
     Extrapolate(extrapolate_cmd::ExtrapolateArgs),
     /// Predicted time, compute/communication split and parallel
     /// efficiency against ranks, extrapolated from traces at a few rank
-    /// counts, with the band the fits' residuals give.
+    /// counts, with a band from several draws of the program's
+    /// variability and the compute laws' intervals.
     Scaling(extrapolate_cmd::ScalingArgs),
     /// Makespan, energy and energy-delay product at every static pstate
     /// and under DVFS policies, with the time/energy Pareto front.
@@ -111,9 +112,9 @@ struct ReplayArgs {
     #[arg(long, value_name = "N")]
     ranks: Option<u32>,
     /// With --ranks N from traces at other counts: copy each traced rank's
-    /// compute blocks to the target ranks of its class (the traced rank of that
-    /// number, else rank r mod M of the M) instead of drawing each block's transient part
-    /// from its region's distribution.
+    /// compute blocks to the target ranks of its class (the traced rank of
+    /// that number, else rank r mod M of the M) instead of drawing each
+    /// block's transient part from its region's distribution.
     #[arg(long, requires = "ranks")]
     clone_template: bool,
     /// SimGrid setting for an XML platform, as smpirun's --cfg=name:value
