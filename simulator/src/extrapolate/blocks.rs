@@ -9,10 +9,9 @@
 //! larger share of the domain), and what is left, the transient part.
 //! Target rank r keeps the level of its member (the traced rank r when
 //! the class had it, else member r mod M) and draws each transient part
-//! from the pool of the
-//! region's transient parts over all members and calls, with a hash of
-//! (seed, r, the draw's index) as the random source, so no per-rank state
-//! is kept.
+//! from the pool of the region's transient parts over all members and
+//! calls, with a hash of (seed, r, the draw's index) as the random
+//! source, so no per-rank state is kept.
 //!
 //! Why draw: a collective waits for the slowest of its ranks, and the
 //! slowest of N independent transient delays grows with N (Hoefler,
@@ -33,7 +32,10 @@
 //!   `--jitter` (a tracecollector trace), not the traced machine's.
 //! - **Measurement noise** adds to the program's spread and differs from
 //!   run to run, while the program's own spread is the same at every
-//!   traced count: the quietest traced count bounds it. Each transient
+//!   traced count: the quietest traced count bounds it. (Several traced
+//!   runs of one count, merged block by block at their median before
+//!   this, leave out more of it: the program's variability repeats from
+//!   run to run, the machine's does not.) Each transient
 //!   part of the largest run is moved towards the median until no
 //!   quantile lies farther out than in any quieter run with enough parts
 //!   (its quantile at the same level, widened by its sampling error): a
