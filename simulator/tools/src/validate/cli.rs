@@ -112,15 +112,15 @@ pub struct ValidateArgs {
     /// wall time (what it took in the traced run, other load included).
     #[arg(long, value_enum, default_value_t = ComputeArg::Cpu)]
     pub compute_time: ComputeArg,
-    /// Traced runs per case: with K > 1 the offline prediction is made of
-    /// the K runs as --merge says, and the K runs replayed alone give its
-    /// band (`offline_lo_s`, `offline_hi_s`). With --reference, runs per
-    /// traced count: the extrapolation takes each compute block at the
-    /// median of its runs, so noise of the machine that hits one run and
-    /// not the others is left out while the program's own, repeatable
-    /// variability stays (3 is a good choice on a busy machine).
-    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
-    pub traced_runs: u32,
+    /// Traced runs per case (default 1): with K > 1 the offline
+    /// prediction is made of the K runs as --merge says, and the K runs
+    /// replayed alone give its band (`offline_lo_s`, `offline_hi_s`).
+    /// With --reference, runs per traced count (default 3): the
+    /// extrapolation takes each compute block at the median of its runs,
+    /// so noise of the machine that hits one run and not the others is
+    /// left out while the program's own, repeatable variability stays.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub traced_runs: Option<u32>,
     /// How K > 1 traced runs make the offline prediction: `runs`, the run
     /// whose replay alone is the median; or `blocks`, one replay of all
     /// runs, each compute block at the median of its K durations (noise
@@ -447,7 +447,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
             platform: args.platform.clone().context("--reference smpi needs --platform")?,
             ranks: args.ranks.clone(),
             traced_ranks: args.traced_ranks.clone(),
-            traced_runs: args.traced_runs,
+            traced_runs: args.traced_runs.unwrap_or(3),
             smpi_cfg: args.smpi_cfg.clone(),
             variability: args.variability.clone(),
             out,
@@ -456,6 +456,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         };
         return super::reference::run(&r, &cases, &launcher);
     }
+    let traced_runs = args.traced_runs.unwrap_or(1);
     let load_start = load_avg();
     if args.max_stall_pct.is_nan() || args.max_stall_pct <= 0.0 || !args.quiet_wait_s.is_finite() || args.quiet_wait_s < 0.0 {
         bail!("--max-stall-pct must be > 0 and --quiet-wait-s >= 0");
@@ -470,9 +471,8 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
     let mut calibration_note = String::new();
 
     let sweep_runs = if args.sweep_hook.is_some() { MEASURED_BW.len() * args.reps } else { 0 };
-    let bar = ProgressBar::new(
-        (cases.len() * (args.reps + (args.traced_runs + args.online_runs + args.regions_runs) as usize + sweep_runs)) as u64,
-    );
+    let bar =
+        ProgressBar::new((cases.len() * (args.reps + (traced_runs + args.online_runs + args.regions_runs) as usize + sweep_runs)) as u64);
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").expect("template").progress_chars("=> "));
     bar.enable_steady_tick(Duration::from_millis(250));
     let platform_path = match &args.platform {
@@ -501,7 +501,7 @@ pub fn run(args: &ValidateArgs) -> anyhow::Result<()> {
         platform,
         compute,
         quiet,
-        traced_runs: args.traced_runs,
+        traced_runs,
         online_runs: args.online_runs,
         merge: args.merge,
         regions_runs: args.regions_runs,
