@@ -84,8 +84,8 @@ fn core(e: &Entry) -> String {
     let args: Vec<&str> = e.names.iter().map(|n| if has_status && n == "status" { "st" } else { n.as_str() }).collect();
     let mut decls = vec!["const void *ipr_caller".to_string()];
     decls.extend(e.decls.iter().cloned());
-    let mut c = format!("\nstatic inline int ipr_{}({}) {{\n", e.name, decls.join(", "));
-    c += &format!("    int on = ipr_begin({}, ipr_caller);\n    struct ipr_params p;\n", e.code);
+    let mut c = format!("\nIPR_HOT int ipr_{}({}) {{\n", e.name, decls.join(", "));
+    c += &format!("    struct ipr_params ipr_params_local, *p;\n    int on = ipr_begin({}, ipr_caller, &ipr_params_local, &p);\n", e.code);
     if e.list {
         c += "    uint64_t *ids = NULL, nids = 0;\n";
     }
@@ -93,25 +93,25 @@ fn core(e: &Entry) -> String {
         c += "    MPI_Status ipr_local, *st = status;\n";
     }
     // on == 2 (regions mode): the call is timed, its parameters unused.
-    c += "    if (on) memset(&p, 0, sizeof p);\n    if (on == 1) {\n";
+    c += "    if (on == 1) {\n";
     if has_status {
         c += "        if (st == MPI_STATUS_IGNORE) st = &ipr_local;\n";
     }
     for s in &e.pre {
         c += &format!("        {s}\n");
     }
-    c += &online_hook(&format!("PRE_{}", e.name), &format!("{}, &p", e.code), &args);
+    c += &online_hook(&format!("PRE_{}", e.name), &format!("{}, p", e.code), &args);
     c += &format!("    }}\n    int rc = P{}({});\n    if (on == 1) {{\n", e.name, args.join(", "));
     for s in &e.post {
         c += &format!("        {s}\n");
     }
-    c += &online_hook(&e.name, &format!("{}, &p, rc", e.code), &args);
+    c += &online_hook(&e.name, &format!("{}, p, rc", e.code), &args);
     if e.list {
-        c += &format!("        ipr_end_list({}, rc, nids, &p);\n", e.code);
+        c += &format!("        ipr_end_list({}, rc, nids, p);\n", e.code);
     } else {
-        c += &format!("        ipr_end({}, rc, &p);\n", e.code);
+        c += &format!("        ipr_end({}, rc, p);\n", e.code);
     }
-    c += &format!("    }} else if (on) {{\n        ipr_end({}, rc, &p);\n    }}\n    return rc;\n}}\n", e.code);
+    c += &format!("    }} else if (on) {{\n        ipr_end({}, rc, p);\n    }}\n    return rc;\n}}\n", e.code);
     c
 }
 

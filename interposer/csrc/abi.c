@@ -16,15 +16,19 @@
  * slot with that ABI's function, or, when the build has none of that
  * name or the MPI is neither, with the next definition in the process
  * (dlsym RTLD_NEXT: the MPI's own), so the application runs unchanged.
+ * Under INTERPOSER_MODE=off every MPI entry point takes the next
+ * definition, whatever the ABI.
  *
  * Assumes x86_64 Linux (the System V calling convention of the stubs).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* From abi_gen.c (build.rs). */
 #define IPR_ABIS 2
@@ -51,6 +55,22 @@ static const char *library_of(const void *sym) {
     return sym != NULL && dladdr(sym, &info) && info.dli_fname != NULL ? info.dli_fname : "?";
 }
 
+/* INTERPOSER_MODE=off (blanks around it allowed, as the Rust side reads
+ * it): the interposer stays out of the way, so the MPI entry points go
+ * straight to the MPI's own functions and a call costs one indirect jump. */
+static int passive(void) {
+    const char *m = getenv("INTERPOSER_MODE");
+    if (m == NULL) return 0;
+    while (isspace((unsigned char)*m)) m++;
+    size_t n = strlen(m);
+    while (n > 0 && isspace((unsigned char)m[n - 1])) n--;
+    return n == 3 && strncmp(m, "off", 3) == 0;
+}
+
+/* An MPI entry point (C or Fortran spelling), not one of the
+ * interposer's own functions that the Rust side reaches through a slot. */
+static int mpi_name(const char *name) { return strncmp(name, "MPI_", 4) == 0 || strncmp(name, "mpi_", 4) == 0; }
+
 static void choose(void) {
     void *mpi = dlsym(RTLD_DEFAULT, "PMPI_Init");
     for (int a = 0; a < IPR_ABIS && mpi != NULL; a++) {
@@ -70,8 +90,10 @@ static void choose(void) {
                 "interposer: warning: the MPI library of this process (%s) is neither Open MPI nor MPICH; "
                 "MPI calls pass through unrecorded\n",
                 library_of(mpi));
+    int off = passive();
     for (unsigned i = 0; i < ipr_slots; i++) {
-        void *f = chosen >= 0 ? ipr_abi_slots[chosen][i] : NULL;
+        void *f = off && mpi_name(ipr_slot_names[i]) ? dlsym(RTLD_NEXT, ipr_slot_names[i]) : NULL;
+        if (f == NULL && chosen >= 0) f = ipr_abi_slots[chosen][i];
         if (f == NULL) f = dlsym(RTLD_NEXT, ipr_slot_names[i]);
         if (f != NULL) __atomic_store_n(&ipr_slot[i], f, __ATOMIC_RELEASE);
     }

@@ -13,13 +13,15 @@
  * read, and
  * the calls that carry a list (ipr_end_list).
  *
- * The two rdtsc are most of what remains; the rest is a dozen stores,
- * with no trip through Rust's thread-local state, no encoding and no
- * append (the slow path's costs).
+ * On the fast path the wrapper writes the call's parameters straight into
+ * its ring slot, and everything is inlined into it: two rdtsc, a few loads
+ * and compares and a dozen stores, with no call, no trip through Rust's
+ * thread-local state, no encoding and no append (the slow path's costs).
  */
 #ifndef IPR_FAST_H
 #define IPR_FAST_H
 #include <stdint.h>
+#include <string.h>
 
 #include "types.h" /* struct ipr_params, ipr_raw, ipr_fast */
 
@@ -55,40 +57,64 @@ extern void ipr_drain_some(void);
 extern int ipr_online_work;
 extern void ipr_online_pump(void);
 
-static inline int ipr_begin_slow_entry(int op, const void *caller, uint64_t tick) {
+/* The fast path is inlined into every wrapper; what it rarely runs is out
+ * of line, so that the wrapper stays a leaf around its PMPI call. */
+#define IPR_HOT static inline __attribute__((always_inline))
+#define IPR_COLD static __attribute__((unused, noinline, cold))
+
+/* `in_call` and `on` of struct ipr_fast read as one word: outside any
+ * call, with the fast path on. */
+#define IPR_GATE_OPEN ((uint64_t)1 << 32)
+_Static_assert(__builtin_offsetof(struct ipr_fast, in_call) == 0 && __builtin_offsetof(struct ipr_fast, on) == 4,
+               "ipr_begin reads in_call and on as one little-endian word");
+
+/* ipr_begin's slow entry: the recorder's own. The wrapper collects the
+ * call's parameters into `local`, zeroed. */
+IPR_COLD int ipr_begin_cold(int op, const void *caller, uint64_t tick, struct ipr_params *local, struct ipr_params **pp) {
+    memset(local, 0, sizeof *local);
+    *pp = local;
     int on = ipr_begin_slow(op, caller, tick);
     if (on && ipr_online_work) ipr_online_pump();
-    return on;
-}
-
-/* A call the recorder began on its slow path: 2 in regions mode (the
- * thread's ring, which that call may have attached, says so), else 1. */
-static inline int ipr_began_slow(int on) {
+    /* Regions mode: the thread's ring, which that call may have attached, says so. */
     struct ipr_fast *f = ipr_fast_tls;
     return on && f != NULL && f->lean ? 2 : on;
 }
 
 /* Starts a call; returns 0 when the wrapper must not record it, 1 when it
- * must collect the call's parameters and end it with ipr_end or
+ * must collect the call's parameters into *pp and end it with ipr_end or
  * ipr_end_list, 2 (regions mode) when it must end it with ipr_end and
- * parameters all zero. */
-static inline int ipr_begin(int op, const void *caller) {
+ * collect nothing. *pp is the record's own parameters in the ring on the
+ * fast path (written in place), else `local`. */
+IPR_HOT int ipr_begin(int op, const void *caller, struct ipr_params *local, struct ipr_params **pp) {
 #ifdef IPR_FAST
     struct ipr_fast *f = ipr_fast_tls;
-    if (f != NULL) {
-        if (f->in_call) return 0; /* nested: an MPI call made inside one */
-        if (!f->on) return ipr_began_slow(ipr_begin_slow_entry(op, caller, f->tsc ? __rdtsc() : 0));
-        uint64_t now = __rdtsc();
-        if (now - f->last_end >= f->min_ticks) return ipr_began_slow(ipr_begin_slow_entry(op, caller, now));
-        f->op = op;
-        f->caller = (uint64_t)(uintptr_t)caller;
-        f->start = now;
-        f->in_call = 1;
-        if (ipr_waits(op) && f->len != f->skip) ipr_drain_some();
-        return 1 + (int)f->lean;
+    if (__builtin_expect(f != NULL, 1)) {
+        uint64_t gate;
+        memcpy(&gate, f, sizeof gate);
+        if (__builtin_expect(gate == IPR_GATE_OPEN, 1)) {
+            uint64_t now = __rdtsc();
+            if (__builtin_expect(now - f->last_end >= f->min_ticks, 0)) return ipr_begin_cold(op, caller, now, local, pp);
+            f->in_call = 1;
+            /* Before the slot is taken: encoding may empty the ring. */
+            if (ipr_waits(op) && f->len != f->skip) ipr_drain_some();
+            struct ipr_raw *r = &f->ring[f->len];
+            r->op = op;
+            r->caller = (uint64_t)(uintptr_t)caller;
+            r->start = now;
+            *pp = &r->params;
+            /* Regions mode reads no parameters (the ring's stay zero). */
+            if (f->lean) return 2;
+            memset(&r->params, 0, sizeof r->params);
+            return 1;
+        }
+        if (f->in_call) { /* nested: an MPI call made inside one */
+            *pp = local;
+            return 0;
+        }
+        return ipr_begin_cold(op, caller, f->tsc ? __rdtsc() : 0, local, pp);
     }
 #endif
-    return ipr_began_slow(ipr_begin_slow_entry(op, caller, 0));
+    return ipr_begin_cold(op, caller, 0, local, pp);
 }
 
 /* After the recorder's slow end: the next compute block starts now, when
@@ -101,51 +127,43 @@ static inline void ipr_slow_ended(void) {
 #endif
 }
 
-/* Ends a call begun with ipr_begin; `rc` is the PMPI result. */
-static inline void ipr_end(int op, int rc, const struct ipr_params *p) {
+/* ipr_end's slow end. `p` may be the ring's slot, which the recorder may
+ * reuse once it has encoded the calls before: it reads a copy. */
+IPR_COLD void ipr_end_cold(int op, int rc, const struct ipr_params *p) {
+    struct ipr_params copy = *p;
+    ipr_end_slow(op, rc, &copy);
+    ipr_slow_ended();
+}
+
+/* Ends a call begun with ipr_begin; `rc` is the PMPI result, `p` the *pp
+ * ipr_begin gave. */
+IPR_HOT void ipr_end(int op, int rc, const struct ipr_params *p) {
 #ifdef IPR_FAST
     struct ipr_fast *f = ipr_fast_tls;
-    if (f != NULL && f->in_call == 1) {
+    if (__builtin_expect(f != NULL && f->in_call == 1, 1)) {
         uint64_t now = __rdtsc();
-        if (now - f->start < f->min_ticks) {
-            uint32_t n = f->len;
-            struct ipr_raw *r = &f->ring[n];
-            r->op = op;
+        uint32_t n = f->len;
+        struct ipr_raw *r = &f->ring[n];
+        if (__builtin_expect(now - r->start < f->min_ticks, 1)) {
             r->failed = rc != MPI_SUCCESS;
-            r->caller = f->caller;
-            r->start = f->start;
             r->end = now;
-            /* Field by field: a struct copy loads 16 bytes at a time right
-             * after the wrapper's narrow stores, a store-forwarding stall.
-             * Regions mode reads no parameters (the ring's stay zero). */
-            if (!f->lean) {
-                r->params.peer = p->peer;
-                r->params.tag = p->tag;
-                r->params.bytes = p->bytes;
-                r->params.comm = p->comm;
-                r->params.root = p->root;
-                r->params.request = p->request;
-                r->params.peer2 = p->peer2;
-                r->params.tag2 = p->tag2;
-                r->params.bytes2 = p->bytes2;
-            }
             f->last_end = now;
             /* After the record's stores: a signal handler on another
              * thread reads the records below len. */
             __atomic_store_n(&f->len, n + 1, __ATOMIC_RELEASE);
             f->in_call = 0;
-            if (n + 1 >= f->cap) ipr_drain();
+            if (__builtin_expect(n + 1 >= f->cap, 0)) ipr_drain();
             return;
         }
     }
 #endif
-    ipr_end_slow(op, rc, p);
-    ipr_slow_ended();
+    ipr_end_cold(op, rc, p);
 }
 
 /* Ends a call whose list values are in the scratch list (always slow). */
-static inline void ipr_end_list(int op, int rc, uint64_t n, const struct ipr_params *p) {
-    ipr_end_list_slow(op, rc, n, p);
+IPR_COLD void ipr_end_list(int op, int rc, uint64_t n, const struct ipr_params *p) {
+    struct ipr_params copy = *p;
+    ipr_end_list_slow(op, rc, n, &copy);
     ipr_slow_ended();
 }
 

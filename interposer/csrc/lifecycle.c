@@ -58,7 +58,8 @@ static void finalizing(const void *caller) {
     static int done = 0;
     if (done++) return;
     span_end();
-    if (ipr_begin(IPR_OP_MPI_Finalize, caller)) {
+    struct ipr_params local, *p;
+    if (ipr_begin(IPR_OP_MPI_Finalize, caller, &local, &p)) {
         ipr_online_finalize();
         ipr_finalize();
         ipr_online_ghosts();

@@ -1,9 +1,9 @@
 /*
  * Online mode, MPI side (interposer/src/online.rs keeps the virtual clock).
  *
- * The generated wrappers call IPR_ONLINE_<MPI_X>(op, &p, rc, <arguments>)
+ * The generated wrappers call IPR_ONLINE_<MPI_X>(op, p, rc, <arguments>)
  * after PMPI_X and their `post:` snippets, and IPR_ONLINE_PRE_<MPI_X>(op,
- * &p, <arguments>) before PMPI_X, when this header defines them (both only
+ * p, <arguments>) before PMPI_X, when this header defines them (both only
  * while recording; a status argument is the wrapper's `st`, never
  * MPI_STATUS_IGNORE). Calls without a macro only charge their compute
  * block. In list calls the macros read the wrapper's `ids`/`nids` (the

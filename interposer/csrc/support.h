@@ -63,7 +63,7 @@ static inline uint32_t comm_id(MPI_Comm comm) { return comm_id_of(comm_entry(com
 static inline int32_t tag_of(int tag) { return tag == MPI_ANY_TAG ? -1 : tag; }
 
 /* world_rank without the table: asks MPI on every call. */
-static inline int32_t world_rank_uncached(MPI_Comm comm, int r) {
+static __attribute__((noinline, cold)) int32_t world_rank_uncached(MPI_Comm comm, int r) {
     MPI_Group g, wg;
     int inter = 0, out = MPI_UNDEFINED;
     PMPI_Comm_test_inter(comm, &inter);

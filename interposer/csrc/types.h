@@ -60,14 +60,13 @@ struct ipr_fast {
     uint32_t in_call;
     /** 1 when the C side may keep calls (set by the Rust recorder). */
     uint32_t on;
-    /** Op code of the call begun by the C side. */
-    int32_t op;
-    /** Records in `ring`; `cap` is its length. */
+    /** Records in `ring`; `cap` is its length. A call begun by the C
+     * side is written in place at `ring[len]` (op, return address, entry
+     * tick, parameters) and counted when it ends there. */
     uint32_t len;
-    /** Return address of the call begun by the C side. */
-    uint64_t caller;
-    /** Entry tick of the call begun by the C side. */
-    uint64_t start;
+    /** Leading records already encoded: a few on entry to a call that
+     * waits, or all by a signal-time flush. */
+    uint32_t skip;
     /** Tick at which the running compute block started. */
     uint64_t last_end;
     /** Blocks and calls shorter than this (ticks) have their thread CPU
@@ -76,9 +75,6 @@ struct ipr_fast {
     uint64_t min_ticks;
     /** Ring length. */
     uint32_t cap;
-    /** Leading records already encoded: a few on entry to a call that
-     * waits, or all by a signal-time flush. */
-    uint32_t skip;
     /** 1 when the recorder's clock ticks are the TSC's: the slow path then
      * also takes its block ends here, around the recorder's own code
      * (ipr_begin_slow's tick, and slow_end). */

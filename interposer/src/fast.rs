@@ -66,14 +66,11 @@ impl Ring {
         let fast = Box::new(Fast {
             in_call: 0,
             on: 0,
-            op: 0,
             len: 0,
-            caller: 0,
-            start: 0,
+            skip: 0,
             last_end: 0,
             min_ticks: 0,
             cap: RING_RECORDS as u32,
-            skip: 0,
             tsc: 0,
             lean: 0,
             slow_end: 0,
@@ -117,6 +114,14 @@ impl Ring {
     pub fn detach() {
         // SAFETY: clearing a thread-local pointer.
         unsafe { ipr_fast_set(std::ptr::null_mut()) };
+    }
+
+    /// The call the C side began and has not ended (`in_call` 1), as it
+    /// wrote it at `ring[len]`: op, return address and entry tick.
+    pub fn begun(&self) -> Raw {
+        let len = (self.fast.len as usize).min(RING_RECORDS - 1);
+        // SAFETY: `ring` points at RING_RECORDS records owned by `_records`.
+        unsafe { *self.fast.ring.add(len) }
     }
 
     /// The records not yet encoded (from `skip` to `len`), in call order.

@@ -429,7 +429,8 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         if fast.in_call == 1 {
             // Begun on the fast path, ended here (a list, a CPU clock
             // reading due): the entry first, after the calls before it.
-            let (bop, bcaller, bstart) = (fast.op as u8, fast.caller, fast.start);
+            let begun = rec.ring.begun();
+            let (bop, bcaller, bstart) = (begun.op as u8, begun.caller, begun.start);
             rec.drain();
             rec.begin_at(bop, bcaller, bstart, None);
         } else if !rec.in_call {

@@ -305,6 +305,18 @@ fn unset_out_and_bad_mode_warn_once() {
     assert!(!dir.path().join("rank-0.trace").exists());
 }
 
+/// `INTERPOSER_MODE=off` (blanks allowed): no warning, nothing written,
+/// the program's results those of a plain run.
+#[test]
+fn off_mode_writes_nothing_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("INTERPOSER_OUT", dir.path().to_str().unwrap()), ("INTERPOSER_MODE", " off ")];
+    let out = mpirun(2, "jacobi2d", &["96", "20"], &env, true);
+    assert!(out.status.success() && warnings(&out).is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "off mode wrote into INTERPOSER_OUT");
+    assert_eq!(result_lines(&out), result_lines(&mpirun(2, "jacobi2d", &["96", "20"], &[], false)));
+}
+
 /// Runs `crash <mode>` (rank 1 dies at iteration 300 of 1000) and checks
 /// that rank 1's trace, salvaged, holds every call before the signal, and
 /// that the rank died of its own signal `signal` (the flush in the

@@ -126,6 +126,23 @@ fn regions_are_the_same_under_both_mpis() {
 /// `platform`, asserting it warned of nothing; returns the run's output
 /// directory, its output, the online prediction and the offline replay
 /// of the trace it recorded, seconds.
+/// `INTERPOSER_MODE=off` under MPICH: nothing written, the results and the
+/// Fortran bindings (which MPICH routes through the C entry points) as in
+/// a plain run.
+#[test]
+fn off_mode_under_mpich_changes_nothing() {
+    if !mpich_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("INTERPOSER_OUT", dir.path().to_str().unwrap()), ("INTERPOSER_MODE", "off")];
+    for (np, prog, args) in [(2, "jacobi2d", &["96", "20"][..]), (3, "fortran_calls", &["7"][..])] {
+        let out = mpich_run(np, prog, args, &env, true);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "{prog}: off mode wrote into INTERPOSER_OUT");
+        assert_eq!(result_lines(&out), result_lines(&mpich_run(np, prog, args, &[], false)), "{prog}");
+    }
+}
+
 fn online_under_mpich(np: u32, prog: &str, args: &[&str], platform: &Path) -> (tempfile::TempDir, Output, f64, f64) {
     let dir = tempfile::tempdir().unwrap();
     let env = [
