@@ -417,25 +417,9 @@ pub fn read_csv(path: &Path) -> Result<Vec<Sample>, Error> {
 /// # Errors
 /// As [`read_csv`], and an out-of-range value naming its column and line.
 pub fn parse_csv(text: &str, path: &Path) -> Result<Vec<Sample>, Error> {
-    let mut rows = csv_rows(text, path);
-    match rows.next().transpose()? {
-        Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
-        _ => return Err(csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
-    }
-    let mut out = Vec::new();
-    for row in rows {
-        let (n, r) = row?;
-        let bad = |what: &str| csv_error(path, Some(n), what);
-        let f: Vec<&str> = r.iter().map(str::trim).collect();
-        if f.len() != 4 {
-            return Err(bad("expected 4 fields"));
-        }
+    parse_rows(text, path, CSV_HEADER, |f, bad| {
         let op = Op::ALL.into_iter().find(|o| o.name() == f[0]).ok_or_else(|| bad(&format!("unknown op `{}`", f[0])))?;
-        let size_bytes = f[1]
-            .parse()
-            .ok()
-            .filter(|&b| b <= simulator::limits::MAX_BYTES)
-            .ok_or_else(|| bad(&format!("bad size_bytes `{}` (an integer up to 2^53)", f[1])))?;
+        let size_bytes = size_field(f[1], bad)?;
         let time = |k: usize, name: &str| {
             f[k].parse::<f64>()
                 .ok()
@@ -443,7 +427,48 @@ pub fn parse_csv(text: &str, path: &Path) -> Result<Vec<Sample>, Error> {
                 .ok_or_else(|| bad(&format!("bad {name} `{}` (a finite time >= 0 s)", f[k])))
         };
         let (start_s, duration_s) = (time(2, "start_s")?, time(3, "duration_s")?);
-        out.push(Sample { op, size_bytes, start_s, duration_s });
+        Ok(Sample { op, size_bytes, start_s, duration_s })
+    })
+}
+
+/// A `size_bytes` field: an integer of at most 2^53 bytes
+/// ([`simulator::limits::MAX_BYTES`]); else `bad`'s error.
+pub(crate) fn size_field(f: &str, bad: &dyn Fn(&str) -> Error) -> Result<u64, Error> {
+    f.parse()
+        .ok()
+        .filter(|&b| b <= simulator::limits::MAX_BYTES)
+        .ok_or_else(|| bad(&format!("bad size_bytes `{f}` (an integer up to 2^53)")))
+}
+
+/// The rows of the CSV `text` read from `path`, whose first row must be
+/// `header` (comma-separated column names): each row, as many fields as
+/// the header names, trimmed, becomes a `T` through `row`, which gets the
+/// fields and a maker of errors naming the row's line.
+///
+/// # Errors
+/// A missing or other header (line 1), a row of another width, malformed
+/// CSV, or what `row` returns: each names `path` and the line.
+pub(crate) fn parse_rows<T>(
+    text: &str,
+    path: &Path,
+    header: &str,
+    mut row: impl FnMut(&[&str], &dyn Fn(&str) -> Error) -> Result<T, Error>,
+) -> Result<Vec<T>, Error> {
+    let mut rows = csv_rows(text, path);
+    match rows.next().transpose()? {
+        Some((_, h)) if h.iter().map(str::trim).eq(header.split(',')) => {}
+        _ => return Err(csv_error(path, Some(1), &format!("expected header `{header}`"))),
+    }
+    let width = header.split(',').count();
+    let mut out = Vec::new();
+    for r in rows {
+        let (n, r) = r?;
+        let bad = |what: &str| csv_error(path, Some(n), what);
+        let f: Vec<&str> = r.iter().map(str::trim).collect();
+        if f.len() != width {
+            return Err(bad(&format!("expected {width} columns ({header}), found {}", f.len())));
+        }
+        out.push(row(&f, &bad)?);
     }
     Ok(out)
 }
@@ -557,7 +582,7 @@ mod tests {
         write_csv(&f, &[]).unwrap();
         assert_eq!((std::fs::read_to_string(&f).unwrap(), read_csv(&f).unwrap()), (format!("{CSV_HEADER}\n"), vec![]));
         std::fs::write(&f, format!("{CSV_HEADER}\n\nsend,8,0.1\n")).unwrap();
-        assert!(read_csv(&f).unwrap_err().to_string().ends_with("s.csv:3: expected 4 fields"));
+        assert!(read_csv(&f).unwrap_err().to_string().contains("s.csv:3: expected 4 columns"));
         std::fs::write(&f, "size,time\n").unwrap();
         assert!(read_csv(&f).unwrap_err().to_string().contains(":1: expected header"));
     }

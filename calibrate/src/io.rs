@@ -277,32 +277,15 @@ pub fn write_csv(path: &Path, samples: &[IoSample]) -> Result<(), Error> {
 /// # Errors
 /// As [`read_csv`].
 pub fn parse_csv(text: &str, path: &Path) -> Result<Vec<IoSample>, Error> {
-    let mut rows = crate::bench::csv_rows(text, path);
-    match rows.next().transpose()? {
-        Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
-        _ => return Err(crate::bench::csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
-    }
-    let mut out = Vec::new();
-    for row in rows {
-        let (n, r) = row?;
-        let bad = |what: &str| crate::bench::csv_error(path, Some(n), what);
-        let f: Vec<&str> = r.iter().map(str::trim).collect();
-        if f.len() != 3 {
-            return Err(bad("expected 3 fields"));
-        }
+    crate::bench::parse_rows(text, path, CSV_HEADER, |f, bad| {
         let case = Case::ALL.into_iter().find(|c| c.name() == f[0]).ok_or_else(|| bad(&format!("unknown case `{}`", f[0])))?;
-        let size_bytes = f[1]
-            .parse()
-            .ok()
-            .filter(|&b| b <= simulator::limits::MAX_BYTES)
-            .ok_or_else(|| bad(&format!("bad size_bytes `{}` (an integer up to 2^53)", f[1])))?;
+        let size_bytes = crate::bench::size_field(f[1], bad)?;
         let seconds: f64 = f[2].parse().map_err(|_| bad(&format!("bad seconds `{}`", f[2])))?;
         if !(seconds.is_finite() && seconds >= 0.0) {
             return Err(bad(&format!("seconds `{}` is not a finite number >= 0", f[2])));
         }
-        out.push(IoSample { case, size_bytes, seconds });
-    }
-    Ok(out)
+        Ok(IoSample { case, size_bytes, seconds })
+    })
 }
 
 /// The stripe unit for a file system holding `dir`: its preferred I/O

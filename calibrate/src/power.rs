@@ -16,7 +16,6 @@ use std::path::Path;
 
 use statrs::statistics::{Data, Median, Statistics};
 
-use crate::bench::{csv_error, csv_rows};
 use crate::error::{Error, ErrorKind};
 
 /// Samples dropped at each end of a steady segment.
@@ -63,40 +62,21 @@ pub const MAX_WATTS: f64 = 1e6;
 /// # Errors
 /// As [`read_csv`], and an out-of-range value naming its column and line.
 pub fn parse_csv(text: &str, path: &Path) -> Result<Vec<PowerSample>, Error> {
-    let mut rows = csv_rows(text, path);
-    match rows.next().transpose()? {
-        Some((_, h)) if h.iter().map(str::trim).eq(CSV_HEADER.split(',')) => {}
-        _ => return Err(csv_error(path, Some(1), &format!("expected header `{CSV_HEADER}`"))),
-    }
-    let mut out = Vec::new();
-    for row in rows {
-        let (n, r) = row?;
-        let bad = |what: String| csv_error(path, Some(n), &what);
-        let f: Vec<&str> = r.iter().map(str::trim).collect();
-        if f.len() != 5 {
-            return Err(bad(format!("expected 5 columns ({CSV_HEADER}), found {}", f.len())));
-        }
+    crate::bench::parse_rows(text, path, CSV_HEADER, |f, bad| {
         let num = |k: usize, name: &str| {
-            f[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| bad(format!("{name} `{}` is not a number", f[k])))
+            f[k].parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| bad(&format!("{name} `{}` is not a number", f[k])))
         };
-        let active = f[3].parse::<u32>().map_err(|_| bad(format!("active_cores `{}` is not a whole number", f[3])))?;
+        let active = f[3].parse::<u32>().map_err(|_| bad(&format!("active_cores `{}` is not a whole number", f[3])))?;
         let timestamp_s = num(0, "timestamp_s")?;
         if timestamp_s < 0.0 {
-            return Err(bad(format!("timestamp_s `{}` must be >= 0", f[0])));
+            return Err(bad(&format!("timestamp_s `{}` must be >= 0", f[0])));
         }
         let watts = num(4, "watts")?;
         if !(watts > 0.0 && watts <= MAX_WATTS) {
-            return Err(bad(format!("watts `{}` must be > 0 and at most {MAX_WATTS:e}", f[4])));
+            return Err(bad(&format!("watts `{}` must be > 0 and at most {MAX_WATTS:e}", f[4])));
         }
-        out.push(PowerSample {
-            timestamp_s,
-            host: f[1].to_string(),
-            pstate: num(2, "pstate_or_frequency_hz")?,
-            active_cores: active,
-            watts,
-        });
-    }
-    Ok(out)
+        Ok(PowerSample { timestamp_s, host: f[1].to_string(), pstate: num(2, "pstate_or_frequency_hz")?, active_cores: active, watts })
+    })
 }
 
 /// The fit of one host at one pstate.
