@@ -7,6 +7,8 @@
 
 mod names;
 
+use crate::network::rma::RmaMove;
+
 /// One step of one rank. Peers and roots are world ranks; sizes are bytes;
 /// request ids are opaque and unique among a rank's pending requests.
 #[derive(Debug, Clone, PartialEq)]
@@ -409,6 +411,20 @@ pub enum RmaCall {
 }
 
 impl RmaCall {
+    /// The data movement of a put, accumulate, get or get-accumulate: what
+    /// it moves ([`RmaMove`], whose cost model it takes), to which target
+    /// (world rank), how many bytes, and its request handle (0 for none);
+    /// `None` for every other call.
+    pub fn movement(&self) -> Option<(RmaMove, u32, u64, u64)> {
+        match *self {
+            RmaCall::Put { target, bytes, req } => Some((RmaMove::Put, target, bytes, req)),
+            RmaCall::Accumulate { target, bytes, req } => Some((RmaMove::Accumulate, target, bytes, req)),
+            RmaCall::Get { target, bytes, req } => Some((RmaMove::Get, target, bytes, req)),
+            RmaCall::GetAccumulate { target, bytes, req } => Some((RmaMove::GetAccumulate, target, bytes, req)),
+            _ => None,
+        }
+    }
+
     /// Which of the platform's one-sided call costs this call takes
     /// ([`crate::platform::Smpi::rma_call_cost`]).
     pub fn cost_kind(&self) -> crate::platform::RmaCallKind {

@@ -5,8 +5,7 @@
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::Ordering;
 
-use simulator::action::{Action, IoCall};
-use simulator::network::rma::RmaMove;
+use simulator::action::{Action, IoCall, RmaCall};
 use simulator::online::VirtualStats;
 use simulator::trace::{CallRecord, Op};
 
@@ -358,44 +357,40 @@ fn io_action(op: Op, p: &Params, list: &mut Vec<u64>) -> Option<Action> {
 pub unsafe extern "C" fn ipr_online_rma(op: c_int, p: *const Params) {
     // SAFETY: the C wrapper passes its live parameter struct.
     let (Some(p), Some(call)) = (unsafe { p.as_ref() }.copied(), Op::from_code(op as u8)) else { return };
-    let target = u32::try_from(p.peer).ok();
-    let kind = match call {
-        Op::Put | Op::Rput => Some(RmaMove::Put),
-        Op::Accumulate | Op::Raccumulate => Some(RmaMove::Accumulate),
-        Op::Get | Op::Rget => Some(RmaMove::Get),
-        Op::GetAccumulate | Op::FetchAndOp | Op::CompareAndSwap | Op::RgetAccumulate => Some(RmaMove::GetAccumulate),
-        _ => None,
+    // The replay's own action of the call: an unknown window or an access
+    // to MPI_PROC_NULL is none there either.
+    let rma = match simulator::action::op_action(&CallRecord::bare(call, record_params(call, &p, &mut Vec::new()))) {
+        Ok(Some(Action::Rma { call: rma, .. })) => rma,
+        Ok(_) => return,
+        Err(_) => {
+            return with((), |on| {
+                on.unmodelled.insert(call.mpi_name());
+            })
+        }
     };
     // The call's own CPU time, as the replay charges it.
-    let cost = simulator::platform::RmaCallKind::of(call);
+    let cost = rma.cost_kind();
     with((), |on| {
-        let ev = match (kind, call) {
-            (Some(kind), _) => match target {
-                Some(target) => Ev::RmaMove { target, kind, bytes: p.bytes },
-                None if p.peer == simulator::trace::record::PROC_NULL => return,
-                None => {
-                    on.unmodelled.insert(call.mpi_name());
-                    return;
-                }
-            },
-            // A window's creation costs its call, then the barrier the C
-            // wrapper adds; the replay's lock_all takes no lock: only the call.
-            (None, Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic | Op::WinLockAll) => {
-                Ev::RmaCall { kind: cost }
-            }
-            // Lock waits and PSCW notices are not modelled online: the call's cost only.
-            (None, Op::WinLock | Op::WinPost | Op::WinStart | Op::WinWait) => {
-                on.unmodelled.insert(call.mpi_name());
-                Ev::RmaCall { kind: cost }
-            }
-            (None, Op::WinUnlock | Op::WinFlush | Op::WinFlushLocal) => Ev::RmaSettle { target, kind: cost },
-            (None, Op::WinUnlockAll | Op::WinFlushAll | Op::WinFlushLocalAll | Op::WinComplete | Op::WinFence | Op::WinFree) => {
-                Ev::RmaSettle { target: None, kind: cost }
-            }
-            _ => {
+        let ev = match (rma.movement(), &rma) {
+            // A target the trace could not name as a world rank.
+            (Some(_), _) if p.peer < 0 => {
                 on.unmodelled.insert(call.mpi_name());
                 return;
             }
+            (Some((kind, target, bytes, _)), _) => Ev::RmaMove { target, kind, bytes },
+            // A window's creation costs its call, then the barrier the C
+            // wrapper adds; the replay's lock_all takes no lock: only the call.
+            (None, RmaCall::Create { .. } | RmaCall::LockAll) => Ev::RmaCall { kind: cost },
+            // Lock waits and PSCW notices are not modelled online: the call's cost only.
+            (None, RmaCall::Lock { .. } | RmaCall::Post { .. } | RmaCall::Start { .. } | RmaCall::Wait) => {
+                on.unmodelled.insert(call.mpi_name());
+                Ev::RmaCall { kind: cost }
+            }
+            (None, &RmaCall::Unlock { target }) => Ev::RmaSettle { target: Some(target), kind: cost },
+            (None, &RmaCall::Flush { target }) => Ev::RmaSettle { target, kind: cost },
+            // The rest: UnlockAll, Complete, Fence, Free (the data
+            // movements always have a movement).
+            (None, _) => Ev::RmaSettle { target: None, kind: cost },
         };
         on.queue(ev);
     })

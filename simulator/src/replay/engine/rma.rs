@@ -155,6 +155,10 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         };
         let me = r as u32;
         self.rma_call_cost(r, call.cost_kind());
+        if let Some((kind, target, bytes, req)) = call.movement() {
+            self.rma_move(r, action, w, target, bytes, req, kind)?;
+            return Ok(Flow::Continue);
+        }
         match *call {
             RmaCall::Create { .. } => unreachable!("handled above"),
             RmaCall::Free => {
@@ -162,10 +166,9 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 self.rma.local[r].remove(&win);
                 return self.start_coll(r, &Action::Barrier { comm });
             }
-            RmaCall::Put { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Put)?,
-            RmaCall::Accumulate { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Accumulate)?,
-            RmaCall::Get { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::Get)?,
-            RmaCall::GetAccumulate { target, bytes, req } => self.rma_move(r, action, w, target, bytes, req, RmaMove::GetAccumulate)?,
+            RmaCall::Put { .. } | RmaCall::Accumulate { .. } | RmaCall::Get { .. } | RmaCall::GetAccumulate { .. } => {
+                unreachable!("data movements handled above")
+            }
             RmaCall::Fence => {
                 self.rma_settle(r, w, None);
                 return self.start_coll(r, &Action::Barrier { comm });
