@@ -4,6 +4,7 @@
 //! rings, 2-D and 3-D Cartesian grids from `MPI_Dims_create`,
 //! `MPI_PROC_NULL` off the grid's edges).
 
+use super::grid::Layout;
 use crate::trace::record::PROC_NULL;
 
 /// `MPI_Dims_create(n, 2)`: the most nearly square factorization of `n`,
@@ -53,7 +54,7 @@ fn coords_3d(r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
 
 /// A 2-D grid over N ranks, row-major: `x = r mod width`, `y = r / width`,
 /// the width being the smaller side of [`dims_2d`] (`narrow`) or the larger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Grid {
     /// True when the row width is the smaller side.
     pub narrow: bool,
@@ -209,10 +210,21 @@ pub struct PeerSeen {
 /// The simplest rule that gives every observation's peer; `None` when no
 /// rule does (a data-dependent peer).
 pub fn fit_peer(seen: &[PeerSeen]) -> Option<PeerRule> {
+    fit_peer_on(seen, None)
+}
+
+/// [`fit_peer`] for ranks classed by their position on the grid of
+/// `layout` (module `grid`): a peer that is a neighbour on that grid
+/// takes its neighbour rule before the others, since a class there may
+/// be seen at one rank count only, where an offset or a fixed rank gives
+/// the same peers.
+pub fn fit_peer_on(seen: &[PeerSeen], layout: Option<Layout>) -> Option<PeerRule> {
     let first = seen.iter().find(|s| s.p >= 0).or(seen.first())?;
-    PeerRule::candidates(first.r, first.n, first.p, &first.members)
-        .into_iter()
-        .find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
+    let mut candidates = PeerRule::candidates(first.r, first.n, first.p, &first.members);
+    if let Some(rule) = layout.and_then(|l| l.neighbour_of(first.r, first.p, first.n)) {
+        candidates.insert(0, rule);
+    }
+    candidates.into_iter().find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
 }
 
 /// Why `rule`, fitted to `seen`, cannot be trusted at other rank counts,
