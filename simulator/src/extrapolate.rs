@@ -646,6 +646,11 @@ fn build_class(
     // its blocks per rank.
     let mut law_pts: Vec<(String, Vec<Vec<f64>>, usize)> = Vec::new();
     let mut slots = Vec::with_capacity(template.len());
+    // Peers whose direction along a short periodic side is unknown (slot,
+    // peer, source line, why, observations), and the direction of each
+    // source line's calls where a side was long enough (`None`: both).
+    let mut blind = Vec::new();
+    let mut directions: HashMap<String, Option<i64>> = HashMap::new();
     for (i, &(trec, tsite)) in template.iter().enumerate() {
         let prev = if i == 0 { CallSite { module: String::new(), offset: 0 } } else { template[i - 1].1.clone() };
         let region = region_id(&prev, tsite);
@@ -727,8 +732,19 @@ fn build_class(
                         "its peer is no function of the rank and the rank count that the model knows (data-dependent?)".into(),
                     )
                 })?;
+                // The source line of a periodic grid step, for the
+                // direction of the same line's calls along short sides.
+                let line = |symbols: &mut Symbolizer| {
+                    let (r, _) = call(tm, i);
+                    symbols.name_in(&samples[tk].ranks[r as usize].1, trec.caller)
+                };
                 if let Some(why) = rules::undetermined(&rule, &peers[j]) {
-                    return Err(irregular(trec, tsite, why));
+                    blind.push((i, j, line(symbols), why, std::mem::take(&mut peers[j])));
+                } else if let Some(dir) = rules::direction(&rule, &peers[j]) {
+                    let seen = directions.entry(line(symbols)).or_insert(Some(dir));
+                    if *seen != Some(dir) {
+                        *seen = None;
+                    }
                 }
                 slot.peers[j] = Some(rule);
             }
@@ -742,6 +758,14 @@ fn build_class(
             slot.members = Some(rule);
         }
         slots.push(slot);
+    }
+    for (i, j, line, why, seen) in blind {
+        let (trec, tsite) = template[i];
+        let rule = slots[i].peers[j].expect("fitted");
+        let dir = directions.get(&line).copied().flatten();
+        slots[i].peers[j] = Some(dir.and_then(|d| rules::oriented(&rule, &seen, d)).ok_or_else(|| {
+            irregular(trec, tsite, format!("{why}, or a count where a call from the same source line ({line}) steps along a longer side"))
+        })?);
     }
     let laws: Vec<RegionLaw> = law_pts
         .into_iter()

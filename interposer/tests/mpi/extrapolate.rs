@@ -208,3 +208,22 @@ fn boundary_ranks_that_skip_neighbours_extrapolate_by_grid_position() {
         }
     }
 }
+
+/// A multigrid V-cycle on a periodic 3-D grid at powers of two: at 2, 4
+/// and 8 ranks every side is at most 2 long and the model refuses, naming
+/// 16 ranks; with a 16-rank trace (4 × 2 × 2) the exchange function's
+/// calls take along the short sides the direction they take along the
+/// long one, and the 32-rank run (4 × 4 × 2) exchanges what a real one
+/// does, rank by rank.
+#[test]
+fn a_periodic_multigrid_on_powers_of_two_takes_each_call_lines_direction_from_the_long_side() {
+    let args = &["4", "1", "3", "20"][..];
+    let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 16, 32].iter().map(|&n| traced(n, "mg3d", args).0).collect();
+    let open = |i: &[usize]| i.iter().map(|&i| Sample::open(dirs[i].path()).unwrap()).collect::<Vec<_>>();
+    let Err(err) = Model::build(open(&[0, 1, 2])) else { panic!("2, 4 and 8 ranks taken as enough") };
+    let err = err.to_string();
+    assert!(err.contains("MPI_Irecv") && err.contains("among powers of two, 16") && err.contains("mg3d.c:"), "{err}");
+    let model = Model::build(open(&[0, 1, 2, 3])).unwrap_or_else(|e| panic!("{e}"));
+    let real = simulator::replay::open_trace_dir(dirs[4].path(), ComputeTime::Cpu).unwrap();
+    assert_eq!(messages(model.streams(32)), messages(real), "messages per rank at 32");
+}

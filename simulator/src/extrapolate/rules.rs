@@ -232,12 +232,43 @@ pub fn fit_peer_on(seen: &[PeerSeen], layout: Option<Layout>) -> Option<PeerRule
 /// most 2 long at every traced count, where the neighbour one way is the
 /// neighbour the other way, so the direction of the call is unknown.
 pub fn undetermined(rule: &PeerRule, seen: &[PeerSeen]) -> Option<String> {
-    let PeerRule::Grid3 { step, periodic: true } = *rule else { return None };
-    let side = (0..3).find(|&i| step[i] != 0 && seen.iter().all(|s| dims_3d(s.n)[i] <= 2))?;
+    let side = *blind_sides(rule, seen).first()?;
     let longest = seen.iter().map(|s| s.n).max().unwrap_or(0);
+    let two = (1..31).map(|k| 1u32 << k).find(|&n| dims_3d(n)[side] >= 3).unwrap_or(64);
     Some(format!(
-        "its peer is a neighbour along side {side} of the periodic 3-D grid, which is at most 2 ranks long up to the {longest} ranks traced, so which neighbour (step −1 or +1) is unknown; add a trace at a rank count whose side {side} is 3 or more (27 ranks: 3 × 3 × 3)"
+        "its peer is a neighbour along side {side} of the periodic 3-D grid, which is at most 2 ranks long up to the {longest} ranks traced, so which neighbour (step −1 or +1) is unknown; add a trace at a rank count whose side {side} is 3 or more (27 ranks: 3 × 3 × 3; among powers of two, {two})"
     ))
+}
+
+/// The sides of `rule` (a periodic 3-D grid rule fitted to `seen`) along
+/// which it steps and which were at most 2 long at every traced count,
+/// where its direction is unknown ([`undetermined`]).
+fn blind_sides(rule: &PeerRule, seen: &[PeerSeen]) -> Vec<usize> {
+    let PeerRule::Grid3 { step, periodic: true } = *rule else { return Vec::new() };
+    (0..3).filter(|&i| step[i] != 0 && seen.iter().all(|s| dims_3d(s.n)[i] <= 2)).collect()
+}
+
+/// The direction (−1 or +1) of a periodic 3-D grid rule that steps
+/// along one side only, where a traced count had that side 3 or more
+/// long; `None` for other rules.
+pub fn direction(rule: &PeerRule, seen: &[PeerSeen]) -> Option<i64> {
+    let PeerRule::Grid3 { step, periodic: true } = *rule else { return None };
+    let moving: Vec<i64> = step.into_iter().filter(|&x| x != 0).collect();
+    (moving.len() == 1 && blind_sides(rule, seen).is_empty()).then(|| moving[0].signum())
+}
+
+/// `rule`, whose direction is unknown along some sides ([`undetermined`]),
+/// stepping `dir` (±1) along them: the direction a call from the same
+/// source line takes along a side that is longer at a traced count (a
+/// loop over the sides, as `MPI_Cart_shift(comm, side, 1, &lo, &hi)` in
+/// it gives). `None` unless the rule still gives every observation's peer.
+pub fn oriented(rule: &PeerRule, seen: &[PeerSeen], dir: i64) -> Option<PeerRule> {
+    let PeerRule::Grid3 { mut step, periodic: true } = *rule else { return None };
+    for i in blind_sides(rule, seen) {
+        step[i] = dir;
+    }
+    let out = PeerRule::Grid3 { step, periodic: true };
+    seen.iter().all(|s| out.eval(s.r, s.n, &s.members) == s.p).then_some(out)
 }
 
 /// Who a new communicator holds, for rank `r` of `n` (world ranks in

@@ -543,3 +543,28 @@ fn an_interior_whose_call_order_the_corners_do_not_show_is_refused_naming_the_co
     assert!(err.contains("cannot extrapolate MPI_") && err.contains("prog+0x"), "{err}");
     assert!(err.contains("ranks, which has a rank there, would decide"), "{err}");
 }
+
+#[test]
+fn a_short_periodic_sides_direction_is_taken_from_the_same_call_on_a_long_side() {
+    // Powers of two up to 16: side 0 is 4 long at 16, sides 1 and 2 never
+    // more than 2.
+    let counts = [2u32, 4, 8, 16];
+    let obs = |axis: usize, dir: i64| -> Vec<PeerSeen> {
+        counts.iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, halo3d_peer(r, n, axis, dir)))).collect()
+    };
+    for dir in [-1, 1] {
+        let long = obs(0, dir);
+        let rule = fit_peer(&long).unwrap();
+        assert_eq!(super::rules::direction(&rule, &long), Some(dir), "{rule:?}");
+        for axis in [1, 2] {
+            let short = obs(axis, dir);
+            let rule = fit_peer(&short).unwrap();
+            assert!(super::rules::undetermined(&rule, &short).is_some(), "{rule:?}");
+            assert_eq!(super::rules::direction(&rule, &short), None);
+            let oriented = super::rules::oriented(&rule, &short, dir).unwrap();
+            for n in [32u32, 64, 256] {
+                assert!((0..n).all(|r| oriented.eval(r, n, &[]) == halo3d_peer(r, n, axis, dir)), "{oriented:?} at {n}");
+            }
+        }
+    }
+}
