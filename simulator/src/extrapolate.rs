@@ -152,6 +152,17 @@ pub enum ClassRule {
     Position(grid::Position),
 }
 
+impl std::fmt::Display for ClassRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClassRule::Rank(c) => write!(f, "rank {c}"),
+            ClassRule::FromEnd(c) => write!(f, "rank N-1-{c}"),
+            ClassRule::Rest => write!(f, "the rest"),
+            ClassRule::Position(p) => write!(f, "{p}"),
+        }
+    }
+}
+
 impl ClassRule {
     fn holds(self, r: u32, n: u32) -> bool {
         match self {

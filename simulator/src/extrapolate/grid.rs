@@ -7,7 +7,7 @@
 //!
 //! The grid is the one of `MPI_Dims_create` in two or three dimensions,
 //! ranks numbered row-major as `MPI_Cart_create` numbers them; which one
-//! a program uses is inferred from its peers ([`choose`]): the layout
+//! a program uses is inferred from its peers (`choose`): the layout
 //! under which every point-to-point peer is a neighbour (a step of at
 //! most one along each side) and a position gives one call sequence at
 //! every traced count, the nearest neighbours winning.
