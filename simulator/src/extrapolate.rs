@@ -736,7 +736,8 @@ fn build_class(
             if !peers[j].is_empty() {
                 // Grid neighbours are point-to-point peers; a root is not one.
                 let p2p = matches!(trec.params, Params::P2p { .. } | Params::Sendrecv { .. } | Params::Probe { .. });
-                let rule = rules::fit_peer_on(&peers[j], layout.filter(|_| p2p)).ok_or_else(|| {
+                let neighbour = |r, p, n| layout.filter(|_| p2p).and_then(|l: Layout| l.neighbour_of(r, p, n));
+                let rule = rules::fit_peer_on(&peers[j], neighbour).ok_or_else(|| {
                     irregular(
                         trec,
                         tsite,

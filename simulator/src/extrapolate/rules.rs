@@ -4,7 +4,6 @@
 //! rings, 2-D and 3-D Cartesian grids from `MPI_Dims_create`,
 //! `MPI_PROC_NULL` off the grid's edges).
 
-use super::grid::Layout;
 use crate::trace::record::PROC_NULL;
 
 /// `MPI_Dims_create(n, 2)`: the most nearly square factorization of `n`,
@@ -210,18 +209,18 @@ pub struct PeerSeen {
 /// The simplest rule that gives every observation's peer; `None` when no
 /// rule does (a data-dependent peer).
 pub fn fit_peer(seen: &[PeerSeen]) -> Option<PeerRule> {
-    fit_peer_on(seen, None)
+    fit_peer_on(seen, |_, _, _| None)
 }
 
-/// [`fit_peer`] for ranks classed by their position on the grid of
-/// `layout` (module `grid`): a peer that is a neighbour on that grid
-/// takes its neighbour rule before the others, since a class there may
-/// be seen at one rank count only, where an offset or a fixed rank gives
-/// the same peers.
-pub fn fit_peer_on(seen: &[PeerSeen], layout: Option<Layout>) -> Option<PeerRule> {
+/// [`fit_peer`] with the rule `prefer(r, p, n)` gives for one observation
+/// (peer `p` of rank `r` of `n`) tried before the others: for ranks
+/// classed by their position on a process grid (module `grid`), the
+/// neighbour rule of that grid, since a class there may be seen at one
+/// rank count only, where an offset or a fixed rank gives the same peers.
+pub fn fit_peer_on(seen: &[PeerSeen], prefer: impl Fn(u32, i32, u32) -> Option<PeerRule>) -> Option<PeerRule> {
     let first = seen.iter().find(|s| s.p >= 0).or(seen.first())?;
     let mut candidates = PeerRule::candidates(first.r, first.n, first.p, &first.members);
-    if let Some(rule) = layout.and_then(|l| l.neighbour_of(first.r, first.p, first.n)) {
+    if let Some(rule) = prefer(first.r, first.p, first.n) {
         candidates.insert(0, rule);
     }
     candidates.into_iter().find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
