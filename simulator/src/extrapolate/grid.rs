@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 
 use super::fields::Fields;
-use super::rules::{dims_2d, dims_3d, Grid, PeerRule};
+use super::rules::{coords_3d, Grid, PeerRule};
 use super::Sample;
 use crate::trace::record::Params;
 
@@ -71,17 +71,12 @@ impl Layout {
     /// Coordinates of rank `r` of `n` and the grid's sides, slowest side
     /// first (a 2-D grid has a first side of 1).
     pub fn place(self, r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
-        let r = r as i64;
         match self {
             Layout::Grid2(g) => {
-                let (big, small) = dims_2d(n);
-                let w = if g.narrow { small } else { big } as i64;
-                ([0, r / w, r % w], [1, n as i64 / w, w])
+                let (x, y, w, h) = g.coords(r, n);
+                ([0, y, x], [1, h, w])
             }
-            Layout::Grid3 => {
-                let d = dims_3d(n).map(i64::from);
-                ([r / (d[1] * d[2]), r / d[2] % d[1], r % d[2]], d)
-            }
+            Layout::Grid3 => coords_3d(r, n),
         }
     }
 

@@ -45,7 +45,7 @@ pub fn dims_3d(n: u32) -> [u32; 3] {
 /// Coordinates of rank `r` on the 3-D grid of `n` ranks, and its sides:
 /// row-major as `MPI_Cart_create` numbers ranks (the last side varies
 /// fastest).
-fn coords_3d(r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
+pub(super) fn coords_3d(r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
     let d = dims_3d(n).map(i64::from);
     let r = r as i64;
     ([r / (d[1] * d[2]), r / d[2] % d[1], r % d[2]], d)
@@ -69,7 +69,8 @@ impl Grid {
         }
     }
 
-    fn coords(self, r: u32, n: u32) -> (i64, i64, i64, i64) {
+    /// Column, row, row width and rows of rank `r` of `n`.
+    pub(super) fn coords(self, r: u32, n: u32) -> (i64, i64, i64, i64) {
         let w = self.width(n);
         (r as i64 % w as i64, r as i64 / w as i64, w as i64, (n / w) as i64)
     }
