@@ -46,6 +46,7 @@ use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
 mod blocks;
 mod fields;
 pub mod fit;
+pub mod grid;
 mod records;
 pub mod rules;
 mod runs;
@@ -55,6 +56,7 @@ pub use records::RankRecords;
 
 use fields::Fields;
 use fit::Law;
+use grid::{Layout, Member};
 use rules::{MemberRule, PeerRule, PeerSeen};
 
 thread_local! {
@@ -144,6 +146,21 @@ pub enum ClassRule {
     FromEnd(u32),
     /// Every rank no other class names.
     Rest,
+    /// The ranks at one position on a process grid (module [`grid`]):
+    /// used when the ranks behave in more ways than first, last and the
+    /// rest, and the grid's positions separate them.
+    Position(grid::Position),
+}
+
+impl std::fmt::Display for ClassRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClassRule::Rank(c) => write!(f, "rank {c}"),
+            ClassRule::FromEnd(c) => write!(f, "rank N-1-{c}"),
+            ClassRule::Rest => write!(f, "the rest"),
+            ClassRule::Position(p) => write!(f, "{p}"),
+        }
+    }
 }
 
 impl ClassRule {
@@ -152,6 +169,7 @@ impl ClassRule {
             ClassRule::Rank(c) => r == c,
             ClassRule::FromEnd(c) => c < n && r == n - 1 - c,
             ClassRule::Rest => true,
+            ClassRule::Position(p) => p.layout.position(r, n) == p,
         }
     }
 }
@@ -331,13 +349,26 @@ impl Model {
                 .collect();
             shape_of.push(ids);
         }
-        let rules = class_rules(&samples, &shape_of, shapes.len())?;
+        let (rules, layout) = match class_rules(&samples, &shape_of, shapes.len()) {
+            Ok(rules) => (rules.into_iter().map(|(shape, rule)| (rule, members_of(&samples, &shape_of, shape))).collect(), None),
+            Err(e) => {
+                // More behaviours than rank rules name: grid positions, if
+                // a process grid separates them.
+                let Some(layout) = grid::choose(&samples, &shape_of) else { return Err(e) };
+                let made = grid::classes(&samples, layout).map_err(|refusal| {
+                    let (k, r, i) = refusal.call;
+                    let (rec, site) = &samples[k].ranks[r as usize].2[i as usize];
+                    irregular(rec, site, refusal.why)
+                })?;
+                (made.into_iter().map(|(p, members)| (ClassRule::Position(p), members)).collect::<Vec<_>>(), Some(layout))
+            }
+        };
         let big = samples.len() - 1;
         let template_n = counts[big];
         let mut classes = Vec::new();
         let mut symbols = Symbolizer::new();
-        for (shape, rule) in rules {
-            classes.push(build_class(&samples, &shape_of, shape, rule, &mut symbols)?);
+        for (rule, members) in rules {
+            classes.push(build_class(&samples, &members, rule, layout, &mut symbols)?);
         }
         classes.sort_by_key(|c| c.rule == ClassRule::Rest);
         let (header, modules, _) = &samples[big].ranks[0];
@@ -351,8 +382,35 @@ impl Model {
         })
     }
 
-    fn class_of(&self, r: u32, n: u32) -> &Class {
-        self.classes.iter().find(|c| c.rule.holds(r, n)).expect("the Rest class or an explicit rule names every rank")
+    fn class_of(&self, r: u32, n: u32) -> Option<&Class> {
+        self.classes.iter().find(|c| c.rule.holds(r, n))
+    }
+
+    /// Whether every rank of `n` has a class: always with rank rules
+    /// (the rest take the last); with grid positions, each rank's
+    /// position must be one the traces have or make (a side of one rank,
+    /// for one, is only where a traced count had it).
+    ///
+    /// # Errors
+    /// [`ExtrapolateError::Samples`] naming the first rank without a class
+    /// and its position.
+    pub fn covers(&self, n: u32) -> Result<(), ExtrapolateError> {
+        match (0..n).find(|&r| self.class_of(r, n).is_none()) {
+            None => Ok(()),
+            Some(r) => {
+                let at = match self.classes.iter().find_map(|c| match c.rule {
+                    ClassRule::Position(p) => Some(p.layout.position(r, n).to_string()),
+                    _ => None,
+                }) {
+                    Some(p) => p,
+                    None => "its position".into(),
+                };
+                Err(ExtrapolateError::Samples(format!(
+                    "cannot extrapolate to {n} ranks: rank {r} is at {at}, where no traced rank was and which the traced positions do not make (traced {:?})",
+                    self.sample_ranks
+                )))
+            }
+        }
     }
 
     /// The call records of rank `rank` of `n`, generated call by call
@@ -364,8 +422,11 @@ impl Model {
     /// [`Model::records`] of one variant of the prediction: compute moved
     /// along its laws' intervals, transient parts drawn with another seed
     /// or copied from the template members.
+    ///
+    /// # Panics
+    /// When rank `rank` of `n` has no class ([`Model::covers`]).
     pub fn records_as(&self, rank: u32, n: u32, variant: Variant) -> RankRecords<'_> {
-        let class = self.class_of(rank, n);
+        let class = self.class_of(rank, n).unwrap_or_else(|| panic!("{}", self.covers(n).err().map(|e| e.to_string()).unwrap_or_default()));
         self.records_with(class, self.at_n(class, n, variant), rank, n)
     }
 
@@ -456,13 +517,17 @@ impl Model {
 
     /// [`Model::streams`] of one variant ([`Model::records_as`]), with
     /// errors turned into `E` by `err` (one boxed stream per rank, without
-    /// a wrapper around it).
+    /// a wrapper around it). A rank without a class ([`Model::covers`])
+    /// gets a stream of that error.
     pub fn streams_as<E: 'static>(&self, n: u32, variant: Variant, err: fn(ExtrapolateError) -> E) -> Vec<ActionStream<'_, E>> {
         // What each class's ranks share, computed once.
         let mut shared: Vec<(*const Class, Arc<records::AtN>)> = Vec::new();
         (0..n)
             .map(|r| {
-                let class = self.class_of(r, n);
+                let Some(class) = self.class_of(r, n) else {
+                    let e = self.covers(n).expect_err("a rank without a class");
+                    return Box::new(std::iter::once(Err(err(e)))) as ActionStream<'_, E>;
+                };
                 let f = match shared.iter().find(|(c, _)| std::ptr::eq(*c, class)) {
                     Some((_, f)) => f.clone(),
                     None => {
@@ -497,12 +562,14 @@ impl Model {
     /// directory `out` (`meta.json` and a rank file each).
     ///
     /// # Errors
-    /// [`ExtrapolateError::Write`] naming the file.
+    /// [`ExtrapolateError::Write`] naming the file; the error of
+    /// [`Model::covers`] when a rank of `n` has no class.
     pub fn write_dir(&self, n: u32, out: &Path) -> Result<(), ExtrapolateError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| ExtrapolateError::Write { path: path.clone(), source }
         };
+        self.covers(n)?;
         std::fs::create_dir_all(out).map_err(io(out))?;
         let meta = TraceMeta { ranks: n, mode: "extrapolated".into(), ..self.meta.clone() };
         let meta_path = out.join("meta.json");
@@ -554,25 +621,35 @@ fn class_rules(samples: &[Sample], shape_of: &[Vec<usize>], nshapes: usize) -> R
     Ok(explicit)
 }
 
-/// The observations of one class: (sample index, rank).
-fn members_of(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize) -> Vec<(usize, u32)> {
+/// The traced ranks of one shape, in sample order.
+fn members_of(samples: &[Sample], shape_of: &[Vec<usize>], shape: usize) -> Vec<Member> {
     samples
         .iter()
         .enumerate()
-        .flat_map(|(k, s)| (0..s.n()).filter(move |&r| shape_of[k][r as usize] == shape).map(move |r| (k, r)))
+        .flat_map(|(k, s)| {
+            (0..s.n()).filter(move |&r| shape_of[k][r as usize] == shape).map(move |r| Member::traced(k, r, s.ranks[r as usize].2.len()))
+        })
         .collect()
 }
 
+/// The class of `rule` from its members (traced ranks, or ranks made of
+/// traced ranks' calls, in sample order): its slots' rules, its region
+/// laws and its blocks. With a `layout`, peers that are neighbours on its
+/// grid take the grid's rule first.
 fn build_class(
     samples: &[Sample],
-    shape_of: &[Vec<usize>],
-    shape: usize,
+    obs: &[Member],
     rule: ClassRule,
+    layout: Option<Layout>,
     symbols: &mut Symbolizer,
 ) -> Result<Class, ExtrapolateError> {
-    let obs = members_of(samples, shape_of, shape);
-    let &(tk, tr) = obs.iter().find(|(k, _)| *k == samples.len() - 1).unwrap_or(obs.last().expect("a class has a rank"));
-    let template = &samples[tk].ranks[tr as usize].2;
+    let call = |m: &Member, i: usize| {
+        let (r, j) = m.calls[i];
+        (r, &samples[m.k].ranks[r as usize].2[j as usize])
+    };
+    let tm = obs.iter().find(|m| m.k == samples.len() - 1).unwrap_or(obs.last().expect("a class has a rank"));
+    let tk = tm.k;
+    let template: Vec<&(CallRecord, CallSite)> = (0..tm.calls.len()).map(|i| call(tm, i).1).collect();
     // Each observed rank's communicators (id → members), call by call.
     let mut comms: Vec<HashMap<u32, Vec<u32>>> = obs.iter().map(|_| HashMap::new()).collect();
     let mut law_of: HashMap<u64, usize> = HashMap::new();
@@ -580,13 +657,18 @@ fn build_class(
     // its blocks per rank.
     let mut law_pts: Vec<(String, Vec<Vec<f64>>, usize)> = Vec::new();
     let mut slots = Vec::with_capacity(template.len());
-    for (i, (trec, tsite)) in template.iter().enumerate() {
+    // Peers whose direction along a short periodic side is unknown (slot,
+    // peer, source line, why, observations), and the direction of each
+    // source line's calls where a side was long enough (`None`: both).
+    let mut blind = Vec::new();
+    let mut directions: HashMap<String, Option<i64>> = HashMap::new();
+    for (i, &(trec, tsite)) in template.iter().enumerate() {
         let prev = if i == 0 { CallSite { module: String::new(), offset: 0 } } else { template[i - 1].1.clone() };
         let region = region_id(&prev, tsite);
         let law = *law_of.entry(region).or_insert_with(|| {
             // Named as `trace regions` names it: `file:line` with debug
             // information, else `module+0xoffset`.
-            let modules = &samples[tk].ranks[tr as usize].1;
+            let modules = &samples[tk].ranks[call(tm, i).0 as usize].1;
             let prev_addr = if i == 0 { 0 } else { template[i - 1].0.caller };
             let name = format!("{}:{}", symbols.name_in(modules, prev_addr), symbols.name_in(modules, trec.caller));
             law_pts.push((name, vec![Vec::new(); obs.len()], 0));
@@ -597,13 +679,13 @@ fn build_class(
         let mut sizes: [Vec<(u32, f64)>; 2] = [Vec::new(), Vec::new()];
         let mut members = Vec::new();
         let mut vecs: [Vec<vectors::VecSeen<'_>>; 2] = [Vec::new(), Vec::new()];
-        for (o, &(k, r)) in obs.iter().enumerate() {
-            let n = samples[k].n();
-            let (rec, site) = &samples[k].ranks[r as usize].2[i];
+        for (o, m) in obs.iter().enumerate() {
+            let n = samples[m.k].n();
+            let (r, (rec, site)) = call(m, i);
             law_pts[law].1[o].push(rec.compute_cpu_ns as f64);
-            if let Params::CommCreate { comm, members: m, .. } = &rec.params {
-                comms[o].insert(*comm, m.clone());
-                members.push((n, r, m.clone()));
+            if let Params::CommCreate { comm, members: mm, .. } = &rec.params {
+                comms[o].insert(*comm, mm.clone());
+                members.push((n, r, mm.clone()));
             }
             let fields = Fields::of(&rec.params);
             let tfields = Fields::of(&trec.params);
@@ -652,15 +734,29 @@ fn build_class(
         }
         for j in 0..2 {
             if !peers[j].is_empty() {
-                let rule = rules::fit_peer(&peers[j]).ok_or_else(|| {
+                // Grid neighbours are point-to-point peers; a root is not one.
+                let p2p = matches!(trec.params, Params::P2p { .. } | Params::Sendrecv { .. } | Params::Probe { .. });
+                let neighbour = |r, p, n| layout.filter(|_| p2p).and_then(|l: Layout| l.neighbour_of(r, p, n));
+                let rule = rules::fit_peer_on(&peers[j], neighbour).ok_or_else(|| {
                     irregular(
                         trec,
                         tsite,
                         "its peer is no function of the rank and the rank count that the model knows (data-dependent?)".into(),
                     )
                 })?;
+                // The source line of a periodic grid step, for the
+                // direction of the same line's calls along short sides.
+                let line = |symbols: &mut Symbolizer| {
+                    let (r, _) = call(tm, i);
+                    symbols.name_in(&samples[tk].ranks[r as usize].1, trec.caller)
+                };
                 if let Some(why) = rules::undetermined(&rule, &peers[j]) {
-                    return Err(irregular(trec, tsite, why));
+                    blind.push((i, j, line(symbols), why, std::mem::take(&mut peers[j])));
+                } else if let Some(dir) = rules::direction(&rule, &peers[j]) {
+                    let seen = directions.entry(line(symbols)).or_insert(Some(dir));
+                    if *seen != Some(dir) {
+                        *seen = None;
+                    }
                 }
                 slot.peers[j] = Some(rule);
             }
@@ -675,28 +771,39 @@ fn build_class(
         }
         slots.push(slot);
     }
+    for (i, j, line, why, seen) in blind {
+        let (trec, tsite) = template[i];
+        let rule = slots[i].peers[j].expect("fitted");
+        let dir = directions.get(&line).copied().flatten();
+        slots[i].peers[j] = Some(dir.and_then(|d| rules::oriented(&rule, &seen, d)).ok_or_else(|| {
+            irregular(trec, tsite, format!("{why}, or a count where a call from the same source line ({line}) steps along a longer side"))
+        })?);
+    }
     let laws: Vec<RegionLaw> = law_pts
         .into_iter()
         .map(|(name, per_rank, blocks)| {
-            let noisy: Vec<fit::Noisy> = (0..samples.len()).filter_map(|k| noisy_mean(&obs, &per_rank, k, samples[k].n())).collect();
+            let noisy: Vec<fit::Noisy> = (0..samples.len()).filter_map(|k| noisy_mean(obs, &per_rank, k, samples[k].n())).collect();
             let points = noisy.iter().map(|p| (p.n, p.y)).collect();
             RegionLaw { region: name, law: fit::fit_noisy(&noisy), points, noisy, blocks }
         })
         .collect();
     // The class's blocks per traced count, smallest first; the largest
     // count's ranks are the template members.
-    let largest = obs.last().map_or(samples.len() - 1, |o| o.0);
+    let largest = obs.last().map_or(samples.len() - 1, |o| o.k);
     let runs = (0..=largest)
         .map(|k| {
             obs.iter()
-                .filter(|o| o.0 == k)
-                .map(|&(k, r)| samples[k].ranks[r as usize].2.iter().map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
+                .filter(|o| o.k == k)
+                .map(|m| (0..m.calls.len()).map(|i| call(m, i).1).map(|(rec, _)| (rec.compute_cpu_ns, rec.compute_wall_ns)).collect())
                 .collect::<Vec<blocks::MemberBlocks>>()
         })
         .filter(|m| !m.is_empty())
         .collect();
     let law_of: Vec<usize> = slots.iter().map(|s| s.law).collect();
-    let ranks: Vec<u32> = obs.iter().filter(|o| o.0 == largest).map(|o| o.1).collect();
+    // Target ranks take the blocks of the traced rank of their number when
+    // it was a member; made members have none.
+    let at_largest: Vec<&Member> = obs.iter().filter(|o| o.k == largest).collect();
+    let ranks: Vec<u32> = at_largest.iter().map(|m| m.rank).collect::<Option<_>>().unwrap_or_default();
     let blocks = blocks::Blocks::new(runs, &ranks, &law_of, laws.len());
     Ok(Class { rule, slots, blocks, laws })
 }
@@ -711,8 +818,8 @@ const RUN_NOISE: f64 = 0.005;
 /// `k`) and its noise ([`fit::Noisy`]): the standard error of the mean
 /// over the ranks' own means with two ranks or more, else over the
 /// blocks, and at least [`RUN_NOISE`]; `None` without blocks there.
-fn noisy_mean(obs: &[(usize, u32)], per_rank: &[Vec<f64>], k: usize, n: u32) -> Option<fit::Noisy> {
-    let ranks: Vec<&Vec<f64>> = obs.iter().zip(per_rank).filter(|(o, b)| o.0 == k && !b.is_empty()).map(|(_, b)| b).collect();
+fn noisy_mean(obs: &[Member], per_rank: &[Vec<f64>], k: usize, n: u32) -> Option<fit::Noisy> {
+    let ranks: Vec<&Vec<f64>> = obs.iter().zip(per_rank).filter(|(o, b)| o.k == k && !b.is_empty()).map(|(_, b)| b).collect();
     let count: usize = ranks.iter().map(|b| b.len()).sum();
     if count == 0 {
         return None;

@@ -162,3 +162,68 @@ fn several_traced_runs_replay_at_the_median_of_their_blocks() {
         assert_eq!(*m, v[1], "block {i}");
     }
 }
+
+/// Each rank's point-to-point messages as sorted `(sent, peer, bytes)`
+/// triples, sends and receives, blocking or not.
+fn messages<E>(streams: Vec<simulator::replay::ActionStream<'_, E>>) -> Vec<Vec<(bool, i64, u64)>> {
+    streams
+        .into_iter()
+        .map(|s| {
+            let mut v: Vec<(bool, i64, u64)> = s
+                .filter_map(|a| match a {
+                    Ok(Action::Send { dst, bytes, .. } | Action::Isend { dst, bytes, .. }) => Some((true, dst as i64, bytes)),
+                    Ok(Action::Recv { src, bytes, .. } | Action::Irecv { src, bytes, .. }) => Some((false, src as i64, bytes)),
+                    _ => None,
+                })
+                .collect();
+            v.sort_unstable();
+            v
+        })
+        .collect()
+}
+
+/// Programs whose ranks on the process grid's boundary skip the
+/// neighbours they lack: classed by grid position, the extrapolated run
+/// at 16 ranks exchanges, rank by rank, the messages of a real 16-rank
+/// run, also where no traced count had the position (the interior of the
+/// wavefront's short side).
+#[test]
+fn boundary_ranks_that_skip_neighbours_extrapolate_by_grid_position() {
+    let cases: [(&str, &[&str], [u32; 3]); 2] =
+        [("ssor_wavefront", &["400", "2", "3", "5"], [2, 4, 8]), ("hydro3d", &["3", "2", "20"], [1, 8, 27])];
+    for (prog, args, counts) in cases {
+        let dirs: Vec<tempfile::TempDir> = counts.iter().chain(&[16]).map(|&n| traced(n, prog, args).0).collect();
+        let samples = dirs[..3].iter().map(|d| Sample::open(d.path()).unwrap()).collect();
+        let model = Model::build(samples).unwrap_or_else(|e| panic!("{prog}: {e}"));
+        assert!(
+            model.classes.iter().all(|c| matches!(c.rule, simulator::extrapolate::ClassRule::Position(_))),
+            "{prog}: classes by grid position"
+        );
+        let real = simulator::replay::open_trace_dir(dirs[3].path(), ComputeTime::Cpu).unwrap();
+        let want = messages(real);
+        assert!(want.iter().map(Vec::len).min() < want.iter().map(Vec::len).max(), "{prog}: boundary ranks exchange less");
+        assert_eq!(messages(model.streams(16)), want, "{prog}: messages per rank at 16");
+        for n in [64, 256] {
+            model.covers(n).unwrap_or_else(|e| panic!("{prog} at {n}: {e}"));
+        }
+    }
+}
+
+/// A multigrid V-cycle on a periodic 3-D grid at powers of two: at 2, 4
+/// and 8 ranks every side is at most 2 long and the model refuses, naming
+/// 16 ranks; with a 16-rank trace (4 × 2 × 2) the exchange function's
+/// calls take along the short sides the direction they take along the
+/// long one, and the 32-rank run (4 × 4 × 2) exchanges what a real one
+/// does, rank by rank.
+#[test]
+fn a_periodic_multigrid_on_powers_of_two_takes_each_call_lines_direction_from_the_long_side() {
+    let args = &["4", "1", "3", "20"][..];
+    let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 16, 32].iter().map(|&n| traced(n, "mg3d", args).0).collect();
+    let open = |i: &[usize]| i.iter().map(|&i| Sample::open(dirs[i].path()).unwrap()).collect::<Vec<_>>();
+    let Err(err) = Model::build(open(&[0, 1, 2])) else { panic!("2, 4 and 8 ranks taken as enough") };
+    let err = err.to_string();
+    assert!(err.contains("MPI_Irecv") && err.contains("among powers of two, 16") && err.contains("mg3d.c:"), "{err}");
+    let model = Model::build(open(&[0, 1, 2, 3])).unwrap_or_else(|e| panic!("{e}"));
+    let real = simulator::replay::open_trace_dir(dirs[4].path(), ComputeTime::Cpu).unwrap();
+    assert_eq!(messages(model.streams(32)), messages(real), "messages per rank at 32");
+}

@@ -81,11 +81,19 @@ pub(super) struct Blocks {
     pool: Vec<Vec<f32>>,
     /// Per region law: blocks one draw holds (1: independent draws).
     hold: Vec<u32>,
-    /// Per call: its index among its region law's calls.
+    /// Per call: its index among its scale group's calls.
     nth: Vec<u32>,
+    /// Per call: its scale group (see [`Blocks::new`]), the unit the
+    /// levels, pools and holds are kept by.
+    group_of: Vec<usize>,
     /// Per region law: what was done to its transient parts.
     pub(super) noise: Vec<Noise>,
 }
+
+/// Width of a scale group, as a factor of the region's median block:
+/// calls whose shared blocks are within a factor of 2^(3/2) of the
+/// group's centre (on a log scale, bands a factor of 8 wide) share a pool.
+const SCALE_BAND_LOG2: f64 = 3.0;
 
 /// What the traced runs' noise did to one region's transient parts.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -311,7 +319,68 @@ impl Blocks {
     /// call: CPU and wall ns; all of one length); the last run's members
     /// are the template members (at least one), `ranks` their ranks in
     /// that run. `law_of[i]` is call i's region law index below `laws`.
-    pub(super) fn new(mut runs: Vec<Vec<MemberBlocks>>, ranks: &[u32], law_of: &[usize], laws: usize) -> Blocks {
+    ///
+    /// The calls of one region may differ in scale (a multigrid level's
+    /// compute and the empty span between two of its exchanges start and
+    /// end at the same call sites), and a block of a microsecond varies
+    /// by a larger share than one of a millisecond. So the split is made
+    /// per scale group: the calls of a region whose shared block (the
+    /// members' median in the largest run) lies in one band, a factor of
+    /// 8 wide on a log scale around the region's median block.
+    pub(super) fn new(runs: Vec<Vec<MemberBlocks>>, ranks: &[u32], law_of: &[usize], laws: usize) -> Blocks {
+        let last = runs.last().expect("the largest run's members");
+        let mut col = Vec::with_capacity(last.len());
+        let shared: Vec<f64> = (0..law_of.len())
+            .map(|i| {
+                col.clear();
+                col.extend(last.iter().map(|m| m[i].0 as f64));
+                median(&mut col)
+            })
+            .collect();
+        let centre: Vec<f64> = (0..laws)
+            .map(|g| {
+                let mut v: Vec<f64> = (0..law_of.len()).filter(|&i| law_of[i] == g && shared[i] > 0.0).map(|i| shared[i]).collect();
+                median(&mut v)
+            })
+            .collect();
+        let mut groups: Vec<(usize, i64)> = Vec::new();
+        let group_of: Vec<usize> = (0..law_of.len())
+            .map(|i| {
+                let g = law_of[i];
+                let band = if shared[i] > 0.0 && centre[g] > 0.0 {
+                    ((shared[i] / centre[g]).log2() / SCALE_BAND_LOG2).round() as i64
+                } else {
+                    i64::MIN
+                };
+                groups.iter().position(|&x| x == (g, band)).unwrap_or_else(|| {
+                    groups.push((g, band));
+                    groups.len() - 1
+                })
+            })
+            .collect();
+        let mut b = Blocks::by_group(runs, ranks, &group_of, groups.len());
+        let groups = &groups;
+        // Each region law's noise: its groups' counts, the spread and hold
+        // of its largest group.
+        b.noise = (0..laws)
+            .map(|g| {
+                let mine = || (0..groups.len()).filter(move |&k| groups[k].0 == g);
+                let mut n = Noise::default();
+                for k in mine() {
+                    let x = b.noise[k];
+                    (n.detours, n.parts, n.capped) = (n.detours + x.detours, n.parts + x.parts, n.capped + x.capped);
+                }
+                let top = mine().max_by_key(|&k| b.noise[k].parts);
+                (n.spread, n.hold) = top.map_or((0.0, 1), |k| (b.noise[k].spread, b.noise[k].hold));
+                n
+            })
+            .collect();
+        b.group_of = group_of;
+        b
+    }
+
+    /// [`Blocks::new`] with `law_of` the calls' groups.
+    fn by_group(mut runs: Vec<Vec<MemberBlocks>>, ranks: &[u32], law_of: &[usize], laws: usize) -> Blocks {
         let members = runs.pop().expect("the largest run's members");
         let quieter: Vec<Split> = runs.iter().filter(|m| m.len() >= 2).map(|m| split(m, law_of, laws)).collect();
         let Split { base, mut level, parts } = split(&members, law_of, laws);
@@ -374,7 +443,7 @@ impl Blocks {
         for (m, &r) in ranks.iter().enumerate() {
             index_of[r as usize] = m as u32;
         }
-        Blocks { members, index_of, base, level, pool, hold, nth, noise }
+        Blocks { members, index_of, base, level, pool, hold, nth, group_of: law_of.to_vec(), noise }
     }
 
     /// The member target rank `r` takes its blocks and level from: the
@@ -386,11 +455,11 @@ impl Blocks {
         }
     }
 
-    /// The (CPU, wall) ns of target rank `r`'s block before call `i`, whose
-    /// region law is `g` (as given to [`Blocks::new`]), before the law's
-    /// scaling: drawn with `seed`, or with `None` member r mod M's own
-    /// block.
-    pub(super) fn block(&self, r: u32, i: usize, g: usize, seed: Option<u64>) -> (f64, f64) {
+    /// The (CPU, wall) ns of target rank `r`'s block before call `i`,
+    /// before its region law's scaling: drawn with `seed` from its scale
+    /// group's pool, or with `None` member r mod M's own block.
+    pub(super) fn block(&self, r: u32, i: usize, seed: Option<u64>) -> (f64, f64) {
+        let g = self.group_of[i];
         let m = self.member_of(r);
         let (cpu, wall) = self.members[m][i];
         let pool = &self.pool[g];
@@ -452,7 +521,7 @@ mod tests {
     #[test]
     fn persistent_imbalance_stays_with_the_rank_detours_go_and_the_spread_is_drawn() {
         let b = blocks();
-        let total = |r: u32| (0..100).map(|i| b.block(r, i, 0, S).0).sum::<f64>();
+        let total = |r: u32| (0..100).map(|i| b.block(r, i, S).0).sum::<f64>();
         // Each member's level carries over to its target ranks; the
         // detours of member 0 do not.
         let own = [100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 200.0 * 100.0];
@@ -461,16 +530,16 @@ mod tests {
             assert!((mean / want - 1.0).abs() < 0.03, "member {m}: {mean} against {want}");
         }
         assert_eq!(b.noise[0].detours, 10);
-        assert!((0..2000).all(|r| (0..100).all(|i| b.block(r, i, 0, S).0 < 500.0)));
+        assert!((0..2000).all(|r| (0..100).all(|i| b.block(r, i, S).0 < 500.0)));
         // The program's own spread is drawn: ranks of one member differ.
-        let blocks_of = |r: u32| (0..100).map(|i| b.block(r, i, 0, S).0).collect::<Vec<_>>();
+        let blocks_of = |r: u32| (0..100).map(|i| b.block(r, i, S).0).collect::<Vec<_>>();
         assert_ne!(blocks_of(1), blocks_of(6));
         // The same seed, rank and call always draw the same block; another
         // seed draws others.
-        assert_eq!(b.block(7, 31, 0, S), b.block(7, 31, 0, S));
-        assert_ne!(blocks_of(6), (0..100).map(|i| b.block(6, i, 0, Some(1)).0).collect::<Vec<_>>());
+        assert_eq!(b.block(7, 31, S), b.block(7, 31, S));
+        assert_ne!(blocks_of(6), (0..100).map(|i| b.block(6, i, Some(1)).0).collect::<Vec<_>>());
         // Without a seed each rank copies its member.
-        assert_eq!(b.block(5, 10, 0, None), (b.members[0][10].0 as f64, b.members[0][10].1 as f64));
+        assert_eq!(b.block(5, 10, None), (b.members[0][10].0 as f64, b.members[0][10].1 as f64));
     }
 
     #[test]
@@ -479,7 +548,7 @@ mod tests {
         let b = Blocks::new(vec![vec![m.clone(), m.clone(), m.clone()]], &[], &[0; 10], 1);
         for r in 0..9 {
             for (i, &(cpu, wall)) in m.iter().enumerate() {
-                let (c, w) = b.block(r, i, 0, S);
+                let (c, w) = b.block(r, i, S);
                 assert!((c - cpu as f64).abs() < 1e-3 && (w - wall as f64).abs() < 1e-3, "rank {r} call {i}: {c} {w}");
             }
         }
@@ -510,7 +579,7 @@ mod tests {
         // each other), averaged over the calls.
         let spread = |b: &Blocks| {
             let at = |i: usize| {
-                let v: Vec<f64> = (0..64).map(|r| b.block(r, i, 0, S).0).collect();
+                let v: Vec<f64> = (0..64).map(|r| b.block(r, i, S).0).collect();
                 let mean = v.iter().sum::<f64>() / v.len() as f64;
                 (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt() / mean
             };
@@ -542,9 +611,33 @@ mod tests {
         assert_eq!(independent.hold[0], 1);
         // Consecutive blocks of a target rank repeat their transient part
         // as often as the members' did.
-        let t = |b: &Blocks, r: u32, i: usize| b.block(r, i, 0, S).0 / (b.base[i] * b.level[r as usize % 8][0]);
+        let t = |b: &Blocks, r: u32, i: usize| b.block(r, i, S).0 / (b.base[i] * b.level[r as usize % 8][0]);
         let repeats = |b: &Blocks| (0..32).map(|r| (1..400).filter(|&i| (t(b, r, i) - t(b, r, i - 1)).abs() < 1e-9).count()).sum::<usize>();
         assert!(repeats(&b) > 32 * 300, "{}", repeats(&b));
         assert!(repeats(&independent) < 32 * 10, "{}", repeats(&independent));
+    }
+
+    #[test]
+    fn a_regions_long_blocks_draw_from_their_own_scale_not_its_short_ones() {
+        // A multigrid level: per level one 400 us compute, then two empty
+        // spans of about 300 ns between exchanges, all three in one region;
+        // the compute varies by 2 %, the empty spans by 100 %.
+        let member = |m: u64| -> MemberBlocks {
+            (0..300u64)
+                .map(|i| {
+                    let b = if i % 3 == 0 { 400_000.0 * (1.0 + 0.02 * u(m, i)) } else { 300.0 * (1.0 + u(m, i)) };
+                    (b as u64, b as u64)
+                })
+                .collect()
+        };
+        let b = Blocks::new(vec![(0..8).map(member).collect()], &[], &[0; 300], 1);
+        for r in 0..64 {
+            for i in (0..300).step_by(3) {
+                let t = b.block(r, i, S).0 / 400_000.0;
+                assert!((t - 1.0).abs() < 0.05, "rank {r}, call {i}: {t}");
+            }
+        }
+        assert_eq!(b.noise.len(), 1);
+        assert_eq!(b.noise[0].parts, 8 * 300);
     }
 }

@@ -58,7 +58,7 @@ impl RankRecords<'_> {
             (*op, *failed, *caller, *counters, *t_start_ns, *t_end_ns);
         rec.params.clone_from(params);
         let f = self.at_n.factors[slot.law];
-        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, slot.law, self.at_n.draw);
+        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, self.at_n.draw);
         rec.compute_cpu_ns = (cpu * f).round() as u64;
         rec.compute_wall_ns = (wall * f).round() as u64;
         if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {

@@ -45,7 +45,7 @@ pub fn dims_3d(n: u32) -> [u32; 3] {
 /// Coordinates of rank `r` on the 3-D grid of `n` ranks, and its sides:
 /// row-major as `MPI_Cart_create` numbers ranks (the last side varies
 /// fastest).
-fn coords_3d(r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
+pub(super) fn coords_3d(r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
     let d = dims_3d(n).map(i64::from);
     let r = r as i64;
     ([r / (d[1] * d[2]), r / d[2] % d[1], r % d[2]], d)
@@ -53,7 +53,7 @@ fn coords_3d(r: u32, n: u32) -> ([i64; 3], [i64; 3]) {
 
 /// A 2-D grid over N ranks, row-major: `x = r mod width`, `y = r / width`,
 /// the width being the smaller side of [`dims_2d`] (`narrow`) or the larger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Grid {
     /// True when the row width is the smaller side.
     pub narrow: bool,
@@ -69,7 +69,8 @@ impl Grid {
         }
     }
 
-    fn coords(self, r: u32, n: u32) -> (i64, i64, i64, i64) {
+    /// Column, row, row width and rows of rank `r` of `n`.
+    pub(super) fn coords(self, r: u32, n: u32) -> (i64, i64, i64, i64) {
         let w = self.width(n);
         (r as i64 % w as i64, r as i64 / w as i64, w as i64, (n / w) as i64)
     }
@@ -209,10 +210,21 @@ pub struct PeerSeen {
 /// The simplest rule that gives every observation's peer; `None` when no
 /// rule does (a data-dependent peer).
 pub fn fit_peer(seen: &[PeerSeen]) -> Option<PeerRule> {
+    fit_peer_on(seen, |_, _, _| None)
+}
+
+/// [`fit_peer`] with the rule `prefer(r, p, n)` gives for one observation
+/// (peer `p` of rank `r` of `n`) tried before the others: for ranks
+/// classed by their position on a process grid (module `grid`), the
+/// neighbour rule of that grid, since a class there may be seen at one
+/// rank count only, where an offset or a fixed rank gives the same peers.
+pub fn fit_peer_on(seen: &[PeerSeen], prefer: impl Fn(u32, i32, u32) -> Option<PeerRule>) -> Option<PeerRule> {
     let first = seen.iter().find(|s| s.p >= 0).or(seen.first())?;
-    PeerRule::candidates(first.r, first.n, first.p, &first.members)
-        .into_iter()
-        .find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
+    let mut candidates = PeerRule::candidates(first.r, first.n, first.p, &first.members);
+    if let Some(rule) = prefer(first.r, first.p, first.n) {
+        candidates.insert(0, rule);
+    }
+    candidates.into_iter().find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
 }
 
 /// Why `rule`, fitted to `seen`, cannot be trusted at other rank counts,
@@ -220,12 +232,43 @@ pub fn fit_peer(seen: &[PeerSeen]) -> Option<PeerRule> {
 /// most 2 long at every traced count, where the neighbour one way is the
 /// neighbour the other way, so the direction of the call is unknown.
 pub fn undetermined(rule: &PeerRule, seen: &[PeerSeen]) -> Option<String> {
-    let PeerRule::Grid3 { step, periodic: true } = *rule else { return None };
-    let side = (0..3).find(|&i| step[i] != 0 && seen.iter().all(|s| dims_3d(s.n)[i] <= 2))?;
+    let side = *blind_sides(rule, seen).first()?;
     let longest = seen.iter().map(|s| s.n).max().unwrap_or(0);
+    let two = (1..31).map(|k| 1u32 << k).find(|&n| dims_3d(n)[side] >= 3).unwrap_or(64);
     Some(format!(
-        "its peer is a neighbour along side {side} of the periodic 3-D grid, which is at most 2 ranks long up to the {longest} ranks traced, so which neighbour (step −1 or +1) is unknown; add a trace at a rank count whose side {side} is 3 or more (27 ranks: 3 × 3 × 3)"
+        "its peer is a neighbour along side {side} of the periodic 3-D grid, which is at most 2 ranks long up to the {longest} ranks traced, so which neighbour (step −1 or +1) is unknown; add a trace at a rank count whose side {side} is 3 or more (27 ranks: 3 × 3 × 3; among powers of two, {two})"
     ))
+}
+
+/// The sides of `rule` (a periodic 3-D grid rule fitted to `seen`) along
+/// which it steps and which were at most 2 long at every traced count,
+/// where its direction is unknown ([`undetermined`]).
+fn blind_sides(rule: &PeerRule, seen: &[PeerSeen]) -> Vec<usize> {
+    let PeerRule::Grid3 { step, periodic: true } = *rule else { return Vec::new() };
+    (0..3).filter(|&i| step[i] != 0 && seen.iter().all(|s| dims_3d(s.n)[i] <= 2)).collect()
+}
+
+/// The direction (−1 or +1) of a periodic 3-D grid rule that steps
+/// along one side only, where a traced count had that side 3 or more
+/// long; `None` for other rules.
+pub fn direction(rule: &PeerRule, seen: &[PeerSeen]) -> Option<i64> {
+    let PeerRule::Grid3 { step, periodic: true } = *rule else { return None };
+    let moving: Vec<i64> = step.into_iter().filter(|&x| x != 0).collect();
+    (moving.len() == 1 && blind_sides(rule, seen).is_empty()).then(|| moving[0].signum())
+}
+
+/// `rule`, whose direction is unknown along some sides ([`undetermined`]),
+/// stepping `dir` (±1) along them: the direction a call from the same
+/// source line takes along a side that is longer at a traced count (a
+/// loop over the sides, as `MPI_Cart_shift(comm, side, 1, &lo, &hi)` in
+/// it gives). `None` unless the rule still gives every observation's peer.
+pub fn oriented(rule: &PeerRule, seen: &[PeerSeen], dir: i64) -> Option<PeerRule> {
+    let PeerRule::Grid3 { mut step, periodic: true } = *rule else { return None };
+    for i in blind_sides(rule, seen) {
+        step[i] = dir;
+    }
+    let out = PeerRule::Grid3 { step, periodic: true };
+    seen.iter().all(|s| out.eval(s.r, s.n, &s.members) == s.p).then_some(out)
 }
 
 /// Who a new communicator holds, for rank `r` of `n` (world ranks in

@@ -453,3 +453,118 @@ fn the_cloned_template_repeats_the_traced_blocks_and_the_band_holds_the_predicti
     let (lo, hi) = super::band_of(&[1.0, 1.2, 0.9, 0.95, 1.1]);
     assert!((lo - 0.85).abs() < 1e-12 && (hi - 1.3).abs() < 1e-12, "{lo} {hi}");
 }
+
+/// A wavefront on the grid of `layout` at `n` ranks, as ssor_wavefront
+/// and LULESH make it: per plane a receive from each low neighbour along
+/// each side (a call site per side), a block, a send to each high
+/// neighbour, skipping the neighbours a rank on the boundary lacks; an
+/// all-reduce per sweep. Returns the sample and each rank's (op, peer)
+/// calls.
+fn wavefront(n: u32, layout: grid::Layout, planes: usize) -> (Sample, Vec<Vec<(Op, i32)>>) {
+    let mut s = ring_sample(n, 0.1);
+    let mut want = Vec::new();
+    let sides: Vec<usize> = match layout {
+        grid::Layout::Grid2(_) => vec![1, 2],
+        grid::Layout::Grid3 => vec![0, 1, 2],
+    };
+    for (r, rank) in s.ranks.iter_mut().enumerate() {
+        let r = r as u32;
+        let mut recs = vec![(rec(Op::Init, Params::None, 0), site(0x1))];
+        for _ in 0..planes {
+            for (op, dir, base) in [(Op::Recv, -1, 0x100), (Op::Send, 1, 0x200)] {
+                for &a in &sides {
+                    let mut step = [0; 3];
+                    step[a] = dir;
+                    let peer = layout.neighbour(step).eval(r, n, &[]);
+                    if peer != PROC_NULL {
+                        let p = Params::P2p { peer, tag: a as i32, bytes: 400, comm: 0, request: 0 };
+                        recs.push((rec(op, p, if op == Op::Send { 5000 } else { 50 }), site(base + a as u64)));
+                    }
+                }
+            }
+        }
+        recs.push((rec(Op::Allreduce, Params::Coll { root: -1, bytes: 40, comm: 0 }, 100), site(0x300)));
+        recs.push((rec(Op::Finalize, Params::None, 0), site(0x310)));
+        want.push(
+            recs.iter()
+                .map(|(c, _)| match c.params {
+                    Params::P2p { peer, .. } => (c.op, peer),
+                    _ => (c.op, -1),
+                })
+                .collect(),
+        );
+        rank.2 = recs;
+    }
+    (s, want)
+}
+
+fn calls_of(model: &Model, r: u32, n: u32) -> Vec<(Op, i32)> {
+    model
+        .records(r, n)
+        .map(|c| match c.params {
+            Params::P2p { peer, .. } => (c.op, peer),
+            _ => (c.op, -1),
+        })
+        .collect()
+}
+
+#[test]
+fn grid_positions_class_boundary_ranks_and_make_the_untraced_interior() {
+    let rows = grid::Layout::Grid2(Grid { narrow: true });
+    // At 2, 4 and 8 ranks (2 × 1, 2 × 2, 4 × 2) no rank is interior along
+    // the short side: ranks there are made from its first and last ranks.
+    let model = Model::build([2, 4, 8].map(|n| wavefront(n, rows, 3).0).into()).unwrap();
+    assert!(model.classes.iter().all(|c| matches!(c.rule, ClassRule::Position(p) if p.layout == rows)), "{:?}", model.classes[0].rule);
+    for n in [16, 36, 64, 256] {
+        model.covers(n).unwrap();
+        let want = wavefront(n, rows, 3).1;
+        for r in 0..n {
+            assert_eq!(calls_of(&model, r, n), want[r as usize], "rank {r} of {n}");
+        }
+    }
+    // A 3-D grid's 27 positions are all at 27 ranks (3 × 3 × 3).
+    let model = Model::build([1, 8, 27].map(|n| wavefront(n, grid::Layout::Grid3, 2).0).into()).unwrap();
+    assert_eq!(model.classes.len(), 1 + 8 + 19, "the lone rank, the corners, the rest at 27");
+    for n in [64, 256] {
+        let want = wavefront(n, grid::Layout::Grid3, 2).1;
+        assert!((0..n).all(|r| calls_of(&model, r, n) == want[r as usize]), "{n} ranks");
+    }
+    // A side of 1 at the target where no traced count had one: no class.
+    let err = model.covers(2).unwrap_err().to_string();
+    assert!(err.contains("rank 0 is at (first, only, only)"), "{err}");
+}
+
+#[test]
+fn an_interior_whose_call_order_the_corners_do_not_show_is_refused_naming_the_count() {
+    // At 2, 4 and 8 ranks every rank of a 3-D grid is a corner: an
+    // interior rank's send along one side and receive along the next
+    // could come in either order.
+    let err = Model::build([2, 4, 8].map(|n| wavefront(n, grid::Layout::Grid3, 2).0).into()).unwrap_err().to_string();
+    assert!(err.contains("cannot extrapolate MPI_") && err.contains("prog+0x"), "{err}");
+    assert!(err.contains("ranks, which has a rank there, would decide"), "{err}");
+}
+
+#[test]
+fn a_short_periodic_sides_direction_is_taken_from_the_same_call_on_a_long_side() {
+    // Powers of two up to 16: side 0 is 4 long at 16, sides 1 and 2 never
+    // more than 2.
+    let counts = [2u32, 4, 8, 16];
+    let obs = |axis: usize, dir: i64| -> Vec<PeerSeen> {
+        counts.iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, halo3d_peer(r, n, axis, dir)))).collect()
+    };
+    for dir in [-1, 1] {
+        let long = obs(0, dir);
+        let rule = fit_peer(&long).unwrap();
+        assert_eq!(super::rules::direction(&rule, &long), Some(dir), "{rule:?}");
+        for axis in [1, 2] {
+            let short = obs(axis, dir);
+            let rule = fit_peer(&short).unwrap();
+            assert!(super::rules::undetermined(&rule, &short).is_some(), "{rule:?}");
+            assert_eq!(super::rules::direction(&rule, &short), None);
+            let oriented = super::rules::oriented(&rule, &short, dir).unwrap();
+            for n in [32u32, 64, 256] {
+                assert!((0..n).all(|r| oriented.eval(r, n, &[]) == halo3d_peer(r, n, axis, dir)), "{oriented:?} at {n}");
+            }
+        }
+    }
+}

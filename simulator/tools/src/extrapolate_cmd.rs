@@ -127,7 +127,7 @@ pub fn run(args: &ExtrapolateArgs) -> anyhow::Result<()> {
 pub fn summary(model: &Model, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "extrapolation from {:?} ranks: {} rank class(es)", model.sample_ranks, model.classes.len())?;
     for c in &model.classes {
-        writeln!(out, "  class {:?}: {} calls per rank", c.rule, c.calls())?;
+        writeln!(out, "  class {}: {} calls per rank", c.rule, c.calls())?;
         let mut laws: Vec<_> = c.laws.iter().filter(|l| l.points.iter().any(|p| p.1 > 0.0)).collect();
         laws.sort_by(|a, b| b.points.last().map(|p| p.1).partial_cmp(&a.points.last().map(|p| p.1)).unwrap_or(std::cmp::Ordering::Equal));
         for l in laws.iter().take(5) {
