@@ -185,6 +185,30 @@ impl Solver {
         self.links[i].clear();
     }
 
+    /// Makes entry `id` (in the solver) stand for `k` (≥ 1) flows of its
+    /// links and bound: its weight on each link is k times the weight it
+    /// was added with. Its rate, a flow's, is set by the next
+    /// [`Solver::solve`].
+    pub(super) fn set_count(&mut self, id: u32, k: u32) {
+        let i = id as usize;
+        let (seq, bound) = (self.seq_of[i], self.bound[i]);
+        for m in 0..self.links[i].len() {
+            let (s, w) = self.links[i][m];
+            let members = &mut self.slots[s as usize].members;
+            let at = members.partition_point(|x| x.seq < seq);
+            let x = &mut members[at];
+            debug_assert!(x.id == id && x.seq == seq, "entry {id} on its link");
+            x.w = f64::from(k) * w;
+            x.wb = x.w * bound;
+            self.touch(s);
+        }
+    }
+
+    /// Whether no flow in the solver crosses directed link `l`.
+    pub(super) fn idle(&self, l: u32) -> bool {
+        self.slot_of[l as usize] == NONE
+    }
+
     /// Queues slot `s` in `touched` unless it is there.
     fn touch(&mut self, s: u32) {
         let slot = &mut self.slots[s as usize];
