@@ -393,7 +393,8 @@ impl Net {
         let cl = &mut self.classes.list[c as usize];
         while let Some(&Entry(target, seq, id)) = cl.members.peek() {
             let f = &self.flows[id as usize];
-            if f.class == c && f.seq == seq {
+            // Without entries of flows that left, the first is a member.
+            if cl.members.len() == cl.count as usize || f.class == c && f.seq == seq {
                 return Some((target, id));
             }
             cl.members.pop();
