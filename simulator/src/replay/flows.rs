@@ -10,6 +10,10 @@ mod maxmin;
 
 use classes::NONE;
 
+/// Entries on one of a flow's shared links from which the flow looks for
+/// a class of its key to join.
+const CROWD: usize = 16;
+
 /// What to do when a transfer ends: complete these request slots.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Done {
@@ -113,6 +117,8 @@ pub(crate) struct Net {
     route: (Vec<u32>, Vec<u32>),
     /// The next time a flow ends its latency or its transfer (∞: none), seconds.
     next_t: f64,
+    /// [`CROWD`], or another count in tests.
+    crowd: usize,
     /// The most flows a class has held, and how often a flow's lone link
     /// became shared.
     #[cfg(test)]
@@ -148,6 +154,7 @@ impl Net {
             route: Default::default(),
             model,
             next_t: f64::INFINITY,
+            crowd: CROWD,
             #[cfg(test)]
             most: (0, 0),
         }
@@ -335,12 +342,16 @@ impl Net {
 
     /// Flow `id`, with `left` bytes left (the sharing's units), joins at
     /// `now` the class of its shared links and bound (a class of its own
-    /// unless `indexed`): a class without shared links moves at its
+    /// unless `indexed`, or none of its shared links has [`CROWD`] solver
+    /// entries): a class without shared links moves at its
     /// bound, the others get their rate at the next solve.
     fn join(&mut self, id: u32, left: f64, now: f64, indexed: bool) {
         let f = &self.flows[id as usize];
         self.key.clear();
         self.key.extend(f.links.iter().enumerate().filter(|&(k, _)| k >= 64 || f.shared >> k & 1 == 1).map(|(_, &x)| x));
+        // Only a crowded link makes a class of several flows likely: other
+        // flows take a class of their own without a look-up.
+        let indexed = indexed && self.key.iter().any(|x| self.solver.members(x.0) >= self.crowd);
         let (c, fresh) = self.classes.find_or_take(&self.key, f.bound, indexed, now);
         let cl = &mut self.classes.list[c as usize];
         if fresh {

@@ -215,6 +215,15 @@ impl Solver {
         }
     }
 
+    /// Entries crossing directed link `l` (some may have left since the
+    /// last [`Solver::solve`]).
+    pub(super) fn members(&self, l: u32) -> usize {
+        match self.slot_of[l as usize] {
+            NONE => 0,
+            s => self.slots[s as usize].members.len(),
+        }
+    }
+
     /// Whether no flow in the solver crosses directed link `l`.
     pub(super) fn idle(&self, l: u32) -> bool {
         self.slot_of[l as usize] == NONE

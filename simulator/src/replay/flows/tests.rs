@@ -178,12 +178,14 @@ fn plain_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
 
 /// The network's transfer ends, replayed as the engine drives it.
 fn net_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
-    net_run(model, hosts, ts).0
+    net_run(model, hosts, ts, CROWD).0
 }
 
-/// [`net_ends`] and the network's class counts (`Net::most`).
-fn net_run(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> (Vec<f64>, (u32, u64)) {
+/// [`net_ends`] with classes looked up from `crowd` entries on a link,
+/// and the network's class counts (`Net::most`).
+fn net_run(model: &FlowSharing, hosts: usize, ts: &[Transfer], crowd: usize) -> (Vec<f64>, (u32, u64)) {
     let mut n = Net::new(model.clone(), hosts);
+    n.crowd = crowd;
     let mut ends = vec![f64::NAN; ts.len()];
     let (mut k, mut wake) = (0, f64::INFINITY);
     loop {
@@ -270,7 +272,7 @@ fn flows_into_one_host_share_in_classes_as_the_plain_event_loop() {
             .collect();
         ts.sort_by(|x, y| x.0.total_cmp(&y.0));
         let want = plain_ends(&model, hosts, &ts);
-        let (got, (m, s)) = net_run(&model, hosts, &ts);
+        let (got, (m, s)) = net_run(&model, hosts, &ts, [1, CROWD][run % 2]);
         (most, shared) = (most.max(m), shared + s);
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
             let rel = (g - w).abs() / w;
