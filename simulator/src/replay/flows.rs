@@ -358,13 +358,13 @@ impl Net {
             if cl.solved() {
                 // Ordered by start, then by join, among a link's classes.
                 let seq = f.seq << 6 | u64::from(f.joins.min(63));
-                self.solver.add(c, seq, &cl.links, cl.bound);
+                self.solver.add(c, seq, &self.key, cl.bound);
             } else {
                 cl.rate = cl.bound;
             }
         }
         let target = cl.served_at(now) + left;
-        cl.members.push(Entry(target, f.seq, id));
+        cl.push(Entry(target, f.seq, id));
         cl.count += 1;
         #[cfg(test)]
         {
@@ -402,13 +402,12 @@ impl Net {
     /// its target and id.
     fn head(&mut self, c: u32) -> Option<(f64, u32)> {
         let cl = &mut self.classes.list[c as usize];
-        while let Some(&Entry(target, seq, id)) = cl.members.peek() {
+        while let Some((Entry(target, seq, id), all_in)) = cl.first() {
             let f = &self.flows[id as usize];
-            // Without entries of flows that left, the first is a member.
-            if cl.members.len() == cl.count as usize || f.class == c && f.seq == seq {
+            if all_in || f.class == c && f.seq == seq {
                 return Some((target, id));
             }
-            cl.members.pop();
+            cl.pop();
         }
         None
     }
@@ -448,7 +447,7 @@ impl Net {
             if left > 1e-9 && left / cl.rate > eps {
                 break;
             }
-            self.classes.list[c as usize].members.pop();
+            self.classes.list[c as usize].pop();
             self.flows[id as usize].class = NONE;
             self.leave(c);
             self.end(id);

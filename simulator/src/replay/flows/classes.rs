@@ -24,12 +24,15 @@ use super::Entry;
 
 pub(super) const NONE: u32 = u32::MAX;
 
-/// One class: its shared links, its bound, and the bytes its flows have
-/// been served.
+/// One class: its bound, the bytes its flows have been served, and
+/// its flows' targets.
 #[derive(Debug, Default)]
 pub(super) struct Class {
-    /// (directed link, weight) pairs of one flow, in its route's order.
+    /// Of a class in the index: the (directed link, weight) pairs of one
+    /// flow, in its route's order (empty otherwise).
     pub(super) links: Vec<(u32, f64)>,
+    /// It has shared links (and so an entry in the solver).
+    solved: bool,
     /// A flow's rate bound, in the sharing's units.
     pub(super) bound: f64,
     /// Flows in the class.
@@ -40,10 +43,12 @@ pub(super) struct Class {
     /// since the class was formed, in the sharing's units.
     pub(super) served: f64,
     pub(super) t_last: f64,
-    /// The flows' targets (`served` at which each ends), start orders and
-    /// ids, earliest first; entries of flows that left for another class
-    /// stay until they come to the top.
-    pub(super) members: std::collections::BinaryHeap<Entry>,
+    /// Of a class in the index: the flows' targets (`served` at which
+    /// each ends), start orders and ids, earliest first; entries of flows
+    /// that left for another class stay until they come to the top.
+    members: std::collections::BinaryHeap<Entry>,
+    /// Of a class outside the index, which no other flow can join: its flow.
+    single: Option<Entry>,
     /// Where the class is in [`Classes`]' index (0: not there).
     hash: u64,
 }
@@ -60,7 +65,32 @@ impl Class {
 
     /// Whether the class has shared links (and so an entry in the solver).
     pub(super) fn solved(&self) -> bool {
-        !self.links.is_empty()
+        self.solved
+    }
+
+    /// Adds flow entry `e` (target, start order, id).
+    pub(super) fn push(&mut self, e: Entry) {
+        if self.hash == 0 {
+            self.single = Some(e);
+        } else {
+            self.members.push(e);
+        }
+    }
+
+    /// The earliest entry, and whether every entry is of a flow in the
+    /// class (no flow left for another class since it was added).
+    pub(super) fn first(&self) -> Option<(Entry, bool)> {
+        match self.single {
+            Some(e) => Some((e, true)),
+            None => self.members.peek().map(|&e| (e, self.members.len() == self.count as usize)),
+        }
+    }
+
+    /// Drops the earliest entry.
+    pub(super) fn pop(&mut self) {
+        if self.single.take().is_none() {
+            self.members.pop();
+        }
     }
 }
 
@@ -76,8 +106,9 @@ pub(super) struct Classes {
 impl Classes {
     /// The class of the flows crossing shared links `links` with bound
     /// `bound`, when there is one (`indexed`: the key may be shared),
-    /// else a fresh class with those links, formed at `now`, and whether
-    /// it is fresh.
+    /// else a fresh class of those links, formed at `now` (in the index
+    /// when `indexed` and no other class holds its key's hash), and
+    /// whether it is fresh.
     pub(super) fn find_or_take(&mut self, links: &[(u32, f64)], bound: f64, indexed: bool, now: f64) -> (u32, bool) {
         let hash = if indexed { key_hash(links, bound) } else { 0 };
         if hash != 0 {
@@ -94,14 +125,15 @@ impl Classes {
         });
         let cl = &mut self.list[c as usize];
         cl.links.clear();
-        cl.links.extend_from_slice(links);
         cl.members.clear();
+        (cl.solved, cl.single) = (!links.is_empty(), None);
         (cl.bound, cl.count, cl.rate, cl.served, cl.t_last, cl.hash) = (bound, 0, 0.0, 0.0, now, 0);
         if hash != 0 {
             // A key whose hash another class holds keeps its flows alone.
             if let std::collections::hash_map::Entry::Vacant(v) = self.index.entry(hash) {
                 v.insert(c);
                 cl.hash = hash;
+                cl.links.extend_from_slice(links);
             }
         }
         (c, true)
@@ -115,6 +147,7 @@ impl Classes {
             cl.hash = 0;
         }
         cl.members.clear();
+        cl.single = None;
         self.free.push(c);
     }
 }
