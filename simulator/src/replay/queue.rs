@@ -124,7 +124,17 @@ pub(crate) struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { buckets: vec![Vec::new(); BUCKETS], filled: [0; WORDS], least: vec![(0, Kind::Network); BUCKETS], last: 0, len: 0, min: None, seq: 0, now: 0.0, popped: 0 }
+        EventQueue {
+            buckets: vec![Vec::new(); BUCKETS],
+            filled: [0; WORDS],
+            least: vec![(0, Kind::Network); BUCKETS],
+            last: 0,
+            len: 0,
+            min: None,
+            seq: 0,
+            now: 0.0,
+            popped: 0,
+        }
     }
 }
 
