@@ -4,8 +4,15 @@
 
 use crate::network::FlowSharing;
 
+mod classes;
 mod heap;
 mod maxmin;
+
+use classes::NONE;
+
+/// Entries on one of a flow's shared links from which the flow looks for
+/// a class of its key to join.
+const CROWD: usize = 16;
 
 /// What to do when a transfer ends: complete these request slots.
 #[derive(Debug, Clone, Copy)]
@@ -24,41 +31,47 @@ pub(crate) struct Done {
 }
 
 /// A transfer: in its latency phase (waiting in `Net::pending`), then in
-/// its bandwidth phase (in the solver, its end date in `Net::dates`).
+/// its bandwidth phase (in a class, whose first flow's end date waits in
+/// `Net::dates`).
 #[derive(Debug, Clone, Default)]
 struct Flow {
     /// (link, weight) pairs: forward links weigh 1, reverse ones the crosstraffic.
     links: Vec<(u32, f64)>,
-    /// Bound, bytes left as of `t_last`, and rate in the sharing's units
-    /// ([`Net::park`]).
+    /// Bound, and bytes left (in its latency phase), in the sharing's
+    /// units ([`Net::park`]).
     bound: f64,
     remaining: f64,
-    rate: f64,
-    /// Simulated time up to which `remaining` is accounted, seconds.
-    t_last: f64,
+    /// In its bandwidth phase: its class, and the bytes served to the
+    /// class's flows at which it ends (`classes::NONE`: no class).
+    class: u32,
+    target: f64,
+    /// Bit k: `links[k]` is shared (not lone), for its first 64 links.
+    shared: u64,
+    /// Classes it has joined in its bandwidth phase.
+    joins: u8,
     done: Option<Done>,
     /// Start order.
     seq: u64,
 }
 
-/// A flow in its latency phase: `(lat_end, seq)` and its id, ordered for
-/// a min-heap by `(lat_end, seq)`.
+/// `(key, seq, id)` ordered for a min-heap by `(key, seq)`: a flow's end
+/// of latency, or its target in its class.
 #[derive(Debug, Clone, Copy)]
-struct Pending(f64, u64, u32);
+struct Entry(f64, u64, u32);
 
-impl PartialEq for Pending {
+impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
         self.cmp(o) == std::cmp::Ordering::Equal
     }
 }
-impl Eq for Pending {}
-impl PartialOrd for Pending {
+impl Eq for Entry {}
+impl PartialOrd for Entry {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for Pending {
-    /// Reversed: `BinaryHeap` pops the earliest `(lat_end, seq)`.
+impl Ord for Entry {
+    /// Reversed: `BinaryHeap` pops the least `(key, seq)`.
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         o.0.total_cmp(&self.0).then(o.1.cmp(&self.1))
     }
@@ -66,12 +79,14 @@ impl Ord for Pending {
 
 /// The transfers in flight and the link capacities.
 ///
-/// Bytes left are brought up to date lazily, as SimGrid's `network/optim:Lazy`
-/// does: only when a flow's rate changes, a change that only the flows of
-/// a component touched by an arrival or a departure can see
-/// ([`maxmin::Solver::solve`]); each flow's end date waits in a heap.
-/// An event costs the flows it ends, starts and touches, not the flows
-/// in flight.
+/// Flows in their bandwidth phase are grouped in classes of flows with
+/// the same shared links and bound, which get the same rate (module
+/// `classes`); the solver shares the links among classes. Bytes served
+/// are brought up to date lazily, as SimGrid's `network/optim:Lazy`
+/// does: only when a class's rate changes, a change that only the
+/// classes of a component touched by an arrival or a departure can see
+/// ([`maxmin::Solver::solve`]); each class's first end date waits in a
+/// heap. An event costs the classes it touches, not the flows in flight.
 #[derive(Debug)]
 pub(crate) struct Net {
     model: FlowSharing,
@@ -79,13 +94,19 @@ pub(crate) struct Net {
     flows: Vec<Flow>,
     free: Vec<u32>,
     /// Flows in their latency phase (they use no bandwidth), by end of latency.
-    pending: std::collections::BinaryHeap<Pending>,
-    /// Flows in their bandwidth phase, by the date their transfer ends
-    /// at their current rate.
+    pending: std::collections::BinaryHeap<Entry>,
+    /// Classes of flows in their bandwidth phase, by the date their first
+    /// flow ends at their current rate.
     dates: heap::Dates,
+    classes: classes::Classes,
+    /// Per directed link: the one flow crossing it, when it is lone
+    /// (module `classes`), else `NONE`.
+    lone: Vec<u32>,
+    /// Scratch: a flow's shared links.
+    key: Vec<(u32, f64)>,
     /// Flows started so far.
     seq: u64,
-    // Scratch: ended flows with their start order; flows whose rate may
+    // Scratch: ended flows with their start order; classes whose rate may
     // have changed.
     ended: Vec<(u64, Done)>,
     changed: Vec<u32>,
@@ -96,6 +117,12 @@ pub(crate) struct Net {
     route: (Vec<u32>, Vec<u32>),
     /// The next time a flow ends its latency or its transfer (∞: none), seconds.
     next_t: f64,
+    /// [`CROWD`], or another count in tests.
+    crowd: usize,
+    /// The most flows a class has held, and how often a flow's lone link
+    /// became shared.
+    #[cfg(test)]
+    most: (u32, u64),
 }
 
 impl Net {
@@ -116,6 +143,9 @@ impl Net {
             free: Vec::new(),
             pending: Default::default(),
             dates: Default::default(),
+            classes: Default::default(),
+            lone: vec![NONE; links],
+            key: Vec::new(),
             seq: 0,
             ended: Vec::new(),
             changed: Vec::new(),
@@ -124,6 +154,9 @@ impl Net {
             route: Default::default(),
             model,
             next_t: f64::INFINITY,
+            crowd: CROWD,
+            #[cfg(test)]
+            most: (0, 0),
         }
     }
 
@@ -239,16 +272,156 @@ impl Net {
         }
         f.bound = bound * inv_f * penalty;
         f.remaining = (bytes as f64 + self.model.header_bytes as f64) * inv_f * penalty;
-        (f.rate, f.t_last, f.done, f.seq) = (0.0, lat_end, Some(done), self.seq);
-        self.pending.push(Pending(lat_end, self.seq, id));
+        (f.class, f.done, f.seq) = (NONE, Some(done), self.seq);
+        self.pending.push(Entry(lat_end, self.seq, id));
         lat_end
     }
 
-    /// Ends flow `id`: its id is free and its completion is in `ended`.
+    /// Ends flow `id` (in no class): its lone links are free, its id is
+    /// free and its completion is in `ended`.
     fn end(&mut self, id: u32) {
         let f = &mut self.flows[id as usize];
+        for &(l, _) in &f.links {
+            if self.lone[l as usize] == id {
+                self.lone[l as usize] = NONE;
+            }
+        }
         self.ended.push((f.seq, f.done.take().expect("a flow in flight")));
         self.free.push(id);
+    }
+
+    /// Flow `id` enters its bandwidth phase at `now`: each of its links
+    /// that no other flow crosses and that fits it at its bound becomes
+    /// its lone link, the others are shared (and a flow that had one of
+    /// them as its lone link shares it from now on), and it joins the
+    /// class of its shared links.
+    fn enter(&mut self, id: u32, now: f64) {
+        let f = &self.flows[id as usize];
+        let n = f.links.len();
+        // A flow crossing a link twice, or with more links than `shared`
+        // has bits, shares all of them.
+        let all = n > 64 || (1..n).any(|k| f.links[..k].iter().any(|x| x.0 == f.links[k].0));
+        let mut shared = 0u64;
+        for k in 0..n {
+            let (l, w) = self.flows[id as usize].links[k];
+            let other = self.lone[l as usize];
+            let fits = w * self.flows[id as usize].bound <= self.base[l as usize];
+            if !all && other == NONE && fits && self.solver.idle(l) {
+                self.lone[l as usize] = id;
+                continue;
+            }
+            if k < 64 {
+                shared |= 1 << k;
+            }
+            if other != NONE {
+                self.lone[l as usize] = NONE;
+                self.share(other, l, now);
+            }
+        }
+        let f = &mut self.flows[id as usize];
+        (f.shared, f.joins) = (if all { u64::MAX } else { shared }, 0);
+        let left = f.remaining;
+        self.join(id, left, now, !all);
+    }
+
+    /// Flow `id`, whose lone link `l` another flow now crosses, leaves
+    /// its class at `now` for the class of its shared links with `l`.
+    fn share(&mut self, id: u32, l: u32, now: f64) {
+        let f = &mut self.flows[id as usize];
+        let k = f.links.iter().position(|x| x.0 == l).expect("a lone link of the flow");
+        f.shared |= 1 << k;
+        let c = std::mem::replace(&mut f.class, NONE);
+        #[cfg(test)]
+        {
+            self.most.1 += 1;
+        }
+        let left = f.target - self.classes.list[c as usize].served_at(now);
+        self.leave(c);
+        self.join(id, left.max(0.0), now, true);
+    }
+
+    /// Flow `id`, with `left` bytes left (the sharing's units), joins at
+    /// `now` the class of its shared links and bound (a class of its own
+    /// unless `indexed`, or none of its shared links has [`CROWD`] solver
+    /// entries): a class without shared links moves at its
+    /// bound, the others get their rate at the next solve.
+    fn join(&mut self, id: u32, left: f64, now: f64, indexed: bool) {
+        let f = &self.flows[id as usize];
+        self.key.clear();
+        self.key.extend(f.links.iter().enumerate().filter(|&(k, _)| k >= 64 || f.shared >> k & 1 == 1).map(|(_, &x)| x));
+        // Only a crowded link makes a class of several flows likely: other
+        // flows take a class of their own without a look-up.
+        let indexed = indexed && self.key.iter().any(|x| self.solver.members(x.0) >= self.crowd);
+        let (c, fresh) = self.classes.find_or_take(&self.key, f.bound, indexed, now);
+        let cl = &mut self.classes.list[c as usize];
+        if fresh {
+            if cl.solved() {
+                // Ordered by start, then by join, among a link's classes.
+                let seq = f.seq << 6 | u64::from(f.joins.min(63));
+                self.solver.add(c, seq, &self.key, cl.bound);
+            } else {
+                cl.rate = cl.bound;
+            }
+        }
+        let target = cl.served_at(now) + left;
+        cl.push(Entry(target, f.seq, id));
+        cl.count += 1;
+        #[cfg(test)]
+        {
+            self.most.0 = self.most.0.max(cl.count);
+        }
+        if cl.solved() && cl.count > 1 {
+            self.solver.set_count(c, cl.count);
+        }
+        let f = &mut self.flows[id as usize];
+        (f.class, f.target) = (c, target);
+        f.joins = f.joins.saturating_add(1);
+        self.date(c);
+    }
+
+    /// One flow has left class `c` (its entry in the class may stay): the
+    /// class is given back when empty, else the solver sees its new count.
+    fn leave(&mut self, c: u32) {
+        let cl = &mut self.classes.list[c as usize];
+        cl.count -= 1;
+        if cl.count == 0 {
+            if cl.solved() {
+                self.solver.remove(c);
+            }
+            self.dates.remove(c);
+            self.classes.free(c);
+        } else {
+            if cl.solved() {
+                self.solver.set_count(c, cl.count);
+            }
+            self.date(c);
+        }
+    }
+
+    /// The first flow of class `c` (entries of flows that left dropped):
+    /// its target and id.
+    fn head(&mut self, c: u32) -> Option<(f64, u32)> {
+        let cl = &mut self.classes.list[c as usize];
+        while let Some((Entry(target, seq, id), all_in)) = cl.first() {
+            let f = &self.flows[id as usize];
+            if all_in || f.class == c && f.seq == seq {
+                return Some((target, id));
+            }
+            cl.pop();
+        }
+        None
+    }
+
+    /// Puts class `c`'s first end date at its current rate in `dates`.
+    fn date(&mut self, c: u32) {
+        let Some((target, id)) = self.head(c) else { return };
+        let cl = &self.classes.list[c as usize];
+        if cl.rate > 0.0 {
+            let seq = self.flows[id as usize].seq;
+            self.dates.set(c, seq, cl.t_last + (target - cl.served).max(0.0) / cl.rate);
+        } else {
+            self.dates.remove(c);
+        }
     }
 
     /// The next time a flow ends its latency or its transfer, if any
@@ -267,44 +440,39 @@ impl Net {
     pub(crate) fn finish_until(&mut self, now: f64, ended: &mut Vec<Done>) {
         let eps = 1e-12 * now.abs().max(1.0);
         self.ended.clear();
-        while let Some((_, id)) = self.dates.peek() {
-            let f = &self.flows[id as usize];
-            let left = if now > f.t_last { f.remaining - f.rate * (now - f.t_last) } else { f.remaining };
-            if left > 1e-9 && left / f.rate > eps {
+        while let Some((_, c)) = self.dates.peek() {
+            let (target, id) = self.head(c).expect("a class with a date has flows");
+            let cl = &self.classes.list[c as usize];
+            let left = target - cl.served_at(now);
+            if left > 1e-9 && left / cl.rate > eps {
                 break;
             }
-            self.dates.remove(id);
-            self.solver.remove(id);
+            self.classes.list[c as usize].pop();
+            self.flows[id as usize].class = NONE;
+            self.leave(c);
             self.end(id);
         }
         // Flows whose latency is over start using bandwidth.
         while self.pending.peek().is_some_and(|p| p.0 <= now) {
-            let Pending(_, seq, id) = self.pending.pop().expect("peeked");
-            let f = &mut self.flows[id as usize];
-            if f.remaining <= 1e-9 {
+            let Entry(_, _, id) = self.pending.pop().expect("peeked");
+            if self.flows[id as usize].remaining <= 1e-9 {
                 self.end(id);
             } else {
-                f.t_last = now;
-                self.solver.add(id, seq, &f.links, f.bound);
+                self.enter(id, now);
             }
         }
         self.changed.clear();
         self.solver.solve(&self.base, &mut self.changed);
-        for &id in &self.changed {
-            let r = self.solver.rate(id);
-            let f = &mut self.flows[id as usize];
-            if r.to_bits() == f.rate.to_bits() {
+        for k in 0..self.changed.len() {
+            let c = self.changed[k];
+            let r = self.solver.rate(c);
+            let cl = &mut self.classes.list[c as usize];
+            if r.to_bits() == cl.rate.to_bits() {
                 continue;
             }
-            if now > f.t_last {
-                f.remaining -= f.rate * (now - f.t_last);
-            }
-            (f.t_last, f.rate) = (now, r);
-            if r > 0.0 {
-                self.dates.set(id, f.seq, now + f.remaining.max(0.0) / r);
-            } else {
-                self.dates.remove(id);
-            }
+            cl.served = cl.served_at(now);
+            (cl.t_last, cl.rate) = (now, r);
+            self.date(c);
         }
         if !self.ended.is_empty() {
             self.ended.sort_unstable_by_key(|e| e.0);

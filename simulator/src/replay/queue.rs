@@ -107,6 +107,8 @@ pub(crate) struct EventQueue {
     buckets: Vec<Vec<Entry>>,
     /// Bit `i` set when bucket `i` holds entries.
     filled: [u64; WORDS],
+    /// Per bucket holding entries: its smallest key and that event's kind.
+    least: Vec<(u128, Kind)>,
     /// The last key moved to bucket 0 (no key in the queue is smaller).
     last: u128,
     /// Events queued.
@@ -122,7 +124,17 @@ pub(crate) struct EventQueue {
 
 impl Default for EventQueue {
     fn default() -> Self {
-        EventQueue { buckets: vec![Vec::new(); BUCKETS], filled: [0; WORDS], last: 0, len: 0, min: None, seq: 0, now: 0.0, popped: 0 }
+        EventQueue {
+            buckets: vec![Vec::new(); BUCKETS],
+            filled: [0; WORDS],
+            least: vec![(0, Kind::Network); BUCKETS],
+            last: 0,
+            len: 0,
+            min: None,
+            seq: 0,
+            now: 0.0,
+            popped: 0,
+        }
     }
 }
 
@@ -157,9 +169,14 @@ impl EventQueue {
     }
 
     fn push(&mut self, e: Entry) {
-        let b = self.bucket(e.key());
+        let key = e.key();
+        let b = self.bucket(key);
+        let bit = 1 << (b % 64);
+        if self.filled[b / 64] & bit == 0 || key < self.least[b].0 {
+            self.least[b] = (key, e.kind);
+        }
         self.buckets[b].push(e);
-        self.filled[b / 64] |= 1 << (b % 64);
+        self.filled[b / 64] |= bit;
     }
 
     /// The first non-empty bucket (the queue is not empty).
@@ -176,10 +193,7 @@ impl EventQueue {
         }
         let mut moved = std::mem::take(&mut self.buckets[i]);
         self.filled[i / 64] &= !(1 << (i % 64));
-        self.last = match self.min {
-            Some((m, _)) => m,
-            None => moved.iter().map(Entry::key).min().expect("bucket not empty"),
-        };
+        self.last = self.least[i].0;
         // Each key agrees with the new last down to this bucket's digit,
         // so it lands in a lower bucket.
         for e in moved.drain(..) {
@@ -215,9 +229,8 @@ impl EventQueue {
         }
         if self.min.is_none() {
             // Every key of a lower bucket is smaller than every key of a
-            // higher one: the minimum is in the first non-empty bucket.
-            let b = &self.buckets[self.first_filled()];
-            self.min = b.iter().min_by_key(|e| e.key()).map(|e| (e.key(), e.kind));
+            // higher one: the minimum is the first non-empty bucket's.
+            self.min = Some(self.least[self.first_filled()]);
         }
         self.min
     }

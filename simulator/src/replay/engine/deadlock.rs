@@ -11,7 +11,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             let rk = &self.ranks[r];
             let mut waits = Vec::new();
             for mb in rk.mail.iter() {
-                for p in self.mail.recvs.iter(mb.posted) {
+                for p in self.mail.posted(r as u32, mb) {
                     let src = if p.src == ANY_SOURCE { "any".to_string() } else { p.src.to_string() };
                     let tag = if p.tag == ANY_TAG { "any".to_string() } else { p.tag.to_string() };
                     waits.push(format!("recv from {src} tag {tag} on {}", ctx_name(mb.ctx)));

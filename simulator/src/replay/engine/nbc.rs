@@ -150,8 +150,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn cancel(&mut self, r: usize, req: u64) -> Result<(), ReplayError> {
         let Some(slot) = self.ranks[r].reqs.user_slot(req) else { return Ok(()) };
         let rk = &mut self.ranks[r];
-        let recvs = &mut self.mail.recvs;
-        let posted = rk.mail.iter_mut().find_map(|mb| recvs.remove_first(&mut mb.posted, |p| p.slot == slot));
+        let mail = &mut self.mail;
+        let posted = rk.mail.iter_mut().find_map(|mb| mail.withdraw(r as u32, mb, slot));
         if posted.is_some() {
             let now = rk.clock;
             self.complete(r, slot, now, 0.0)?;

@@ -30,7 +30,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.stats.bytes_sent = rk.stats.bytes_sent.saturating_add(bytes);
         let msg = SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
         let mb = self.ranks[dst].mail.get(ctx);
-        match self.mail.recvs.remove_first(&mut mb.posted, |p| matches(p.src, p.tag, msg.src, tag)) {
+        match self.mail.match_send(dst as u32, mb, msg.src, tag) {
             Some(recv) => self.matched(dst, msg, recv)?,
             None => self.mail.sends.push_back(&mut mb.unexpected, msg),
         }
@@ -55,12 +55,12 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Posts a receive on `r` at its clock, matching the earliest-posted
     /// unmatched send from `src` (or any) with `tag` (or any).
     pub(super) fn irecv(&mut self, r: usize, src: i32, ctx: u64, tag: i32, slot: u32) -> Result<(), ReplayError> {
-        let recv = RecvPost { src, tag, post: self.ranks[r].clock, slot };
+        let recv = RecvPost { src, tag, post: self.ranks[r].clock, slot, seq: 0 };
         let mb = self.ranks[r].mail.get(ctx);
         match self.mail.sends.remove_first(&mut mb.unexpected, |m| matches(src, tag, m.src, m.tag)) {
             Some(msg) => self.matched(r, msg, recv),
             None => {
-                self.mail.recvs.push_back(&mut mb.posted, recv);
+                self.mail.post_recv(r as u32, mb, recv);
                 Ok(())
             }
         }

@@ -21,7 +21,8 @@ impl Dates {
         self.heap.first().map(|e| (e.0, e.2))
     }
 
-    /// Sets flow `id`'s date (started `seq`-th), adding it when absent.
+    /// Sets entry `id`'s date and its order among equal dates `seq`,
+    /// adding it when absent.
     pub(super) fn set(&mut self, id: u32, seq: u64, date: f64) {
         let i = id as usize;
         if i >= self.at.len() {
@@ -35,9 +36,9 @@ impl Dates {
             self.up(k);
         } else {
             let k = k as usize;
-            let old = self.heap[k].0;
-            self.heap[k].0 = date;
-            if date < old {
+            let old = self.heap[k];
+            self.heap[k] = (date, seq, id);
+            if Self::less(&self.heap[k], &old) {
                 self.up(k);
             } else {
                 self.down(k);

@@ -34,6 +34,9 @@ const TOL: f64 = 1e-12;
 
 const NONE: u32 = u32::MAX;
 
+/// In `Solver::bneck`: the flow is at its bound.
+const AT_BOUND: u32 = u32::MAX - 1;
+
 /// A flow on a link: start order, the flow's id, its weight there and
 /// weight × bound.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +85,10 @@ pub(super) struct Solver {
     seen: Vec<u64>,
     /// Stamp of the last bottleneck check of the flow outside a set.
     checked: Vec<u64>,
+    /// The slot of a bottleneck the flow had at its current rate when it
+    /// was last checked, [`AT_BOUND`] when it was at its bound, `NONE`
+    /// when unknown.
+    bneck: Vec<u32>,
     /// Start order of the flow in the solver (`u64::MAX`: none); a link's
     /// members of another start order have left.
     seq_of: Vec<u64>,
@@ -119,6 +126,8 @@ pub(super) struct Solver {
     fastest: Vec<f64>,
     /// Fillings of a growing set before the whole components are filled.
     rounds: usize,
+    /// The `slot_seen` stamp of the links in `sub_links`.
+    sub_stamp: u64,
     /// Calls of [`Solver::solve`] solved locally, and by whole components.
     #[cfg(test)]
     pub(super) solved: (u64, u64),
@@ -151,10 +160,12 @@ impl Solver {
             self.fixed_at.resize(n, 0);
             self.seen.resize(n, 0);
             self.checked.resize(n, 0);
+            self.bneck.resize(n, NONE);
             self.seq_of.resize(n, u64::MAX);
         }
         self.bound[i] = bound;
         self.rate[i] = 0.0;
+        self.bneck[i] = NONE;
         self.seq_of[i] = seq;
         let mut mine = std::mem::take(&mut self.links[i]);
         mine.clear();
@@ -183,6 +194,39 @@ impl Solver {
             self.touch(s);
         }
         self.links[i].clear();
+    }
+
+    /// Makes entry `id` (in the solver) stand for `k` (≥ 1) flows of its
+    /// links and bound: its weight on each link is k times the weight it
+    /// was added with. Its rate, a flow's, is set by the next
+    /// [`Solver::solve`].
+    pub(super) fn set_count(&mut self, id: u32, k: u32) {
+        let i = id as usize;
+        let (seq, bound) = (self.seq_of[i], self.bound[i]);
+        for m in 0..self.links[i].len() {
+            let (s, w) = self.links[i][m];
+            let members = &mut self.slots[s as usize].members;
+            let at = members.partition_point(|x| x.seq < seq);
+            let x = &mut members[at];
+            debug_assert!(x.id == id && x.seq == seq, "entry {id} on its link");
+            x.w = f64::from(k) * w;
+            x.wb = x.w * bound;
+            self.touch(s);
+        }
+    }
+
+    /// Entries crossing directed link `l` (some may have left since the
+    /// last [`Solver::solve`]).
+    pub(super) fn members(&self, l: u32) -> usize {
+        match self.slot_of[l as usize] {
+            NONE => 0,
+            s => self.slots[s as usize].members.len(),
+        }
+    }
+
+    /// Whether no flow in the solver crosses directed link `l`.
+    pub(super) fn idle(&self, l: u32) -> bool {
+        self.slot_of[l as usize] == NONE
     }
 
     /// Queues slot `s` in `touched` unless it is there.
@@ -275,6 +319,7 @@ impl Solver {
             if self.fits(base, &self.comp_links[links.clone()]) {
                 for &id in &self.comp_flows[flows] {
                     self.rate[id as usize] = self.bound[id as usize];
+                    self.bneck[id as usize] = AT_BOUND;
                 }
             } else {
                 let st = self.stamp;
@@ -361,7 +406,7 @@ impl Solver {
     /// then whole components).
     #[inline(never)]
     fn fill(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
-        let Solver { links, bound, rate, fixed_at, seen, slots, levels, open, still, affected, .. } = self;
+        let Solver { links, bound, rate, fixed_at, seen, bneck, slots, levels, open, still, affected, .. } = self;
         open.clear();
         open.extend_from_slice(flows);
         // Flows fixed in this call have `fixed_at >= first`.
@@ -369,6 +414,7 @@ impl Solver {
         let mut least_bound = f64::INFINITY;
         for &id in open.iter() {
             rate[id as usize] = 0.0;
+            bneck[id as usize] = NONE;
             least_bound = least(least_bound, bound[id as usize]);
         }
         let mut closed = true;

@@ -178,7 +178,14 @@ fn plain_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
 
 /// The network's transfer ends, replayed as the engine drives it.
 fn net_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
+    net_run(model, hosts, ts, CROWD).0
+}
+
+/// [`net_ends`] with classes looked up from `crowd` entries on a link,
+/// and the network's class counts (`Net::most`).
+fn net_run(model: &FlowSharing, hosts: usize, ts: &[Transfer], crowd: usize) -> (Vec<f64>, (u32, u64)) {
     let mut n = Net::new(model.clone(), hosts);
+    n.crowd = crowd;
     let mut ends = vec![f64::NAN; ts.len()];
     let (mut k, mut wake) = (0, f64::INFINITY);
     loop {
@@ -191,7 +198,7 @@ fn net_ends(model: &FlowSharing, hosts: usize, ts: &[Transfer]) -> Vec<f64> {
             continue;
         }
         if !t.is_finite() {
-            return ends;
+            return (ends, n.most);
         }
         let mut ended = Vec::new();
         n.finish_until(t, &mut ended);
@@ -238,6 +245,42 @@ fn transfer_ends_are_those_of_the_plain_event_loop() {
         }
     }
     assert!(n_ends > 6000, "{n_ends} transfers, worst {worst:e}");
+}
+
+/// Many hosts sending to one, as a linear gather's root receives, with
+/// transfers between the senders now and then (so a sender's lone links
+/// become shared): the flows into the root share its links in classes
+/// of many flows, and every transfer ends where the plain event loop
+/// ends it, to 1e-9 relative.
+#[test]
+fn flows_into_one_host_share_in_classes_as_the_plain_event_loop() {
+    let mut rng = crate::fuzz::Rng::new(11);
+    let model = net().model;
+    let (mut most, mut shared, mut n_ends) = (0, 0, 0);
+    for run in 0..60 {
+        let hosts = 8 + rng.below(40);
+        let mut ts: Vec<Transfer> = (0..20 + rng.below(80))
+            .map(|_| {
+                let start = rng.below(30) as f64 * 0.05;
+                let a = 1 + rng.below(hosts - 1);
+                let b = if rng.below(5) == 0 { 1 + (a + rng.below(hosts - 2)) % (hosts - 1) } else { 0 };
+                let b = if b == a { 0 } else { b };
+                let bytes = [65536u64, 1 << 16 | 1, 1 + rng.below(1 << 18) as u64][rng.below(3)];
+                let bound = if run % 3 == 0 { [1e6, 0.94e6][rng.below(2)] } else { 1e6 };
+                (start, (a, b), bytes, [0.0, 0.001][rng.below(2)], bound)
+            })
+            .collect();
+        ts.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let want = plain_ends(&model, hosts, &ts);
+        let (got, (m, s)) = net_run(&model, hosts, &ts, [1, CROWD][run % 2]);
+        (most, shared) = (most.max(m), shared + s);
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            let rel = (g - w).abs() / w;
+            assert!(rel <= 1e-9, "run {run} transfer {k}: {g} vs {w} ({rel:e} relative)");
+            n_ends += 1;
+        }
+    }
+    assert!(n_ends > 2000 && most >= 10 && shared > 100, "{n_ends} transfers, classes of up to {most} flows, {shared} lone links shared");
 }
 
 #[test]

@@ -22,7 +22,7 @@
 //! on a link within [`NEAR`] of the fastest rate there, so the rates kept
 //! differ from a filling of the whole component by about that much.
 
-use super::{Solver, TOL};
+use super::{Solver, AT_BOUND, NONE, TOL};
 
 /// Relative slack under which a link counts as saturated.
 const SATURATED: f64 = 1e-11;
@@ -79,6 +79,7 @@ impl Solver {
                 for k in 0..self.sub_flows.len() {
                     let i = self.sub_flows[k] as usize;
                     self.rate[i] = self.bound[i];
+                    self.bneck[i] = AT_BOUND;
                 }
                 for k in 0..self.sub_links.len() {
                     self.take_usage(self.sub_links[k], base);
@@ -110,10 +111,12 @@ impl Solver {
         false
     }
 
-    /// The links that the flows of `sub_flows` cross, into `sub_links`.
+    /// The links that the flows of `sub_flows` cross, into `sub_links`
+    /// (their `slot_seen` stamp is `sub_stamp` then).
     fn collect_sub_links(&mut self) {
         self.stamp += 1;
         let lst = self.stamp;
+        self.sub_stamp = lst;
         let Solver { links, slot_seen, sub_flows, sub_links, .. } = self;
         sub_links.clear();
         for &id in sub_flows.iter() {
@@ -126,12 +129,30 @@ impl Solver {
         }
     }
 
-    /// Whether flow `id` is at its bound or has a bottleneck.
-    /// Valid where the links' thresholds are up to date ([`Solver::take_usage`]).
-    fn bottlenecked(&self, id: u32) -> bool {
+    /// Whether flow `id` is at its bound or has a bottleneck; records
+    /// which in `bneck`. Valid where the links' thresholds are up to date
+    /// ([`Solver::take_usage`]).
+    fn bottlenecked(&mut self, id: u32) -> bool {
         let i = id as usize;
         let r = self.rate[i];
-        r >= self.bound[i] * (1.0 - 2.0 * TOL) || self.links[i].iter().any(|&(s, w)| w > 0.0 && r >= self.fastest[s as usize])
+        let b = if r >= self.bound[i] * (1.0 - 2.0 * TOL) {
+            AT_BOUND
+        } else {
+            self.links[i].iter().find(|&&(s, w)| w > 0.0 && r >= self.fastest[s as usize]).map_or(NONE, |x| x.0)
+        };
+        self.bneck[i] = b;
+        b != NONE
+    }
+
+    /// Whether flow `id`, outside the set, keeps the bottleneck it was
+    /// last found with: at its bound, or a link that no flow of the set
+    /// crosses (whose use and rates did not change).
+    fn kept(&self, id: u32) -> bool {
+        match self.bneck[id as usize] {
+            NONE => false,
+            AT_BOUND => true,
+            b => self.slot_seen[b as usize] != self.sub_stamp,
+        }
     }
 
     /// Checks every flow on the links of the set (flows with `seen` stamp
@@ -193,7 +214,7 @@ impl Solver {
                     continue;
                 }
                 self.checked[i] = ck;
-                if !self.bottlenecked(id) {
+                if !self.kept(id) && !self.bottlenecked(id) {
                     self.seen[i] = st;
                     self.sub_flows.push(id);
                 }
