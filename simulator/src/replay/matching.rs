@@ -436,18 +436,22 @@ impl Mail {
         let any = self.recvs.find_first(mb.posted, ok);
         let got = match (one, any) {
             (Some(a), Some(b)) if b.seq < a.seq => self.recvs.remove_first(&mut mb.posted, |p| p.seq == b.seq),
-            (Some(a), _) => {
-                let list = self.by_src.get_mut(&key).expect("found there");
-                let got = self.recvs.remove_first(list, |p| p.seq == a.seq);
-                if list.head == NIL {
-                    self.by_src.remove(&key);
-                }
-                got
-            }
+            (Some(a), _) => self.remove_from_source(key, |p| p.seq == a.seq),
             (None, Some(b)) => self.recvs.remove_first(&mut mb.posted, |p| p.seq == b.seq),
             (None, None) => None,
         };
         self.taken(mb, got.is_some());
+        got
+    }
+
+    /// Removes and returns the first receive of the per-source list `key`
+    /// that `pred` accepts; a list left empty goes.
+    fn remove_from_source(&mut self, key: (u64, u32, u32), pred: impl FnMut(&RecvPost) -> bool) -> Option<RecvPost> {
+        let list = self.by_src.get_mut(&key)?;
+        let got = self.recvs.remove_first(list, pred);
+        if list.head == NIL {
+            self.by_src.remove(&key);
+        }
         got
     }
 
@@ -466,16 +470,7 @@ impl Mail {
         let mut got = self.recvs.remove_first(&mut mb.posted, |p| p.slot == slot);
         if got.is_none() && mb.split {
             let keys: Vec<_> = self.by_src.keys().filter(|k| k.0 == mb.ctx && k.1 == dst).copied().collect();
-            for key in keys {
-                let list = self.by_src.get_mut(&key).expect("a key of the map");
-                got = self.recvs.remove_first(list, |p| p.slot == slot);
-                if list.head == NIL {
-                    self.by_src.remove(&key);
-                }
-                if got.is_some() {
-                    break;
-                }
-            }
+            got = keys.into_iter().find_map(|key| self.remove_from_source(key, |p| p.slot == slot));
         }
         self.taken(mb, got.is_some());
         got
