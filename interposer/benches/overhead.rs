@@ -33,14 +33,20 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// The figures `c-tests/overhead` printed, by key (`iprobe_ns_per_call`, ...).
-fn run(prog: &Path, args: &[&str], env: &[(&str, String)]) -> BTreeMap<String, f64> {
+/// `mpirun` of 2 ranks (as root, oversubscribed if need be) with `env`
+/// set and passed to them; the program and its arguments follow.
+fn mpirun(env: &[(&str, String)]) -> Command {
     let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "-np", "2"]);
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2"]);
     for (k, v) in env {
         cmd.env(k, v).args(["-x", k]);
     }
-    let out = cmd.arg(prog).args(args).output().expect("mpirun");
+    cmd
+}
+
+/// The figures `c-tests/overhead` printed, by key (`iprobe_ns_per_call`, ...).
+fn run(prog: &Path, args: &[&str], env: &[(&str, String)]) -> BTreeMap<String, f64> {
+    let out = mpirun(env).arg(prog).args(args).output().expect("mpirun");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -141,15 +147,11 @@ fn instructions(prog: &Path, lib: &Path) {
     let calls = 20_000u64;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("trace");
-    let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "-np", "2"]);
-    for (k, v) in [
+    let mut cmd = mpirun(&[
         ("LD_PRELOAD", lib.display().to_string()),
         ("INTERPOSER_OUT", out_dir.display().to_string()),
         ("INTERPOSER_COUNTERS", "off".into()),
-    ] {
-        cmd.env(k, v).args(["-x", k]);
-    }
+    ]);
     let cg = dir.path().join("cg.%p");
     cmd.args(["valgrind", "-q", "--tool=callgrind"]).arg(format!("--callgrind-out-file={}", cg.display()));
     let status = cmd.arg(prog).args([calls.to_string(), calls.to_string()]).output().map(|o| o.status.success());
@@ -188,10 +190,8 @@ fn sizes(root: &Path, lib: &Path) {
     let (mut events_all, mut bytes_all, mut per_program) = (0u64, 0u64, Vec::new());
     for (prog, args) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new("mpirun");
-        cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2"]);
-        cmd.env("LD_PRELOAD", lib).env("INTERPOSER_OUT", dir.path()).args(["-x", "LD_PRELOAD", "-x", "INTERPOSER_OUT"]);
-        let out = cmd.arg(progs.join(prog)).args(args).output().expect("mpirun");
+        let env = [("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string())];
+        let out = mpirun(&env).arg(progs.join(prog)).args(args).output().expect("mpirun");
         if !out.status.success() {
             println!("{prog:<16} failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
             continue;
