@@ -140,11 +140,14 @@ fn an_oversubscribed_host_shares_its_cores_online_as_offline() {
 /// jacobi2d's 2 x 2 grid at -np 4: each rank receives its two 4 KiB
 /// halo rows at once, here at 0.2 GB/s. With `serial_receives` they take
 /// turns in the receiving rank's copy rate, online as offline, and the run
-/// takes longer than with parallel receives.
+/// takes longer than with parallel receives. The host is 100 times faster
+/// than the traced one, so that the traced compute blocks (and the load of
+/// the machine running the test) stagger the arrivals too little to hide
+/// the turns.
 #[test]
 fn serial_receives_take_turns_online_as_offline() {
     let tmp = tempfile::tempdir().unwrap();
-    let slow = std::fs::read_to_string(platform_file(tmp.path(), 1.0))
+    let slow = std::fs::read_to_string(platform_file(tmp.path(), 100.0))
         .unwrap()
         .replace("bandwidth_bytes_per_s = 5e9", "bandwidth_bytes_per_s = 2e8");
     let (parallel, serial) = (tmp.path().join("parallel.toml"), tmp.path().join("serial.toml"));
@@ -157,7 +160,7 @@ fn serial_receives_take_turns_online_as_offline() {
     let rel = (online - offline).abs() / offline;
     assert!(rel < 1e-9, "online {online} s vs offline {offline} s ({:e} relative)", rel);
     let in_parallel = offline_makespan(dir.path(), &parallel);
-    assert!(offline > 1.02 * in_parallel, "serial receives {offline} s vs parallel {in_parallel} s");
+    assert!(offline > 1.2 * in_parallel, "serial receives {offline} s vs parallel {in_parallel} s");
 }
 
 /// jacobi2d calls `MPI_Comm_rank` right after `MPI_Init`: its first
