@@ -311,7 +311,8 @@ mod tests {
             prepare: Vec::new(),
             timeout: None,
             workdir: false,
-            source: None,
+            source: Vec::new(),
+            smpi_cflags: Vec::new(),
             smpi_cfg: Vec::new(),
             traced_ranks: None,
         }
@@ -385,7 +386,8 @@ mod tests {
             prepare: vec!["touch".into(), "made".into()],
             timeout: Some(Duration::from_secs(60)),
             workdir: false,
-            source: None,
+            source: Vec::new(),
+            smpi_cflags: Vec::new(),
             smpi_cfg: Vec::new(),
             traced_ranks: None,
         };

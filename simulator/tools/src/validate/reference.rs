@@ -4,7 +4,8 @@
 //!
 //! Per case:
 //!
-//! 1. the case's source is built with `smpicc` (`smpif90` for Fortran);
+//! 1. the case's source is built with `smpicc` (`smpicxx` for C++,
+//!    `smpif90` for Fortran);
 //! 2. the real program is traced under `mpirun` at each traced count
 //!    (`--traced-ranks`, default 2, 4 and 8), `--traced-runs` times:
 //!    the extrapolation takes each block at the median of its runs, which
@@ -295,28 +296,34 @@ fn p2p_messages<E>(streams: Vec<ActionStream<'_, E>>) -> u64 {
     streams.into_iter().map(|s| s.filter(|a| a.as_ref().is_ok_and(to_rank)).count() as u64).sum()
 }
 
-/// Builds `case`'s source with SMPI's compiler wrapper into `dir`.
+/// Builds `case`'s source files with SMPI's compiler wrapper into `dir`:
+/// `smpif90` for `.f90`/`.f`, `smpicxx` for `.cc`/`.cpp`/`.cxx`/`.C`,
+/// else `smpicc`, by the first file's extension.
 fn build(case: &Case, dir: &Path) -> anyhow::Result<PathBuf> {
-    let source = match &case.source {
-        Some(s) => s.clone(),
-        None => {
-            let stem = case.program.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            let base = case.program.parent().and_then(Path::parent).unwrap_or(Path::new("."));
-            ["c", "f90", "f"].iter().map(|e| base.join(format!("{stem}.{e}"))).find(|p| p.is_file()).with_context(|| {
-                format!("case {}: no source for SMPI to build ({stem}.c or .f90 beside the suite); give `source = ...`", case.name)
-            })?
-        }
+    let sources = if case.source.is_empty() {
+        let stem = case.program.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let base = case.program.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+        vec![["c", "f90", "f"].iter().map(|e| base.join(format!("{stem}.{e}"))).find(|p| p.is_file()).with_context(|| {
+            format!("case {}: no source for SMPI to build ({stem}.c or .f90 beside the suite); give `source = ...`", case.name)
+        })?]
+    } else {
+        case.source.clone()
     };
-    let fortran = source.extension().is_some_and(|e| e == "f90" || e == "f");
-    let cc = if fortran { "smpif90" } else { "smpicc" };
+    let ext = sources[0].extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
+    let cc = match ext.as_str() {
+        "f90" | "f" => "smpif90",
+        "cc" | "cpp" | "cxx" | "C" => "smpicxx",
+        _ => "smpicc",
+    };
     let prog = dir.join(format!("{}-smpi", case.name));
-    let include = source.parent().unwrap_or(Path::new("."));
+    let include = sources[0].parent().unwrap_or(Path::new("."));
     let out = Command::new(cc)
         .args(["-O2", "-I"])
         .arg(include)
+        .args(&case.smpi_cflags)
         .arg("-o")
         .arg(&prog)
-        .arg(&source)
+        .args(&sources)
         .arg("-lm")
         .stdin(Stdio::null())
         .output()
@@ -324,7 +331,7 @@ fn build(case: &Case, dir: &Path) -> anyhow::Result<PathBuf> {
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr);
         let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
-        bail!("case {}: {cc} {} failed: {last}", case.name, source.display());
+        bail!("case {}: {cc} {} failed: {last}", case.name, sources[0].display());
     }
     Ok(prog)
 }

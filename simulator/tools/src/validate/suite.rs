@@ -15,7 +15,9 @@
 //! prepare = ["ld1.x", "-i", "si.ld1"]   # optional: run there first, untimed
 //! workdir = true                        # optional: a working directory even without inputs
 //! timeout_s = 120                       # optional: instead of --timeout-s
-//! source = "skeleton.c"                 # optional: what smpicc/smpif90 build for --reference smpi
+//! source = "skeleton.c"                 # optional: what smpicc/smpicxx/smpif90 build for --reference smpi
+//!                                       #   (a list for several files: ["a.cc", "b.cc"])
+//! smpi_cflags = ["-DUSE_MPI=1"]         # optional: more flags of that build
 //! smpi_cfg = ["smpi/simulate-computation:no"]  # optional: SimGrid settings of this case's smpirun
 //! traced_ranks = [2, 4, 8, 27]          # optional: instead of --traced-ranks for --reference
 //! ```
@@ -68,10 +70,13 @@ pub struct Case {
     pub timeout: Option<std::time::Duration>,
     /// Run in a fresh working directory even without inputs or `prepare`.
     pub workdir: bool,
-    /// The program's C or Fortran source, resolved like `program`, that
-    /// `--reference smpi` builds with `smpicc`/`smpif90`; default: the
+    /// The program's C, C++ or Fortran source files, resolved like
+    /// `program`, that `--reference smpi` builds with `smpicc`, `smpicxx`
+    /// or `smpif90` (by the first file's extension); empty: the
     /// program's file name with `.c`, `.f90` or `.f` beside the suite.
-    pub source: Option<PathBuf>,
+    pub source: Vec<PathBuf>,
+    /// Flags of that build after `-O2` (`-D...`, `-I...`).
+    pub smpi_cflags: Vec<String>,
     /// SimGrid settings (`name:value`) of this case's `smpirun` under
     /// `--reference smpi`, after `--smpi-cfg`'s.
     pub smpi_cfg: Vec<String>,
@@ -133,10 +138,33 @@ struct CaseToml {
     timeout_s: Option<f64>,
     #[serde(default)]
     workdir: bool,
-    source: Option<PathBuf>,
+    #[serde(default)]
+    source: Sources,
+    #[serde(default)]
+    smpi_cflags: Vec<String>,
     #[serde(default)]
     smpi_cfg: Vec<String>,
     traced_ranks: Option<Vec<u32>>,
+}
+
+/// A case's `source`: one file or a list of them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged)]
+enum Sources {
+    #[default]
+    None,
+    One(PathBuf),
+    Many(Vec<PathBuf>),
+}
+
+impl Sources {
+    fn files(&self) -> &[PathBuf] {
+        match self {
+            Sources::None => &[],
+            Sources::One(f) => std::slice::from_ref(f),
+            Sources::Many(v) => v,
+        }
+    }
 }
 
 /// Error reading a suite; the message names the file (and the TOML line or
@@ -210,7 +238,8 @@ fn parse(text: &str, base: &Path) -> Result<Vec<Case>, String> {
             prepare: c.prepare,
             timeout,
             workdir: c.workdir,
-            source: c.source.map(|f| absolute(&base.join(f))),
+            source: c.source.files().iter().map(|f| absolute(&base.join(f))).collect(),
+            smpi_cflags: c.smpi_cflags,
             smpi_cfg: c.smpi_cfg,
             traced_ranks: c.traced_ranks,
         });
@@ -310,6 +339,21 @@ mod tests {
         assert!(!plain.needs_workdir() && plain.timeout.is_none() && plain.env.is_empty());
         assert!(parse("[[case]]\nprogram = \"a\"\nranks = 2\nworkdir = true\n", Path::new(".")).unwrap()[0].needs_workdir());
         assert!(plain.program.is_absolute() && plain.program.ends_with("rel/build/ring"), "{}", plain.program.display());
+    }
+
+    #[test]
+    fn smpi_sources_are_one_file_or_a_list_with_flags() {
+        let one = &parse("[[case]]\nprogram = \"build/ring\"\nranks = 2\nsource = \"ring.c\"\n", Path::new("/suite")).unwrap()[0];
+        assert_eq!(one.source, [Path::new("/suite/ring.c")]);
+        assert!(one.smpi_cflags.is_empty());
+        let text = "[[case]]\nprogram = \"/opt/lulesh2.0\"\nranks = 8\nsource = [\"/src/lulesh.cc\", \"comm.cc\"]\nsmpi_cflags = [\"-DUSE_MPI=1\"]\n";
+        let many = &parse(text, Path::new("/suite")).unwrap()[0];
+        assert_eq!(many.source, [Path::new("/src/lulesh.cc"), Path::new("/suite/comm.cc")]);
+        assert_eq!(many.smpi_cflags, ["-DUSE_MPI=1"]);
+        let none = &parse("[[case]]\nprogram = \"build/ring\"\nranks = 2\n", Path::new("/suite")).unwrap()[0];
+        assert!(none.source.is_empty());
+        let e = parse("[[case]]\nprogram = \"a\"\nranks = 2\nsource = 3\n", Path::new(".")).unwrap_err();
+        assert!(e.contains("line 4"), "{e}");
     }
 
     #[test]
