@@ -718,7 +718,13 @@ fn build_class(
                 vecs[1].push(vectors::VecSeen { n: size, r: at, is_root, v: recv });
             }
         }
-        let mut slot = Slot { rec: trec.clone(), region, peers: [None, None], sizes: [None, None], members: None, vecs: [None, None], law };
+        // The written trace symbolises every rank against the largest
+        // sample's rank 0 modules: the caller is moved there.
+        let mut rec = trec.clone();
+        if let Some(addr) = trace::address_in(&samples[samples.len() - 1].ranks[0].1, tsite) {
+            rec.caller = addr;
+        }
+        let mut slot = Slot { rec, region, peers: [None, None], sizes: [None, None], members: None, vecs: [None, None], law };
         if matches!(trec.params, Params::Vcoll { .. }) {
             for (j, side) in ["send", "receive"].iter().enumerate() {
                 slot.vecs[j] = Some(vectors::fit_vector(&vecs[j]).ok_or_else(|| {

@@ -457,6 +457,18 @@ pub fn call_site_in(modules: &[Module], addr: u64) -> CallSite {
     }
 }
 
+/// The address of `site` in the module table `modules`: the inverse of
+/// [`call_site_in`] for another process of the same program, whose
+/// modules were mapped elsewhere. `None` when no module of that file name
+/// maps the site's file offset.
+pub fn address_in(modules: &[Module], site: &CallSite) -> Option<u64> {
+    modules.iter().find_map(|m| {
+        let name = Path::new(&m.path).file_name().map_or(m.path.clone(), |n| n.to_string_lossy().into_owned());
+        let inside = site.offset >= m.file_offset && site.offset - m.file_offset < m.end - m.start;
+        (name == site.module && inside).then(|| m.start + (site.offset - m.file_offset))
+    })
+}
+
 /// What [`RankTrace::open_salvage`] recovered from a truncated file.
 #[derive(Debug)]
 pub struct Salvage {
