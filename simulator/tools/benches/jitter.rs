@@ -1,13 +1,16 @@
 //! Cost of the jitter engine (`simulator jitter`) with the barrier (arity
 //! 2, 1 µs / 4 µs latencies, 2 tasks per node, 1 ms of work per phase),
-//! unsync and cosched, on seeded synthetic traces of 1k, 10k, 18k and 100k
+//! unsync, sync and cosched, on seeded synthetic traces of 1k, 10k, 18k and 100k
 //! detours per second (`simulator::jitter::synth`: Poisson detours,
 //! log-uniform lengths, 2 % noise, two CPUs × 10 s at 2.3 GHz, co-scheduler
 //! windows of 2e6 cycles) and, when `JITTER_BENCH_TRACE` names a
 //! `tracecollector` output directory or trace file, on that real trace.
 //!
 //! Per row it prints:
-//! - the CPU time (user + sys) per task-phase on one thread, ns:
+//! - the CPU time (user + sys) per task-phase on one thread, ns (sync
+//!   tasks share one offset, so a phase's lookups fall on a few events
+//!   and stay in the cache: the gap to unsync is the cost of lookups
+//!   scattered over the whole trace):
 //!   `JITTER_BENCH_TASKS` tasks (default 65,536) × `JITTER_BENCH_PHASES`
 //!   phases (default 200) on a one-thread pool, the run's set-up included;
 //! - with `JITTER_BENCH_BIG=1`, wall and CPU time of 1,048,576 tasks × 1000
@@ -126,7 +129,7 @@ fn main() {
         let rate = events as f64 / (period_s * tracks.len() as f64);
         let noise = 100.0 * tracks.iter().map(|t| (t.period() - t.compute_per_period()) as f64).sum::<f64>()
             / tracks.iter().map(|t| t.period() as f64).sum::<f64>();
-        for mode in [Mode::Unsync, Mode::Cosched] {
+        for mode in [Mode::Unsync, Mode::Sync, Mode::Cosched] {
             let m = format!("{mode:?}").to_lowercase();
             if !filter.as_deref().is_none_or(|f| format!("{name} {m}").contains(f)) {
                 continue;
