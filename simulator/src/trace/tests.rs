@@ -318,7 +318,11 @@ fn unknown_meta_version_extra_rank_files_and_directories_are_named() {
 fn a_call_site_has_its_address_in_another_process_s_modules() {
     let module = |start: u64, file_offset: u64| Module { path: "/opt/app/lulesh2.0".into(), start, end: start + 0x2000, file_offset };
     let here = [module(0x5000_0000, 0), module(0x5000_4000, 0x3000)];
-    let there = [Module { path: "/lib/libc.so.6".into(), start: 0x1000, end: 0x9000, file_offset: 0 }, module(0x7000_0000, 0), module(0x7100_0000, 0x3000)];
+    let there = [
+        Module { path: "/lib/libc.so.6".into(), start: 0x1000, end: 0x9000, file_offset: 0 },
+        module(0x7000_0000, 0),
+        module(0x7100_0000, 0x3000),
+    ];
     for addr in [0x5000_0010, 0x5000_1fff, 0x5000_4123] {
         let site = call_site_in(&here, addr);
         let moved = address_in(&there, &site).expect("the module is mapped there");
