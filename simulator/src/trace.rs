@@ -112,6 +112,14 @@ pub struct Module {
     pub file_offset: u64,
 }
 
+impl Module {
+    /// The name a [`CallSite`] gives the module: its file name (the whole
+    /// path when it has none).
+    pub fn name(&self) -> std::borrow::Cow<'_, str> {
+        Path::new(&self.path).file_name().map_or(std::borrow::Cow::Borrowed(self.path.as_str()), |n| n.to_string_lossy())
+    }
+}
+
 /// End marker, written at `MPI_Finalize`; a file without it is truncated
 /// ([`fields`] in format 4, JSON before).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -449,10 +457,7 @@ impl RankTrace {
 /// module keep their raw value under module `"?"`.
 pub fn call_site_in(modules: &[Module], addr: u64) -> CallSite {
     match modules.iter().find(|m| m.start <= addr && addr < m.end) {
-        Some(m) => CallSite {
-            module: Path::new(&m.path).file_name().map_or(m.path.clone(), |n| n.to_string_lossy().into_owned()),
-            offset: addr - m.start + m.file_offset,
-        },
+        Some(m) => CallSite { module: m.name().into_owned(), offset: addr - m.start + m.file_offset },
         None => CallSite { module: "?".into(), offset: addr },
     }
 }
@@ -463,9 +468,8 @@ pub fn call_site_in(modules: &[Module], addr: u64) -> CallSite {
 /// maps the site's file offset.
 pub fn address_in(modules: &[Module], site: &CallSite) -> Option<u64> {
     modules.iter().find_map(|m| {
-        let name = Path::new(&m.path).file_name().map_or(m.path.clone(), |n| n.to_string_lossy().into_owned());
         let inside = site.offset >= m.file_offset && site.offset - m.file_offset < m.end - m.start;
-        (name == site.module && inside).then(|| m.start + (site.offset - m.file_offset))
+        (inside && m.name() == site.module.as_str()).then(|| m.start + (site.offset - m.file_offset))
     })
 }
 
