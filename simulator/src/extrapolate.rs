@@ -47,6 +47,7 @@ mod blocks;
 mod fields;
 pub mod fit;
 pub mod grid;
+pub mod loops;
 mod records;
 pub mod rules;
 mod runs;
@@ -203,6 +204,8 @@ pub struct Class {
     blocks: blocks::Blocks,
     /// Compute-block laws per call-site region.
     pub laws: Vec<RegionLaw>,
+    /// Its loops whose trip counts change with N, if any (module `loops`).
+    loops: Option<loops::Loops>,
 }
 
 /// How one region's compute blocks scale.
@@ -349,26 +352,40 @@ impl Model {
                 .collect();
             shape_of.push(ids);
         }
-        let (rules, layout) = match class_rules(&samples, &shape_of, shapes.len()) {
-            Ok(rules) => (rules.into_iter().map(|(shape, rule)| (rule, members_of(&samples, &shape_of, shape))).collect(), None),
+        type Made = Vec<(ClassRule, Vec<Member>, Option<loops::Folding>)>;
+        let (rules, layout): (Made, Option<Layout>) = match class_rules(&samples, &shape_of, shapes.len()) {
+            Ok(rules) => (rules.into_iter().map(|(shape, rule)| (rule, members_of(&samples, &shape_of, shape), None)).collect(), None),
             Err(e) => {
-                // More behaviours than rank rules name: grid positions, if
-                // a process grid separates them.
-                let Some(layout) = grid::choose(&samples, &shape_of) else { return Err(e) };
-                let made = grid::classes(&samples, layout).map_err(|refusal| {
-                    let (k, r, i) = refusal.call;
-                    let (rec, site) = &samples[k].ranks[r as usize].2[i as usize];
-                    irregular(rec, site, refusal.why)
-                })?;
-                (made.into_iter().map(|(p, members)| (ClassRule::Position(p), members)).collect::<Vec<_>>(), Some(layout))
+                // More behaviours than rank rules name: loops whose trip
+                // count changes with N, else grid positions, if a process
+                // grid separates them.
+                match loops::classes(&samples) {
+                    Some(Ok(made)) => (made.into_iter().map(|(rule, members, f)| (rule, members, Some(f))).collect(), None),
+                    folded => {
+                        let by_grid = grid::choose(&samples, &shape_of).map(|layout| (layout, grid::classes(&samples, layout)));
+                        match (by_grid, folded.and_then(Result::err)) {
+                            (Some((layout, Ok(made))), _) => (
+                                made.into_iter().map(|(p, members)| (ClassRule::Position(p), members, None)).collect::<Vec<_>>(),
+                                Some(layout),
+                            ),
+                            (_, Some(refused)) => return Err(refused),
+                            (Some((_, Err(refusal))), None) => {
+                                let (k, r, i) = refusal.call;
+                                let (rec, site) = &samples[k].ranks[r as usize].2[i as usize];
+                                return Err(irregular(rec, site, refusal.why));
+                            }
+                            (None, None) => return Err(e),
+                        }
+                    }
+                }
             }
         };
         let big = samples.len() - 1;
         let template_n = counts[big];
         let mut classes = Vec::new();
         let mut symbols = Symbolizer::new();
-        for (rule, members) in rules {
-            classes.push(build_class(&samples, &members, rule, layout, &mut symbols)?);
+        for (rule, members, folding) in rules {
+            classes.push(build_class(&samples, &members, rule, layout, folding, &mut symbols)?);
         }
         classes.sort_by_key(|c| c.rule == ClassRule::Rest);
         let (header, modules, _) = &samples[big].ranks[0];
@@ -444,7 +461,8 @@ impl Model {
             })
             .collect();
         let sizes = class.slots.iter().map(|slot| slot.sizes.each_ref().map(|l| l.as_ref().map(|l| l.eval(n).round() as u64))).collect();
-        Arc::new(records::AtN { factors, sizes, draw: variant.draw })
+        let plan = class.loops.as_ref().map(|l| l.plan(class.slots.len(), n).into_boxed_slice());
+        Arc::new(records::AtN { factors, sizes, draw: variant.draw, plan })
     }
 
     /// A warning when `n` is far beyond the traced counts: more than 16
@@ -641,6 +659,7 @@ fn build_class(
     obs: &[Member],
     rule: ClassRule,
     layout: Option<Layout>,
+    folding: Option<loops::Folding>,
     symbols: &mut Symbolizer,
 ) -> Result<Class, ExtrapolateError> {
     let call = |m: &Member, i: usize| {
@@ -653,9 +672,9 @@ fn build_class(
     // Each observed rank's communicators (id → members), call by call.
     let mut comms: Vec<HashMap<u32, Vec<u32>>> = obs.iter().map(|_| HashMap::new()).collect();
     let mut law_of: HashMap<u64, usize> = HashMap::new();
-    // Per region law: its name, per observed rank its blocks (ns), and
-    // its blocks per rank.
-    let mut law_pts: Vec<(String, Vec<Vec<f64>>, usize)> = Vec::new();
+    // Per region law: its name, per observed rank its blocks (ns), its
+    // blocks per rank, and the call its blocks follow.
+    let mut law_pts: Vec<(String, Vec<Vec<f64>>, usize, CallSite)> = Vec::new();
     let mut slots = Vec::with_capacity(template.len());
     // Peers whose direction along a short periodic side is unknown (slot,
     // peer, source line, why, observations), and the direction of each
@@ -671,7 +690,7 @@ fn build_class(
             let modules = &samples[tk].ranks[call(tm, i).0 as usize].1;
             let prev_addr = if i == 0 { 0 } else { template[i - 1].0.caller };
             let name = format!("{}:{}", symbols.name_in(modules, prev_addr), symbols.name_in(modules, trec.caller));
-            law_pts.push((name, vec![Vec::new(); obs.len()], 0));
+            law_pts.push((name, vec![Vec::new(); obs.len()], 0, prev.clone()));
             law_pts.len() - 1
         });
         law_pts[law].2 += 1;
@@ -679,13 +698,39 @@ fn build_class(
         let mut sizes: [Vec<(u32, f64)>; 2] = [Vec::new(), Vec::new()];
         let mut members = Vec::new();
         let mut vecs: [Vec<vectors::VecSeen<'_>>; 2] = [Vec::new(), Vec::new()];
-        for (o, m) in obs.iter().enumerate() {
+        // The calls that make this slot's rules: (member, its rank, the
+        // call, its iteration, whether it is at this slot itself rather
+        // than at another copy of its loop's body).
+        type Seen<'a> = (usize, u32, &'a (CallRecord, CallSite), rules::Iter, bool);
+        let seen: Vec<Seen<'_>> = match &folding {
+            None => obs
+                .iter()
+                .enumerate()
+                .map(|(o, m)| {
+                    let (r, c) = call(m, i);
+                    (o, r, c, rules::Iter::ONCE, true)
+                })
+                .collect(),
+            Some(f) => f
+                .group(i)
+                .flat_map(|s| {
+                    f.at[s].iter().map(move |&(o, idx, it)| {
+                        let m = &obs[o as usize];
+                        let r = m.rank.expect("a folded class's members are traced");
+                        (o as usize, r, &samples[m.k].ranks[r as usize].2[idx as usize], it, s == i)
+                    })
+                })
+                .collect(),
+        };
+        for (o, r, (rec, site), it, here) in seen {
+            let m = &obs[o];
             let n = samples[m.k].n();
-            let (r, (rec, site)) = call(m, i);
-            law_pts[law].1[o].push(rec.compute_cpu_ns as f64);
-            if let Params::CommCreate { comm, members: mm, .. } = &rec.params {
-                comms[o].insert(*comm, mm.clone());
-                members.push((n, r, mm.clone()));
+            if here {
+                law_pts[law].1[o].push(rec.compute_cpu_ns as f64);
+                if let Params::CommCreate { comm, members: mm, .. } = &rec.params {
+                    comms[o].insert(*comm, mm.clone());
+                    members.push((n, r, mm.clone()));
+                }
             }
             let fields = Fields::of(&rec.params);
             let tfields = Fields::of(&trec.params);
@@ -702,7 +747,7 @@ fn build_class(
             };
             for (j, p) in fields.peers.iter().enumerate() {
                 if let Some(p) = p {
-                    peers[j].push(PeerSeen { n, r, p: *p, members: cm.to_vec() });
+                    peers[j].push(PeerSeen { n, r, p: *p, members: cm.to_vec(), it });
                 }
             }
             for (j, b) in fields.sizes.iter().enumerate() {
@@ -710,7 +755,7 @@ fn build_class(
                     sizes[j].push((n, *b as f64));
                 }
             }
-            if let Params::Vcoll { root, send, recv, .. } = &rec.params {
+            if let (true, Params::Vcoll { root, send, recv, .. }) = (here, &rec.params) {
                 let at = cm.iter().position(|&m| m == r).unwrap_or(r as usize) as u32;
                 let is_root = *root >= 0 && *root as u32 == r;
                 let size = cm.len() as u32;
@@ -785,14 +830,18 @@ fn build_class(
             irregular(trec, tsite, format!("{why}, or a count where a call from the same source line ({line}) steps along a longer side"))
         })?);
     }
-    let laws: Vec<RegionLaw> = law_pts
+    let after: Vec<CallSite> = law_pts.iter().map(|l| l.3.clone()).collect();
+    let mut laws: Vec<RegionLaw> = law_pts
         .into_iter()
-        .map(|(name, per_rank, blocks)| {
+        .map(|(name, per_rank, blocks, _)| {
             let noisy: Vec<fit::Noisy> = (0..samples.len()).filter_map(|k| noisy_mean(obs, &per_rank, k, samples[k].n())).collect();
             let points = noisy.iter().map(|p| (p.n, p.y)).collect();
             RegionLaw { region: name, law: fit::fit_noisy(&noisy), points, noisy, blocks }
         })
         .collect();
+    if folding.is_some() {
+        scale_like_siblings(&mut laws, &after);
+    }
     // The class's blocks per traced count, smallest first; the largest
     // count's ranks are the template members.
     let largest = obs.last().map_or(samples.len() - 1, |o| o.k);
@@ -811,7 +860,7 @@ fn build_class(
     let at_largest: Vec<&Member> = obs.iter().filter(|o| o.k == largest).collect();
     let ranks: Vec<u32> = at_largest.iter().map(|m| m.rank).collect::<Option<_>>().unwrap_or_default();
     let blocks = blocks::Blocks::new(runs, &ranks, &law_of, laws.len());
-    Ok(Class { rule, slots, blocks, laws })
+    Ok(Class { rule, slots, blocks, laws, loops: folding.map(|f| f.loops) })
 }
 
 /// Relative run-to-run noise of a class's mean block on a shared
@@ -839,6 +888,32 @@ fn noisy_mean(obs: &[Member], per_rank: &[Vec<f64>], k: usize, n: u32) -> Option
         (var(&mut ranks[0].iter().copied(), y, count) / count as f64).sqrt()
     };
     Some(fit::Noisy { n, y: y * 1e-9, sigma: sigma.max(RUN_NOISE * y) * 1e-9 })
+}
+
+/// Region laws seen at fewer traced counts than another region whose
+/// blocks follow the same call (`after[i]`, law i's) take that region's
+/// law, scaled to their own blocks at the counts they have: a block's
+/// work is the code that runs after the call before it, whichever call
+/// ends it, so a loop's back edge, which the counts where the loop runs
+/// once never show, scales as its exit does.
+fn scale_like_siblings(laws: &mut [RegionLaw], after: &[CallSite]) {
+    for i in 0..laws.len() {
+        let own: Vec<u32> = laws[i].points.iter().map(|p| p.0).collect();
+        let sibling = (0..laws.len())
+            .filter(|&j| j != i && after[j] == after[i] && laws[j].noisy.len() > own.len())
+            .filter(|&j| own.iter().all(|n| laws[j].noisy.iter().any(|q| q.n == *n)))
+            .max_by_key(|&j| laws[j].noisy.len());
+        let Some(j) = sibling else { continue };
+        let at = |n: u32| laws[j].noisy.iter().find(|q| q.n == n).map_or(0.0, |q| q.y);
+        let (mine, theirs) = laws[i].points.iter().fold((0.0, 0.0), |(a, b), &(n, y)| (a + y, b + at(n)));
+        if theirs <= 0.0 {
+            continue;
+        }
+        let f = mine / theirs;
+        let noisy: Vec<fit::Noisy> = laws[j].noisy.iter().map(|q| fit::Noisy { y: q.y * f, sigma: q.sigma * f, ..*q }).collect();
+        laws[i].law = fit::fit_noisy(&noisy);
+        laws[i].noisy = noisy;
+    }
 }
 
 /// A size law that every rank of a class follows: one size per run.

@@ -227,3 +227,38 @@ fn a_periodic_multigrid_on_powers_of_two_takes_each_call_lines_direction_from_th
     let real = simulator::replay::open_trace_dir(dirs[4].path(), ComputeTime::Cpu).unwrap();
     assert_eq!(messages(model.streams(32)), messages(real), "messages per rank at 32");
 }
+
+/// A conjugate-gradient skeleton on NPB CG's grid: each row sum takes
+/// log2 of the row's width exchanges, one at 2 and 4 ranks, two at 8 and
+/// 16, three at 32, each with the partner of its iteration, and the
+/// transpose exchange's partner follows the grid's shape. Traced at 2, 4
+/// and 8 ranks, the model's loops fold and their trip counts follow the
+/// grid: the extrapolated runs at 16 and 32 ranks exchange, rank by rank,
+/// the messages of real runs, and 64 and 256 ranks are covered.
+#[test]
+fn loops_whose_trip_count_follows_the_grid_extrapolate_with_each_iteration_s_partner() {
+    let args = &["1024", "1", "2", "400"][..];
+    let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 16, 32].iter().map(|&n| traced(n, "cg", args).0).collect();
+    let samples = dirs[..3].iter().map(|d| Sample::open(d.path()).unwrap()).collect();
+    let model = Model::build(samples).unwrap_or_else(|e| panic!("{e}"));
+    for (dir, n) in dirs[3..].iter().zip([16, 32]) {
+        let real = simulator::replay::open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap();
+        let want = messages(real);
+        let got = messages(model.streams(n));
+        assert_eq!(got.len(), want.len());
+        for (r, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "messages of rank {r} at {n}");
+        }
+    }
+    for n in [64, 256] {
+        model.covers(n).unwrap_or_else(|e| panic!("at {n}: {e}"));
+        let sends = messages(model.streams(n)).iter().map(|m| m.iter().filter(|x| x.0).count()).collect::<Vec<_>>();
+        // Per step: three row sums of log2(width) exchanges and the transpose.
+        let width = simulator::extrapolate::rules::dims_2d(n).0;
+        assert!(
+            sends.iter().all(|&s| s == 2 * (3 * width.trailing_zeros() as usize + 1) + width.trailing_zeros() as usize),
+            "{n}: {:?}",
+            &sends[..4]
+        );
+    }
+}

@@ -457,8 +457,10 @@ impl Blocks {
 
     /// The (CPU, wall) ns of target rank `r`'s block before call `i`,
     /// before its region law's scaling: drawn with `seed` from its scale
-    /// group's pool, or with `None` member r mod M's own block.
-    pub(super) fn block(&self, r: u32, i: usize, seed: Option<u64>) -> (f64, f64) {
+    /// group's pool, or with `None` member r mod M's own block. `rep` > 0
+    /// is a call that repeats call i past the template's copies of a loop
+    /// (module `loops`): its draw is its own.
+    pub(super) fn block(&self, r: u32, i: usize, rep: u32, seed: Option<u64>) -> (f64, f64) {
         let g = self.group_of[i];
         let m = self.member_of(r);
         let (cpu, wall) = self.members[m][i];
@@ -473,7 +475,7 @@ impl Blocks {
             ((g as u64) << 40) ^ ((self.nth[i] as u64 + phase) / hold)
         } else {
             i as u64
-        };
+        } ^ ((rep as u64) << 56);
         let t = pool[(mix(seed, r, draw) % pool.len() as u64) as usize] as f64;
         let drawn = self.base[i] * self.level[m][g] * t;
         // Wall time keeps the member's wall-to-CPU ratio at this call.
@@ -521,7 +523,7 @@ mod tests {
     #[test]
     fn persistent_imbalance_stays_with_the_rank_detours_go_and_the_spread_is_drawn() {
         let b = blocks();
-        let total = |r: u32| (0..100).map(|i| b.block(r, i, S).0).sum::<f64>();
+        let total = |r: u32| (0..100).map(|i| b.block(r, i, 0, S).0).sum::<f64>();
         // Each member's level carries over to its target ranks; the
         // detours of member 0 do not.
         let own = [100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 100.0 * 100.0, 200.0 * 100.0];
@@ -530,16 +532,16 @@ mod tests {
             assert!((mean / want - 1.0).abs() < 0.03, "member {m}: {mean} against {want}");
         }
         assert_eq!(b.noise[0].detours, 10);
-        assert!((0..2000).all(|r| (0..100).all(|i| b.block(r, i, S).0 < 500.0)));
+        assert!((0..2000).all(|r| (0..100).all(|i| b.block(r, i, 0, S).0 < 500.0)));
         // The program's own spread is drawn: ranks of one member differ.
-        let blocks_of = |r: u32| (0..100).map(|i| b.block(r, i, S).0).collect::<Vec<_>>();
+        let blocks_of = |r: u32| (0..100).map(|i| b.block(r, i, 0, S).0).collect::<Vec<_>>();
         assert_ne!(blocks_of(1), blocks_of(6));
         // The same seed, rank and call always draw the same block; another
         // seed draws others.
-        assert_eq!(b.block(7, 31, S), b.block(7, 31, S));
-        assert_ne!(blocks_of(6), (0..100).map(|i| b.block(6, i, Some(1)).0).collect::<Vec<_>>());
+        assert_eq!(b.block(7, 31, 0, S), b.block(7, 31, 0, S));
+        assert_ne!(blocks_of(6), (0..100).map(|i| b.block(6, i, 0, Some(1)).0).collect::<Vec<_>>());
         // Without a seed each rank copies its member.
-        assert_eq!(b.block(5, 10, None), (b.members[0][10].0 as f64, b.members[0][10].1 as f64));
+        assert_eq!(b.block(5, 10, 0, None), (b.members[0][10].0 as f64, b.members[0][10].1 as f64));
     }
 
     #[test]
@@ -548,7 +550,7 @@ mod tests {
         let b = Blocks::new(vec![vec![m.clone(), m.clone(), m.clone()]], &[], &[0; 10], 1);
         for r in 0..9 {
             for (i, &(cpu, wall)) in m.iter().enumerate() {
-                let (c, w) = b.block(r, i, S);
+                let (c, w) = b.block(r, i, 0, S);
                 assert!((c - cpu as f64).abs() < 1e-3 && (w - wall as f64).abs() < 1e-3, "rank {r} call {i}: {c} {w}");
             }
         }
@@ -579,7 +581,7 @@ mod tests {
         // each other), averaged over the calls.
         let spread = |b: &Blocks| {
             let at = |i: usize| {
-                let v: Vec<f64> = (0..64).map(|r| b.block(r, i, S).0).collect();
+                let v: Vec<f64> = (0..64).map(|r| b.block(r, i, 0, S).0).collect();
                 let mean = v.iter().sum::<f64>() / v.len() as f64;
                 (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt() / mean
             };
@@ -611,7 +613,7 @@ mod tests {
         assert_eq!(independent.hold[0], 1);
         // Consecutive blocks of a target rank repeat their transient part
         // as often as the members' did.
-        let t = |b: &Blocks, r: u32, i: usize| b.block(r, i, S).0 / (b.base[i] * b.level[r as usize % 8][0]);
+        let t = |b: &Blocks, r: u32, i: usize| b.block(r, i, 0, S).0 / (b.base[i] * b.level[r as usize % 8][0]);
         let repeats = |b: &Blocks| (0..32).map(|r| (1..400).filter(|&i| (t(b, r, i) - t(b, r, i - 1)).abs() < 1e-9).count()).sum::<usize>();
         assert!(repeats(&b) > 32 * 300, "{}", repeats(&b));
         assert!(repeats(&independent) < 32 * 10, "{}", repeats(&independent));
@@ -633,7 +635,7 @@ mod tests {
         let b = Blocks::new(vec![(0..8).map(member).collect()], &[], &[0; 300], 1);
         for r in 0..64 {
             for i in (0..300).step_by(3) {
-                let t = b.block(r, i, S).0 / 400_000.0;
+                let t = b.block(r, i, 0, S).0 / 400_000.0;
                 assert!((t - 1.0).abs() < 0.05, "rank {r}, call {i}: {t}");
             }
         }

@@ -163,6 +163,12 @@ impl Member {
     pub fn traced(k: usize, r: u32, len: usize) -> Member {
         Member { k, rank: Some(r), at: [0; 3], calls: (0..len as u32).map(|i| (r, i)).collect() }
     }
+
+    /// Traced rank `r` of sample `k` whose calls at the class's slots are
+    /// `calls` (indices in its records), as module `loops` aligns them.
+    pub fn aligned(k: usize, r: u32, calls: impl IntoIterator<Item = u32>) -> Member {
+        Member { k, rank: Some(r), at: [0; 3], calls: calls.into_iter().map(|i| (r, i)).collect() }
+    }
 }
 
 /// Calls of a member: (traced rank, index in its records).

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::fields::{set_fields, Fields};
-use super::rules::PeerRule;
+use super::loops::Step;
+use super::rules::{Iter, PeerRule};
 use super::Class;
 use crate::trace::record::{CallRecord, Params};
 
@@ -33,12 +34,25 @@ pub(super) struct AtN {
     /// The seed of the blocks' draws; `None`: the template members'
     /// blocks copied.
     pub(super) draw: Option<u64>,
+    /// With loops whose trip counts change with N, the slot of each call
+    /// and its iteration ([`super::loops::Loops::plan`]); `None`: call i
+    /// is slot i.
+    pub(super) plan: Option<Box<[Step]>>,
 }
 
 impl RankRecords<'_> {
+    /// The next call's step: its slot, its iteration and its copy past
+    /// the template's last.
+    fn step(&self) -> Option<Step> {
+        match &self.at_n.plan {
+            Some(plan) => plan.get(self.next).copied(),
+            None => (self.next < self.class.slots.len()).then_some(Step { slot: self.next as u32, it: Iter::ONCE, rep: 0 }),
+        }
+    }
+
     /// The next record and its call-site region id.
     pub fn next_with_region(&mut self) -> Option<(CallRecord, u64)> {
-        let slot = self.class.slots.get(self.next)?;
+        let slot = &self.class.slots[self.step()?.slot as usize];
         let mut rec = slot.rec.clone();
         let region = self.next_into(&mut rec)?;
         Some((rec, region))
@@ -49,7 +63,9 @@ impl RankRecords<'_> {
     /// and the call-site region id is returned, so that a stream reads
     /// record after record through one buffer.
     pub fn next_into(&mut self, rec: &mut CallRecord) -> Option<u64> {
-        let slot = self.class.slots.get(self.next)?;
+        let step = self.step()?;
+        let i = step.slot as usize;
+        let slot = &self.class.slots[i];
         self.next += 1;
         // Every field named, so that a new one is not left stale; the
         // block's times are set below.
@@ -58,7 +74,7 @@ impl RankRecords<'_> {
             (*op, *failed, *caller, *counters, *t_start_ns, *t_end_ns);
         rec.params.clone_from(params);
         let f = self.at_n.factors[slot.law];
-        let (cpu, wall) = self.class.blocks.block(self.rank, self.next - 1, self.at_n.draw);
+        let (cpu, wall) = self.class.blocks.block(self.rank, i, step.rep, self.at_n.draw);
         rec.compute_cpu_ns = (cpu * f).round() as u64;
         rec.compute_wall_ns = (wall * f).round() as u64;
         if let (Some(rule), Params::CommCreate { comm, members, .. }) = (slot.members, &mut rec.params) {
@@ -75,8 +91,8 @@ impl RankRecords<'_> {
             }
             None => &[],
         };
-        let peers = slot.peers.map(|p| p.map(|rule| rule.eval(self.rank, self.n, members)));
-        set_fields(&mut rec.params, peers, self.at_n.sizes[self.next - 1]);
+        let peers = slot.peers.map(|p| p.map(|rule| rule.eval_at(self.rank, self.n, members, step.it)));
+        set_fields(&mut rec.params, peers, self.at_n.sizes[i]);
         if let (Some(sr), Some(rr), Params::Vcoll { root, send, recv, .. }) = (slot.vecs[0], slot.vecs[1], &mut rec.params) {
             let (size, at) = match comm.and_then(|c| self.comms.get(&c)) {
                 Some(m) => (m.len() as u32, m.iter().position(|&x| x == self.rank).unwrap_or(0) as u32),

@@ -111,13 +111,52 @@ pub enum PeerRule {
     },
     /// Member `k` of the call's communicator.
     Member(usize),
+    /// At iteration t of a loop of k iterations, rank `r XOR 2^(k − 1 − t)`:
+    /// recursive halving, the farthest partner first (a butterfly sum
+    /// along a row of 2^k ranks, as NPB CG's row reductions).
+    XorHalving,
+    /// At iteration t of a loop, rank `r XOR 2^t`: recursive doubling,
+    /// the nearest partner first.
+    XorDoubling,
+    /// The rank holding the transposed block on the 2-D grid of
+    /// `MPI_Dims_create(N, 2)` whose larger side `cols` is `q` times the
+    /// smaller `rows` (q = 1 or 2 for powers of two), ranks numbered row
+    /// by row: with b = r / q the rank's block on the `rows` × `rows` grid
+    /// of blocks, the peer is q·((b mod rows)·rows + b / rows) + r mod q
+    /// (NPB CG's transpose exchange). `MPI_PROC_NULL` when `cols` is no
+    /// multiple of `rows`.
+    Transpose,
+}
+
+/// Where a call is in the loop around it: iteration `t` of `k` (0 of 1
+/// outside loops). Module `loops` finds the loops whose trip count
+/// changes with N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Iter {
+    /// The iteration, from 0.
+    pub t: u32,
+    /// The loop's trip count at this rank count.
+    pub k: u32,
+}
+
+impl Iter {
+    /// A call outside any loop the model folds.
+    pub const ONCE: Iter = Iter { t: 0, k: 1 };
 }
 
 impl PeerRule {
     /// The peer of rank `r` of `n`; `members` are the call's communicator's
     /// world ranks (for [`PeerRule::Member`]).
     pub fn eval(&self, r: u32, n: u32, members: &[u32]) -> i32 {
+        self.eval_at(r, n, members, Iter::ONCE)
+    }
+
+    /// [`PeerRule::eval`] of a call at iteration `it` of its loop: the
+    /// peer of the XOR rules depends on it, that of the others does not.
+    /// A partner outside `0..N` is `MPI_PROC_NULL`.
+    pub fn eval_at(&self, r: u32, n: u32, members: &[u32], it: Iter) -> i32 {
         let (r, n64) = (r as i64, n as i64);
+        let inside = |p: i64| if (0..n64).contains(&p) { p as i32 } else { PROC_NULL };
         match *self {
             PeerRule::Fixed(v) => v,
             PeerRule::FromEnd(c) => n as i32 - 1 - c as i32,
@@ -146,6 +185,21 @@ impl PeerRule {
                 ((p[0] * d[1] + p[1]) * d[2] + p[2]) as i32
             }
             PeerRule::Member(k) => members.get(k).map_or(PROC_NULL, |&m| m as i32),
+            PeerRule::XorHalving => match it.k.checked_sub(1 + it.t) {
+                Some(b) if b < 62 => inside(r ^ (1 << b)),
+                _ => PROC_NULL,
+            },
+            PeerRule::XorDoubling if it.t < 62 => inside(r ^ (1 << it.t)),
+            PeerRule::XorDoubling => PROC_NULL,
+            PeerRule::Transpose => {
+                let (cols, rows) = dims_2d(n);
+                if !cols.is_multiple_of(rows) {
+                    return PROC_NULL;
+                }
+                let (q, rows) = ((cols / rows) as i64, rows as i64);
+                let b = r / q;
+                inside(q * ((b % rows) * rows + b / rows) + r % q)
+            }
         }
     }
 
@@ -156,6 +210,8 @@ impl PeerRule {
         if p < 0 {
             return out;
         }
+        // Last, after the rules that hold at every iteration alike.
+        let late = [PeerRule::Transpose, PeerRule::XorHalving, PeerRule::XorDoubling];
         if let Some(k) = members.iter().position(|&m| m as i32 == p) {
             out.push(PeerRule::Member(k));
         }
@@ -190,6 +246,7 @@ impl PeerRule {
                 }
             }
         }
+        out.extend(late);
         out
     }
 }
@@ -205,6 +262,8 @@ pub struct PeerSeen {
     pub p: i32,
     /// World ranks of the call's communicator.
     pub members: Vec<u32>,
+    /// Where the call was in its loop.
+    pub it: Iter,
 }
 
 /// The simplest rule that gives every observation's peer; `None` when no
@@ -224,7 +283,7 @@ pub fn fit_peer_on(seen: &[PeerSeen], prefer: impl Fn(u32, i32, u32) -> Option<P
     if let Some(rule) = prefer(first.r, first.p, first.n) {
         candidates.insert(0, rule);
     }
-    candidates.into_iter().find(|rule| seen.iter().all(|s| rule.eval(s.r, s.n, &s.members) == s.p))
+    candidates.into_iter().find(|rule| seen.iter().all(|s| rule.eval_at(s.r, s.n, &s.members, s.it) == s.p))
 }
 
 /// Why `rule`, fitted to `seen`, cannot be trusted at other rank counts,
@@ -268,7 +327,7 @@ pub fn oriented(rule: &PeerRule, seen: &[PeerSeen], dir: i64) -> Option<PeerRule
         step[i] = dir;
     }
     let out = PeerRule::Grid3 { step, periodic: true };
-    seen.iter().all(|s| out.eval(s.r, s.n, &s.members) == s.p).then_some(out)
+    seen.iter().all(|s| out.eval_at(s.r, s.n, &s.members, s.it) == s.p).then_some(out)
 }
 
 /// Who a new communicator holds, for rank `r` of `n` (world ranks in

@@ -1,5 +1,5 @@
 use super::fit::{fit_size, fit_time, Var};
-use super::rules::{dims_2d, fit_members, fit_peer, Grid, MemberRule, PeerRule, PeerSeen};
+use super::rules::{dims_2d, fit_members, fit_peer, Grid, Iter, MemberRule, PeerRule, PeerSeen};
 use super::*;
 use crate::trace::record::{ANY_SOURCE, PROC_NULL};
 
@@ -44,7 +44,7 @@ fn sizes_follow_the_rank_count_or_a_grid_side_exactly() {
 }
 
 fn seen(n: u32, r: u32, p: i32) -> PeerSeen {
-    PeerSeen { n, r, p, members: (0..n).collect() }
+    PeerSeen { n, r, p, members: (0..n).collect(), it: Iter::ONCE }
 }
 
 #[test]
@@ -567,4 +567,42 @@ fn a_short_periodic_sides_direction_is_taken_from_the_same_call_on_a_long_side()
             }
         }
     }
+}
+
+#[test]
+fn butterfly_partners_follow_the_iteration_and_transposes_the_grid() {
+    // Row sums by recursive halving: at iteration t of k = log2 of the
+    // row's width, the rank of column col XOR (width >> (t + 1)).
+    let mut halving = Vec::new();
+    for n in [2u32, 4, 8] {
+        let w = dims_2d(n).0;
+        let k = w.trailing_zeros();
+        for t in 0..k {
+            for r in 0..n {
+                let col = r % w;
+                let p = (r - col + (col ^ (w >> (t + 1)))) as i32;
+                halving.push(PeerSeen { n, r, p, members: (0..n).collect(), it: Iter { t, k } });
+            }
+        }
+    }
+    let rule = fit_peer(&halving).unwrap();
+    assert_eq!(rule, PeerRule::XorHalving);
+    // 64 ranks, 8 × 8: rank 9 (row 1, column 1) meets columns 5, 3, 0.
+    assert_eq!([0, 1, 2].map(|t| rule.eval_at(9, 64, &[], Iter { t, k: 3 })), [13, 11, 8]);
+    // The transpose exchange of a grid whose width is once or twice its height.
+    let transpose = |r: u32, n: u32| {
+        let (cols, rows) = dims_2d(n);
+        let (q, b) = (cols / rows, r / (cols / rows));
+        (q * ((b % rows) * rows + b / rows) + r % q) as i32
+    };
+    let seen: Vec<PeerSeen> = [2u32, 4, 8].iter().flat_map(|&n| (0..n).map(move |r| seen(n, r, transpose(r, n)))).collect();
+    let rule = fit_peer(&seen).unwrap();
+    assert_eq!(rule, PeerRule::Transpose);
+    for n in [16, 32, 256] {
+        assert!((0..n).all(|r| rule.eval(r, n, &[]) == transpose(r, n)), "{n}");
+    }
+    assert_eq!(rule.eval(1, 16, &[]), 4);
+    assert_eq!(rule.eval(2, 32, &[]), 8);
+    // No multiple: no transpose partner.
+    assert_eq!(rule.eval(1, 12, &[]), PROC_NULL);
 }
