@@ -262,3 +262,35 @@ fn loops_whose_trip_count_follows_the_grid_extrapolate_with_each_iteration_s_par
         );
     }
 }
+
+/// Each rank's all-to-all-v send vectors, call by call.
+fn alltoallv<E>(streams: Vec<simulator::replay::ActionStream<'_, E>>) -> Vec<Vec<Vec<u64>>> {
+    let vectors = |s: simulator::replay::ActionStream<'_, E>| {
+        s.filter_map(|a| match a {
+            Ok(Action::Alltoallv { send_bytes, .. }) => Some(send_bytes),
+            _ => None,
+        })
+        .collect()
+    };
+    streams.into_iter().map(vectors).collect()
+}
+
+/// A bucket sort (NPB IS's pattern): the keys' all-to-all-v from 2, 4
+/// and 8 ranks gets, at 16 ranks, a 16-entry send vector per call and
+/// rank equal to a real run's, and vectors of length N at 64 and 256.
+#[test]
+fn a_bucket_sort_s_alltoallv_vectors_take_the_target_count_s_length() {
+    let args = &["4096", "2", "200"][..];
+    let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 16].iter().map(|&n| traced(n, "bucket_sort", args).0).collect();
+    let samples = dirs[..3].iter().map(|d| Sample::open(d.path()).unwrap()).collect();
+    let model = Model::build(samples).unwrap_or_else(|e| panic!("{e}"));
+    let real = simulator::replay::open_trace_dir(dirs[3].path(), ComputeTime::Cpu).unwrap();
+    let want = alltoallv(real);
+    assert!(want.iter().all(|calls| calls.len() == 2 && calls.iter().all(|v| v.len() == 16)), "{want:?}");
+    assert_eq!(alltoallv(model.streams(16)), want, "send vectors at 16");
+    for n in [64u32, 256] {
+        let got = alltoallv(model.streams(n));
+        let each = 4096 / n as u64 * 4;
+        assert!(got.iter().all(|calls| calls.iter().all(|v| v.len() == n as usize && v.iter().all(|&b| b == each))), "at {n}");
+    }
+}
