@@ -409,7 +409,7 @@ impl CollAlgs {
             return a;
         }
         match self.selector {
-            Selector::Smpi => smpi(coll),
+            Selector::Smpi => smpi(coll, n, bytes),
             Selector::Mpich => mpich(coll, n, bytes, count),
             Selector::Ompi => super::ompi::decide(coll, n, bytes, false),
             Selector::SimgridOmpi => super::ompi::decide(coll, n, bytes, true),
@@ -417,16 +417,19 @@ impl CollAlgs {
     }
 }
 
-/// SimGrid 3.32's `default` selector, as the existing replay had it.
-fn smpi(coll: Coll) -> Alg {
+/// SimGrid 3.32's `default` selector (`smpi_default_selector.cpp`): its
+/// all-gathers and `alltoallv` post every send and receive at once (the
+/// nonblocking collectives' linear schedules), its `alltoall` is the
+/// `ompi` selector's as SimGrid runs it.
+fn smpi(coll: Coll, n: u32, bytes: u64) -> Alg {
     match coll {
         Coll::Barrier => Alg::Linear,
         Coll::Bcast => Alg::Binomial,
         Coll::Reduce => Alg::Linear,
         Coll::Allreduce => Alg::RedBcast,
         Coll::Gather | Coll::Scatter | Coll::Scan | Coll::Exscan => Alg::Linear,
-        Coll::Allgather | Coll::Allgatherv => Alg::Ring,
-        Coll::Alltoall | Coll::Alltoallv => Alg::Pairwise,
+        Coll::Allgather | Coll::Allgatherv | Coll::Alltoallv => Alg::Linear,
+        Coll::Alltoall => super::ompi::decide(coll, n, bytes, true),
         Coll::ReduceScatter => Alg::ReduceScatterv,
     }
 }

@@ -429,19 +429,31 @@ fn ti_flops_need_a_host_speed_and_take_flops_over_speed() {
 
 #[test]
 fn new_collectives_complete_with_expected_rounds() {
-    // 4 ranks on one host, transfer = 1 ms whatever the size, SimGrid's
-    // default selector: a pairwise all-to-all is 3 rounds, a ring
-    // all-gather 3, linear gather 1, chain scan 3.
+    // 4 ranks on one host, transfer = 1 ms whatever the size: a pairwise
+    // all-to-all is 3 rounds, a ring all-gather 3; with SimGrid's default
+    // selector every send of an all-gather or an all-to-all-v is posted
+    // at once (1 round), a gather is linear (1), a scan a chain (3).
     let n = 4;
     let all = |a: Action| (0..n).map(|_| vec![a.clone()]).collect::<Vec<_>>();
-    let mut smpi = simple();
-    smpi.collectives.algs = CollAlgs::smpi();
-    let go = |ranks: Vec<Vec<Action>>| {
-        let streams = ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>);
-        replay(&smpi, streams.collect())
+    let with = |overrides: &[(&str, &str)]| {
+        let mut p = simple();
+        p.collectives.algs = CollAlgs::smpi();
+        for (c, a) in overrides {
+            p.collectives.algs.set(c, a).unwrap();
+        }
+        p
     };
-    close(go(all(Action::Alltoall { bytes: 8, comm: 0 })).unwrap().makespan_s, 3.0 * L);
-    close(go(all(Action::Allgatherv { recv_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    let go_on = |p: &Platform, ranks: Vec<Vec<Action>>| {
+        let streams = ranks.into_iter().map(|v| Box::new(v.into_iter().map(Ok)) as ActionStream<'static, Infallible>);
+        replay(p, streams.collect())
+    };
+    let rounds = with(&[("alltoall", "pair"), ("allgatherv", "ring")]);
+    close(go_on(&rounds, all(Action::Alltoall { bytes: 8, comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    close(go_on(&rounds, all(Action::Allgatherv { recv_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, 3.0 * L);
+    let smpi = with(&[]);
+    let go = |ranks: Vec<Vec<Action>>| go_on(&smpi, ranks);
+    close(go(all(Action::Allgatherv { recv_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, L);
+    close(go(all(Action::Alltoallv { send_bytes: vec![8; 4], comm: 0 })).unwrap().makespan_s, L);
     close(go(all(Action::Gather { root: 2, bytes: 8, comm: 0 })).unwrap().makespan_s, L);
     close(go(all(Action::Scan { bytes: 8, exclusive: false, comm: 0 })).unwrap().makespan_s, 3.0 * L);
     let e = go(all(Action::Alltoallv { send_bytes: vec![8; 3], comm: 0 })).unwrap_err().to_string();
