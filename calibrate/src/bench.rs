@@ -181,12 +181,15 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// The defaults, reading `$MPICC` and `$MPIRUN`.
+    /// The defaults: the compiler wrapper and the launcher
+    /// [`mpi_launch`] finds (`$MPICC`, else `mpicc`; `$MPIRUN`, else
+    /// `mpirun`, else `mpiexec`), or, when none runs, `$MPICC`/`$MPIRUN` or
+    /// the plain names, whose use then fails naming them.
     pub fn from_env() -> Launcher {
         let var = |name: &str, default: &str| std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.into());
         Launcher {
-            mpicc: var("MPICC", "mpicc"),
-            mpirun: var("MPIRUN", "mpirun"),
+            mpicc: mpi_launch::find_mpicc(None).unwrap_or_else(|_| var("MPICC", "mpicc")),
+            mpirun: mpi_launch::Mpi::find(None).map_or_else(|_| var("MPIRUN", "mpirun"), |m| m.program().to_string()),
             mpirun_args: Vec::new(),
             timeout: Duration::from_secs(300),
         }
@@ -302,10 +305,10 @@ impl Launcher {
     /// [`ErrorKind::BenchFailed`] on a nonzero exit or timeout, quoting the
     /// program's message; [`ErrorKind::Io`] when the log cannot be created.
     /// A run Open MPI reports as a rank with PID 0 exiting improperly
-    /// (`simulator_tools::launch::open_mpi_exit_race`) is made once more.
+    /// (`mpi_launch::open_mpi_exit_race`) is made once more.
     pub fn launch(&self, ranks: u32, exe: &Path, args: &[std::ffi::OsString], log_path: &Path, name: &str) -> Result<(), Error> {
         match self.launch_once(ranks, exe, args, log_path, name) {
-            Err(e) if std::fs::read_to_string(log_path).is_ok_and(|t| simulator_tools::launch::open_mpi_exit_race(&t)) => self
+            Err(e) if std::fs::read_to_string(log_path).is_ok_and(|t| mpi_launch::open_mpi_exit_race(&t)) => self
                 .launch_once(ranks, exe, args, log_path, name)
                 .map_err(|again| Error::new(again.kind(), format!("{again} (made again after: {e})"))),
             done => done,
@@ -328,7 +331,7 @@ impl Launcher {
             .stderr(log2)
             .spawn()
             .map_err(|e| Error::new(ErrorKind::LauncherMissing, format!("cannot run MPI launcher `{}` ({e}); set $MPIRUN", self.mpirun)))?;
-        let status = match simulator_tools::launch::wait_bounded(&mut child, self.timeout) {
+        let status = match mpi_launch::wait_bounded(&mut child, self.timeout) {
             Ok(Some(status)) => status,
             Ok(None) => {
                 return Err(Error::new(

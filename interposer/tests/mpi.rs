@@ -61,41 +61,33 @@ fn programs() -> &'static Path {
     })
 }
 
-/// `mpirun` with its own session directory: OpenMPI 4 runs started at the
-/// same moment by one user race on creating `/tmp/ompi.<host>.<uid>`.
-fn openmpi() -> Command {
-    static SESSIONS: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let base = SESSIONS.get_or_init(|| tempfile::tempdir().unwrap()).path();
-    let dir = base.join(NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst).to_string());
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cmd = Command::new("mpirun");
-    cmd.env("OMPI_MCA_orte_tmpdir_base", dir);
-    cmd
+/// The MPI launcher the tests run (`$MPIRUN`, else `mpirun`, else
+/// `mpiexec`), found once.
+fn mpi() -> &'static mpi_launch::Mpi {
+    static MPI: OnceLock<mpi_launch::Mpi> = OnceLock::new();
+    MPI.get_or_init(|| mpi_launch::Mpi::find(None).unwrap_or_else(|e| panic!("{e}")))
 }
 
-/// Open MPI 4's runtime may report a rank that finalized and exited as
-/// "exiting improperly" with PID 0 when its exit races with the
-/// daemon's bookkeeping: the run did not fail.
-/// A crash names the rank's real PID or a signal instead.
-fn open_mpi_exit_race(stderr: &str) -> bool {
-    stderr.contains("with PID 0 on") && stderr.contains("exiting improperly")
+/// `mpirun -np <np>` with what every run needs (more ranks than cores,
+/// root, a session directory of its own, kept while the guard lives).
+fn launcher(np: u32) -> (Command, mpi_launch::Session) {
+    mpi().command(np).expect("a session directory for mpirun")
 }
+
+use mpi_launch::open_mpi_exit_race;
 
 fn mpirun(np: u32, prog: &str, args: &[&str], env: &[(&str, &str)], preload: bool) -> Output {
     let run = || {
-        let mut cmd = openmpi();
-        cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()]);
+        let (mut cmd, _session) = launcher(np);
         for k in ["INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "INTERPOSER_VIRTUAL_WTIME", "INTERPOSER_JITTER", "LD_PRELOAD"]
         {
             cmd.env_remove(k);
         }
         for (k, v) in env {
-            cmd.env(k, v);
-            cmd.args(["-x", k]);
+            mpi().forward(&mut cmd, k, v);
         }
         if preload {
-            cmd.env("LD_PRELOAD", library()).args(["-x", "LD_PRELOAD"]);
+            mpi().forward(&mut cmd, "LD_PRELOAD", library());
         }
         cmd.arg(programs().join(prog)).args(args);
         cmd.output().expect("mpirun")
@@ -323,12 +315,10 @@ fn off_mode_writes_nothing_and_changes_nothing() {
 /// interposer's handler neither hangs nor fails on its own).
 fn crash_keeps_calls_before_the_signal(mode: &str, signal: i32) {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = openmpi();
-    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD"])
-        .env("INTERPOSER_OUT", dir.path())
-        .env("LD_PRELOAD", library())
-        .arg(programs().join("crash"))
-        .args([mode, "1000", "300"]);
+    let (mut cmd, _session) = launcher(2);
+    mpi().forward(&mut cmd, "INTERPOSER_OUT", dir.path());
+    mpi().forward(&mut cmd, "LD_PRELOAD", library());
+    cmd.arg(programs().join("crash")).args([mode, "1000", "300"]);
     let out = cmd.output().expect("mpirun");
     assert!(!out.status.success(), "the crash program should fail");
     let stdout = String::from_utf8_lossy(&out.stdout);

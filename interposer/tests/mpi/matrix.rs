@@ -26,16 +26,15 @@ fn bounded(np: u32, prog: &Path, args: &[&str], env: &[(&str, &str)], preload: b
 fn bounded_once(np: u32, prog: &Path, args: &[&str], env: &[(&str, &str)], preload: bool, limit: Duration) -> (String, String, bool) {
     let logs = tempfile::tempdir().unwrap();
     let (out, err) = (logs.path().join("out"), logs.path().join("err"));
-    let mut cmd = openmpi();
-    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()]);
+    let (mut cmd, _session) = launcher(np);
     for k in ["INTERPOSER_OUT", "INTERPOSER_MODE", "INTERPOSER_PLATFORM", "INTERPOSER_ONLINE_STALL_S", "LD_PRELOAD"] {
         cmd.env_remove(k);
     }
     for (k, v) in env {
-        cmd.env(k, v).args(["-x", k]);
+        mpi().forward(&mut cmd, k, v);
     }
     if preload {
-        cmd.env("LD_PRELOAD", library()).args(["-x", "LD_PRELOAD"]);
+        mpi().forward(&mut cmd, "LD_PRELOAD", library());
     }
     cmd.arg(prog).args(args).process_group(0);
     cmd.stdout(std::fs::File::create(&out).unwrap()).stderr(std::fs::File::create(&err).unwrap());

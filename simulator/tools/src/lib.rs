@@ -9,7 +9,6 @@ pub mod energy_cmd;
 pub mod extrapolate_cmd;
 pub mod jitter_cli;
 pub mod jitter_plot;
-pub mod launch;
 pub mod otf2_export;
 pub mod otf2_import;
 pub mod otf2_out;

@@ -84,25 +84,23 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// `mpirun` (`$MPIRUN` when `mpirun` is `None`), probed once with
+    /// The launcher `mpirun`, else the one [`mpi_launch::Mpi::find`]
+    /// finds (`$MPIRUN`, `mpirun`, `mpiexec`), probed once with
     /// `--version`; other fields at their defaults (no extra arguments, no
     /// hostfile, 600 s timeout).
     ///
     /// # Errors
-    /// A one-line message naming the launcher when it cannot be started.
+    /// A one-line message naming every launcher tried and its failure.
     pub fn detect(mpirun: Option<&str>) -> Result<Launcher, String> {
-        let mpirun = mpirun
-            .map(str::to_string)
-            .or_else(|| std::env::var("MPIRUN").ok().filter(|v| !v.is_empty()))
-            .unwrap_or_else(|| "mpirun".into());
-        let out = Command::new(&mpirun)
-            .arg("--version")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run MPI launcher `{mpirun}` ({e}); give --mpirun or set $MPIRUN"))?;
-        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-        let open_mpi = text.contains("Open MPI") || text.contains("OpenRTE");
-        Ok(Launcher { mpirun, open_mpi, extra_args: Vec::new(), hostfile: None, timeout: Duration::from_secs(600) })
+        let mpi = mpi_launch::Mpi::find(mpirun).map_err(|e| e.to_string())?;
+        let open_mpi = mpi.flavour() == mpi_launch::Flavour::OpenMpi;
+        Ok(Launcher {
+            mpirun: mpi.program().to_string(),
+            open_mpi,
+            extra_args: Vec::new(),
+            hostfile: None,
+            timeout: Duration::from_secs(600),
+        })
     }
 
     /// The launcher's arguments for `case` in `mode`, up to and including
@@ -143,7 +141,7 @@ impl Launcher {
     /// the message says so).
     pub fn run(&self, case: &Case, mode: &Mode, log: &Path) -> Result<f64, String> {
         match self.run_once(case, mode, log) {
-            Err(e) if self.open_mpi && std::fs::read_to_string(log).is_ok_and(|t| crate::launch::open_mpi_exit_race(&t)) => {
+            Err(e) if self.open_mpi && std::fs::read_to_string(log).is_ok_and(|t| mpi_launch::open_mpi_exit_race(&t)) => {
                 self.run_once(case, mode, log).map_err(|again| format!("{again} (made again after: {e})"))
             }
             done => done,
@@ -175,7 +173,7 @@ impl Launcher {
             cmd.env("OMPI_MCA_orte_tmpdir_base", session.path());
         }
         let mut child = cmd.spawn().map_err(|e| fail(format!("cannot run `{}` ({e})", self.mpirun)))?;
-        let status = match crate::launch::wait_bounded(&mut child, timeout) {
+        let status = match mpi_launch::wait_bounded(&mut child, timeout) {
             Ok(Some(s)) => s,
             Ok(None) => return Err(fail(format!("timed out after {timeout:?}"))),
             Err(e) => return Err(fail(format!("waiting for `{}`: {e}", self.mpirun))),
@@ -229,7 +227,7 @@ pub fn prepare_work_dir(case: &Case, work: &Path, timeout: Duration) -> Result<(
     }
     cmd.envs(case.env.iter().map(|(k, v)| (k, v)));
     let mut child = cmd.spawn().map_err(|e| format!("{what}: cannot start ({e})"))?;
-    match crate::launch::wait_bounded(&mut child, timeout) {
+    match mpi_launch::wait_bounded(&mut child, timeout) {
         Ok(Some(s)) if s.success() => Ok(()),
         Ok(Some(s)) => Err(format!("{what} failed ({s}); log in {}", log.display())),
         Ok(None) => Err(format!("{what} timed out after {timeout:?}; log in {}", log.display())),

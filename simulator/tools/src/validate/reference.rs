@@ -376,7 +376,7 @@ impl Smpi<'_> {
         cmd.stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file);
         let started = Instant::now();
         let mut child = cmd.spawn().context("cannot run smpirun (install libsimgrid-dev: bash .ci/setup)")?;
-        let status = crate::launch::wait_bounded(&mut child, self.timeout)?;
+        let status = mpi_launch::wait_bounded(&mut child, self.timeout)?;
         let wall_s = started.elapsed().as_secs_f64();
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let last = || text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").to_string();
