@@ -187,7 +187,8 @@ pub(super) fn decide(coll: Coll, n: u32, bytes: u64, simgrid: bool) -> Alg {
             _ => Linear,
         },
         Coll::ReduceScatter => match (id(REDUCE_SCATTER), simgrid) {
-            (1, _) => ReduceScatterv,
+            (1, true) => LinearReduceScatterv,
+            (1, false) => ReduceScatterv,
             (2, _) | (4, false) => RecursiveHalving,
             _ => Ring,
         },

@@ -126,6 +126,12 @@ pub fn schedule(algs: &CollAlgs, call: &CollCall, me: u32, n: u32, out: &mut Vec
                 pairwise(me, n, |p| call.size(p), out);
                 reducing(out, at, call.size(me));
             }
+            Alg::LinearReduceScatterv => {
+                let (at, total) = (out.len(), call.sizes.iter().sum());
+                linear_gather(me, n, 0, total, out);
+                reducing(out, at, total);
+                linear_scatter(me, n, 0, |p| call.size(p), out);
+            }
             _ => {
                 reduce(me, n, 0, call.sizes.iter().sum(), out);
                 linear_scatter(me, n, 0, |p| call.size(p), out);

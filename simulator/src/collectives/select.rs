@@ -140,8 +140,12 @@ pub enum Alg {
     Pairwise,
     /// Reduce-scatter by recursive halving.
     RecursiveHalving,
-    /// Reduce-scatter as binomial reduce to rank 0 + linear scatterv (SMPI's default).
+    /// Reduce-scatter as binomial reduce to rank 0 + linear scatterv
+    /// (Open MPI's `non-overlapping`, its reduce taken for binomial).
     ReduceScatterv,
+    /// Reduce-scatter as linear reduce to rank 0 + linear scatterv
+    /// (SimGrid's `reduce_scatter__default`: its default reduce is linear).
+    LinearReduceScatterv,
 }
 
 /// Names accepted for each collective's algorithms (SimGrid's names first
@@ -258,7 +262,7 @@ pub fn alg_names(coll: Coll) -> &'static [(&'static str, Alg)] {
             ("modified_bruck", Bruck),
         ],
         Coll::ReduceScatter => &[
-            ("default", ReduceScatterv),
+            ("default", LinearReduceScatterv),
             ("non-overlapping", ReduceScatterv),
             ("ompi_basic_recursivehalving", RecursiveHalving),
             ("recursive_halving", RecursiveHalving),
@@ -430,7 +434,7 @@ fn smpi(coll: Coll, n: u32, bytes: u64) -> Alg {
         Coll::Gather | Coll::Scatter | Coll::Scan | Coll::Exscan => Alg::Linear,
         Coll::Allgather | Coll::Allgatherv | Coll::Alltoallv => Alg::Linear,
         Coll::Alltoall => super::ompi::decide(coll, n, bytes, true),
-        Coll::ReduceScatter => Alg::ReduceScatterv,
+        Coll::ReduceScatter => Alg::LinearReduceScatterv,
     }
 }
 

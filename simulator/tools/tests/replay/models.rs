@@ -337,7 +337,7 @@ fn exported_platform_matches_smpirun() {
 /// few ranks, linear or pairwise for larger ones): makespans as
 /// `smpirun -replay` gives them, 16 ranks on a 1 MBps / 1 ms cluster.
 #[test]
-fn default_selector_all_to_alls_and_all_gathers_match_smpirun() {
+fn default_selector_all_to_alls_all_gathers_and_reduce_scatter_match_smpirun() {
     let n = 16;
     let v = |b: u32| vec![b.to_string(); n].join(" ");
     let cases = [
@@ -347,6 +347,7 @@ fn default_selector_all_to_alls_and_all_gathers_match_smpirun() {
         "alltoall 512 512".to_string(),
         "alltoall 65536 65536".to_string(),
         format!("alltoallv 4096 {} 4096 {}", v(256), v(256)),
+        format!("reducescatter {} 0", v(256)),
     ];
     for line in cases {
         let body = format!("init\n{line}\n{line}\nfinalize");
