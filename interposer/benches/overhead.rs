@@ -33,20 +33,22 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-/// `mpirun` of 2 ranks (as root, oversubscribed if need be) with `env`
-/// set and passed to them; the program and its arguments follow.
-fn mpirun(env: &[(&str, String)]) -> Command {
-    let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2"]);
+/// `mpirun` of 2 ranks (as root, oversubscribed if need be, a session
+/// directory of its own kept while the guard lives) with `env` set and
+/// passed to them; the program and its arguments follow.
+fn mpirun(env: &[(&str, String)]) -> (Command, mpi_launch::Session) {
+    let mpi = mpi_launch::Mpi::find(None).unwrap_or_else(|e| panic!("{e}"));
+    let (mut cmd, session) = mpi.command(2).expect("a session directory for mpirun");
     for (k, v) in env {
-        cmd.env(k, v).args(["-x", k]);
+        mpi.forward(&mut cmd, k, v);
     }
-    cmd
+    (cmd, session)
 }
 
 /// The figures `c-tests/overhead` printed, by key (`iprobe_ns_per_call`, ...).
 fn run(prog: &Path, args: &[&str], env: &[(&str, String)]) -> BTreeMap<String, f64> {
-    let out = mpirun(env).arg(prog).args(args).output().expect("mpirun");
+    let (mut cmd, _session) = mpirun(env);
+    let out = cmd.arg(prog).args(args).output().expect("mpirun");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -147,7 +149,7 @@ fn instructions(prog: &Path, lib: &Path) {
     let calls = 20_000u64;
     let dir = tempfile::tempdir().unwrap();
     let out_dir = dir.path().join("trace");
-    let mut cmd = mpirun(&[
+    let (mut cmd, _session) = mpirun(&[
         ("LD_PRELOAD", lib.display().to_string()),
         ("INTERPOSER_OUT", out_dir.display().to_string()),
         ("INTERPOSER_COUNTERS", "off".into()),
@@ -191,7 +193,8 @@ fn sizes(root: &Path, lib: &Path) {
     for (prog, args) in cases {
         let dir = tempfile::tempdir().unwrap();
         let env = [("LD_PRELOAD", lib.display().to_string()), ("INTERPOSER_OUT", dir.path().display().to_string())];
-        let out = mpirun(&env).arg(progs.join(prog)).args(args).output().expect("mpirun");
+        let (mut cmd, _session) = mpirun(&env);
+        let out = cmd.arg(progs.join(prog)).args(args).output().expect("mpirun");
         if !out.status.success() {
             println!("{prog:<16} failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
             continue;

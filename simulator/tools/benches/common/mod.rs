@@ -57,7 +57,7 @@ pub fn release_dir(root: &Path) -> PathBuf {
 }
 
 /// Traces `c-tests/build/<prog> <args>` at `np` ranks into `out` with
-/// Open MPI's `mpirun` and the release interposer ([`release_dir`]) of the
+/// The MPI launcher [`mpi_launch::Mpi::find`] finds and the release interposer ([`release_dir`]) of the
 /// repository at `root` (building the c-tests when missing). Panics naming
 /// the program and rank count when tracing fails.
 pub fn trace_c_test(root: &Path, out: &Path, prog: &str, args: &[&str], np: u32) {
@@ -75,22 +75,14 @@ pub fn trace_c_test_env(root: &Path, out: &Path, prog: &str, args: &[&str], np: 
         assert!(ok, "make -C c-tests failed (needs mpicc)");
     }
     let _ = std::fs::remove_dir_all(out);
-    let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD"]);
+    let mpi = mpi_launch::Mpi::find(None).unwrap_or_else(|e| panic!("{e}"));
+    let (mut cmd, _session) = mpi.command(np).expect("a session directory for mpirun");
+    mpi.forward(&mut cmd, "INTERPOSER_OUT", out);
+    mpi.forward(&mut cmd, "LD_PRELOAD", &lib);
     for (name, value) in env {
-        cmd.args(["-x", name]).env(name, value);
+        mpi.forward(&mut cmd, name, value);
     }
-    let ok = cmd
-        .args(["-np", &np.to_string()])
-        .arg(&exe)
-        .args(args)
-        .env("INTERPOSER_OUT", out)
-        .env("LD_PRELOAD", &lib)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
+    let ok = cmd.arg(&exe).args(args).stdout(Stdio::null()).status().is_ok_and(|s| s.success());
     assert!(ok && out.join("meta.json").exists(), "tracing {prog} at {np} ranks failed");
 }
 
