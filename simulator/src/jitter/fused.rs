@@ -353,17 +353,47 @@ impl<'a> Tree<'a> {
                 let i = lo + j as u64;
                 let (mut x, mut q) = (sc.e[base + j], sc.q[base + j]);
                 for c in self.children(i) {
-                    x = env.stretch(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), links.get(c, i).recv);
+                    x = self.short(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), links.get(c, i).recv, fr);
                 }
                 sc.up[base + j] = if i == 0 {
                     x
                 } else {
                     let l = links.get(i, collective::parent(i, k));
-                    env.stretch(i, &mut q, x, l.send) + l.wire
+                    self.short(i, &mut q, x, l.send, fr) + l.wire
                 };
             }
         }
         sc.up[0]
+    }
+
+    /// Task `i`, with cursor `q`, does a short block of `w` cycles at its
+    /// time `t` (≥ `fr.at`); returns its end. A block outside the cursor's
+    /// quiet span is looked up from the bucket index: after waiting out the
+    /// events at its start, it usually meets no event, and the cursor moves
+    /// to the quiet cycles after it; a block that meets one is stretched
+    /// through the prefix sums.
+    #[inline(always)]
+    fn short(&self, i: u64, q: &mut Quiet, t: u64, w: u64, fr: &Frame) -> u64 {
+        if t >= q.from() && t <= q.until() && w <= q.until() - t {
+            return t + w;
+        }
+        self.short_slow(i, q, t, w, fr)
+    }
+
+    #[inline(never)]
+    fn short_slow(&self, i: u64, q: &mut Quiet, t: u64, w: u64, fr: &Frame) -> u64 {
+        if w == 0 {
+            return t;
+        }
+        let (track, pos) = self.env.position(i, fr.at, &fr.rm, t);
+        match track.short_block(pos, q.k(), w) {
+            Some((wait, ahead, next)) => {
+                let end = t + wait + w;
+                *q = Quiet::ahead(end, ahead, next);
+                end
+            }
+            None => self.env.stretch(i, q, t, w),
+        }
     }
 
     /// The last phase's way down through task `i`'s subtree from its

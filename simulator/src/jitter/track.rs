@@ -456,6 +456,12 @@ impl Quiet {
         Quiet { from: 0, len: 0, k }
     }
 
+    /// Index of the event that ends the span: where a search near it starts.
+    #[inline]
+    pub(crate) fn k(&self) -> usize {
+        self.k as usize
+    }
+
     /// First task cycle of the span.
     #[inline]
     pub fn from(&self) -> u64 {
