@@ -306,25 +306,46 @@ impl<'a> Tree<'a> {
                 let recv = if i > 0 && down { links.get(collective::parent(i, k), i).recv } else { 0 };
                 let sends: u64 = if down { kids.clone().map(|c| links.get(i, c).send).sum() } else { 0 };
                 let chain = recv + sends;
-                let track = &env.tracks()[env.track_index(i)];
-                let o = track.chain_then_compute_from(sc.pos[s], sc.first[s] as usize, chain, work, self.ahead[env.track_index(i)]);
-                let (exit, end, q) = if !o.met() {
-                    // The chain fits before the next event once it has waited
-                    // out those at its start: its times are sums. A point of it
-                    // after no work is still `a` (an empty block does not wait).
-                    let at = |done: u64| if done == 0 { a } else { a + o.wait + done };
-                    let exit = at(chain);
-                    if down {
-                        let mut done = recv;
-                        for c in kids {
-                            let l = links.get(i, c);
-                            done += l.send;
-                            sc.a[next_base + (c - next_lo) as usize] = at(done) + l.wire;
-                        }
+                let g = env.track_index(i);
+                let track = &env.tracks()[g];
+                let pos = sc.pos[s];
+                let kc = track.scan_to(sc.first[s] as usize, pos);
+                // C(pos), and event kc's compute-before and jitter-before.
+                let (c0, cb_next, jb_next) = track.busy_at(kc, pos);
+                let lo_ev = kc.saturating_sub(1);
+                // Task time after `done` cycles of the chain: `a` after none
+                // (an empty block does not wait), else C⁻¹(C(pos) + done),
+                // a sum while that stays before event kc.
+                let point = |done: u64| -> Option<u64> {
+                    if done == 0 {
+                        Some(a)
+                    } else if c0 + done <= cb_next {
+                        Some(a + (c0 + done + jb_next - pos))
+                    } else {
+                        track.busy_end(lo_ev, kc, c0 + done).map(|(_, x)| a + (x - pos))
                     }
-                    (exit, exit + o.dur, Quiet::ahead(exit + o.dur, o.ahead, o.k))
-                } else {
-                    let mut q = Quiet::hint(o.kc);
+                };
+                let end = track.busy_end(lo_ev, kc + self.ahead[g], c0 + chain + work);
+                let exit = point(chain);
+                let fits = match (end, exit) {
+                    (Some((k2, x)), Some(exit)) => {
+                        if down {
+                            let mut done = recv;
+                            for c in kids.clone() {
+                                let l = links.get(i, c);
+                                done += l.send;
+                                // Each point is at most the chain's end, inside the trace.
+                                sc.a[next_base + (c - next_lo) as usize] = point(done).unwrap_or(exit) + l.wire;
+                            }
+                        }
+                        let e = a + (x - pos);
+                        Some((exit, e, Quiet::ahead(e, track.quiet_after(k2, x), k2 as u32)))
+                    }
+                    _ => None,
+                };
+                // Past the trace's end: block by block through the prefix sums.
+                let (exit, end, q) = fits.unwrap_or_else(|| {
+                    let mut q = Quiet::hint(kc as u32);
                     let mut x = a;
                     if recv > 0 {
                         x = env.stretch(i, &mut q, x, recv);
@@ -338,7 +359,7 @@ impl<'a> Tree<'a> {
                     }
                     let end = env.stretch(i, &mut q, x, work);
                     (x, end, q)
-                };
+                });
                 m.exit = m.exit.max(exit);
                 m.compute = m.compute.max(end - exit);
                 sc.e[s] = end;
@@ -368,10 +389,10 @@ impl<'a> Tree<'a> {
 
     /// Task `i`, with cursor `q`, does a short block of `w` cycles at its
     /// time `t` (≥ `fr.at`); returns its end. A block outside the cursor's
-    /// quiet span is looked up from the bucket index: after waiting out the
-    /// events at its start, it usually meets no event, and the cursor moves
-    /// to the quiet cycles after it; a block that meets one is stretched
-    /// through the prefix sums.
+    /// quiet span ends at C⁻¹(C(p) + w), p its position, found from the
+    /// cursor's event, and the cursor moves to the quiet cycles after it;
+    /// only a block reaching past the trace's end is stretched through the
+    /// prefix sums.
     #[inline(always)]
     fn short(&self, i: u64, q: &mut Quiet, t: u64, w: u64, fr: &Frame) -> u64 {
         if t >= q.from() && t <= q.until() && w <= q.until() - t {
@@ -386,10 +407,12 @@ impl<'a> Tree<'a> {
             return t;
         }
         let (track, pos) = self.env.position(i, fr.at, &fr.rm, t);
-        match track.short_block(pos, q.k(), w) {
-            Some((wait, ahead, next)) => {
-                let end = t + wait + w;
-                *q = Quiet::ahead(end, ahead, next);
+        let kc = track.seek(q.k(), pos);
+        let (c0, _, _) = track.busy_at(kc, pos);
+        match track.busy_end(kc.saturating_sub(1), kc, c0 + w) {
+            Some((k2, x)) => {
+                let end = t + (x - pos);
+                *q = Quiet::ahead(end, track.quiet_after(k2, x), k2 as u32);
                 end
             }
             None => self.env.stretch(i, q, t, w),

@@ -170,7 +170,7 @@ impl Track {
 
     /// Number of events starting before `pos` (≤ period), searched from `hint`.
     #[inline]
-    fn seek(&self, hint: usize, pos: u64) -> usize {
+    pub(crate) fn seek(&self, hint: usize, pos: u64) -> usize {
         let k = hint.min(self.ev.len() - 1);
         if k > 0 && self.ev[k - 1].start >= pos {
             return self.bucket_seek(pos);

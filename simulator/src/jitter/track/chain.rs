@@ -1,7 +1,10 @@
-//! A chain of short blocks followed by compute, stretched with one
-//! position lookup and one inverse lookup of the busy-time function
-//! (jitSim §§3.4, 3.6): a barrier task's receive and sends on the way
-//! down, then its next compute.
+//! The lookups of the fused barrier kernel (jitSim §§3.4, 3.6): where a
+//! position lands among the events (through the bucket index, with
+//! prefetches so that a batch of lookups waits for memory once), the busy
+//! cycles C(p) before a position, and the inverse C⁻¹. Work conservation
+//! makes a chain of blocks from `p` end at C⁻¹(C(p) + the chain's work):
+//! a barrier task's receive, sends and next compute cost one position
+//! lookup and one inverse lookup.
 
 use super::{Track, NEAR};
 
@@ -80,22 +83,6 @@ impl Track {
         (work as u128 * (self.ev.len() - 1) as u128 / self.compute_per_period().max(1) as u128).min(1 << 20) as usize
     }
 
-    /// A task reading the whole trace at position `pos` (cycles, < period)
-    /// does a chain of short blocks of `chain` cycles in all, then `work`
-    /// (≥ 1) compute cycles. When the chain meets no event once it has
-    /// waited out those at its start (or is empty) and the compute does not
-    /// reach the trace's end, returns that wait, the compute's duration and
-    /// the quiet cycles after its end (the
-    /// work-conserving rule makes the end C⁻¹(C(pos) + chain + work), C the
-    /// busy cycles before a position); else [`After::MET`]. The search for
-    /// `pos` starts at event `first`, which must not lie past it
-    /// ([`first_from_bucket`](Self::first_from_bucket) gives one);
-    /// O(log distance) to `pos`, then O(log events met) to the end.
-    #[inline]
-    pub(crate) fn chain_then_compute_from(&self, pos: u64, first: usize, chain: u64, work: u64, ahead: usize) -> After {
-        self.chain_then_compute_at(pos, self.scan_to(first, pos), chain, work, ahead)
-    }
-
     /// Number of events starting before `pos` (≤ period), scanned from
     /// event `first`, which must not lie past it (a bucket entry: the
     /// buckets are about as wide as the mean distance between events, so
@@ -109,93 +96,36 @@ impl Track {
         k
     }
 
-    /// [`chain_then_compute_from`](Self::chain_then_compute_from) at
-    /// position `x` with `k` events starting before it; the compute's end
-    /// is searched from about `ahead` events later.
+    /// Compute cycles before position `pos` (< period), with `k` events
+    /// starting before it (a start inside an event counts the event's
+    /// compute-before), and the compute-before and jitter-before of event
+    /// `k`, the next to start: C(pos), and what a block from `pos` needs
+    /// to know whether it ends before that event.
     #[inline]
-    fn chain_then_compute_at(&self, x: u64, k0: usize, w: u64, work: u64, ahead: usize) -> After {
-        // A chain (w > 0) that starts inside an event, or where events
-        // start, first waits them out: its first block starts at the end of
-        // the last of them (jitSim Fig. 2). An empty chain does not wait.
-        let (mut k, mut x0) = (k0, x);
-        if w > 0 {
-            (k, x0) = self.wait_out(k0, x);
-            if x0 + w > self.ev[k].start {
-                return After { kc: k0 as u32, ..After::MET };
-            }
-        }
-        let at = x0 + w;
-        let target = self.compute_before(k, at) + work;
-        let k2 = self.first_cb_at_least(k.saturating_sub(1), k + ahead, target);
+    pub(crate) fn busy_at(&self, k: usize, pos: u64) -> (u64, u64, u64) {
+        let e = self.ev[k];
+        (self.compute_before(k, pos), e.cb, e.start - e.cb)
+    }
+
+    /// C⁻¹: the position at which `target` compute cycles since the trace's
+    /// start are done, cycles, and the index of the first event with at
+    /// least `target` compute cycles before it (the next event there), or
+    /// `None` when that lies past the trace's end. Every event before `lo`
+    /// must have fewer than `target` compute cycles before it; the search
+    /// starts at `guess`. An end at an event's start leaves the event, so a
+    /// block of `w` ≥ 1 cycles from position `p` ends at C⁻¹(C(p) + w),
+    /// waiting out first an event it starts in (jitSim §3.4, Fig. 2).
+    #[inline]
+    pub(crate) fn busy_end(&self, lo: usize, guess: usize, target: u64) -> Option<(usize, u64)> {
+        let k2 = self.first_cb_at_least(lo, guess, target);
         let end = target + self.jb(k2);
-        if end > self.period {
-            After { kc: k0 as u32, ..After::MET }
-        } else {
-            let ahead = (self.ev[k2].start - end).min(u32::MAX as u64) as u32;
-            After { wait: x0 - x, dur: end - at, ahead, k: k2 as u32, kc: k0 as u32 }
-        }
+        (end <= self.period).then_some((k2, end))
     }
 
-    /// A block at position `pos` (< period) with `k` events starting
-    /// before it waits out the events at its start (jitSim Fig. 2): returns
-    /// the events starting at or before its first cycle and that cycle's
-    /// position.
+    /// Cycles from position `end` (≤ period) to the start of event `k2`, at most `u32::MAX`.
     #[inline]
-    fn wait_out(&self, k: usize, pos: u64) -> (usize, u64) {
-        let n = self.ev.len() - 1;
-        let (mut k, mut x0) = (k, pos);
-        if k > 0 {
-            x0 = x0.max(self.event_end(k - 1));
-        }
-        while k < n && self.ev[k].start <= x0 {
-            x0 = x0.max(self.event_end(k));
-            k += 1;
-        }
-        (k, x0)
-    }
-
-    /// A block of `w` (≥ 1) cycles at position `pos` (< period), the
-    /// search for it from event index `hint`: when, after waiting out the
-    /// events at its start, it meets no event, returns that wait, the
-    /// quiet cycles after its end (at most `u32::MAX`) and the index of the
-    /// event that ends them; else `None`.
-    #[inline]
-    pub(crate) fn short_block(&self, pos: u64, hint: usize, w: u64) -> Option<(u64, u32, u32)> {
-        let (k, x0) = self.wait_out(self.seek(hint, pos), pos);
-        let next = self.ev[k].start;
-        (x0 + w <= next).then(|| (x0 - pos, (next - x0 - w).min(u32::MAX as u64) as u32, k as u32))
-    }
-
-    /// End of event `j` (< events), cycles from the trace start.
-    #[inline]
-    fn event_end(&self, j: usize) -> u64 {
-        self.ev[j].start + (self.jb(j + 1) - self.jb(j))
-    }
-}
-
-/// Outcome of [`Track::chain_then_compute_from`].
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct After {
-    /// Cycles the chain waits before its first block: the rest of the events at its start.
-    pub wait: u64,
-    /// Compute duration, cycles.
-    pub dur: u64,
-    /// Cycles from the compute's end to the next event (at most `u32::MAX`).
-    pub ahead: u32,
-    /// Index of that event.
-    pub k: u32,
-    /// Number of events starting before the chain's start (also when the chain met one): where a search near it starts.
-    pub kc: u32,
-}
-
-impl After {
-    /// The chain met an event, or the compute reached the trace's end: the task is stretched block by block.
-    pub const MET: After = After { wait: 0, dur: u64::MAX, ahead: 0, k: 0, kc: 0 };
-
-    /// Whether this is [`After::MET`].
-    #[inline]
-    pub fn met(&self) -> bool {
-        self.dur == u64::MAX
+    pub(crate) fn quiet_after(&self, k2: usize, end: u64) -> u32 {
+        (self.ev[k2].start - end).min(u32::MAX as u64) as u32
     }
 }
 
@@ -250,51 +180,42 @@ mod tests {
         }
     }
 
+    /// A block from any position, and a chain of two, against the walk:
+    /// C⁻¹(C(p) + w) where it ends before the trace's end, a sum before the
+    /// next event, no event in the quiet cycles after it.
     #[test]
-    fn chain_then_compute_equals_the_walk() {
+    fn blocks_end_at_the_inverse_of_the_busy_time() {
         for (c, trace) in traces().iter().enumerate() {
             let t = Track::new("r", trace, HZ, None).unwrap();
             let p = t.period();
             for x in 0..200u64 {
-                let r = |i: u64| splitmix(c as u64 ^ 0x55, 4 * x + i);
+                let r = |i: u64| splitmix(c as u64 ^ 0x55, 8 * x + i);
                 let pos = r(0) % p;
-                let chain = if r(1) % 3 == 0 { 0 } else { r(1) % 20 };
-                let work = 1 + r(2) % (p / 2 + 1);
-                let o = t.chain_then_compute_from(pos, t.first_from_bucket(pos, 2), chain, work, t.events_per(work));
-                if o.met() {
-                    continue;
-                }
-                let ctx = format!("track {c} pos {pos} chain {chain} work {work}");
-                let chain_end = walk(trace, pos, p, 0, chain);
-                if chain > 0 {
-                    assert_eq!(chain_end, o.wait + chain, "{ctx}");
-                }
-                let end = walk(trace, pos, p, 0, chain + work);
-                assert_eq!(end, o.wait + chain + o.dur, "{ctx}");
-                // No event starts in the quiet cycles after the end.
-                assert_eq!(walk(trace, pos, p, end, o.ahead as u64), end + o.ahead as u64, "{ctx}");
-            }
-        }
-    }
-
-    #[test]
-    fn short_blocks_equal_the_walk() {
-        for (c, trace) in traces().iter().enumerate() {
-            let t = Track::new("r", trace, HZ, None).unwrap();
-            let p = t.period();
-            for x in 0..200u64 {
-                let r = |i: u64| splitmix(c as u64 ^ 0x77, 4 * x + i);
-                let pos = r(0) % p;
-                let w = 1 + r(1) % 30;
-                let Some((wait, ahead, next)) = t.short_block(pos, (r(2) % (t.events() as u64 + 1)) as usize, w) else {
-                    // Met an event: the walk takes longer than the wait plus the block.
-                    continue;
+                let (w1, w2) = match r(1) % 3 {
+                    0 => (1 + r(2) % 20, 1 + r(3) % 20),
+                    1 => (1 + r(2) % 3, 1 + r(3) % (p / 2 + 1)),
+                    _ => (1 + r(2) % (p / 4 + 1), 1 + r(3) % (p / 4 + 1)),
                 };
-                let ctx = format!("track {c} pos {pos} w {w}");
-                let end = walk(trace, pos, p, 0, w);
-                assert_eq!(end, wait + w, "{ctx}");
-                assert_eq!(walk(trace, pos, p, end, ahead as u64), end + ahead as u64, "{ctx}");
-                assert_eq!(t.ev[next as usize].start, (pos + end + ahead as u64).min(p), "{ctx}");
+                let k = t.scan_to(t.first_from_bucket(pos, 4), pos);
+                let (c0, cb_next, jb_next) = t.busy_at(k, pos);
+                let guess = k + (r(4) % 30) as usize;
+                let ctx = format!("track {c} pos {pos} w {w1} + {w2}");
+                let t1 = walk(trace, pos, p, 0, w1);
+                let t2 = walk(trace, pos, p, t1, w2);
+                for (w, want) in [(w1, t1), (w1 + w2, t2)] {
+                    match t.busy_end(k.saturating_sub(1), guess, c0 + w) {
+                        Some((k2, end)) => {
+                            assert_eq!(end - pos, want, "{ctx}: {w} cycles");
+                            if c0 + w <= cb_next {
+                                assert_eq!(end, c0 + w + jb_next, "{ctx}: {w} cycles before the next event");
+                            }
+                            let ahead = t.quiet_after(k2, end) as u64;
+                            assert_eq!(walk(trace, pos, p, want, ahead), want + ahead, "{ctx}: quiet after {w} cycles");
+                            assert!(k2 == t.events() || t.ev[k2].start >= end, "{ctx}");
+                        }
+                        None => assert!(want > p - pos, "{ctx}: {w} cycles end at {want}, inside the trace"),
+                    }
+                }
             }
         }
     }
