@@ -74,8 +74,8 @@ pub(crate) struct Tree<'a> {
     /// The block roots are tasks `lo..hi` (one tree level); tasks `0..lo` are the top.
     lo: u64,
     hi: u64,
-    /// Per track, the events a compute meets on average.
-    ahead: Vec<usize>,
+    /// Per track, the position span a compute takes on average, cycles.
+    span: Vec<u64>,
 }
 
 /// One block's per-task values, in level order (the block's levels one after the other).
@@ -87,6 +87,8 @@ struct Scratch {
     pos: Vec<u64>,
     /// Where the search for that position starts (an event index).
     first: Vec<u32>,
+    /// Where the search for the compute's end starts (an event index).
+    guess: Vec<u32>,
     /// Compute end, cycles.
     e: Vec<u64>,
     /// Quiet span after the compute end.
@@ -101,6 +103,7 @@ impl Scratch {
             self.a.resize(n, 0);
             self.pos.resize(n, 0);
             self.first.resize(n, 0);
+            self.guess.resize(n, 0);
             self.e.resize(n, 0);
             self.q.resize(n, Quiet::default());
             self.up.resize(n, 0);
@@ -125,8 +128,8 @@ impl<'a> Tree<'a> {
         if d > 1 && width(d) > 16 * BLOCKS {
             d -= 1;
         }
-        let ahead = env.tracks().iter().map(|t| t.events_per(work)).collect();
-        Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1], ahead }
+        let span = env.tracks().iter().map(|t| t.span_of(work)).collect();
+        Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1], span }
     }
 
     /// Runs `phases` (≥ 1) phases: each task computes from time 0, then each
@@ -290,13 +293,15 @@ impl<'a> Tree<'a> {
                 let i = lo + j as u64;
                 let a = if down { sc.a[base + j] } else { 0 };
                 let (track, pos) = env.position(i, fr.at, &fr.rm, a);
-                track.prefetch_bucket(pos);
+                track.prefetch_buckets(pos, self.span[env.track_index(i)]);
                 sc.pos[base + j] = pos;
             }
             for j in 0..w {
                 let i = lo + j as u64;
                 let g = env.track_index(i);
-                sc.first[base + j] = env.tracks()[g].first_from_bucket(sc.pos[base + j], self.ahead[g]) as u32;
+                let (first, guess) = env.tracks()[g].first_from_buckets(sc.pos[base + j], self.span[g]);
+                sc.first[base + j] = first as u32;
+                sc.guess[base + j] = guess as u32;
             }
             for j in 0..w {
                 let i = lo + j as u64;
@@ -325,7 +330,7 @@ impl<'a> Tree<'a> {
                         track.busy_end(lo_ev, kc, c0 + done).map(|(_, x)| a + (x - pos))
                     }
                 };
-                let end = track.busy_end(lo_ev, kc + self.ahead[g], c0 + chain + work);
+                let end = track.busy_end(lo_ev, sc.guess[s] as usize, c0 + chain + work);
                 let exit = point(chain);
                 let fits = match (end, exit) {
                     (Some((k2, x)), Some(exit)) => {

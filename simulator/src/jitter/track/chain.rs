@@ -35,39 +35,64 @@ fn prefetch_ptr<T>(p: *const T) {
 }
 
 impl Track {
-    /// Starts the load of the bucket entry [`first_from_bucket`](Self::first_from_bucket)
-    /// reads for position `pos` (< period), so that a batch of lookups waits for memory once.
+    /// Starts the loads of the bucket entries [`first_from_buckets`](Self::first_from_buckets)
+    /// reads for positions `pos` and `pos + span` (< period; `span` is
+    /// clamped), so that a batch of lookups waits for memory once.
     #[inline]
-    pub(crate) fn prefetch_bucket(&self, pos: u64) {
-        prefetch(&self.bucket[((pos >> self.shift) as usize).min(self.bucket.len() - 1)]);
+    pub(crate) fn prefetch_buckets(&self, pos: u64, span: u64) {
+        let last = self.bucket.len() - 1;
+        prefetch(&self.bucket[((pos >> self.shift) as usize).min(last)]);
+        prefetch(&self.bucket[(((pos + span) >> self.shift) as usize).min(last)]);
     }
 
-    /// The bucket index's first event for position `pos` (< period): no
-    /// event before it starts at or after `pos`. Also starts the loads of
-    /// the events near it and of those about `ahead` events later.
+    /// The bucket index's first events for positions `pos` and `pos +
+    /// span` (< period; `span` is clamped): no event before the first
+    /// starts at or after `pos`, the second is where the search for a
+    /// compute's end expected at `pos + span` starts. Also starts the
+    /// loads of the events near each.
     #[inline]
-    pub(crate) fn first_from_bucket(&self, pos: u64, ahead: usize) -> usize {
-        let b = self.bucket[((pos >> self.shift) as usize).min(self.bucket.len() - 1)] as usize;
+    pub(crate) fn first_from_buckets(&self, pos: u64, span: u64) -> (usize, usize) {
+        let last = self.bucket.len() - 1;
+        let b = self.bucket[((pos >> self.shift) as usize).min(last)] as usize;
+        let b2 = self.bucket[(((pos + span) >> self.shift) as usize).min(last)] as usize;
         // A prefetch of an address past the events is harmless; the pointer is never read.
         let ev = self.ev.as_ptr();
-        for j in [b.wrapping_sub(1), b + 3, b + ahead - ahead.min(8), b + ahead.saturating_sub(4), b + ahead, b + ahead + 4, b + ahead + 8]
-        {
+        for j in [b.wrapping_sub(1), b + 3, b2.wrapping_sub(2), b2 + 2] {
             prefetch_ptr(ev.wrapping_add(j));
         }
-        b
+        (b, b2)
+    }
+
+    /// Position span, cycles, that `work` compute cycles take on average
+    /// (the work plus the trace's mean jitter over it).
+    pub(crate) fn span_of(&self, work: u64) -> u64 {
+        (work as u128 * self.period as u128 / self.compute_per_period().max(1) as u128).min(self.period as u128) as u64
     }
 
     /// First event index `j ≥ lo` with `cb ≥ target`, searched from `guess`
-    /// outwards: forwards it gallops ([`Track::gallop`]), backwards it
-    /// counts [`NEAR`] events at a time without branches.
+    /// outwards: a few steps either way, then forwards it gallops
+    /// ([`Track::gallop`]) and backwards it counts [`NEAR`] events at a
+    /// time without branches.
     #[inline]
     fn first_cb_at_least(&self, lo: usize, guess: usize, target: u64) -> usize {
         let n = self.ev.len() - 1;
         let mut g = guess.clamp(lo, n);
         if self.ev[g].cb < target {
+            for _ in 0..3 {
+                g += 1;
+                if g >= n || self.ev[g].cb >= target {
+                    return g.min(n);
+                }
+            }
             return self.gallop(g, |e| e.cb < target);
         }
-        // ev[g] qualifies: count the qualifying events just before it.
+        // ev[g] qualifies: step back while the one before does too.
+        for _ in 0..3 {
+            if g == lo || self.ev[g - 1].cb < target {
+                return g;
+            }
+            g -= 1;
+        }
         loop {
             let from = g.saturating_sub(NEAR).max(lo);
             let above = self.ev[from..g].iter().map(|e| (e.cb >= target) as usize).sum::<usize>();
@@ -76,11 +101,6 @@ impl Track {
             }
             g = from;
         }
-    }
-
-    /// Events a compute of `work` cycles meets on average.
-    pub(crate) fn events_per(&self, work: u64) -> usize {
-        (work as u128 * (self.ev.len() - 1) as u128 / self.compute_per_period().max(1) as u128).min(1 << 20) as usize
     }
 
     /// Number of events starting before `pos` (≤ period), scanned from
@@ -167,7 +187,7 @@ mod tests {
                 let r = splitmix(c as u64, x);
                 let pos = if x < 4 { x.min(t.period() - 1) } else { r % t.period() };
                 let want = t.ev[..n].iter().take_while(|e| e.start < pos).count();
-                let first = t.first_from_bucket(pos, 3);
+                let (first, _) = t.first_from_buckets(pos, splitmix(c as u64, x + 3000) % t.period());
                 assert!(first <= want, "track {c}: bucket entry {first} past position {pos}'s event {want}");
                 assert_eq!(t.scan_to(first, pos), want, "track {c} position {pos}");
                 // The search for the compute's end, from any guess.
@@ -196,7 +216,7 @@ mod tests {
                     1 => (1 + r(2) % 3, 1 + r(3) % (p / 2 + 1)),
                     _ => (1 + r(2) % (p / 4 + 1), 1 + r(3) % (p / 4 + 1)),
                 };
-                let k = t.scan_to(t.first_from_bucket(pos, 4), pos);
+                let k = t.scan_to(t.first_from_buckets(pos, r(5) % p).0, pos);
                 let (c0, cb_next, jb_next) = t.busy_at(k, pos);
                 let guess = k + (r(4) % 30) as usize;
                 let ctx = format!("track {c} pos {pos} w {w1} + {w2}");
