@@ -15,16 +15,21 @@
 //! the way down starts at the message. One parallel pass per phase.
 //!
 //! Per task and phase there is one position lookup: where the parent's
-//! message lands in the task's trace. A start inside a detour is moved to
-//! its end; when the receive and the sends that follow then fit in the
-//! quiet cycles before the next detour, their times are sums; the compute's end is then one inverse lookup of the busy-time
-//! function C, since the rule is work-conserving (jitSim §3.4):
-//! S(S(p, a), b) = S(p, a + b), so the end is C⁻¹(C(p) + chain + work).
-//! The compute leaves a quiet span behind, and the receives on the way up
-//! that fall in it are sums too; only a block reaching past it, or a chain
-//! that meets a detour, is stretched through the trace's prefix sums
-//! ([`Env::stretch`]). Trace positions are taken relative to the phase's
-//! release, whose place in each trace is computed once per phase.
+//! message lands in the task's trace, p. The rule is work-conserving
+//! (jitSim §3.4): S(S(p, a), b) = S(p, a + b), and a block of w ≥ 1
+//! cycles from p ends at C⁻¹(C(p) + w), C the busy cycles before a
+//! position (a start inside a detour waits it out). So the points of the
+//! chain of receive and sends, and the end of the next compute, are C⁻¹
+//! of C(p) plus the work done so far: sums while they stay before the next
+//! detour, else one inverse lookup each, near p for the chain and from the
+//! bucket entry of the compute's expected end (its work times the trace's
+//! period over its compute cycles) for the compute. Both bucket entries
+//! are loaded together. The compute leaves a quiet span behind, and the
+//! receives and the send on the way up that fall in it are sums too; a
+//! block outside it is one C⁻¹ from the cursor's event. Only blocks that
+//! reach past the trace's end are stretched through [`Env::stretch`].
+//! Trace positions are taken relative to the phase's release, whose place
+//! in each trace is computed once per phase.
 //!
 //! The results are those of [`collective::up`] and [`collective::down`]
 //! followed by the compute, to the cycle, on any thread count (the
@@ -261,10 +266,10 @@ impl<'a> Tree<'a> {
     /// cycles. Updates the block's maxima `m`.
     ///
     /// The block goes level by level, each level in three passes over its
-    /// tasks: their positions (and the loads of their bucket entries),
-    /// their first events (and the loads of the events), then the
-    /// stretches. So the cache misses of a level's lookups overlap instead
-    /// of following each other.
+    /// tasks: their positions (and the loads of their two bucket entries),
+    /// their first events and compute-end guesses (and the loads of the
+    /// events), then the chains and computes. So the cache misses of a
+    /// level's lookups overlap instead of following each other.
     fn block(&self, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
         SCRATCH.with(|sc| self.block_in(&mut sc.borrow_mut(), r, arrive, fr, m))
     }
