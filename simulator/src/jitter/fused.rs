@@ -37,7 +37,7 @@
 
 use std::cell::RefCell;
 
-use super::collective::{self, FixedLinks};
+use super::collective::{self, FixedLinks, LinkCost};
 use super::engine::{Env, PhaseStat};
 use super::par::*;
 use super::track::Quiet;
@@ -81,6 +81,8 @@ pub(crate) struct Tree<'a> {
     hi: u64,
     /// Per track, the position span a compute takes on average, cycles.
     span: Vec<u64>,
+    /// Every block task is on another node than its parent (and so than its children).
+    inter: bool,
 }
 
 /// One block's per-task values, in level order (the block's levels one after the other).
@@ -134,7 +136,12 @@ impl<'a> Tree<'a> {
             d -= 1;
         }
         let span = env.tracks().iter().map(|t| t.span_of(work)).collect();
-        Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1], span }
+        // Tasks on one node are consecutive, so a task at least
+        // `cores_per_node` ids after its parent is on another node; a block
+        // task is more than its parent's id after it.
+        let lo = lv[d];
+        let inter = lo > 0 && collective::parent(lo, k) + 1 >= links.cores_per_node;
+        Tree { env, links, k, n, work, lo, hi: lv[d + 1], span, inter }
     }
 
     /// Runs `phases` (≥ 1) phases: each task computes from time 0, then each
@@ -252,6 +259,26 @@ impl<'a> Tree<'a> {
         m
     }
 
+    /// Cost of a message between block tasks `a` and `b`, parent and child.
+    #[inline(always)]
+    fn link(&self, a: u64, b: u64) -> LinkCost {
+        if self.inter {
+            self.links.inter
+        } else {
+            self.links.get(a, b)
+        }
+    }
+
+    /// Cost of the message between block task `i` and its parent.
+    #[inline(always)]
+    fn parent_link(&self, i: u64) -> LinkCost {
+        if self.inter {
+            self.links.inter
+        } else {
+            self.links.get(i, collective::parent(i, self.k))
+        }
+    }
+
     /// Children of task `i`.
     #[inline]
     fn children(&self, i: u64) -> std::ops::Range<u64> {
@@ -275,7 +302,7 @@ impl<'a> Tree<'a> {
     }
 
     fn block_in(&self, sc: &mut Scratch, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
-        let (env, links, k, work) = (self.env, self.links, self.k, self.work);
+        let (env, k, work) = (self.env, self.k, self.work);
         // The block's levels: tasks lo..hi, their slots from `base` on.
         let mut lv = [(0u64, 0u64, 0usize); 64];
         let (mut depth, mut total) = (0usize, 0usize);
@@ -313,8 +340,8 @@ impl<'a> Tree<'a> {
                 let s = base + j;
                 let a = if down { sc.a[s] } else { 0 };
                 let kids = self.children(i);
-                let recv = if i > 0 && down { links.get(collective::parent(i, k), i).recv } else { 0 };
-                let sends: u64 = if down { kids.clone().map(|c| links.get(i, c).send).sum() } else { 0 };
+                let recv = if i > 0 && down { self.parent_link(i).recv } else { 0 };
+                let sends: u64 = if down { kids.clone().map(|c| self.link(i, c).send).sum() } else { 0 };
                 let chain = recv + sends;
                 let g = env.track_index(i);
                 let track = &env.tracks()[g];
@@ -342,7 +369,7 @@ impl<'a> Tree<'a> {
                         if down {
                             let mut done = recv;
                             for c in kids.clone() {
-                                let l = links.get(i, c);
+                                let l = self.link(i, c);
                                 done += l.send;
                                 // Each point is at most the chain's end, inside the trace.
                                 sc.a[next_base + (c - next_lo) as usize] = point(done).unwrap_or(exit) + l.wire;
@@ -362,7 +389,7 @@ impl<'a> Tree<'a> {
                     }
                     if down {
                         for c in kids {
-                            let l = links.get(i, c);
+                            let l = self.link(i, c);
                             x = env.stretch(i, &mut q, x, l.send);
                             sc.a[next_base + (c - next_lo) as usize] = x + l.wire;
                         }
@@ -384,12 +411,12 @@ impl<'a> Tree<'a> {
                 let i = lo + j as u64;
                 let (mut x, mut q) = (sc.e[base + j], sc.q[base + j]);
                 for c in self.children(i) {
-                    x = self.short(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), links.get(c, i).recv, fr);
+                    x = self.short(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), self.link(c, i).recv, fr);
                 }
                 sc.up[base + j] = if i == 0 {
                     x
                 } else {
-                    let l = links.get(i, collective::parent(i, k));
+                    let l = self.parent_link(i);
                     self.short(i, &mut q, x, l.send, fr) + l.wire
                 };
             }
