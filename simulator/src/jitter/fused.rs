@@ -15,16 +15,21 @@
 //! the way down starts at the message. One parallel pass per phase.
 //!
 //! Per task and phase there is one position lookup: where the parent's
-//! message lands in the task's trace. A start inside a detour is moved to
-//! its end; when the receive and the sends that follow then fit in the
-//! quiet cycles before the next detour, their times are sums; the compute's end is then one inverse lookup of the busy-time
-//! function C, since the rule is work-conserving (jitSim §3.4):
-//! S(S(p, a), b) = S(p, a + b), so the end is C⁻¹(C(p) + chain + work).
-//! The compute leaves a quiet span behind, and the receives on the way up
-//! that fall in it are sums too; only a block reaching past it, or a chain
-//! that meets a detour, is stretched through the trace's prefix sums
-//! ([`Env::stretch`]). Trace positions are taken relative to the phase's
-//! release, whose place in each trace is computed once per phase.
+//! message lands in the task's trace, p. The rule is work-conserving
+//! (jitSim §3.4): S(S(p, a), b) = S(p, a + b), and a block of w ≥ 1
+//! cycles from p ends at C⁻¹(C(p) + w), C the busy cycles before a
+//! position (a start inside a detour waits it out). So the points of the
+//! chain of receive and sends, and the end of the next compute, are C⁻¹
+//! of C(p) plus the work done so far: sums while they stay before the next
+//! detour, else one inverse lookup each, near p for the chain and from the
+//! bucket entry of the compute's expected end (its work times the trace's
+//! period over its compute cycles) for the compute. Both bucket entries
+//! are loaded together. The compute leaves a quiet span behind, and the
+//! receives and the send on the way up that fall in it are sums too; a
+//! block outside it is one C⁻¹ from the cursor's event. Only blocks that
+//! reach past the trace's end are stretched through [`Env::stretch`].
+//! Trace positions are taken relative to the phase's release, whose place
+//! in each trace is computed once per phase.
 //!
 //! The results are those of [`collective::up`] and [`collective::down`]
 //! followed by the compute, to the cycle, on any thread count (the
@@ -32,7 +37,7 @@
 
 use std::cell::RefCell;
 
-use super::collective::{self, FixedLinks};
+use super::collective::{self, FixedLinks, LinkCost};
 use super::engine::{Env, PhaseStat};
 use super::par::*;
 use super::track::Quiet;
@@ -74,8 +79,10 @@ pub(crate) struct Tree<'a> {
     /// The block roots are tasks `lo..hi` (one tree level); tasks `0..lo` are the top.
     lo: u64,
     hi: u64,
-    /// Per track, the events a compute meets on average.
-    ahead: Vec<usize>,
+    /// Per track, the position span a compute takes on average, cycles.
+    span: Vec<u64>,
+    /// Every block task is on another node than its parent (and so than its children).
+    inter: bool,
 }
 
 /// One block's per-task values, in level order (the block's levels one after the other).
@@ -87,6 +94,8 @@ struct Scratch {
     pos: Vec<u64>,
     /// Where the search for that position starts (an event index).
     first: Vec<u32>,
+    /// Where the search for the compute's end starts (an event index).
+    guess: Vec<u32>,
     /// Compute end, cycles.
     e: Vec<u64>,
     /// Quiet span after the compute end.
@@ -101,6 +110,7 @@ impl Scratch {
             self.a.resize(n, 0);
             self.pos.resize(n, 0);
             self.first.resize(n, 0);
+            self.guess.resize(n, 0);
             self.e.resize(n, 0);
             self.q.resize(n, Quiet::default());
             self.up.resize(n, 0);
@@ -125,8 +135,13 @@ impl<'a> Tree<'a> {
         if d > 1 && width(d) > 16 * BLOCKS {
             d -= 1;
         }
-        let ahead = env.tracks().iter().map(|t| t.events_per(work)).collect();
-        Tree { env, links, k, n, work, lo: lv[d], hi: lv[d + 1], ahead }
+        let span = env.tracks().iter().map(|t| t.span_of(work)).collect();
+        // Tasks on one node are consecutive, so a task at least
+        // `cores_per_node` ids after its parent is on another node; a block
+        // task is more than its parent's id after it.
+        let lo = lv[d];
+        let inter = lo > 0 && collective::parent(lo, k) + 1 >= links.cores_per_node;
+        Tree { env, links, k, n, work, lo, hi: lv[d + 1], span, inter }
     }
 
     /// Runs `phases` (≥ 1) phases: each task computes from time 0, then each
@@ -244,6 +259,26 @@ impl<'a> Tree<'a> {
         m
     }
 
+    /// Cost of a message between block tasks `a` and `b`, parent and child.
+    #[inline(always)]
+    fn link(&self, a: u64, b: u64) -> LinkCost {
+        if self.inter {
+            self.links.inter
+        } else {
+            self.links.get(a, b)
+        }
+    }
+
+    /// Cost of the message between block task `i` and its parent.
+    #[inline(always)]
+    fn parent_link(&self, i: u64) -> LinkCost {
+        if self.inter {
+            self.links.inter
+        } else {
+            self.links.get(i, collective::parent(i, self.k))
+        }
+    }
+
     /// Children of task `i`.
     #[inline]
     fn children(&self, i: u64) -> std::ops::Range<u64> {
@@ -258,16 +293,16 @@ impl<'a> Tree<'a> {
     /// cycles. Updates the block's maxima `m`.
     ///
     /// The block goes level by level, each level in three passes over its
-    /// tasks: their positions (and the loads of their bucket entries),
-    /// their first events (and the loads of the events), then the
-    /// stretches. So the cache misses of a level's lookups overlap instead
-    /// of following each other.
+    /// tasks: their positions (and the loads of their two bucket entries),
+    /// their first events and compute-end guesses (and the loads of the
+    /// events), then the chains and computes. So the cache misses of a
+    /// level's lookups overlap instead of following each other.
     fn block(&self, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
         SCRATCH.with(|sc| self.block_in(&mut sc.borrow_mut(), r, arrive, fr, m))
     }
 
     fn block_in(&self, sc: &mut Scratch, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
-        let (env, links, k, work) = (self.env, self.links, self.k, self.work);
+        let (env, k, work) = (self.env, self.k, self.work);
         // The block's levels: tasks lo..hi, their slots from `base` on.
         let mut lv = [(0u64, 0u64, 0usize); 64];
         let (mut depth, mut total) = (0usize, 0usize);
@@ -290,55 +325,78 @@ impl<'a> Tree<'a> {
                 let i = lo + j as u64;
                 let a = if down { sc.a[base + j] } else { 0 };
                 let (track, pos) = env.position(i, fr.at, &fr.rm, a);
-                track.prefetch_bucket(pos);
+                track.prefetch_buckets(pos, self.span[env.track_index(i)]);
                 sc.pos[base + j] = pos;
             }
             for j in 0..w {
                 let i = lo + j as u64;
                 let g = env.track_index(i);
-                sc.first[base + j] = env.tracks()[g].first_from_bucket(sc.pos[base + j], self.ahead[g]) as u32;
+                let (first, guess) = env.tracks()[g].first_from_buckets(sc.pos[base + j], self.span[g]);
+                sc.first[base + j] = first as u32;
+                sc.guess[base + j] = guess as u32;
             }
             for j in 0..w {
                 let i = lo + j as u64;
                 let s = base + j;
                 let a = if down { sc.a[s] } else { 0 };
                 let kids = self.children(i);
-                let recv = if i > 0 && down { links.get(collective::parent(i, k), i).recv } else { 0 };
-                let sends: u64 = if down { kids.clone().map(|c| links.get(i, c).send).sum() } else { 0 };
+                let recv = if i > 0 && down { self.parent_link(i).recv } else { 0 };
+                let sends: u64 = if down { kids.clone().map(|c| self.link(i, c).send).sum() } else { 0 };
                 let chain = recv + sends;
-                let track = &env.tracks()[env.track_index(i)];
-                let o = track.chain_then_compute_from(sc.pos[s], sc.first[s] as usize, chain, work, self.ahead[env.track_index(i)]);
-                let (exit, end, q) = if !o.met() {
-                    // The chain fits before the next event once it has waited
-                    // out those at its start: its times are sums. A point of it
-                    // after no work is still `a` (an empty block does not wait).
-                    let at = |done: u64| if done == 0 { a } else { a + o.wait + done };
-                    let exit = at(chain);
-                    if down {
-                        let mut done = recv;
-                        for c in kids {
-                            let l = links.get(i, c);
-                            done += l.send;
-                            sc.a[next_base + (c - next_lo) as usize] = at(done) + l.wire;
-                        }
+                let g = env.track_index(i);
+                let track = &env.tracks()[g];
+                let pos = sc.pos[s];
+                let kc = track.scan_to(sc.first[s] as usize, pos);
+                // C(pos), and event kc's compute-before and jitter-before.
+                let (c0, cb_next, jb_next) = track.busy_at(kc, pos);
+                let lo_ev = kc.saturating_sub(1);
+                // Task time after `done` cycles of the chain: `a` after none
+                // (an empty block does not wait), else C⁻¹(C(pos) + done),
+                // a sum while that stays before event kc.
+                let point = |done: u64| -> Option<u64> {
+                    if done == 0 {
+                        Some(a)
+                    } else if c0 + done <= cb_next {
+                        Some(a + (c0 + done + jb_next - pos))
+                    } else {
+                        track.busy_end(lo_ev, kc, c0 + done).map(|(_, x)| a + (x - pos))
                     }
-                    (exit, exit + o.dur, Quiet::ahead(exit + o.dur, o.ahead, o.k))
-                } else {
-                    let mut q = Quiet::hint(o.kc);
+                };
+                let end = track.busy_end(lo_ev, sc.guess[s] as usize, c0 + chain + work);
+                let exit = point(chain);
+                let fits = match (end, exit) {
+                    (Some((k2, x)), Some(exit)) => {
+                        if down {
+                            let mut done = recv;
+                            for c in kids.clone() {
+                                let l = self.link(i, c);
+                                done += l.send;
+                                // Each point is at most the chain's end, inside the trace.
+                                sc.a[next_base + (c - next_lo) as usize] = point(done).unwrap_or(exit) + l.wire;
+                            }
+                        }
+                        let e = a + (x - pos);
+                        Some((exit, e, Quiet::ahead(e, track.quiet_after(k2, x), k2 as u32)))
+                    }
+                    _ => None,
+                };
+                // Past the trace's end: block by block through the prefix sums.
+                let (exit, end, q) = fits.unwrap_or_else(|| {
+                    let mut q = Quiet::hint(kc as u32);
                     let mut x = a;
                     if recv > 0 {
                         x = env.stretch(i, &mut q, x, recv);
                     }
                     if down {
                         for c in kids {
-                            let l = links.get(i, c);
+                            let l = self.link(i, c);
                             x = env.stretch(i, &mut q, x, l.send);
                             sc.a[next_base + (c - next_lo) as usize] = x + l.wire;
                         }
                     }
                     let end = env.stretch(i, &mut q, x, work);
                     (x, end, q)
-                };
+                });
                 m.exit = m.exit.max(exit);
                 m.compute = m.compute.max(end - exit);
                 sc.e[s] = end;
@@ -353,17 +411,49 @@ impl<'a> Tree<'a> {
                 let i = lo + j as u64;
                 let (mut x, mut q) = (sc.e[base + j], sc.q[base + j]);
                 for c in self.children(i) {
-                    x = env.stretch(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), links.get(c, i).recv);
+                    x = self.short(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), self.link(c, i).recv, fr);
                 }
                 sc.up[base + j] = if i == 0 {
                     x
                 } else {
-                    let l = links.get(i, collective::parent(i, k));
-                    env.stretch(i, &mut q, x, l.send) + l.wire
+                    let l = self.parent_link(i);
+                    self.short(i, &mut q, x, l.send, fr) + l.wire
                 };
             }
         }
         sc.up[0]
+    }
+
+    /// Task `i`, with cursor `q`, does a short block of `w` cycles at its
+    /// time `t` (≥ `fr.at`); returns its end. A block outside the cursor's
+    /// quiet span ends at C⁻¹(C(p) + w), p its position, found from the
+    /// cursor's event, and the cursor moves to the quiet cycles after it;
+    /// only a block reaching past the trace's end is stretched through the
+    /// prefix sums.
+    #[inline(always)]
+    fn short(&self, i: u64, q: &mut Quiet, t: u64, w: u64, fr: &Frame) -> u64 {
+        if t >= q.from() && t <= q.until() && w <= q.until() - t {
+            return t + w;
+        }
+        self.short_slow(i, q, t, w, fr)
+    }
+
+    #[inline(never)]
+    fn short_slow(&self, i: u64, q: &mut Quiet, t: u64, w: u64, fr: &Frame) -> u64 {
+        if w == 0 {
+            return t;
+        }
+        let (track, pos) = self.env.position(i, fr.at, &fr.rm, t);
+        let kc = track.seek(q.k(), pos);
+        let (c0, _, _) = track.busy_at(kc, pos);
+        match track.busy_end(kc.saturating_sub(1), kc, c0 + w) {
+            Some((k2, x)) => {
+                let end = t + (x - pos);
+                *q = Quiet::ahead(end, track.quiet_after(k2, x), k2 as u32);
+                end
+            }
+            None => self.env.stretch(i, q, t, w),
+        }
     }
 
     /// The last phase's way down through task `i`'s subtree from its

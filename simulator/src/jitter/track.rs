@@ -170,7 +170,7 @@ impl Track {
 
     /// Number of events starting before `pos` (≤ period), searched from `hint`.
     #[inline]
-    fn seek(&self, hint: usize, pos: u64) -> usize {
+    pub(crate) fn seek(&self, hint: usize, pos: u64) -> usize {
         let k = hint.min(self.ev.len() - 1);
         if k > 0 && self.ev[k - 1].start >= pos {
             return self.bucket_seek(pos);
@@ -454,6 +454,12 @@ impl Quiet {
     #[inline]
     pub(crate) fn hint(k: u32) -> Quiet {
         Quiet { from: 0, len: 0, k }
+    }
+
+    /// Index of the event that ends the span: where a search near it starts.
+    #[inline]
+    pub(crate) fn k(&self) -> usize {
+        self.k as usize
     }
 
     /// First task cycle of the span.
