@@ -247,6 +247,32 @@ fn energy_matches_smpirun_host_energy_plugin() {
     assert!((total - want).abs() < 1e-6 * want, "total: ours {total} J, smpirun {want} J");
 }
 
+/// `dir/cluster.xml`: a SimGrid cluster of `n` one-core 1 Gf hosts `n0`…
+/// with 1 MBps / 1 ms links and the cluster attributes `extra`.
+fn cluster_xml(dir: &Path, n: usize, extra: &str) -> PathBuf {
+    let xml = dir.join("cluster.xml");
+    let body = format!(
+        r#"<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <cluster id="c" prefix="n" radical="0-{}" suffix="" speed="1Gf" core="1" bw="1MBps" lat="1ms"{extra}/>
+</platform>
+"#,
+        n - 1
+    );
+    std::fs::write(&xml, body).unwrap();
+    xml
+}
+
+/// Our makespan of the `n`-rank TI trace `list` on `xml` and the end of
+/// `smpirun -replay`'s simulation (the last "Simulation time" any rank
+/// prints), seconds; `None` when SimGrid is not installed.
+fn ours_and_smpirun(dir: &Path, xml: &Path, list: &Path, n: usize) -> Option<(f64, f64)> {
+    let ours = makespan(&simulator(&["replay", "--platform", s(xml), s(list), "--json"]));
+    let out = smpirun(dir, xml, list, (n, n), &[])?;
+    Some((ours, after(&out, "Simulation time ")))
+}
+
 #[test]
 fn torus_and_fat_tree_link_sharing_match_smpirun() {
     // Concurrent transfers on SimGrid TORUS and FAT_TREE clusters (1 MBps,
@@ -278,24 +304,8 @@ fn torus_and_fat_tree_link_sharing_match_smpirun() {
         }
         let refs: Vec<&str> = ranks.iter().map(String::as_str).collect();
         let (d, list, _) = ti_case(&refs);
-        let xml = d.path().join("topo.xml");
-        std::fs::write(
-            &xml,
-            format!(
-                r#"<?xml version='1.0'?>
-<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
-<platform version="4.1">
-  <cluster id="c" prefix="n" radical="0-{}" suffix="" speed="1Gf" core="1" bw="1MBps" lat="1ms" topology="{topology}" topo_parameters="{params}"/>
-</platform>
-"#,
-                n - 1
-            ),
-        )
-        .unwrap();
-        let ours = makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]));
-        let Some(out) = smpirun(d.path(), &xml, &list, (n, n), &[]) else { return };
-        // Each rank may print it; the last is the end of the simulation.
-        let sg = after(&out, "Simulation time ");
+        let xml = cluster_xml(d.path(), n, &format!(r#" topology="{topology}" topo_parameters="{params}""#));
+        let Some((ours, sg)) = ours_and_smpirun(d.path(), &xml, &list, n) else { return };
         // smpirun prints 6 decimals.
         assert!((ours - sg).abs() < 1e-6, "{topology} {params} {pairs:?}: ours {ours} s, smpirun {sg} s");
     }
@@ -353,23 +363,8 @@ fn default_selector_all_to_alls_all_gathers_and_reduce_scatter_match_smpirun() {
         let body = format!("init\n{line}\n{line}\nfinalize");
         let ranks = vec![body.as_str(); n];
         let (d, list, _) = ti_case(&ranks);
-        let xml = d.path().join("c16.xml");
-        std::fs::write(
-            &xml,
-            format!(
-                r#"<?xml version='1.0'?>
-<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
-<platform version="4.1">
-  <cluster id="c" prefix="n" radical="0-{}" suffix="" speed="1Gf" core="1" bw="1MBps" lat="1ms"/>
-</platform>
-"#,
-                n - 1
-            ),
-        )
-        .unwrap();
-        let ours = makespan(&simulator(&["replay", "--platform", s(&xml), s(&list), "--json"]));
-        let Some(out) = smpirun(d.path(), &xml, &list, (n, n), &[]) else { return };
-        let sg = after(&out, "Simulation time ");
+        let xml = cluster_xml(d.path(), n, "");
+        let Some((ours, sg)) = ours_and_smpirun(d.path(), &xml, &list, n) else { return };
         assert!((ours - sg).abs() < 1e-6 * sg.max(1.0), "{line}: ours {ours} s, smpirun {sg} s");
     }
 }
