@@ -936,7 +936,9 @@ impl Class {
         &self.blocks.noise
     }
 
-    /// Calls each rank of the class makes.
+    /// Calls each rank of the class makes at the largest traced count
+    /// (at other counts, loops whose trip count changes with N make more
+    /// or fewer).
     pub fn calls(&self) -> usize {
         self.slots.len()
     }
