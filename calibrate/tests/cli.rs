@@ -30,14 +30,7 @@ fn overloaded() -> bool {
 
 /// The reason MPI is unusable here, if it is.
 fn mpi_missing() -> Option<String> {
-    for (var, default) in [("MPICC", "mpicc"), ("MPIRUN", "mpirun")] {
-        let tool = std::env::var(var).unwrap_or_else(|_| default.into());
-        let ok = Command::new(&tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-        if !ok {
-            return Some(format!("`{tool} --version` failed (set ${var})"));
-        }
-    }
-    None
+    mpi_launch::find_mpicc(None).err().or_else(|| mpi_launch::Mpi::find(None).err()).map(|e| e.to_string())
 }
 
 #[test]

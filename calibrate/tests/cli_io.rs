@@ -4,21 +4,14 @@
 //!
 //! Skips, saying why, when MPI is missing.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use simulator::network::loggp::LogGps;
 use simulator::platform::{Host, Platform};
 
 /// The reason MPI is unusable here, if it is.
 fn mpi_missing() -> Option<String> {
-    for (var, default) in [("MPICC", "mpicc"), ("MPIRUN", "mpirun")] {
-        let tool = std::env::var(var).unwrap_or_else(|_| default.into());
-        let ok = Command::new(&tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-        if !ok {
-            return Some(format!("`{tool} --version` failed (set ${var})"));
-        }
-    }
-    None
+    mpi_launch::find_mpicc(None).err().or_else(|| mpi_launch::Mpi::find(None).err()).map(|e| e.to_string())
 }
 
 fn platform() -> Platform {

@@ -19,8 +19,11 @@ fn mpi_lock() -> std::sync::MutexGuard<'static, ()> {
 
 /// Why Open MPI is unusable here, if it is.
 fn mpi_missing() -> Option<String> {
-    let ok = Command::new("mpirun").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-    (!ok).then(|| "`mpirun --version` failed".to_string())
+    match mpi_launch::Mpi::find(None) {
+        Ok(m) if m.flavour() == mpi_launch::Flavour::OpenMpi => None,
+        Ok(m) => Some(format!("`{}` is not Open MPI's ({})", m.program(), m.version())),
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 fn validate(dir: &Path, suite: &Path, extra: &[&str]) -> Output {
