@@ -379,8 +379,9 @@ impl Net {
         self.date(c);
     }
 
-    /// One flow has left class `c` (its entry in the class may stay): the
-    /// class is given back when empty, else the solver sees its new count.
+    /// One flow has left class `c` (its entry in the class may stay, until
+    /// [`classes::Class::drop_left`]): the class is given back when empty,
+    /// else the solver sees its new count.
     fn leave(&mut self, c: u32) {
         let cl = &mut self.classes.list[c as usize];
         cl.count -= 1;
@@ -394,6 +395,8 @@ impl Net {
             if cl.solved() {
                 self.solver.set_count(c, cl.count);
             }
+            let flows = &self.flows;
+            cl.drop_left(|e| flows[e.2 as usize].class == c && flows[e.2 as usize].seq == e.1);
             self.date(c);
         }
     }
