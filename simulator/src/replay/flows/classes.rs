@@ -36,8 +36,6 @@ pub(super) struct Class {
     /// since the class was formed, in the sharing's units.
     pub(super) served: f64,
     pub(super) t_last: f64,
-    /// Where the class is in [`Classes`]' index (0: not there).
-    hash: u64,
     /// Of a class outside the index, which no other flow can join: its
     /// flow (id [`NONE`]: none).
     single: Entry,
@@ -52,6 +50,8 @@ pub(super) struct Class {
 /// The part of a class that other flows can join.
 #[derive(Debug, Default)]
 struct Crowd {
+    /// Where the class is in [`Classes`]' index.
+    hash: u64,
     /// The (directed link, weight) pairs of one flow, in its route's order.
     links: Vec<(u32, f64)>,
     /// The flows' targets (`served` at which each ends), start orders and
@@ -69,7 +69,7 @@ const KEPT_ENTRIES: usize = 64;
 
 impl Default for Class {
     fn default() -> Self {
-        Class { bound: 0.0, rate: 0.0, served: 0.0, t_last: 0.0, hash: 0, single: NO_ENTRY, crowd: None, count: 0, solved: false }
+        Class { bound: 0.0, rate: 0.0, served: 0.0, t_last: 0.0, single: NO_ENTRY, crowd: None, count: 0, solved: false }
     }
 }
 
@@ -166,24 +166,21 @@ impl Classes {
             if let std::collections::hash_map::Entry::Vacant(v) = self.index.entry(hash) {
                 v.insert(c);
                 let mut x = self.spare.pop().unwrap_or_default();
+                x.hash = hash;
                 x.links.extend_from_slice(links);
                 crowd = Some(x);
             }
         }
-        let hash = if crowd.is_some() { hash } else { 0 };
         self.list[c as usize] =
-            Class { bound, rate: 0.0, served: 0.0, t_last: now, hash, single: NO_ENTRY, crowd, count: 0, solved: !links.is_empty() };
+            Class { bound, rate: 0.0, served: 0.0, t_last: now, single: NO_ENTRY, crowd, count: 0, solved: !links.is_empty() };
         (c, true)
     }
 
     /// Gives class `c`, left without flows, back.
     pub(super) fn free(&mut self, c: u32) {
         let cl = &mut self.list[c as usize];
-        if cl.hash != 0 {
-            self.index.remove(&cl.hash);
-            cl.hash = 0;
-        }
         if let Some(mut x) = cl.crowd.take() {
+            self.index.remove(&x.hash);
             x.links.clear();
             x.members.clear();
             if x.members.capacity() > KEPT_ENTRIES {

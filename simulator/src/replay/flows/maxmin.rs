@@ -74,7 +74,7 @@ struct Slot {
 pub(super) struct Solver {
     // Per flow id (ids are the caller's, dense from 0).
     /// (slot, weight) pairs of the links it crosses.
-    links: Vec<Vec<(u32, f64)>>,
+    links: Vec<pairs::Pairs>,
     /// Upper bound of the rate, bytes/s.
     bound: Vec<f64>,
     /// Max-min fair rate as of the last [`Solver::solve`], bytes/s.
@@ -155,7 +155,7 @@ impl Solver {
         let i = id as usize;
         if i >= self.links.len() {
             let n = i + 1;
-            self.links.resize_with(n, Vec::new);
+            self.links.resize_with(n, Default::default);
             self.bound.resize(n, 0.0);
             self.rate.resize(n, 0.0);
             self.fixed_at.resize(n, 0);
@@ -190,7 +190,7 @@ impl Solver {
         let i = id as usize;
         let seq = self.seq_of[i];
         for k in 0..self.links[i].len() {
-            let s = self.links[i][k].0;
+            let s = self.links[i].get(k).0;
             let seq_of = &self.seq_of;
             let slot = &mut self.slots[s as usize];
             // Members are in start order and start orders are unique: the
@@ -214,7 +214,7 @@ impl Solver {
         let i = id as usize;
         let seq = self.seq_of[i];
         for m in 0..self.links[i].len() {
-            let (s, w) = self.links[i][m];
+            let (s, w) = self.links[i].get(m);
             let seq_of = &self.seq_of;
             let members = &mut self.slots[s as usize].members;
             let at = members.partition_point(|x| seq_of[x.id as usize] < seq);
@@ -398,7 +398,7 @@ impl Solver {
                     }
                     seen[i] = st;
                     comp_flows.push(x.id);
-                    for &(s2, _) in &links[i] {
+                    for (s2, _) in links[i].iter() {
                         if slot_seen[s2 as usize] != st {
                             slot_seen[s2 as usize] = st;
                             stack.push(s2);
@@ -457,7 +457,7 @@ impl Solver {
             let fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], slots: &mut [Slot], affected: &mut Vec<u32>| {
                 rate[i] = level;
                 fixed_at[i] = lv;
-                for &(s, _) in &links[i] {
+                for (s, _) in links[i].iter() {
                     let slot = &mut slots[s as usize];
                     if slot.queued != lv {
                         slot.queued = lv;
@@ -549,5 +549,6 @@ pub(super) fn least(a: f64, b: f64) -> f64 {
 }
 
 mod local;
+mod pairs;
 #[cfg(test)]
 pub(super) mod tests;
