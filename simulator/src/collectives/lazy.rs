@@ -1,6 +1,6 @@
 //! Schedules generated one round at a time, for the algorithms whose
 //! rounds are cheap to compute from the round's index (recursive-doubling
-//! all-reduce, dissemination barrier): a rank then holds
+//! all-reduce, dissemination and recursive-doubling barriers): a rank then holds
 //! a few words of state in a collective instead of its whole list of
 //! [`Step`]s (at a million ranks a recursive-doubling all-reduce is 20
 //! rounds per rank, all ranks inside it at once).
@@ -25,19 +25,24 @@ enum LazyAlg {
     RdbAllreduce { me: u32, n: u32, bytes: u64 },
     /// [`super::barrier`] (dissemination): rank `me` of `n`.
     Dissemination { me: u32, n: u32 },
+    /// [`super::recursive_doubling_barrier`]: rank `me` of `n`.
+    RdBarrier { me: u32, n: u32 },
 }
 
 impl Lazy {
     /// The round-by-round form of rank `me`'s part of `call` on `n` ranks,
     /// when `algs` picks an algorithm that has one (recursive-doubling
     /// all-reduce, including the fallbacks of ring and Rabenseifner to
-    /// it; the dissemination barrier); `None` otherwise
+    /// it; the dissemination and recursive-doubling barriers); `None` otherwise
     /// ([`super::schedule`] then expands it whole).
     pub fn plan(algs: &CollAlgs, call: &CollCall, me: u32, n: u32) -> Option<Lazy> {
         if call.coll == Coll::Barrier {
-            let alg = algs.pick(call.coll, n, call.size_measure(n), 0);
-            let dissemination = !matches!(alg, Alg::Linear | Alg::RecursiveDoubling | Alg::Tree);
-            return dissemination.then_some(Lazy { alg: LazyAlg::Dissemination { me, n }, next: 0 });
+            let alg = match algs.pick(call.coll, n, call.size_measure(n), 0) {
+                Alg::Linear | Alg::Tree => return None,
+                Alg::RecursiveDoubling => LazyAlg::RdBarrier { me, n },
+                _ => LazyAlg::Dissemination { me, n },
+            };
+            return Some(Lazy { alg, next: 0 });
         }
         if call.coll != Coll::Allreduce {
             return None;
@@ -61,6 +66,7 @@ impl Lazy {
         let more = match self.alg {
             LazyAlg::RdbAllreduce { me, n, bytes } => rdb_allreduce_round(me, n, bytes, k, out),
             LazyAlg::Dissemination { me, n } => dissemination_round(me, n, k, out),
+            LazyAlg::RdBarrier { me, n } => rd_barrier_round(me, n, k, out),
         };
         self.next += u32::from(more);
         more
@@ -116,7 +122,9 @@ impl Aligned {
 }
 
 impl Lazy {
-    /// The aligned form of this schedule, if it has one.
+    /// The aligned form of this schedule, if it has one (the
+    /// recursive-doubling barrier's ranks beyond the largest power of two
+    /// take no part in its rounds: none).
     pub fn aligned(&self) -> Option<Aligned> {
         match self.alg {
             LazyAlg::RdbAllreduce { n, bytes, .. } => {
@@ -127,6 +135,7 @@ impl Lazy {
                 let rounds = (0..32).take_while(|&k| (1u64 << k) < n as u64).count() as u32;
                 Some(Aligned { n, rounds, rem: 0, bytes: 0, reduce_bytes: 0, dissemination: true })
             }
+            LazyAlg::RdBarrier { .. } => None,
         }
     }
 }
@@ -145,6 +154,37 @@ fn dissemination_round(me: u32, n: u32, k: u32, out: &mut Vec<Step>) -> bool {
     let (me, n64) = (me as u64, n as u64);
     out.push(step(((me + dist) % n64) as u32, true, 0, false, 0));
     out.push(step(((me + n64 - dist) % n64) as u32, false, 0, true, 0));
+    true
+}
+
+/// Round `k` of [`super::recursive_doubling_barrier`] for rank `me` of
+/// `n`, p = 2^⌊log₂ n⌋: a rank from p on exchanges with the one p
+/// before it and is done; below p, the rank p after it (when there is
+/// one) is received from first and sent to last, around the exchanges
+/// with `me ^ 2^j`, j < log₂ p.
+fn rd_barrier_round(me: u32, n: u32, k: u32, out: &mut Vec<Step>) -> bool {
+    let p = if n.is_power_of_two() { n } else { n.next_power_of_two() / 2 };
+    if me >= p {
+        if k > 0 {
+            return false;
+        }
+        out.push(step(me - p, true, 0, false, 0));
+        out.push(step(me - p, false, 0, true, 0));
+        return true;
+    }
+    let pre = u32::from(me < n - p);
+    let rounds = p.trailing_zeros();
+    if k < pre {
+        out.push(step(me + p, false, 0, true, 0));
+    } else if k < pre + rounds {
+        let partner = me ^ (1 << (k - pre));
+        out.push(step(partner, true, 0, false, 0));
+        out.push(step(partner, false, 0, true, 0));
+    } else if k < 2 * pre + rounds {
+        out.push(step(me + p, true, 0, true, 0));
+    } else {
+        return false;
+    }
     true
 }
 
@@ -249,6 +289,18 @@ mod tests {
                 let mut want = Vec::new();
                 barrier(me, n, &mut want);
                 assert_eq!(rounds(Lazy { alg: LazyAlg::Dissemination { me, n }, next: 0 }), want, "rank {me} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn recursive_doubling_barrier_rounds_are_the_whole_barrier() {
+        for n in (1..70).chain([1000, 1 << 20, (1 << 20) + 3]) {
+            let ranks: Vec<u32> = if n < 100 { (0..n).collect() } else { vec![0, 1, 2, n / 2, n - 4, n - 1] };
+            for me in ranks {
+                let mut want = Vec::new();
+                super::super::recursive_doubling_barrier(me, n, &mut want);
+                assert_eq!(rounds(Lazy { alg: LazyAlg::RdBarrier { me, n }, next: 0 }), want, "rank {me} of {n}");
             }
         }
     }

@@ -266,7 +266,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             queue: EventQueue::default(),
             actions: 0,
             io: io::IoState::new(platform),
-            rma: rma::RmaState::new(n_ranks),
+            rma: rma::RmaState::new(),
             salvage: false,
             log: None,
             logged: Vec::new(),

@@ -7,6 +7,7 @@ use crate::network::FlowSharing;
 mod classes;
 mod heap;
 mod maxmin;
+mod route;
 
 use classes::NONE;
 
@@ -15,7 +16,7 @@ use classes::NONE;
 const CROWD: usize = 16;
 
 /// What to do when a transfer ends: complete these request slots.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Done {
     /// Receiving rank and its slot.
     pub(crate) dst: u32,
@@ -36,20 +37,20 @@ pub(crate) struct Done {
 #[derive(Debug, Clone, Default)]
 struct Flow {
     /// (link, weight) pairs: forward links weigh 1, reverse ones the crosstraffic.
-    links: Vec<(u32, f64)>,
-    /// Bound, and bytes left (in its latency phase), in the sharing's
-    /// units ([`Net::park`]).
+    links: route::Links,
+    /// Bound, in the sharing's units ([`Net::park`]).
     bound: f64,
-    remaining: f64,
-    /// In its bandwidth phase: its class, and the bytes served to the
-    /// class's flows at which it ends (`classes::NONE`: no class).
+    /// In its latency phase, the bytes left; in its bandwidth phase, the
+    /// bytes served to its class's flows at which it ends; in the
+    /// sharing's units.
+    bytes: f64,
+    /// Its class in its bandwidth phase (`classes::NONE`: none).
     class: u32,
-    target: f64,
     /// Bit k: `links[k]` is shared (not lone), for its first 64 links.
     shared: u64,
     /// Classes it has joined in its bandwidth phase.
     joins: u8,
-    done: Option<Done>,
+    done: Done,
     /// Start order.
     seq: u64,
 }
@@ -206,12 +207,9 @@ impl Net {
     /// `lat_end` (≥ now), seconds; returns `lat_end` (as [`Net::start`]).
     pub(crate) fn start_on(&mut self, lat_end: f64, (route, back): (&[u32], &[u32]), bytes: u64, bound: f64, done: Done) -> f64 {
         let id = self.take_id();
-        let links = &mut self.flows[id as usize].links;
-        links.extend(route.iter().map(|&l| (l, 1.0)));
         let x = self.model.crosstraffic;
-        if x > 0.0 {
-            links.extend(back.iter().map(|&l| (l, x)));
-        }
+        let back = if x > 0.0 { back } else { &[] };
+        self.flows[id as usize].links.set(route.iter().copied(), 1.0, back.iter().copied(), x);
         self.park(id, lat_end, bytes, (bound, route.len()), done)
     }
 
@@ -225,7 +223,7 @@ impl Net {
         let nominal = self.model.nominal_rate_bytes_per_s;
         let f = if nominal > 0.0 { bound / nominal } else { 1.0 };
         let id = self.take_id();
-        self.flows[id as usize].links.extend(links.into_iter().flatten().map(|l| (l, f)));
+        self.flows[id as usize].links.set(links.into_iter().flatten(), f, [], f);
         self.park(id, lat_end, bytes, (bound, 1), done)
     }
 
@@ -239,14 +237,12 @@ impl Net {
         }
     }
 
-    /// A free flow id, its link list empty (kept from its last use).
+    /// A free flow id (its links are set by the caller).
     fn take_id(&mut self) -> u32 {
-        let id = self.free.pop().unwrap_or_else(|| {
+        self.free.pop().unwrap_or_else(|| {
             self.flows.push(Flow::default());
             (self.flows.len() - 1) as u32
-        });
-        self.flows[id as usize].links.clear();
-        id
+        })
     }
 
     /// Parks flow `id` (its links set) of `bytes` payload and data-rate
@@ -268,11 +264,11 @@ impl Net {
         self.seq += 1;
         let f = &mut self.flows[id as usize];
         if penalty != 1.0 {
-            f.links.iter_mut().for_each(|l| l.1 /= penalty);
+            f.links.divide(penalty);
         }
         f.bound = bound * inv_f * penalty;
-        f.remaining = (bytes as f64 + self.model.header_bytes as f64) * inv_f * penalty;
-        (f.class, f.done, f.seq) = (NONE, Some(done), self.seq);
+        f.bytes = (bytes as f64 + self.model.header_bytes as f64) * inv_f * penalty;
+        (f.class, f.done, f.seq) = (NONE, done, self.seq);
         self.pending.push(Entry(lat_end, self.seq, id));
         lat_end
     }
@@ -281,12 +277,13 @@ impl Net {
     /// free and its completion is in `ended`.
     fn end(&mut self, id: u32) {
         let f = &mut self.flows[id as usize];
-        for &(l, _) in &f.links {
+        for k in 0..f.links.len() {
+            let l = f.links.id(k);
             if self.lone[l as usize] == id {
                 self.lone[l as usize] = NONE;
             }
         }
-        self.ended.push((f.seq, f.done.take().expect("a flow in flight")));
+        self.ended.push((f.seq, f.done));
         self.free.push(id);
     }
 
@@ -300,10 +297,10 @@ impl Net {
         let n = f.links.len();
         // A flow crossing a link twice, or with more links than `shared`
         // has bits, shares all of them.
-        let all = n > 64 || (1..n).any(|k| f.links[..k].iter().any(|x| x.0 == f.links[k].0));
+        let all = n > 64 || (1..n).any(|k| (0..k).any(|j| f.links.id(j) == f.links.id(k)));
         let mut shared = 0u64;
         for k in 0..n {
-            let (l, w) = self.flows[id as usize].links[k];
+            let (l, w) = self.flows[id as usize].links.get(k);
             let other = self.lone[l as usize];
             let fits = w * self.flows[id as usize].bound <= self.base[l as usize];
             if !all && other == NONE && fits && self.solver.idle(l) {
@@ -320,7 +317,7 @@ impl Net {
         }
         let f = &mut self.flows[id as usize];
         (f.shared, f.joins) = (if all { u64::MAX } else { shared }, 0);
-        let left = f.remaining;
+        let left = f.bytes;
         self.join(id, left, now, !all);
     }
 
@@ -328,14 +325,14 @@ impl Net {
     /// its class at `now` for the class of its shared links with `l`.
     fn share(&mut self, id: u32, l: u32, now: f64) {
         let f = &mut self.flows[id as usize];
-        let k = f.links.iter().position(|x| x.0 == l).expect("a lone link of the flow");
+        let k = (0..f.links.len()).position(|k| f.links.id(k) == l).expect("a lone link of the flow");
         f.shared |= 1 << k;
         let c = std::mem::replace(&mut f.class, NONE);
         #[cfg(test)]
         {
             self.most.1 += 1;
         }
-        let left = f.target - self.classes.list[c as usize].served_at(now);
+        let left = f.bytes - self.classes.list[c as usize].served_at(now);
         self.leave(c);
         self.join(id, left.max(0.0), now, true);
     }
@@ -348,7 +345,7 @@ impl Net {
     fn join(&mut self, id: u32, left: f64, now: f64, indexed: bool) {
         let f = &self.flows[id as usize];
         self.key.clear();
-        self.key.extend(f.links.iter().enumerate().filter(|&(k, _)| k >= 64 || f.shared >> k & 1 == 1).map(|(_, &x)| x));
+        self.key.extend(f.links.iter().enumerate().filter(|&(k, _)| k >= 64 || f.shared >> k & 1 == 1).map(|(_, x)| x));
         // Only a crowded link makes a class of several flows likely: other
         // flows take a class of their own without a look-up.
         let indexed = indexed && self.key.iter().any(|x| self.solver.members(x.0) >= self.crowd);
@@ -374,13 +371,14 @@ impl Net {
             self.solver.set_count(c, cl.count);
         }
         let f = &mut self.flows[id as usize];
-        (f.class, f.target) = (c, target);
+        (f.class, f.bytes) = (c, target);
         f.joins = f.joins.saturating_add(1);
         self.date(c);
     }
 
-    /// One flow has left class `c` (its entry in the class may stay): the
-    /// class is given back when empty, else the solver sees its new count.
+    /// One flow has left class `c` (its entry in the class may stay, until
+    /// [`classes::Class::drop_left`]): the class is given back when empty,
+    /// else the solver sees its new count.
     fn leave(&mut self, c: u32) {
         let cl = &mut self.classes.list[c as usize];
         cl.count -= 1;
@@ -394,6 +392,8 @@ impl Net {
             if cl.solved() {
                 self.solver.set_count(c, cl.count);
             }
+            let flows = &self.flows;
+            cl.drop_left(|e| flows[e.2 as usize].class == c && flows[e.2 as usize].seq == e.1);
             self.date(c);
         }
     }
@@ -455,7 +455,7 @@ impl Net {
         // Flows whose latency is over start using bandwidth.
         while self.pending.peek().is_some_and(|p| p.0 <= now) {
             let Entry(_, _, id) = self.pending.pop().expect("peeked");
-            if self.flows[id as usize].remaining <= 1e-9 {
+            if self.flows[id as usize].bytes <= 1e-9 {
                 self.end(id);
             } else {
                 self.enter(id, now);

@@ -18,20 +18,17 @@ use crate::trace::record::COMM_WORLD;
 /// Global communicator id of `MPI_COMM_WORLD`.
 pub(crate) const WORLD: u32 = 0;
 
+/// A rank's collective counts (20 bytes; what only ranks that create
+/// communicators need is in [`Comms`]' tables keyed by rank).
 #[derive(Default)]
 struct PerRank {
-    /// This rank's comm id → global id.
-    local: FxHashMap<u32, u32>,
-    /// Communicators created so far per member list (by hash).
-    created: FxHashMap<u64, u32>,
     /// Collectives started so far on the world: gives each its own tag.
     world_seq: u32,
     /// The same per global id of the other communicators: the first two
     /// here (global id, count; id `WORLD` for a free place), so that a
-    /// rank's usual communicators need no lookup in a table of its own,
-    /// the others in `seq`.
+    /// rank's usual communicators need no lookup, the others in
+    /// [`Comms`]' `seq`.
     seq_near: [(u32, u32); 2],
-    seq: FxHashMap<u32, u32>,
 }
 
 pub(crate) struct Comms {
@@ -40,6 +37,12 @@ pub(crate) struct Comms {
     members: Vec<Vec<u32>>,
     by_key: HashMap<(Vec<u32>, u32), u32>,
     ranks: Vec<PerRank>,
+    /// (rank, its comm id) → global id.
+    local: FxHashMap<(u32, u32), u32>,
+    /// (rank, hash of a member list) → communicators it created with that list so far.
+    created: FxHashMap<(u32, u64), u32>,
+    /// (rank, global id) → collectives started there, beyond `seq_near`.
+    seq: FxHashMap<(u32, u32), u32>,
 }
 
 impl Comms {
@@ -49,6 +52,9 @@ impl Comms {
             members: Vec::new(),
             by_key: HashMap::new(),
             ranks: (0..world_size).map(|_| PerRank::default()).collect(),
+            local: FxHashMap::default(),
+            created: FxHashMap::default(),
+            seq: FxHashMap::default(),
         }
     }
 
@@ -56,7 +62,7 @@ impl Comms {
     pub(crate) fn create(&mut self, r: usize, local: u32, members: &[u32]) {
         let mut h = DefaultHasher::new();
         members.hash(&mut h);
-        let nth = self.ranks[r].created.entry(h.finish()).or_insert(0);
+        let nth = self.created.entry((r as u32, h.finish())).or_insert(0);
         let key = (members.to_vec(), *nth);
         *nth += 1;
         let next = self.members.len() as u32 + 1;
@@ -64,7 +70,7 @@ impl Comms {
         if g == next {
             self.members.push(members.to_vec());
         }
-        self.ranks[r].local.insert(local, g);
+        self.local.insert((r as u32, local), g);
     }
 
     /// Global id of rank `r`'s communicator `local`, if known.
@@ -72,7 +78,7 @@ impl Comms {
         if local == COMM_WORLD {
             return Some(WORLD);
         }
-        self.ranks[r].local.get(&local).copied()
+        self.local.get(&(r as u32, local)).copied()
     }
 
     /// Matching context of rank `r`'s user point-to-point traffic on its
@@ -119,7 +125,7 @@ impl Comms {
                     rk.seq_near[i].0 = g;
                     &mut rk.seq_near[i].1
                 }
-                None => rk.seq.entry(g).or_insert(0),
+                None => self.seq.entry((r as u32, g)).or_insert(0),
             },
         };
         let tag = (*s & 0x7fff_ffff) as i32;

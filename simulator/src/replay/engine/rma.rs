@@ -104,26 +104,21 @@ enum Blocked {
 /// communicators are ([`super::comms`]).
 #[derive(Debug)]
 pub(super) struct RmaState {
-    /// Per rank: its window id → (global window, its communicator id).
-    local: Vec<HashMap<u32, (usize, u32)>>,
-    /// Per rank: windows created so far per global communicator.
-    created: Vec<HashMap<u32, u32>>,
+    /// (rank, its window id) → (global window, its communicator id).
+    local: HashMap<(u32, u32), (usize, u32)>,
+    /// (rank, global communicator) → windows the rank created on it so far.
+    created: HashMap<(u32, u32), u32>,
     /// (global communicator, index of creation on it) → global window.
     by_key: HashMap<(u32, u32), usize>,
     wins: Vec<Win>,
-    /// Per rank: what it waits for, when blocked in an RMA synchronization.
-    blocked: Vec<Option<Blocked>>,
+    /// What each rank blocked in an RMA synchronization waits for, by rank
+    /// (ranks that make no one-sided call cost nothing here).
+    blocked: HashMap<u32, Blocked>,
 }
 
 impl RmaState {
-    pub(super) fn new(ranks: usize) -> RmaState {
-        RmaState {
-            local: vec![HashMap::new(); ranks],
-            created: vec![HashMap::new(); ranks],
-            by_key: HashMap::new(),
-            wins: Vec::new(),
-            blocked: vec![None; ranks],
-        }
+    pub(super) fn new() -> RmaState {
+        RmaState { local: HashMap::new(), created: HashMap::new(), by_key: HashMap::new(), wins: Vec::new(), blocked: HashMap::new() }
     }
 }
 
@@ -137,7 +132,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 return Err(self.err(r, action, why, true));
             };
             let st = &mut self.rma;
-            let nth = st.created[r].entry(g).or_insert(0);
+            let nth = st.created.entry((r as u32, g)).or_insert(0);
             let key = (g, *nth);
             *nth += 1;
             let next = st.wins.len();
@@ -145,11 +140,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             if w == next {
                 st.wins.push(Win::default());
             }
-            st.local[r].insert(win, (w, comm));
+            st.local.insert((r as u32, win), (w, comm));
             self.rma_call_cost(r, RmaCallKind::Create);
             return self.start_coll(r, &Action::Barrier { comm });
         }
-        let Some(&(w, comm)) = self.rma.local[r].get(&win) else {
+        let Some(&(w, comm)) = self.rma.local.get(&(r as u32, win)) else {
             let why = format!("window {win} of rank {r} was never created in its trace");
             return Err(self.err(r, action, why, false));
         };
@@ -163,7 +158,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             RmaCall::Create { .. } => unreachable!("handled above"),
             RmaCall::Free => {
                 self.rma_settle(r, w, None);
-                self.rma.local[r].remove(&win);
+                self.rma.local.remove(&(r as u32, win));
                 return self.start_coll(r, &Action::Barrier { comm });
             }
             RmaCall::Put { .. } | RmaCall::Accumulate { .. } | RmaCall::Get { .. } | RmaCall::GetAccumulate { .. } => {
@@ -203,7 +198,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 }
                 self.rma.wins[w].exposure.insert(me, origins.clone());
                 for &o in origins {
-                    if self.rma.blocked[o as usize] == Some(Blocked::Start { win: w }) {
+                    if self.rma.blocked.get(&o) == Some(&Blocked::Start { win: w }) {
                         self.rma_retry(o as usize, Blocked::Start { win: w })?;
                     }
                 }
@@ -227,7 +222,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 for &t in &targets {
                     let at = now + self.model(r, t as usize).transfer.eval(0);
                     self.rma.wins[w].dones.entry((me, t)).or_default().push_back(at);
-                    if self.rma.blocked[t as usize] == Some(Blocked::Wait { win: w }) {
+                    if self.rma.blocked.get(&t) == Some(&Blocked::Wait { win: w }) {
                         self.rma_retry(t as usize, Blocked::Wait { win: w })?;
                     }
                 }
@@ -314,7 +309,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, adds: 0, extra: 0.0 };
         rk.status = Status::Blocked;
         rk.doing = Doing::Rma { name, win };
-        self.rma.blocked[r] = Some(b);
+        self.rma.blocked.insert(r as u32, b);
         Flow::Blocked
     }
 
@@ -347,7 +342,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
 
     /// Ends `r`'s RMA block at `at` (or its block's start, if later).
     fn rma_wake(&mut self, r: usize, at: f64) -> Result<(), ReplayError> {
-        self.rma.blocked[r] = None;
+        self.rma.blocked.remove(&(r as u32));
         let rk = &mut self.ranks[r];
         rk.block.resume = rk.block.since.max(at);
         resolve(rk);

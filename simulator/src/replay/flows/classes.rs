@@ -26,31 +26,51 @@ pub(super) const NONE: u32 = u32::MAX;
 
 /// One class: its bound, the bytes its flows have been served, and
 /// its flows' targets.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Class {
-    /// Of a class in the index: the (directed link, weight) pairs of one
-    /// flow, in its route's order (empty otherwise).
-    pub(super) links: Vec<(u32, f64)>,
-    /// It has shared links (and so an entry in the solver).
-    solved: bool,
     /// A flow's rate bound, in the sharing's units.
     pub(super) bound: f64,
-    /// Flows in the class.
-    pub(super) count: u32,
     /// A flow's rate, in the sharing's units per second.
     pub(super) rate: f64,
     /// Bytes served to each flow of the class up to `t_last` (seconds),
     /// since the class was formed, in the sharing's units.
     pub(super) served: f64,
     pub(super) t_last: f64,
-    /// Of a class in the index: the flows' targets (`served` at which
-    /// each ends), start orders and ids, earliest first; entries of flows
-    /// that left for another class stay until they come to the top.
-    members: std::collections::BinaryHeap<Entry>,
-    /// Of a class outside the index, which no other flow can join: its flow.
-    single: Option<Entry>,
-    /// Where the class is in [`Classes`]' index (0: not there).
+    /// Of a class outside the index, which no other flow can join: its
+    /// flow (id [`NONE`]: none).
+    single: Entry,
+    /// Of a class in the index: its key and its flows.
+    crowd: Option<Box<Crowd>>,
+    /// Flows in the class.
+    pub(super) count: u32,
+    /// It has shared links (and so an entry in the solver).
+    solved: bool,
+}
+
+/// The part of a class that other flows can join.
+#[derive(Debug, Default)]
+struct Crowd {
+    /// Where the class is in [`Classes`]' index.
     hash: u64,
+    /// The (directed link, weight) pairs of one flow, in its route's order.
+    links: Vec<(u32, f64)>,
+    /// The flows' targets (`served` at which each ends), start orders and
+    /// ids, earliest first; entries of flows that left for another class
+    /// stay until they come to the top or are half the heap
+    /// ([`Class::drop_left`]).
+    members: std::collections::BinaryHeap<Entry>,
+}
+
+/// An empty single entry.
+const NO_ENTRY: Entry = Entry(0.0, 0, NONE);
+
+/// Heap entries a given-back crowd keeps for its next class.
+const KEPT_ENTRIES: usize = 64;
+
+impl Default for Class {
+    fn default() -> Self {
+        Class { bound: 0.0, rate: 0.0, served: 0.0, t_last: 0.0, single: NO_ENTRY, crowd: None, count: 0, solved: false }
+    }
 }
 
 impl Class {
@@ -70,26 +90,39 @@ impl Class {
 
     /// Adds flow entry `e` (target, start order, id).
     pub(super) fn push(&mut self, e: Entry) {
-        if self.hash == 0 {
-            self.single = Some(e);
-        } else {
-            self.members.push(e);
+        match self.crowd.as_mut() {
+            Some(c) => c.members.push(e),
+            None => self.single = e,
         }
     }
 
     /// The earliest entry, and whether every entry is of a flow in the
     /// class (no flow left for another class since it was added).
     pub(super) fn first(&self) -> Option<(Entry, bool)> {
-        match self.single {
-            Some(e) => Some((e, true)),
-            None => self.members.peek().map(|&e| (e, self.members.len() == self.count as usize)),
+        match self.crowd.as_ref() {
+            Some(c) => c.members.peek().map(|&e| (e, c.members.len() == self.count as usize)),
+            None => (self.single.2 != NONE).then_some((self.single, true)),
         }
     }
 
     /// Drops the earliest entry.
     pub(super) fn pop(&mut self) {
-        if self.single.take().is_none() {
-            self.members.pop();
+        match self.crowd.as_mut() {
+            Some(c) => {
+                c.members.pop();
+            }
+            None => self.single = NO_ENTRY,
+        }
+    }
+
+    /// Drops the entries of flows that left (those for which `in_class`
+    /// is false) once they are as many as the flows in the class, so the
+    /// heap holds at most twice its flows.
+    pub(super) fn drop_left(&mut self, in_class: impl Fn(&Entry) -> bool) {
+        if let Some(c) = self.crowd.as_mut() {
+            if c.members.len() > 2 * self.count as usize {
+                c.members.retain(in_class);
+            }
         }
     }
 }
@@ -101,6 +134,10 @@ pub(super) struct Classes {
     pub(super) list: Vec<Class>,
     free: Vec<u32>,
     index: FxHashMap<u64, u32>,
+    /// Crowds given back, for the next classes in the index (boxed as
+    /// the classes hold them, so none is allocated again).
+    #[allow(clippy::vec_box, reason = "the boxes move to and from `Class::crowd`")]
+    spare: Vec<Box<Crowd>>,
 }
 
 impl Classes {
@@ -114,7 +151,7 @@ impl Classes {
         if hash != 0 {
             if let Some(&c) = self.index.get(&hash) {
                 let cl = &self.list[c as usize];
-                if cl.bound.to_bits() == bound.to_bits() && cl.links == links {
+                if cl.bound.to_bits() == bound.to_bits() && cl.crowd.as_ref().is_some_and(|x| x.links == links) {
                     return (c, false);
                 }
             }
@@ -123,31 +160,35 @@ impl Classes {
             self.list.push(Class::default());
             (self.list.len() - 1) as u32
         });
-        let cl = &mut self.list[c as usize];
-        cl.links.clear();
-        cl.members.clear();
-        (cl.solved, cl.single) = (!links.is_empty(), None);
-        (cl.bound, cl.count, cl.rate, cl.served, cl.t_last, cl.hash) = (bound, 0, 0.0, 0.0, now, 0);
+        let mut crowd = None;
         if hash != 0 {
             // A key whose hash another class holds keeps its flows alone.
             if let std::collections::hash_map::Entry::Vacant(v) = self.index.entry(hash) {
                 v.insert(c);
-                cl.hash = hash;
-                cl.links.extend_from_slice(links);
+                let mut x = self.spare.pop().unwrap_or_default();
+                x.hash = hash;
+                x.links.extend_from_slice(links);
+                crowd = Some(x);
             }
         }
+        self.list[c as usize] =
+            Class { bound, rate: 0.0, served: 0.0, t_last: now, single: NO_ENTRY, crowd, count: 0, solved: !links.is_empty() };
         (c, true)
     }
 
     /// Gives class `c`, left without flows, back.
     pub(super) fn free(&mut self, c: u32) {
         let cl = &mut self.list[c as usize];
-        if cl.hash != 0 {
-            self.index.remove(&cl.hash);
-            cl.hash = 0;
+        if let Some(mut x) = cl.crowd.take() {
+            self.index.remove(&x.hash);
+            x.links.clear();
+            x.members.clear();
+            if x.members.capacity() > KEPT_ENTRIES {
+                x.members = Default::default();
+            }
+            self.spare.push(x);
         }
-        cl.members.clear();
-        cl.single = None;
+        cl.single = NO_ENTRY;
         self.free.push(c);
     }
 }

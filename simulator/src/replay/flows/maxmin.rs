@@ -34,17 +34,18 @@ const TOL: f64 = 1e-12;
 
 const NONE: u32 = u32::MAX;
 
+/// Member space a free slot keeps for its next link.
+const KEPT_MEMBERS: usize = 8;
+
 /// In `Solver::bneck`: the flow is at its bound.
 const AT_BOUND: u32 = u32::MAX - 1;
 
-/// A flow on a link: start order, the flow's id, its weight there and
-/// weight × bound.
+/// A flow on a link: the flow's id and its weight there (its start
+/// order is `Solver::seq_of`, its bound `Solver::bound`).
 #[derive(Debug, Clone, Copy)]
 struct Member {
-    seq: u64,
     id: u32,
     w: f64,
-    wb: f64,
 }
 
 /// A link that some flow in its bandwidth phase crosses.
@@ -52,7 +53,7 @@ struct Member {
 struct Slot {
     /// Directed link id.
     link: u32,
-    /// Its flows, in start order.
+    /// Its flows, in start order (a flow that leaves leaves at once).
     members: Vec<Member>,
     /// Within a filling: remaining capacity, bytes/s; Σ weight of the
     /// open members; capacity / that sum (∞ when it is 0).
@@ -63,8 +64,8 @@ struct Slot {
     queued: u64,
     /// Solve count at which the link was last queued in `touched`.
     touched_at: u64,
-    /// Some member left and is still in `members`.
-    stale: bool,
+    /// Members that left since the last [`Solver::solve`].
+    left: u32,
 }
 
 /// The flows in their bandwidth phase, per link, their max-min fair
@@ -73,7 +74,7 @@ struct Slot {
 pub(super) struct Solver {
     // Per flow id (ids are the caller's, dense from 0).
     /// (slot, weight) pairs of the links it crosses.
-    links: Vec<Vec<(u32, f64)>>,
+    links: Vec<pairs::Pairs>,
     /// Upper bound of the rate, bytes/s.
     bound: Vec<f64>,
     /// Max-min fair rate as of the last [`Solver::solve`], bytes/s.
@@ -89,8 +90,8 @@ pub(super) struct Solver {
     /// was last checked, [`AT_BOUND`] when it was at its bound, `NONE`
     /// when unknown.
     bneck: Vec<u32>,
-    /// Start order of the flow in the solver (`u64::MAX`: none); a link's
-    /// members of another start order have left.
+    /// Start order of the flow in the solver (`u64::MAX`: none), the
+    /// order of a link's members.
     seq_of: Vec<u64>,
 
     // Per directed link of the network: its slot (`NONE`: no flow).
@@ -154,7 +155,7 @@ impl Solver {
         let i = id as usize;
         if i >= self.links.len() {
             let n = i + 1;
-            self.links.resize_with(n, Vec::new);
+            self.links.resize_with(n, Default::default);
             self.bound.resize(n, 0.0);
             self.rate.resize(n, 0.0);
             self.fixed_at.resize(n, 0);
@@ -172,27 +173,36 @@ impl Solver {
         for &(l, w) in links {
             let s = self.slot(l);
             mine.push((s, w));
+            let seq_of = &self.seq_of;
             let m = &mut self.slots[s as usize].members;
             // After the members started no later: a link the flow crosses
             // twice keeps the flow's own order.
-            let at = m.partition_point(|x| x.seq <= seq);
-            m.insert(at, Member { seq, id, w, wb: w * bound });
+            let at = m.partition_point(|x| seq_of[x.id as usize] <= seq);
+            m.insert(at, Member { id, w });
             self.touch(s);
         }
         self.links[i] = mine;
     }
 
-    /// Removes flow `id`; the other flows of its components get their
-    /// rates at the next [`Solver::solve`], which drops it from its
-    /// links' members (once per link for all the flows that left).
+    /// Removes flow `id` from its links; the other flows of its
+    /// components get their rates at the next [`Solver::solve`].
     pub(super) fn remove(&mut self, id: u32) {
         let i = id as usize;
-        self.seq_of[i] = u64::MAX;
+        let seq = self.seq_of[i];
         for k in 0..self.links[i].len() {
-            let s = self.links[i][k].0;
-            self.slots[s as usize].stale = true;
+            let s = self.links[i].get(k).0;
+            let seq_of = &self.seq_of;
+            let slot = &mut self.slots[s as usize];
+            // Members are in start order and start orders are unique: the
+            // first of `seq` is the flow's (a link crossed twice holds it
+            // twice, one removal each).
+            let at = slot.members.partition_point(|x| seq_of[x.id as usize] < seq);
+            debug_assert!(slot.members.get(at).is_some_and(|x| x.id == id), "entry {id} on its link");
+            slot.members.remove(at);
+            slot.left += 1;
             self.touch(s);
         }
+        self.seq_of[i] = u64::MAX;
         self.links[i].clear();
     }
 
@@ -202,25 +212,28 @@ impl Solver {
     /// [`Solver::solve`].
     pub(super) fn set_count(&mut self, id: u32, k: u32) {
         let i = id as usize;
-        let (seq, bound) = (self.seq_of[i], self.bound[i]);
+        let seq = self.seq_of[i];
         for m in 0..self.links[i].len() {
-            let (s, w) = self.links[i][m];
+            let (s, w) = self.links[i].get(m);
+            let seq_of = &self.seq_of;
             let members = &mut self.slots[s as usize].members;
-            let at = members.partition_point(|x| x.seq < seq);
+            let at = members.partition_point(|x| seq_of[x.id as usize] < seq);
             let x = &mut members[at];
-            debug_assert!(x.id == id && x.seq == seq, "entry {id} on its link");
+            debug_assert!(x.id == id, "entry {id} on its link");
             x.w = f64::from(k) * w;
-            x.wb = x.w * bound;
             self.touch(s);
         }
     }
 
-    /// Entries crossing directed link `l` (some may have left since the
-    /// last [`Solver::solve`]).
+    /// Entries crossing directed link `l`, counting those that left
+    /// since the last [`Solver::solve`].
     pub(super) fn members(&self, l: u32) -> usize {
         match self.slot_of[l as usize] {
             NONE => 0,
-            s => self.slots[s as usize].members.len(),
+            s => {
+                let slot = &self.slots[s as usize];
+                slot.members.len() + slot.left as usize
+            }
         }
     }
 
@@ -276,14 +289,8 @@ impl Solver {
             return;
         }
         self.epoch += 1;
-        // The flows that left leave their links' members.
-        let Solver { slots, touched, seq_of, .. } = self;
-        for &s in touched.iter() {
-            let slot = &mut slots[s as usize];
-            if slot.stale {
-                slot.members.retain(|x| seq_of[x.id as usize] == x.seq);
-                slot.stale = false;
-            }
+        for &s in &self.touched {
+            self.slots[s as usize].left = 0;
         }
         let local = self.solve_local(base);
         #[cfg(test)]
@@ -292,13 +299,17 @@ impl Solver {
         } else {
             self.solved.1 += 1;
         }
-        // Links left without a flow give their slots back.
+        // Links left without a flow give their slots back, and the
+        // member space a crowd left beyond a few flows.
         for k in 0..self.touched.len() {
             let s = self.touched[k];
             let slot = &mut self.slots[s as usize];
             if slot.members.is_empty() && self.slot_of[slot.link as usize] == s {
                 self.slot_of[slot.link as usize] = NONE;
                 self.free_slots.push(s);
+                if slot.members.capacity() > KEPT_MEMBERS {
+                    slot.members = Vec::with_capacity(KEPT_MEMBERS);
+                }
             }
         }
         self.touched.clear();
@@ -341,7 +352,7 @@ impl Solver {
     fn fits(&self, base: &[f64], links: &[u32]) -> bool {
         links.iter().all(|&s| {
             let slot = &self.slots[s as usize];
-            let fit: f64 = slot.members.iter().map(|x| x.wb).sum();
+            let fit: f64 = slot.members.iter().map(|x| x.w * self.bound[x.id as usize]).sum();
             // A NaN sum does not fit.
             fit <= base[slot.link as usize] * (1.0 + TOL)
         })
@@ -387,7 +398,7 @@ impl Solver {
                     }
                     seen[i] = st;
                     comp_flows.push(x.id);
-                    for &(s2, _) in &links[i] {
+                    for (s2, _) in links[i].iter() {
                         if slot_seen[s2 as usize] != st {
                             slot_seen[s2 as usize] = st;
                             stack.push(s2);
@@ -446,7 +457,7 @@ impl Solver {
             let fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], slots: &mut [Slot], affected: &mut Vec<u32>| {
                 rate[i] = level;
                 fixed_at[i] = lv;
-                for &(s, _) in &links[i] {
+                for (s, _) in links[i].iter() {
                     let slot = &mut slots[s as usize];
                     if slot.queued != lv {
                         slot.queued = lv;
@@ -538,5 +549,6 @@ pub(super) fn least(a: f64, b: f64) -> f64 {
 }
 
 mod local;
+mod pairs;
 #[cfg(test)]
 pub(super) mod tests;

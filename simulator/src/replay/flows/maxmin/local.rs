@@ -120,7 +120,7 @@ impl Solver {
         let Solver { links, slot_seen, sub_flows, sub_links, .. } = self;
         sub_links.clear();
         for &id in sub_flows.iter() {
-            for &(s, _) in &links[id as usize] {
+            for (s, _) in links[id as usize].iter() {
                 if slot_seen[s as usize] != lst {
                     slot_seen[s as usize] = lst;
                     sub_links.push(s);
@@ -138,7 +138,7 @@ impl Solver {
         let b = if r >= self.bound[i] * (1.0 - 2.0 * TOL) {
             AT_BOUND
         } else {
-            self.links[i].iter().find(|&&(s, w)| w > 0.0 && r >= self.fastest[s as usize]).map_or(NONE, |x| x.0)
+            self.links[i].iter().find(|&(s, w)| w > 0.0 && r >= self.fastest[s as usize]).map_or(NONE, |x| x.0)
         };
         self.bneck[i] = b;
         b != NONE
@@ -180,7 +180,7 @@ impl Solver {
             let n = self.sub_flows.len();
             let mut explained = false;
             for m in 0..self.links[i].len() {
-                let (l, w) = self.links[i][m];
+                let (l, w) = self.links[i].get(m);
                 if w <= 0.0 {
                     continue;
                 }
