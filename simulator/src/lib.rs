@@ -26,6 +26,7 @@ pub mod perturbation;
 pub mod platform;
 pub mod regions;
 pub mod replay;
+pub mod rng;
 pub mod speed;
 pub mod ti;
 pub mod trace;

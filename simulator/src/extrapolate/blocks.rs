@@ -486,11 +486,7 @@ impl Blocks {
 
 /// SplitMix64 of the seed, the rank and the draw's index.
 fn mix(seed: u64, r: u32, i: u64) -> u64 {
-    let mut z = seed ^ ((r as u64) << 40) ^ i;
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    crate::rng::mix(seed ^ ((r as u64) << 40) ^ i)
 }
 
 #[cfg(test)]

@@ -366,12 +366,7 @@ pub fn interval(pts: &[Noisy], n: u32) -> (f64, f64) {
 /// A standard normal draw for replicate `k`, point `i` (Box–Muller over
 /// two SplitMix64 outputs).
 fn normal(k: u64, i: u64) -> f64 {
-    let mix = |mut z: u64| {
-        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mix = crate::rng::mix;
     let u = |z: u64| ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
     let (u1, u2) = (u(mix(k << 32 ^ i << 1)), u(mix(k << 32 ^ i << 1 ^ 1)));
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()

@@ -6,24 +6,7 @@
 use super::*;
 use crate::collectives::ReduceCost;
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+use crate::rng::Rng;
 
 fn lat_model(latency: f64, bw: f64, os: f64, or: f64, eager: u64) -> P2pModel {
     P2pModel { eager_threshold_bytes: eager, ..model(latency, bw, os, or) }
@@ -38,7 +21,7 @@ fn bulk_platform(rng: &mut Rng, cores: u32, hosts: usize) -> Platform {
     if rng.below(2) == 0 {
         p.collectives.reduce = ReduceCost { intercept_s: 1e-7, s_per_byte: 2e-10, min_bytes: 16 };
     }
-    p.smpi.async_small_thresh_bytes = [None, Some(0), Some(64)][rng.below(3) as usize];
+    p.smpi.async_small_thresh_bytes = [None, Some(0), Some(64)][rng.below(3)];
     p
 }
 
@@ -54,7 +37,7 @@ fn workload(rng: &mut Rng, n: u32) -> Vec<Vec<Action>> {
         .collect();
     for _ in 0..6 {
         let kind = rng.below(5);
-        let bytes = [8, 512, 2048, 65536][rng.below(4) as usize];
+        let bytes = [8, 512, 2048, 65536][rng.below(4)];
         for (r, acts) in ranks.iter_mut().enumerate() {
             acts.push(compute(rng.unit() * 1e-5));
             let r = r as u32;
@@ -87,17 +70,17 @@ fn replayed(p: &Platform, ranks: Vec<Vec<Action>>, bulk: bool) -> ReplayReport {
 
 #[test]
 fn bulk_collectives_equal_the_event_replay_bit_for_bit() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut fewer_events = 0;
     for case in 0..480 {
         let n = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32][case % 12];
-        let cores = [1, 2, 4][rng.below(3) as usize];
+        let cores = [1, 2, 4][rng.below(3)];
         let p = bulk_platform(&mut rng, cores, 32);
         let mut ranks = workload(&mut rng, n);
         if case % 3 == 0 {
             // A nonblocking all-reduce in flight across blocking ones (at
             // the same place on every rank: collectives come in one order).
-            let at = 1 + rng.below(ranks[0].len() as u64 - 1) as usize;
+            let at = 1 + rng.below(ranks[0].len() - 1);
             for acts in &mut ranks {
                 acts.insert(at, Action::Icoll { req: 9, coll: Box::new(Action::Allreduce { bytes: 64, comm: 0 }) });
                 acts.push(Action::Allreduce { bytes: 8, comm: 0 });
@@ -136,7 +119,7 @@ fn members_in_different_collectives_are_refused() {
 fn exchanges(rng: &mut Rng, n: u32) -> Vec<Vec<Action>> {
     let mut ranks = workload(rng, n);
     for _ in 0..8 {
-        let bytes = [8, 512, 8192][rng.below(3) as usize];
+        let bytes = [8, 512, 8192][rng.below(3)];
         let kind = rng.below(3);
         for (r, acts) in ranks.iter_mut().enumerate() {
             let r = r as u32;
@@ -166,10 +149,10 @@ fn exchanges(rng: &mut Rng, n: u32) -> Vec<Vec<Action>> {
 
 #[test]
 fn order_free_replays_equal_the_event_order_bit_for_bit() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     for case in 0..240 {
         let n = [2, 3, 4, 5, 8, 12, 16, 32][case % 8];
-        let cores = [1, 2, 4][rng.below(3) as usize];
+        let cores = [1, 2, 4][rng.below(3)];
         let p = bulk_platform(&mut rng, cores, 32);
         let ranks = exchanges(&mut rng, n);
         let streams = |ranks: Vec<Vec<Action>>| -> Vec<ActionStream<'static, std::convert::Infallible>> {
