@@ -943,6 +943,12 @@ impl Class {
         self.slots.len()
     }
 
+    /// The trip-count laws of the class's loops whose trip count changes
+    /// with N (module `loops`), one per loop in call order; empty without.
+    pub fn loop_laws(&self) -> &[loops::CountLaw] {
+        self.loops.as_ref().map_or(&[], |l| &l.laws)
+    }
+
     /// The size laws of the class's calls that change with N, with their
     /// call: for the report.
     pub fn size_laws(&self) -> impl Iterator<Item = (Op, Law)> + '_ {

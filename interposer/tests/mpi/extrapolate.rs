@@ -241,6 +241,9 @@ fn loops_whose_trip_count_follows_the_grid_extrapolate_with_each_iteration_s_par
     let dirs: Vec<tempfile::TempDir> = [2, 4, 8, 16, 32].iter().map(|&n| traced(n, "cg", args).0).collect();
     let samples = dirs[..3].iter().map(|d| Sample::open(d.path()).unwrap()).collect();
     let model = Model::build(samples).unwrap_or_else(|e| panic!("{e}"));
+    // Every row sum's loop: log2 of the row's width.
+    let laws: Vec<String> = model.classes.iter().flat_map(|c| c.loop_laws().iter().map(|l| l.to_string())).collect();
+    assert!(!laws.is_empty() && laws.iter().all(|l| l == "log2 dims0(N)"), "{laws:?}");
     for (dir, n) in dirs[3..].iter().zip([16, 32]) {
         let real = simulator::replay::open_trace_dir(dir.path(), ComputeTime::Cpu).unwrap();
         let want = messages(real);

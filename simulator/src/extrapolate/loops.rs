@@ -403,10 +403,15 @@ impl std::fmt::Display for CountLaw {
             Var::Dim0 => "dims0(N)",
             Var::Dim1 => "dims1(N)",
         };
-        match (self.a == 0.0, self.log) {
-            (true, _) => write!(f, "{}", self.b),
-            (false, true) => write!(f, "{}·log2 {x} + {}", self.a, self.b),
-            (false, false) => write!(f, "{}·{x} + {}", self.a, self.b),
+        if self.a == 0.0 {
+            return write!(f, "{}", self.b);
+        }
+        let coef = if self.a == 1.0 { String::new() } else { format!("{}·", self.a) };
+        let term = if self.log { format!("log2 {x}") } else { x.to_string() };
+        match self.b {
+            0.0 => write!(f, "{coef}{term}"),
+            b if b < 0.0 => write!(f, "{coef}{term} − {}", -b),
+            b => write!(f, "{coef}{term} + {b}"),
         }
     }
 }
@@ -467,12 +472,14 @@ mod tests {
         // log2 of the larger side of MPI_Dims_create(N, 2): 1, 1, 2 at 2, 4, 8.
         let law = CountLaw::fit(&[(2, 1), (4, 1), (8, 2)]).unwrap();
         assert_eq!((law.var, law.log), (Var::Dim0, true));
+        assert_eq!(law.to_string(), "log2 dims0(N)");
         assert_eq!([16, 32, 64, 256, 1 << 20].map(|n| law.eval(n)), [2, 3, 3, 4, 10]);
         let law = CountLaw::fit(&[(2, 5), (4, 5)]).unwrap();
         assert_eq!(law.eval(1024), 5);
         // A pipeline over N − 1 partners.
         let law = CountLaw::fit(&[(2, 1), (4, 3), (8, 7)]).unwrap();
         assert_eq!((law.var, law.log, law.eval(64)), (Var::Ranks, false, 63));
+        assert_eq!(law.to_string(), "N − 1");
         assert_eq!(CountLaw::fit(&[(2, 1), (4, 7), (8, 2)]), None);
     }
 }

@@ -128,6 +128,17 @@ pub fn summary(model: &Model, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "extrapolation from {:?} ranks: {} rank class(es)", model.sample_ranks, model.classes.len())?;
     for c in &model.classes {
         writeln!(out, "  class {}: {} calls per rank", c.rule, c.calls())?;
+        // Loops whose trip count changes with N, by law.
+        let mut by_law: Vec<(String, usize)> = Vec::new();
+        for law in c.loop_laws().iter().filter(|l| l.a != 0.0).map(|l| l.to_string()) {
+            match by_law.iter_mut().find(|(s, _)| *s == law) {
+                Some((_, k)) => *k += 1,
+                None => by_law.push((law, 1)),
+            }
+        }
+        for (law, k) in by_law {
+            writeln!(out, "    {k} loop(s) of trip count {law}")?;
+        }
         let mut laws: Vec<_> = c.laws.iter().filter(|l| l.points.iter().any(|p| p.1 > 0.0)).collect();
         laws.sort_by(|a, b| b.points.last().map(|p| p.1).partial_cmp(&a.points.last().map(|p| p.1)).unwrap_or(std::cmp::Ordering::Equal));
         for l in laws.iter().take(5) {
