@@ -268,17 +268,10 @@ impl Launcher {
     }
 
     /// The first line of `mpirun --version` (e.g. "mpirun (Open MPI)
-    /// 4.1.4"), or `None` when the launcher does not run.
+    /// 4.1.4", or Hydra's with its version line), or `None` when the
+    /// launcher does not run ([`mpi_launch::Mpi::version`]).
     pub fn version(&self) -> Option<String> {
-        let out = Command::new(&self.mpirun).arg("--version").stdin(Stdio::null()).output().ok()?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-        text.lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()).map(|first| {
-            // MPICH's Hydra prints "HYDRA build details:" first; keep its version line too.
-            match text.lines().find(|l| l.trim_start().starts_with("Version:")) {
-                Some(v) if first.starts_with("HYDRA") => format!("{first} {}", v.trim()),
-                _ => first,
-            }
-        })
+        mpi_launch::Mpi::find(Some(&self.mpirun)).ok().map(|m| m.version().to_string())
     }
 
     fn run_mode(&self, exe: &Path, plan: &[u64], warmup: usize, mode: &[String], dir: &Path) -> Result<Vec<Sample>, Error> {

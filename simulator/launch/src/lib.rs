@@ -114,7 +114,12 @@ impl Mpi {
         } else {
             Flavour::Other
         };
-        let version = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        // Hydra prints "HYDRA build details:" first; its version is a later line.
+        let version = match text.lines().find(|l| l.trim_start().starts_with("Version:")) {
+            Some(v) if first.starts_with("HYDRA") => format!("{first} {}", v.trim()),
+            _ => first.to_string(),
+        };
         Mpi { program, flavour, version }
     }
 
@@ -128,7 +133,8 @@ impl Mpi {
         self.flavour
     }
 
-    /// The first line of its `--version`.
+    /// The first line of its `--version` (with Hydra's `Version:` line
+    /// after it, e.g. "HYDRA build details: Version: 4.0.2").
     pub fn version(&self) -> &str {
         &self.version
     }
@@ -243,7 +249,7 @@ mod tests {
         let ompi = Mpi::with_version("mpirun".into(), "mpirun (Open MPI) 4.1.6\n\nReport bugs to ...\n");
         assert_eq!((ompi.flavour(), ompi.version()), (Flavour::OpenMpi, "mpirun (Open MPI) 4.1.6"));
         let hydra = Mpi::with_version("mpiexec.hydra".into(), "HYDRA build details:\n    Version: 4.0.2\n");
-        assert_eq!(hydra.flavour(), Flavour::Mpich);
+        assert_eq!((hydra.flavour(), hydra.version()), (Flavour::Mpich, "HYDRA build details: Version: 4.0.2"));
         let (mut cmd, session) = ompi.command(3).unwrap();
         ompi.forward(&mut cmd, "LD_PRELOAD", "lib.so");
         let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();

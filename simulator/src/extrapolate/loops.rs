@@ -180,7 +180,10 @@ impl Folding {
     /// the calls at the same place of every copy of its run's body, or `i`
     /// alone outside runs.
     pub fn group(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
-        let run = self.loops.runs.iter().find(|r| (r.start as usize..(r.start + r.period * r.count) as usize).contains(&i));
+        // Runs are in call order and do not overlap: the last one starting
+        // at or before i holds i if any does.
+        let before = self.loops.runs.partition_point(|r| r.start as usize <= i);
+        let run = before.checked_sub(1).map(|k| &self.loops.runs[k]).filter(|r| i < (r.start + r.period * r.count) as usize);
         let (first, step, copies) = match run {
             Some(r) => (r.start as usize + (i - r.start as usize) % r.period as usize, r.period as usize, r.count as usize),
             None => (i, 1, 1),
