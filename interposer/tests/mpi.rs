@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use mpi_launch::open_mpi_exit_race;
 use simulator::trace::{open_dir, CallRecord, Op, Params, RankTrace};
 
 #[path = "mpi/comms.rs"]
@@ -73,8 +74,6 @@ fn mpi() -> &'static mpi_launch::Mpi {
 fn launcher(np: u32) -> (Command, mpi_launch::Session) {
     mpi().command(np).expect("a session directory for mpirun")
 }
-
-use mpi_launch::open_mpi_exit_race;
 
 fn mpirun(np: u32, prog: &str, args: &[&str], env: &[(&str, &str)], preload: bool) -> Output {
     let run = || {

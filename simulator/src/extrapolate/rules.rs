@@ -131,7 +131,7 @@ pub enum PeerRule {
 /// Where a call is in the loop around it: iteration `t` of `k` (0 of 1
 /// outside loops). Module `loops` finds the loops whose trip count
 /// changes with N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Iter {
     /// The iteration, from 0.
     pub t: u32,
@@ -160,10 +160,7 @@ impl PeerRule {
         match *self {
             PeerRule::Fixed(v) => v,
             PeerRule::FromEnd(c) => n as i32 - 1 - c as i32,
-            PeerRule::Offset(d) => match r + d {
-                p if (0..n64).contains(&p) => p as i32,
-                _ => PROC_NULL,
-            },
+            PeerRule::Offset(d) => inside(r + d),
             PeerRule::Periodic(d) => (r + d).rem_euclid(n64) as i32,
             PeerRule::Grid { grid, dx, dy, periodic } => {
                 let (x, y, w, h) = grid.coords(r as u32, n);
