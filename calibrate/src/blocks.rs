@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use simulator::trace::actions::ComputeTime;
+use simulator::trace::ComputeTime;
 use statrs::statistics::Statistics;
 
 use crate::error::{Error, ErrorKind};

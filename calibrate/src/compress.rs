@@ -34,8 +34,8 @@ use std::collections::HashMap;
 use std::io::BufWriter;
 use std::path::Path;
 
-use simulator::trace::actions::ComputeTime;
 use simulator::trace::codec::MAX_REPEAT_BODY;
+use simulator::trace::ComputeTime;
 use simulator::trace::{open_dir, rank_file_name, CallRecord, Params, RankTrace, RankWriter, META_FILE};
 use statrs::statistics::Statistics;
 

@@ -13,7 +13,7 @@ use calibrate::{plot, power};
 use clap::{Args, Parser, Subcommand};
 
 mod io_cmd;
-use simulator::trace::actions::ComputeTime;
+use simulator::trace::ComputeTime;
 
 #[derive(Parser)]
 #[command(version, about = "Calibrates the simulator's models on this machine")]

@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use simulator::speed::SpeedRatios;
-use simulator::trace::actions::ComputeTime;
 use simulator::trace::symbols::RegionNames;
+use simulator::trace::ComputeTime;
 use simulator::trace::{open_dir, TraceMeta};
 
 use crate::error::{Error, ErrorKind};

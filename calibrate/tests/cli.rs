@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use simulator::platform::Platform;
 use simulator::speed::SpeedRatios;
-use simulator::trace::actions::ComputeTime;
+use simulator::trace::ComputeTime;
 
 /// Serializes the MPI runs of this binary's tests: on a 2-core machine two
 /// 2-rank jobs at once oversubscribe it and blur the timings.
@@ -243,7 +243,7 @@ fn calibrate_speed_finds_an_injected_2x_slowdown_in_one_region() {
     // The file's keys are the regions replay sees: every compute block of
     // the reference trace with time has a ratio, found by its region id.
     let (_, ranks) = simulator::trace::open_dir(&reference).unwrap();
-    let actions = simulator::trace::actions::TraceActions::new(ranks[0].clone(), ComputeTime::Cpu).unwrap();
+    let actions = simulator::action::TraceActions::new(ranks[0].clone(), ComputeTime::Cpu).unwrap();
     let (mut found, mut missing) = (0, 0);
     for a in actions {
         if let Ok(simulator::action::Action::Compute { region, seconds }) = a {

@@ -5,9 +5,14 @@
 //! interposer traces ([`TraceActions`]) and SimGrid TI traces
 //! ([`crate::ti`]).
 
+mod convert;
+pub mod file;
 mod names;
 
 use crate::network::rma::RmaMove;
+
+/// A rank's actions, streamed: rank r of a replay is the r-th stream.
+pub type ActionStream<'a, E> = Box<dyn Iterator<Item = Result<Action, E>> + 'a>;
 
 /// One step of one rank. Peers and roots are world ranks; sizes are bytes;
 /// request ids are opaque and unique among a rank's pending requests.
@@ -218,13 +223,13 @@ pub enum Action {
     /// `MPI_File_open`, `MPI_File_set_view` or `MPI_File_set_info` on
     /// `file`: a metadata operation for an open (which also names the
     /// file's communicator), and the view and hints the file's later
-    /// accesses follow ([`crate::io::hints`]); without a file system it
+    /// accesses follow ([`FileInfo`]); without a file system it
     /// takes `recorded_s` as compute, as [`Action::Io`].
     IoInfo {
         /// The rank's id of the file.
         file: u32,
         /// What the call says (boxed: rare, and larger than other actions).
-        info: Box<crate::io::FileInfo>,
+        info: Box<FileInfo>,
         /// The call's measured duration, seconds.
         recorded_s: f64,
     },
@@ -427,8 +432,8 @@ impl RmaCall {
 
     /// Which of the platform's one-sided call costs this call takes
     /// ([`crate::platform::Smpi::rma_call_cost`]).
-    pub fn cost_kind(&self) -> crate::platform::RmaCallKind {
-        use crate::platform::RmaCallKind as K;
+    pub fn cost_kind(&self) -> RmaCallKind {
+        use RmaCallKind as K;
         match self {
             RmaCall::Create { .. } => K::Create,
             RmaCall::Free => K::Free,
@@ -441,7 +446,29 @@ impl RmaCall {
     }
 }
 
-pub use crate::trace::actions::{is_any_source, op_action, region_id, ComputeTime, TraceActions};
+pub use crate::trace::{is_any_source, region_id, ComputeTime};
+pub use convert::{op_action, RecordConverter, RequestBook, TraceActions};
+pub use file::{FileInfo, FileView, Hints};
+
+/// The one-sided calls as their cost goes ([`Smpi::rma_call_cost`](crate::platform::Smpi::rma_call_cost)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RmaCallKind {
+    /// `MPI_Win_create`, `MPI_Win_allocate`, `MPI_Win_allocate_shared`, `MPI_Win_create_dynamic`.
+    Create,
+    /// `MPI_Win_free`.
+    Free,
+    /// `MPI_Win_lock`.
+    Lock,
+    /// `MPI_Win_unlock`.
+    Unlock,
+    /// `MPI_Win_post`.
+    Post,
+    /// `MPI_Win_complete`.
+    Complete,
+    /// Any other one-sided call: the data movements, fence, start, wait,
+    /// the flushes, `lock_all` and `unlock_all`.
+    Other,
+}
 
 /// What an [`Action::Io`] does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

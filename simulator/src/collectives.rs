@@ -33,6 +33,7 @@
 //! all-reduce and barrier are not point-to-point schedules: [`shm`]
 //! models them, when the platform gives their costs ([`Collectives::shm`]).
 
+mod alg;
 mod config;
 mod exchange;
 mod gamma;
@@ -43,6 +44,7 @@ mod select;
 pub mod shm;
 mod trees;
 
+pub use alg::{alg_names, parse_alg, Alg, Coll};
 pub use config::Collectives;
 pub use exchange::{
     allreduce, bruck_allgather, bruck_alltoall, chain_scan, linear_allgather, linear_alltoall, neighbor_allgather, pairwise,
@@ -52,7 +54,7 @@ pub use exchange::{
 pub use gamma::ReduceCost;
 pub use lazy::{Aligned, Lazy};
 pub use schedule::{elem_size, schedule, CollCall};
-pub use select::{alg_names, parse_alg, Alg, Coll, CollAlgs, Selector, SELECTORS};
+pub use select::{CollAlgs, Selector, SELECTORS};
 pub use shm::{ShmColl, ShmCost, ShmCounter};
 pub use trees::{
     barrier, bcast, binary_bcast, binary_reduce, binomial_gather, binomial_scatter, chain_bcast, chain_reduce, knomial_bcast,

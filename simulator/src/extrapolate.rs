@@ -37,9 +37,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::replay::ActionStream;
-use crate::trace::actions::{region_id, RecordConverter};
+use crate::action::ActionStream;
+use crate::action::RecordConverter;
 use crate::trace::record::{CallRecord, Op, Params};
+use crate::trace::region_id;
 use crate::trace::symbols::Symbolizer;
 use crate::trace::{self, CallSite, Module, RankHeader, TraceError, TraceMeta};
 

@@ -53,7 +53,7 @@
 //! shm_call_s = 6e-7            # optional: MPICH's shared-memory collectives ([`crate::collectives::shm`]),
 //! shm_flag_s = 1.2e-7          # all three or none
 //! shm_s_per_byte = 8e-11
-//! [[fs]]                       # optional: file systems for MPI-IO ([`crate::io::FileSystem`])
+//! [[fs]]                       # optional: file systems for MPI-IO ([`fs::FileSystem`])
 //! name = "scratch"
 //! servers = 4
 //! stripe_size_bytes = 1048576
@@ -66,11 +66,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::collectives::Collectives;
-use crate::energy::{PowerRange, Pstate};
 use crate::network::lane::Turn;
 use crate::network::{FlowSharing, P2pModel};
+use power::{PowerRange, Pstate};
 
 pub mod cluster;
+pub mod dvfs;
+pub mod fs;
+pub mod power;
 mod rma_calls;
 pub mod simgrid;
 mod smpi;
@@ -344,11 +347,11 @@ pub struct Platform {
     /// File systems for MPI-IO (`[[fs]]`); the first is where the trace's
     /// files live. Empty: I/O calls replay as their recorded durations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fs: Vec<crate::io::FileSystem>,
+    pub fs: Vec<fs::FileSystem>,
     /// Pstate changes during the run (`simulator replay --dvfs`,
     /// `INTERPOSER_DVFS`); not part of the file: none by default.
     #[serde(skip)]
-    pub dvfs: crate::dvfs::Dvfs,
+    pub dvfs: dvfs::Dvfs,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -380,7 +383,7 @@ impl Platform {
             collectives: Collectives::default(),
             no_oversubscription: false,
             fs: Vec::new(),
-            dvfs: crate::dvfs::Dvfs::default(),
+            dvfs: dvfs::Dvfs::default(),
         }
     }
 

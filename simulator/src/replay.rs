@@ -69,7 +69,7 @@
 //! - **Persistent requests** (interposer traces): `MPI_Start`/`Startall`
 //!   post the `Isend`/`Irecv` the `*_init` call described, under the same
 //!   request, which a wait completes and the next start reuses
-//!   ([`crate::trace::actions::RequestBook`]); `Ssend`/`Bsend`/`Rsend_init`
+//!   ([`crate::action::RequestBook`]); `Ssend`/`Bsend`/`Rsend_init`
 //!   map onto standard sends as their blocking forms do. `MPI_Mrecv`/
 //!   `Imrecv` receive from the source and tag their `Mprobe` matched;
 //!   `Waitsome`/`Testsome` wait for the requests that completed.
@@ -89,7 +89,7 @@
 //!   these calls.
 //! - **MPI-IO** is recorded, not simulated: each call replays as a compute
 //!   block of its measured duration in region `MPI-IO`
-//!   ([`crate::trace::actions::IO_REGION`]), so it keeps its traced time
+//!   ([`crate::trace::IO_REGION`]), so it keeps its traced time
 //!   (scaled by the host's speed ratio like any compute); the requests of
 //!   `File_i*` complete at once.
 //! - **Finalize** ends the rank; its end time is its clock there (or
@@ -133,8 +133,7 @@ use crate::platform::{Mapping, Platform};
 use crate::ti::TiError;
 use crate::trace::TraceError;
 
-/// A rank's actions, streamed: rank r of a replay is the r-th stream.
-pub type ActionStream<'a, E> = Box<dyn Iterator<Item = Result<Action, E>> + 'a>;
+pub use crate::action::ActionStream;
 
 /// Replays `streams` (one per world rank, in rank order) on `platform`:
 /// `Replay::new(platform).run(streams)` ([`Replay`] adds a timeline and

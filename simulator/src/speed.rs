@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::trace::actions::region_key_id;
+use crate::trace::region_key_id;
 
 /// The header line of a ratio file, as SimGrid writes it.
 pub const HEADER: &str = "\"start-stop\",\"ratio\"";
@@ -183,7 +183,7 @@ impl SpeedRatios {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::actions::region_id;
+    use crate::trace::region_id;
     use crate::trace::CallSite;
 
     #[test]

@@ -11,7 +11,6 @@
 //! seek per chunk), so a truncated or corrupt file is reported before any
 //! replay starts; [`RankTrace::records`] then streams its records.
 
-pub mod actions;
 pub mod check;
 pub mod chunk;
 pub mod codec;
@@ -29,7 +28,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use record::{BlockCounters, CallRecord, Op, Params};
+pub use record::{is_any_source, BlockCounters, CallRecord, Op, Params};
+pub use symbols::{region_id, region_key_id, IO_REGION};
 pub use writer::RankWriter;
 
 use chunk::{ChunkHead, ChunkKind, CHUNK_HEADER_BYTES, MAGIC};
@@ -41,6 +41,16 @@ pub const META_FILE: &str = "meta.json";
 /// File name of rank `r`'s trace inside a trace directory.
 pub fn rank_file_name(rank: u32) -> String {
     format!("rank-{rank}.trace")
+}
+
+/// Which recorded duration a compute block takes in replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ComputeTime {
+    /// Thread CPU time (default): honest when ranks were oversubscribed.
+    #[default]
+    Cpu,
+    /// Wall time between the two calls.
+    Wall,
 }
 
 /// How compute blocks were timed.

@@ -223,7 +223,7 @@ pub extern "C" fn ipr_online_request_free(req: u64) {
 /// trace records them) and scratch list `list` (the v-collectives' byte
 /// counts) on a communicator of `n` members: the blocking collective a
 /// nonblocking one stands for; `MPI_(I)reduce_scatter_block` as a
-/// reduce-scatter of `n` equal blocks (as [`simulator::trace::actions`]
+/// reduce-scatter of `n` equal blocks (as [`simulator::action::op_action`]
 /// replays it). `None` when the online clock cannot run it (a
 /// neighbourhood collective, or a call the replay does not represent).
 fn coll_action(op: Op, p: &Params, list: &mut Vec<u64>, n: usize) -> Option<Action> {

@@ -60,7 +60,7 @@ impl RegionRatios {
     /// The ratio of the block between the calls whose return addresses
     /// are `prev` (0: `MPI_Init`) and `next` (1 for a region the file does
     /// not name), and the region's id
-    /// ([`simulator::trace::actions::region_key_id`] of its name).
+    /// ([`simulator::trace::region_key_id`] of its name).
     pub fn lookup(&mut self, prev: u64, next: u64) -> (f64, u64) {
         if let Some(&r) = self.cache.get(&(prev, next)) {
             return r;
@@ -70,7 +70,7 @@ impl RegionRatios {
             self.refreshes += 1;
         }
         let key = region_key_in(&mut self.sym, &self.modules, prev, next);
-        let r = (self.ratios.get_key(&key).unwrap_or(1.0), simulator::trace::actions::region_key_id(&key));
+        let r = (self.ratios.get_key(&key).unwrap_or(1.0), simulator::trace::region_key_id(&key));
         self.cache.insert((prev, next), r);
         r
     }

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::select::{alg_names, parse_alg, Alg, Coll, CollAlgs};
+use super::alg::{alg_names, parse_alg, Alg, Coll};
+use super::select::CollAlgs;
 use super::{ReduceCost, ShmCost};
 
 /// Algorithms and reduction cost of the collectives.

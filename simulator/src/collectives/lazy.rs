@@ -5,9 +5,10 @@
 //! [`Step`]s (at a million ranks a recursive-doubling all-reduce is 20
 //! rounds per rank, all ranks inside it at once).
 
+use super::alg::{Alg, Coll};
 use super::exchange::{fold, unfold};
 use super::schedule::{elem_size, CollCall};
-use super::select::{Alg, Coll, CollAlgs};
+use super::select::CollAlgs;
 use super::Step;
 
 /// A rank's part of a collective, generated round by round: the same

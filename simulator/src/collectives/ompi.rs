@@ -3,7 +3,7 @@
 //! SimGrid 3.32 (`src/smpi/colls/smpi_openmpi_selector.cpp`, which carries
 //! the same tables) run for each algorithm id.
 
-use super::select::{Alg, Coll};
+use super::alg::{Alg, Coll};
 
 /// A decision table: rows `(ranks below, [(bytes below, algorithm id)])`,
 /// the last bound of each list `u64::MAX`, the last row `u32::MAX`.

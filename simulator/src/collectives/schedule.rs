@@ -1,7 +1,8 @@
 //! One rank's schedule of one collective call: the algorithm picked by
 //! [`CollAlgs`], expanded into [`Step`]s.
 
-use super::select::{Alg, Coll, CollAlgs};
+use super::alg::{Alg, Coll};
+use super::select::CollAlgs;
 use super::*;
 
 /// One collective call as a rank sees it. Sizes are bytes; `root` is a

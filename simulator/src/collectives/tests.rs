@@ -1,4 +1,4 @@
-use super::select::{alg_names, parse_alg};
+use super::alg::{alg_names, parse_alg};
 use super::*;
 use std::collections::VecDeque;
 

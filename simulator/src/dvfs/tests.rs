@@ -1,5 +1,6 @@
 use super::*;
 use crate::energy::{PowerRange, Pstate};
+use crate::platform::Platform;
 
 /// Three pstates of 1, 0.8 and 0.6 Gflop/s.
 fn host(switch_s: f64) -> Host {
@@ -77,8 +78,8 @@ fn specs_parse_and_pstates_are_checked_against_the_hosts() {
 fn region_files_name_the_file_and_line_of_a_bad_row() {
     let path = std::path::Path::new("r.csv");
     let ok = RegionPstates::parse("region,pstate\n\"a.c:3:a.c:9\",2\nb+0x10:b+0x20,1\n", path).unwrap();
-    assert_eq!(ok.get(crate::trace::actions::region_key_id("a.c:3:a.c:9")), Some(2));
-    assert_eq!(ok.get(crate::trace::actions::region_key_id("b+0x10:b+0x20")), Some(1));
+    assert_eq!(ok.get(crate::trace::region_key_id("a.c:3:a.c:9")), Some(2));
+    assert_eq!(ok.get(crate::trace::region_key_id("b+0x10:b+0x20")), Some(1));
     assert_eq!(ok.check(3), Ok(()));
     assert_eq!(ok.check(2).unwrap_err().0, "r.csv:2: pstate 2");
     for (text, want) in [

@@ -12,15 +12,15 @@
 //!
 //! - **Shapes.** Two ranks call alike when their sequences of (operation,
 //!   call site) are the same once every run of a repeated body is cut to
-//!   one copy, innermost first ([`collapse`]): a loop's trip count does
+//!   one copy, innermost first (`collapse`): a loop's trip count does
 //!   not enter the shape.
 //! - **Runs of the template.** The largest traced count's rank of a class
 //!   gives the class's calls. Its runs are its innermost tandem repeats
-//!   ([`innermost_runs`]): the smallest body that repeats at each place,
+//!   (`innermost_runs`): the smallest body that repeats at each place,
 //!   never overlapping a run found with a smaller body.
 //! - **Matching.** Every other rank of the class is read against the
 //!   template, each run taking as many copies of its body as follow
-//!   ([`match_runs`], at least one): each call of the rank gets the
+//!   (`match_runs`, at least one): each call of the rank gets the
 //!   template call it is (a run's copy t, or its last copy beyond the
 //!   template's count) and its iteration.
 //! - **Trip counts** are fitted per run ([`CountLaw`]): the same at every

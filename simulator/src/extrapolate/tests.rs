@@ -358,7 +358,7 @@ fn eight_hosts() -> crate::platform::Platform {
 /// ordinary trace directory replay to the same report.
 #[test]
 fn generated_streams_replay_as_their_written_trace() {
-    use crate::trace::actions::ComputeTime;
+    use crate::trace::ComputeTime;
     let model = Model::build(vec![halo_sample(2), halo_sample(4), halo_sample(8)]).unwrap();
     let platform = eight_hosts();
     let dir = tempfile::tempdir().unwrap();

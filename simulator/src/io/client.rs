@@ -15,9 +15,9 @@
 //! accesses follow [`super::ompio`]: independent ones up to
 //! [`super::ompio::INDIVIDUAL_MAX_RANKS`] ranks.
 
-use super::hints::{DEFAULT_IND_RD_BUFFER_BYTES, DEFAULT_IND_WR_BUFFER_BYTES};
 use super::plan::{Plan, Step};
 use super::{ompio, two_phase_plan, FileInfo, FileView, FsState, Hints, IoKind, Member, MpiIo};
+use crate::action::file::{DEFAULT_IND_RD_BUFFER_BYTES, DEFAULT_IND_WR_BUFFER_BYTES};
 use crate::action::IoCall;
 use crate::platform::Platform;
 

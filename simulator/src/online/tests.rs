@@ -483,7 +483,7 @@ fn dvfs_policies_agree_with_replay() {
     use crate::dvfs::{Dvfs, RegionPstates};
     use crate::energy::{PowerRange, Pstate};
     let key = "app.c:1:app.c:9";
-    let region = crate::trace::actions::region_key_id(key);
+    let region = crate::trace::region_key_id(key);
     let mut p = platform();
     let ps = |speed_flops: f64| Pstate { speed_flops, watts: Some(PowerRange::parse("100:120:200").unwrap()) };
     for h in &mut p.hosts {

@@ -15,25 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The one-sided calls as their cost goes ([`Smpi::rma_call_cost`](super::Smpi::rma_call_cost)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RmaCallKind {
-    /// `MPI_Win_create`, `MPI_Win_allocate`, `MPI_Win_allocate_shared`, `MPI_Win_create_dynamic`.
-    Create,
-    /// `MPI_Win_free`.
-    Free,
-    /// `MPI_Win_lock`.
-    Lock,
-    /// `MPI_Win_unlock`.
-    Unlock,
-    /// `MPI_Win_post`.
-    Post,
-    /// `MPI_Win_complete`.
-    Complete,
-    /// Any other one-sided call: the data movements, fence, start, wait,
-    /// the flushes, `lock_all` and `unlock_all`.
-    Other,
-}
+pub use crate::action::RmaCallKind;
 
 /// Measured costs of single one-sided calls, seconds (`[smpi.rma_calls]`);
 /// a call without one takes `[smpi] rma_call_s` (a window's creation: 0).
@@ -95,8 +77,7 @@ impl RmaCalls {
 
 #[cfg(test)]
 mod tests {
-    use super::RmaCallKind;
-    use crate::action::Action;
+    use crate::action::{Action, RmaCallKind};
     use crate::trace::record::{CallRecord, Params};
     use crate::trace::Op;
 

@@ -404,7 +404,7 @@ fn replay_speed_from_trace_files() {
 fn speed_ratios_scale_compute_by_region_and_count_misses() {
     let mut ratios = crate::speed::SpeedRatios::new();
     ratios.insert("a.c:1:a.c:2", 0.5).unwrap();
-    let known = crate::trace::actions::region_key_id("a.c:1:a.c:2");
+    let known = crate::trace::region_key_id("a.c:1:a.c:2");
     let streams: Vec<ActionStream<'static, Infallible>> = vec![Box::new(
         vec![Action::Compute { seconds: 2.0, region: known }, Action::Compute { seconds: 1.0, region: 7 }, compute(1.0)]
             .into_iter()

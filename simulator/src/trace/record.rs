@@ -571,3 +571,8 @@ pub mod hint {
     /// A switch set to `automatic`.
     pub const AUTOMATIC: u64 = 3;
 }
+
+/// True when `src` is the wildcard source.
+pub fn is_any_source(src: i32) -> bool {
+    src == ANY_SOURCE
+}

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{Module, RankTrace};
+use super::{CallSite, Module, RankTrace};
 
 struct Debug {
     loader: addr2line::Loader,
@@ -94,7 +94,7 @@ fn module_of(modules: &[Module], addr: u64) -> Option<&Module> {
 }
 
 /// Names the compute-block regions of one rank, as [`region_key`]s with
-/// their ids ([`crate::trace::actions::region_key_id`]), caching both per
+/// their ids ([`region_key_id`]), caching both per
 /// (previous call site, next call site) pair.
 #[derive(Debug, Default)]
 pub struct RegionNames {
@@ -115,7 +115,7 @@ impl RegionNames {
             return k.clone();
         }
         let key: std::rc::Rc<str> = region_key(&mut self.sym, trace, prev, next).into();
-        let v = (key.clone(), crate::trace::actions::region_key_id(&key));
+        let v = (key.clone(), region_key_id(&key));
         self.keys.insert((prev, next), v.clone());
         v
     }
@@ -135,3 +135,22 @@ pub fn region_key(sym: &mut Symbolizer, trace: &RankTrace, prev: u64, next: u64)
 pub fn region_key_in(sym: &mut Symbolizer, modules: &[Module], prev: u64, next: u64) -> String {
     format!("{}:{}", sym.name_in(modules, prev), sym.name_in(modules, next))
 }
+
+/// Stable 64-bit id of the region `prev:next` between two unsymbolized
+/// call sites (FNV-1a of `"<module>+<offset>:<module>+<offset>"`): the id
+/// replay gives a region whose binaries carry no debug information (see
+/// [`region_key`] for the general key).
+pub fn region_id(prev: &CallSite, next: &CallSite) -> u64 {
+    region_key_id(&format!("{prev}:{next}"))
+}
+
+/// Stable 64-bit id of a region key string (FNV-1a 64 of its UTF-8 bytes),
+/// e.g. `"jacobi2d+0x1234:jacobi2d+0x1280"`; the id [`region_id`] gives the
+/// same region, so region keys read from a file (a speed-ratio CSV) match
+/// [`Action::Compute`](crate::action::Action::Compute)'s `region`.
+pub fn region_key_id(key: &str) -> u64 {
+    key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Region key of the compute blocks MPI-IO calls replay as.
+pub const IO_REGION: &str = "MPI-IO";

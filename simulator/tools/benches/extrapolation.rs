@@ -152,7 +152,7 @@ fn region_table(model: &Model, real_dirs: &[PathBuf], n: u32) {
         for r in t.records().expect("records") {
             let r = r.expect("record");
             let site = t.call_site(r.caller);
-            let id = simulator::trace::actions::region_id(&prev, &site);
+            let id = simulator::trace::region_id(&prev, &site);
             names.entry(id).or_insert_with(|| format!("{prev}:{site}"));
             totals.entry(id).or_default().0 += r.compute_cpu_ns as f64 * 1e-9;
             prev = site;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use simulator::trace::actions::RecordConverter;
+use simulator::action::RecordConverter;
 use simulator::trace::symbols::RegionNames;
 use simulator::trace::{open_dir, RankTrace};
 

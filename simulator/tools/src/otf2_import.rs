@@ -30,8 +30,8 @@ use std::path::Path;
 use otf2::consts as c;
 use otf2::{Archive, Event};
 use simulator::action::{Action, IoCall};
-use simulator::trace::actions::region_key_id;
 use simulator::trace::record::{ANY_SOURCE, ANY_TAG, PROC_NULL};
+use simulator::trace::region_key_id;
 
 use crate::otf2_out::COMPUTE_BLOCK;
 

@@ -365,12 +365,8 @@ impl ArchiveOut {
                 self.pending[r as usize].remove(&req);
             }
             Action::Compute { seconds, .. } => {
-                let region = self.w.region_described(
-                    simulator::trace::actions::IO_REGION,
-                    c::ROLE_CODE as u8,
-                    c::PARADIGM_USER as u8,
-                    COMPUTE_BLOCK,
-                );
+                let region =
+                    self.w.region_described(simulator::trace::IO_REGION, c::ROLE_CODE as u8, c::PARADIGM_USER as u8, COMPUTE_BLOCK);
                 let stop = (start + (seconds * 1e9).round() as u64).min(end);
                 self.w.event(loc, start, &Event::Enter { region })?;
                 self.w.event(loc, stop, &Event::Leave { region })?;

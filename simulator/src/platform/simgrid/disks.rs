@@ -1,11 +1,11 @@
 //! SimGrid's disks (`<host>` elements holding `<disk id read_bw write_bw>`,
 //! SimGrid ≥ 3.27's storage model) imported as one file system: each such
-//! host a dedicated server ([`crate::io::FileSystem`]).
+//! host a dedicated server ([`FileSystem`]).
 
 use roxmltree::Node;
 
 use super::{with_unit, BW};
-use crate::io::{Disk, FileSystem, MpiIo};
+use crate::platform::fs::{Disk, FileSystem, MpiIo};
 
 /// The file system of `hosts` (the `<host>` elements with disks), named
 /// after the first disk's `mount` property (else `disks`): one server per

@@ -7,9 +7,9 @@ use roxmltree::{Document, Node, ParsingOptions};
 
 use super::{factors, piecewise, with_unit, Factors, BW, MAX_HOSTS, SMPI_BW_FACTOR, SMPI_HEADER_BYTES, SMPI_LAT_FACTOR, SPEED, TIME};
 use crate::collectives::{Coll, CollAlgs, Collectives};
-use crate::energy::{PowerRange, Pstate};
 use crate::network::topology::Topology;
 use crate::network::{FlowSharing, P2pModel};
+use crate::platform::power::{PowerRange, Pstate};
 use crate::platform::{Host, Mapping, Network, Platform, PlatformError, Smpi, WaitingRanks};
 
 /// `<cluster>` attributes that are read.

@@ -66,7 +66,7 @@ fn a_switch_costs_its_time_at_the_slower_speed_and_the_larger_power() {
 #[test]
 fn a_region_at_a_slower_pstate_takes_the_speed_ratio_longer() {
     let key = "app.c:10:app.c:20";
-    let region = crate::trace::actions::region_key_id(key);
+    let region = crate::trace::region_key_id(key);
     let mut p = hosts(0.0);
     p.hosts.truncate(1);
     let ranks = || vec![vec![Action::Compute { seconds: 1.5, region }, compute(1.0), Action::Finalize]];

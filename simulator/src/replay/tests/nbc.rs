@@ -3,7 +3,7 @@
 //! zero overheads; all-reduce by recursive doubling).
 
 use super::*;
-use crate::trace::actions::RequestBook;
+use crate::action::RequestBook;
 use crate::trace::{CallRecord, Op, Params};
 
 fn iallreduce(req: u64) -> Action {

@@ -5,12 +5,12 @@
 //! `smpi/comp-adjustment-file` write it (`file:line:file:line` once
 //! symbolized, else `module+0xoffset:module+0xoffset`; quoted or bare)
 //! and a pstate index. Lookup is by region id, the FNV-1a hash of the key
-//! ([`crate::trace::actions::region_key_id`]), as for speed ratios.
+//! ([`crate::trace::region_key_id`]), as for speed ratios.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::trace::actions::region_key_id;
+use crate::trace::region_key_id;
 
 /// Pstates by region, with the file and line each came from (for errors).
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -120,7 +120,7 @@ impl FileView {
     }
 }
 
-/// What an [`crate::action::Action::IoInfo`] says about a file.
+/// What an [`Action::IoInfo`](super::Action::IoInfo) says about a file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileInfo {
     /// `MPI_File_open` on this communicator of the rank (else `None`).

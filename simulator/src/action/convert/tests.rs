@@ -1,7 +1,7 @@
 //! Record-to-action conversion: region ids and `MPI_COMM_SELF`.
 
 use super::*;
-use crate::trace::{Module, RankHeader, RankWriter, TimingSource};
+use crate::trace::{region_id, Module, RankHeader, RankWriter, TimingSource};
 
 /// A call of `op` at `caller` with `params`, no compute block, no times.
 fn call(op: Op, caller: u64, params: Params) -> CallRecord {

@@ -3,39 +3,13 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::record::{ANY_SOURCE, COMM_SELF, COMM_UNKNOWN, PROC_NULL};
-use super::symbols::RegionNames;
-use super::{CallRecord, CallSite, Op, Params, RankTrace, TraceError, TraceErrorKind};
-
 use crate::action::{Action, IoCall};
+use crate::trace::record::{COMM_SELF, COMM_UNKNOWN, PROC_NULL};
+use crate::trace::region_key_id;
+use crate::trace::symbols::RegionNames;
+use crate::trace::{CallRecord, ComputeTime, Op, Params, RankTrace, TraceError, TraceErrorKind, IO_REGION};
 
 mod rma;
-
-/// Which recorded duration a compute block takes in replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ComputeTime {
-    /// Thread CPU time (default): honest when ranks were oversubscribed.
-    #[default]
-    Cpu,
-    /// Wall time between the two calls.
-    Wall,
-}
-
-/// Stable 64-bit id of the region `prev:next` between two unsymbolized
-/// call sites (FNV-1a of `"<module>+<offset>:<module>+<offset>"`): the id
-/// replay gives a region whose binaries carry no debug information (see
-/// [`super::symbols::region_key`] for the general key).
-pub fn region_id(prev: &CallSite, next: &CallSite) -> u64 {
-    region_key_id(&format!("{prev}:{next}"))
-}
-
-/// Stable 64-bit id of a region key string (FNV-1a 64 of its UTF-8 bytes),
-/// e.g. `"jacobi2d+0x1234:jacobi2d+0x1280"`; the id [`region_id`] gives the
-/// same region, so region keys read from a file (a speed-ratio CSV) match
-/// [`Action::Compute`]'s `region`.
-pub fn region_key_id(key: &str) -> u64 {
-    key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
 
 /// Turns a rank's call records into actions, streaming.
 #[derive(Debug)]
@@ -343,11 +317,11 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
             Action::Io { call, file, offset, bytes, recorded_s }
         }
         (op, Params::IoInfo { file, comm, disp: _, view_bytes, view_extent, block_bytes, hints, .. }) => {
-            let info = crate::io::FileInfo {
+            let info = crate::action::FileInfo {
                 open_comm: (op == FileOpen).then_some(*comm),
-                view: crate::io::FileView::strided(*view_bytes, *view_extent, *block_bytes),
+                view: crate::action::FileView::strided(*view_bytes, *view_extent, *block_bytes),
                 sets_view: op == FileSetView,
-                hints: crate::io::Hints::from_pairs(hints),
+                hints: crate::action::Hints::from_pairs(hints),
             };
             Action::IoInfo { file: *file, info: Box::new(info), recorded_s: rec.t_end_ns.saturating_sub(rec.t_start_ns) as f64 * 1e-9 }
         }
@@ -382,9 +356,6 @@ impl Iterator for TraceActions {
         }
     }
 }
-
-/// Region key of the compute blocks MPI-IO calls replay as.
-pub const IO_REGION: &str = "MPI-IO";
 
 /// The blocking collective a nonblocking one stands for.
 pub fn blocking_of(op: Op) -> Option<Op> {
@@ -494,11 +465,6 @@ impl RequestBook {
     fn start(&self, request: u64) -> Option<Action> {
         self.persistent.get(&request).cloned().flatten()
     }
-}
-
-/// True when `src` is the wildcard source.
-pub fn is_any_source(src: i32) -> bool {
-    src == ANY_SOURCE
 }
 
 #[cfg(test)]
