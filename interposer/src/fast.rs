@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use simulator::trace::Op;
 
-use crate::hooks::Params;
+use crate::ffi::Params;
 
 /// Op codes of the polls whose runs [`poll_run`] finds.
 const IPROBE: i32 = Op::Iprobe as i32;

@@ -68,8 +68,8 @@ use simulator::online::{VirtualRank, VirtualStats};
 use simulator::trace::Op as Call;
 
 use crate::config::Config;
-use crate::hooks::guard;
-use crate::recorder::{self, warn};
+use crate::ffi::{guard, warn};
+use crate::recorder;
 
 /// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`].
 const STATS_LEN: usize = 9;

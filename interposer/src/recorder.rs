@@ -1,8 +1,5 @@
-//! Per-thread recording state and the process-wide lifecycle.
-//!
-//! Lifecycle: `UNINIT` → (`MPI_Init`) → `TRACING` → (`MPI_Finalize`) →
-//! `FINISHED`, or `DISABLED` for good after a configuration or I/O failure,
-//! a panic, or in a forked child.
+//! Per-thread recording state, started and finished by
+//! [`crate::lifecycle`] (the process-wide state is [`crate::ffi`]'s).
 //!
 //! Each thread records into its own buffer: the thread that called
 //! `MPI_Init` as stream 0 of the rank file, any other thread that makes an
@@ -12,17 +9,17 @@
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use simulator::trace::{rank_file_name, CallRecord, Op, Params, RankHeader, RankWriter, TimingSource, TraceMeta, META_FILE};
 
 use crate::clock::{self, ticks_to_ns, WallClock};
-use crate::config::{self, Config, Mode};
+use crate::config::{Config, Mode};
 use crate::counters;
 use crate::fast::Ring;
+use crate::ffi::{warn, DISABLED, FINISHED, STATE, TRACING};
 use crate::modules;
 use crate::signals;
 use crate::timing::{self, Stamp, Timer};
@@ -30,12 +27,6 @@ use crate::timing::{self, Stamp, Timer};
 mod regions;
 mod state;
 
-const UNINIT: u8 = 0;
-const TRACING: u8 = 1;
-const FINISHED: u8 = 2;
-const DISABLED: u8 = 3;
-
-static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static IO_WARNED: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
@@ -131,81 +122,49 @@ fn thread_recorder() -> Option<Recorder> {
     Some(Recorder::new(setup.rank, writer, setup.epoch_wall, overhead))
 }
 
-/// Prints one warning line on stderr, prefixed with the interposer's name.
-pub fn warn(rank: Option<u32>, msg: &str) {
-    let who = rank.map_or(String::from("interposer"), |r| format!("interposer[rank {r}]"));
-    // One write, so that lines of ranks sharing a terminal do not interleave.
-    let line = format!("{who}: warning: {msg}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-}
-
-/// Disables recording for good and says why, once per process.
-pub fn disable(rank: Option<u32>, msg: &str) {
-    if STATE.swap(DISABLED, Ordering::SeqCst) != DISABLED {
-        warn(rank, msg);
-    }
-}
-
 extern "C" fn forked_child() {
     STATE.store(DISABLED, Ordering::SeqCst);
     Ring::detach();
 }
 
-/// Called after a successful `PMPI_Init`: reads the environment, opens the
-/// rank's file and records the `MPI_Init` record at the trace epoch.
-pub fn init(rank: u32, size: u32, library: &str) {
-    if STATE.compare_exchange(UNINIT, TRACING, Ordering::SeqCst, Ordering::SeqCst).is_err() {
-        return;
+/// Opens the rank's file, records the `MPI_Init` record at the trace
+/// epoch and starts recording on the calling thread (the `MPI_Init`
+/// thread); `sink` is the model compute blocks are charged to (online
+/// mode's clock), `None` when tracing only.
+///
+/// # Errors
+/// A one-line message naming `INTERPOSER_OUT` or the file that cannot be written.
+pub fn start(cfg: &Config, rank: u32, size: u32, library: &str, sink: Option<BlockSink>) -> Result<(), String> {
+    let rec = open(cfg, rank, size, library, sink.is_some())?;
+    // SAFETY: registering a plain extern "C" function without arguments.
+    unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+    REC.with(|r| {
+        let mut slot = r.borrow_mut();
+        *slot = Some(rec);
+        if let Some(rec) = slot.as_mut() {
+            rec.start_fast_path(sink.is_none());
+        }
+        // The recorder stays in place in this thread's slot until
+        // finalize or thread exit, which disarm first.
+        let target = slot.as_mut().map_or(std::ptr::null_mut(), |rec| rec as *mut Recorder as *mut ());
+        signals::arm(target, flush_on_signal);
+    });
+    signals::install();
+    if let Some(f) = sink {
+        let _ = SINK.set(f);
     }
-    let (cfg, warnings) = config::from_env(|k| std::env::var(k).ok());
-    // Every rank sees the same environment: let rank 0 alone report it.
-    if rank == 0 {
-        for w in &warnings {
-            warn(None, w);
-        }
-    }
-    let Some(cfg) = cfg else {
-        STATE.store(DISABLED, Ordering::SeqCst);
-        return;
-    };
-    let online = match cfg.mode {
-        Mode::Online => crate::online::prepare(&cfg, rank, size),
-        Mode::Trace | Mode::Regions => None,
-        Mode::Time => {
-            STATE.store(DISABLED, Ordering::SeqCst);
-            crate::span::arm(&cfg, rank);
-            return;
-        }
-    };
-    match open(&cfg, rank, size, library, online.is_some()) {
-        Ok(rec) => {
-            crate::span::arm(&cfg, rank);
-            // SAFETY: registering a plain extern "C" function without arguments.
-            unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
-            REC.with(|r| {
-                let mut slot = r.borrow_mut();
-                *slot = Some(rec);
-                if let Some(rec) = slot.as_mut() {
-                    rec.start_fast_path(online.is_none());
-                }
-                // The recorder stays in place in this thread's slot until
-                // finalize or thread exit, which disarm first.
-                let target = slot.as_mut().map_or(std::ptr::null_mut(), |rec| rec as *mut Recorder as *mut ());
-                signals::arm(target, flush_on_signal);
-            });
-            signals::install();
-            if let Some(online) = online {
-                crate::online::install(online);
-            }
-        }
-        Err(e) => {
-            STATE.store(DISABLED, Ordering::SeqCst);
-            // Same directory for all ranks: one warning, from rank 0.
-            if rank == 0 {
-                warn(None, &format!("{e}; recording disabled, the application runs unchanged"));
-            }
-        }
-    }
+    Ok(())
+}
+
+/// What a compute block is charged to before its call is recorded:
+/// `(cpu_ns, call_start wall ticks, (previous caller, caller))`, once per call.
+pub type BlockSink = fn(u64, u64, (u64, u64));
+
+/// The block sink [`start`] was given.
+static SINK: OnceLock<BlockSink> = OnceLock::new();
+
+fn sink() -> Option<BlockSink> {
+    SINK.get().copied()
 }
 
 /// This machine's host name (`uname` nodename), `unknown` when empty.
@@ -367,7 +326,7 @@ pub fn begin(op: u8, caller: u64, tick: u64) -> bool {
         if slot.is_none() {
             *slot = thread_recorder();
             if let Some(rec) = slot.as_mut() {
-                rec.start_fast_path(!crate::online::installed());
+                rec.start_fast_path(sink().is_none());
             }
         }
         let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) else { return false };
@@ -440,8 +399,8 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         rec.ring.state().in_call = 0;
         let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
         let flushes = rec.writer.flushes();
-        if rec.calibration.is_none() {
-            crate::online::charge(rec.block_cpu_ns(), rec.call_start.wall, (rec.prev_caller, rec.caller));
+        if let Some(charge) = sink().filter(|_| rec.calibration.is_none()) {
+            charge(rec.block_cpu_ns(), rec.call_start.wall, (rec.prev_caller, rec.caller));
         }
         let _ = rec.locked(|rec| rec.record(op, failed, exit, params));
         // The wait for the node's compute token is neither this call nor
@@ -451,7 +410,7 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         // recorder (a chunk written, the token waited for), in online mode
         // (whose model ran in the call's epilogue), and whenever the fast
         // path is on: the overhead measurement saw its epilogue, not this one.
-        let fresh = rec.isolated || rec.writer.flushes() != flushes || crate::online::installed() || rec.ring.state().on != 0;
+        let fresh = rec.isolated || rec.writer.flushes() != flushes || sink().is_some() || rec.ring.state().on != 0;
         // After a slow step that may have slept (a chunk written, the token
         // waited for) the CPU clock is read; else only after a long call.
         let slept = rec.isolated || rec.writer.flushes() != flushes;

@@ -14,8 +14,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::config::{Config, Mode};
-use crate::hooks::guard;
-use crate::recorder::warn;
+use crate::ffi::{guard, warn};
 
 #[derive(Debug)]
 struct Span {

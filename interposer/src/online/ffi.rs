@@ -10,21 +10,10 @@ use simulator::online::VirtualStats;
 use simulator::trace::{CallRecord, Op};
 
 use super::pump::{Ev, Input};
-use super::shadow::{Channel, Op as Shadow};
+use super::shadow::{free_shadow, Channel, Op as Shadow};
 use super::{with, with_state, Nbc, ONLINE, STATS_LEN, VIRTUAL_WTIME};
-use crate::hooks::{guard, record_params, Params};
+use crate::ffi::{guard, record_params, Params};
 use crate::recorder;
-
-extern "C" {
-    fn ipr_sh_free(slot: u32);
-}
-
-/// Frees shadow `slot`'s communicators (the pump reached the
-/// application's `MPI_Comm_free` of its communicator).
-pub(super) fn free_shadow(slot: u32) {
-    // SAFETY: a plain call into csrc/online.c.
-    unsafe { ipr_sh_free(slot) }
-}
 
 /// 1 when this thread runs online mode (the C side then creates the shadow communicators).
 #[no_mangle]

@@ -27,8 +27,7 @@ use simulator::extrapolate::{band_of, band_variants, Model, Sample, Variant, DEF
 use simulator::platform::Platform;
 
 use crate::config::Config;
-use crate::hooks::guard;
-use crate::recorder::warn;
+use crate::ffi::{guard, warn};
 
 /// What rank 0 predicts at `MPI_Finalize`.
 #[derive(Debug, Clone)]

@@ -313,7 +313,7 @@ impl Online {
                     self.clock.complete(&[*id]);
                 }
             }
-            Ev::CommFree { slot } => super::ffi::free_shadow(*slot),
+            Ev::CommFree { slot } => super::shadow::free_shadow(*slot),
             Ev::RmaMove { target, kind, bytes } => self.clock.rma_move(*target, *kind, *bytes),
             Ev::RmaSettle { target, kind } => self.clock.rma_settle(*target, *kind),
             Ev::RmaCall { kind } => self.clock.rma_call(*kind),
@@ -342,7 +342,7 @@ impl Online {
 /// warning (the first time) saying why.
 fn unmodelled(set: &mut std::collections::BTreeSet<&'static str>, rank: u32, call: Call, e: &dyn std::fmt::Display) {
     if set.insert(call.mpi_name()) {
-        crate::recorder::warn(Some(rank), &format!("online mode: {e}; it costs no virtual time"));
+        crate::ffi::warn(Some(rank), &format!("online mode: {e}; it costs no virtual time"));
     }
 }
 

@@ -26,6 +26,14 @@ extern "C" {
     fn ipr_sh_iallgather(slot: u32, send: *const f64, recv: *mut f64, n: c_int, k: c_int, req: *mut u64) -> c_int;
     fn ipr_sh_test(req: *mut u64) -> c_int;
     fn ipr_sh_cancel(req: *mut u64, kind: c_int);
+    fn ipr_sh_free(slot: u32);
+}
+
+/// Frees shadow `slot`'s communicators (the pump reached the
+/// application's `MPI_Comm_free` of its communicator).
+pub(super) fn free_shadow(slot: u32) {
+    // SAFETY: a plain call into csrc/online.c.
+    unsafe { ipr_sh_free(slot) }
 }
 
 /// A shadow operation in flight with the buffer it reads or writes: the

@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use simulator::trace::{CallRecord, Op, Params, RankWriter};
 
-use super::{warn, Overhead, Recorder, DISABLED, IO_WARNED, STATE};
+use super::{Overhead, Recorder, IO_WARNED};
 use crate::clock::{self, ticks_to_ns};
 use crate::fast::{self, Ring};
-use crate::hooks::record_params;
+use crate::ffi::record_params;
+use crate::ffi::{warn, DISABLED, STATE};
 use crate::signals;
 use crate::timing::{self, Timer};
 
