@@ -24,6 +24,7 @@ pub mod network;
 pub mod online;
 pub mod perturbation;
 pub mod platform;
+pub mod rank;
 pub mod regions;
 pub mod replay;
 pub mod rng;

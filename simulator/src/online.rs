@@ -83,6 +83,7 @@ use crate::network::lane::{RecvLane, Turn};
 use crate::network::rma::{RmaMove, RmaPeer};
 use crate::network::P2pModel;
 use crate::platform::{Platform, RmaCallKind, WaitingRanks};
+use crate::rank::{arrival_after, Wait};
 use crate::replay::Stretch;
 
 mod coll;
@@ -148,14 +149,6 @@ pub enum Pending {
     RendezvousSend,
     /// A nonblocking collective: needs its members' post times ([`VirtualRank::icoll_matched`]).
     Collective,
-}
-
-/// A blocking wait being assembled: see [`VirtualRank::wait`].
-#[derive(Debug, Clone, Copy)]
-struct Block {
-    since: f64,
-    resume: f64,
-    d: f64,
 }
 
 /// One rank's virtual clock on a target platform.
@@ -391,21 +384,21 @@ impl<'a> VirtualRank<'a> {
     fn recv_done(&mut self, src: u32, bytes: u64, send_post: f64, recv_post: f64, buffered: bool) -> Req {
         let model = self.model(src, self.rank);
         let t = model.transfer.eval(bytes);
-        if buffered || model.is_eager(bytes) {
-            let o_r = model.recv_overhead.eval(bytes);
-            let o_r = if o_r > 0.0 { self.stretch(recv_post, o_r) } else { o_r };
-            let start = match self.platform.smpi.async_small_thresh_bytes {
-                Some(th) if bytes >= th => send_post.max(recv_post),
-                _ => send_post,
-            };
-            return Req::Done { at: (start + t).max(recv_post + o_r), d: t.max(o_r) };
+        let eager = buffered || model.is_eager(bytes);
+        let mut o_r = 0.0;
+        if eager {
+            o_r = model.recv_overhead.eval(bytes);
+            if o_r > 0.0 {
+                o_r = self.stretch(recv_post, o_r);
+            }
+        } else if self.lane.is_some() {
+            let same_host = self.platform.host_of(src) == self.platform.host_of(self.rank);
+            if let Some(turn) = self.platform.network.receive_turn(model, same_host, bytes, send_post.max(recv_post)) {
+                return Req::Turn(turn);
+            }
         }
-        let start = send_post.max(recv_post);
-        let same_host = self.platform.host_of(src) == self.platform.host_of(self.rank);
-        match self.platform.network.receive_turn(model, same_host, bytes, start) {
-            Some(turn) if self.lane.is_some() => Req::Turn(turn),
-            _ => Req::Done { at: start + t, d: t },
-        }
+        let (at, d) = arrival_after(t, self.platform.smpi.async_small_thresh_bytes, (bytes, send_post, eager), recv_post, o_r);
+        Req::Done { at, d }
     }
 
     /// Request `req`, a receive, matched a message of `bytes` from world
@@ -431,7 +424,8 @@ impl<'a> VirtualRank<'a> {
     pub fn send_matched(&mut self, req: u64, recv_post_s: f64) -> bool {
         let Some(&Req::Send { dst, bytes, post }) = self.reqs.get(&req) else { return false };
         let t = self.model(self.rank, dst).transfer.eval(bytes);
-        self.reqs.insert(req, Req::Done { at: post.max(recv_post_s) + t, d: t });
+        let (at, d) = arrival_after(t, None, (bytes, post, false), recv_post_s, 0.0);
+        self.reqs.insert(req, Req::Done { at, d });
         true
     }
 
@@ -452,42 +446,35 @@ impl<'a> VirtualRank<'a> {
     /// `MPI_Recv`, `MPI_Sendrecv`) or were freed: [`VirtualRank::wait`]
     /// without its per-request cost. Returns the number of known requests.
     pub fn complete(&mut self, reqs: &[u64]) -> usize {
-        let mut b = Block { since: self.clock, resume: self.clock, d: 0.0 };
+        let mut b = Wait::at(self.clock);
         let mut known = 0;
         let mut turns = Vec::new();
         for (pos, r) in reqs.iter().enumerate() {
             let state = self.reqs.remove(r);
             known += state.is_some() as usize;
             match state {
-                Some(Req::Done { at, d }) => {
-                    b.resume = b.resume.max(at);
-                    b.d = b.d.max(d);
-                }
+                Some(Req::Done { at, d }) => b.add(at, d),
                 Some(Req::Turn(t)) => turns.push((pos as u32, t, ())),
                 _ => {}
             }
         }
         if let Some(lane) = self.lane.as_mut() {
-            lane.take_turns(&mut turns, |(), at, d| {
-                b.resume = b.resume.max(at);
-                b.d = b.d.max(d);
-            });
+            lane.take_turns(&mut turns, |(), at, d| b.add(at, d));
         }
         self.resolve(b);
         known
     }
 
-    fn resolve(&mut self, b: Block) {
+    fn resolve(&mut self, b: Wait) {
         self.waited(b.since, b.resume);
         self.settle(b);
     }
 
     /// [`VirtualRank::resolve`]'s accounting, without the DVFS wait.
-    fn settle(&mut self, b: Block) {
-        let w = b.resume - b.since;
-        let comm = w.min(b.d).max(0.0);
+    fn settle(&mut self, b: Wait) {
+        let (comm, wait) = b.split();
         self.stats.comm_s += comm;
-        self.stats.wait_s += w - comm;
+        self.stats.wait_s += wait;
         self.clock = b.resume;
     }
 
@@ -510,7 +497,9 @@ impl<'a> VirtualRank<'a> {
             return;
         }
         let t = self.model(self.rank, dst).transfer.eval(bytes);
-        let b = Block { since: self.clock, resume: self.clock.max(s.post_s.max(recv_post_s) + t), d: t };
+        let mut b = Wait::at(self.clock);
+        let (at, d) = arrival_after(t, None, (bytes, s.post_s, false), recv_post_s, 0.0);
+        b.add(at, d);
         self.resolve(b);
     }
 

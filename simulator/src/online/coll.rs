@@ -2,10 +2,11 @@
 //! collective on its members' entry times, with the algorithms and models
 //! of the offline replay.
 
-use super::{Block, Req, VirtualRank};
+use super::{Req, VirtualRank};
 use crate::action::Action;
 use crate::collectives::{Coll, ShmCounter};
 use crate::platform::{Mapping, Platform};
+use crate::rank::Wait;
 use crate::replay::{ActionStream, Replay, ReplayError, ReplayErrorKind};
 
 impl VirtualRank<'_> {
@@ -35,7 +36,7 @@ impl VirtualRank<'_> {
         let reduce_s = reduce_s.min(resume - self.clock);
         self.stats.compute_s += reduce_s;
         let entry = self.clock;
-        let b = Block { since: self.clock + reduce_s, resume, d: comm };
+        let b = Wait { since: self.clock + reduce_s, resume, d: comm };
         self.settle(b);
         // One wait from entry to exit, as the replay counts a collective.
         self.waited(entry, resume);

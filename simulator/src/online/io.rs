@@ -1,10 +1,11 @@
 //! MPI-IO on the online clock: the replay's file-system model
 //! ([`crate::io::client`]) applied to one rank's view of the servers.
 
-use super::{Block, Req, VirtualRank};
+use super::{Req, VirtualRank};
 use crate::action::{Action, IoCall};
 use crate::io::client::{self, Access, OpenFile};
 use crate::io::Member;
+use crate::rank::Wait;
 use crate::replay::{ReplayError, ReplayErrorKind};
 
 impl VirtualRank<'_> {
@@ -90,7 +91,7 @@ impl VirtualRank<'_> {
             (None, _) => unreachable!("IoInfo above"),
         };
         self.stats.io_s += done - t;
-        self.settle(Block { since: t, resume: done, d: done - t });
+        self.settle(Wait { since: t, resume: done, d: done - t });
         Ok(self.clock)
     }
 
@@ -144,7 +145,7 @@ impl VirtualRank<'_> {
         self.stats.io_s += (done - entry).max(0.0);
         // Waiting for the last member is waiting; the schedule after it, I/O.
         let last = entries_s.iter().copied().fold(entry, f64::max);
-        self.settle(Block { since: t, resume: done.max(t), d: (done - last).max(0.0) });
+        self.settle(Wait { since: t, resume: done.max(t), d: (done - last).max(0.0) });
         Ok(self.clock)
     }
 
@@ -158,7 +159,7 @@ impl VirtualRank<'_> {
         let Some(fs) = self.fs.as_mut() else { return t };
         let done = fs.sync_shared(t, first, others);
         self.stats.io_s += done - t;
-        self.settle(Block { since: t, resume: done, d: done - t });
+        self.settle(Wait { since: t, resume: done, d: done - t });
         self.clock
     }
 }

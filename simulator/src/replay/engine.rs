@@ -17,17 +17,14 @@ use crate::action::Action;
 use crate::collectives::{self, Step};
 use crate::network::{FlowSharing, P2pModel};
 use crate::platform::Platform;
+use crate::rank::Wait;
 use crate::trace::record::{ANY_SOURCE, ANY_TAG, PROC_NULL};
 
-/// A blocking wait in progress. Accounting rule: when it ends after
-/// `w = resume − since` seconds, `comm_s += min(w, d)` and
-/// `wait_s += w − min(w, d)`, where `d` is the longest model duration
-/// among the awaited operations.
+/// A blocking wait in progress: its times ([`Wait`], with the accounting
+/// rule) and the engine's bookkeeping.
 #[derive(Debug, Clone, Copy, Default)]
 struct Block {
-    since: f64,
-    resume: f64,
-    d: f64,
+    wait: Wait,
     pending: u32,
     /// Requests added so far: the next one's position in the call.
     adds: u32,

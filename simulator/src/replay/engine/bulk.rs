@@ -116,7 +116,7 @@ impl Rules {
     fn arrival(&self, from: &Member, to: &Member, (post, eager): (f64, bool), recv_post: f64) -> (f64, f64) {
         let model = self.model(from, to);
         let o_r = if eager { model.o_r } else { 0.0 };
-        p2p::arrival_after(model.transfer, self.async_small_thresh, (self.bytes, post, eager), recv_post, o_r)
+        crate::rank::arrival_after(model.transfer, self.async_small_thresh, (self.bytes, post, eager), recv_post, o_r)
     }
 
     /// One message from `a` to `b`, whose receive was posted at
@@ -138,7 +138,7 @@ impl Rules {
         if eager {
             return (since, 0.0);
         }
-        p2p::arrival_after(self.model(from, to).transfer, None, (self.bytes, post, false), recv_post, 0.0)
+        crate::rank::arrival_after(self.model(from, to).transfer, None, (self.bytes, post, false), recv_post, 0.0)
     }
 }
 
@@ -147,7 +147,7 @@ impl Rules {
 fn resolved(m: &mut Member, since: f64, ends: [(f64, f64); 2]) {
     let resume = ends.iter().fold(since, |r, e| r.max(e.0));
     let d = ends.iter().fold(0.0f64, |d, e| d.max(e.1));
-    let block = Block { since, resume, d, pending: 0, adds: 0, extra: 0.0 };
+    let block = Block { wait: Wait { since, resume, d }, pending: 0, adds: 0, extra: 0.0 };
     wait::settle(&block, &mut m.clock, &mut m.comm_s, &mut m.wait_s);
 }
 

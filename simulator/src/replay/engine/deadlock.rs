@@ -30,7 +30,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
                 waits.push(format!("{more} more"));
             }
             let what = if waits.is_empty() { "no unmatched operation".to_string() } else { waits.join(", ") };
-            parts.push(format!("rank {r} at t={:.9} s in {} waits for {what}", rk.block.since, rk.doing));
+            parts.push(format!("rank {r} at t={:.9} s in {} waits for {what}", rk.block.wait.since, rk.doing));
         }
         if stuck.len() > 4 {
             parts.push(format!("and {} more", stuck.len() - 4));

@@ -101,8 +101,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         let Some(mut turns) = lanes.call.remove(&(r as u32)).filter(|t| !t.is_empty()) else { return };
         let b = &mut self.ranks[r].block;
         lanes.lane(r as u32).take_turns(&mut turns, |(), at, d| {
-            b.resume = b.resume.max(at);
-            b.d = b.d.max(d);
+            b.wait.add(at, d);
         });
         turns.clear();
         lanes.call.insert(r as u32, turns);

@@ -109,7 +109,8 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             }
         }
         let o_r = if msg.eager { self.recv_overhead(dst, recv.post, model, msg.bytes) } else { 0.0 };
-        let (done, d) = arrival(model, self.platform.smpi.async_small_thresh_bytes, (msg.bytes, msg.post, msg.eager), recv.post, o_r);
+        let (done, d) =
+            crate::rank::arrival(model, self.platform.smpi.async_small_thresh_bytes, (msg.bytes, msg.post, msg.eager), recv.post, o_r);
         self.complete(dst, recv.slot, done, d)?;
         if msg.eager {
             Ok(())
@@ -132,34 +133,4 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             _ => o_r,
         }
     }
-}
-
-/// When a message of `bytes` posted at `post` (eager or not) completes
-/// the receive posted at `recv_post`, on a network without shared links,
-/// and its transfer part, seconds ([`P2pModel`]'s semantics): eager,
-/// `max(start + transfer, recv_post + o_r)` with `o_r` the receiver's
-/// overhead and `start` the send (or, at or above SMPI's
-/// async-small-thresh `async_th`, when both sides have posted);
-/// rendezvous, both sides end at `max(post, recv_post) + transfer`.
-pub(super) fn arrival(
-    model: &P2pModel,
-    async_th: Option<u64>,
-    (bytes, post, eager): (u64, f64, bool),
-    recv_post: f64,
-    o_r: f64,
-) -> (f64, f64) {
-    arrival_after(model.transfer.eval(bytes), async_th, (bytes, post, eager), recv_post, o_r)
-}
-
-/// [`arrival`] with the message's transfer time `t` (seconds) already
-/// taken from its model.
-pub(super) fn arrival_after(t: f64, async_th: Option<u64>, (bytes, post, eager): (u64, f64, bool), recv_post: f64, o_r: f64) -> (f64, f64) {
-    if !eager {
-        return (post.max(recv_post) + t, t);
-    }
-    let start = match async_th {
-        Some(th) if bytes >= th => post.max(recv_post),
-        _ => post,
-    };
-    ((start + t).max(recv_post + o_r), t.max(o_r))
 }

@@ -295,7 +295,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let rk = &mut self.ranks[r];
         if at > rk.clock {
             let since = rk.clock;
-            rk.block = Block { since, resume: at, d: if comm { at - since } else { 0.0 }, pending: 0, adds: 0, extra: 0.0 };
+            rk.block = Block { wait: Wait { since, resume: at, d: if comm { at - since } else { 0.0 } }, pending: 0, adds: 0, extra: 0.0 };
             resolve(rk);
             if let Some(tl) = self.timeline.as_mut() {
                 tl.span(r, "MPI RMA synchronization", since, at);
@@ -306,7 +306,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     /// Blocks `r` on `b` in MPI call `name` on its window `win`.
     fn rma_block(&mut self, r: usize, b: Blocked, name: &'static str, win: u32) -> Flow {
         let rk = &mut self.ranks[r];
-        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, adds: 0, extra: 0.0 };
+        rk.block = Block { wait: Wait::at(rk.clock), pending: 0, adds: 0, extra: 0.0 };
         rk.status = Status::Blocked;
         rk.doing = Doing::Rma { name, win };
         self.rma.blocked.insert(r as u32, b);
@@ -344,7 +344,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     fn rma_wake(&mut self, r: usize, at: f64) -> Result<(), ReplayError> {
         self.rma.blocked.remove(&(r as u32));
         let rk = &mut self.ranks[r];
-        rk.block.resume = rk.block.since.max(at);
+        rk.block.wait.resume = rk.block.wait.since.max(at);
         resolve(rk);
         self.queue.schedule(rk.clock, Kind::Rank(r as u32))
     }

@@ -1,7 +1,7 @@
 //! A rank's blocking waits: the requests it waits for, and the split of
 //! the time blocked into communication and waiting (rule on [`Block`]).
 
-use super::{Block, Engine, Flow, Kind, Rank, ReplayError, Status};
+use super::{Block, Engine, Flow, Kind, Rank, ReplayError, Status, Wait};
 use crate::replay::matching::{SlotState, NO_SLOT};
 
 impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
@@ -15,7 +15,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
 
     pub(super) fn wait_begin(&mut self, r: usize) {
         let rk = &mut self.ranks[r];
-        rk.block = Block { since: rk.clock, resume: rk.clock, d: 0.0, pending: 0, adds: 0, extra: 0.0 };
+        rk.block = Block { wait: Wait::at(rk.clock), pending: 0, adds: 0, extra: 0.0 };
     }
 
     /// [`Self::wait_add`] for a request of the application's
@@ -44,8 +44,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         rk.block.adds += 1;
         match rk.reqs.slots[slot as usize].state() {
             SlotState::Done { at, d } => {
-                rk.block.resume = rk.block.resume.max(at);
-                rk.block.d = rk.block.d.max(d);
+                rk.block.wait.add(at, d);
                 rk.reqs.release(slot);
             }
             SlotState::Pending => {
@@ -85,8 +84,7 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
         if s.waited {
             rk.reqs.release(slot);
             let b = &mut rk.block;
-            b.resume = b.resume.max(at);
-            b.d = b.d.max(d);
+            b.wait.add(at, d);
             b.pending -= 1;
             if b.pending == 0 {
                 self.take_turns(r);
@@ -103,13 +101,13 @@ impl<'a, E: std::error::Error + Send + Sync + 'static> Engine<'a, '_, E> {
     }
 }
 
-/// Ends rank `rk`'s wait at `block.resume` and splits the time between
-/// `comm_s` and `wait_s` (rule documented on [`Block`]); then the rank is
+/// Ends rank `rk`'s wait at its resume time and splits the time between
+/// `comm_s` and `wait_s` ([`Wait::split`]); then the rank is
 /// busy `block.extra` (communication). The wait is recorded for DVFS and
 /// energy when the rank tracks its waits.
 pub(super) fn resolve<E>(rk: &mut Rank<'_, E>) {
     if rk.track_waits {
-        rk.waits.push((rk.block.since, rk.block.resume));
+        rk.waits.push((rk.block.wait.since, rk.block.wait.resume));
     }
     settle(&rk.block, &mut rk.clock, &mut rk.stats.comm_s, &mut rk.stats.wait_s);
     rk.status = Status::Runnable;
@@ -117,10 +115,9 @@ pub(super) fn resolve<E>(rk: &mut Rank<'_, E>) {
 
 /// [`resolve`]'s arithmetic on a clock and two counters, seconds.
 pub(super) fn settle(b: &Block, clock: &mut f64, comm_s: &mut f64, wait_s: &mut f64) {
-    let w = b.resume - b.since;
-    let comm = w.min(b.d).max(0.0);
+    let (comm, wait) = b.wait.split();
     *comm_s += comm;
-    *wait_s += w - comm;
+    *wait_s += wait;
     *comm_s += b.extra;
-    *clock = b.resume + b.extra;
+    *clock = b.wait.resume + b.extra;
 }
