@@ -48,7 +48,7 @@ extern void ipr_online_report(const double *all, const char *reasons, int reason
 extern void ipr_online_stop(void);
 extern double ipr_online_wtime(double real);
 
-#define IPR_STATS 9
+#define IPR_STATS 14
 #define IPR_REASON 256 /* bytes of each rank's stall reason in the report */
 #define NO_SLOT UINT32_MAX
 

@@ -64,15 +64,16 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use simulator::action::Action;
-use simulator::online::{VirtualRank, VirtualStats};
+use simulator::online::{FinalBlock, VirtualRank, VirtualStats};
 use simulator::trace::Op as Call;
 
 use crate::config::Config;
 use crate::ffi::{guard, warn};
 use crate::recorder;
 
-/// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`].
-const STATS_LEN: usize = 9;
+/// Per-rank figures gathered at finalize: see [`ffi::ipr_online_stats`]
+/// (`IPR_STATS` of `csrc/online.c`).
+const STATS_LEN: usize = 14;
 /// How long a virtual `MPI_Wtime` lets the pump go without progress: a
 /// peer that can answer does so within a scheduler time slice or two.
 const WTIME_WAIT: Duration = Duration::from_millis(20);
@@ -453,14 +454,22 @@ impl Online {
     /// the makespan and writes `online.json`.
     fn report(&self, all: &[f64], reasons: &[u8]) {
         let n = all.len() / STATS_LEN;
+        // The final blocks of oversubscribed hosts' ranks, shared as the
+        // replay shares them once ranks finalize.
+        let finals: Vec<Option<FinalBlock>> = all
+            .chunks(STATS_LEN)
+            .map(|v| (v[9] != 0.0).then_some(FinalBlock { start_s: v[10], work_s: v[11], end_s: v[12], before_s: v[13] }))
+            .collect();
+        let clocks: Vec<f64> = all.chunks(STATS_LEN).map(|v| v[0]).collect();
+        let ends = simulator::online::final_ends(self.clock.platform(), &finals, &clocks);
         let ranks: Vec<RankOnline> = all
             .chunks(STATS_LEN)
             .enumerate()
             .map(|(r, v)| RankOnline {
                 rank: r as u32,
                 stats: VirtualStats {
-                    end_s: v[0],
-                    compute_s: v[1],
+                    end_s: ends[r],
+                    compute_s: v[1] + (ends[r] - v[0]),
                     comm_s: v[2],
                     wait_s: v[3],
                     messages: v[4] as u64,

@@ -66,6 +66,15 @@
 //!   [`crate::network::lane`] that the replay applies too; the sender's
 //!   request completes when the pair model's transfer ends.
 //!
+//! - **Cores shared to the end**: the replay gives the remaining ranks
+//!   of a polling host more of its cores as ranks finalize, which a
+//!   rank's clock cannot know while it runs. A rank's final compute block
+//!   (the one before `MPI_Finalize`, with no MPI time after it) is what
+//!   that speed-up reaches when every rank of the host finalizes after
+//!   the others' earlier blocks have ended; at finalize, the ranks' final
+//!   blocks ([`FinalBlock`]) are shared out by the replay's own fluid
+//!   model ([`final_ends`]), which makes the run's ends the replay's.
+//!
 //! Not modelled online: link sharing among concurrent transfers
 //! ([`Platform::links`]) and a host's copy rate shared by its concurrent
 //! transfers ([`crate::platform::Network::host_copy_bytes_per_s`]), which
@@ -87,9 +96,12 @@ use crate::rank::{arrival_after, Wait};
 use crate::replay::Stretch;
 
 mod coll;
+mod cores;
 mod io;
 #[cfg(test)]
 mod tests;
+
+pub use cores::final_ends;
 
 /// One rank's virtual time so far, seconds; serialized per rank in the
 /// interposer's `online.json`. `compute_s + comm_s + wait_s = end_s`.
@@ -109,6 +121,21 @@ pub struct VirtualStats {
     pub bytes_sent: u64,
     /// Time in MPI-IO calls, seconds (part of `comm_s` and `wait_s`).
     pub io_s: f64,
+}
+
+/// A rank's last compute block so far, seconds of virtual time: what
+/// [`final_ends`] needs to share the final blocks of a host's ranks as
+/// the replay does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct FinalBlock {
+    /// When the block started.
+    pub start_s: f64,
+    /// Its work at a whole core (after the speed ratio, DVFS and jitter), seconds.
+    pub work_s: f64,
+    /// When it ended, at the rank's core share.
+    pub end_s: f64,
+    /// When the rank's block before it ended (0: none).
+    pub before_s: f64,
 }
 
 /// What a send posted: the virtual time its companion carries, and whether
@@ -178,6 +205,8 @@ pub struct VirtualRank<'a> {
     /// This rank's pstate under the platform's DVFS policy, when it
     /// changes pstates and the host has some ([`crate::dvfs`]).
     dvfs: Option<RankDvfs>,
+    /// The last compute block (start 0, end 0 before the first).
+    last_block: FinalBlock,
 }
 
 impl std::fmt::Debug for VirtualRank<'_> {
@@ -216,6 +245,7 @@ impl<'a> VirtualRank<'a> {
             rma_pending: HashMap::new(),
             shm_counts: HashMap::new(),
             lane,
+            last_block: FinalBlock::default(),
         }
     }
 
@@ -260,6 +290,18 @@ impl<'a> VirtualRank<'a> {
         VirtualStats { end_s: self.clock, ..self.stats }
     }
 
+    /// The rank's last compute block, when nothing was charged after it
+    /// (the clock is at its end): at `MPI_Finalize`, its final block.
+    pub fn final_block(&self) -> Option<FinalBlock> {
+        (self.last_block.end_s == self.clock).then_some(self.last_block)
+    }
+
+    /// The platform the clock runs on (link sharing and the hosts' shared
+    /// copy rate dropped, [`VirtualRank::new`]).
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
     /// The host speed ratio compute blocks are divided by.
     pub fn speed_ratio(&self) -> f64 {
         self.speed
@@ -292,7 +334,10 @@ impl<'a> VirtualRank<'a> {
             let host = &self.platform.hosts[h];
             base = d.compute(host, self.platform.dvfs.block_pstate(host, region), self.clock, base);
         }
-        let dt = self.stretch(self.clock, base) / self.share;
+        let work = self.stretch(self.clock, base);
+        let dt = work / self.share;
+        let before_s = self.last_block.end_s;
+        self.last_block = FinalBlock { start_s: self.clock, work_s: work, end_s: self.clock + dt, before_s };
         self.clock += dt;
         self.stats.compute_s += dt;
         if let Some(d) = self.dvfs.as_mut() {

@@ -109,7 +109,7 @@
 //! counts nowhere, a wait no longer than the transfer itself is all
 //! communication, and anything longer is waiting for a late partner.
 
-mod cores;
+pub(crate) mod cores;
 mod engine;
 mod flows;
 mod input;

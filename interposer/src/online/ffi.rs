@@ -430,8 +430,10 @@ pub extern "C" fn ipr_online_drain(op: c_int) {
 
 /// Writes this rank's figures, `STATS_LEN` doubles: end, compute, comm,
 /// wait (seconds), messages, bytes sent, 1 when its prediction is
-/// complete (else 0), I/O (seconds), and its virtual `MPI_Wtime` reads
-/// that waited in vain.
+/// complete (else 0), I/O (seconds), its virtual `MPI_Wtime` reads that
+/// waited in vain, then its final compute block: 1 when it has one
+/// ([`simulator::online::VirtualRank::final_block`], else 0), its start,
+/// work and end, and the end of the block before it (seconds).
 ///
 /// # Safety
 /// `out` points to `STATS_LEN` writable doubles.
@@ -445,7 +447,24 @@ pub unsafe extern "C" fn ipr_online_stats(out: *mut f64) {
         false,
         0,
     ));
-    let v = [s.end_s, s.compute_s, s.comm_s, s.wait_s, s.messages as f64, s.bytes_sent as f64, complete as u8 as f64, s.io_s, waits as f64];
+    let fin = guard(None, || with_state(|on| on.clock.final_block())).flatten();
+    let b = fin.unwrap_or_default();
+    let v = [
+        s.end_s,
+        s.compute_s,
+        s.comm_s,
+        s.wait_s,
+        s.messages as f64,
+        s.bytes_sent as f64,
+        complete as u8 as f64,
+        s.io_s,
+        waits as f64,
+        fin.is_some() as u8 as f64,
+        b.start_s,
+        b.work_s,
+        b.end_s,
+        b.before_s,
+    ];
     // SAFETY: the caller passes room for STATS_LEN doubles.
     unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), out, STATS_LEN) };
 }

@@ -307,6 +307,45 @@ fn polling_ranks_on_an_oversubscribed_host_share_its_cores_as_offline() {
     assert_eq!(VirtualRank::new(p, 0).with_world(3).core_share(), 1.0);
 }
 
+/// 3 ranks on host a's 2 cores (poll) meet at a barrier, then compute
+/// final blocks of 0.1, 0.4 and 1 s: the replay speeds the later ones up
+/// as ranks finalize, which the clocks alone miss and [`final_ends`]
+/// restores; a rank with MPI time after its last block has no final block.
+#[test]
+fn final_blocks_share_the_cores_of_ranks_that_finalized_as_offline() {
+    let mut p = platform();
+    p.hosts[0].cores = 2;
+    p.mapping = Mapping::Explicit { hosts: vec![0, 0, 0] };
+    let (entries, finals) = ([3e-4, 1e-4, 2e-4], [0.1, 0.4, 1.0]);
+    let actions = |r: usize| vec![compute(entries[r]), Action::Barrier { comm: 0 }, compute(finals[r]), Action::Finalize];
+    let off = offline_on(&p, (0..3).map(actions).collect());
+    let share = 2.0 / 3.0;
+    let entry: Vec<f64> = entries.iter().map(|e| e / share).collect();
+    let (mut blocks, mut ends) = (Vec::new(), Vec::new());
+    for r in 0..3u32 {
+        let mut v = VirtualRank::new(p.clone(), r).with_world(3);
+        v.compute(entries[r as usize]);
+        v.collective(&Action::Barrier { comm: 0 }, &[0, 1, 2], &entry).unwrap();
+        v.compute(finals[r as usize]);
+        blocks.push(v.final_block());
+        ends.push(v.now());
+    }
+    assert!(blocks.iter().all(Option::is_some));
+    let last = off.iter().map(|s| s.end_s).fold(0.0, f64::max);
+    assert!(ends[2] > last * 1.05, "the clocks alone keep a third of the cores to the end: {} vs {last}", ends[2]);
+    let shared = final_ends(&p, &blocks, &ends);
+    for r in 0..3 {
+        assert!((shared[r] - off[r].end_s).abs() < 1e-12, "rank {r}: {} vs {}", shared[r], off[r].end_s);
+    }
+    // MPI time after the last block: no final block, the host's clocks stay.
+    let mut v = VirtualRank::new(p.clone(), 0).with_world(3);
+    v.compute(0.1);
+    v.poll();
+    assert_eq!(v.final_block(), None);
+    blocks[0] = None;
+    assert_eq!(final_ends(&p, &blocks, &ends), ends);
+}
+
 /// A sync on a shared file writes back every member's cached data: the
 /// online clock of a rank that cached 1 MiB, with another member holding
 /// 3 MiB and syncing first, waits for all 4 MiB, as the shared replay
