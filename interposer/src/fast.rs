@@ -32,9 +32,9 @@ const TEST: i32 = Op::Test as i32;
 pub const RING_RECORDS: usize = 256;
 
 /// Records encoded on entry to a call that usually waits for another rank
-/// (`ipr_waits` in csrc/fast.h): about 35 ns each here, so 4 fit in the
-/// wait of a shared-memory ping-pong (0.3 µs per round trip), and a loop of
-/// two calls per wait keeps the ring empty.
+/// (`ipr_waits` in csrc/fast.h): few enough that their encoding fits in
+/// the wait of a shared-memory ping-pong's round trip, and a loop of two
+/// calls per wait keeps the ring empty.
 pub const DRAIN_SLICE: usize = 4;
 
 /// A call the C side kept (`struct ipr_raw` of `csrc/types.h`, through bindgen).

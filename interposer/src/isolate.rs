@@ -5,10 +5,9 @@
 //!
 //! Why: thread CPU time is not an invariant of the work when ranks run
 //! side by side. A memory-bound block shares the last-level cache and the
-//! memory bandwidth with whatever runs on the other cores: jacobi2d's
-//! 512 × 512 sweep takes 3-10 % more CPU time (its per-sweep maximum over
-//! 16 ranks, which is what the makespan adds up, about 7 % more) when 16
-//! ranks share two cores than when they share one, with no MPI involved.
+//! memory bandwidth with whatever runs on the other cores: a stencil's
+//! sweep takes more CPU time when its ranks share two cores than when they
+//! share one, with no MPI involved (the user guide has figures).
 //! So a run's prediction depended on how many cores it was given. With
 //! one rank computing at a time, every block is measured as on one core
 //! of an otherwise idle node: what `speed_ratio` is relative to, and what

@@ -180,9 +180,8 @@ fn start_fifo_burster(cpu: u32, busy: Duration, period: Duration, stop: Arc<Atom
 /// about that period.
 ///
 /// Tolerances: an induced event lasts 195–400 µs (the 200 µs burst plus two
-/// context switches and the wake-up: a few µs natively, 45–90 µs on the
-/// 2-vCPU VM this was written on, where the median was 245–290 µs), and so
-/// does the median one; at least 60 % of the
+/// context switches and the wake-up: a few µs natively, tens of µs on a
+/// 2-vCPU VM), and so does the median one; at least 60 % of the
 /// expected bursts are seen, on one 10 ms grid (± 0.5 ms), as events in that
 /// band (others can hide inside longer preemptions on a busy machine); and
 /// the period measured from the first to the last of them is 10 ms ± 0.05 ms.

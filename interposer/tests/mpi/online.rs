@@ -446,7 +446,7 @@ fn per_region_speed_ratios_online_agree_with_replay_speed_ratios() {
 /// `Improbe`/`Imrecv`): online mode models them all (none listed as
 /// unmodelled), agrees with the offline replay of the same run's trace,
 /// and leaves the results alone. `overlap` adds persistent requests, a
-/// cancelled receive and `Waitsome` (it used to abort online).
+/// cancelled receive and `Waitsome`.
 #[test]
 fn nonblocking_collectives_and_matched_receives_agree_with_replay() {
     let tmp = tempfile::tempdir().unwrap();
