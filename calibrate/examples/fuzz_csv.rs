@@ -13,7 +13,7 @@ fn main() {
     std::panic::set_hook(Box::new(|_| {}));
     let mut failed = false;
     for t in calibrate::csv_fuzz::targets() {
-        match simulator::fuzz::run(&t, seed, count, &mut |_| {}) {
+        match simulator_fuzz::run(&t, seed, count, &mut |_| {}) {
             Ok(st) => println!(
                 "{:<14} {:>11} inputs  {:>10} accepted  slowest {:>9.6} s  {:>9.0} inputs/s  {:>7.1} s",
                 t.name,

@@ -1,9 +1,9 @@
-//! The CSV readers of `calibrate` as [`simulator::fuzz`] targets: the
+//! The CSV readers of `calibrate` as [`simulator_fuzz`] targets: the
 //! benchmark samples, the MPI-IO samples and the wattmeter samples.
 
 use std::path::Path;
 
-use simulator::fuzz::Target;
+use simulator_fuzz::Target;
 
 const TOKENS: &[&[u8]] = &[
     b"0",
@@ -61,7 +61,7 @@ mod tests {
     fn csv_readers_accept_their_seeds_and_never_panic() {
         for t in targets() {
             assert!((t.run)(&t.seeds[0]), "{}", t.name);
-            let st = simulator::fuzz::run(&t, 0x5eed, 5_000, &mut |_| {}).unwrap_or_else(|f| panic!("{f}"));
+            let st = simulator_fuzz::run(&t, 0x5eed, 5_000, &mut |_| {}).unwrap_or_else(|f| panic!("{f}"));
             assert!(st.accepted > 0 && st.accepted < st.inputs, "{}: {st:?}", t.name);
         }
     }

@@ -9,20 +9,17 @@
 
 pub mod action;
 pub mod collectives;
-pub mod compare;
 pub mod csv_text;
 pub mod dvfs;
 pub mod energy;
 pub mod error;
 pub mod extrapolate;
-pub mod fuzz;
 pub mod io;
 pub mod jitter;
 pub mod jitter_trace;
 pub mod limits;
 pub mod network;
 pub mod online;
-pub mod perturbation;
 pub mod platform;
 pub mod rank;
 pub mod regions;

@@ -56,9 +56,11 @@
 
 #[cfg(feature = "parallel")]
 mod feed;
-pub(crate) mod parse;
+mod parse;
 mod read;
 mod shared;
+
+pub use parse::RankParser;
 
 use std::path::{Path, PathBuf};
 

@@ -17,6 +17,7 @@ pub mod codec;
 pub mod fields;
 pub mod record;
 pub mod region_times;
+pub mod run_regions;
 pub mod symbols;
 pub mod ti_export;
 pub mod timeline;

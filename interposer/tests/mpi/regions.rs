@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use simulator::perturbation::RunRegions;
+use simulator::trace::run_regions::RunRegions;
 
 use super::mpirun;
 

@@ -663,7 +663,7 @@ mod tests {
     /// receives and the deadlock listing agree with it too.
     #[test]
     fn split_mailboxes_match_in_post_order() {
-        let mut rng = crate::fuzz::Rng::new(5);
+        let mut rng = crate::rng::Rng::new(5);
         let (mut mail, mut set) = (Mail::default(), MailSet::default());
         let mut want: Vec<RecvPost> = Vec::new();
         let mut split = 0;

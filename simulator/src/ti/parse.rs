@@ -90,7 +90,7 @@ fn show(s: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// One rank's parsing state: its rank, the default datatype `init` set,
 /// and the requests it posted and not yet waited for.
-pub(crate) struct RankParser {
+pub struct RankParser {
     rank: u32,
     ranks: u32,
     default_dt: u64,
@@ -102,7 +102,9 @@ pub(crate) struct RankParser {
 }
 
 impl RankParser {
-    pub(crate) fn new(rank: u32, ranks: u32, shared: bool) -> Self {
+    /// The parser of rank `rank` of a trace of `ranks` ranks; `shared`:
+    /// the file holds every rank's lines and others' lines are skipped.
+    pub fn new(rank: u32, ranks: u32, shared: bool) -> Self {
         RankParser { rank, ranks, default_dt: 1, reqs: Vec::new(), next_req: 1, shared }
     }
 
@@ -119,7 +121,7 @@ impl RankParser {
     /// # Errors
     /// What is wrong with the line, one line of text (the caller adds the
     /// file and line number).
-    pub(crate) fn line(&mut self, line: &[u8], out: &mut Vec<Action>) -> Result<(), String> {
+    pub fn line(&mut self, line: &[u8], out: &mut Vec<Action>) -> Result<(), String> {
         let mut it = Fields::new(line);
         let Some(rank) = it.next() else { return Ok(()) };
         let me_u = self.rank;

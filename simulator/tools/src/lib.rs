@@ -5,6 +5,7 @@
 //! preloaded interposer links alone.
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod energy_cmd;
 pub mod extrapolate_cmd;
 pub mod jitter_cli;
@@ -13,6 +14,7 @@ pub mod otf2_export;
 pub mod otf2_import;
 pub mod otf2_out;
 pub mod otf2_sim;
+pub mod perturbation;
 pub mod platform_cli;
 pub mod progress;
 pub mod trace_cli;

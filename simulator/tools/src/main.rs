@@ -386,7 +386,7 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
         ComputeArg::Cpu => ComputeTime::Cpu,
         ComputeArg::Wall => ComputeTime::Wall,
     };
-    let measured = simulator::compare::measure(&args.trace, compute).context("cannot read the recorded trace")?;
+    let measured = simulator_tools::compare::measure(&args.trace, compute).context("cannot read the recorded trace")?;
     let sim = &args.simulated;
     let text = std::fs::read_to_string(sim).with_context(|| format!("cannot read {}", sim.display()))?;
     let report = match serde_json::from_str::<serde_json::Value>(&text) {
@@ -399,14 +399,15 @@ fn run_compare(args: &CompareArgs) -> anyhow::Result<()> {
             serde_json::to_value(&r)?
         }
     };
-    let predicted = simulator::compare::predicted(&report).map_err(anyhow::Error::msg).with_context(|| format!("{}", sim.display()))?;
-    let rows = simulator::compare::rows(&measured, &predicted).map_err(anyhow::Error::msg)?;
+    let predicted =
+        simulator_tools::compare::predicted(&report).map_err(anyhow::Error::msg).with_context(|| format!("{}", sim.display()))?;
+    let rows = simulator_tools::compare::rows(&measured, &predicted).map_err(anyhow::Error::msg)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &serde_json::json!({ "rows": rows }))?;
         writeln!(out)?;
     } else {
-        simulator::compare::write_table(&rows, &mut out)?;
+        simulator_tools::compare::write_table(&rows, &mut out)?;
     }
     Ok(())
 }

@@ -125,7 +125,7 @@ pub fn run(args: &TraceArgs) -> anyhow::Result<()> {
         // Reads cut files too, which open_dir refuses.
         TraceCommand::Check { trace, json } => return check(trace, *json),
         TraceCommand::Perturbation { runs, json, ratios_out, compute_time, min_runs, min_effect } => {
-            let rule = simulator::perturbation::Rule { min_runs: *min_runs, min_effect: *min_effect };
+            let rule = crate::perturbation::Rule { min_runs: *min_runs, min_effect: *min_effect };
             return perturbation(runs, *json, ratios_out.as_deref(), (*compute_time).into(), &rule);
         }
         TraceCommand::ExportOtf2 { trace, out } => {
@@ -190,9 +190,9 @@ fn perturbation(
     json: bool,
     ratios_out: Option<&std::path::Path>,
     compute: simulator::action::ComputeTime,
-    rule: &simulator::perturbation::Rule,
+    rule: &crate::perturbation::Rule,
 ) -> anyhow::Result<()> {
-    use simulator::perturbation::{compare, format_table, RunRegions};
+    use crate::perturbation::{compare, format_table, RunRegions};
     if rule.min_runs == 0 || rule.min_effect.is_nan() || rule.min_effect < 0.0 {
         anyhow::bail!("--min-runs must be >= 1 and --min-effect >= 0");
     }

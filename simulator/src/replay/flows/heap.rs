@@ -110,7 +110,7 @@ mod tests {
     /// Random sets, moves and removals pop in `(date, seq)` order.
     #[test]
     fn entries_leave_in_date_then_start_order() {
-        let mut rng = crate::fuzz::Rng::new(9);
+        let mut rng = crate::rng::Rng::new(9);
         for _ in 0..200 {
             let mut h = Dates::default();
             let mut want: Vec<Option<(f64, u64)>> = vec![None; 40];

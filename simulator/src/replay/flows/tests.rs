@@ -216,7 +216,7 @@ fn net_run(model: &FlowSharing, hosts: usize, ts: &[Transfer], crowd: usize) -> 
 /// component, many hosts several.
 #[test]
 fn transfer_ends_are_those_of_the_plain_event_loop() {
-    let mut rng = crate::fuzz::Rng::new(7);
+    let mut rng = crate::rng::Rng::new(7);
     // Transfers of about a second, so that the 1e-12 s under which a
     // flow counts as over is far below 1e-9 of their times.
     let model = net().model;
@@ -254,7 +254,7 @@ fn transfer_ends_are_those_of_the_plain_event_loop() {
 /// ends it, to 1e-9 relative.
 #[test]
 fn flows_into_one_host_share_in_classes_as_the_plain_event_loop() {
-    let mut rng = crate::fuzz::Rng::new(11);
+    let mut rng = crate::rng::Rng::new(11);
     let model = net().model;
     let (mut most, mut shared, mut n_ends) = (0, 0, 0);
     for run in 0..60 {

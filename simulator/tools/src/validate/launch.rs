@@ -32,7 +32,7 @@ pub enum Mode {
         out: PathBuf,
     },
     /// `INTERPOSER_MODE=regions`: per-region block sums only, for the
-    /// perturbation tracing causes (`simulator::perturbation`).
+    /// perturbation tracing causes (`crate::perturbation`).
     Regions {
         /// The interposer library.
         lib: PathBuf,

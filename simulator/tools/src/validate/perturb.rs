@@ -1,7 +1,7 @@
 //! Tracing's perturbation of compute blocks in `validate`
 //! (`--regions-runs`, `--correct-perturbation`): per case, runs in
 //! `INTERPOSER_MODE=regions` interleaved with the traced runs, the
-//! comparison of their per-region block times ([`simulator::perturbation`]),
+//! comparison of their per-region block times ([`crate::perturbation`]),
 //! and the offline prediction again with the systematic regions' blocks
 //! scaled by `untraced ÷ traced`.
 
@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::perturbation::{compare, format_table, Perturbation, Rule, RunRegions};
 use simulator::action::ComputeTime;
-use simulator::perturbation::{compare, format_table, Perturbation, Rule, RunRegions};
 
 use super::report::{median, summarize, Row};
 

@@ -2,7 +2,7 @@
 //! recomputes every link from all open flows), kept here as the reference.
 
 use super::{Solver, TOL};
-use crate::fuzz::Rng;
+use crate::rng::Rng;
 
 /// A flow for the reference: its (link, weight) pairs and its rate bound.
 #[derive(Debug, Clone)]

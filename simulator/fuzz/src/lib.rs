@@ -67,7 +67,7 @@ impl std::fmt::Display for Finding {
     }
 }
 
-pub use crate::rng::Rng;
+pub use simulator::rng::Rng;
 
 /// Applies 1 to 8 random mutations to `input`, drawing tokens from
 /// `tokens` and splices from `seeds`; the result is at most

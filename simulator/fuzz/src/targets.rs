@@ -6,11 +6,11 @@ use std::path::Path;
 use std::rc::Rc;
 
 use super::Target;
-use crate::action::Action;
-use crate::trace::chunk::{self, ChunkKind, CHUNK_HEADER_BYTES};
-use crate::trace::codec::{Decoder, Version};
-use crate::trace::record::ANY_SOURCE;
-use crate::trace::{fields, CallRecord, Module, Op, Params, RankHeader, RankWriter, TimingSource};
+use simulator::action::Action;
+use simulator::trace::chunk::{self, ChunkKind, CHUNK_HEADER_BYTES};
+use simulator::trace::codec::{Decoder, Version};
+use simulator::trace::record::ANY_SOURCE;
+use simulator::trace::{fields, CallRecord, Module, Op, Params, RankHeader, RankWriter, TimingSource};
 
 /// Tokens of the text formats: values at the edges of their ranges, and
 /// separators.
@@ -283,7 +283,7 @@ fn ti_seeds() -> Vec<Vec<u8>> {
 }
 
 fn run_ti(data: &[u8]) -> bool {
-    let mut p = crate::ti::parse::RankParser::new(0, 2, false);
+    let mut p = simulator::ti::RankParser::new(0, 2, false);
     let mut out: Vec<Action> = Vec::new();
     let mut ok = true;
     for line in data.split(|&b| b == b'\n') {
@@ -327,7 +327,7 @@ fn toml_seeds() -> Vec<Vec<u8>> {
 
 fn run_toml(data: &[u8]) -> bool {
     let text = String::from_utf8_lossy(data);
-    match toml::from_str::<crate::platform::Platform>(&text) {
+    match toml::from_str::<simulator::platform::Platform>(&text) {
         Ok(p) => p.validate().is_ok() && p.hosts.len() <= 4096 && p.used_by(3).is_none_or(|q| q.validate().is_ok()),
         Err(_) => false,
     }
@@ -359,7 +359,7 @@ fn xml_seeds() -> Vec<Vec<u8>> {
 
 fn run_xml(data: &[u8]) -> bool {
     let text = String::from_utf8_lossy(data);
-    crate::platform::simgrid::parse_limited(&text, Path::new("fuzz.xml"), &[], 4096).is_ok()
+    simulator::platform::simgrid::parse_limited(&text, Path::new("fuzz.xml"), &[], 4096).is_ok()
 }
 
 const JITTER: &str = "jitter-trace 1
@@ -382,8 +382,8 @@ end events=3 lead_cycles=1000 duration_cycles=301000 dropped_events=0
 ";
 
 fn run_jitter(data: &[u8]) -> bool {
-    match crate::jitter_trace::JitterTrace::from_reader(Path::new("fuzz.jitter"), data) {
-        Ok(t) => crate::jitter::Track::new("fuzz", &t, t.header.tsc_hz, None).is_ok(),
+    match simulator::jitter_trace::JitterTrace::from_reader(Path::new("fuzz.jitter"), data) {
+        Ok(t) => simulator::jitter::Track::new("fuzz", &t, t.header.tsc_hz, None).is_ok(),
         Err(_) => false,
     }
 }
@@ -391,9 +391,9 @@ fn run_jitter(data: &[u8]) -> bool {
 const SPEED_CSV: &str = "start-stop,ratio\n\"app+0x10-app+0x20\",0.5\n\"a,b-c\",2\nlibm.so+0xff-app+0x1,1e-3\n";
 
 fn run_speed_csv(data: &[u8]) -> bool {
-    crate::speed::SpeedRatios::parse(&String::from_utf8_lossy(data), Path::new("fuzz.csv")).is_ok()
+    simulator::speed::SpeedRatios::parse(&String::from_utf8_lossy(data), Path::new("fuzz.csv")).is_ok()
 }
 
 fn run_csv(data: &[u8]) -> bool {
-    crate::csv_text::records(&String::from_utf8_lossy(data)).all(|r| r.is_ok())
+    simulator::csv_text::records(&String::from_utf8_lossy(data)).all(|r| r.is_ok())
 }

@@ -15,8 +15,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::action::ComputeTime;
-use crate::trace::{self, Op, TraceError};
+use simulator::trace::ComputeTime;
+use simulator::trace::{self, Op, TraceError};
 
 /// One rank's phases, seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

@@ -1,7 +1,7 @@
-//! Long fuzzing runs of the input readers ([`simulator::fuzz`]):
+//! Long fuzzing runs of the input readers ([`simulator_fuzz`]):
 //!
 //! ```text
-//! cargo run --release -p simulator --example fuzz -- [--count N] [--seed S] [--jobs J] [TARGET...]
+//! cargo run --release -p simulator-fuzz --example fuzz -- [--count N] [--seed S] [--jobs J] [TARGET...]
 //! ```
 //! Feeds N (default 10^7) mutated inputs to each target (default: all),
 //! J targets at a time (default 2), and prints one line per target: the
@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use simulator::fuzz::{self, Target, MAX_INPUT};
+use simulator_fuzz::{self as fuzz, Target, MAX_INPUT};
 
 /// Largest single allocation allowed, bytes.
 const MAX_ALLOC: usize = 1 << 30;
