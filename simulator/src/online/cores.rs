@@ -6,9 +6,9 @@ use crate::platform::{Platform, WaitingRanks};
 use crate::replay::cores::{Ended, HostCores};
 
 /// Each rank's end, seconds, once the final blocks of the ranks of every
-/// oversubscribed host of polling ranks share its cores as the replay
-/// shares them (the replay's fluid model of a host's cores): rate `min(1, cores / ranks
-/// not finalized)`, a rank finalizing as its final block ends.
+/// oversubscribed host of polling ranks share its cores by the replay's
+/// fluid model: rate `min(1, cores / ranks not finalized)`, a rank
+/// finalizing as its final block ends.
 ///
 /// `ends[r]` is rank r's end as its clock has it and `blocks[r]` its
 /// final block ([`super::VirtualRank::final_block`]); the result is
