@@ -161,21 +161,14 @@ fn traced_run(lib: &Path, exe: &Path, out: &Path, slow: &str) {
     traced_run_args(lib, exe, &["20", "400000"], out, slow)
 }
 
-/// [`traced_run`] with the program's arguments `args`; mpirun gets a
-/// session directory of its own.
+/// [`traced_run`] with the program's arguments `args`.
 fn traced_run_args(lib: &Path, exe: &Path, args: &[&str], out: &Path, slow: &str) {
-    let mpirun = std::env::var("MPIRUN").unwrap_or_else(|_| "mpirun".into());
-    let session = tempfile::tempdir().unwrap();
-    let run = Command::new(&mpirun)
-        .args(["--allow-run-as-root", "--oversubscribe", "-x", "INTERPOSER_OUT", "-x", "LD_PRELOAD", "-x", "SLOW_B", "-np", "2"])
-        .arg(exe)
-        .args(args)
-        .env("OMPI_MCA_orte_tmpdir_base", session.path())
-        .env("INTERPOSER_OUT", out)
-        .env("LD_PRELOAD", lib)
-        .env("SLOW_B", slow)
-        .output()
-        .unwrap();
+    let mpi = mpi_launch::Mpi::find(None).unwrap();
+    let (mut cmd, _session) = mpi.command(2).unwrap();
+    mpi.forward(&mut cmd, "INTERPOSER_OUT", out);
+    mpi.forward(&mut cmd, "LD_PRELOAD", lib);
+    mpi.forward(&mut cmd, "SLOW_B", slow);
+    let run = cmd.arg(exe).args(args).output().unwrap();
     assert!(run.status.success(), "traced run failed:\n{}", String::from_utf8_lossy(&run.stderr));
 }
 

@@ -43,7 +43,10 @@ fn s(p: &Path) -> &str {
 
 /// Why this test cannot run here, if it cannot.
 fn missing() -> Option<String> {
-    for (tool, arg) in [("mpirun", "--version"), ("otf2-print", "--version"), ("cc", "--version")] {
+    if let Err(e) = mpi_launch::Mpi::find(None) {
+        return Some(format!("{e} (.ci/setup installs Open MPI)"));
+    }
+    for (tool, arg) in [("otf2-print", "--version"), ("cc", "--version")] {
         let ok = Command::new(tool).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
         if !ok {
             return Some(format!("`{tool} {arg}` failed (.ci/setup installs it)"));
@@ -61,19 +64,11 @@ fn trace_jacobi(dir: &Path) -> PathBuf {
 fn trace_c_test(dir: &Path, prog: &str, args: &[&str]) -> PathBuf {
     let so = built().join("libinterposer.so");
     let out = dir.join("trace");
-    let session = dir.join("ompi");
-    std::fs::create_dir_all(&session).unwrap();
-    let run = Command::new("mpirun")
-        .args(["--oversubscribe", "-np", "4", "-x", "LD_PRELOAD", "-x", "INTERPOSER_OUT"])
-        .arg(root().join("c-tests/build").join(prog))
-        .args(args)
-        .env("LD_PRELOAD", &so)
-        .env("INTERPOSER_OUT", &out)
-        .env("OMPI_MCA_orte_tmpdir_base", &session)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .unwrap();
+    let mpi = mpi_launch::Mpi::find(None).unwrap();
+    let (mut cmd, _session) = mpi.command(4).unwrap();
+    mpi.forward(&mut cmd, "LD_PRELOAD", &so);
+    mpi.forward(&mut cmd, "INTERPOSER_OUT", &out);
+    let run = cmd.arg(root().join("c-tests/build").join(prog)).args(args).output().unwrap();
     assert!(run.status.success(), "mpirun failed: {}", String::from_utf8_lossy(&run.stderr));
     out
 }
