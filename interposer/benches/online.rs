@@ -42,6 +42,7 @@ struct Run {
 }
 
 struct Bench {
+    mpi: mpi_launch::Mpi,
     lib: PathBuf,
     progs: PathBuf,
     tmp: tempfile::TempDir,
@@ -51,18 +52,24 @@ struct Bench {
 impl Bench {
     fn run(&self, np: u32, prog: &str, args: &[&str], online: Option<&Path>, extra: &[(&str, &str)], cpus: Option<&str>) -> Run {
         let k = self.runs_next();
-        let (session, out_dir) = (self.tmp.path().join(format!("s{k}")), self.tmp.path().join(format!("o{k}")));
-        std::fs::create_dir_all(&session).unwrap();
+        let out_dir = self.tmp.path().join(format!("o{k}"));
+        let (launch, _session) = self.mpi.command(np).expect("an MPI session directory");
+        // Pinned: the launcher and its ranks under `taskset`, with the
+        // launcher's own arguments and environment.
         let mut cmd = match cpus {
             Some(c) => {
                 let mut t = Command::new("taskset");
-                t.args(["-c", c, "mpirun"]);
+                t.args(["-c", c]).arg(launch.get_program()).args(launch.get_args());
+                for (k, v) in launch.get_envs() {
+                    if let Some(v) = v {
+                        t.env(k, v);
+                    }
+                }
                 t
             }
-            None => Command::new("mpirun"),
+            None => launch,
         };
-        cmd.env("OMPI_MCA_orte_tmpdir_base", &session);
-        cmd.args(["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", &np.to_string()]);
+        cmd.args(["--bind-to", "none"]);
         let mut env: Vec<(String, String)> = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         if let Some(p) = online {
             env.push(("LD_PRELOAD".into(), self.lib.display().to_string()));
@@ -71,7 +78,7 @@ impl Bench {
             env.push(("INTERPOSER_PLATFORM".into(), p.display().to_string()));
         }
         for (k, v) in &env {
-            cmd.env(k, v).args(["-x", k]);
+            self.mpi.forward(&mut cmd, k, v);
         }
         let out = cmd.arg(self.progs.join(prog)).args(args).output().expect("mpirun");
         assert!(out.status.success(), "{prog}: {}", String::from_utf8_lossy(&out.stderr));
@@ -115,6 +122,7 @@ fn main() {
     assert!(Command::new("make").args(["-s", "-C"]).arg(root.join("c-tests")).status().expect("make").success());
     let release = common::release_dir(&root);
     let bench = Bench {
+        mpi: mpi_launch::Mpi::find(None).unwrap_or_else(|e| panic!("{e}")),
         lib: release.join("libinterposer.so"),
         progs: root.join("c-tests/build"),
         tmp: tempfile::tempdir().unwrap(),
