@@ -38,8 +38,8 @@
 use std::cell::RefCell;
 
 use super::collective::{self, FixedLinks, LinkCost};
-use super::engine::{Env, PhaseStat};
 use super::par::*;
+use super::tasks::{Env, PhaseStat};
 use super::track::Quiet;
 
 /// Subtree blocks wanted below the top levels: enough to keep every
