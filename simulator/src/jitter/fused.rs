@@ -289,11 +289,12 @@ impl<'a> Tree<'a> {
     /// up (its arrival at the parent) or, for the tree's root, its release,
     /// cycles. Updates the block's maxima `m`.
     ///
-    /// The block goes level by level, each level in three passes over its
-    /// tasks: their positions (and the loads of their two bucket entries),
-    /// their first events and compute-end guesses (and the loads of the
-    /// events), then the chains and computes. So the cache misses of a
-    /// level's lookups overlap instead of following each other.
+    /// The block goes level by level. A task's position (and the loads of
+    /// its two bucket entries) is found when its parent sends it its
+    /// message; then each level takes two passes over its tasks: their
+    /// first events and compute-end guesses (and the loads of the events),
+    /// then the chains and computes. So the cache misses of a level's
+    /// lookups overlap instead of following each other.
     fn block(&self, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
         SCRATCH.with(|sc| self.block_in(&mut sc.borrow_mut(), r, arrive, fr, m))
     }
@@ -336,12 +337,13 @@ impl<'a> Tree<'a> {
             let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
             let next_lo = k * lo + 1;
             let w = (hi - lo) as usize;
-            for j in 0..w {
-                let i = lo + j as u64;
-                let a = if down { sc.a[base + j] } else { 0 };
-                let (track, pos) = env.position(i, fr.at, &fr.rm, a);
-                track.prefetch_buckets(pos, self.span[env.track_index(i)]);
-                sc.pos[base + j] = pos;
+            // On the way down, a level's positions were found as the level
+            // above sent its messages.
+            if d == 0 || !down {
+                for j in 0..w {
+                    let a = if down { sc.a[base + j] } else { 0 };
+                    self.locate(sc, lo + j as u64, base + j, a, fr);
+                }
             }
             for j in 0..w {
                 let i = lo + j as u64;
@@ -387,7 +389,9 @@ impl<'a> Tree<'a> {
                                 let l = self.link_on(inter, i, c);
                                 done += l.send;
                                 // Each point is at most the chain's end, inside the trace.
-                                sc.a[next_base + (c - next_lo) as usize] = point(done).unwrap_or(exit) + l.wire;
+                                let slot = next_base + (c - next_lo) as usize;
+                                sc.a[slot] = point(done).unwrap_or(exit) + l.wire;
+                                self.locate(sc, c, slot, sc.a[slot], fr);
                             }
                         }
                         let e = a + (x - pos);
@@ -406,7 +410,9 @@ impl<'a> Tree<'a> {
                         for c in kids {
                             let l = self.link_on(inter, i, c);
                             x = env.stretch(i, &mut q, x, l.send);
-                            sc.a[next_base + (c - next_lo) as usize] = x + l.wire;
+                            let slot = next_base + (c - next_lo) as usize;
+                            sc.a[slot] = x + l.wire;
+                            self.locate(sc, c, slot, x + l.wire, fr);
                         }
                     }
                     let end = env.stretch(i, &mut q, x, work);
@@ -418,6 +424,15 @@ impl<'a> Tree<'a> {
                 sc.q[s] = q;
             }
         }
+    }
+
+    /// Task `i`'s trace position at its time `a` into its slot `s`, and the
+    /// loads of the bucket entries its lookups read.
+    #[inline(always)]
+    fn locate(&self, sc: &mut Scratch, i: u64, s: usize, a: u64, fr: &Frame) {
+        let (track, pos) = self.env.position(i, fr.at, &fr.rm, a);
+        track.prefetch_buckets(pos, self.span[self.env.track_index(i)]);
+        sc.pos[s] = pos;
     }
 
     /// The way up through the tasks of `lv` from their compute ends and
