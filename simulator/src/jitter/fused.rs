@@ -128,6 +128,10 @@ struct Levels {
     depth: usize,
     /// Slots of all the levels.
     total: usize,
+    /// The last level's tasks have no children.
+    leaves: bool,
+    /// Every task is on another node than its parent.
+    inter: bool,
 }
 
 thread_local! {
@@ -175,7 +179,7 @@ impl<'a> Tree<'a> {
         let mut fr = self.frame(0);
         let mut m = Maxima::default();
         if lo > 0 {
-            self.descend(&mut top_sc, &top, false, None, &fr, &mut m);
+            self.descend(&mut top_sc, &top, None, &fr, &mut m);
         }
         let mut compute_max = m.compute.max(self.blocks(&roots, &mut blk_up, |r, m| self.block(r, None, &fr, m)).compute);
         let mut out = Vec::with_capacity(phases as usize);
@@ -185,7 +189,7 @@ impl<'a> Tree<'a> {
                 blk_up[0]
             } else {
                 top_sc.up[lo..].copy_from_slice(&blk_up);
-                self.ascend(&mut top_sc, &top, false, &fr)
+                self.ascend(&mut top_sc, &top, &fr)
             };
             let next = p + 1 < phases;
             fr = self.frame(release);
@@ -193,7 +197,7 @@ impl<'a> Tree<'a> {
             if lo == 0 {
                 blk_down[0] = release;
             } else if next {
-                self.descend(&mut top_sc, &top, false, Some(release), &fr, &mut m);
+                self.descend(&mut top_sc, &top, Some(release), &fr, &mut m);
                 blk_down.copy_from_slice(&top_sc.a[lo..]);
             } else {
                 m = self.top_last(release, &mut top_sc.a[..], &mut blk_down);
@@ -302,14 +306,15 @@ impl<'a> Tree<'a> {
     fn block_in(&self, sc: &mut Scratch, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
         let lv = self.levels_from(r, self.n);
         sc.grow(lv.total);
-        self.descend(sc, &lv, self.inter, arrive, fr, m);
-        self.ascend(sc, &lv, self.inter, fr)
+        self.descend(sc, &lv, arrive, fr, m);
+        self.ascend(sc, &lv, fr)
     }
 
     /// The levels of the subtree of `r` up to (not including) task `limit`.
     fn levels_from(&self, r: u64, limit: u64) -> Levels {
         let k = self.k;
-        let mut lv = Levels { lv: [(0, 0, 0); 64], depth: 0, total: 0 };
+        let inter = r >= self.lo && self.inter;
+        let mut lv = Levels { lv: [(0, 0, 0); 64], depth: 0, total: 0, leaves: limit == self.n, inter };
         let (mut lo, mut hi) = (r, (r + 1).min(limit));
         while lo < limit {
             lv.lv[lv.depth] = (lo, hi, lv.total);
@@ -324,11 +329,11 @@ impl<'a> Tree<'a> {
     /// `arrive` to their first task (`None`: every task from time 0,
     /// without the way down), and each task's compute: fills `sc.e` and
     /// `sc.q` of each task and `sc.a` of its children (the children of
-    /// the last level at `lv.total` on). `inter`: every message is
-    /// between nodes. Updates the maxima `m`.
-    fn descend(&self, sc: &mut Scratch, lv: &Levels, inter: bool, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) {
+    /// the last level at `lv.total` on; when they are leaves, their
+    /// messages up go to `sc.up` at once). Updates the maxima `m`.
+    fn descend(&self, sc: &mut Scratch, lv: &Levels, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) {
         let (env, k, work) = (self.env, self.k, self.work);
-        let (depth, total) = (lv.depth, lv.total);
+        let (depth, total, inter, leaves) = (lv.depth, lv.total, lv.inter, lv.leaves);
         let lv = &lv.lv;
         let down = arrive.is_some();
         sc.a[0] = arrive.unwrap_or(0);
@@ -420,8 +425,19 @@ impl<'a> Tree<'a> {
                 });
                 m.exit = m.exit.max(exit);
                 m.compute = m.compute.max(end - exit);
-                sc.e[s] = end;
-                sc.q[s] = q;
+                if leaves && d + 1 == depth {
+                    // A leaf's way up is its send, right after its compute.
+                    let mut q = q;
+                    sc.up[s] = if i == 0 {
+                        end
+                    } else {
+                        let l = self.parent_link_on(inter, i);
+                        self.short(i, &mut q, end, l.send, fr) + l.wire
+                    };
+                } else {
+                    sc.e[s] = end;
+                    sc.q[s] = q;
+                }
             }
         }
     }
@@ -437,13 +453,14 @@ impl<'a> Tree<'a> {
 
     /// The way up through the tasks of `lv` from their compute ends and
     /// cursors in `sc` and their children's messages up in `sc.up` (the
-    /// last level's children at `lv.total` on); returns the first task's
+    /// last level's children at `lv.total` on; a last level of leaves is
+    /// done, as [`descend`](Self::descend) left it); returns the first task's
     /// message up or, for the tree's root, its release, cycles.
-    fn ascend(&self, sc: &mut Scratch, lv: &Levels, inter: bool, fr: &Frame) -> u64 {
+    fn ascend(&self, sc: &mut Scratch, lv: &Levels, fr: &Frame) -> u64 {
         let k = self.k;
-        let (depth, total) = (lv.depth, lv.total);
+        let (depth, total, inter, leaves) = (lv.depth, lv.total, lv.inter, lv.leaves);
         let lv = &lv.lv;
-        for d in (0..depth).rev() {
+        for d in (0..depth - leaves as usize).rev() {
             let (lo, hi, base) = lv[d];
             let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
             let next_lo = k * lo + 1;
