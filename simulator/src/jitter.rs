@@ -30,6 +30,7 @@ mod fused;
 mod par;
 pub mod report;
 pub mod synth;
+mod tasks;
 pub mod track;
 
 pub use engine::{simulate, simulate_observed, start_offsets, Config, Mode, RunResult};

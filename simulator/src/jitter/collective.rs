@@ -9,7 +9,7 @@
 
 use super::par::*;
 
-use super::engine::Tasks;
+use super::tasks::Tasks;
 use super::track::Quiet;
 use crate::network::P2pModel;
 

@@ -12,7 +12,10 @@
 //! tasks' values stay in the cache, and nothing per task is kept between
 //! phases: a task's clock after its send up is never later than its
 //! parent's message down (sent after the parent received that send), so
-//! the way down starts at the message. One parallel pass per phase.
+//! the way down starts at the message. One parallel pass per phase. The
+//! top levels go through the same kernel, their way down before the
+//! blocks and their way up in the next phase, after them, so a top task
+//! keeps its compute's end and the quiet span after it between the two.
 //!
 //! Per task and phase there is one position lookup: where the parent's
 //! message lands in the task's trace, p. The rule is work-conserving
@@ -38,8 +41,8 @@
 use std::cell::RefCell;
 
 use super::collective::{self, FixedLinks, LinkCost};
-use super::engine::{Env, PhaseStat};
 use super::par::*;
+use super::tasks::{Env, PhaseStat};
 use super::track::Quiet;
 
 /// Subtree blocks wanted below the top levels: enough to keep every
@@ -118,6 +121,19 @@ impl Scratch {
     }
 }
 
+/// Levels of a subtree, in level order: per level its tasks `lo..hi` and
+/// the slot of its first task in a [`Scratch`].
+struct Levels {
+    lv: [(u64, u64, usize); 64],
+    depth: usize,
+    /// Slots of all the levels.
+    total: usize,
+    /// The last level's tasks have no children.
+    leaves: bool,
+    /// Every task is on another node than its parent.
+    inter: bool,
+}
+
 thread_local! {
     /// Each thread's block scratch.
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
@@ -148,37 +164,48 @@ impl<'a> Tree<'a> {
     /// phase ends with the barrier and the next compute starts at each
     /// task's exit. `on_phase(p)` is called after phase `p`.
     pub(crate) fn run(&self, phases: u32, on_phase: &dyn Fn(u32)) -> Vec<PhaseStat> {
-        let (lo, hi, work) = (self.lo as usize, self.hi as usize, self.work);
-        let env = self.env;
+        let (lo, hi) = (self.lo as usize, self.hi as usize);
         let roots: Vec<u64> = (self.lo..self.hi).collect();
-        // Top tasks: compute ends; messages up (to the parent) and down (from it).
-        let mut top_t = vec![0u64; lo];
-        let mut top_up = vec![0u64; lo];
-        let mut top_down = vec![0u64; lo];
+        // The top tasks go through the block kernel too, in a scratch of
+        // their own that holds their compute ends and cursors from their
+        // way down to their way up in the next phase; the block roots'
+        // messages down and up are its slots from `lo` on.
+        let top = self.levels_from(0, self.lo);
+        let mut top_sc = Scratch::default();
+        top_sc.grow(lo + (hi - lo));
         // Block roots: their message up, and their parent's message down.
         let mut blk_up = vec![0u64; hi - lo];
         let mut blk_down = vec![0u64; hi - lo];
-        let start = self.frame(0);
-        let mut compute_max = 0u64;
-        for (i, t) in top_t.iter_mut().enumerate() {
-            *t = env.stretch(i as u64, &mut Quiet::default(), 0, work);
-            compute_max = compute_max.max(*t);
+        let mut fr = self.frame(0);
+        let mut m = Maxima::default();
+        if lo > 0 {
+            self.descend(&mut top_sc, &top, None, &fr, &mut m);
         }
-        let m = self.blocks(&roots, &mut blk_up, |r, m| self.block(r, None, &start, m));
-        compute_max = compute_max.max(m.compute);
+        let mut compute_max = m.compute.max(self.blocks(&roots, &mut blk_up, |r, m| self.block(r, None, &fr, m)).compute);
         let mut out = Vec::with_capacity(phases as usize);
         let mut last_end = 0u64;
         for p in 0..phases {
-            let release = if lo == 0 { blk_up[0] } else { self.top_up(&top_t, &mut top_up, &blk_up) };
+            let release = if lo == 0 {
+                blk_up[0]
+            } else {
+                top_sc.up[lo..].copy_from_slice(&blk_up);
+                self.ascend(&mut top_sc, &top, &fr)
+            };
             let next = p + 1 < phases;
-            let mut m = self.top_down(release, next, &mut top_t, &mut top_down, &mut blk_down);
+            fr = self.frame(release);
+            let mut m = Maxima::default();
             if lo == 0 {
                 blk_down[0] = release;
+            } else if next {
+                self.descend(&mut top_sc, &top, Some(release), &fr, &mut m);
+                blk_down.copy_from_slice(&top_sc.a[lo..]);
+            } else {
+                m = self.top_last(release, &mut top_sc.a[..], &mut blk_down);
             }
-            let fr = self.frame(release);
             let down = &blk_down;
+            let fr = &fr;
             m = m.join(if next {
-                self.blocks(&roots, &mut blk_up, |r, m| self.block(r, Some(down[(r - self.lo) as usize]), &fr, m))
+                self.blocks(&roots, &mut blk_up, |r, m| self.block(r, Some(down[(r - self.lo) as usize]), fr, m))
             } else {
                 self.blocks(&roots, &mut blk_up, |r, m| {
                     self.last(r, down[(r - self.lo) as usize], m);
@@ -209,32 +236,10 @@ impl<'a> Tree<'a> {
         Frame { at, rm: self.env.tracks().iter().map(|t| at % t.period()).collect() }
     }
 
-    /// The way up through the top tasks, from their compute ends `top_t`
-    /// and the block roots' messages `blk_up`; fills `top_up` and returns
-    /// the root's release, cycles.
-    fn top_up(&self, top_t: &[u64], top_up: &mut [u64], blk_up: &[u64]) -> u64 {
-        let (env, links, lo) = (self.env, self.links, self.lo);
-        let mut release = 0;
-        for i in (0..lo).rev() {
-            let (mut x, mut q) = (top_t[i as usize], Quiet::default());
-            for c in self.children(i) {
-                let a = if c < lo { top_up[c as usize] } else { blk_up[(c - lo) as usize] };
-                x = env.stretch(i, &mut q, x.max(a), links.get(c, i).recv);
-            }
-            if i > 0 {
-                let l = links.get(i, collective::parent(i, self.k));
-                top_up[i as usize] = env.stretch(i, &mut q, x, l.send) + l.wire;
-            } else {
-                release = x;
-            }
-        }
-        release
-    }
-
-    /// The way down through the top tasks after the root's `release`, and
-    /// with `next` their next compute (into `top_t`); fills their messages
-    /// down, `top_down` and `blk_down`.
-    fn top_down(&self, release: u64, next: bool, top_t: &mut [u64], top_down: &mut [u64], blk_down: &mut [u64]) -> Maxima {
+    /// The last phase's way down through the top tasks after the root's
+    /// `release`, without a compute after it; fills their messages down,
+    /// `top_down` (at least `lo` slots) and `blk_down`.
+    fn top_last(&self, release: u64, top_down: &mut [u64], blk_down: &mut [u64]) -> Maxima {
         let (env, links, lo) = (self.env, self.links, self.lo);
         let mut m = Maxima::default();
         for i in 0..lo {
@@ -250,29 +255,25 @@ impl<'a> Tree<'a> {
                 *slot = x + l.wire;
             }
             m.exit = m.exit.max(x);
-            if next {
-                let e = env.stretch(i, &mut q, x, self.work);
-                m.compute = m.compute.max(e - x);
-                top_t[i as usize] = e;
-            }
         }
         m
     }
 
-    /// Cost of a message between block tasks `a` and `b`, parent and child.
+    /// Cost of a message between tasks `a` and `b`, parent and child;
+    /// `inter`: they are known to be on different nodes.
     #[inline(always)]
-    fn link(&self, a: u64, b: u64) -> LinkCost {
-        if self.inter {
+    fn link_on(&self, inter: bool, a: u64, b: u64) -> LinkCost {
+        if inter {
             self.links.inter
         } else {
             self.links.get(a, b)
         }
     }
 
-    /// Cost of the message between block task `i` and its parent.
+    /// Cost of the message between task `i` and its parent; `inter`: they are known to be on different nodes.
     #[inline(always)]
-    fn parent_link(&self, i: u64) -> LinkCost {
-        if self.inter {
+    fn parent_link_on(&self, inter: bool, i: u64) -> LinkCost {
+        if inter {
             self.links.inter
         } else {
             self.links.get(i, collective::parent(i, self.k))
@@ -292,28 +293,48 @@ impl<'a> Tree<'a> {
     /// up (its arrival at the parent) or, for the tree's root, its release,
     /// cycles. Updates the block's maxima `m`.
     ///
-    /// The block goes level by level, each level in three passes over its
-    /// tasks: their positions (and the loads of their two bucket entries),
-    /// their first events and compute-end guesses (and the loads of the
-    /// events), then the chains and computes. So the cache misses of a
-    /// level's lookups overlap instead of following each other.
+    /// The block goes level by level. A task's position (and the loads of
+    /// its two bucket entries) is found when its parent sends it its
+    /// message; then each level takes two passes over its tasks: their
+    /// first events and compute-end guesses (and the loads of the events),
+    /// then the chains and computes. So the cache misses of a level's
+    /// lookups overlap instead of following each other.
     fn block(&self, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
         SCRATCH.with(|sc| self.block_in(&mut sc.borrow_mut(), r, arrive, fr, m))
     }
 
     fn block_in(&self, sc: &mut Scratch, r: u64, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) -> u64 {
-        let (env, k, work) = (self.env, self.k, self.work);
-        // The block's levels: tasks lo..hi, their slots from `base` on.
-        let mut lv = [(0u64, 0u64, 0usize); 64];
-        let (mut depth, mut total) = (0usize, 0usize);
-        let (mut lo, mut hi) = (r, r + 1);
-        while lo < self.n {
-            lv[depth] = (lo, hi, total);
-            total += (hi - lo) as usize;
-            depth += 1;
-            (lo, hi) = (k * lo + 1, (k * hi + 1).min(self.n));
+        let lv = self.levels_from(r, self.n);
+        sc.grow(lv.total);
+        self.descend(sc, &lv, arrive, fr, m);
+        self.ascend(sc, &lv, fr)
+    }
+
+    /// The levels of the subtree of `r` up to (not including) task `limit`.
+    fn levels_from(&self, r: u64, limit: u64) -> Levels {
+        let k = self.k;
+        let inter = r >= self.lo && self.inter;
+        let mut lv = Levels { lv: [(0, 0, 0); 64], depth: 0, total: 0, leaves: limit == self.n, inter };
+        let (mut lo, mut hi) = (r, (r + 1).min(limit));
+        while lo < limit {
+            lv.lv[lv.depth] = (lo, hi, lv.total);
+            lv.total += (hi - lo) as usize;
+            lv.depth += 1;
+            (lo, hi) = (k * lo + 1, (k * hi + 1).min(limit));
         }
-        sc.grow(total);
+        lv
+    }
+
+    /// The way down through the tasks of `lv` from the parent's message
+    /// `arrive` to their first task (`None`: every task from time 0,
+    /// without the way down), and each task's compute: fills `sc.e` and
+    /// `sc.q` of each task and `sc.a` of its children (the children of
+    /// the last level at `lv.total` on; when they are leaves, their
+    /// messages up go to `sc.up` at once). Updates the maxima `m`.
+    fn descend(&self, sc: &mut Scratch, lv: &Levels, arrive: Option<u64>, fr: &Frame, m: &mut Maxima) {
+        let (env, k, work) = (self.env, self.k, self.work);
+        let (depth, total, inter, leaves) = (lv.depth, lv.total, lv.inter, lv.leaves);
+        let lv = &lv.lv;
         let down = arrive.is_some();
         sc.a[0] = arrive.unwrap_or(0);
         for d in 0..depth {
@@ -321,12 +342,13 @@ impl<'a> Tree<'a> {
             let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
             let next_lo = k * lo + 1;
             let w = (hi - lo) as usize;
-            for j in 0..w {
-                let i = lo + j as u64;
-                let a = if down { sc.a[base + j] } else { 0 };
-                let (track, pos) = env.position(i, fr.at, &fr.rm, a);
-                track.prefetch_buckets(pos, self.span[env.track_index(i)]);
-                sc.pos[base + j] = pos;
+            // On the way down, a level's positions were found as the level
+            // above sent its messages.
+            if d == 0 || !down {
+                for j in 0..w {
+                    let a = if down { sc.a[base + j] } else { 0 };
+                    self.locate(sc, lo + j as u64, base + j, a, fr);
+                }
             }
             for j in 0..w {
                 let i = lo + j as u64;
@@ -340,8 +362,8 @@ impl<'a> Tree<'a> {
                 let s = base + j;
                 let a = if down { sc.a[s] } else { 0 };
                 let kids = self.children(i);
-                let recv = if i > 0 && down { self.parent_link(i).recv } else { 0 };
-                let sends: u64 = if down { kids.clone().map(|c| self.link(i, c).send).sum() } else { 0 };
+                let recv = if i > 0 && down { self.parent_link_on(inter, i).recv } else { 0 };
+                let sends: u64 = if down { kids.clone().map(|c| self.link_on(inter, i, c).send).sum() } else { 0 };
                 let chain = recv + sends;
                 let g = env.track_index(i);
                 let track = &env.tracks()[g];
@@ -369,10 +391,12 @@ impl<'a> Tree<'a> {
                         if down {
                             let mut done = recv;
                             for c in kids.clone() {
-                                let l = self.link(i, c);
+                                let l = self.link_on(inter, i, c);
                                 done += l.send;
                                 // Each point is at most the chain's end, inside the trace.
-                                sc.a[next_base + (c - next_lo) as usize] = point(done).unwrap_or(exit) + l.wire;
+                                let slot = next_base + (c - next_lo) as usize;
+                                sc.a[slot] = point(done).unwrap_or(exit) + l.wire;
+                                self.locate(sc, c, slot, sc.a[slot], fr);
                             }
                         }
                         let e = a + (x - pos);
@@ -389,9 +413,11 @@ impl<'a> Tree<'a> {
                     }
                     if down {
                         for c in kids {
-                            let l = self.link(i, c);
+                            let l = self.link_on(inter, i, c);
                             x = env.stretch(i, &mut q, x, l.send);
-                            sc.a[next_base + (c - next_lo) as usize] = x + l.wire;
+                            let slot = next_base + (c - next_lo) as usize;
+                            sc.a[slot] = x + l.wire;
+                            self.locate(sc, c, slot, x + l.wire, fr);
                         }
                     }
                     let end = env.stretch(i, &mut q, x, work);
@@ -399,11 +425,42 @@ impl<'a> Tree<'a> {
                 });
                 m.exit = m.exit.max(exit);
                 m.compute = m.compute.max(end - exit);
-                sc.e[s] = end;
-                sc.q[s] = q;
+                if leaves && d + 1 == depth {
+                    // A leaf's way up is its send, right after its compute.
+                    let mut q = q;
+                    sc.up[s] = if i == 0 {
+                        end
+                    } else {
+                        let l = self.parent_link_on(inter, i);
+                        self.short(i, &mut q, end, l.send, fr) + l.wire
+                    };
+                } else {
+                    sc.e[s] = end;
+                    sc.q[s] = q;
+                }
             }
         }
-        for d in (0..depth).rev() {
+    }
+
+    /// Task `i`'s trace position at its time `a` into its slot `s`, and the
+    /// loads of the bucket entries its lookups read.
+    #[inline(always)]
+    fn locate(&self, sc: &mut Scratch, i: u64, s: usize, a: u64, fr: &Frame) {
+        let (track, pos) = self.env.position(i, fr.at, &fr.rm, a);
+        track.prefetch_buckets(pos, self.span[self.env.track_index(i)]);
+        sc.pos[s] = pos;
+    }
+
+    /// The way up through the tasks of `lv` from their compute ends and
+    /// cursors in `sc` and their children's messages up in `sc.up` (the
+    /// last level's children at `lv.total` on; a last level of leaves is
+    /// done, as [`descend`](Self::descend) left it); returns the first task's
+    /// message up or, for the tree's root, its release, cycles.
+    fn ascend(&self, sc: &mut Scratch, lv: &Levels, fr: &Frame) -> u64 {
+        let k = self.k;
+        let (depth, total, inter, leaves) = (lv.depth, lv.total, lv.inter, lv.leaves);
+        let lv = &lv.lv;
+        for d in (0..depth - leaves as usize).rev() {
             let (lo, hi, base) = lv[d];
             let next_base = if d + 1 < depth { lv[d + 1].2 } else { total };
             let next_lo = k * lo + 1;
@@ -411,12 +468,12 @@ impl<'a> Tree<'a> {
                 let i = lo + j as u64;
                 let (mut x, mut q) = (sc.e[base + j], sc.q[base + j]);
                 for c in self.children(i) {
-                    x = self.short(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), self.link(c, i).recv, fr);
+                    x = self.short(i, &mut q, x.max(sc.up[next_base + (c - next_lo) as usize]), self.link_on(inter, c, i).recv, fr);
                 }
                 sc.up[base + j] = if i == 0 {
                     x
                 } else {
-                    let l = self.parent_link(i);
+                    let l = self.parent_link_on(inter, i);
                     self.short(i, &mut q, x, l.send, fr) + l.wire
                 };
             }

@@ -6,7 +6,8 @@
 use std::time::Instant;
 
 use super::collective::{self, latency_model, Collective, Net};
-use super::engine::{run, segment, splitmix, Config, Env, Mode, PhaseStat, Tasks};
+use super::engine::{run, segment, splitmix, Config, Mode};
+use super::tasks::{Env, PhaseStat, Tasks};
 use super::track::{Quiet, TraceCursor, Track};
 use crate::jitter_trace::{JitterHeader, JitterRecord, JitterTrace};
 
