@@ -31,16 +31,16 @@ fn mpich_programs() -> &'static Path {
 }
 
 /// `mpirun.mpich -np <np>` of an MPICH-built c-test with `env` passed to
-/// the ranks (Hydra's -env: to the ranks only, not to mpiexec), the one
-/// library preloaded when `preload`.
+/// the ranks only (not to mpiexec), the one library preloaded when
+/// `preload`.
 fn mpich_run(np: u32, prog: &str, args: &[&str], env: &[(&str, &str)], preload: bool) -> Output {
-    let mut cmd = Command::new("mpirun.mpich");
-    cmd.args(["-np", &np.to_string()]);
+    let mpi = mpi_launch::Mpi::find(Some("mpirun.mpich")).unwrap_or_else(|e| panic!("{e}"));
+    let (mut cmd, _session) = mpi.command(np).expect("a session directory");
     for (k, v) in env {
-        cmd.args(["-env", k, v]);
+        mpi.forward_to_ranks(&mut cmd, k, v);
     }
     if preload {
-        cmd.args(["-env", "LD_PRELOAD"]).arg(library());
+        mpi.forward_to_ranks(&mut cmd, "LD_PRELOAD", library());
     }
     let out = cmd.arg(mpich_programs().join(prog)).args(args).env_remove("LD_PRELOAD").output().expect("mpirun.mpich");
     assert!(out.status.success(), "{prog} under MPICH failed: {}", String::from_utf8_lossy(&out.stderr));

@@ -168,6 +168,27 @@ impl Mpi {
             cmd.args(["-x", key]);
         }
     }
+
+    /// Passes `key=value` to the ranks only, not to the launcher's own
+    /// environment (a library to preload into the ranks but not into the
+    /// launcher): Open MPI's `-x key=value`, Hydra's `-env key value`;
+    /// another launcher gets it in its environment, as [`Mpi::forward`].
+    /// Placed before the program, like `forward`.
+    pub fn forward_to_ranks(&self, cmd: &mut Command, key: &str, value: impl AsRef<std::ffi::OsStr>) {
+        match self.flavour {
+            Flavour::OpenMpi => {
+                let mut kv = std::ffi::OsString::from(format!("{key}="));
+                kv.push(value.as_ref());
+                cmd.arg("-x").arg(kv);
+            }
+            Flavour::Mpich => {
+                cmd.args(["-env", key]).arg(value.as_ref());
+            }
+            Flavour::Other => {
+                cmd.env(key, value);
+            }
+        }
+    }
 }
 
 /// A run's session directory, removed when dropped.
@@ -261,6 +282,21 @@ mod tests {
         let (mut cmd, _s) = hydra.command(2).unwrap();
         hydra.forward(&mut cmd, "K", "v");
         assert_eq!(cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(), ["-np", "2"]);
+    }
+
+    #[test]
+    fn what_only_the_ranks_get_stays_out_of_the_launchers_environment() {
+        let args = |cmd: &Command| cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>();
+        let ompi = Mpi::with_version("mpirun".into(), "mpirun (Open MPI) 4.1.6\n");
+        let (mut cmd, _s) = ompi.command(2).unwrap();
+        ompi.forward_to_ranks(&mut cmd, "LD_PRELOAD", "lib.so");
+        assert_eq!(args(&cmd), ["--oversubscribe", "-np", "2", "-x", "LD_PRELOAD=lib.so"]);
+        assert!(cmd.get_envs().all(|(k, _)| k != "LD_PRELOAD"));
+        let hydra = Mpi::with_version("mpiexec.hydra".into(), "HYDRA build details:\n    Version: 4.0.2\n");
+        let (mut cmd, _s) = hydra.command(2).unwrap();
+        hydra.forward_to_ranks(&mut cmd, "LD_PRELOAD", "lib.so");
+        assert_eq!(args(&cmd), ["-np", "2", "-env", "LD_PRELOAD", "lib.so"]);
+        assert!(cmd.get_envs().all(|(k, _)| k != "LD_PRELOAD"));
     }
 
     #[test]
