@@ -381,8 +381,8 @@ impl Online {
     /// Fixes nonblocking collective `id`'s completion from its members'
     /// post times; a model error lists the call as unmodelled (the
     /// request then completes when waited, at no virtual cost).
-    fn icoll_matched(&mut self, id: u64, nbc: &Nbc, entries: &[f64]) {
-        if let Err(e) = self.clock.icoll_matched(id, &nbc.action, &nbc.members, entries) {
+    fn icoll_matched(&mut self, id: u64, nbc: &Nbc, entries: &[f64], sizes: &[Vec<u64>]) {
+        if let Err(e) = self.clock.icoll_matched_sized(id, &nbc.action, &nbc.members, entries, sizes) {
             if self.unmodelled.insert(nbc.call.mpi_name()) {
                 warn(Some(self.rank), &format!("online mode: {e}; it costs no virtual time"));
             }

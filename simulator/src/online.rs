@@ -101,6 +101,7 @@ mod io;
 #[cfg(test)]
 mod tests;
 
+pub use coll::member_sizes;
 pub use cores::final_ends;
 
 /// One rank's virtual time so far, seconds; serialized per rank in the

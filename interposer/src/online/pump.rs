@@ -201,7 +201,9 @@ impl Online {
             Input::Gather { id, op, .. } => {
                 if let Some(nbc) = self.nbcs.remove(&id) {
                     let n = nbc.members.len();
-                    self.icoll_matched(id, &nbc, &op.data()[..n]);
+                    let width = 1 + simulator::online::member_sizes(&nbc.action, n).len();
+                    let (entries, sizes) = split_gathered(&op.data()[..n * width], width);
+                    self.icoll_matched(id, &nbc, &entries, &sizes);
                 }
             }
         }
@@ -243,15 +245,23 @@ impl Online {
                 }
             }
             Ev::Coll { call, action, members, slot, gather } => {
-                let entries = match gathered(gather, *slot, members.len(), 1, || vec![self.clock.now()]) {
+                // Each member's entry time, then what its action has that
+                // the others' do not (a gather's own size, a scatterv
+                // root's or an all-to-all-v member's send sizes).
+                let n = members.len();
+                let own = simulator::online::member_sizes(action, n);
+                let width = 1 + own.len();
+                let values = || std::iter::once(self.clock.now()).chain(own.iter().map(|&b| b as f64)).collect();
+                let got = match gathered(gather, *slot, n, width, values) {
                     Gathered::Failed => {
                         self.unmodelled.insert(call.mpi_name());
                         return true;
                     }
                     Gathered::Waiting => return false,
-                    Gathered::In(values) => values.to_vec(),
+                    Gathered::In(values) => values,
                 };
-                if let Err(e) = self.clock.collective(action, members, &entries) {
+                let (entries, sizes) = split_gathered(got, width);
+                if let Err(e) = self.clock.collective_sized(action, members, &entries, &sizes) {
                     unmodelled(&mut self.unmodelled, self.rank, *call, &e);
                 }
             }
@@ -289,7 +299,9 @@ impl Online {
             Ev::Icoll { id, slot } => {
                 let post = self.clock.icoll(*id);
                 let n = self.nbcs.get(id).map_or(0, |c| c.members.len());
-                match Op::iallgather(*slot, &[post], n) {
+                let own = self.nbcs.get(id).map_or_else(Vec::new, |c| simulator::online::member_sizes(&c.action, n));
+                let values: Vec<f64> = std::iter::once(post).chain(own.iter().map(|&b| b as f64)).collect();
+                match Op::iallgather(*slot, &values, n) {
                     Some(op) => {
                         let call = self.nbcs.get(id).map_or(Call::Ibarrier, |c| c.call);
                         self.work.inputs.push(Input::Gather { id: *id, call, op });
@@ -354,6 +366,17 @@ enum Gathered<'a> {
     Waiting,
     /// It could not be posted (no shadow of that size).
     Failed,
+}
+
+/// The members' entry (or post) times and [`simulator::online::member_sizes`]
+/// from a gather of `width` values per member (sizes empty for a width of 1).
+fn split_gathered(got: &[f64], width: usize) -> (Vec<f64>, Vec<Vec<u64>>) {
+    let entries = got.chunks(width).map(|v| v[0]).collect();
+    let sizes = match width {
+        1 => Vec::new(),
+        _ => got.chunks(width).map(|v| v[1..].iter().map(|&b| b as u64).collect()).collect(),
+    };
+    (entries, sizes)
 }
 
 /// Posts `gather`, the exchange among the `n` members of shadow `slot` of

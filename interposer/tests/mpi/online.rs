@@ -66,6 +66,9 @@ fn online_prediction_agrees_with_offline_replay_of_the_same_run() {
         ("ring", &["2000", "8"][..]),
         ("ring", &["200", "100000"][..]),
         ("allreduce_loop", &["300", "1024"][..]),
+        // Collectives whose sizes differ between members (gatherv,
+        // scatterv, alltoallv, ...), blocking and not.
+        ("mpi_calls", &[][..]),
     ] {
         let (dir, out) = online_run(4, prog, args, &platform, &[]);
         assert!(warnings(&out).iter().all(|w| !w.contains("warning")), "{:?}", warnings(&out));

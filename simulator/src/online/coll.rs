@@ -19,6 +19,24 @@ impl VirtualRank<'_> {
     /// [`ReplayError`]: this rank or the root is not a member, the lengths
     /// differ, or the replay rejects the action.
     pub fn collective(&mut self, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<f64, ReplayError> {
+        self.collective_sized(action, members, entries_s, &[])
+    }
+
+    /// [`VirtualRank::collective`] of a collective whose sizes differ
+    /// between members: `sizes[i]` is member i's [`member_sizes`] (empty:
+    /// every member runs `action` as this rank has it), so that each
+    /// member runs the action it has offline.
+    ///
+    /// # Errors
+    /// As [`VirtualRank::collective`], and when `sizes` is neither empty
+    /// nor one entry per member.
+    pub fn collective_sized(
+        &mut self,
+        action: &Action,
+        members: &[u32],
+        entries_s: &[f64],
+        sizes: &[Vec<u64>],
+    ) -> Result<f64, ReplayError> {
         // MPICH's count of shared-memory eligible calls on the communicator
         // before this one; the replay counts this one as it does offline.
         let before = match shm_call(action) {
@@ -30,7 +48,7 @@ impl VirtualRank<'_> {
             }
             None => ShmCounter::default(),
         };
-        let (exit, comm, reduce_s) = self.run_collective(action, members, entries_s, false, before)?;
+        let (exit, comm, reduce_s) = self.run_collective(action, members, entries_s, sizes, false, before)?;
         let resume = exit.max(self.clock);
         // The reduction steps are local compute, as in the replay.
         let reduce_s = reduce_s.min(resume - self.clock);
@@ -63,8 +81,24 @@ impl VirtualRank<'_> {
     /// # Errors
     /// As [`VirtualRank::collective`].
     pub fn icoll_matched(&mut self, req: u64, action: &Action, members: &[u32], entries_s: &[f64]) -> Result<Option<f64>, ReplayError> {
+        self.icoll_matched_sized(req, action, members, entries_s, &[])
+    }
+
+    /// [`VirtualRank::icoll_matched`] with each member's [`member_sizes`],
+    /// as [`VirtualRank::collective_sized`].
+    ///
+    /// # Errors
+    /// As [`VirtualRank::collective_sized`].
+    pub fn icoll_matched_sized(
+        &mut self,
+        req: u64,
+        action: &Action,
+        members: &[u32],
+        entries_s: &[f64],
+        sizes: &[Vec<u64>],
+    ) -> Result<Option<f64>, ReplayError> {
         let Some(&Req::Coll { post }) = self.reqs.get(&req) else { return Ok(None) };
-        let (at, span, _) = self.run_collective(action, members, entries_s, true, ShmCounter::default())?;
+        let (at, span, _) = self.run_collective(action, members, entries_s, sizes, true, ShmCounter::default())?;
         self.reqs.insert(req, Req::Done { at, d: span });
         Ok(Some(at.max(post)))
     }
@@ -76,12 +110,14 @@ impl VirtualRank<'_> {
     /// nonblocking one) and the reduction steps' local compute, seconds
     /// ([`crate::collectives::Collectives::reduce`]; 0 for a nonblocking one, whose progress engine
     /// reduces off the rank's CPU). `shm` is MPICH's count of earlier
-    /// calls on the communicator ([`crate::collectives::shm`]).
+    /// calls on the communicator ([`crate::collectives::shm`]). `sizes`:
+    /// as [`VirtualRank::collective_sized`].
     fn run_collective(
         &self,
         action: &Action,
         members: &[u32],
         entries_s: &[f64],
+        sizes: &[Vec<u64>],
         nonblocking: bool,
         shm: ShmCounter,
     ) -> Result<(f64, f64, f64), ReplayError> {
@@ -89,6 +125,9 @@ impl VirtualRank<'_> {
             |why: String| ReplayError { rank: Some(self.rank), kind: ReplayErrorKind::Invalid { action: format!("{action:?}"), why } };
         if members.len() != entries_s.len() {
             return Err(bad(format!("{} members but {} entry times", members.len(), entries_s.len())));
+        }
+        if !sizes.is_empty() && sizes.len() != members.len() {
+            return Err(bad(format!("{} members but sizes of {}", members.len(), sizes.len())));
         }
         let me = members.iter().position(|&m| m == self.rank).ok_or_else(|| bad("this rank is not a member".into()))?;
         let local = |w: u32| members.iter().position(|&m| m == w).map(|i| i as u32);
@@ -112,9 +151,12 @@ impl VirtualRank<'_> {
             | Action::Scan { comm, .. } => *comm = 0,
             other => return Err(bad(format!("{other:?} is not a collective"))),
         }
-        let ops = match nonblocking {
-            false => vec![act],
-            true => vec![Action::Icoll { req: 1, coll: Box::new(act) }, Action::Wait { req: 1 }],
+        let ops = |i: usize| {
+            let act = if sizes.is_empty() { act.clone() } else { sized(&act, i, sizes) };
+            match nonblocking {
+                false => vec![act],
+                true => vec![Action::Icoll { req: 1, coll: Box::new(act) }, Action::Wait { req: 1 }],
+            }
         };
         let hosts = members.iter().map(|&m| self.platform.host_of(m) as u32).collect();
         let mut platform = Platform { mapping: Mapping::Explicit { hosts }, ..self.platform.clone() };
@@ -129,10 +171,11 @@ impl VirtualRank<'_> {
         let streams: Vec<ActionStream<'_, std::convert::Infallible>> = members
             .iter()
             .zip(entries_s)
-            .map(|(&m, &t)| {
+            .enumerate()
+            .map(|(i, (&m, &t))| {
                 let speed = platform.hosts[self.platform.host_of(m)].speed_ratio;
                 let start = Action::Compute { seconds: (t - base) * speed, region: 0 };
-                let all = std::iter::once(start).chain(ops.iter().cloned()).chain([Action::Finalize]);
+                let all = std::iter::once(start).chain(ops(i)).chain([Action::Finalize]);
                 Box::new(all.map(Ok)) as ActionStream<'_, _>
             })
             .collect();
@@ -145,6 +188,37 @@ impl VirtualRank<'_> {
             false => (exit, mine.comm_s, reduce_s),
             true => (exit, (exit - entries_s[me]).max(0.0), 0.0),
         })
+    }
+}
+
+/// What differs between the members of collective `action` (as
+/// [`VirtualRank::collective`] takes it) on `n` members and so must come
+/// from each, bytes: its own contribution to a gather (one value), the
+/// root's send sizes of a scatterv (`n` values, zeros on the other
+/// members), its send sizes of an all-to-all-v (`n` values); empty for
+/// the others, whose action is the same on every member.
+pub fn member_sizes(action: &Action, n: usize) -> Vec<u64> {
+    let mut v = match action {
+        Action::Gather { bytes, .. } => return vec![*bytes],
+        Action::Scatterv { send_bytes, .. } | Action::Alltoallv { send_bytes, .. } => send_bytes.clone(),
+        _ => return Vec::new(),
+    };
+    v.resize(n, 0);
+    v
+}
+
+/// Member `i`'s action of `act` (root local, communicator 0) from the
+/// members' [`member_sizes`].
+fn sized(act: &Action, i: usize, sizes: &[Vec<u64>]) -> Action {
+    let first = |v: &[u64]| v.first().copied().unwrap_or(0);
+    match act {
+        &Action::Gather { root, comm, .. } => Action::Gather { root, bytes: first(&sizes[i]), comm },
+        &Action::Scatterv { root, comm, .. } => {
+            let send_bytes = if i == root as usize { sizes[i].clone() } else { Vec::new() };
+            Action::Scatterv { root, send_bytes, comm }
+        }
+        &Action::Alltoallv { comm, .. } => Action::Alltoallv { send_bytes: sizes[i].clone(), comm },
+        other => other.clone(),
     }
 }
 

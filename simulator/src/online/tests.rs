@@ -155,6 +155,35 @@ fn collectives_agree_with_replay() {
     assert!(v.collective(&Action::Barrier { comm: 0 }, &[0, 2], &[0.0, 0.0]).is_err());
 }
 
+/// Collectives whose sizes differ between members (a gather of uneven
+/// contributions, a scatterv whose sizes only the root has, an
+/// all-to-all-v with asymmetric sends): each member runs the action it
+/// has offline once the members' sizes come with their entry times.
+#[test]
+fn collectives_of_uneven_sizes_agree_with_replay() {
+    let entries = [3e-4, 1e-4, 2e-4];
+    for kind in 0..3 {
+        let action = |r: usize| -> Action {
+            match kind {
+                0 => Action::Gather { root: 1, bytes: [100, 7000, 30_000][r], comm: 0 },
+                1 => Action::Scatterv { root: 2, send_bytes: if r == 2 { vec![50_000, 10, 2000] } else { Vec::new() }, comm: 0 },
+                _ => Action::Alltoallv { send_bytes: [vec![0, 9000, 10], vec![200, 0, 40_000], vec![5, 6, 0]][r].clone(), comm: 0 },
+            }
+        };
+        let off = offline((0..3).map(|r| vec![compute(entries[r]), action(r), Action::Finalize]).collect());
+        let entry: Vec<f64> = (0..3).map(|i| entries[i] / platform().hosts[platform().host_of(i as u32)].speed_ratio).collect();
+        let sizes: Vec<Vec<u64>> = (0..3).map(|r| member_sizes(&action(r), 3)).collect();
+        for r in 0..3u32 {
+            let mut v = VirtualRank::new(platform(), r);
+            v.compute(entries[r as usize]);
+            v.collective_sized(&action(r as usize), &[0, 1, 2], &entry, &sizes).unwrap();
+            let o = off[r as usize];
+            assert!((v.now() - o.end_s).abs() < 1e-12, "{:?} rank {r}: {} vs {}", action(r as usize), v.now(), o.end_s);
+            assert!((v.stats().comm_s - o.comm_s).abs() < 1e-12);
+        }
+    }
+}
+
 /// Nonblocking collectives posted at different times, overlapped with
 /// compute of different lengths (some shorter than the collective, some
 /// longer), then waited: completion under the replay's asynchronous
