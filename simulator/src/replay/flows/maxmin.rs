@@ -37,6 +37,10 @@ const NONE: u32 = u32::MAX;
 /// Member space a free slot keeps for its next link.
 const KEPT_MEMBERS: usize = 8;
 
+/// Links of a filling up to which each level scans them all
+/// ([`Solver::fill_scan`]); larger fillings keep them in a heap.
+const SMALL_FILL: usize = 32;
+
 /// In `Solver::bneck`: the flow is at its bound.
 const AT_BOUND: u32 = u32::MAX - 1;
 
@@ -111,7 +115,7 @@ pub(super) struct Solver {
 
     // Scratch: the touched components' links and flows, one component
     // after the other, and where each component ends in both; the search
-    // stack, and a filling's heaps and affected links.
+    // stack, and a filling's flows, heaps and affected links.
     comp_links: Vec<u32>,
     comp_flows: Vec<u32>,
     comp_ends: Vec<(u32, u32)>,
@@ -136,6 +140,12 @@ pub(super) struct Solver {
     #[cfg(test)]
     pub(super) fitted: u64,
     stack: Vec<u32>,
+    /// Links of a filling up to which it scans them ([`SMALL_FILL`], or
+    /// another count in tests).
+    small: usize,
+    /// A scanning filling's open and still-open flows.
+    open: Vec<u32>,
+    still: Vec<u32>,
     /// A filling's links with open flows by ratio (key [`ratio_key`], slot).
     by_ratio: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
     /// A filling's flows by bound (bytes/s, id).
@@ -148,7 +158,7 @@ pub(super) struct Solver {
 impl Solver {
     /// A solver for a network of `links` directed links.
     pub(super) fn new(links: usize) -> Solver {
-        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, epoch: 1, ..Default::default() }
+        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, small: SMALL_FILL, epoch: 1, ..Default::default() }
     }
 
     /// Adds flow `id` (not in the solver) in its bandwidth phase, started
@@ -420,15 +430,25 @@ impl Solver {
     /// returns whether no other flow crosses those links (the flows are
     /// then whole components).
     ///
-    /// The links that some open flow weighs on wait in a min-heap of
-    /// their ratios (`by_ratio`, a ratio kept only while it is the
-    /// link's) and the open flows in order of their bounds (`by_bound`),
-    /// so a level costs the links it saturates and the links of the
-    /// flows it fixes, not every link and flow of the filling: the same
-    /// levels, flows fixed at each and sums in the same order as a scan
-    /// of all of them, so the same rates to the bit.
-    #[inline(never)]
+    /// On more than [`SMALL_FILL`] links, the links that some open flow
+    /// weighs on wait in a min-heap of their ratios (`by_ratio`, a ratio
+    /// kept only while it is the link's) and the open flows in order of
+    /// their bounds (`by_bound`), so a level costs the links it
+    /// saturates and the links of the flows it fixes, not every link and
+    /// flow of the filling; on fewer, each level scans them. Both find
+    /// the same levels, fix the same flows at each and sum in the same
+    /// order, so they give the same rates to the bit.
     fn fill(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
+        if comp_links.len() <= self.small {
+            self.fill_scan(base, comp_links, flows, st)
+        } else {
+            self.fill_heap(base, comp_links, flows, st)
+        }
+    }
+
+    /// [`Solver::fill`] with its links in a heap of ratios.
+    #[inline(never)]
+    fn fill_heap(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
         let Solver { links, bound, rate, fixed_at, seen, bneck, slots, levels, by_ratio, by_bound, deferred, affected, .. } = self;
         // Flows fixed in this call have `fixed_at >= first`.
         let first = *levels + 1;
@@ -580,6 +600,130 @@ impl Solver {
         }
         closed
     }
+
+    /// [`Solver::fill`] by scans: each level reads every link and open
+    /// flow of the filling, which on a few links costs less than the
+    /// heaps' upkeep.
+    #[inline(never)]
+    fn fill_scan(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
+        let Solver { links, bound, rate, fixed_at, seen, bneck, slots, levels, open, still, affected, .. } = self;
+        open.clear();
+        open.extend_from_slice(flows);
+        // Flows fixed in this call have `fixed_at >= first`.
+        let first = *levels + 1;
+        let mut least_bound = f64::INFINITY;
+        for &id in open.iter() {
+            rate[id as usize] = 0.0;
+            bneck[id as usize] = NONE;
+            least_bound = least(least_bound, bound[id as usize]);
+        }
+        let mut closed = true;
+        for &s in comp_links.iter() {
+            let slot = &mut slots[s as usize];
+            let (mut load, mut cap) = (0.0, base[slot.link as usize]);
+            for x in &slot.members {
+                if seen[x.id as usize] == st {
+                    load += x.w;
+                } else {
+                    cap -= x.w * rate[x.id as usize];
+                    closed = false;
+                }
+            }
+            (slot.cap, slot.load) = (cap, load);
+            slot.ratio = if load > 0.0 { cap / load } else { f64::INFINITY };
+        }
+        while !open.is_empty() {
+            *levels += 1;
+            let lv = *levels;
+            // The level at which the first link saturates or the first
+            // bound binds (a negative capacity left by rounding counts as 0).
+            let level = least_ratio(least_bound, comp_links, slots);
+            let at_level = level * (1.0 + TOL);
+            // Fixed: the open flows at their bound, and those crossing a
+            // saturated link with a positive weight.
+            affected.clear();
+            // Fixes flow `i` at the level and queues its links.
+            let fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], slots: &mut [Slot], affected: &mut Vec<u32>| {
+                rate[i] = level;
+                fixed_at[i] = lv;
+                for (s, _) in links[i].iter() {
+                    let slot = &mut slots[s as usize];
+                    if slot.queued != lv {
+                        slot.queued = lv;
+                        affected.push(s);
+                    }
+                }
+            };
+            if least_bound <= at_level {
+                for &id in open.iter() {
+                    if bound[id as usize] <= at_level {
+                        fix(id as usize, rate, fixed_at, slots, affected);
+                    }
+                }
+            }
+            for &s in comp_links {
+                let s = s as usize;
+                if slots[s].load > 0.0 && slots[s].ratio <= at_level {
+                    for j in 0..slots[s].members.len() {
+                        let x = slots[s].members[j];
+                        if x.w > 0.0 && fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
+                            fix(x.id as usize, rate, fixed_at, slots, affected);
+                        }
+                    }
+                }
+            }
+            still.clear();
+            least_bound = f64::INFINITY;
+            for &id in open.iter() {
+                if fixed_at[id as usize] < first {
+                    still.push(id);
+                    least_bound = least(least_bound, bound[id as usize]);
+                }
+            }
+            if still.len() == open.len() {
+                break; // cannot happen with positive bounds; avoids a loop on NaN
+            }
+            // The fixed flows' links: open weight, then (when some flow is
+            // still open there) remaining capacity and ratio.
+            for &s in affected.iter() {
+                let slot = &mut slots[s as usize];
+                let mut sum = 0.0;
+                for x in &slot.members {
+                    if fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
+                        sum += x.w;
+                    }
+                }
+                slot.load = sum;
+                if sum > 0.0 {
+                    if level > 0.0 {
+                        let mut c = slot.cap;
+                        for x in &slot.members {
+                            if fixed_at[x.id as usize] == lv {
+                                c -= x.w * level;
+                            }
+                        }
+                        slot.cap = c;
+                    }
+                    slot.ratio = slot.cap / sum;
+                } else {
+                    slot.ratio = f64::INFINITY;
+                }
+            }
+            std::mem::swap(open, still);
+        }
+        closed
+    }
+}
+
+/// The least of `level` and the ratios of the links in `comp` (∞ where
+/// no open flow weighs), a negative ratio counting as 0.
+fn least_ratio(level: f64, comp: &[u32], slots: &[Slot]) -> f64 {
+    let mut a = level;
+    for &s in comp {
+        let r = slots[s as usize].ratio;
+        a = least(a, if r > 0.0 { r } else { 0.0 });
+    }
+    a
 }
 
 /// The heap key of a link's ratio: its bits, a negative ratio or a NaN
