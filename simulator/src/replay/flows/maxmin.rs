@@ -541,7 +541,8 @@ impl Solver {
                 by_ratio.pop();
                 let su = s as usize;
                 let r = slots[su].ratio;
-                if !(slots[su].load > 0.0) || ratio_key(r) != key {
+                let current = slots[su].load > 0.0 && ratio_key(r) == key;
+                if !current {
                     continue; // an older ratio of the link
                 }
                 if r.is_nan() {
