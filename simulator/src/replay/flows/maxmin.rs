@@ -37,6 +37,10 @@ const NONE: u32 = u32::MAX;
 /// Member space a free slot keeps for its next link.
 const KEPT_MEMBERS: usize = 8;
 
+/// Links of a filling up to which each level scans them all
+/// ([`Solver::fill_scan`]); larger fillings keep them in a heap.
+const SMALL_FILL: usize = 32;
+
 /// In `Solver::bneck`: the flow is at its bound.
 const AT_BOUND: u32 = u32::MAX - 1;
 
@@ -111,7 +115,7 @@ pub(super) struct Solver {
 
     // Scratch: the touched components' links and flows, one component
     // after the other, and where each component ends in both; the search
-    // stack, and a filling's open, still-open and affected sets.
+    // stack, and a filling's flows, heaps and affected links.
     comp_links: Vec<u32>,
     comp_flows: Vec<u32>,
     comp_ends: Vec<(u32, u32)>,
@@ -136,15 +140,25 @@ pub(super) struct Solver {
     #[cfg(test)]
     pub(super) fitted: u64,
     stack: Vec<u32>,
+    /// Links of a filling up to which it scans them ([`SMALL_FILL`], or
+    /// another count in tests).
+    small: usize,
+    /// A scanning filling's open and still-open flows.
     open: Vec<u32>,
     still: Vec<u32>,
+    /// A filling's links with open flows by ratio (key [`ratio_key`], slot).
+    by_ratio: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
+    /// A filling's flows by bound (bytes/s, id).
+    by_bound: Vec<(f64, u32)>,
+    /// Links of NaN ratio met at a level, pushed back after it.
+    deferred: Vec<u32>,
     affected: Vec<u32>,
 }
 
 impl Solver {
     /// A solver for a network of `links` directed links.
     pub(super) fn new(links: usize) -> Solver {
-        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, epoch: 1, ..Default::default() }
+        Solver { slot_of: vec![NONE; links], rounds: local::ROUNDS, small: SMALL_FILL, epoch: 1, ..Default::default() }
     }
 
     /// Adds flow `id` (not in the solver) in its bandwidth phase, started
@@ -415,8 +429,184 @@ impl Solver {
     /// link's capacity less the use of its other flows at their rates;
     /// returns whether no other flow crosses those links (the flows are
     /// then whole components).
-    #[inline(never)]
+    ///
+    /// On more than [`SMALL_FILL`] links, the links that some open flow
+    /// weighs on wait in a min-heap of their ratios (`by_ratio`, a ratio
+    /// kept only while it is the link's) and the open flows in order of
+    /// their bounds (`by_bound`), so a level costs the links it
+    /// saturates and the links of the flows it fixes, not every link and
+    /// flow of the filling; on fewer, each level scans them. Both find
+    /// the same levels, fix the same flows at each and sum in the same
+    /// order, so they give the same rates to the bit.
     fn fill(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
+        if comp_links.len() <= self.small {
+            self.fill_scan(base, comp_links, flows, st)
+        } else {
+            self.fill_heap(base, comp_links, flows, st)
+        }
+    }
+
+    /// [`Solver::fill`] with its links in a heap of ratios.
+    #[inline(never)]
+    fn fill_heap(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
+        let Solver { links, bound, rate, fixed_at, seen, bneck, slots, levels, by_ratio, by_bound, deferred, affected, .. } = self;
+        // Flows fixed in this call have `fixed_at >= first`.
+        let first = *levels + 1;
+        by_bound.clear();
+        for &id in flows {
+            rate[id as usize] = 0.0;
+            bneck[id as usize] = NONE;
+            // A NaN bound never binds.
+            let b = bound[id as usize];
+            if !b.is_nan() {
+                by_bound.push((b, id));
+            }
+        }
+        by_bound.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let mut next_bound = 0;
+        let mut open = flows.len();
+        let mut closed = true;
+        by_ratio.clear();
+        for &s in comp_links.iter() {
+            let slot = &mut slots[s as usize];
+            let (mut load, mut cap) = (0.0, base[slot.link as usize]);
+            for x in &slot.members {
+                if seen[x.id as usize] == st {
+                    load += x.w;
+                } else {
+                    cap -= x.w * rate[x.id as usize];
+                    closed = false;
+                }
+            }
+            (slot.cap, slot.load) = (cap, load);
+            slot.ratio = if load > 0.0 { cap / load } else { f64::INFINITY };
+            if load > 0.0 {
+                by_ratio.push(std::cmp::Reverse((ratio_key(slot.ratio), s)));
+            }
+        }
+        while open > 0 {
+            *levels += 1;
+            let lv = *levels;
+            // The level at which the first link saturates or the first
+            // bound binds (a negative capacity left by rounding, or a
+            // NaN one, counts as 0).
+            while next_bound < by_bound.len() && fixed_at[by_bound[next_bound].1 as usize] >= first {
+                next_bound += 1;
+            }
+            let least_bound = by_bound.get(next_bound).map_or(f64::INFINITY, |x| x.0);
+            // Entries whose key is no longer their link's ratio (or of a
+            // link left without open weight) leave when they come to the top.
+            while let Some(&std::cmp::Reverse((key, s))) = by_ratio.peek() {
+                let slot = &slots[s as usize];
+                if slot.load > 0.0 && ratio_key(slot.ratio) == key {
+                    break;
+                }
+                by_ratio.pop();
+            }
+            let level = match by_ratio.peek() {
+                Some(&std::cmp::Reverse((key, _))) => least(least_bound, f64::from_bits(key)),
+                None => least_bound,
+            };
+            let at_level = level * (1.0 + TOL);
+            // Fixed: the open flows at their bound, and those crossing a
+            // saturated link with a positive weight.
+            affected.clear();
+            let mut fixed = 0;
+            // Fixes flow `i` at the level and queues its links.
+            let mut fix = |i: usize, rate: &mut [f64], fixed_at: &mut [u64], slots: &mut [Slot], affected: &mut Vec<u32>| {
+                rate[i] = level;
+                fixed_at[i] = lv;
+                fixed += 1;
+                for (s, _) in links[i].iter() {
+                    let slot = &mut slots[s as usize];
+                    if slot.queued != lv {
+                        slot.queued = lv;
+                        affected.push(s);
+                    }
+                }
+            };
+            let mut k = next_bound;
+            while k < by_bound.len() && by_bound[k].0 <= at_level {
+                let i = by_bound[k].1 as usize;
+                if fixed_at[i] < first {
+                    fix(i, rate, fixed_at, slots, affected);
+                }
+                k += 1;
+            }
+            deferred.clear();
+            while let Some(&std::cmp::Reverse((key, s))) = by_ratio.peek() {
+                if f64::from_bits(key) > at_level {
+                    break;
+                }
+                by_ratio.pop();
+                let su = s as usize;
+                let r = slots[su].ratio;
+                let current = slots[su].load > 0.0 && ratio_key(r) == key;
+                if !current {
+                    continue; // an older ratio of the link
+                }
+                if r.is_nan() {
+                    // Holds the level at 0 while its flows are open.
+                    deferred.push(s);
+                    continue;
+                }
+                for j in 0..slots[su].members.len() {
+                    let x = slots[su].members[j];
+                    if x.w > 0.0 && fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
+                        fix(x.id as usize, rate, fixed_at, slots, affected);
+                    }
+                }
+            }
+            if fixed == 0 {
+                break; // cannot happen with positive bounds; avoids a loop on NaN
+            }
+            open -= fixed;
+            for &s in deferred.iter() {
+                by_ratio.push(std::cmp::Reverse((ratio_key(f64::NAN), s)));
+            }
+            // The fixed flows' links: open weight, then (when some flow is
+            // still open there) remaining capacity and ratio.
+            for &s in affected.iter() {
+                let slot = &mut slots[s as usize];
+                let mut sum = 0.0;
+                for x in &slot.members {
+                    if fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
+                        sum += x.w;
+                    }
+                }
+                slot.load = sum;
+                let old = ratio_key(slot.ratio);
+                if sum > 0.0 {
+                    if level > 0.0 {
+                        let mut c = slot.cap;
+                        for x in &slot.members {
+                            if fixed_at[x.id as usize] == lv {
+                                c -= x.w * level;
+                            }
+                        }
+                        slot.cap = c;
+                    }
+                    slot.ratio = slot.cap / sum;
+                    let key = ratio_key(slot.ratio);
+                    // An entry of an equal key is still there, unless the
+                    // link saturated at this level (its open flows
+                    // all fixed, which leaves no open weight).
+                    if key != old || slot.ratio.is_nan() && !deferred.contains(&s) {
+                        by_ratio.push(std::cmp::Reverse((key, s)));
+                    }
+                } else {
+                    slot.ratio = f64::INFINITY;
+                }
+            }
+        }
+        closed
+    }
+
+    /// [`Solver::fill`] by scans: each level reads every link and open
+    /// flow of the filling, which on a few links costs less than the
+    /// heaps' upkeep.
+    #[inline(never)]
+    fn fill_scan(&mut self, base: &[f64], comp_links: &[u32], flows: &[u32], st: u64) -> bool {
         let Solver { links, bound, rate, fixed_at, seen, bneck, slots, levels, open, still, affected, .. } = self;
         open.clear();
         open.extend_from_slice(flows);
@@ -535,6 +725,17 @@ fn least_ratio(level: f64, comp: &[u32], slots: &[Slot]) -> f64 {
         a = least(a, if r > 0.0 { r } else { 0.0 });
     }
     a
+}
+
+/// The heap key of a link's ratio: its bits, a negative ratio or a NaN
+/// one counting as 0 (the bits of non-negative floats order as they do).
+#[inline]
+fn ratio_key(r: f64) -> u64 {
+    if r > 0.0 {
+        r.to_bits()
+    } else {
+        0
+    }
 }
 
 /// The lesser of `a` and `b`, `a` when `b` is NaN (as `f64::min` for the

@@ -117,7 +117,14 @@ fn random_case(rng: &mut Rng, sparse: bool) -> (Vec<f64>, Vec<Flow>) {
 
 /// The solver's rates of `flows` (in start order), added to a fresh solver.
 fn solve(base: &[f64], flows: &[Flow]) -> Vec<f64> {
+    solve_with(base, flows, super::SMALL_FILL)
+}
+
+/// [`solve`] with fillings of up to `small` links by scans, larger ones
+/// by heaps.
+fn solve_with(base: &[f64], flows: &[Flow], small: usize) -> Vec<f64> {
     let mut s = Solver::new(base.len());
+    s.small = small;
     for (k, f) in flows.iter().enumerate() {
         s.add(k as u32, k as u64, &f.links, f.bound);
     }
@@ -268,6 +275,18 @@ fn component_solving_gives_the_rates_of_a_full_filling() {
     // No local filling: every change fills its whole components.
     let (local, whole, _) = arrivals_and_departures(0, 4);
     assert!(whole > 30_000, "{local} solved locally, {whole} by components");
+}
+
+/// Fillings by scans and by heaps give the same rates to the bit.
+#[test]
+fn scanning_and_heap_fillings_agree_to_the_bit() {
+    let mut rng = Rng::new(12);
+    for case in 0..10_000 {
+        let (base, flows) = random_case(&mut rng, case % 2 == 1);
+        let scan = solve_with(&base, &flows, usize::MAX);
+        let heap = solve_with(&base, &flows, 0);
+        assert_eq!(bits(&scan), bits(&heap), "case {case}: {base:?} {flows:?}");
+    }
 }
 
 #[test]
