@@ -13,7 +13,6 @@
 mod error;
 mod model;
 mod read;
-mod skip;
 pub mod sys;
 mod write;
 

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{check, silence, Error};
 use crate::model::{Comm, Event, Group, IoHandle, Location, Posted, Region, COUNTS_ATTRIBUTE, IRECV_ATTRIBUTES, OFFSET_ATTRIBUTE};
-use crate::skip;
 use crate::sys::{self, OTF2_AttributeList as Attrs, OTF2_CallbackCode as Code, OTF2_LocationRef as Loc, OTF2_TimeStamp as Time};
+
+mod skip;
 
 /// An archive's definitions and events.
 #[derive(Debug, Default)]

@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use crate::read::state;
+use super::state;
 use crate::sys::*;
 
 macro_rules! skip {
