@@ -8,53 +8,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::perturbation::{compare, format_table, Perturbation, Rule, RunRegions};
 use simulator::action::ComputeTime;
 
 use super::report::{median, summarize, Row};
-
-/// What the validation table keeps of a case's [`Perturbation`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PerturbSummary {
-    /// Regions-mode runs compared.
-    pub regions_runs: usize,
-    /// Traced runs compared.
-    pub traced_runs: usize,
-    /// `wall_s` of the regions-mode runs, seconds, in run order.
-    pub regions_wall_s: Vec<f64>,
-    /// Weighted median over the regions of traced ÷ untraced mean block.
-    pub weighted_median_ratio: f64,
-    /// Total traced ÷ total untraced block time of the matched regions.
-    pub total_ratio: f64,
-    /// Share of the untraced block time in regions the traces also have.
-    pub matched_share: f64,
-    /// Regions matched.
-    pub regions: usize,
-    /// Regions whose difference is systematic.
-    pub systematic: usize,
-    /// The systematic region with the largest |traced − untraced| time
-    /// per run, and its ratio.
-    pub largest: Option<(String, f64)>,
-}
-
-impl PerturbSummary {
-    /// The summary of `p`, with the regions-mode runs' `wall_s`.
-    pub fn of(p: &Perturbation, regions_wall_s: Vec<f64>) -> PerturbSummary {
-        PerturbSummary {
-            regions_runs: p.untraced_runs,
-            traced_runs: p.traced_runs,
-            regions_wall_s,
-            weighted_median_ratio: p.weighted_median_ratio,
-            total_ratio: p.total_ratio,
-            matched_share: p.matched_share,
-            regions: p.regions.len(),
-            systematic: p.systematic().count(),
-            largest: p.systematic().next().map(|r| (r.region.clone(), r.ratio)),
-        }
-    }
-}
 
 /// The traced runs `traces` against the regions-mode runs `regions` of
 /// one case; also writes `perturbation.txt` and `perturbation.json` in `dir`.
@@ -131,6 +88,7 @@ pub fn table(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::validate::report::PerturbSummary;
 
     #[test]
     fn the_table_sets_the_corrected_error_beside_the_offline_one() {

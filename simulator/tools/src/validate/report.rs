@@ -4,7 +4,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use serde::Serialize;
 use statrs::statistics::{Data, Median};
+
+use crate::perturbation::Perturbation;
 
 /// One suite case: what was measured and what was predicted, seconds.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -34,7 +37,7 @@ pub struct Row {
     /// of the runs replayed alone, seconds.
     pub offline_band: Option<(f64, f64)>,
     /// Tracing's perturbation of the compute blocks, with `--regions-runs`.
-    pub perturbation: Option<super::perturb::PerturbSummary>,
+    pub perturbation: Option<PerturbSummary>,
     /// The offline prediction with the systematic perturbation corrected
     /// (`--correct-perturbation`), seconds.
     pub corrected_s: Option<f64>,
@@ -347,7 +350,7 @@ struct JsonRow<'a> {
     online_spread_pct: Option<f64>,
     online_runs_s: &'a [f64],
     #[serde(skip_serializing_if = "Option::is_none")]
-    perturbation: Option<&'a super::perturb::PerturbSummary>,
+    perturbation: Option<&'a PerturbSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     corrected_s: Option<f64>,
     note: &'a str,
@@ -455,3 +458,44 @@ pub fn plot_svg(path: &Path, title: &str, rows: &[Row]) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests;
+
+/// What the validation table keeps of a case's [`Perturbation`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PerturbSummary {
+    /// Regions-mode runs compared.
+    pub regions_runs: usize,
+    /// Traced runs compared.
+    pub traced_runs: usize,
+    /// `wall_s` of the regions-mode runs, seconds, in run order.
+    pub regions_wall_s: Vec<f64>,
+    /// Weighted median over the regions of traced ÷ untraced mean block.
+    pub weighted_median_ratio: f64,
+    /// Total traced ÷ total untraced block time of the matched regions.
+    pub total_ratio: f64,
+    /// Share of the untraced block time in regions the traces also have.
+    pub matched_share: f64,
+    /// Regions matched.
+    pub regions: usize,
+    /// Regions whose difference is systematic.
+    pub systematic: usize,
+    /// The systematic region with the largest |traced − untraced| time
+    /// per run, and its ratio.
+    pub largest: Option<(String, f64)>,
+}
+
+impl PerturbSummary {
+    /// The summary of `p`, with the regions-mode runs' `wall_s`.
+    pub fn of(p: &Perturbation, regions_wall_s: Vec<f64>) -> PerturbSummary {
+        PerturbSummary {
+            regions_runs: p.untraced_runs,
+            traced_runs: p.traced_runs,
+            regions_wall_s,
+            weighted_median_ratio: p.weighted_median_ratio,
+            total_ratio: p.total_ratio,
+            matched_share: p.matched_share,
+            regions: p.regions.len(),
+            systematic: p.systematic().count(),
+            largest: p.systematic().next().map(|r| (r.region.clone(), r.ratio)),
+        }
+    }
+}

@@ -11,8 +11,9 @@ use simulator::speed::SpeedRatios;
 use super::timing::predicted_s;
 use super::{checked_run, Ctx};
 use crate::validate::launch::Mode;
-use crate::validate::perturb::{self, PerturbSummary};
+use crate::validate::perturb;
 use crate::validate::predict;
+use crate::validate::report::PerturbSummary;
 use crate::validate::report::Row;
 use crate::validate::suite::Case;
 
