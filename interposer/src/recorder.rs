@@ -88,6 +88,8 @@ struct Recorder {
     ring: Ring,
     /// Regions mode: the per-region sums that take the place of records.
     regions: Option<Box<regions::RegionSums>>,
+    /// What this thread's compute blocks are charged to ([`BlockSink`]).
+    sink: Option<BlockSink>,
 }
 
 /// What other threads need to open their streams: set at `MPI_Init`.
@@ -138,10 +140,14 @@ pub fn start(cfg: &Config, rank: u32, size: u32, library: &str, sink: Option<Blo
     let rec = open(cfg, rank, size, library, sink.is_some())?;
     // SAFETY: registering a plain extern "C" function without arguments.
     unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+    if let Some(f) = sink {
+        let _ = SINK.set(f);
+    }
     REC.with(|r| {
         let mut slot = r.borrow_mut();
         *slot = Some(rec);
         if let Some(rec) = slot.as_mut() {
+            rec.sink = sink;
             rec.start_fast_path(sink.is_none());
         }
         // The recorder stays in place in this thread's slot until
@@ -150,9 +156,6 @@ pub fn start(cfg: &Config, rank: u32, size: u32, library: &str, sink: Option<Blo
         signals::arm(target, flush_on_signal);
     });
     signals::install();
-    if let Some(f) = sink {
-        let _ = SINK.set(f);
-    }
     Ok(())
 }
 
@@ -160,12 +163,8 @@ pub fn start(cfg: &Config, rank: u32, size: u32, library: &str, sink: Option<Blo
 /// `(cpu_ns, call_start wall ticks, (previous caller, caller))`, once per call.
 pub type BlockSink = fn(u64, u64, (u64, u64));
 
-/// The block sink [`start`] was given.
+/// The block sink [`start`] was given, for the recorders of other threads.
 static SINK: OnceLock<BlockSink> = OnceLock::new();
-
-fn sink() -> Option<BlockSink> {
-    SINK.get().copied()
-}
 
 /// This machine's host name (`uname` nodename), `unknown` when empty.
 fn hostname() -> String {
@@ -326,7 +325,8 @@ pub fn begin(op: u8, caller: u64, tick: u64) -> bool {
         if slot.is_none() {
             *slot = thread_recorder();
             if let Some(rec) = slot.as_mut() {
-                rec.start_fast_path(sink().is_none());
+                rec.sink = SINK.get().copied();
+                rec.start_fast_path(rec.sink.is_none());
             }
         }
         let Some(rec) = slot.as_mut().filter(|rec| !rec.in_call) else { return false };
@@ -399,7 +399,7 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         rec.ring.state().in_call = 0;
         let Some(op) = Op::from_code(op).filter(|_| op == rec.call_op) else { return };
         let flushes = rec.writer.flushes();
-        if let Some(charge) = sink().filter(|_| rec.calibration.is_none()) {
+        if let Some(charge) = rec.sink.filter(|_| rec.calibration.is_none()) {
             charge(rec.block_cpu_ns(), rec.call_start.wall, (rec.prev_caller, rec.caller));
         }
         let _ = rec.locked(|rec| rec.record(op, failed, exit, params));
@@ -410,7 +410,7 @@ pub fn end(op: u8, failed: bool, params: impl FnOnce(&mut Vec<u64>) -> Params) {
         // recorder (a chunk written, the token waited for), in online mode
         // (whose model ran in the call's epilogue), and whenever the fast
         // path is on: the overhead measurement saw its epilogue, not this one.
-        let fresh = rec.isolated || rec.writer.flushes() != flushes || sink().is_some() || rec.ring.state().on != 0;
+        let fresh = rec.isolated || rec.writer.flushes() != flushes || rec.sink.is_some() || rec.ring.state().on != 0;
         // After a slow step that may have slept (a chunk written, the token
         // waited for) the CPU clock is read; else only after a long call.
         let slept = rec.isolated || rec.writer.flushes() != flushes;

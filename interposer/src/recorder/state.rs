@@ -44,6 +44,7 @@ impl Recorder {
             isolated: false,
             ring: Ring::new(),
             regions: super::regions::enabled().then(|| Box::new(super::regions::RegionSums::new())),
+            sink: None,
         }
     }
 
