@@ -146,6 +146,7 @@ fn both_sides_of_an_intercommunicator_create_the_same_member_list() {
     assert_eq!(even.1, vec![0, 2, 1, 3]);
     assert_eq!(odd.1, even.1);
     // A failed creation creates nothing.
-    let failed = CallRecord::bare(Op::IntercommCreate, Params::Intercomm { parent: 1, comm: COMM_UNKNOWN, local: vec![0], remote: vec![1] });
+    let failed =
+        CallRecord::bare(Op::IntercommCreate, Params::Intercomm { parent: 1, comm: COMM_UNKNOWN, local: vec![0], remote: vec![1] });
     assert!(matches!(op_action(&failed), Ok(None)));
 }
