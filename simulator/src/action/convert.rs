@@ -164,13 +164,14 @@ fn params_comm(p: &Params) -> Option<u32> {
 
 /// The action of one record: `Ok(None)` for calls replay ignores (rank,
 /// size, probes, tests that found nothing, `MPI_Comm_free`, communicators
-/// this rank is not in, intercommunicators, sends to or receives from
-/// `MPI_PROC_NULL`); `Err(op)` for calls the replay cannot represent yet
+/// this rank is not in, sends to or receives from `MPI_PROC_NULL`);
+/// `Err(op)` for calls the replay cannot represent yet
 /// (v-collectives other than gatherv in traces written before their
 /// per-member counts were recorded, and `MPI_Reduce_scatter_block` and
 /// `MPI_Ireduce_scatter_block`, which [`TraceActions`] completes with the
-/// communicator's size). `MPI_Gatherv`
-/// costs as a gather of this rank's contribution, `MPI_Alltoallw` as an
+/// communicator's size). `MPI_Intercomm_create` creates a communicator
+/// of both groups (point-to-point on it matches across them; its peers
+/// are world ranks already). `MPI_Gatherv` costs as a gather of this rank's contribution, `MPI_Alltoallw` as an
 /// alltoallv of its byte counts, a neighbourhood collective as
 /// [`Action::Neighbor`] with its recorded neighbours. Nonblocking collectives become
 /// [`Action::Icoll`] around their blocking action; MPI-IO calls become
@@ -210,6 +211,18 @@ pub fn op_action(rec: &CallRecord) -> Result<Option<Action>, Op> {
         ) => match *comm {
             COMM_UNKNOWN => return Ok(None),
             comm => Action::CommCreate { comm, members: members.clone() },
+        },
+        // Both groups of an intercommunicator call `MPI_Intercomm_create`,
+        // each naming its own group first: the two groups, the one holding
+        // the lower world rank first, give every member the same list, so
+        // point-to-point traffic on it matches across the groups whatever
+        // id each rank's interposer gave it.
+        (IntercommCreate, Params::Intercomm { comm, local, remote, .. }) => match *comm {
+            COMM_UNKNOWN => return Ok(None),
+            comm => {
+                let (a, b) = if local.iter().min() <= remote.iter().min() { (local, remote) } else { (remote, local) };
+                Action::CommCreate { comm, members: a.iter().chain(b).copied().collect() }
+            }
         },
         (Iprobe, _) => Action::Poll,
         (CommRank | CommSize | Probe | CommDup | CommSplit | CommCreate | CommFree, _) => return Ok(None),

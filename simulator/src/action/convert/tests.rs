@@ -127,3 +127,26 @@ fn tests_that_complete_nothing_and_iprobes_are_polls() {
         assert_eq!(got, Ok(want), "{op:?} {params:?}");
     }
 }
+
+/// Each side of an intercommunicator names its own group first and may
+/// give it another id: both sides still create one member list, by which
+/// the replay matches their point-to-point traffic.
+#[test]
+fn both_sides_of_an_intercommunicator_create_the_same_member_list() {
+    let side = |comm: u32, local: Vec<u32>, remote: Vec<u32>| {
+        let rec = CallRecord::bare(Op::IntercommCreate, Params::Intercomm { parent: 1, comm, local, remote });
+        match op_action(&rec) {
+            Ok(Some(Action::CommCreate { comm: c, members })) => (c, members),
+            other => panic!("{other:?}"),
+        }
+    };
+    let even = side(9, vec![0, 2], vec![1, 3]);
+    let odd = side(5, vec![1, 3], vec![0, 2]);
+    assert_eq!((even.0, odd.0), (9, 5), "each rank keeps its own id");
+    assert_eq!(even.1, vec![0, 2, 1, 3]);
+    assert_eq!(odd.1, even.1);
+    // A failed creation creates nothing.
+    let failed =
+        CallRecord::bare(Op::IntercommCreate, Params::Intercomm { parent: 1, comm: COMM_UNKNOWN, local: vec![0], remote: vec![1] });
+    assert!(matches!(op_action(&failed), Ok(None)));
+}
