@@ -9,7 +9,7 @@
 //! once, at the time its wait ends.
 
 use super::flows::{Done, Net};
-use super::matching::{coll_ctx, ctx_name, matches, Mail, MailSet, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
+use super::matching::{coll_ctx, ctx_name, Mail, MailSet, RecvPost, Requests, SendMsg, SlotState, NO_SLOT};
 use super::queue::{EventQueue, Kind};
 use super::timeline::Timeline;
 use super::{ActionStream, ReplayError, ReplayErrorKind};

@@ -8,7 +8,10 @@
 //! ranks that have nothing in flight. A mailbox holding many posted
 //! receives keeps those from one source in a list per source, each
 //! receive numbered in post order, so a send meets the first receive of
-//! its source and the first from any source and takes the earlier.
+//! its source and the first from any source and takes the earlier. A
+//! mailbox holding many unexpected sends likewise keeps them in a list
+//! per source, each numbered in arrival order, so a receive from one
+//! source finds its send without walking past the other sources' sends.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -246,6 +249,8 @@ pub(crate) struct SendMsg {
     pub(crate) eager: bool,
     /// Sender's slot for rendezvous; [`NO_SLOT`] for eager.
     pub(crate) slot: u32,
+    /// Arrival order among the unexpected sends ([`Mail::push_send`] sets it).
+    pub(crate) seq: u64,
 }
 
 /// A receive posted and not yet matched.
@@ -355,7 +360,12 @@ impl<T: Copy> Pool<T> {
 #[derive(Debug)]
 pub(crate) struct Mailbox {
     pub(crate) ctx: u64,
-    pub(crate) unexpected: List,
+    /// Unexpected sends in arrival order: all of them while `sends_split`
+    /// is not set, else none ([`Mail`]'s `sends_by_src` holds them).
+    unexpected: List,
+    /// Unexpected sends not matched yet.
+    unexpected_len: u32,
+    sends_split: bool,
     /// Posted receives in post order: all of them while the mailbox is
     /// not split, else those from any source ([`Mail`]'s `by_src` holds
     /// the others).
@@ -367,7 +377,15 @@ pub(crate) struct Mailbox {
 
 impl Mailbox {
     fn new(ctx: u64) -> Mailbox {
-        Mailbox { ctx, unexpected: List::default(), posted: List::default(), posted_len: 0, split: false }
+        Mailbox {
+            ctx,
+            unexpected: List::default(),
+            unexpected_len: 0,
+            sends_split: false,
+            posted: List::default(),
+            posted_len: 0,
+            split: false,
+        }
     }
 }
 
@@ -376,6 +394,12 @@ impl Mailbox {
 /// past the receives from other sources (a linear gather's root posts
 /// one per rank).
 const SPLIT: u32 = 32;
+
+/// Unexpected sends a mailbox holds before they move to per-source
+/// lists, where a receive from one source finds its send without walking
+/// past the sends of other sources (a linear gather's root that posts
+/// its receives after the other ranks sent).
+const SENDS_SPLIT: u32 = 32;
 
 /// The node pools of every mailbox's lists.
 #[derive(Debug, Default)]
@@ -389,9 +413,90 @@ pub(crate) struct Mail {
     by_src: rustc_hash::FxHashMap<(u64, u32, u32), List>,
     /// Receives posted so far.
     seq: u64,
+    /// Of mailboxes whose sends are split: the unexpected sends from one
+    /// source, by (context, receiver, source), in arrival order (no empty
+    /// list).
+    sends_by_src: rustc_hash::FxHashMap<(u64, u32, u32), List>,
+    /// Unexpected sends so far.
+    send_seq: u64,
 }
 
 impl Mail {
+    /// Queues `msg` (its `seq` set here) as unexpected in rank `dst`'s mailbox `mb`.
+    pub(crate) fn push_send(&mut self, dst: u32, mb: &mut Mailbox, mut msg: SendMsg) {
+        msg.seq = self.send_seq;
+        self.send_seq += 1;
+        mb.unexpected_len += 1;
+        if !mb.sends_split && mb.unexpected_len > SENDS_SPLIT {
+            // The sends from one source move to their own lists.
+            mb.sends_split = true;
+            let mut all = std::mem::take(&mut mb.unexpected);
+            while let Some(m) = self.sends.remove_first(&mut all, |_| true) {
+                let list = self.sends_by_src.entry((mb.ctx, dst, m.src)).or_default();
+                self.sends.push_back(list, m);
+            }
+        }
+        if mb.sends_split {
+            let list = self.sends_by_src.entry((mb.ctx, dst, msg.src)).or_default();
+            self.sends.push_back(list, msg);
+        } else {
+            self.sends.push_back(&mut mb.unexpected, msg);
+        }
+    }
+
+    /// Removes and returns the first-arrived unexpected send of rank
+    /// `dst`'s mailbox `mb` that a receive from `src` (or `ANY_SOURCE`)
+    /// with `tag` (or `ANY_TAG`) matches.
+    pub(crate) fn take_send(&mut self, dst: u32, mb: &mut Mailbox, src: i32, tag: i32) -> Option<SendMsg> {
+        let ok = |m: &SendMsg| matches(src, tag, m.src, m.tag);
+        let got = if !mb.sends_split {
+            self.sends.remove_first(&mut mb.unexpected, ok)
+        } else if src != ANY_SOURCE {
+            let key = (mb.ctx, dst, src as u32);
+            let list = self.sends_by_src.get_mut(&key)?;
+            let got = self.sends.remove_first(list, ok);
+            if list.head == NIL {
+                self.sends_by_src.remove(&key);
+            }
+            got
+        } else {
+            // The earliest match over the sources' lists.
+            let (ctx, sends) = (mb.ctx, &self.sends);
+            let first = self
+                .sends_by_src
+                .iter()
+                .filter(|(k, _)| k.0 == ctx && k.1 == dst)
+                .filter_map(|(k, &l)| sends.find_first(l, ok).map(|m| (m.seq, *k)))
+                .min();
+            let (seq, key) = first?;
+            let list = self.sends_by_src.get_mut(&key).expect("a source's list");
+            let got = self.sends.remove_first(list, |m| m.seq == seq);
+            if list.head == NIL {
+                self.sends_by_src.remove(&key);
+            }
+            got
+        };
+        if got.is_some() {
+            mb.unexpected_len -= 1;
+            if mb.unexpected_len == 0 {
+                mb.sends_split = false;
+            }
+        }
+        got
+    }
+
+    /// Rank `dst`'s unexpected sends in mailbox `mb`, in arrival order.
+    pub(crate) fn unexpected(&self, dst: u32, mb: &Mailbox) -> Vec<SendMsg> {
+        let mut all: Vec<SendMsg> = self.sends.iter(mb.unexpected).copied().collect();
+        if mb.sends_split {
+            for (_, &l) in self.sends_by_src.iter().filter(|(k, _)| k.0 == mb.ctx && k.1 == dst) {
+                all.extend(self.sends.iter(l).copied());
+            }
+            all.sort_by_key(|m| m.seq);
+        }
+        all
+    }
+
     /// Posts `recv` (its `seq` set here) in rank `dst`'s mailbox `mb`.
     pub(crate) fn post_recv(&mut self, dst: u32, mb: &mut Mailbox, mut recv: RecvPost) {
         recv.seq = self.seq;
@@ -693,5 +798,33 @@ mod tests {
             }
         }
         assert!(split > 1000, "the mailbox was split at {split} steps");
+    }
+    #[test]
+    fn split_unexpected_sends_match_in_arrival_order() {
+        let mut rng = crate::rng::Rng::new(6);
+        let (mut mail, mut set) = (Mail::default(), MailSet::default());
+        let mut want: Vec<SendMsg> = Vec::new();
+        let mut split = 0;
+        for step in 0..20_000u32 {
+            let mb = set.get(3);
+            split += usize::from(mb.sends_split);
+            if rng.below(2) == 0 || want.len() < 2 {
+                let (src, tag) = (rng.below(40) as u32, rng.below(3) as i32);
+                let m = SendMsg { src, tag, bytes: 0, post: 0.0, eager: true, slot: step, seq: 0 };
+                mail.push_send(9, mb, m);
+                want.push(m);
+            } else {
+                let src = if rng.below(8) == 0 { ANY_SOURCE } else { rng.below(40) as i32 };
+                let tag = if rng.below(8) == 0 { ANY_TAG } else { rng.below(3) as i32 };
+                let got = mail.take_send(9, mb, src, tag).map(|m| m.slot);
+                let at = want.iter().position(|m| matches(src, tag, m.src, m.tag));
+                assert_eq!(got, at.map(|i| want.remove(i).slot), "step {step}");
+            }
+            if step % 97 == 0 {
+                let listed: Vec<u32> = mail.unexpected(9, set.get(3)).iter().map(|m| m.slot).collect();
+                assert_eq!(listed, want.iter().map(|m| m.slot).collect::<Vec<_>>(), "step {step}");
+            }
+        }
+        assert!(split > 1000, "the sends were split at {split} steps");
     }
 }

@@ -19,7 +19,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
             }
             for (dst, other) in self.ranks.iter().enumerate() {
                 for mb in other.mail.iter() {
-                    for m in self.mail.sends.iter(mb.unexpected).filter(|m| m.src as usize == r && !m.eager) {
+                    for m in self.mail.unexpected(dst as u32, mb).iter().filter(|m| m.src as usize == r && !m.eager) {
                         waits.push(format!("rendezvous send of {} B to {dst} tag {} on {}", m.bytes, m.tag, ctx_name(mb.ctx)));
                     }
                 }
@@ -47,7 +47,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let mut parts = Vec::new();
         for (dst, rk) in self.ranks.iter().enumerate() {
             for mb in rk.mail.iter() {
-                for m in self.mail.sends.iter(mb.unexpected) {
+                for m in &self.mail.unexpected(dst as u32, mb) {
                     count += 1;
                     if parts.len() < 3 {
                         let mode = if m.eager { "eager" } else { "rendezvous" };

@@ -28,11 +28,11 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
         let rk = &mut self.ranks[r];
         rk.stats.messages += 1;
         rk.stats.bytes_sent = rk.stats.bytes_sent.saturating_add(bytes);
-        let msg = SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot } };
+        let msg = SendMsg { src: r as u32, tag, bytes, post: rk.clock, eager, slot: if eager { NO_SLOT } else { slot }, seq: 0 };
         let mb = self.ranks[dst].mail.get(ctx);
         match self.mail.match_send(dst as u32, mb, msg.src, tag) {
             Some(recv) => self.matched(dst, msg, recv)?,
-            None => self.mail.sends.push_back(&mut mb.unexpected, msg),
+            None => self.mail.push_send(dst as u32, mb, msg),
         }
         if eager {
             let o = model.send_overhead.eval(bytes);
@@ -57,7 +57,7 @@ impl<'a, 'p, E: std::error::Error + Send + Sync + 'static> Engine<'a, 'p, E> {
     pub(super) fn irecv(&mut self, r: usize, src: i32, ctx: u64, tag: i32, slot: u32) -> Result<(), ReplayError> {
         let recv = RecvPost { src, tag, post: self.ranks[r].clock, slot, seq: 0 };
         let mb = self.ranks[r].mail.get(ctx);
-        match self.mail.sends.remove_first(&mut mb.unexpected, |m| matches(src, tag, m.src, m.tag)) {
+        match self.mail.take_send(r as u32, mb, src, tag) {
             Some(msg) => self.matched(r, msg, recv),
             None => {
                 self.mail.post_recv(r as u32, mb, recv);

@@ -2,9 +2,10 @@
 //! locally. After flows join or leave, the flows of the links they
 //! touched are filled again on what the other flows leave of those
 //! links, and grown until the bottleneck condition holds for every flow
-//! on the links they cross (module `local`); when that set keeps
-//! growing, the connected components it reached (flows joined by the
-//! links they share) are filled whole, as SimGrid's LMM does with
+//! on the links they cross (module `local`); when a flow of the set has
+//! no bottleneck that a faster flow explains, the connected components
+//! it reached (flows joined by the links they share) are filled whole,
+//! as SimGrid's LMM does with
 //! selective update (`src/kernel/lmm/System.cpp`,
 //! `update_modified_cnst_set`). A flow outside the set keeps its rate.
 //!

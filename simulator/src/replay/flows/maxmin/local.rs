@@ -43,8 +43,12 @@ pub(super) fn fastest(used: f64, top: f64, cap: f64) -> f64 {
     }
 }
 
-/// Fillings of a growing set before the whole components are filled.
-pub(super) const ROUNDS: usize = 6;
+/// Fillings of a growing set before the whole components are filled:
+/// no limit, since the set grows at each round and the components it
+/// reached hold every flow of it and more. The components are filled
+/// only when a flow of the set has no bottleneck that a faster flow
+/// explains (NaN, or rounding beyond the tolerances).
+pub(super) const ROUNDS: usize = usize::MAX;
 
 impl Solver {
     /// Solves the flows of the touched links, growing the set until every
