@@ -466,25 +466,12 @@ impl Solver {
         by_bound.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         let mut next_bound = 0;
         let mut open = flows.len();
-        let mut closed = true;
         by_ratio.clear();
-        for &s in comp_links.iter() {
-            let slot = &mut slots[s as usize];
-            let (mut load, mut cap) = (0.0, base[slot.link as usize]);
-            for x in &slot.members {
-                if seen[x.id as usize] == st {
-                    load += x.w;
-                } else {
-                    cap -= x.w * rate[x.id as usize];
-                    closed = false;
-                }
-            }
-            (slot.cap, slot.load) = (cap, load);
-            slot.ratio = if load > 0.0 { cap / load } else { f64::INFINITY };
-            if load > 0.0 {
+        let closed = load_links(comp_links, slots, base, seen, rate, st, |s, slot| {
+            if slot.load > 0.0 {
                 by_ratio.push(std::cmp::Reverse((ratio_key(slot.ratio), s)));
             }
-        }
+        });
         while open > 0 {
             *levels += 1;
             let lv = *levels;
@@ -569,25 +556,8 @@ impl Solver {
             // still open there) remaining capacity and ratio.
             for &s in affected.iter() {
                 let slot = &mut slots[s as usize];
-                let mut sum = 0.0;
-                for x in &slot.members {
-                    if fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
-                        sum += x.w;
-                    }
-                }
-                slot.load = sum;
                 let old = ratio_key(slot.ratio);
-                if sum > 0.0 {
-                    if level > 0.0 {
-                        let mut c = slot.cap;
-                        for x in &slot.members {
-                            if fixed_at[x.id as usize] == lv {
-                                c -= x.w * level;
-                            }
-                        }
-                        slot.cap = c;
-                    }
-                    slot.ratio = slot.cap / sum;
+                if relevel(slot, fixed_at, seen, (first, lv), level, st) {
                     let key = ratio_key(slot.ratio);
                     // An entry of an equal key is still there, unless the
                     // link saturated at this level (its open flows
@@ -595,8 +565,6 @@ impl Solver {
                     if key != old || slot.ratio.is_nan() && !deferred.contains(&s) {
                         by_ratio.push(std::cmp::Reverse((key, s)));
                     }
-                } else {
-                    slot.ratio = f64::INFINITY;
                 }
             }
         }
@@ -619,21 +587,7 @@ impl Solver {
             bneck[id as usize] = NONE;
             least_bound = least(least_bound, bound[id as usize]);
         }
-        let mut closed = true;
-        for &s in comp_links.iter() {
-            let slot = &mut slots[s as usize];
-            let (mut load, mut cap) = (0.0, base[slot.link as usize]);
-            for x in &slot.members {
-                if seen[x.id as usize] == st {
-                    load += x.w;
-                } else {
-                    cap -= x.w * rate[x.id as usize];
-                    closed = false;
-                }
-            }
-            (slot.cap, slot.load) = (cap, load);
-            slot.ratio = if load > 0.0 { cap / load } else { f64::INFINITY };
-        }
+        let closed = load_links(comp_links, slots, base, seen, rate, st, |_, _| {});
         while !open.is_empty() {
             *levels += 1;
             let lv = *levels;
@@ -688,33 +642,75 @@ impl Solver {
             // The fixed flows' links: open weight, then (when some flow is
             // still open there) remaining capacity and ratio.
             for &s in affected.iter() {
-                let slot = &mut slots[s as usize];
-                let mut sum = 0.0;
-                for x in &slot.members {
-                    if fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
-                        sum += x.w;
-                    }
-                }
-                slot.load = sum;
-                if sum > 0.0 {
-                    if level > 0.0 {
-                        let mut c = slot.cap;
-                        for x in &slot.members {
-                            if fixed_at[x.id as usize] == lv {
-                                c -= x.w * level;
-                            }
-                        }
-                        slot.cap = c;
-                    }
-                    slot.ratio = slot.cap / sum;
-                } else {
-                    slot.ratio = f64::INFINITY;
-                }
+                relevel(&mut slots[s as usize], fixed_at, seen, (first, lv), level, st);
             }
             std::mem::swap(open, still);
         }
         closed
     }
+}
+
+/// A link of flows fixed at level `lv` (rate `level`): its open weight
+/// (the filling's flows, `seen == st`, not fixed since level `first`),
+/// then, when some flow is still open there, its remaining capacity and
+/// ratio (else an infinite ratio). True when a flow is still open there.
+fn relevel(slot: &mut Slot, fixed_at: &[u64], seen: &[u64], (first, lv): (u64, u64), level: f64, st: u64) -> bool {
+    let mut sum = 0.0;
+    for x in &slot.members {
+        if fixed_at[x.id as usize] < first && seen[x.id as usize] == st {
+            sum += x.w;
+        }
+    }
+    slot.load = sum;
+    if sum > 0.0 {
+        if level > 0.0 {
+            let mut c = slot.cap;
+            for x in &slot.members {
+                if fixed_at[x.id as usize] == lv {
+                    c -= x.w * level;
+                }
+            }
+            slot.cap = c;
+        }
+        slot.ratio = slot.cap / sum;
+        true
+    } else {
+        slot.ratio = f64::INFINITY;
+        false
+    }
+}
+
+/// Sets each link slot of `comp_links` to its capacity (`base`, bytes/s)
+/// less what the flows outside the filling (`seen != st`) take at their
+/// rates, its load (the weights of the filling's flows) and their ratio,
+/// and shows it to `each`; false when a flow outside the filling crosses
+/// one of the links (the filling is then not closed).
+fn load_links(
+    comp_links: &[u32],
+    slots: &mut [Slot],
+    base: &[f64],
+    seen: &[u64],
+    rate: &[f64],
+    st: u64,
+    mut each: impl FnMut(u32, &Slot),
+) -> bool {
+    let mut closed = true;
+    for &s in comp_links {
+        let slot = &mut slots[s as usize];
+        let (mut load, mut cap) = (0.0, base[slot.link as usize]);
+        for x in &slot.members {
+            if seen[x.id as usize] == st {
+                load += x.w;
+            } else {
+                cap -= x.w * rate[x.id as usize];
+                closed = false;
+            }
+        }
+        (slot.cap, slot.load) = (cap, load);
+        slot.ratio = if load > 0.0 { cap / load } else { f64::INFINITY };
+        each(s, slot);
+    }
+    closed
 }
 
 /// The least of `level` and the ratios of the links in `comp` (∞ where
