@@ -194,7 +194,13 @@ fn first_block_excludes_the_interposers_start_up() {
             let recs = records(&t);
             let first = recs.iter().find(|r| r.op != Op::Init).expect("a call after MPI_Init");
             assert_eq!(first.op, Op::CommRank, "{mode}");
-            assert!(first.compute_cpu_ns < 100_000, "{mode}: first block {} ns of CPU time", first.compute_cpu_ns);
+            // An empty block, but the first: the first call's symbol
+            // binding and first-touch page faults count as its CPU time,
+            // more so with 6 ranks on a loaded machine. The start-up it
+            // must exclude (the overhead measurement's calls through the
+            // recorder, online mode's shadow communicators) takes longer
+            // than this bound.
+            assert!(first.compute_cpu_ns < 250_000, "{mode}: first block {} ns of CPU time", first.compute_cpu_ns);
         }
     }
 }
